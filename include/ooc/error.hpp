@@ -1,0 +1,32 @@
+// The one exception type of the library, and the exit codes that main() maps it to.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace ooc {
+
+// What went wrong, from the user's side: it decides the exit code of the tools.
+enum class ErrorKind {
+  usage = 2,   // bad command line: an option value, a missing option
+  input = 3,   // the input file is missing, unreadable or malformed
+  io = 4,      // reading or writing failed while running (disk full, permissions)
+  device = 5,  // the GPU (or its absence) stopped the run
+};
+
+// Messages say what is wrong, which file or value, and what to do about it.
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  ErrorKind kind() const noexcept { return kind_; }
+  int exit_code() const noexcept { return static_cast<int>(kind_); }
+
+ private:
+  ErrorKind kind_;
+};
+
+// strerror(errno) with the file it concerns, for I/O failures.
+[[nodiscard]] std::string system_message(const std::string& what, const std::string& path,
+                                         int err);
+
+}  // namespace ooc

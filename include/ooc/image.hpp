@@ -1,0 +1,58 @@
+// The image model: sample types, image geometry with checked 64-bit sizes, and band views.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ooc {
+
+enum class SampleType { u8, u16, i16, u32, i32, f32, f64 };
+
+inline constexpr SampleType kAllSampleTypes[] = {SampleType::u8,  SampleType::u16, SampleType::i16,
+                                                 SampleType::u32, SampleType::i32, SampleType::f32,
+                                                 SampleType::f64};
+
+std::size_t sample_bytes(SampleType t) noexcept;
+bool is_integer(SampleType t) noexcept;
+std::string_view name(SampleType t) noexcept;
+// Parses "u8", "uint8", "f32", "float32", ...; throws a usage Error naming the valid types.
+SampleType parse_sample_type(std::string_view text);
+// Smallest and largest value of an integer type (for saturation); +-max double for floats.
+double lowest_value(SampleType t) noexcept;
+double highest_value(SampleType t) noexcept;
+
+// Geometry of an image of interleaved channels. Sizes are checked for overflow on construction.
+struct ImageSpec {
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+  int channels = 1;
+  SampleType type = SampleType::f32;
+
+  std::size_t pixel_bytes() const noexcept { return sample_bytes(type) * channels; }
+  std::size_t row_bytes() const noexcept { return pixel_bytes() * static_cast<std::size_t>(width); }
+  std::size_t total_bytes() const noexcept { return row_bytes() * static_cast<std::size_t>(height); }
+  std::int64_t row_samples() const noexcept { return width * channels; }
+  std::int64_t pixels() const noexcept { return width * height; }
+  std::string describe() const;  // "65536 x 1000 x 3 u16"
+};
+
+// Throws a usage Error when a dimension is out of range or width*height*channels*bytes overflows.
+void validate(const ImageSpec& spec);
+
+// A window onto rows of an image held elsewhere: cropping is pointer arithmetic, never a copy.
+struct BandView {
+  std::byte* data = nullptr;
+  std::size_t row_stride = 0;  // bytes from one row to the next
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  int channels = 1;
+  SampleType type = SampleType::f32;
+
+  std::byte* row(std::int64_t y) const noexcept {
+    return data + static_cast<std::size_t>(y) * row_stride;
+  }
+};
+
+}  // namespace ooc

@@ -1,0 +1,89 @@
+// Sources and sinks of image rows: raw files (memory-mapped), synthetic images, the null sink.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ooc/image.hpp"
+
+namespace boost::interprocess {
+class mapped_region;
+}
+
+namespace ooc {
+
+// Memory that rows handed out by a Source live in, owned by one pipeline slot and released when the
+// slot's band is done: mapped windows of a file, or a reused buffer for rows made on the fly.
+class RowArena {
+ public:
+  RowArena();
+  ~RowArena();
+  RowArena(RowArena&&) noexcept;
+  RowArena& operator=(RowArena&&) noexcept;
+
+  std::byte* take(std::size_t bytes);  // from the reused buffer; valid until release()
+  void keep(boost::interprocess::mapped_region&& region);
+  void release();  // unmaps windows and recycles the buffer
+
+ private:
+  std::vector<std::byte> buffer_;
+  std::vector<std::vector<std::byte>> spare_;  // outgrown blocks still holding this band's rows
+  std::size_t used_ = 0;
+  std::size_t band_bytes_ = 0;
+  std::vector<boost::interprocess::mapped_region> regions_;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual const ImageSpec& spec() const noexcept = 0;
+  virtual std::string describe() const = 0;
+  // Rows [y0, y0 + n) of the image (all inside it), contiguous at spec().row_bytes() apart, valid
+  // until arena.release(). Called from the serial read stage; may use threads inside.
+  virtual const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) = 0;
+};
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual const ImageSpec& spec() const noexcept = 0;
+  virtual std::string describe() const = 0;
+  // Rows [y0, y0 + n), `stride` bytes apart. Called from the serial write stage, rows in order.
+  virtual void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
+                          std::size_t stride) = 0;
+  // Makes the output visible under its final name. Without commit() the destructor removes it.
+  virtual void commit() = 0;
+};
+
+// What the command line says about an input that has no header (raw files, synthetic images).
+struct RawHints {
+  std::int64_t width = 0;   // required for raw files
+  std::int64_t height = 0;  // 0: inferred from the file size
+  int channels = 1;
+  SampleType type = SampleType::f32;
+};
+
+// Opens `path` for reading. "synth:PATTERN" (noise, gradient, checker) makes a deterministic image
+// of the hinted size instead of reading a file.
+std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
+                                    std::uint64_t seed = 1);
+// Creates `path` for writing under a temporary name beside it; "null:" discards the rows.
+// Refuses an output that is the input (same file, also through links). Reserves the disk space
+// up front so that a full disk is reported before any work is done.
+std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
+                                  const std::string& input_path);
+
+// The temporary name an output is written under until it is complete.
+std::string partial_path(const std::string& output);
+
+// The synthetic image generator behind "synth:" inputs (and oocgen): deterministic for a seed,
+// independent of how rows are split between calls or threads.
+enum class Pattern { noise, gradient, checker };
+Pattern parse_pattern(const std::string& name);  // throws a usage Error
+// Writes row y (width x channels samples of `type`) of the pattern to dst.
+void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,
+                        int channels, SampleType type, std::byte* dst);
+
+}  // namespace ooc

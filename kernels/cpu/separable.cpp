@@ -1,0 +1,40 @@
+// Run-time choice between the kernel builds for different instruction sets (separable_impl.cpp).
+#include "separable.hpp"
+
+namespace ooc::cpu {
+
+namespace baseline {
+void separable_band(const SeparableArgs& args);
+std::size_t separable_scratch_bytes(const SeparableArgs& args);
+}  // namespace baseline
+#if defined(__x86_64__)
+namespace avx2 {
+void separable_band(const SeparableArgs& args);
+}  // namespace avx2
+#endif
+
+namespace {
+bool has_avx2() {
+#if defined(__x86_64__)
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+#else
+  return false;
+#endif
+}
+}  // namespace
+
+void separable_band(const SeparableArgs& args) {
+#if defined(__x86_64__)
+  if (has_avx2()) return avx2::separable_band(args);
+#endif
+  baseline::separable_band(args);
+}
+
+std::size_t separable_scratch_bytes(const SeparableArgs& args) {
+  return baseline::separable_scratch_bytes(args);
+}
+
+const char* separable_isa() { return has_avx2() ? "avx2+fma" : "baseline"; }
+
+}  // namespace ooc::cpu

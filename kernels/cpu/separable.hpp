@@ -1,0 +1,39 @@
+// CPU kernels of the separable convolution: one band, row pass then column pass, in column strips
+// so that the row-pass result of a strip stays in cache until the column pass consumes it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ooc/border.hpp"
+#include "ooc/image.hpp"
+
+namespace ooc::cpu {
+
+struct SeparableArgs {
+  const std::byte* const* rows = nullptr;  // out_rows + 2 * ry input rows; null = constant row
+  std::int64_t width = 0;
+  int channels = 1;
+  SampleType in_type = SampleType::f32;
+  std::byte* out = nullptr;
+  std::size_t out_stride = 0;
+  std::int64_t out_rows = 0;
+  SampleType out_type = SampleType::f32;
+  const double* row_taps = nullptr;  // 2 * rx + 1, correlation order
+  std::int64_t rx = 0;
+  const double* col_taps = nullptr;  // 2 * ry + 1, correlation order
+  std::int64_t ry = 0;
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0;
+  std::int64_t strip_samples = 512;
+  bool f64 = false;  // accumulate in double
+};
+
+// Filters one band; splits the strips over TBB threads.
+void separable_band(const SeparableArgs& args);
+// Scratch bytes one thread needs for a band of `out_rows` rows (for the memory plan).
+std::size_t separable_scratch_bytes(const SeparableArgs& args);
+// Which instruction set the kernels were dispatched to: "avx2+fma" or "baseline".
+const char* separable_isa();
+
+}  // namespace ooc::cpu

@@ -1,0 +1,201 @@
+// The separable convolution band kernel. This file is compiled once per instruction set (see
+// CMakeLists.txt: OOC_ISA names the namespace); separable.cpp picks one at run time.
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "separable.hpp"
+
+#ifndef OOC_ISA
+#error "OOC_ISA must name the instruction-set namespace"
+#endif
+
+namespace ooc::cpu::OOC_ISA {
+namespace {
+
+template <class T, class Acc>
+void load_samples(const std::byte* src, Acc* dst, std::int64_t n) {
+  const T* s = reinterpret_cast<const T*>(src);
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<Acc>(s[i]);
+}
+
+// Integers are rounded to nearest and saturated; NaN becomes 0 (there is no integer NaN).
+template <class U, class Acc>
+void store_samples(const Acc* src, std::byte* dst, std::int64_t n) {
+  U* d = reinterpret_cast<U*>(dst);
+  if constexpr (std::is_floating_point_v<U>) {
+    for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<U>(src[i]);
+  } else {
+    // 32-bit limits are not exact in float: clamp in double for them.
+    using W = std::conditional_t<(sizeof(U) >= 4), double, Acc>;
+    constexpr W lo = static_cast<W>(std::numeric_limits<U>::lowest());
+    constexpr W hi = static_cast<W>(std::numeric_limits<U>::max());
+    for (std::int64_t i = 0; i < n; ++i) {
+      W v = static_cast<W>(src[i]);
+      v = v == v ? v : W(0);
+      v = v < lo ? lo : v;
+      v = v > hi ? hi : v;
+      d[i] = static_cast<U>(std::nearbyint(v));
+    }
+  }
+}
+
+template <class Acc>
+using LoadFn = void (*)(const std::byte*, Acc*, std::int64_t);
+template <class Acc>
+using StoreFn = void (*)(const Acc*, std::byte*, std::int64_t);
+
+template <class Acc>
+LoadFn<Acc> loader(SampleType t) {
+  switch (t) {
+    case SampleType::u8: return load_samples<std::uint8_t, Acc>;
+    case SampleType::u16: return load_samples<std::uint16_t, Acc>;
+    case SampleType::i16: return load_samples<std::int16_t, Acc>;
+    case SampleType::u32: return load_samples<std::uint32_t, Acc>;
+    case SampleType::i32: return load_samples<std::int32_t, Acc>;
+    case SampleType::f32: return load_samples<float, Acc>;
+    case SampleType::f64: return load_samples<double, Acc>;
+  }
+  return nullptr;
+}
+
+template <class Acc>
+StoreFn<Acc> storer(SampleType t) {
+  switch (t) {
+    case SampleType::u8: return store_samples<std::uint8_t, Acc>;
+    case SampleType::u16: return store_samples<std::uint16_t, Acc>;
+    case SampleType::i16: return store_samples<std::int16_t, Acc>;
+    case SampleType::u32: return store_samples<std::uint32_t, Acc>;
+    case SampleType::i32: return store_samples<std::int32_t, Acc>;
+    case SampleType::f32: return store_samples<float, Acc>;
+    case SampleType::f64: return store_samples<double, Acc>;
+  }
+  return nullptr;
+}
+
+// dst[i] = sum_k w[k] * src[k][i], k ascending for every i (so results never depend on where a
+// strip or a band starts). Blocks of kBlock outputs stay in vector registers across the taps.
+template <class Acc>
+void weighted_sum(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* dst,
+                  std::int64_t n) {
+  constexpr int kBlock = 64 / sizeof(Acc) * 2;  // four 256-bit registers
+  std::int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    Acc acc[kBlock];
+    const Acc w0 = w[0];
+    const Acc* s0 = src[0] + i;
+    for (int j = 0; j < kBlock; ++j) acc[j] = w0 * s0[j];
+    for (std::int64_t k = 1; k < taps; ++k) {
+      const Acc wk = w[k];
+      const Acc* s = src[k] + i;
+      for (int j = 0; j < kBlock; ++j) acc[j] += wk * s[j];
+    }
+    for (int j = 0; j < kBlock; ++j) dst[i + j] = acc[j];
+  }
+  for (; i < n; ++i) {
+    Acc a = w[0] * src[0][i];
+    for (std::int64_t k = 1; k < taps; ++k) a += w[k] * src[k][i];
+    dst[i] = a;
+  }
+}
+
+struct Geometry {
+  std::int64_t strip_px;    // pixels per strip
+  std::int64_t strips;
+  std::int64_t in_rows;     // out_rows + 2 * ry
+  std::int64_t scratch_n;   // Acc elements of one thread's scratch
+};
+
+Geometry geometry(const SeparableArgs& a) {
+  Geometry g{};
+  g.strip_px = std::clamp<std::int64_t>(a.strip_samples / a.channels, 1, a.width);
+  g.strips = (a.width + g.strip_px - 1) / g.strip_px;
+  g.in_rows = a.out_rows + 2 * a.ry;
+  const std::int64_t strip_n = g.strip_px * a.channels;
+  g.scratch_n = g.in_rows * strip_n + (g.strip_px + 2 * a.rx) * a.channels + strip_n +
+                2 * (std::max(a.rx, a.ry) + 1);
+  return g;
+}
+
+template <class Acc>
+void run_band(const SeparableArgs& a) {
+  const Geometry g = geometry(a);
+  const int C = a.channels;
+  const std::size_t in_pixel = sample_bytes(a.in_type) * C;
+  const std::size_t out_sample = sample_bytes(a.out_type);
+  const LoadFn<Acc> load = loader<Acc>(a.in_type);
+  const StoreFn<Acc> store = storer<Acc>(a.out_type);
+  const Acc cval = static_cast<Acc>(a.border_value);
+
+  std::vector<Acc> wr(a.row_taps, a.row_taps + 2 * a.rx + 1);
+  std::vector<Acc> wc(a.col_taps, a.col_taps + 2 * a.ry + 1);
+
+  tbb::parallel_for(std::int64_t{0}, g.strips, [&](std::int64_t strip) {
+    // Per-thread scratch, kept between bands: its size depends only on the plan.
+    thread_local std::vector<Acc> scratch;
+    thread_local std::vector<const Acc*> taps_src;
+    if (scratch.size() < static_cast<std::size_t>(g.scratch_n)) scratch.resize(g.scratch_n);
+    taps_src.resize(2 * std::max(a.rx, a.ry) + 1);
+
+    const std::int64_t p0 = strip * g.strip_px;
+    const std::int64_t p1 = std::min(a.width, p0 + g.strip_px);
+    const std::int64_t n = (p1 - p0) * C;
+    Acc* rowpass = scratch.data();                       // in_rows x n
+    Acc* pad = rowpass + g.in_rows * n;                  // (p1 - p0 + 2 rx) x C
+    Acc* out_row = pad + (p1 - p0 + 2 * a.rx) * C;       // n
+
+    // Row pass over every input row of the band, this strip's columns only.
+    const std::int64_t q0 = p0 - a.rx, q1 = p1 + a.rx;  // padded pixel range
+    const std::int64_t inner0 = std::max<std::int64_t>(q0, 0), inner1 = std::min(q1, a.width);
+    for (std::int64_t k = 0; k <= 2 * a.rx; ++k) taps_src[k] = pad + k * C;
+    for (std::int64_t j = 0; j < g.in_rows; ++j) {
+      Acc* dst = rowpass + j * n;
+      const std::byte* row = a.rows[j];
+      if (row == nullptr) {  // a constant-border row stays constant after the row pass
+        std::fill(dst, dst + n, cval);
+        continue;
+      }
+      auto edge_pixel = [&](std::int64_t q) {
+        Acc* p = pad + (q - q0) * C;
+        const std::int64_t src = map_border(q, a.width, a.border);
+        if (src < 0) {
+          std::fill(p, p + C, cval);
+        } else {
+          load(row + src * in_pixel, p, C);
+        }
+      };
+      for (std::int64_t q = q0; q < inner0; ++q) edge_pixel(q);
+      load(row + inner0 * in_pixel, pad + (inner0 - q0) * C, (inner1 - inner0) * C);
+      for (std::int64_t q = inner1; q < q1; ++q) edge_pixel(q);
+      weighted_sum<Acc>(taps_src.data(), wr.data(), 2 * a.rx + 1, dst, n);
+    }
+
+    // Column pass: output row y reads row-pass rows y .. y + 2 ry, all still in cache.
+    for (std::int64_t y = 0; y < a.out_rows; ++y) {
+      for (std::int64_t k = 0; k <= 2 * a.ry; ++k) taps_src[k] = rowpass + (y + k) * n;
+      weighted_sum<Acc>(taps_src.data(), wc.data(), 2 * a.ry + 1, out_row, n);
+      store(out_row, a.out + y * a.out_stride + p0 * C * out_sample, n);
+    }
+  });
+}
+
+}  // namespace
+
+void separable_band(const SeparableArgs& args) {
+  if (args.f64) {
+    run_band<double>(args);
+  } else {
+    run_band<float>(args);
+  }
+}
+
+std::size_t separable_scratch_bytes(const SeparableArgs& args) {
+  return static_cast<std::size_t>(geometry(args).scratch_n) * (args.f64 ? 8 : 4);
+}
+
+}  // namespace ooc::cpu::OOC_ISA

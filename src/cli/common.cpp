@@ -1,0 +1,87 @@
+// Shared command-line plumbing (see common.hpp).
+#include "common.hpp"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
+
+#include "ooc/error.hpp"
+
+namespace ooc::cli {
+
+namespace {
+char g_partial[4096];  // read by the signal handler: a plain buffer, no allocation there
+
+extern "C" void on_signal(int sig) {
+  if (g_partial[0] != '\0') ::unlink(g_partial);
+  ::_exit(128 + sig);
+}
+}  // namespace
+
+int guarded_main(const char* prog, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: error: %s\n", prog, e.what());
+    return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%s: error: out of memory: lower --mem-limit or --slots\n", prog);
+    return static_cast<int>(ErrorKind::io);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", prog, e.what());
+    return 1;
+  }
+}
+
+void remove_on_signal(const std::string& path) {
+  std::strncpy(g_partial, path.c_str(), sizeof g_partial - 1);
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
+std::size_t peak_rss_bytes() {
+  struct rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<std::size_t>(ru.ru_maxrss) * 1024;
+}
+
+bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
+
+Progress::Progress(bool enabled, std::size_t total_bytes)
+    : enabled_(enabled),
+      total_bytes_(total_bytes),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
+
+void Progress::update(std::int64_t done, std::int64_t total) {
+  if (!enabled_ || total <= 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (done < total && now - last_ < std::chrono::milliseconds(200)) return;
+  last_ = now;
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double frac = static_cast<double>(done) / static_cast<double>(total);
+  const double mbps = elapsed > 0 ? frac * static_cast<double>(total_bytes_) / elapsed / 1e6 : 0;
+  const double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
+  constexpr int kWidth = 30;
+  char bar[kWidth + 1];
+  const int filled = static_cast<int>(frac * kWidth);
+  for (int i = 0; i < kWidth; ++i) bar[i] = i < filled ? '#' : '.';
+  bar[kWidth] = '\0';
+  std::fprintf(stderr, "\r[%s] %5.1f%%  %8.1f MB/s  ETA %6.0f s ", bar, 100 * frac, mbps, eta);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+void Progress::finish() {
+  if (drawn_) std::fprintf(stderr, "\n");
+  drawn_ = false;
+}
+
+}  // namespace ooc::cli

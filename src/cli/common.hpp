@@ -1,0 +1,38 @@
+// What the command-line tools share: exit-code mapping, the progress bar, peak RSS, and removal of
+// a partial output when the job is interrupted (Ctrl-C, or Slurm's SIGTERM at the time limit).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace ooc::cli {
+
+// Runs body; maps ooc::Error to its exit code and other failures to 1, printing "prog: message".
+int guarded_main(const char* prog, const std::function<int()>& body);
+
+// On SIGINT/SIGTERM/SIGHUP, unlinks `path` (if set) and exits with 128 + signal.
+void remove_on_signal(const std::string& path);
+
+std::size_t peak_rss_bytes();
+
+// A one-line progress bar on stderr: percent, MB/s, ETA; at most a few updates a second.
+class Progress {
+ public:
+  Progress(bool enabled, std::size_t total_bytes);
+  void update(std::int64_t done, std::int64_t total);
+  void finish();
+
+ private:
+  bool enabled_;
+  std::size_t total_bytes_;
+  std::chrono::steady_clock::time_point start_, last_;
+  bool drawn_ = false;
+};
+
+// True when stderr is a terminal (the default for --progress).
+bool stderr_is_terminal();
+
+}  // namespace ooc::cli

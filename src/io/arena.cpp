@@ -1,0 +1,41 @@
+// RowArena: the memory a slot's input rows live in until the band is done.
+#include <boost/interprocess/mapped_region.hpp>
+
+#include "ooc/io.hpp"
+
+namespace ooc {
+
+RowArena::RowArena() = default;
+RowArena::~RowArena() = default;
+RowArena::RowArena(RowArena&&) noexcept = default;
+RowArena& RowArena::operator=(RowArena&&) noexcept = default;
+
+std::byte* RowArena::take(std::size_t bytes) {
+  band_bytes_ += bytes;
+  if (used_ + bytes > buffer_.size()) {
+    // Rows handed out earlier in this band must stay where they are: park the block until
+    // release(), which then sizes one block for the whole band, so later bands allocate nothing.
+    if (used_ != 0) spare_.push_back(std::move(buffer_));
+    buffer_ = std::vector<std::byte>(bytes);
+    used_ = 0;
+  }
+  std::byte* p = buffer_.data() + used_;
+  used_ += bytes;
+  return p;
+}
+
+void RowArena::keep(boost::interprocess::mapped_region&& region) {
+  regions_.push_back(std::move(region));
+}
+
+void RowArena::release() {
+  regions_.clear();
+  if (!spare_.empty()) {
+    spare_.clear();
+    buffer_ = std::vector<std::byte>(band_bytes_);
+  }
+  used_ = 0;
+  band_bytes_ = 0;
+}
+
+}  // namespace ooc

@@ -1,0 +1,248 @@
+// Raw files: a headerless row-major image, read through memory-mapped windows (one per band, so
+// resident memory stays bounded) and written with pwrite into a temporary file renamed at the end.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <boost/interprocess/file_mapping.hpp>
+#include <boost/interprocess/mapped_region.hpp>
+#include <cerrno>
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ooc/error.hpp"
+#include "ooc/io.hpp"
+
+namespace bip = boost::interprocess;
+namespace fs = std::filesystem;
+
+namespace ooc {
+namespace {
+
+// Up to `count` widths near `width` whose rows tile `samples` exactly, for the error message.
+std::string widths_that_fit(std::uint64_t samples, std::int64_t width, int count) {
+  std::vector<std::uint64_t> divisors;
+  for (std::uint64_t d = 1; d * d <= samples; ++d) {
+    if (samples % d != 0) continue;
+    divisors.push_back(d);
+    if (d != samples / d) divisors.push_back(samples / d);
+  }
+  std::sort(divisors.begin(), divisors.end(), [&](std::uint64_t a, std::uint64_t b) {
+    const auto da = a > std::uint64_t(width) ? a - width : width - a;
+    const auto db = b > std::uint64_t(width) ? b - width : width - b;
+    return da < db;
+  });
+  if (static_cast<int>(divisors.size()) > count) divisors.resize(count);
+  std::sort(divisors.begin(), divisors.end());
+  std::string out;
+  for (auto d : divisors) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  return out;
+}
+
+class RawSource final : public Source {
+ public:
+  RawSource(const std::string& path, const RawHints& hints) : path_(path) {
+    std::error_code ec;
+    const auto status = fs::status(path, ec);
+    if (ec || !fs::exists(status))
+      throw Error(ErrorKind::input, "input '" + path + "' does not exist");
+    if (fs::is_directory(status))
+      throw Error(ErrorKind::input, "input '" + path + "' is a directory, not an image file");
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) throw Error(ErrorKind::input, system_message("cannot open input", path, errno));
+    ::close(fd);
+    const std::uintmax_t size = fs::file_size(path, ec);
+    if (ec) throw Error(ErrorKind::input, "cannot read the size of input '" + path + "'");
+
+    if (hints.width <= 0)
+      throw Error(ErrorKind::usage,
+                  "raw input '" + path + "' has no header: give its width with --width");
+    spec_ = ImageSpec{hints.width, 1, hints.channels, hints.type};
+    validate(spec_);
+    const std::uintmax_t row = spec_.row_bytes();
+    if (size == 0) throw Error(ErrorKind::input, "input '" + path + "' is empty");
+    if (size % row != 0) {
+      std::string msg = "input '" + path + "' is " + std::to_string(size) +
+                        " bytes, not a multiple of the row size " + std::to_string(row) +
+                        " bytes (width " + std::to_string(hints.width) + " x " +
+                        std::to_string(hints.channels) + " channel(s) x " +
+                        std::to_string(sample_bytes(hints.type)) + " bytes of " +
+                        std::string(name(hints.type)) + ")";
+      const std::uintmax_t pixel = spec_.pixel_bytes();
+      if (size % pixel == 0)
+        msg += "; widths that fit: " + widths_that_fit(size / pixel, hints.width, 6);
+      msg += "; check --width, --type and --channels";
+      throw Error(ErrorKind::input, msg);
+    }
+    spec_.height = static_cast<std::int64_t>(size / row);
+    if (hints.height > 0 && hints.height != spec_.height)
+      throw Error(ErrorKind::input, "input '" + path + "' holds " + std::to_string(spec_.height) +
+                                        " rows of width " + std::to_string(hints.width) +
+                                        ", but --height says " + std::to_string(hints.height));
+    validate(spec_);
+    try {
+      mapping_ = bip::file_mapping(path.c_str(), bip::read_only);
+    } catch (const bip::interprocess_exception& e) {
+      throw Error(ErrorKind::input, "cannot map input '" + path + "': " + e.what());
+    }
+  }
+
+  const ImageSpec& spec() const noexcept override { return spec_; }
+  std::string describe() const override { return "raw '" + path_ + "' " + spec_.describe(); }
+
+  const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
+    const std::size_t row = spec_.row_bytes();
+    bip::mapped_region region(mapping_, bip::read_only, static_cast<bip::offset_t>(y0 * row),
+                              static_cast<std::size_t>(n) * row);
+    // Start reading the whole window now: a cold file is read ahead while earlier bands compute.
+    region.advise(bip::mapped_region::advice_willneed);
+    auto* p = static_cast<const std::byte*>(region.get_address());
+    arena.keep(std::move(region));
+    return p;
+  }
+
+ private:
+  std::string path_;
+  ImageSpec spec_;
+  bip::file_mapping mapping_;
+};
+
+class FileSink final : public Sink {
+ public:
+  FileSink(const std::string& path, const ImageSpec& spec, const std::string& input_path)
+      : path_(path), partial_(partial_path(path)), spec_(spec) {
+    const fs::path p(path);
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+      throw Error(ErrorKind::io, "output directory '" + dir.string() +
+                                     "' does not exist: create it or write elsewhere");
+    struct stat in_st{}, out_st{};
+    if (!input_path.empty() && ::stat(input_path.c_str(), &in_st) == 0 &&
+        ::stat(path.c_str(), &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
+        in_st.st_ino == out_st.st_ino)
+      throw Error(ErrorKind::usage, "output '" + path + "' is the input file '" + input_path +
+                                        "': write the result to another path");
+    if (fs::is_directory(p, ec))
+      throw Error(ErrorKind::usage, "output '" + path + "' is a directory: name a file");
+
+    fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error(ErrorKind::io, system_message("cannot create output", partial_, errno));
+    const std::size_t total = spec.total_bytes();
+    // Reserve the blocks now: a full disk fails here, before any work, not halfway through.
+    const int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(total));
+    if (rc == EFBIG) {
+      discard();
+      throw Error(ErrorKind::io, "output '" + path + "' (" + std::to_string(total) +
+                                     " bytes) is larger than this file system or the file size "
+                                     "limit (ulimit -f) allows: write elsewhere");
+    }
+    if (rc == ENOSPC) {
+      struct statvfs vfs{};
+      std::string avail;
+      if (::fstatvfs(fd_, &vfs) == 0)
+        avail = ", " + std::to_string(std::uint64_t(vfs.f_bavail) * vfs.f_frsize) + " available";
+      discard();
+      throw Error(ErrorKind::io, "not enough space for output '" + path + "' (" +
+                                     std::to_string(total) + " bytes needed" + avail +
+                                     "): free some space or write elsewhere");
+    }
+    if (rc != 0 && ::ftruncate(fd_, static_cast<off_t>(total)) != 0) {
+      const int err = errno;
+      discard();
+      throw Error(ErrorKind::io, system_message("cannot size output", partial_, err));
+    }
+  }
+
+  ~FileSink() override { discard(); }
+
+  const ImageSpec& spec() const noexcept override { return spec_; }
+  std::string describe() const override { return "raw '" + path_ + "' " + spec_.describe(); }
+
+  void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
+                  std::size_t stride) override {
+    const std::size_t row = spec_.row_bytes();
+    if (stride == row) {
+      write_all(data, row * static_cast<std::size_t>(n), y0 * row);
+    } else {
+      for (std::int64_t y = 0; y < n; ++y) write_all(data + y * stride, row, (y0 + y) * row);
+    }
+  }
+
+  void commit() override {
+    if (::close(fd_) != 0) {
+      const int err = errno;
+      fd_ = -1;
+      throw Error(ErrorKind::io, system_message("cannot finish output", partial_, err));
+    }
+    fd_ = -1;
+    if (::rename(partial_.c_str(), path_.c_str()) != 0)
+      throw Error(ErrorKind::io, system_message("cannot rename into place output", path_, errno));
+    committed_ = true;
+  }
+
+ private:
+  void write_all(const std::byte* p, std::size_t bytes, std::size_t offset) {
+    while (bytes > 0) {
+      const ssize_t w = ::pwrite(fd_, p, bytes, static_cast<off_t>(offset));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const int err = w < 0 ? errno : ENOSPC;
+        const bool full = err == ENOSPC || err == EFBIG || err == EDQUOT;
+        throw Error(ErrorKind::io, system_message("cannot write output", partial_, err) +
+                                       (full ? ": free some space or write elsewhere" : ""));
+      }
+      p += w;
+      bytes -= static_cast<std::size_t>(w);
+      offset += static_cast<std::size_t>(w);
+    }
+  }
+
+  void discard() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    if (!committed_) ::unlink(partial_.c_str());
+  }
+
+  std::string path_, partial_;
+  ImageSpec spec_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+class NullSink final : public Sink {
+ public:
+  explicit NullSink(const ImageSpec& spec) : spec_(spec) {}
+  const ImageSpec& spec() const noexcept override { return spec_; }
+  std::string describe() const override { return "null (discarded) " + spec_.describe(); }
+  void write_rows(std::int64_t, std::int64_t, const std::byte*, std::size_t) override {}
+  void commit() override {}
+
+ private:
+  ImageSpec spec_;
+};
+
+}  // namespace
+
+std::string partial_path(const std::string& output) { return output + ".partial"; }
+
+std::unique_ptr<Source> make_synthetic_source(const std::string& pattern, const RawHints& hints,
+                                              std::uint64_t seed);
+
+std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
+                                    std::uint64_t seed) {
+  if (path.rfind("synth:", 0) == 0) return make_synthetic_source(path.substr(6), hints, seed);
+  return std::make_unique<RawSource>(path, hints);
+}
+
+std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
+                                  const std::string& input_path) {
+  validate(spec);
+  if (path == "null:") return std::make_unique<NullSink>(spec);
+  return std::make_unique<FileSink>(path, spec, input_path);
+}
+
+}  // namespace ooc

@@ -1,0 +1,259 @@
+// oocconv: filter an image of any size with a separable convolution, band by band, in bounded memory.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "cli/common.hpp"
+#include "ooc/error.hpp"
+#include "ooc/filter.hpp"
+#include "ooc/io.hpp"
+#include "ooc/ops/separable.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace {
+
+constexpr const char* kExamples = R"(
+Examples:
+  oocconv in.raw out.raw --width 65536 --radius 16
+      Gaussian blur (sigma = radius / 3) of a raw f32 image 65536 samples wide.
+  oocconv scan.raw smooth.raw --width 20000 --type u16 --channels 3 --sigma 2.5 --border nearest
+  oocconv in.raw out.raw --width 4096 --taps 1,4,6,4,1 --out-type f32
+      Explicit (unnormalized) taps along x then y, as scipy.ndimage.convolve1d.
+  oocconv synth:noise null: --width 65536 --height 200000 --radius 16 --stats json
+      Pipeline throughput on a synthetic image, nothing read from or written to disk.
+
+Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions), 5 GPU.
+)";
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ooc::Error(ooc::ErrorKind::input, "cannot read taps file '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Lines of a taps file without comments (#) and blank lines.
+std::vector<std::string> taps_file_lines(const std::string& path) {
+  std::istringstream in(read_text_file(path));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    if (line.find_first_not_of(" \t\r,") != std::string::npos) lines.push_back(line);
+  }
+  if (lines.empty() || lines.size() > 2)
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     "taps file '" + path +
+                         "' must hold one line of taps (both directions) or two (x, then y)");
+  return lines;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ooc::cli::guarded_main("oocconv", [&]() -> int {
+    CLI::App app{"oocconv: out-of-core separable convolution of images larger than memory.\n"
+                 "Reads INPUT band by band, filters along x then y (scipy.ndimage.convolve1d "
+                 "semantics), writes OUTPUT."};
+    app.footer(kExamples);
+    app.get_formatter()->column_width(34);
+
+    std::string input, output;
+    app.add_option("INPUT", input, "raw image file, or synth:noise|gradient|checker")->required();
+    app.add_option("OUTPUT", output, "raw image file (written as OUTPUT.partial, renamed when done), or null:")
+        ->required();
+
+    ooc::RawHints hints;
+    std::string type = "f32";
+    std::uint64_t seed = 1;
+    auto* g_in = app.add_option_group("Input");
+    g_in->add_option("--width", hints.width, "samples per row (raw input: required)");
+    g_in->add_option("--height", hints.height, "rows (raw: checked against the file size)");
+    g_in->add_option("--type", type, "sample type: u8 u16 i16 u32 i32 f32 f64")->default_str("f32");
+    g_in->add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
+    g_in->add_option("--seed", seed, "seed of a synth: input")->default_str("1");
+
+    std::optional<std::int64_t> radius;
+    std::optional<double> sigma;
+    std::string filter_kind = "gaussian", taps, row_taps, col_taps, taps_file, border = "reflect";
+    double border_value = 0;
+    auto* g_f = app.add_option_group("Filter");
+    g_f->add_option("--radius", radius, "filter radius R (taps = 2R+1); alone: sigma = R/3");
+    g_f->add_option("--sigma", sigma, "Gaussian sigma; alone: radius = ceil(3 sigma)");
+    g_f->add_option("--filter", filter_kind, "gaussian or box")->default_str("gaussian");
+    g_f->add_option("--taps", taps, "explicit taps a,b,c,... for both directions (odd count)");
+    g_f->add_option("--row-taps", row_taps, "explicit taps along x");
+    g_f->add_option("--col-taps", col_taps, "explicit taps along y");
+    g_f->add_option("--taps-file", taps_file, "file: one line of taps, or two (x then y)");
+    g_f->add_option("--border", border, "reflect mirror nearest wrap constant")->default_str("reflect");
+    g_f->add_option("--border-value", border_value, "value outside the image for constant")
+        ->default_str("0");
+
+    std::string out_type, precision = "auto";
+    auto* g_o = app.add_option_group("Output");
+    g_o->add_option("--out-type", out_type, "output sample type (default: the input's)");
+    g_o->add_option("--precision", precision, "accumulate in f32, f64 or auto")->default_str("auto");
+
+    ooc::PipelineOptions popt;
+    std::string mem_limit, device = "auto";
+    auto* g_p = app.add_option_group("Pipeline");
+    g_p->add_option("--mem-limit", mem_limit, "memory for the band ring, e.g. 512M, 4G (default: min(1G, RAM/4))");
+    g_p->add_option("--threads", popt.threads, "worker threads (default: all cores)");
+    g_p->add_option("--band-rows", popt.band_rows, "output rows per band (default: planned)");
+    g_p->add_option("--slots", popt.slots, "bands in flight (default: threads + 2)");
+    g_p->add_option("--device", device, "auto, cpu or cuda")->default_str("auto");
+
+    bool progress = ooc::cli::stderr_is_terminal(), quiet = false;
+    std::string stats;
+    auto* g_r = app.add_option_group("Reporting");
+    g_r->add_flag("--progress,!--no-progress", progress, "progress bar on stderr (default: if a terminal)");
+    g_r->add_option("--stats", stats, "print a summary on stdout: json or text");
+    g_r->add_flag("-q,--quiet", quiet, "no summary line on stderr");
+
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      std::fprintf(stderr, "oocconv: error: %s\n(see oocconv --help)\n", e.what());
+      return static_cast<int>(ooc::ErrorKind::usage);
+    }
+    using ooc::Error;
+    using ooc::ErrorKind;
+    if (!stats.empty() && stats != "json" && stats != "text")
+      throw Error(ErrorKind::usage, "--stats takes json or text, got '" + stats + "'");
+    if (popt.threads < 0 || popt.slots < 0 || popt.band_rows < 0)
+      throw Error(ErrorKind::usage, "--threads, --slots and --band-rows must be positive");
+    hints.type = ooc::parse_sample_type(type);
+    if (!mem_limit.empty()) popt.mem_limit = ooc::parse_size(mem_limit);
+
+    // The filter: explicit taps, or a Gaussian/box of a radius and sigma.
+    ooc::SeparableParams params;
+    const bool explicit_taps = !taps.empty() || !row_taps.empty() || !col_taps.empty() ||
+                               !taps_file.empty();
+    if (explicit_taps) {
+      if (radius || sigma || filter_kind != "gaussian")
+        throw Error(ErrorKind::usage,
+                    "explicit taps exclude --radius, --sigma and --filter: give one or the other");
+      if (!taps.empty() + !taps_file.empty() + !(row_taps.empty() && col_taps.empty()) > 1)
+        throw Error(ErrorKind::usage,
+                    "give taps one way: --taps, --taps-file, or --row-taps/--col-taps");
+      if (!taps.empty()) {
+        params.filter.row = params.filter.col = ooc::parse_taps(taps, "--taps");
+      } else if (!taps_file.empty()) {
+        const auto lines = taps_file_lines(taps_file);
+        params.filter.row = ooc::parse_taps(lines[0], taps_file);
+        params.filter.col = ooc::parse_taps(lines.back(), taps_file);
+      } else {
+        params.filter.row = row_taps.empty() ? std::vector<double>{1.0}
+                                             : ooc::parse_taps(row_taps, "--row-taps");
+        params.filter.col = col_taps.empty() ? std::vector<double>{1.0}
+                                             : ooc::parse_taps(col_taps, "--col-taps");
+      }
+    } else {
+      if (!radius && !sigma)
+        throw Error(ErrorKind::usage,
+                    "no filter given: use --radius R, --sigma S, or --taps (see oocconv --help)");
+      if (radius && *radius < 0)
+        throw Error(ErrorKind::usage, "--radius must be >= 0, got " + std::to_string(*radius));
+      if (sigma && !(*sigma > 0))
+        throw Error(ErrorKind::usage, "--sigma must be > 0, got " + std::to_string(*sigma));
+      const std::int64_t r =
+          radius ? *radius : static_cast<std::int64_t>(std::ceil(3.0 * *sigma - 1e-9));
+      std::vector<double> t;
+      if (filter_kind == "gaussian") {
+        t = ooc::gaussian_taps(r, sigma.value_or(0.0));
+      } else if (filter_kind == "box") {
+        if (sigma) throw Error(ErrorKind::usage, "--filter box takes --radius, not --sigma");
+        t = ooc::box_taps(r);
+      } else {
+        throw Error(ErrorKind::usage,
+                    "unknown --filter '" + filter_kind + "': use gaussian or box");
+      }
+      params.filter.row = params.filter.col = t;
+    }
+    params.border = ooc::parse_border_mode(border);
+    params.border_value = border_value;
+    if (!out_type.empty()) params.out_type = ooc::parse_sample_type(out_type);
+    if (precision == "f32") {
+      params.precision = ooc::Precision::f32;
+    } else if (precision == "f64") {
+      params.precision = ooc::Precision::f64;
+    } else if (precision != "auto") {
+      throw Error(ErrorKind::usage, "--precision takes f32, f64 or auto, got '" + precision + "'");
+    }
+    if (device != "auto" && device != "cpu" && device != "cuda")
+      throw Error(ErrorKind::usage, "--device takes auto, cpu or cuda, got '" + device + "'");
+    if (device == "cuda")
+      throw Error(ErrorKind::device,
+                  "--device cuda: this build has no CUDA backend yet; use --device cpu or auto");
+
+    auto source = ooc::open_source(input, hints, seed);
+    auto op = ooc::make_separable_cpu(source->spec(), params, popt);
+    const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt);
+    if (output != "null:") ooc::cli::remove_on_signal(ooc::partial_path(output));
+    auto sink = ooc::create_sink(output, op->output_spec(), input);
+
+    ooc::cli::Progress bar(progress, source->spec().total_bytes());
+    const ooc::RunStats st = ooc::run_pipeline(
+        *source, *sink, *op, plan,
+        [&](std::int64_t done, std::int64_t total) { bar.update(done, total); });
+    bar.finish();
+    sink->commit();
+
+    const double secs = st.seconds > 0 ? st.seconds : 1e-9;
+    const double mpix = static_cast<double>(st.pixels) / secs / 1e6;
+    const double mbps = static_cast<double>(st.bytes_read) / secs / 1e6;
+    const std::size_t rss = ooc::cli::peak_rss_bytes();
+    if (stats == "json") {
+      nlohmann::json j;
+      j["input"] = {{"path", input},
+                    {"description", source->describe()},
+                    {"width", source->spec().width},
+                    {"height", source->spec().height},
+                    {"channels", source->spec().channels},
+                    {"type", std::string(ooc::name(source->spec().type))},
+                    {"bytes", st.bytes_read}};
+      j["output"] = {{"path", output},
+                     {"type", std::string(ooc::name(op->output_spec().type))},
+                     {"bytes", st.bytes_written}};
+      j["operation"] = op->describe();
+      j["backend"] = op->backend();
+      j["plan"] = {{"band_rows", plan.band_rows}, {"bands", plan.bands},
+                   {"slots", plan.slots},         {"threads", plan.threads},
+                   {"mem_limit_bytes", plan.mem_limit}, {"ring_bytes", plan.ring_bytes}};
+      j["seconds"] = {{"total", st.seconds},
+                      {"read_stage", st.read_seconds},
+                      {"compute_stage", st.compute_seconds},
+                      {"write_stage", st.write_seconds}};
+      j["throughput"] = {{"mpixel_per_s", mpix}, {"input_mb_per_s", mbps}};
+      j["pixels"] = st.pixels;
+      j["peak_rss_bytes"] = rss;
+      std::cout << j.dump(2) << std::endl;
+    } else if (stats == "text") {
+      std::cout << "input        " << source->describe() << "\n"
+                << "output       " << sink->describe() << "\n"
+                << "operation    " << op->describe() << "\n"
+                << "backend      " << op->backend() << "\n"
+                << "plan         " << plan.bands << " bands of " << plan.band_rows << " rows, "
+                << plan.slots << " slots, " << plan.threads << " threads, ring "
+                << ooc::format_bytes(double(plan.ring_bytes)) << " of "
+                << ooc::format_bytes(double(plan.mem_limit)) << "\n"
+                << "seconds      " << st.seconds << " (read " << st.read_seconds << ", compute "
+                << st.compute_seconds << ", write " << st.write_seconds << ")\n"
+                << "throughput   " << mpix << " Mpixel/s, " << mbps << " MB/s\n"
+                << "peak RSS     " << ooc::format_bytes(double(rss)) << "\n";
+    }
+    if (!quiet && stats.empty()) {
+      std::fprintf(stderr, "oocconv: %s -> %s: %.2f s, %.1f Mpixel/s, %.1f MB/s, %s, peak RSS %s\n",
+                   source->describe().c_str(), output.c_str(), st.seconds, mpix, mbps,
+                   op->backend().c_str(), ooc::format_bytes(double(rss)).c_str());
+    }
+    return 0;
+  });
+}

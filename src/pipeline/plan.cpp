@@ -1,0 +1,120 @@
+// The band plan: how tall a band is and how many slots the ring has, under --mem-limit.
+#include <tbb/info.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "ooc/error.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace ooc {
+
+std::size_t default_mem_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  const std::size_t gib = std::size_t{1} << 30;
+  if (pages <= 0 || page <= 0) return gib;
+  return std::min(gib, static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4);
+}
+
+std::size_t parse_size(const std::string& text) {
+  auto bad = [&] {
+    return Error(ErrorKind::usage, "cannot read size '" + text +
+                                       "': use a number of bytes with an optional suffix K, M, "
+                                       "G or T (powers of 1024), e.g. 512M or 4G");
+  };
+  std::size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &pos);
+  } catch (...) {
+    throw bad();
+  }
+  std::string unit;
+  for (; pos < text.size(); ++pos)
+    if (!std::isspace(static_cast<unsigned char>(text[pos])))
+      unit += static_cast<char>(std::toupper(static_cast<unsigned char>(text[pos])));
+  double scale = 1;
+  if (unit.empty() || unit == "B") {
+    scale = 1;
+  } else if (unit == "K" || unit == "KB" || unit == "KIB") {
+    scale = 0x1p10;
+  } else if (unit == "M" || unit == "MB" || unit == "MIB") {
+    scale = 0x1p20;
+  } else if (unit == "G" || unit == "GB" || unit == "GIB") {
+    scale = 0x1p30;
+  } else if (unit == "T" || unit == "TB" || unit == "TIB") {
+    scale = 0x1p40;
+  } else {
+    throw bad();
+  }
+  if (!(value > 0) || !std::isfinite(value * scale) || value * scale > 0x1p62) throw bad();
+  return static_cast<std::size_t>(value * scale);
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineOptions& o) {
+  BandPlan plan;
+  plan.threads = o.threads > 0 ? o.threads : tbb::info::default_concurrency();
+  plan.slots = o.slots > 0 ? o.slots : plan.threads + 2;
+  plan.mem_limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
+  const std::int64_t H = input.height;
+  const std::int64_t halo = op.halo_rows();
+
+  // Input rows a band holds (mapped or staged): its own rows and the halo, never more than the
+  // image has, since a halo beyond the image repeats rows through the border rule.
+  auto slot_total = [&](std::int64_t rows) {
+    const std::int64_t in_rows = std::min(rows + 2 * halo, H);
+    return static_cast<std::size_t>(in_rows) * input.row_bytes() + op.slot_bytes(rows);
+  };
+  auto ring_total = [&](std::int64_t rows, int slots) {
+    return static_cast<std::size_t>(slots) * slot_total(rows) + op.shared_bytes(rows, plan.threads);
+  };
+
+  if (o.slots <= 0) plan.slots = std::max(1, plan.slots);
+  std::int64_t rows = 0;
+  if (o.band_rows > 0) {
+    rows = std::min(o.band_rows, H);
+  } else {
+    // Largest band the limit allows (binary search: memory grows with the band height)...
+    std::int64_t lo = 0, hi = H;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo + 1) / 2;
+      if (ring_total(mid, plan.slots) <= plan.mem_limit) lo = mid; else hi = mid - 1;
+    }
+    // ...and the backend's preferred size, but tall enough that the halo stays a small overhead.
+    std::int64_t want = 1;
+    while (want < H && slot_total(want * 2) <= op.target_slot_bytes()) want *= 2;
+    want = std::max(want, o.min_rows_per_halo * 2 * halo);
+    rows = std::max<std::int64_t>(1, std::min({lo, want, H}));
+  }
+  plan.bands = (H + rows - 1) / rows;
+  plan.slots = static_cast<int>(std::min<std::int64_t>(plan.slots, plan.bands));
+  plan.band_rows = rows;
+  plan.ring_bytes = ring_total(rows, plan.slots);
+  if (plan.ring_bytes > plan.mem_limit) {
+    const std::size_t need = o.band_rows > 0 ? plan.ring_bytes : ring_total(1, plan.slots);
+    throw Error(ErrorKind::usage,
+                "--mem-limit " + format_bytes(double(plan.mem_limit)) + " is too small for " +
+                    std::to_string(plan.slots) + " slot(s) of " +
+                    (o.band_rows > 0 ? std::to_string(rows) : std::string("1")) +
+                    "-row bands of this image (width " + std::to_string(input.width) +
+                    ", halo " + std::to_string(halo) + " rows): it needs at least " +
+                    format_bytes(double(need)) + "; raise --mem-limit" +
+                    (o.band_rows > 0 ? ", lower --band-rows" : "") + " or lower --slots");
+  }
+  return plan;
+}
+
+}  // namespace ooc
