@@ -1,0 +1,149 @@
+// Test helpers: random images, an in-memory Source and poisoned Sink, and the float64 reference
+// (a direct sum over the separable kernel, written from scipy's definitions, not from the kernels).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "ooc/border.hpp"
+#include "ooc/image.hpp"
+#include "ooc/io.hpp"
+
+namespace ooc::test {
+
+// Reads sample i of a buffer of type t as double.
+inline double get(const std::vector<std::byte>& buf, SampleType t, std::size_t i) {
+  const std::byte* p = buf.data() + i * sample_bytes(t);
+  auto rd = [p]<class T>(T) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return static_cast<double>(v);
+  };
+  switch (t) {
+    case SampleType::u8: return rd(std::uint8_t{});
+    case SampleType::u16: return rd(std::uint16_t{});
+    case SampleType::i16: return rd(std::int16_t{});
+    case SampleType::u32: return rd(std::uint32_t{});
+    case SampleType::i32: return rd(std::int32_t{});
+    case SampleType::f32: return rd(float{});
+    case SampleType::f64: return rd(double{});
+  }
+  return 0;
+}
+
+inline void put(std::vector<std::byte>& buf, SampleType t, std::size_t i, double v) {
+  std::byte* p = buf.data() + i * sample_bytes(t);
+  auto wr = [p]<class T>(T x) { std::memcpy(p, &x, sizeof x); };
+  switch (t) {
+    case SampleType::u8: return wr(static_cast<std::uint8_t>(v));
+    case SampleType::u16: return wr(static_cast<std::uint16_t>(v));
+    case SampleType::i16: return wr(static_cast<std::int16_t>(v));
+    case SampleType::u32: return wr(static_cast<std::uint32_t>(v));
+    case SampleType::i32: return wr(static_cast<std::int32_t>(v));
+    case SampleType::f32: return wr(static_cast<float>(v));
+    case SampleType::f64: return wr(v);
+  }
+}
+
+// Random non-zero samples over most of the type's range (floats in +-1000).
+inline std::vector<std::byte> random_image(const ImageSpec& s, std::uint64_t seed) {
+  std::vector<std::byte> buf(s.total_bytes());
+  std::mt19937_64 rng(seed);
+  const double lo = is_integer(s.type) ? lowest_value(s.type) : -1000.0;
+  const double hi = is_integer(s.type) ? highest_value(s.type) : 1000.0;
+  std::uniform_real_distribution<double> u(lo, hi);
+  const std::size_t n = s.total_bytes() / sample_bytes(s.type);
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = u(rng);
+    if (is_integer(s.type)) v = std::floor(v);
+    if (v == 0) v = 1;
+    put(buf, s.type, i, v);
+  }
+  return buf;
+}
+
+class MemorySource final : public Source {
+ public:
+  MemorySource(ImageSpec spec, std::vector<std::byte> data) : spec_(spec), data_(std::move(data)) {}
+  const ImageSpec& spec() const noexcept override { return spec_; }
+  std::string describe() const override { return "memory"; }
+  const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena&) override {
+    if (y0 < 0 || n <= 0 || y0 + n > spec_.height) throw std::logic_error("rows outside image");
+    return data_.data() + static_cast<std::size_t>(y0) * spec_.row_bytes();
+  }
+
+ private:
+  ImageSpec spec_;
+  std::vector<std::byte> data_;
+};
+
+// Starts poisoned (0xA5 bytes: NaN-like floats, odd integers) and counts writes per row.
+class MemorySink final : public Sink {
+ public:
+  explicit MemorySink(ImageSpec spec)
+      : spec_(spec), data(spec.total_bytes(), std::byte{0xA5}), writes(spec.height, 0) {}
+  const ImageSpec& spec() const noexcept override { return spec_; }
+  std::string describe() const override { return "memory"; }
+  void write_rows(std::int64_t y0, std::int64_t n, const std::byte* p, std::size_t stride) override {
+    for (std::int64_t y = 0; y < n; ++y) {
+      std::memcpy(data.data() + (y0 + y) * spec_.row_bytes(), p + y * stride, spec_.row_bytes());
+      ++writes[y0 + y];
+    }
+  }
+  void commit() override {}
+
+  ImageSpec spec_;
+  std::vector<std::byte> data;
+  std::vector<int> writes;
+};
+
+struct Reference {
+  std::vector<double> value;  // H x W x C
+  std::vector<double> scale;  // sum of |term|: the size of the rounding error f32 can make
+};
+
+// out = convolve1d(convolve1d(in, row, axis=x), col, axis=y) in float64, as scipy.ndimage defines
+// it: out[i] = sum_j w[j] * in[i + r - j]. With the constant border, rows outside the image are
+// constant in the intermediate image (the column pass extends it with cval).
+inline Reference reference(const ImageSpec& s, const std::vector<std::byte>& in,
+                           const std::vector<double>& row, const std::vector<double>& col,
+                           BorderMode border, double cval) {
+  const std::int64_t W = s.width, H = s.height, C = s.channels;
+  const std::int64_t rx = static_cast<std::int64_t>(row.size() / 2);
+  const std::int64_t ry = static_cast<std::int64_t>(col.size() / 2);
+  auto sample = [&](std::int64_t y, std::int64_t x, std::int64_t c) {
+    return get(in, s.type, static_cast<std::size_t>((y * W + x) * C + c));
+  };
+  Reference ref;
+  ref.value.assign(static_cast<std::size_t>(W * H * C), 0.0);
+  ref.scale.assign(ref.value.size(), 0.0);
+  for (std::int64_t y = 0; y < H; ++y)
+    for (std::int64_t x = 0; x < W; ++x)
+      for (std::int64_t c = 0; c < C; ++c) {
+        double sum = 0, mag = 0;
+        for (std::int64_t a = 0; a < static_cast<std::int64_t>(col.size()); ++a) {
+          const std::int64_t yy = map_border(y + ry - a, H, border);
+          if (yy < 0) {
+            sum += col[a] * cval;
+            mag += std::abs(col[a] * cval);
+            continue;
+          }
+          for (std::int64_t b = 0; b < static_cast<std::int64_t>(row.size()); ++b) {
+            const std::int64_t xx = map_border(x + rx - b, W, border);
+            const double v = xx < 0 ? cval : sample(yy, xx, c);
+            sum += col[a] * row[b] * v;
+            mag += std::abs(col[a] * row[b] * v);
+          }
+        }
+        const auto i = static_cast<std::size_t>((y * W + x) * C + c);
+        ref.value[i] = sum;
+        ref.scale[i] = mag;
+      }
+  return ref;
+}
+
+}  // namespace ooc::test
