@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages ooc builds and tests with; skips what is already there.
+set -euo pipefail
+packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev libboost-dev
+          libgtest-dev libcli11-dev nlohmann-json3-dev python3 python3-numpy python3-scipy)
+[ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(libvips-tools python3-opencv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "bootstrap: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
