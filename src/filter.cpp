@@ -10,7 +10,8 @@
 namespace ooc {
 
 std::vector<double> gaussian_taps(std::int64_t radius, double sigma) {
-  if (radius < 0) throw Error(ErrorKind::usage, "radius must be >= 0, got " + std::to_string(radius));
+  if (radius < 0)
+    throw Error(ErrorKind::usage, "radius must be >= 0, got " + std::to_string(radius));
   if (sigma <= 0) sigma = static_cast<double>(radius) / 3.0;
   std::vector<double> taps(2 * radius + 1, 0.0);
   if (radius == 0 || sigma <= 0) {
@@ -28,7 +29,8 @@ std::vector<double> gaussian_taps(std::int64_t radius, double sigma) {
 }
 
 std::vector<double> box_taps(std::int64_t radius) {
-  if (radius < 0) throw Error(ErrorKind::usage, "radius must be >= 0, got " + std::to_string(radius));
+  if (radius < 0)
+    throw Error(ErrorKind::usage, "radius must be >= 0, got " + std::to_string(radius));
   return std::vector<double>(2 * radius + 1, 1.0 / static_cast<double>(2 * radius + 1));
 }
 

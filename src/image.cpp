@@ -16,28 +16,41 @@ std::string system_message(const std::string& what, const std::string& path, int
 
 std::size_t sample_bytes(SampleType t) noexcept {
   switch (t) {
-    case SampleType::u8: return 1;
+    case SampleType::u8:
+      return 1;
     case SampleType::u16:
-    case SampleType::i16: return 2;
+    case SampleType::i16:
+      return 2;
     case SampleType::u32:
     case SampleType::i32:
-    case SampleType::f32: return 4;
-    case SampleType::f64: return 8;
+    case SampleType::f32:
+      return 4;
+    case SampleType::f64:
+      return 8;
   }
   return 0;
 }
 
-bool is_integer(SampleType t) noexcept { return t != SampleType::f32 && t != SampleType::f64; }
+bool is_integer(SampleType t) noexcept {
+  return t != SampleType::f32 && t != SampleType::f64;
+}
 
 std::string_view name(SampleType t) noexcept {
   switch (t) {
-    case SampleType::u8: return "u8";
-    case SampleType::u16: return "u16";
-    case SampleType::i16: return "i16";
-    case SampleType::u32: return "u32";
-    case SampleType::i32: return "i32";
-    case SampleType::f32: return "f32";
-    case SampleType::f64: return "f64";
+    case SampleType::u8:
+      return "u8";
+    case SampleType::u16:
+      return "u16";
+    case SampleType::i16:
+      return "i16";
+    case SampleType::u32:
+      return "u32";
+    case SampleType::i32:
+      return "i32";
+    case SampleType::f32:
+      return "f32";
+    case SampleType::f64:
+      return "f64";
   }
   return "?";
 }
@@ -62,39 +75,52 @@ double lowest_value(SampleType t) noexcept {
   switch (t) {
     case SampleType::u8:
     case SampleType::u16:
-    case SampleType::u32: return 0;
-    case SampleType::i16: return std::numeric_limits<std::int16_t>::lowest();
-    case SampleType::i32: return std::numeric_limits<std::int32_t>::lowest();
-    case SampleType::f32: return std::numeric_limits<float>::lowest();
-    case SampleType::f64: return std::numeric_limits<double>::lowest();
+    case SampleType::u32:
+      return 0;
+    case SampleType::i16:
+      return std::numeric_limits<std::int16_t>::lowest();
+    case SampleType::i32:
+      return std::numeric_limits<std::int32_t>::lowest();
+    case SampleType::f32:
+      return std::numeric_limits<float>::lowest();
+    case SampleType::f64:
+      return std::numeric_limits<double>::lowest();
   }
   return 0;
 }
 
 double highest_value(SampleType t) noexcept {
   switch (t) {
-    case SampleType::u8: return std::numeric_limits<std::uint8_t>::max();
-    case SampleType::u16: return std::numeric_limits<std::uint16_t>::max();
-    case SampleType::i16: return std::numeric_limits<std::int16_t>::max();
-    case SampleType::u32: return std::numeric_limits<std::uint32_t>::max();
-    case SampleType::i32: return std::numeric_limits<std::int32_t>::max();
-    case SampleType::f32: return std::numeric_limits<float>::max();
-    case SampleType::f64: return std::numeric_limits<double>::max();
+    case SampleType::u8:
+      return std::numeric_limits<std::uint8_t>::max();
+    case SampleType::u16:
+      return std::numeric_limits<std::uint16_t>::max();
+    case SampleType::i16:
+      return std::numeric_limits<std::int16_t>::max();
+    case SampleType::u32:
+      return std::numeric_limits<std::uint32_t>::max();
+    case SampleType::i32:
+      return std::numeric_limits<std::int32_t>::max();
+    case SampleType::f32:
+      return std::numeric_limits<float>::max();
+    case SampleType::f64:
+      return std::numeric_limits<double>::max();
   }
   return 0;
 }
 
 std::string ImageSpec::describe() const {
-  return std::to_string(width) + " x " + std::to_string(height) + " x " +
-         std::to_string(channels) + " " + std::string(name(type));
+  return std::to_string(width) + " x " + std::to_string(height) + " x " + std::to_string(channels) +
+         " " + std::string(name(type));
 }
 
 void validate(const ImageSpec& s) {
-  if (s.width <= 0) throw Error(ErrorKind::usage, "image width must be positive, got " + std::to_string(s.width));
-  if (s.height <= 0) throw Error(ErrorKind::usage, "image height must be positive, got " + std::to_string(s.height));
+  if (s.width <= 0)
+    throw Error(ErrorKind::usage, "image width must be positive, got " + std::to_string(s.width));
+  if (s.height <= 0)
+    throw Error(ErrorKind::usage, "image height must be positive, got " + std::to_string(s.height));
   if (s.channels < 1 || s.channels > 4)
-    throw Error(ErrorKind::usage,
-                "channels must be 1 to 4, got " + std::to_string(s.channels));
+    throw Error(ErrorKind::usage, "channels must be 1 to 4, got " + std::to_string(s.channels));
   // width * height * channels * bytes must fit in 63 bits: check step by step.
   const auto limit = static_cast<unsigned __int128>(std::numeric_limits<std::int64_t>::max());
   const unsigned __int128 total = static_cast<unsigned __int128>(s.width) *
@@ -106,11 +132,16 @@ void validate(const ImageSpec& s) {
 
 std::string_view name(BorderMode m) noexcept {
   switch (m) {
-    case BorderMode::reflect: return "reflect";
-    case BorderMode::mirror: return "mirror";
-    case BorderMode::nearest: return "nearest";
-    case BorderMode::wrap: return "wrap";
-    case BorderMode::constant: return "constant";
+    case BorderMode::reflect:
+      return "reflect";
+    case BorderMode::mirror:
+      return "mirror";
+    case BorderMode::nearest:
+      return "nearest";
+    case BorderMode::wrap:
+      return "wrap";
+    case BorderMode::constant:
+      return "constant";
   }
   return "?";
 }

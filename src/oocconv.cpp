@@ -1,4 +1,5 @@
-// oocconv: filter an image of any size with a separable convolution, band by band, in bounded memory.
+// oocconv: filter an image of any size with a separable convolution, band by band, in bounded
+// memory.
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "cli/common.hpp"
 #include "ooc/error.hpp"
@@ -47,9 +49,9 @@ std::vector<std::string> taps_file_lines(const std::string& path) {
     if (line.find_first_not_of(" \t\r,") != std::string::npos) lines.push_back(line);
   }
   if (lines.empty() || lines.size() > 2)
-    throw ooc::Error(ooc::ErrorKind::usage,
-                     "taps file '" + path +
-                         "' must hold one line of taps (both directions) or two (x, then y)");
+    throw ooc::Error(
+        ooc::ErrorKind::usage,
+        "taps file '" + path + "' must hold one line of taps (both directions) or two (x, then y)");
   return lines;
 }
 
@@ -57,15 +59,17 @@ std::vector<std::string> taps_file_lines(const std::string& path) {
 
 int main(int argc, char** argv) {
   return ooc::cli::guarded_main("oocconv", [&]() -> int {
-    CLI::App app{"oocconv: out-of-core separable convolution of images larger than memory.\n"
-                 "Reads INPUT band by band, filters along x then y (scipy.ndimage.convolve1d "
-                 "semantics), writes OUTPUT."};
+    CLI::App app{
+        "oocconv: out-of-core separable convolution of images larger than memory.\n"
+        "Reads INPUT band by band, filters along x then y (scipy.ndimage.convolve1d "
+        "semantics), writes OUTPUT."};
     app.footer(kExamples);
     app.get_formatter()->column_width(34);
 
     std::string input, output;
     app.add_option("INPUT", input, "raw image file, or synth:noise|gradient|checker")->required();
-    app.add_option("OUTPUT", output, "raw image file (written as OUTPUT.partial, renamed when done), or null:")
+    app.add_option("OUTPUT", output,
+                   "raw image file (written as OUTPUT.partial, renamed when done), or null:")
         ->required();
 
     ooc::RawHints hints;
@@ -75,7 +79,8 @@ int main(int argc, char** argv) {
     g_in->add_option("--width", hints.width, "samples per row (raw input: required)");
     g_in->add_option("--height", hints.height, "rows (raw: checked against the file size)");
     g_in->add_option("--type", type, "sample type: u8 u16 i16 u32 i32 f32 f64")->default_str("f32");
-    g_in->add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
+    g_in->add_option("--channels", hints.channels, "interleaved channels, 1 to 4")
+        ->default_str("1");
     g_in->add_option("--seed", seed, "seed of a synth: input")->default_str("1");
 
     std::optional<std::int64_t> radius;
@@ -90,28 +95,35 @@ int main(int argc, char** argv) {
     g_f->add_option("--row-taps", row_taps, "explicit taps along x");
     g_f->add_option("--col-taps", col_taps, "explicit taps along y");
     g_f->add_option("--taps-file", taps_file, "file: one line of taps, or two (x then y)");
-    g_f->add_option("--border", border, "reflect mirror nearest wrap constant")->default_str("reflect");
+    g_f->add_option("--border", border, "reflect mirror nearest wrap constant")
+        ->default_str("reflect");
     g_f->add_option("--border-value", border_value, "value outside the image for constant")
         ->default_str("0");
 
     std::string out_type, precision = "auto";
     auto* g_o = app.add_option_group("Output");
     g_o->add_option("--out-type", out_type, "output sample type (default: the input's)");
-    g_o->add_option("--precision", precision, "accumulate in f32, f64 or auto")->default_str("auto");
+    g_o->add_option("--precision", precision, "accumulate in f32, f64 or auto")
+        ->default_str("auto");
 
     ooc::PipelineOptions popt;
-    std::string mem_limit, device = "auto";
+    std::string mem_limit, device = "auto", devices = "all";
     auto* g_p = app.add_option_group("Pipeline");
-    g_p->add_option("--mem-limit", mem_limit, "memory for the band ring, e.g. 512M, 4G (default: min(1G, RAM/4))");
+    g_p->add_option("--mem-limit", mem_limit,
+                    "memory for the band ring, e.g. 512M, 4G (default: min(1G, RAM/4))");
     g_p->add_option("--threads", popt.threads, "worker threads (default: all cores)");
     g_p->add_option("--band-rows", popt.band_rows, "output rows per band (default: planned)");
     g_p->add_option("--slots", popt.slots, "bands in flight (default: threads + 2)");
-    g_p->add_option("--device", device, "auto, cpu or cuda")->default_str("auto");
+    g_p->add_option("--device", device, "auto (CUDA when a GPU is usable), cpu or cuda")
+        ->default_str("auto");
+    g_p->add_option("--devices", devices, "GPUs to use: all, or a list like 0,1")
+        ->default_str("all");
 
     bool progress = ooc::cli::stderr_is_terminal(), quiet = false;
     std::string stats;
     auto* g_r = app.add_option_group("Reporting");
-    g_r->add_flag("--progress,!--no-progress", progress, "progress bar on stderr (default: if a terminal)");
+    g_r->add_flag("--progress,!--no-progress", progress,
+                  "progress bar on stderr (default: if a terminal)");
     g_r->add_option("--stats", stats, "print a summary on stdout: json or text");
     g_r->add_flag("-q,--quiet", quiet, "no summary line on stderr");
 
@@ -134,8 +146,8 @@ int main(int argc, char** argv) {
 
     // The filter: explicit taps, or a Gaussian/box of a radius and sigma.
     ooc::SeparableParams params;
-    const bool explicit_taps = !taps.empty() || !row_taps.empty() || !col_taps.empty() ||
-                               !taps_file.empty();
+    const bool explicit_taps =
+        !taps.empty() || !row_taps.empty() || !col_taps.empty() || !taps_file.empty();
     if (explicit_taps) {
       if (radius || sigma || filter_kind != "gaussian")
         throw Error(ErrorKind::usage,
@@ -150,10 +162,10 @@ int main(int argc, char** argv) {
         params.filter.row = ooc::parse_taps(lines[0], taps_file);
         params.filter.col = ooc::parse_taps(lines.back(), taps_file);
       } else {
-        params.filter.row = row_taps.empty() ? std::vector<double>{1.0}
-                                             : ooc::parse_taps(row_taps, "--row-taps");
-        params.filter.col = col_taps.empty() ? std::vector<double>{1.0}
-                                             : ooc::parse_taps(col_taps, "--col-taps");
+        params.filter.row =
+            row_taps.empty() ? std::vector<double>{1.0} : ooc::parse_taps(row_taps, "--row-taps");
+        params.filter.col =
+            col_taps.empty() ? std::vector<double>{1.0} : ooc::parse_taps(col_taps, "--col-taps");
       }
     } else {
       if (!radius && !sigma)
@@ -189,20 +201,33 @@ int main(int argc, char** argv) {
     }
     if (device != "auto" && device != "cpu" && device != "cuda")
       throw Error(ErrorKind::usage, "--device takes auto, cpu or cuda, got '" + device + "'");
-    if (device == "cuda")
-      throw Error(ErrorKind::device,
-                  "--device cuda: this build has no CUDA backend yet; use --device cpu or auto");
+    std::vector<int> gpu_list;  // empty: all
+    if (devices != "all") {
+      std::istringstream in(devices);
+      for (std::string tok; std::getline(in, tok, ',');) {
+        try {
+          std::size_t pos = 0;
+          gpu_list.push_back(std::stoi(tok, &pos));
+          if (pos != tok.size()) throw std::invalid_argument(tok);
+        } catch (const std::exception&) {
+          throw Error(ErrorKind::usage,
+                      "--devices takes all or a list like 0,1; got '" + devices + "'");
+        }
+      }
+    }
+    const bool use_cuda = device == "cuda" || (device == "auto" && ooc::cuda_device_count() > 0);
 
     auto source = ooc::open_source(input, hints, seed);
-    auto op = ooc::make_separable_cpu(source->spec(), params, popt);
+    auto op = use_cuda ? ooc::make_separable_cuda(source->spec(), params, popt, gpu_list)
+                       : ooc::make_separable_cpu(source->spec(), params, popt);
     const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt);
     if (output != "null:") ooc::cli::remove_on_signal(ooc::partial_path(output));
     auto sink = ooc::create_sink(output, op->output_spec(), input);
 
     ooc::cli::Progress bar(progress, source->spec().total_bytes());
-    const ooc::RunStats st = ooc::run_pipeline(
-        *source, *sink, *op, plan,
-        [&](std::int64_t done, std::int64_t total) { bar.update(done, total); });
+    const ooc::RunStats st =
+        ooc::run_pipeline(*source, *sink, *op, plan,
+                          [&](std::int64_t done, std::int64_t total) { bar.update(done, total); });
     bar.finish();
     sink->commit();
 
@@ -224,9 +249,12 @@ int main(int argc, char** argv) {
                      {"bytes", st.bytes_written}};
       j["operation"] = op->describe();
       j["backend"] = op->backend();
-      j["plan"] = {{"band_rows", plan.band_rows}, {"bands", plan.bands},
-                   {"slots", plan.slots},         {"threads", plan.threads},
-                   {"mem_limit_bytes", plan.mem_limit}, {"ring_bytes", plan.ring_bytes}};
+      j["plan"] = {{"band_rows", plan.band_rows},
+                   {"bands", plan.bands},
+                   {"slots", plan.slots},
+                   {"threads", plan.threads},
+                   {"mem_limit_bytes", plan.mem_limit},
+                   {"ring_bytes", plan.ring_bytes}};
       j["seconds"] = {{"total", st.seconds},
                       {"read_stage", st.read_seconds},
                       {"compute_stage", st.compute_seconds},

@@ -26,7 +26,6 @@ class Error : public std::runtime_error {
 };
 
 // strerror(errno) with the file it concerns, for I/O failures.
-[[nodiscard]] std::string system_message(const std::string& what, const std::string& path,
-                                         int err);
+[[nodiscard]] std::string system_message(const std::string& what, const std::string& path, int err);
 
 }  // namespace ooc

@@ -32,7 +32,9 @@ struct ImageSpec {
 
   std::size_t pixel_bytes() const noexcept { return sample_bytes(type) * channels; }
   std::size_t row_bytes() const noexcept { return pixel_bytes() * static_cast<std::size_t>(width); }
-  std::size_t total_bytes() const noexcept { return row_bytes() * static_cast<std::size_t>(height); }
+  std::size_t total_bytes() const noexcept {
+    return row_bytes() * static_cast<std::size_t>(height);
+  }
   std::int64_t row_samples() const noexcept { return width * channels; }
   std::int64_t pixels() const noexcept { return width * height; }
   std::string describe() const;  // "65536 x 1000 x 3 u16"

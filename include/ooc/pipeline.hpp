@@ -17,10 +17,10 @@ namespace ooc {
 
 // Tuning numbers live here and nowhere else; zeros mean "derive from the machine and the image".
 struct PipelineOptions {
-  std::size_t mem_limit = 0;      // bytes for the whole ring; 0: min(1 GiB, RAM / 4)
-  int threads = 0;                // 0: all cores
-  std::int64_t band_rows = 0;     // 0: planned
-  int slots = 0;                  // 0: threads + 2, so reading and writing overlap computing
+  std::size_t mem_limit = 0;   // bytes for the whole ring; 0: min(1 GiB, RAM / 4)
+  int threads = 0;             // 0: all cores
+  std::int64_t band_rows = 0;  // 0: planned
+  int slots = 0;               // 0: the operation's preference (CPU: threads + 2)
   // Largest slot the planner picks on its own. Small slots keep the working set in cache and the
   // resident memory low; the halo (2 x radius rows recomputed per band) argues for tall bands.
   std::size_t target_slot_bytes = std::size_t{12} << 20;
@@ -72,6 +72,11 @@ class Operation {
   virtual std::size_t shared_bytes(std::int64_t band_rows, int threads) const = 0;
   // The slot size this backend works best with; the planner stays under it when it can.
   virtual std::size_t target_slot_bytes() const = 0;
+  // Slots when --slots is not given: enough bands in flight to keep every stage busy.
+  virtual int preferred_slots(int threads) const { return threads + 2; }
+  // Tallest band the backend's own memory (a GPU's) holds with `slots` slots; 0: no such limit.
+  // Throws an Error saying what to change when not even a one-row band fits.
+  virtual std::int64_t max_band_rows(int /*slots*/) const { return 0; }
   virtual std::unique_ptr<SlotKernel> make_slot(std::int64_t band_rows, int slot_index) = 0;
 };
 
@@ -84,7 +89,8 @@ struct BandPlan {
   std::size_t ring_bytes = 0;  // what the plan expects to use, <= mem_limit
 };
 
-// Throws a usage Error naming the smallest --mem-limit that works when even one-row bands don't fit.
+// Throws a usage Error naming the smallest --mem-limit that works when even one-row bands don't
+// fit.
 BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineOptions& options);
 
 struct RunStats {

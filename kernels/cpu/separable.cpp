@@ -35,6 +35,8 @@ std::size_t separable_scratch_bytes(const SeparableArgs& args) {
   return baseline::separable_scratch_bytes(args);
 }
 
-const char* separable_isa() { return has_avx2() ? "avx2+fma" : "baseline"; }
+const char* separable_isa() {
+  return has_avx2() ? "avx2+fma" : "baseline";
+}
 
 }  // namespace ooc::cpu

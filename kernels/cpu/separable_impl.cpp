@@ -53,13 +53,20 @@ using StoreFn = void (*)(const Acc*, std::byte*, std::int64_t);
 template <class Acc>
 LoadFn<Acc> loader(SampleType t) {
   switch (t) {
-    case SampleType::u8: return load_samples<std::uint8_t, Acc>;
-    case SampleType::u16: return load_samples<std::uint16_t, Acc>;
-    case SampleType::i16: return load_samples<std::int16_t, Acc>;
-    case SampleType::u32: return load_samples<std::uint32_t, Acc>;
-    case SampleType::i32: return load_samples<std::int32_t, Acc>;
-    case SampleType::f32: return load_samples<float, Acc>;
-    case SampleType::f64: return load_samples<double, Acc>;
+    case SampleType::u8:
+      return load_samples<std::uint8_t, Acc>;
+    case SampleType::u16:
+      return load_samples<std::uint16_t, Acc>;
+    case SampleType::i16:
+      return load_samples<std::int16_t, Acc>;
+    case SampleType::u32:
+      return load_samples<std::uint32_t, Acc>;
+    case SampleType::i32:
+      return load_samples<std::int32_t, Acc>;
+    case SampleType::f32:
+      return load_samples<float, Acc>;
+    case SampleType::f64:
+      return load_samples<double, Acc>;
   }
   return nullptr;
 }
@@ -67,13 +74,20 @@ LoadFn<Acc> loader(SampleType t) {
 template <class Acc>
 StoreFn<Acc> storer(SampleType t) {
   switch (t) {
-    case SampleType::u8: return store_samples<std::uint8_t, Acc>;
-    case SampleType::u16: return store_samples<std::uint16_t, Acc>;
-    case SampleType::i16: return store_samples<std::int16_t, Acc>;
-    case SampleType::u32: return store_samples<std::uint32_t, Acc>;
-    case SampleType::i32: return store_samples<std::int32_t, Acc>;
-    case SampleType::f32: return store_samples<float, Acc>;
-    case SampleType::f64: return store_samples<double, Acc>;
+    case SampleType::u8:
+      return store_samples<std::uint8_t, Acc>;
+    case SampleType::u16:
+      return store_samples<std::uint16_t, Acc>;
+    case SampleType::i16:
+      return store_samples<std::int16_t, Acc>;
+    case SampleType::u32:
+      return store_samples<std::uint32_t, Acc>;
+    case SampleType::i32:
+      return store_samples<std::int32_t, Acc>;
+    case SampleType::f32:
+      return store_samples<float, Acc>;
+    case SampleType::f64:
+      return store_samples<double, Acc>;
   }
   return nullptr;
 }
@@ -123,10 +137,10 @@ void weighted_sum(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* d
 }
 
 struct Geometry {
-  std::int64_t strip_px;    // pixels per strip
+  std::int64_t strip_px;  // pixels per strip
   std::int64_t strips;
-  std::int64_t in_rows;     // out_rows + 2 * ry
-  std::int64_t scratch_n;   // Acc elements of one thread's scratch
+  std::int64_t in_rows;    // out_rows + 2 * ry
+  std::int64_t scratch_n;  // Acc elements of one thread's scratch
 };
 
 Geometry geometry(const SeparableArgs& a) {
@@ -163,9 +177,9 @@ void run_band(const SeparableArgs& a) {
     const std::int64_t p0 = strip * g.strip_px;
     const std::int64_t p1 = std::min(a.width, p0 + g.strip_px);
     const std::int64_t n = (p1 - p0) * C;
-    Acc* rowpass = scratch.data();                       // in_rows x n
-    Acc* pad = rowpass + g.in_rows * n;                  // (p1 - p0 + 2 rx) x C
-    Acc* out_row = pad + (p1 - p0 + 2 * a.rx) * C;       // n
+    Acc* rowpass = scratch.data();                  // in_rows x n
+    Acc* pad = rowpass + g.in_rows * n;             // (p1 - p0 + 2 rx) x C
+    Acc* out_row = pad + (p1 - p0 + 2 * a.rx) * C;  // n
 
     // Row pass over every input row of the band, this strip's columns only.
     const std::int64_t q0 = p0 - a.rx, q1 = p1 + a.rx;  // padded pixel range

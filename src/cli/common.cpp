@@ -40,19 +40,21 @@ int guarded_main(const char* prog, const std::function<int()>& body) {
 
 void remove_on_signal(const std::string& path) {
   std::strncpy(g_partial, path.c_str(), sizeof g_partial - 1);
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
 }
 
 std::size_t peak_rss_bytes() {
-  struct rusage ru{};
+  struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
   return static_cast<std::size_t>(ru.ru_maxrss) * 1024;
 }
 
-bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
+bool stderr_is_terminal() {
+  return ::isatty(STDERR_FILENO) == 1;
+}
 
 Progress::Progress(bool enabled, std::size_t total_bytes)
     : enabled_(enabled),

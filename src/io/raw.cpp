@@ -5,10 +5,10 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/interprocess/file_mapping.hpp>
 #include <boost/interprocess/mapped_region.hpp>
 #include <cerrno>
-#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -59,7 +59,7 @@ class RawSource final : public Source {
 
     if (hints.width <= 0)
       throw Error(ErrorKind::usage,
-                  "raw input '" + path + "' has no header: give its width with --width");
+                  "raw input '" + path + "' needs --width (samples per row, a positive number)");
     spec_ = ImageSpec{hints.width, 1, hints.channels, hints.type};
     validate(spec_);
     const std::uintmax_t row = spec_.row_bytes();
@@ -120,7 +120,8 @@ class FileSink final : public Sink {
     if (!fs::is_directory(dir, ec))
       throw Error(ErrorKind::io, "output directory '" + dir.string() +
                                      "' does not exist: create it or write elsewhere");
-    struct stat in_st{}, out_st{};
+    struct stat in_st {
+    }, out_st{};
     if (!input_path.empty() && ::stat(input_path.c_str(), &in_st) == 0 &&
         ::stat(path.c_str(), &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
         in_st.st_ino == out_st.st_ino)
@@ -130,7 +131,8 @@ class FileSink final : public Sink {
       throw Error(ErrorKind::usage, "output '" + path + "' is a directory: name a file");
 
     fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw Error(ErrorKind::io, system_message("cannot create output", partial_, errno));
+    if (fd_ < 0)
+      throw Error(ErrorKind::io, system_message("cannot create output", partial_, errno));
     const std::size_t total = spec.total_bytes();
     // Reserve the blocks now: a full disk fails here, before any work, not halfway through.
     const int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(total));
@@ -141,7 +143,7 @@ class FileSink final : public Sink {
                                      "limit (ulimit -f) allows: write elsewhere");
     }
     if (rc == ENOSPC) {
-      struct statvfs vfs{};
+      struct statvfs vfs {};
       std::string avail;
       if (::fstatvfs(fd_, &vfs) == 0)
         avail = ", " + std::to_string(std::uint64_t(vfs.f_bavail) * vfs.f_frsize) + " available";
@@ -227,7 +229,9 @@ class NullSink final : public Sink {
 
 }  // namespace
 
-std::string partial_path(const std::string& output) { return output + ".partial"; }
+std::string partial_path(const std::string& output) {
+  return output + ".partial";
+}
 
 std::unique_ptr<Source> make_synthetic_source(const std::string& pattern, const RawHints& hints,
                                               std::uint64_t seed);

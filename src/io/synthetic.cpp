@@ -19,18 +19,21 @@ constexpr std::uint64_t mix(std::uint64_t z) noexcept {
 }
 
 // Uniform in [0, 1) with 53 random bits.
-inline double unit(std::uint64_t h) noexcept { return static_cast<double>(h >> 11) * 0x1.0p-53; }
+inline double unit(std::uint64_t h) noexcept {
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
 
 template <class T>
-void fill_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,
-              int channels, T* dst) {
+void fill_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width, int channels,
+              T* dst) {
   const std::uint64_t row_key = mix(seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(y));
   constexpr bool kFloat = std::is_floating_point_v<T>;
   const double lo = kFloat ? 0.0 : static_cast<double>(std::numeric_limits<T>::lowest());
   const double span = kFloat ? 1.0 : static_cast<double>(std::numeric_limits<T>::max()) - lo + 1.0;
   const std::int64_t n = width * channels;
   for (std::int64_t i = 0; i < n; ++i) {
-    const double noise = unit(mix(row_key ^ (static_cast<std::uint64_t>(i) * 0xd1b54a32d192ed03ULL)));
+    const double noise =
+        unit(mix(row_key ^ (static_cast<std::uint64_t>(i) * 0xd1b54a32d192ed03ULL)));
     double u = noise;
     if (pattern != Pattern::noise) {
       const std::int64_t x = i / channels;
@@ -97,13 +100,20 @@ Pattern parse_pattern(const std::string& name) {
 void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,
                         int channels, SampleType type, std::byte* dst) {
   switch (type) {
-    case SampleType::u8: return fill_row(pattern, seed, y, width, channels, reinterpret_cast<std::uint8_t*>(dst));
-    case SampleType::u16: return fill_row(pattern, seed, y, width, channels, reinterpret_cast<std::uint16_t*>(dst));
-    case SampleType::i16: return fill_row(pattern, seed, y, width, channels, reinterpret_cast<std::int16_t*>(dst));
-    case SampleType::u32: return fill_row(pattern, seed, y, width, channels, reinterpret_cast<std::uint32_t*>(dst));
-    case SampleType::i32: return fill_row(pattern, seed, y, width, channels, reinterpret_cast<std::int32_t*>(dst));
-    case SampleType::f32: return fill_row(pattern, seed, y, width, channels, reinterpret_cast<float*>(dst));
-    case SampleType::f64: return fill_row(pattern, seed, y, width, channels, reinterpret_cast<double*>(dst));
+    case SampleType::u8:
+      return fill_row(pattern, seed, y, width, channels, reinterpret_cast<std::uint8_t*>(dst));
+    case SampleType::u16:
+      return fill_row(pattern, seed, y, width, channels, reinterpret_cast<std::uint16_t*>(dst));
+    case SampleType::i16:
+      return fill_row(pattern, seed, y, width, channels, reinterpret_cast<std::int16_t*>(dst));
+    case SampleType::u32:
+      return fill_row(pattern, seed, y, width, channels, reinterpret_cast<std::uint32_t*>(dst));
+    case SampleType::i32:
+      return fill_row(pattern, seed, y, width, channels, reinterpret_cast<std::int32_t*>(dst));
+    case SampleType::f32:
+      return fill_row(pattern, seed, y, width, channels, reinterpret_cast<float*>(dst));
+    case SampleType::f64:
+      return fill_row(pattern, seed, y, width, channels, reinterpret_cast<double*>(dst));
   }
 }
 

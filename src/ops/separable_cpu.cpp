@@ -7,9 +7,10 @@
 
 namespace ooc {
 
-bool accumulates_in_f64(SampleType input, Precision precision) noexcept {
+bool accumulates_in_f64(SampleType input, SampleType output, Precision precision) noexcept {
   if (precision != Precision::automatic) return precision == Precision::f64;
-  return input == SampleType::f64 || input == SampleType::u32 || input == SampleType::i32;
+  return input == SampleType::f64 || output == SampleType::f64 || input == SampleType::u32 ||
+         input == SampleType::i32;
 }
 
 namespace {
@@ -27,8 +28,8 @@ class SeparableCpuSlot final : public SlotKernel {
   }
 
   BandView wait() override {
-    return BandView{out_.data(), args_.out_stride, args_.out_rows, args_.width, args_.channels,
-                    args_.out_type};
+    return BandView{out_.data(), args_.out_stride, args_.out_rows,
+                    args_.width, args_.channels,   args_.out_type};
   }
 
  private:
@@ -58,7 +59,7 @@ class SeparableCpu final : public Operation {
     args_.border = p.border;
     args_.border_value = p.border_value;
     args_.strip_samples = o.strip_samples;
-    args_.f64 = accumulates_in_f64(in.type, p.precision);
+    args_.f64 = accumulates_in_f64(in.type, out_spec_.type, p.precision);
   }
 
   std::string describe() const override {

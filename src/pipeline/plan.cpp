@@ -67,7 +67,7 @@ std::string format_bytes(double bytes) {
 BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineOptions& o) {
   BandPlan plan;
   plan.threads = o.threads > 0 ? o.threads : tbb::info::default_concurrency();
-  plan.slots = o.slots > 0 ? o.slots : plan.threads + 2;
+  plan.slots = o.slots > 0 ? o.slots : op.preferred_slots(plan.threads);
   plan.mem_limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
   const std::int64_t H = input.height;
   const std::int64_t halo = op.halo_rows();
@@ -82,7 +82,13 @@ BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineO
     return static_cast<std::size_t>(slots) * slot_total(rows) + op.shared_bytes(rows, plan.threads);
   };
 
-  if (o.slots <= 0) plan.slots = std::max(1, plan.slots);
+  if (o.slots <= 0) {
+    // Under a tight limit, fewer bands in flight beat failing: down to 2 (reading overlaps
+    // computing), then 1.
+    plan.slots = std::max(1, plan.slots);
+    const std::int64_t smallest = std::min<std::int64_t>(H, std::max<std::int64_t>(1, 2 * halo));
+    while (plan.slots > 1 && ring_total(smallest, plan.slots) > plan.mem_limit) --plan.slots;
+  }
   std::int64_t rows = 0;
   if (o.band_rows > 0) {
     rows = std::min(o.band_rows, H);
@@ -91,13 +97,24 @@ BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineO
     std::int64_t lo = 0, hi = H;
     while (lo < hi) {
       const std::int64_t mid = lo + (hi - lo + 1) / 2;
-      if (ring_total(mid, plan.slots) <= plan.mem_limit) lo = mid; else hi = mid - 1;
+      if (ring_total(mid, plan.slots) <= plan.mem_limit)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     // ...and the backend's preferred size, but tall enough that the halo stays a small overhead.
     std::int64_t want = 1;
     while (want < H && slot_total(want * 2) <= op.target_slot_bytes()) want *= 2;
     want = std::max(want, o.min_rows_per_halo * 2 * halo);
     rows = std::max<std::int64_t>(1, std::min({lo, want, H}));
+  }
+  if (const std::int64_t device_rows = op.max_band_rows(plan.slots); device_rows > 0) {
+    if (o.band_rows > 0 && rows > device_rows)
+      throw Error(ErrorKind::usage, "--band-rows " + std::to_string(rows) +
+                                        " does not fit in GPU memory with " +
+                                        std::to_string(plan.slots) + " slots: use at most " +
+                                        std::to_string(device_rows));
+    rows = std::min(rows, device_rows);
   }
   plan.bands = (H + rows - 1) / rows;
   plan.slots = static_cast<int>(std::min<std::int64_t>(plan.slots, plan.bands));
@@ -109,8 +126,8 @@ BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineO
                 "--mem-limit " + format_bytes(double(plan.mem_limit)) + " is too small for " +
                     std::to_string(plan.slots) + " slot(s) of " +
                     (o.band_rows > 0 ? std::to_string(rows) : std::string("1")) +
-                    "-row bands of this image (width " + std::to_string(input.width) +
-                    ", halo " + std::to_string(halo) + " rows): it needs at least " +
+                    "-row bands of this image (width " + std::to_string(input.width) + ", halo " +
+                    std::to_string(halo) + " rows): it needs at least " +
                     format_bytes(double(need)) + "; raise --mem-limit" +
                     (o.band_rows > 0 ? ", lower --band-rows" : "") + " or lower --slots");
   }

@@ -95,31 +95,31 @@ RunStats run_pipeline(Source& source, Sink& sink, Operation& op, const BandPlan&
   arena.execute([&] {
     tbb::parallel_pipeline(
         static_cast<std::size_t>(plan.slots),
-        tbb::make_filter<void, Slot*>(
-            tbb::filter_mode::serial_in_order,
-            [&](tbb::flow_control& fc) -> Slot* {
-              if (next >= plan.bands) {
-                fc.stop();
-                return nullptr;
-              }
-              const auto t = Clock::now();
-              Slot& slot = slots[static_cast<std::size_t>(next % plan.slots)];
-              slot.band.index = next;
-              slot.band.y0 = next * plan.band_rows;
-              slot.band.rows = std::min(plan.band_rows, in.height - slot.band.y0);
-              stage_rows(source, border, halo, slot);
-              ++next;
-              read_s += seconds_since(t);
-              return &slot;
-            }) &
+        tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order,
+                                      [&](tbb::flow_control& fc) -> Slot* {
+                                        if (next >= plan.bands) {
+                                          fc.stop();
+                                          return nullptr;
+                                        }
+                                        const auto t = Clock::now();
+                                        Slot& slot =
+                                            slots[static_cast<std::size_t>(next % plan.slots)];
+                                        slot.band.index = next;
+                                        slot.band.y0 = next * plan.band_rows;
+                                        slot.band.rows =
+                                            std::min(plan.band_rows, in.height - slot.band.y0);
+                                        stage_rows(source, border, halo, slot);
+                                        ++next;
+                                        read_s += seconds_since(t);
+                                        return &slot;
+                                      }) &
             tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel,
                                            [&](Slot* slot) {
                                              const auto t = Clock::now();
                                              const BandInput input{slot->table.data(), halo, in};
                                              slot->kernel->compute_async(input, slot->band);
-                                             compute_ns += std::chrono::nanoseconds(
-                                                               Clock::now() - t)
-                                                               .count();
+                                             compute_ns +=
+                                                 std::chrono::nanoseconds(Clock::now() - t).count();
                                              return slot;
                                            }) &
             tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order, [&](Slot* slot) {

@@ -2,6 +2,9 @@
 // (a direct sum over the separable kernel, written from scipy's definitions, not from the kernels).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -24,13 +27,20 @@ inline double get(const std::vector<std::byte>& buf, SampleType t, std::size_t i
     return static_cast<double>(v);
   };
   switch (t) {
-    case SampleType::u8: return rd(std::uint8_t{});
-    case SampleType::u16: return rd(std::uint16_t{});
-    case SampleType::i16: return rd(std::int16_t{});
-    case SampleType::u32: return rd(std::uint32_t{});
-    case SampleType::i32: return rd(std::int32_t{});
-    case SampleType::f32: return rd(float{});
-    case SampleType::f64: return rd(double{});
+    case SampleType::u8:
+      return rd(std::uint8_t{});
+    case SampleType::u16:
+      return rd(std::uint16_t{});
+    case SampleType::i16:
+      return rd(std::int16_t{});
+    case SampleType::u32:
+      return rd(std::uint32_t{});
+    case SampleType::i32:
+      return rd(std::int32_t{});
+    case SampleType::f32:
+      return rd(float{});
+    case SampleType::f64:
+      return rd(double{});
   }
   return 0;
 }
@@ -39,13 +49,20 @@ inline void put(std::vector<std::byte>& buf, SampleType t, std::size_t i, double
   std::byte* p = buf.data() + i * sample_bytes(t);
   auto wr = [p]<class T>(T x) { std::memcpy(p, &x, sizeof x); };
   switch (t) {
-    case SampleType::u8: return wr(static_cast<std::uint8_t>(v));
-    case SampleType::u16: return wr(static_cast<std::uint16_t>(v));
-    case SampleType::i16: return wr(static_cast<std::int16_t>(v));
-    case SampleType::u32: return wr(static_cast<std::uint32_t>(v));
-    case SampleType::i32: return wr(static_cast<std::int32_t>(v));
-    case SampleType::f32: return wr(static_cast<float>(v));
-    case SampleType::f64: return wr(v);
+    case SampleType::u8:
+      return wr(static_cast<std::uint8_t>(v));
+    case SampleType::u16:
+      return wr(static_cast<std::uint16_t>(v));
+    case SampleType::i16:
+      return wr(static_cast<std::int16_t>(v));
+    case SampleType::u32:
+      return wr(static_cast<std::uint32_t>(v));
+    case SampleType::i32:
+      return wr(static_cast<std::int32_t>(v));
+    case SampleType::f32:
+      return wr(static_cast<float>(v));
+    case SampleType::f64:
+      return wr(v);
   }
 }
 
@@ -88,7 +105,8 @@ class MemorySink final : public Sink {
       : spec_(spec), data(spec.total_bytes(), std::byte{0xA5}), writes(spec.height, 0) {}
   const ImageSpec& spec() const noexcept override { return spec_; }
   std::string describe() const override { return "memory"; }
-  void write_rows(std::int64_t y0, std::int64_t n, const std::byte* p, std::size_t stride) override {
+  void write_rows(std::int64_t y0, std::int64_t n, const std::byte* p,
+                  std::size_t stride) override {
     for (std::int64_t y = 0; y < n; ++y) {
       std::memcpy(data.data() + (y0 + y) * spec_.row_bytes(), p + y * stride, spec_.row_bytes());
       ++writes[y0 + y];
@@ -144,6 +162,30 @@ inline Reference reference(const ImageSpec& s, const std::vector<std::byte>& in,
         ref.scale[i] = mag;
       }
   return ref;
+}
+
+// Every sample within tolerance of the reference, every row written exactly once.
+inline void expect_matches(const MemorySink& out, const test::Reference& ref, bool f64_accumulate,
+                           const std::string& what) {
+  for (std::size_t y = 0; y < out.writes.size(); ++y)
+    ASSERT_EQ(out.writes[y], 1) << what << ": row " << y << " written " << out.writes[y]
+                                << " times";
+  const SampleType t = out.spec_.type;
+  const double rel = f64_accumulate ? 1e-12 : 1e-5;
+  for (std::size_t i = 0; i < ref.value.size(); ++i) {
+    const double got = test::get(out.data, t, i);
+    if (is_integer(t)) {
+      const double want =
+          std::nearbyint(std::clamp(ref.value[i], lowest_value(t), highest_value(t)));
+      ASSERT_LE(std::abs(got - want), 1.0) << what << ": sample " << i << " ref " << ref.value[i];
+    } else {
+      // Accumulation error, plus the rounding of the result to an f32 output.
+      const double out_eps = t == SampleType::f32 ? 0x1p-23 * std::abs(ref.value[i]) : 0.0;
+      const double tol = rel * ref.scale[i] + out_eps + 1e-30;
+      ASSERT_LE(std::abs(got - ref.value[i]), tol)
+          << what << ": sample " << i << " got " << got << " ref " << ref.value[i];
+    }
+  }
 }
 
 }  // namespace ooc::test

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ooc/border.hpp"
@@ -22,10 +23,23 @@ struct SeparableParams {
   Precision precision = Precision::automatic;
 };
 
-// f64 for f64 data and for 32-bit integers (f32 cannot hold them to within 1); f32 otherwise.
-bool accumulates_in_f64(SampleType input, Precision precision) noexcept;
+// f64 for f64 data or output and for 32-bit integer data (f32 cannot hold them to within 1);
+// f32 otherwise. --precision overrides.
+bool accumulates_in_f64(SampleType input, SampleType output, Precision precision) noexcept;
 
 std::unique_ptr<Operation> make_separable_cpu(const ImageSpec& input, const SeparableParams& params,
                                               const PipelineOptions& options);
+
+// The CUDA backend: slots spread round robin over `devices`, each with its own stream. Throws a
+// device Error when the build has no CUDA or a device is not usable.
+std::unique_ptr<Operation> make_separable_cuda(const ImageSpec& input,
+                                               const SeparableParams& params,
+                                               const PipelineOptions& options,
+                                               const std::vector<int>& devices);
+
+// Number of usable CUDA devices (0 in a build without CUDA, or without a driver or device).
+int cuda_device_count() noexcept;
+// "NVIDIA H100 80GB HBM3", or an empty string.
+std::string cuda_device_name(int device);
 
 }  // namespace ooc

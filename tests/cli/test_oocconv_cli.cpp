@@ -1,0 +1,598 @@
+// End-to-end tests of the oocconv binary: exit codes and messages of every failure a user can
+// cause, that a failed or killed run leaves no finished-looking output and never touches the
+// input, and that peak memory stays bounded by --mem-limit on images far larger than it.
+//
+// The binary is found through OOC_BIN_DIR (set by CTest), else next to this test executable or in
+// one of its parent directories. Each child runs through fork/execv with stdout and stderr sent to
+// files; its exit status and peak RSS come from wait4.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+
+// Where oocconv lives: $OOC_BIN_DIR, else the test's own directory or one of its ancestors.
+fs::path find_oocconv() {
+  if (const char* dir = std::getenv("OOC_BIN_DIR"); dir != nullptr && *dir != '\0')
+    return fs::path(dir) / "oocconv";
+  std::error_code ec;
+  fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  for (int up = 0; up < 4 && !ec && !dir.empty(); ++up, dir = dir.parent_path()) {
+    if (fs::exists(dir / "oocconv")) return dir / "oocconv";
+    if (dir == dir.parent_path()) break;
+  }
+  return {};
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << "cannot write " << path;
+}
+
+// Random, never all-zero bytes: a valid image of any sample type (f32 NaNs aside, which the
+// tests that compute on the result avoid by building floats explicitly).
+std::string random_f32_image(std::int64_t samples, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-100.0f, 100.0f);
+  std::string bytes(static_cast<std::size_t>(samples) * sizeof(float), '\0');
+  for (std::int64_t i = 0; i < samples; ++i) {
+    const float v = dist(rng) + 0.5f;
+    std::memcpy(bytes.data() + i * sizeof(float), &v, sizeof v);
+  }
+  return bytes;
+}
+
+// Bytes an unprivileged writer may still use on the file system that holds `dir`.
+std::int64_t free_bytes(const fs::path& dir) {
+  struct statvfs v {};
+  if (::statvfs(dir.c_str(), &v) != 0) return 0;
+  return static_cast<std::int64_t>(v.f_bavail) * static_cast<std::int64_t>(v.f_frsize);
+}
+
+struct RunResult {
+  bool exited = false;  // false: killed by a signal (term_signal), or never ran
+  int exit_code = -1;
+  int term_signal = 0;
+  std::int64_t max_rss_bytes = 0;  // the child's peak resident memory (ru_maxrss)
+  double seconds = 0;
+  std::string out, err;
+};
+
+std::ostream& operator<<(std::ostream& os, const RunResult& r) {
+  os << (r.exited ? "exit " + std::to_string(r.exit_code)
+                  : "signal " + std::to_string(r.term_signal))
+     << ", " << r.seconds << " s, peak RSS " << r.max_rss_bytes / kMiB << " MiB\n--- stderr:\n"
+     << r.err << "--- stdout (first 2000 bytes):\n"
+     << r.out.substr(0, 2000);
+  return os;
+}
+
+struct ChildOptions {
+  std::optional<rlim_t> file_size_limit;  // RLIMIT_FSIZE in bytes, with SIGXFSZ ignored
+};
+
+// One oocconv process. The argument vector and the redirections are prepared before fork, so the
+// child only calls async-signal-safe functions.
+class Child {
+ public:
+  Child(const fs::path& binary, const std::vector<std::string>& args, const fs::path& io_dir,
+        const ChildOptions& opt = {})
+      : out_path_(io_dir / ".child.stdout"), err_path_(io_dir / ".child.stderr") {
+    std::vector<std::string> argv_s{binary.string()};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int out_fd = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int err_fd = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (out_fd < 0 || err_fd < 0 || null_fd < 0) {
+      ADD_FAILURE() << "cannot open capture files in " << io_dir << ": " << std::strerror(errno);
+      return;
+    }
+    start_ = std::chrono::steady_clock::now();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(null_fd, STDIN_FILENO);
+      ::dup2(out_fd, STDOUT_FILENO);
+      ::dup2(err_fd, STDERR_FILENO);
+      if (opt.file_size_limit) {
+        ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG
+        const struct rlimit rl { *opt.file_size_limit, *opt.file_size_limit };
+        if (::setrlimit(RLIMIT_FSIZE, &rl) != 0) ::_exit(126);
+      }
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    if (pid_ < 0) ADD_FAILURE() << "fork failed: " << std::strerror(errno);
+    ::close(out_fd);
+    ::close(err_fd);
+    ::close(null_fd);
+  }
+
+  ~Child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::wait4(pid_, nullptr, 0, nullptr);
+    }
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  void signal(int sig) const {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+  bool running() const { return pid_ > 0; }
+
+  // Waits for the child (SIGKILL after `timeout`, reported as a failure).
+  RunResult wait(std::chrono::seconds timeout = 300s) {
+    RunResult r;
+    if (pid_ <= 0) return r;
+    int status = 0;
+    struct rusage ru {};
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const pid_t got = ::wait4(pid_, &status, WNOHANG, &ru);
+      if (got == pid_) break;
+      if (got < 0 && errno != EINTR) {
+        ADD_FAILURE() << "wait4: " << std::strerror(errno);
+        pid_ = -1;
+        return r;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "oocconv ran longer than " << timeout.count() << " s: killed";
+        ::kill(pid_, SIGKILL);
+        ::wait4(pid_, &status, 0, &ru);
+        break;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    pid_ = -1;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    r.exited = WIFEXITED(status);
+    r.exit_code = r.exited ? WEXITSTATUS(status) : -1;
+    r.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    r.max_rss_bytes = static_cast<std::int64_t>(ru.ru_maxrss) * 1024;  // KiB on Linux
+    r.out = read_file(out_path_);
+    r.err = read_file(err_path_);
+    return r;
+  }
+
+ private:
+  fs::path out_path_, err_path_;
+  pid_t pid_ = -1;
+  std::chrono::steady_clock::time_point start_;
+};
+
+class OocconvCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bin_ = find_oocconv();
+    ASSERT_FALSE(bin_.empty() || !fs::exists(bin_))
+        << "oocconv not found: set OOC_BIN_DIR to the directory that holds it";
+    char tmpl[] = "/tmp/ooc_cli_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr) << std::strerror(errno);
+    dir_ = tmpl;
+  }
+
+  void TearDown() override {
+    if (!mount_point_.empty()) ::umount2(mount_point_.c_str(), MNT_DETACH);
+    if (!dir_.empty()) {
+      // Undo permission changes made by a test so that the directory can be removed.
+      std::error_code ec;
+      for (const auto& e : fs::recursive_directory_iterator(dir_, ec))
+        fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add, ec);
+      fs::remove_all(dir_, ec);
+    }
+  }
+
+  RunResult run(const std::vector<std::string>& args, const ChildOptions& opt = {},
+                std::chrono::seconds timeout = 300s) {
+    Child child(bin_, args, dir_, opt);
+    return child.wait(timeout);
+  }
+
+  // A 37 x 23 f32 input whose bytes the failing runs must leave alone.
+  fs::path make_input(std::int64_t width = 37, std::int64_t height = 23) {
+    input_ = dir_ / "in.raw";
+    input_bytes_ = random_f32_image(width * height, 7);
+    write_file(input_, input_bytes_);
+    return input_;
+  }
+
+  void expect_input_unchanged() const {
+    ASSERT_FALSE(input_.empty());
+    EXPECT_TRUE(read_file(input_) == input_bytes_) << "oocconv changed its input " << input_;
+  }
+
+  // Files in the temp dir other than the input and the capture files.
+  std::vector<std::string> stray_files() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      const std::string n = e.path().filename().string();
+      if (e.path() != input_ && n.rfind(".child.", 0) != 0) names.push_back(n);
+    }
+    return names;
+  }
+
+  // Runs a command that must fail with `code` and a stderr containing every phrase, and leave
+  // the input as it was and nothing else behind in the temp dir.
+  void expect_failure(const std::vector<std::string>& args, int code,
+                      const std::vector<std::string>& phrases) {
+    const RunResult r = run(args);
+    EXPECT_TRUE(r.exited) << r;
+    EXPECT_EQ(r.exit_code, code) << r;
+    for (const auto& p : phrases)
+      EXPECT_NE(r.err.find(p), std::string::npos) << "no '" << p << "' in:\n" << r;
+    if (!input_.empty()) expect_input_unchanged();
+  }
+
+  std::string in() const { return input_.string(); }
+  std::string out() const { return (dir_ / "out.raw").string(); }
+  std::string partial() const { return out() + ".partial"; }
+
+  fs::path bin_, dir_, input_, mount_point_;
+  std::string input_bytes_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Bad input: exit 3.
+
+TEST_F(OocconvCli, MissingInputIsAnInputError) {
+  expect_failure({(dir_ / "nope.raw").string(), out(), "--width", "37", "--radius", "1"}, 3,
+                 {"does not exist", "nope.raw"});
+  EXPECT_TRUE(stray_files().empty());
+}
+
+TEST_F(OocconvCli, InputThatIsADirectoryIsAnInputError) {
+  fs::create_directory(dir_ / "adir");
+  expect_failure({(dir_ / "adir").string(), out(), "--width", "37", "--radius", "1"}, 3,
+                 {"is a directory"});
+  EXPECT_FALSE(fs::exists(out()));
+  EXPECT_FALSE(fs::exists(partial()));
+}
+
+TEST_F(OocconvCli, UnreadableInputIsAnInputError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "running as root: file permissions do not stop root";
+  make_input();
+  fs::permissions(input_, fs::perms::none);
+  const RunResult r = run({in(), out(), "--width", "37", "--radius", "1"});
+  fs::permissions(input_, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(r.exit_code, 3) << r;
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r;
+  expect_input_unchanged();
+  EXPECT_TRUE(stray_files().empty());
+}
+
+TEST_F(OocconvCli, FileSizeNotAMultipleOfTheRowNamesBothSizesAndWidthsThatFit) {
+  make_input(37, 23);  // 3404 bytes; rows of width 36 f32 are 144 bytes: 3404 % 144 != 0
+  const std::string size = std::to_string(37 * 23 * 4);
+  expect_failure({in(), out(), "--width", "36", "--radius", "1"}, 3,
+                 {size, "144", "widths that fit", "37"});
+  EXPECT_TRUE(stray_files().empty());
+}
+
+TEST_F(OocconvCli, HeightThatDisagreesWithTheFileIsAnInputError) {
+  make_input(37, 23);
+  expect_failure({in(), out(), "--width", "37", "--height", "24", "--radius", "1"}, 3,
+                 {"--height", "23", "24"});
+  EXPECT_TRUE(stray_files().empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad command line: exit 2.
+
+TEST_F(OocconvCli, UnknownSampleTypeIsAUsageError) {
+  make_input();
+  expect_failure({in(), out(), "--width", "37", "--type", "f16", "--radius", "1"}, 2,
+                 {"unknown sample type", "f16"});
+}
+
+TEST_F(OocconvCli, ZeroWidthIsAUsageError) {
+  make_input();
+  expect_failure({in(), out(), "--width", "0", "--radius", "1"}, 2, {"--width"});
+}
+
+TEST_F(OocconvCli, MissingWidthForRawInputIsAUsageError) {
+  make_input();
+  expect_failure({in(), out(), "--radius", "1"}, 2, {"--width"});
+}
+
+TEST_F(OocconvCli, NoFilterOptionsIsAUsageError) {
+  make_input();
+  expect_failure({in(), out(), "--width", "37"}, 2, {"no filter", "--radius"});
+}
+
+TEST_F(OocconvCli, EvenTapCountIsAUsageError) {
+  make_input();
+  expect_failure({in(), out(), "--width", "37", "--taps", "1,2,2,1"}, 2, {"odd"});
+  expect_failure({in(), out(), "--width", "37", "--row-taps", "1,2", "--col-taps", "1,2,1"}, 2,
+                 {"odd", "--row-taps"});
+}
+
+TEST_F(OocconvCli, UnknownBorderIsAUsageError) {
+  make_input();
+  expect_failure({in(), out(), "--width", "37", "--radius", "1", "--border", "clamp"}, 2,
+                 {"border", "clamp"});
+}
+
+TEST_F(OocconvCli, HelpExitsZeroAndShowsExamples) {
+  const RunResult r = run({"--help"});
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << r;
+  EXPECT_NE(r.out.find("Examples"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("--mem-limit"), std::string::npos) << r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output problems.
+
+TEST_F(OocconvCli, OutputInAMissingDirectoryIsAnIoError) {
+  make_input();
+  expect_failure({in(), (dir_ / "missing" / "out.raw").string(), "--width", "37", "--radius", "1"},
+                 4, {"does not exist", "missing"});
+  EXPECT_TRUE(stray_files().empty());
+}
+
+TEST_F(OocconvCli, OutputThatIsTheInputIsRefused) {
+  make_input();
+  expect_failure({in(), in(), "--width", "37", "--radius", "1"}, 2, {"is the input"});
+  EXPECT_TRUE(stray_files().empty());
+}
+
+TEST_F(OocconvCli, OutputThatIsASymlinkToTheInputIsRefused) {
+  make_input();
+  fs::create_symlink(input_, dir_ / "link.raw");
+  expect_failure({in(), (dir_ / "link.raw").string(), "--width", "37", "--radius", "1"}, 2,
+                 {"is the input"});
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link.raw"));
+  EXPECT_FALSE(fs::exists(dir_ / "link.raw.partial"));
+}
+
+TEST_F(OocconvCli, OutputThatIsARelativePathToTheInputIsRefused) {
+  make_input();
+  fs::create_directory(dir_ / "sub");
+  const std::string dotted = (dir_ / "sub" / ".." / "in.raw").string();
+  expect_failure({in(), dotted, "--width", "37", "--radius", "1"}, 2, {"is the input"});
+}
+
+TEST_F(OocconvCli, UnwritableOutputDirectoryIsAnIoError) {
+  make_input();
+  std::string target;
+  if (::geteuid() == 0) {
+    // Root ignores permission bits; sysfs refuses to create regular files even for root.
+    if (!fs::is_directory("/sys/kernel"))
+      GTEST_SKIP() << "running as root and /sys is not mounted: no directory root cannot write";
+    target = "/sys/ooc_cli_test_" + std::to_string(::getpid()) + ".raw";
+  } else {
+    fs::create_directory(dir_ / "ro");
+    fs::permissions(dir_ / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    target = (dir_ / "ro" / "out.raw").string();
+  }
+  expect_failure({in(), target, "--width", "37", "--radius", "1"}, 4,
+                 {"cannot create output", target});
+  EXPECT_FALSE(fs::exists(target));
+  EXPECT_FALSE(fs::exists(target + ".partial"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A full disk: the output cannot be made at full size.
+
+TEST_F(OocconvCli, FileSizeLimitIsAnIoErrorThatLeavesNothingBehind) {
+  make_input(256, 256);  // 256 KiB in and out
+  ChildOptions opt;
+  opt.file_size_limit = 64 * 1024;
+  const RunResult r = run({in(), out(), "--width", "256", "--radius", "2"}, opt);
+  EXPECT_TRUE(r.exited) << r;
+  EXPECT_EQ(r.exit_code, 4) << r;
+  EXPECT_NE(r.err.find(out()), std::string::npos) << "the message should name the output\n" << r;
+  EXPECT_FALSE(fs::exists(out()));
+  EXPECT_FALSE(fs::exists(partial()));
+  expect_input_unchanged();
+}
+
+TEST_F(OocconvCli, FailedRunLeavesAnExistingOutputAsItWas) {
+  make_input(256, 256);
+  const std::string previous = "the result of an earlier run";
+  write_file(out(), previous);
+  ChildOptions opt;
+  opt.file_size_limit = 64 * 1024;
+  const RunResult r = run({in(), out(), "--width", "256", "--radius", "2"}, opt);
+  EXPECT_EQ(r.exit_code, 4) << r;
+  EXPECT_EQ(read_file(out()), previous) << "a failed run replaced the existing output";
+  EXPECT_FALSE(fs::exists(partial()));
+  expect_input_unchanged();
+}
+
+TEST_F(OocconvCli, FullTmpfsIsAnIoErrorThatLeavesNothingBehind) {
+  make_input(512, 1024);  // 2 MiB in and out, on a 1 MiB file system
+  const fs::path mnt = dir_ / "tiny";
+  fs::create_directory(mnt);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1M") != 0)
+    GTEST_SKIP() << "cannot mount a 1 MiB tmpfs (" << std::strerror(errno)
+                 << "): needs root or CAP_SYS_ADMIN";
+  mount_point_ = mnt;
+  const std::string target = (mnt / "out.raw").string();
+  const RunResult r = run({in(), target, "--width", "512", "--radius", "2"});
+  EXPECT_TRUE(r.exited) << r;
+  EXPECT_EQ(r.exit_code, 4) << r;
+  EXPECT_NE(r.err.find(target), std::string::npos) << "the message should name the output\n" << r;
+  EXPECT_NE(r.err.find("space"), std::string::npos) << r;
+  EXPECT_FALSE(fs::exists(target));
+  EXPECT_FALSE(fs::exists(target + ".partial"));
+  expect_input_unchanged();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Killed runs never leave a file that looks finished.
+
+class OocconvKilled : public OocconvCli {
+ protected:
+  // Starts a long run (a 12.5 GiB output), waits until its partial output exists, then ~0.3 s
+  // more, and sends `sig`.
+  void SetUp() override {
+    OocconvCli::SetUp();
+    if (HasFatalFailure()) return;
+    // oocconv reserves the whole output up front; without room it fails before any signal.
+    if (free_bytes(dir_) < 14 * kGiB)
+      GTEST_SKIP() << "needs 14 GiB free in " << dir_.parent_path() << " for the 12.5 GiB output, "
+                   << free_bytes(dir_) / kMiB << " MiB free";
+  }
+
+  RunResult run_and_kill(int sig) {
+    Child child(bin_,
+                {"synth:noise", out(), "--width", "16384", "--height", "200000", "--radius", "4"},
+                dir_);
+    EXPECT_TRUE(child.running());
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!fs::exists(partial()) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(5ms);
+    EXPECT_TRUE(fs::exists(partial())) << "oocconv did not create " << partial() << " within 30 s";
+    std::this_thread::sleep_for(300ms);
+    child.signal(sig);
+    return child.wait(60s);
+  }
+};
+
+TEST_F(OocconvKilled, SigtermRemovesThePartialOutput) {
+  const RunResult r = run_and_kill(SIGTERM);
+  EXPECT_FALSE(r.exited && r.exit_code == 0) << r;
+  EXPECT_TRUE(!r.exited || r.exit_code == 128 + SIGTERM) << r;
+  EXPECT_FALSE(fs::exists(out()));
+  EXPECT_FALSE(fs::exists(partial())) << "SIGTERM should remove " << partial();
+}
+
+TEST_F(OocconvKilled, SigkillLeavesNoFinishedOutput) {
+  const RunResult r = run_and_kill(SIGKILL);
+  EXPECT_FALSE(r.exited) << r;
+  EXPECT_EQ(r.term_signal, SIGKILL) << r;
+  EXPECT_FALSE(fs::exists(out()));  // OUT.partial may stay: nothing can remove it
+}
+
+// ---------------------------------------------------------------------------------------------
+// Successful runs.
+
+TEST_F(OocconvCli, SuccessfulRunLeavesTheOutputAtItsExactSizeAndNoPartial) {
+  make_input(37, 23);
+  RunResult r = run({in(), out(), "--width", "37", "--radius", "3"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
+  EXPECT_EQ(fs::file_size(out()), 37u * 23u * 4u);
+  EXPECT_FALSE(fs::exists(partial()));
+  EXPECT_NE(read_file(out()), input_bytes_) << "a blur of noise should change it";
+  expect_input_unchanged();
+
+  // Another type, channel count and output type: 10 x 7 pixels x 3 channels of u16 -> f64.
+  const fs::path in16 = dir_ / "in16.raw";
+  write_file(in16, std::string(10 * 7 * 3 * 2, '\x11'));
+  const std::string out64 = (dir_ / "out64.raw").string();
+  r = run({in16.string(), out64, "--width", "10", "--type", "u16", "--channels", "3", "--sigma",
+           "1.5", "--out-type", "f64", "--border", "nearest"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
+  EXPECT_EQ(fs::file_size(out64), 10u * 7u * 3u * 8u);
+  EXPECT_FALSE(fs::exists(out64 + ".partial"));
+  // A constant image stays constant under a normalized filter with nearest borders (up to the
+  // rounding of the f32 accumulation that --precision auto picks for u16).
+  const std::string o = read_file(out64);
+  for (std::size_t i = 0; i + 8 <= o.size(); i += 8) {
+    double v;
+    std::memcpy(&v, o.data() + i, 8);
+    ASSERT_NEAR(v, 0x1111, 0x1111 * 1e-6) << "sample " << i / 8;  // f32 accumulation
+  }
+}
+
+TEST_F(OocconvCli, StatsJsonReportsThePlanAndPeakRss) {
+  make_input(37, 23);
+  const RunResult r = run({in(), out(), "--width", "37", "--radius", "2", "--stats", "json"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
+  const auto first = r.out.find_first_not_of(" \n");
+  const auto last = r.out.find_last_not_of(" \n");
+  ASSERT_NE(first, std::string::npos) << r;
+  EXPECT_EQ(r.out[first], '{') << r;
+  EXPECT_EQ(r.out[last], '}') << r;
+  EXPECT_NE(r.out.find("\"band_rows\""), std::string::npos) << r;
+  EXPECT_NE(r.out.find("\"peak_rss_bytes\""), std::string::npos) << r;
+  EXPECT_EQ(fs::file_size(out()), 37u * 23u * 4u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory stays bounded by --mem-limit however large the image.
+
+constexpr std::int64_t kMemLimit = 64 * kMiB;
+constexpr std::int64_t kFixedOverhead = 48 * kMiB;  // binary, libraries, TBB, page tables
+
+TEST_F(OocconvCli, TenGiBSyntheticImageStaysUnderTheMemoryLimit) {
+  const RunResult r = run({"synth:noise", "null:", "--width", "65536", "--height", "40000",
+                           "--type", "f32", "--radius", "16", "--mem-limit", "64M"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
+  EXPECT_LT(r.max_rss_bytes, kMemLimit + kFixedOverhead) << r;
+  RecordProperty("peak_rss_mib", std::to_string(r.max_rss_bytes / kMiB));
+  std::cerr << "[ info ] 10 GiB synthetic: " << r.seconds << " s, peak RSS "
+            << r.max_rss_bytes / kMiB << " MiB\n";
+}
+
+TEST_F(OocconvCli, MultiGiBSparseRawFileStaysUnderTheMemoryLimit) {
+  // 2 GiB of f32, 65536 wide (8192 rows): a sparse file, so it costs no disk until read; the
+  // output is a real file of the same size. (4 GiB takes ~25 s on a 2-core machine.)
+  constexpr std::int64_t kWidth = 65536, kBytes = 2 * kGiB;
+  if (free_bytes(dir_) < kBytes + kGiB)
+    GTEST_SKIP() << "needs 3 GiB free in " << dir_.parent_path() << " for the 2 GiB output, "
+                 << free_bytes(dir_) / kMiB << " MiB free";
+  input_ = dir_ / "sparse.raw";
+  {
+    const int fd = ::open(input_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    ASSERT_EQ(::ftruncate(fd, kBytes), 0) << std::strerror(errno);
+    // A few non-zero rows, so the image is not all zero.
+    const std::string row = random_f32_image(kWidth, 3);
+    for (std::int64_t y : {std::int64_t{0}, std::int64_t{4000}, kBytes / (kWidth * 4) - 1})
+      ASSERT_EQ(::pwrite(fd, row.data(), row.size(), y * kWidth * 4),
+                static_cast<ssize_t>(row.size()));
+    ::close(fd);
+  }
+  const RunResult r = run({in(), out(), "--width", std::to_string(kWidth), "--type", "f32",
+                           "--radius", "16", "--mem-limit", "64M"});
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << r;
+  EXPECT_LT(r.max_rss_bytes, kMemLimit + kFixedOverhead) << r;
+  std::error_code ec;
+  EXPECT_EQ(fs::file_size(out(), ec), static_cast<std::uintmax_t>(kBytes));
+  EXPECT_FALSE(fs::exists(partial()));
+  std::cerr << "[ info ] 2 GiB sparse raw -> file: " << r.seconds << " s, peak RSS "
+            << r.max_rss_bytes / kMiB << " MiB\n";
+  fs::remove(out(), ec);
+  fs::remove(input_, ec);
+}
+
+}  // namespace

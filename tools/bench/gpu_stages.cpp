@@ -1,0 +1,681 @@
+// ooc_gpu_stages: the ceiling of each stage of the GPU pipeline, measured on its own, for one band
+// of W x B samples (plus 2 r halo rows of input): a page-cache read into pinned memory with T
+// threads, H2D, D2H, both copies at once, the separable kernels alone (against a device-to-device
+// cudaMemcpy of the same run), NPP's row + column filters on the same band, and pwrite + fsync of
+// the output. The slowest of these bounds what the whole pipeline can reach. One line per stage,
+// "stage GB/s (median of N)" plus details; --csv writes the same rows as CSV. GB = 1e9 bytes.
+//
+// Usage: ooc_gpu_stages --file PATH [--width 65536] [--rows 256] [--radius 16] [--type f32|u8]
+//                       [--repeats 10] [--threads 8] [--device 0] [--csv PATH]
+// PATH is an existing file of at least 2 GiB (its content does not matter); it is read once
+// before the read stage so that it is in the page cache. The write stage writes as many bytes to
+// PATH.stagewrite and deletes it. Without --file, the read and write stages are skipped.
+// Exit codes: 0 ok, 1 unexpected failure, 2 usage, 3 input file, 4 I/O, 5 no/failed GPU.
+#include <cuda_runtime.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "../../kernels/cuda/separable.cuh"
+#include "../../src/cuda/check.hpp"
+#include "../../src/cuda/resources.hpp"
+#include "ooc/error.hpp"
+
+#if defined(OOC_BENCH_HAVE_NPP)
+#include <nppi_filtering_functions.h>
+#endif
+
+namespace {
+
+using ooc::Error;
+using ooc::ErrorKind;
+using ooc::SampleType;
+using ooc::cuda::DeviceBuffer;
+using ooc::cuda::PinnedBuffer;
+
+constexpr const char* kProg = "ooc_gpu_stages";
+constexpr double kGB = 1e9;
+
+struct Options {
+  std::int64_t width = 65536;
+  std::int64_t rows = 256;
+  std::int64_t radius = 16;
+  SampleType type = SampleType::f32;
+  int repeats = 10;
+  int threads = 8;
+  int device = 0;
+  std::string file;
+  std::string csv;
+};
+
+const char* kUsage =
+    "usage: ooc_gpu_stages --file PATH [--width 65536] [--rows 256] [--radius 16]\n"
+    "                      [--type f32|u8] [--repeats 10] [--threads 8] [--device 0] [--csv PATH]\n"
+    "Measures each GPU pipeline stage's own ceiling for one band of width x rows samples\n"
+    "(input band: rows + 2 radius rows). PATH: a file of at least 2 GiB, read through the page\n"
+    "cache; PATH.stagewrite is written and deleted. Without --file the read and write stages are\n"
+    "skipped.\n";
+
+std::int64_t parse_int(std::string_view opt, const std::string& v, std::int64_t lo,
+                       std::int64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi)
+    throw Error(ErrorKind::usage, std::string(opt) + " wants an integer in [" + std::to_string(lo) +
+                                      ", " + std::to_string(hi) + "], got '" + v + "'");
+  return x;
+}
+
+// Returns false when --help was asked for.
+bool parse_options(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") return false;
+    std::string value;
+    const auto eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg.resize(eq);
+    } else {
+      if (i + 1 >= argc) throw Error(ErrorKind::usage, arg + " needs a value (see --help)");
+      value = argv[++i];
+    }
+    constexpr std::int64_t kBig = std::int64_t{1} << 40;
+    if (arg == "--width") {
+      o.width = parse_int(arg, value, 1, kBig);
+    } else if (arg == "--rows") {
+      o.rows = parse_int(arg, value, 1, kBig);
+    } else if (arg == "--radius") {
+      o.radius = parse_int(arg, value, 0, 1 << 20);
+    } else if (arg == "--type") {
+      if (value == "f32" || value == "float32") {
+        o.type = SampleType::f32;
+      } else if (value == "u8" || value == "uint8") {
+        o.type = SampleType::u8;
+      } else {
+        throw Error(ErrorKind::usage, "--type wants f32 or u8, got '" + value + "'");
+      }
+    } else if (arg == "--repeats") {
+      o.repeats = static_cast<int>(parse_int(arg, value, 1, 100000));
+    } else if (arg == "--threads") {
+      o.threads = static_cast<int>(parse_int(arg, value, 1, 1024));
+    } else if (arg == "--device") {
+      o.device = static_cast<int>(parse_int(arg, value, 0, 1024));
+    } else if (arg == "--file") {
+      o.file = value;
+    } else if (arg == "--csv") {
+      o.csv = value;
+    } else {
+      throw Error(ErrorKind::usage, "unknown option '" + arg + "' (see --help)");
+    }
+  }
+  return true;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+std::string io_message(const std::string& what, const std::string& path, int err) {
+  return what + " '" + path + "': " + std::strerror(err);
+}
+
+// One result row: printed at once and appended to the CSV.
+class Report {
+ public:
+  explicit Report(const std::string& csv_path) {
+    if (csv_path.empty()) return;
+    csv_.open(csv_path, std::ios::out | std::ios::trunc);
+    if (!csv_) throw Error(ErrorKind::io, io_message("cannot write the CSV", csv_path, errno));
+    csv_path_ = csv_path;
+    csv_ << "stage,gb_per_s,median_of,ms,gpixel_per_s,bytes,note\n";
+    csv_.flush();
+  }
+
+  // gbps < 0: not measured ("n/a"); ms and gpix < 0: not applicable.
+  void row(const std::string& stage, double gbps, int n, double ms, double gpix, double bytes,
+           const std::string& note) {
+    if (gbps >= 0) {
+      std::printf("%-14s %9.2f GB/s (median of %d)  %s\n", stage.c_str(), gbps, n, note.c_str());
+    } else {
+      std::printf("%-14s %9s                    %s\n", stage.c_str(), "n/a", note.c_str());
+    }
+    std::fflush(stdout);
+    if (!csv_.is_open()) return;
+    std::string quoted;
+    for (char c : note) {
+      if (c == '"') quoted += '"';
+      quoted += c;
+    }
+    auto num = [](double x, const char* f) { return x < 0 ? std::string() : fmt(f, x); };
+    csv_ << stage << ',' << (gbps < 0 ? "n/a" : fmt("%.3f", gbps)) << ','
+         << (gbps < 0 ? std::string() : std::to_string(n)) << ',' << num(ms, "%.4f") << ','
+         << num(gpix, "%.4f") << ',' << num(bytes, "%.0f") << ",\"" << quoted << "\"\n";
+    csv_.flush();
+    if (!csv_) throw Error(ErrorKind::io, "writing the CSV '" + csv_path_ + "' failed");
+  }
+
+ private:
+  std::ofstream csv_;
+  std::string csv_path_;
+};
+
+class Stream {
+ public:
+  Stream() { OOC_CUDA_TRY(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~Stream() { cudaStreamDestroy(s_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const noexcept { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() { OOC_CUDA_TRY(cudaEventCreate(&e_)); }  // with timing
+  ~Event() { cudaEventDestroy(e_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const noexcept { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// Runs enqueue(stream) once untimed, then `repeats` times between two events on `stream`;
+// returns the milliseconds of each timed run.
+std::vector<double> time_on_stream(cudaStream_t s, int repeats,
+                                   const std::function<void(cudaStream_t)>& enqueue) {
+  Event start, stop;
+  enqueue(s);  // warm-up
+  OOC_CUDA_TRY(cudaStreamSynchronize(s));
+  std::vector<double> ms;
+  for (int i = 0; i < repeats; ++i) {
+    OOC_CUDA_TRY(cudaEventRecord(start.get(), s));
+    enqueue(s);
+    OOC_CUDA_TRY(cudaEventRecord(stop.get(), s));
+    OOC_CUDA_TRY(cudaEventSynchronize(stop.get()));
+    float t = 0;
+    OOC_CUDA_TRY(cudaEventElapsedTime(&t, start.get(), stop.get()));
+    ms.push_back(t);
+  }
+  return ms;
+}
+
+std::vector<double> gbps_of(const std::vector<double>& ms, double bytes) {
+  std::vector<double> r;
+  for (double t : ms) r.push_back(bytes / (t * 1e-3) / kGB);
+  return r;
+}
+
+// Normalized Gaussian taps, sigma = radius / 3, in correlation order (symmetric anyway).
+std::vector<float> gaussian_taps(std::int64_t r) {
+  if (r == 0) return {1.0f};
+  const double sigma = static_cast<double>(r) / 3.0;
+  std::vector<double> w(static_cast<std::size_t>(2 * r + 1));
+  double sum = 0;
+  for (std::int64_t k = -r; k <= r; ++k) {
+    const double x = static_cast<double>(k);
+    w[static_cast<std::size_t>(k + r)] = std::exp(-x * x / (2 * sigma * sigma));
+    sum += w[static_cast<std::size_t>(k + r)];
+  }
+  std::vector<float> f;
+  for (double v : w) f.push_back(static_cast<float>(v / sum));
+  return f;
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+std::int64_t file_size_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(ErrorKind::input, io_message("cannot stat the --file", path, errno));
+  if (!S_ISREG(st.st_mode) || st.st_size <= 0)
+    throw Error(ErrorKind::input, "--file '" + path + "' is not a non-empty regular file");
+  return st.st_size;
+}
+
+// Stage 1. The file once through a plain read() loop (so it is in the page cache), then
+// `repeats` passes band by band into one pinned band buffer, each band split into `threads`
+// slices read in parallel with pread; threads meet at a barrier after each band.
+void stage_read(const Options& o, std::int64_t file_bytes, PinnedBuffer& band, Report& rep) {
+  const std::string& path = o.file;
+  {
+    Fd fd(::open(path.c_str(), O_RDONLY));
+    if (fd.get() < 0) throw Error(ErrorKind::input, io_message("cannot open", path, errno));
+    constexpr std::size_t kChunk = std::size_t{16} << 20;
+    std::unique_ptr<char[]> buf(new char[kChunk]);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::int64_t total = 0;
+    for (;;) {
+      const ssize_t n = ::read(fd.get(), buf.get(), kChunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error(ErrorKind::io, io_message("read failed on", path, errno));
+      if (n == 0) break;
+      total += n;
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rep.row("read-warmup", static_cast<double>(total) / s / kGB, 1, s * 1e3, -1,
+            static_cast<double>(total),
+            "first pass, 1 thread, read() into 16 MiB pageable buffer (fills the page cache)");
+  }
+
+  Fd fd(::open(path.c_str(), O_RDONLY));
+  if (fd.get() < 0) throw Error(ErrorKind::input, io_message("cannot open", path, errno));
+  const std::int64_t band_bytes = static_cast<std::int64_t>(band.size());
+  const std::int64_t nbands = (file_bytes + band_bytes - 1) / band_bytes;
+  const int T = o.threads;
+  std::vector<double> ms;
+  for (int rep_i = 0; rep_i < o.repeats; ++rep_i) {
+    std::barrier sync(T);
+    std::atomic<int> error{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < T; ++t) {
+      pool.emplace_back([&, t] {
+        for (std::int64_t b = 0; b < nbands; ++b) {
+          const std::int64_t off = b * band_bytes;
+          const std::int64_t len = std::min(band_bytes, file_bytes - off);
+          // Slice boundaries on 4 KiB multiples.
+          auto edge = [&](int i) { return i == T ? len : (len * i / T) & ~std::int64_t{4095}; };
+          std::int64_t pos = edge(t);
+          const std::int64_t end = edge(t + 1);
+          while (pos < end && error.load(std::memory_order_relaxed) == 0) {
+            const ssize_t n = ::pread(fd.get(), band.data() + pos,
+                                      static_cast<std::size_t>(end - pos), off + pos);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+              int expected = 0;
+              error.compare_exchange_strong(expected, n < 0 ? errno : EIO);
+              break;
+            }
+            pos += n;
+          }
+          sync.arrive_and_wait();
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (error.load() != 0)
+      throw Error(ErrorKind::io, io_message("pread failed on", path, error.load()));
+    ms.push_back(s * 1e3);
+  }
+  const double bytes = static_cast<double>(file_bytes);
+  rep.row("read", median(gbps_of(ms, bytes)), o.repeats, median(ms), -1, bytes,
+          "page cache -> pinned band buffer (" + fmt("%.1f", band_bytes / 1e6) + " MB), " +
+              std::to_string(T) + " threads pread, " + std::to_string(nbands) +
+              " bands, whole file " + fmt("%.2f", bytes / kGB) + " GB");
+}
+
+// Stage 6. The pinned output band written with pwrite, again and again, until as many bytes as
+// the input file are written, then fsync; a fresh file each repeat; deleted at the end.
+void stage_write(const Options& o, std::int64_t total, const PinnedBuffer& band, Report& rep) {
+  const std::string path = o.file + ".stagewrite";
+  struct Remove {
+    const std::string& p;
+    ~Remove() { ::unlink(p.c_str()); }
+  } remove_at_end{path};
+  const std::int64_t band_bytes = static_cast<std::int64_t>(band.size());
+  std::vector<double> ms;
+  for (int rep_i = 0; rep_i < o.repeats; ++rep_i) {
+    ::unlink(path.c_str());
+    const auto t0 = std::chrono::steady_clock::now();
+    Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    if (fd.get() < 0) throw Error(ErrorKind::io, io_message("cannot create", path, errno));
+    std::int64_t done = 0;
+    while (done < total) {
+      const std::int64_t len = std::min(band_bytes, total - done);
+      std::int64_t pos = 0;
+      while (pos < len) {
+        const ssize_t n =
+            ::pwrite(fd.get(), band.data() + pos, static_cast<std::size_t>(len - pos), done + pos);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw Error(ErrorKind::io, io_message("pwrite failed on", path, errno));
+        pos += n;
+      }
+      done += len;
+    }
+    if (::fsync(fd.get()) != 0) throw Error(ErrorKind::io, io_message("fsync failed", path, errno));
+    if (::close(fd.release()) != 0)
+      throw Error(ErrorKind::io, io_message("close failed", path, errno));
+    ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() *
+                 1e3);
+  }
+  const double bytes = static_cast<double>(total);
+  rep.row("write", median(gbps_of(ms, bytes)), o.repeats, median(ms), -1, bytes,
+          "pinned output band (" + fmt("%.1f", band_bytes / 1e6) + " MB) -> pwrite, 1 thread, " +
+              fmt("%.2f", bytes / kGB) + " GB then fsync (included), to " + path);
+}
+
+#if defined(OOC_BENCH_HAVE_NPP)
+#define OOC_NPP_TRY(expr)                                                                  \
+  do {                                                                                     \
+    const NppStatus ooc_npp_st_ = (expr);                                                  \
+    if (ooc_npp_st_ < 0)                                                                   \
+      throw Error(ErrorKind::device,                                                       \
+                  std::string("NPP error ") + std::to_string(ooc_npp_st_) + " in " #expr); \
+  } while (0)
+
+NppStreamContext npp_context(cudaStream_t s) {
+  NppStreamContext c{};
+  c.hStream = s;
+  OOC_CUDA_TRY(cudaGetDevice(&c.nCudaDeviceId));
+  const int d = c.nCudaDeviceId;
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&c.nMultiProcessorCount, cudaDevAttrMultiProcessorCount, d));
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&c.nMaxThreadsPerMultiProcessor,
+                                      cudaDevAttrMaxThreadsPerMultiProcessor, d));
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&c.nMaxThreadsPerBlock, cudaDevAttrMaxThreadsPerBlock, d));
+  int smem = 0;
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlock, d));
+  c.nSharedMemPerBlock = static_cast<std::size_t>(smem);
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&c.nCudaDevAttrComputeCapabilityMajor,
+                                      cudaDevAttrComputeCapabilityMajor, d));
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&c.nCudaDevAttrComputeCapabilityMinor,
+                                      cudaDevAttrComputeCapabilityMinor, d));
+  OOC_CUDA_TRY(cudaStreamGetFlags(s, &c.nStreamFlags));
+  return c;
+}
+#endif
+
+int run(const Options& o) {
+  // The device first: with none, say so and leave with the device exit code (5).
+  int ndev = 0;
+  OOC_CUDA_TRY(cudaGetDeviceCount(&ndev));
+  if (ndev == 0) throw Error(ErrorKind::device, "no CUDA device found");
+  if (o.device >= ndev)
+    throw Error(ErrorKind::usage, "--device " + std::to_string(o.device) + " but only " +
+                                      std::to_string(ndev) + " CUDA device(s)");
+  OOC_CUDA_TRY(cudaSetDevice(o.device));
+  cudaDeviceProp prop{};
+  OOC_CUDA_TRY(cudaGetDeviceProperties(&prop, o.device));
+
+  std::int64_t file_bytes = 0;
+  if (!o.file.empty()) {
+    file_bytes = file_size_of(o.file);
+    if (file_bytes < (std::int64_t{2} << 30))
+      std::fprintf(stderr,
+                   "%s: warning: --file '%s' has %lld bytes, less than the 2 GiB asked for\n",
+                   kProg, o.file.c_str(), static_cast<long long>(file_bytes));
+  }
+
+  const bool f32 = o.type == SampleType::f32;
+  const std::int64_t W = o.width, B = o.rows, r = o.radius;
+  const std::int64_t in_rows = B + 2 * r;
+  const std::size_t esize = f32 ? 4 : 1;  // the output has the input's type
+  const std::size_t in_bytes = static_cast<std::size_t>(W * in_rows) * esize;
+  const std::size_t out_bytes = static_cast<std::size_t>(W * B) * esize;
+  const std::size_t mid_bytes = static_cast<std::size_t>(W * in_rows) * sizeof(float);
+
+  std::printf("%s: %s (sm_%d%d, %d SMs), band %lld x %lld + 2 x %lld halo rows, %s, radius %lld\n",
+              kProg, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+              static_cast<long long>(W), static_cast<long long>(B), static_cast<long long>(r),
+              f32 ? "f32" : "u8", static_cast<long long>(r));
+  std::printf("%s: input band %.1f MB, output band %.1f MB, f32 intermediate %.1f MB; GB = 1e9 B\n",
+              kProg, in_bytes / 1e6, out_bytes / 1e6, mid_bytes / 1e6);
+  std::fflush(stdout);
+
+  Report rep(o.csv);
+  PinnedBuffer h_in(in_bytes), h_out(out_bytes);
+
+  // 1. read
+  if (o.file.empty()) {
+    rep.row("read", -1, 0, -1, -1, -1, "skipped: no --file");
+  } else {
+    stage_read(o, file_bytes, h_in, rep);
+  }
+
+  // Random non-zero input (after the read stage, which overwrote h_in with file bytes).
+  {
+    std::mt19937 gen(12345);
+    if (f32) {
+      std::uniform_real_distribution<float> dist(0.25f, 1.25f);
+      auto* p = reinterpret_cast<float*>(h_in.data());
+      for (std::size_t i = 0; i < in_bytes / 4; ++i) p[i] = dist(gen);
+    } else {
+      std::uniform_int_distribution<int> dist(1, 255);
+      auto* p = reinterpret_cast<std::uint8_t*>(h_in.data());
+      for (std::size_t i = 0; i < in_bytes; ++i) p[i] = static_cast<std::uint8_t>(dist(gen));
+    }
+    std::memset(h_out.data(), 0, out_bytes);
+  }
+
+  DeviceBuffer d_in(o.device, in_bytes), d_mid(o.device, mid_bytes), d_out(o.device, out_bytes);
+  Stream s1, s2;
+
+  // 2. H2D (this also puts the random input on the device for the kernels).
+  {
+    const auto ms = time_on_stream(s1.get(), o.repeats, [&](cudaStream_t s) {
+      OOC_CUDA_TRY(cudaMemcpyAsync(d_in.data(), h_in.data(), in_bytes, cudaMemcpyHostToDevice, s));
+    });
+    rep.row("h2d", median(gbps_of(ms, in_bytes)), o.repeats, median(ms), -1,
+            static_cast<double>(in_bytes), "pinned -> device, one input band incl. halo rows");
+  }
+  // 3. D2H
+  {
+    const auto ms = time_on_stream(s1.get(), o.repeats, [&](cudaStream_t s) {
+      OOC_CUDA_TRY(
+          cudaMemcpyAsync(h_out.data(), d_out.data(), out_bytes, cudaMemcpyDeviceToHost, s));
+    });
+    rep.row("d2h", median(gbps_of(ms, out_bytes)), o.repeats, median(ms), -1,
+            static_cast<double>(out_bytes), "device -> pinned, one output band");
+  }
+  // 2b. H2D and D2H at once, on two streams; the time is from the start of both to the end of
+  // both, over the bytes of both.
+  {
+    PinnedBuffer h_out2(out_bytes);
+    DeviceBuffer d_out2(o.device, out_bytes);
+    OOC_CUDA_TRY(cudaMemsetAsync(d_out2.data(), 0, out_bytes, s1.get()));
+    Event forked, joined;
+    const auto ms = time_on_stream(s1.get(), o.repeats, [&](cudaStream_t s) {
+      OOC_CUDA_TRY(cudaEventRecord(forked.get(), s));
+      OOC_CUDA_TRY(cudaStreamWaitEvent(s2.get(), forked.get(), 0));
+      OOC_CUDA_TRY(cudaMemcpyAsync(d_in.data(), h_in.data(), in_bytes, cudaMemcpyHostToDevice, s));
+      OOC_CUDA_TRY(cudaMemcpyAsync(h_out2.data(), d_out2.data(), out_bytes, cudaMemcpyDeviceToHost,
+                                   s2.get()));
+      OOC_CUDA_TRY(cudaEventRecord(joined.get(), s2.get()));
+      OOC_CUDA_TRY(cudaStreamWaitEvent(s, joined.get(), 0));
+    });
+    const double bytes = static_cast<double>(in_bytes + out_bytes);
+    rep.row("h2d+d2h", median(gbps_of(ms, bytes)), o.repeats, median(ms), -1, bytes,
+            "both at once on two streams, input band H2D + output band D2H, bytes of both");
+  }
+
+  // Device-to-device cudaMemcpy, the device memory ceiling of this run (read + write bytes).
+  double d2d_gbps = 0;
+  {
+    const std::size_t n = std::max<std::size_t>(std::size_t{256} << 20, mid_bytes);
+    DeviceBuffer a(o.device, n), b(o.device, n);
+    OOC_CUDA_TRY(cudaMemsetAsync(a.data(), 1, n, s1.get()));
+    const auto ms = time_on_stream(s1.get(), o.repeats, [&](cudaStream_t s) {
+      OOC_CUDA_TRY(cudaMemcpyAsync(b.data(), a.data(), n, cudaMemcpyDeviceToDevice, s));
+    });
+    d2d_gbps = median(gbps_of(ms, 2.0 * n));
+    rep.row("d2d-memcpy", d2d_gbps, o.repeats, median(ms), -1, 2.0 * n,
+            "cudaMemcpyAsync device -> device of " + fmt("%.0f", n / 1e6) +
+                " MB, counting read + write bytes");
+  }
+
+  // 4. kernels alone
+  const std::vector<float> taps = gaussian_taps(r);
+  DeviceBuffer d_taps(o.device, taps.size() * sizeof(float));
+  OOC_CUDA_TRY(
+      cudaMemcpy(d_taps.data(), taps.data(), taps.size() * sizeof(float), cudaMemcpyHostToDevice));
+  ooc::cuda::SeparableLaunch a;
+  a.in = d_in.data();
+  a.in_stride = static_cast<std::size_t>(W) * esize;
+  a.mid = d_mid.data();
+  a.mid_stride = static_cast<std::size_t>(W) * sizeof(float);
+  a.out = d_out.data();
+  a.out_stride = static_cast<std::size_t>(W) * esize;
+  a.width = W;
+  a.channels = 1;
+  a.in_type = o.type;
+  a.out_type = o.type;
+  a.out_rows = B;
+  a.rx = r;
+  a.ry = r;
+  a.row_taps = d_taps.data();
+  a.col_taps = d_taps.data();
+  a.border = ooc::BorderMode::reflect;
+  a.first_row = 0;  // a band inside the image: every input row is a real row
+  a.image_height = in_rows;
+  a.f64 = false;
+  const auto kernel_ms = time_on_stream(
+      s1.get(), o.repeats, [&](cudaStream_t s) { ooc::cuda::separable_band_async(a, s); });
+  const double ours_ms = median(kernel_ms);
+  const double pixels = static_cast<double>(W) * static_cast<double>(B);
+  {
+    const double io_bytes = static_cast<double>(in_bytes + out_bytes);
+    const double moved = static_cast<double>(in_bytes + 2 * mid_bytes + out_bytes);
+    const double moved_gbps = median(gbps_of(kernel_ms, moved));
+    rep.row("kernels", median(gbps_of(kernel_ms, io_bytes)), o.repeats, ours_ms,
+            pixels / (ours_ms * 1e-3) / 1e9, io_bytes,
+            "separable_band_async, f32 accumulate, reflect, Gaussian sigma r/3: " +
+                fmt("%.3f", ours_ms) + " ms/band, " + fmt("%.2f", pixels / (ours_ms * 1e-3) / 1e9) +
+                " Gpixel/s; bytes = input + output band");
+    rep.row("kernels-moved", moved_gbps, o.repeats, ours_ms, pixels / (ours_ms * 1e-3) / 1e9, moved,
+            "same runs, bytes = input + 2 x f32 intermediate + output = " +
+                fmt("%.0f", 100.0 * moved_gbps / d2d_gbps) + "% of d2d-memcpy");
+  }
+
+  // 5. NPP on the same band
+#if defined(OOC_BENCH_HAVE_NPP)
+  if (!f32) {
+    rep.row("npp", -1, 0, -1, -1, -1, "n/a: the NPP comparison is f32 only");
+  } else if (W > std::numeric_limits<int>::max() / 4 || in_rows > std::numeric_limits<int>::max()) {
+    rep.row("npp", -1, 0, -1, -1, -1, "n/a: the band is too large for NPP's int sizes");
+  } else {
+    // NPP convolves (the kernel is applied reversed): hand it the taps reversed, anchor r.
+    std::vector<float> rev(taps.rbegin(), taps.rend());
+    DeviceBuffer d_rev(o.device, rev.size() * sizeof(float));
+    OOC_CUDA_TRY(
+        cudaMemcpy(d_rev.data(), rev.data(), rev.size() * sizeof(float), cudaMemcpyHostToDevice));
+    DeviceBuffer n_mid(o.device, mid_bytes), n_out(o.device, out_bytes);
+    const NppStreamContext ctx = npp_context(s1.get());
+    const int step = static_cast<int>(W * 4);
+    const int iw = static_cast<int>(W), ih = static_cast<int>(in_rows), oh = static_cast<int>(B);
+    const int mask = static_cast<int>(2 * r + 1), anchor = static_cast<int>(r);
+    const auto* src = reinterpret_cast<const Npp32f*>(d_in.data());
+    auto* mid = reinterpret_cast<Npp32f*>(n_mid.data());
+    auto* dst = reinterpret_cast<Npp32f*>(n_out.data());
+    const auto* k = reinterpret_cast<const Npp32f*>(d_rev.data());
+    const auto npp_ms = time_on_stream(s1.get(), o.repeats, [&](cudaStream_t) {
+      // Row pass over all input rows. Column pass: NPP's pSrc points at the first pixel of the
+      // ROI (row r) and oSrcOffset says where that is in the W x (B + 2r) source, so the halo
+      // rows are read as real rows and NPP's border rule (replicate) only applies at the left
+      // and right edges.
+      OOC_NPP_TRY(nppiFilterRowBorder_32f_C1R_Ctx(src, step, NppiSize{iw, ih}, NppiPoint{0, 0}, mid,
+                                                  step, NppiSize{iw, ih}, k, mask, anchor,
+                                                  NPP_BORDER_REPLICATE, ctx));
+      OOC_NPP_TRY(nppiFilterColumnBorder_32f_C1R_Ctx(
+          mid + r * W, step, NppiSize{iw, ih}, NppiPoint{0, anchor}, dst, step, NppiSize{iw, oh}, k,
+          mask, anchor, NPP_BORDER_REPLICATE, ctx));
+      OOC_CUDA_TRY(cudaGetLastError());
+    });
+    // Agreement with our kernels away from the left and right edges (borders differ there).
+    std::vector<float> ours(static_cast<std::size_t>(W * B)), theirs(ours.size());
+    OOC_CUDA_TRY(cudaMemcpy(ours.data(), d_out.data(), out_bytes, cudaMemcpyDeviceToHost));
+    OOC_CUDA_TRY(cudaMemcpy(theirs.data(), n_out.data(), out_bytes, cudaMemcpyDeviceToHost));
+    double max_diff = 0;
+    for (std::int64_t y = 0; y < B; ++y)
+      for (std::int64_t x = r; x < W - r; ++x) {
+        const std::size_t i = static_cast<std::size_t>(y * W + x);
+        max_diff = std::max(max_diff, static_cast<double>(std::fabs(ours[i] - theirs[i])));
+      }
+    const double t = median(npp_ms);
+    const double io_bytes = static_cast<double>(in_bytes + out_bytes);
+    rep.row("npp", median(gbps_of(npp_ms, io_bytes)), o.repeats, t, pixels / (t * 1e-3) / 1e9,
+            io_bytes,
+            "nppiFilterRowBorder + nppiFilterColumnBorder_32f_C1R_Ctx, NPP_BORDER_REPLICATE (NPP "
+            "has no reflect): " +
+                fmt("%.3f", t) + " ms/band, " + fmt("%.2f", pixels / (t * 1e-3) / 1e9) +
+                " Gpixel/s, npp/ours time = " + fmt("%.2f", t / ours_ms) +
+                "x, max |npp - ours| off the edges = " + fmt("%.2g", max_diff));
+  }
+#else
+  rep.row("npp", -1, 0, -1, -1, -1,
+          f32 ? "n/a: built without NPP (nppif/nppc not found when configuring)"
+              : "n/a: the NPP comparison is f32 only");
+#endif
+
+  // The output band on the host, for the write stage.
+  OOC_CUDA_TRY(cudaMemcpy(h_out.data(), d_out.data(), out_bytes, cudaMemcpyDeviceToHost));
+
+  // 6. write
+  if (o.file.empty()) {
+    rep.row("write", -1, 0, -1, -1, -1, "skipped: no --file");
+  } else {
+    stage_write(o, file_bytes, h_out, rep);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Options o;
+    if (!parse_options(argc, argv, o)) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    return run(o);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    if (e.kind() == ErrorKind::device)
+      std::fprintf(stderr, "%s: this benchmark needs a working CUDA GPU and driver\n", kProg);
+    if (e.kind() == ErrorKind::usage) std::fputs(kUsage, stderr);
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: unexpected failure: %s\n", kProg, e.what());
+    return 1;
+  }
+}

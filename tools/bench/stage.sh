@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Copies the executables of build/sm90 and the shared libraries they need (libtiff, TBB, ...) into
+# stage/ (git-ignored), for the GPU machine, which lacks those libraries.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rm -rf stage && mkdir -p stage/bin
+for f in oocconv tests/unit/test_unit tests/gpu/test_gpu tests/cli/test_cli tools/bench/ooc_gpu_stages; do
+  [ -f "build/sm90/$f" ] && cp "build/sm90/$f" stage/bin/
+done
+../shared/tools/bundle-libs.sh stage/lib stage/bin/*
+strip stage/bin/* 2>/dev/null || true
+du -sh stage
