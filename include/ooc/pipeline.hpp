@@ -97,7 +97,8 @@ struct RunStats {
   std::size_t bytes_read = 0;     // bytes of the input image
   std::size_t bytes_written = 0;  // bytes of the output image
   std::int64_t pixels = 0;
-  double seconds = 0;          // wall clock
+  double seconds = 0;          // wall clock, setup included
+  double setup_seconds = 0;    // making the slots (pinned and device buffers, streams)
   double read_seconds = 0;     // summed over the stage's calls
   double compute_seconds = 0;  // summed over threads
   double write_seconds = 0;

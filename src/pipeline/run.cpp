@@ -85,6 +85,7 @@ RunStats run_pipeline(Source& source, Sink& sink, Operation& op, const BandPlan&
 
   std::vector<Slot> slots(static_cast<std::size_t>(plan.slots));
   for (int i = 0; i < plan.slots; ++i) slots[i].kernel = op.make_slot(plan.band_rows, i);
+  stats.setup_seconds = seconds_since(t0);
 
   std::int64_t next = 0;
   std::int64_t rows_done = 0;

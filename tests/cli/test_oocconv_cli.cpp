@@ -554,8 +554,9 @@ constexpr std::int64_t kMemLimit = 64 * kMiB;
 constexpr std::int64_t kFixedOverhead = 48 * kMiB;  // binary, libraries, TBB, page tables
 
 TEST_F(OocconvCli, TenGiBSyntheticImageStaysUnderTheMemoryLimit) {
-  const RunResult r = run({"synth:noise", "null:", "--width", "65536", "--height", "40000",
-                           "--type", "f32", "--radius", "16", "--mem-limit", "64M"});
+  const RunResult r =
+      run({"synth:noise", "null:", "--width", "65536", "--height", "40000", "--type", "f32",
+           "--radius", "16", "--mem-limit", "64M", "--device", "cpu"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
   EXPECT_LT(r.max_rss_bytes, kMemLimit + kFixedOverhead) << r;
   RecordProperty("peak_rss_mib", std::to_string(r.max_rss_bytes / kMiB));
@@ -583,7 +584,7 @@ TEST_F(OocconvCli, MultiGiBSparseRawFileStaysUnderTheMemoryLimit) {
     ::close(fd);
   }
   const RunResult r = run({in(), out(), "--width", std::to_string(kWidth), "--type", "f32",
-                           "--radius", "16", "--mem-limit", "64M"});
+                           "--radius", "16", "--mem-limit", "64M", "--device", "cpu"});
   EXPECT_TRUE(r.exited && r.exit_code == 0) << r;
   EXPECT_LT(r.max_rss_bytes, kMemLimit + kFixedOverhead) << r;
   std::error_code ec;
