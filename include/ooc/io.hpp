@@ -43,6 +43,9 @@ class Source {
   // Rows [y0, y0 + n) of the image (all inside it), contiguous at spec().row_bytes() apart, valid
   // until arena.release(). Called from the serial read stage; may use threads inside.
   virtual const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) = 0;
+  // Copies rows [y0, y0 + n) into dst (contiguous). Safe to call from several threads at once:
+  // backends that stage rows themselves (pinned memory for a GPU) read in parallel through it.
+  virtual void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst);
 };
 
 class Sink {

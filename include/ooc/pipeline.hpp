@@ -44,7 +44,9 @@ struct Band {
 // A null pointer is a row of the constant border. Columns outside the image are the kernel's
 // business (border rule by index mapping).
 struct BandInput {
-  const std::byte* const* rows = nullptr;
+  const std::byte* const* rows = nullptr;  // null when the operation reads rows itself
+  const std::int64_t* source_rows = nullptr;  // image row of each band row; -1: constant border
+  Source* source = nullptr;
   std::int64_t halo = 0;
   ImageSpec spec;  // of the source image
 };
@@ -77,6 +79,9 @@ class Operation {
   // Tallest band the backend's own memory (a GPU's) holds with `slots` slots; 0: no such limit.
   // Throws an Error saying what to change when not even a one-row band fits.
   virtual std::int64_t max_band_rows(int /*slots*/) const { return 0; }
+  // True when the slot kernel copies its rows from the source itself (Source::read_rows, in
+  // parallel, straight into its own buffers): the read stage then maps nothing.
+  virtual bool reads_rows_itself() const { return false; }
   virtual std::unique_ptr<SlotKernel> make_slot(std::int64_t band_rows, int slot_index) = 0;
 };
 

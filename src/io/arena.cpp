@@ -1,6 +1,8 @@
 // RowArena: the memory a slot's input rows live in until the band is done.
 #include <boost/interprocess/mapped_region.hpp>
 
+#include <cstring>
+
 #include "ooc/io.hpp"
 
 namespace ooc {
@@ -22,6 +24,12 @@ std::byte* RowArena::take(std::size_t bytes) {
   std::byte* p = buffer_.data() + used_;
   used_ += bytes;
   return p;
+}
+
+void Source::read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) {
+  RowArena arena;
+  const std::byte* p = rows(y0, n, arena);
+  std::memcpy(dst, p, static_cast<std::size_t>(n) * spec().row_bytes());
 }
 
 void RowArena::keep(boost::interprocess::mapped_region&& region) {

@@ -51,9 +51,8 @@ class RawSource final : public Source {
       throw Error(ErrorKind::input, "input '" + path + "' does not exist");
     if (fs::is_directory(status))
       throw Error(ErrorKind::input, "input '" + path + "' is a directory, not an image file");
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) throw Error(ErrorKind::input, system_message("cannot open input", path, errno));
-    ::close(fd);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw Error(ErrorKind::input, system_message("cannot open input", path, errno));
     const std::uintmax_t size = fs::file_size(path, ec);
     if (ec) throw Error(ErrorKind::input, "cannot read the size of input '" + path + "'");
 
@@ -90,8 +89,30 @@ class RawSource final : public Source {
     }
   }
 
+  ~RawSource() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RawSource(const RawSource&) = delete;
+  RawSource& operator=(const RawSource&) = delete;
+
   const ImageSpec& spec() const noexcept override { return spec_; }
   std::string describe() const override { return "raw '" + path_ + "' " + spec_.describe(); }
+
+  // pread: one copy from the page cache (or the disk) into the caller's buffer, no mapping.
+  void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
+    std::size_t left = static_cast<std::size_t>(n) * spec_.row_bytes();
+    auto offset = static_cast<off_t>(static_cast<std::size_t>(y0) * spec_.row_bytes());
+    while (left > 0) {
+      const ssize_t r = ::pread(fd_, dst, left, offset);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0)
+        throw Error(ErrorKind::io, r < 0 ? system_message("cannot read input", path_, errno)
+                                         : "input '" + path_ + "' became shorter while reading");
+      dst += r;
+      left -= static_cast<std::size_t>(r);
+      offset += r;
+    }
+  }
 
   const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
     const std::size_t row = spec_.row_bytes();
@@ -106,6 +127,7 @@ class RawSource final : public Source {
 
  private:
   std::string path_;
+  int fd_ = -1;
   ImageSpec spec_;
   bip::file_mapping mapping_;
 };

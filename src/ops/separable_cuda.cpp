@@ -32,6 +32,8 @@ struct Layout {
 };
 
 class SeparableCudaSlot final : public SlotKernel {
+  static constexpr std::int64_t kRowsPerRead = 4;  // ~1 MiB reads for 65536-wide f32 rows
+
  public:
   SeparableCudaSlot(int device, const Layout& layout, const cuda::SeparableLaunch& base,
                     const std::vector<double>& row_taps, const std::vector<double>& col_taps,
@@ -73,13 +75,20 @@ class SeparableCudaSlot final : public SlotKernel {
   void compute_async(const BandInput& in, const Band& band) override {
     const std::int64_t in_rows = band.rows + 2 * layout_.ry;
     const std::size_t row = layout_.in_row;
-    // Page cache (or decoded rows) -> pinned memory: several threads, as one cannot keep up
-    // with PCIe. Constant-border rows (null) are left alone: the row kernel writes them.
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, in_rows, 4),
-                      [&](const tbb::blocked_range<std::int64_t>& r) {
-                        for (std::int64_t i = r.begin(); i < r.end(); ++i)
-                          if (in.rows[i]) std::memcpy(h_in_.data() + i * row, in.rows[i], row);
-                      });
+    // Source -> pinned memory, by several threads (one cannot keep up with PCIe), each reading
+    // a run of consecutive image rows straight into place. Constant-border rows (-1) are left
+    // alone: the row kernel writes them.
+    tbb::parallel_for(
+        tbb::blocked_range<std::int64_t>(0, in_rows, kRowsPerRead),
+        [&](const tbb::blocked_range<std::int64_t>& r) {
+          for (std::int64_t i = r.begin(); i < r.end();) {
+            const std::int64_t src = in.source_rows[i];
+            std::int64_t j = i + 1;
+            while (j < r.end() && src >= 0 && in.source_rows[j] == src + (j - i)) ++j;
+            if (src >= 0) in.source->read_rows(src, j - i, h_in_.data() + i * row);
+            i = j;
+          }
+        });
     launch_.out_rows = band.rows;
     launch_.first_row = band.y0 - layout_.ry;
     launch_.image_height = in.spec.height;
@@ -177,6 +186,7 @@ class SeparableCuda final : public Operation {
            static_cast<std::size_t>(band_rows + 2 * layout_.ry) * sizeof(void*);
   }
   std::size_t shared_bytes(std::int64_t, int) const override { return 0; }
+  bool reads_rows_itself() const override { return true; }
 
   std::int64_t max_band_rows(int slots) const override {
     std::int64_t best = std::numeric_limits<std::int64_t>::max();

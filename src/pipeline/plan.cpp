@@ -75,7 +75,7 @@ BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineO
   // Input rows a band holds (mapped or staged): its own rows and the halo, never more than the
   // image has, since a halo beyond the image repeats rows through the border rule.
   auto slot_total = [&](std::int64_t rows) {
-    const std::int64_t in_rows = std::min(rows + 2 * halo, H);
+    const std::int64_t in_rows = op.reads_rows_itself() ? 0 : std::min(rows + 2 * halo, H);
     return static_cast<std::size_t>(in_rows) * input.row_bytes() + op.slot_bytes(rows);
   };
   auto ring_total = [&](std::int64_t rows, int slots) {

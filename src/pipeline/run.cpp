@@ -26,16 +26,20 @@ double seconds_since(Clock::time_point t0) {
 struct Slot {
   RowArena arena;
   std::vector<const std::byte*> table;
+  std::vector<std::int64_t> source_rows;
   std::unique_ptr<SlotKernel> kernel;
   Band band;
 };
 
 // Fills slot.table with the rows band needs: source rows in as few contiguous runs as possible
 // (one, away from the edges), halo rows outside the image mapped through the border rule.
-void stage_rows(Source& source, BorderMode border, std::int64_t halo, Slot& slot) {
+void stage_rows(Source& source, BorderMode border, std::int64_t halo, bool map, Slot& slot) {
   const std::int64_t H = source.spec().height;
   const std::int64_t first = slot.band.y0 - halo;
   const std::int64_t count = slot.band.rows + 2 * halo;
+  slot.source_rows.resize(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) slot.source_rows[i] = map_border(first + i, H, border);
+  if (!map) return;
   std::vector<std::int64_t> wanted;
   wanted.reserve(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
@@ -109,7 +113,7 @@ RunStats run_pipeline(Source& source, Sink& sink, Operation& op, const BandPlan&
                                         slot.band.y0 = next * plan.band_rows;
                                         slot.band.rows =
                                             std::min(plan.band_rows, in.height - slot.band.y0);
-                                        stage_rows(source, border, halo, slot);
+                                        stage_rows(source, border, halo, !op.reads_rows_itself(), slot);
                                         ++next;
                                         read_s += seconds_since(t);
                                         return &slot;
@@ -117,7 +121,10 @@ RunStats run_pipeline(Source& source, Sink& sink, Operation& op, const BandPlan&
             tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel,
                                            [&](Slot* slot) {
                                              const auto t = Clock::now();
-                                             const BandInput input{slot->table.data(), halo, in};
+                                             const BandInput input{
+                                                 op.reads_rows_itself() ? nullptr
+                                                                        : slot->table.data(),
+                                                 slot->source_rows.data(), &source, halo, in};
                                              slot->kernel->compute_async(input, slot->band);
                                              compute_ns +=
                                                  std::chrono::nanoseconds(Clock::now() - t).count();

@@ -156,6 +156,13 @@ TEST(Separable, RawFileRoundTripEqualsInMemoryRun) {
   RawHints hints{123, 0, 3, SampleType::u16};
   auto source = open_source(in, hints);
   ASSERT_EQ(source->spec().height, 45);
+  {  // pread path (GPU staging) and mapped path give the same rows
+    RowArena arena;
+    std::vector<std::byte> rows(10 * spec.row_bytes());
+    source->read_rows(17, 10, rows.data());
+    EXPECT_EQ(0, std::memcmp(rows.data(), source->rows(17, 10, arena), rows.size()));
+    EXPECT_EQ(0, std::memcmp(rows.data(), data.data() + 17 * spec.row_bytes(), rows.size()));
+  }
   auto op = make_separable_cpu(source->spec(), p, o);
   {
     auto sink = create_sink(out, op->output_spec(), in);
