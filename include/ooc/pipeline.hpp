@@ -44,7 +44,7 @@ struct Band {
 // A null pointer is a row of the constant border. Columns outside the image are the kernel's
 // business (border rule by index mapping).
 struct BandInput {
-  const std::byte* const* rows = nullptr;  // null when the operation reads rows itself
+  const std::byte* const* rows = nullptr;     // null when the operation reads rows itself
   const std::int64_t* source_rows = nullptr;  // image row of each band row; -1: constant border
   Source* source = nullptr;
   std::int64_t halo = 0;

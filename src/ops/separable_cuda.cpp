@@ -78,17 +78,16 @@ class SeparableCudaSlot final : public SlotKernel {
     // Source -> pinned memory, by several threads (one cannot keep up with PCIe), each reading
     // a run of consecutive image rows straight into place. Constant-border rows (-1) are left
     // alone: the row kernel writes them.
-    tbb::parallel_for(
-        tbb::blocked_range<std::int64_t>(0, in_rows, kRowsPerRead),
-        [&](const tbb::blocked_range<std::int64_t>& r) {
-          for (std::int64_t i = r.begin(); i < r.end();) {
-            const std::int64_t src = in.source_rows[i];
-            std::int64_t j = i + 1;
-            while (j < r.end() && src >= 0 && in.source_rows[j] == src + (j - i)) ++j;
-            if (src >= 0) in.source->read_rows(src, j - i, h_in_.data() + i * row);
-            i = j;
-          }
-        });
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, in_rows, kRowsPerRead),
+                      [&](const tbb::blocked_range<std::int64_t>& r) {
+                        for (std::int64_t i = r.begin(); i < r.end();) {
+                          const std::int64_t src = in.source_rows[i];
+                          std::int64_t j = i + 1;
+                          while (j < r.end() && src >= 0 && in.source_rows[j] == src + (j - i)) ++j;
+                          if (src >= 0) in.source->read_rows(src, j - i, h_in_.data() + i * row);
+                          i = j;
+                        }
+                      });
     launch_.out_rows = band.rows;
     launch_.first_row = band.y0 - layout_.ry;
     launch_.image_height = in.spec.height;

@@ -96,49 +96,51 @@ RunStats run_pipeline(Source& source, Sink& sink, Operation& op, const BandPlan&
   double read_s = 0, write_s = 0;
   std::atomic<std::int64_t> compute_ns{0};
 
+  const bool map_rows = !op.reads_rows_itself();
+
+  // Serial, in order: which rows the band needs, mapped (or left to the kernel to read).
+  auto read_stage = [&](tbb::flow_control& fc) -> Slot* {
+    if (next >= plan.bands) {
+      fc.stop();
+      return nullptr;
+    }
+    const auto t = Clock::now();
+    Slot& slot = slots[static_cast<std::size_t>(next % plan.slots)];
+    slot.band.index = next;
+    slot.band.y0 = next * plan.band_rows;
+    slot.band.rows = std::min(plan.band_rows, in.height - slot.band.y0);
+    stage_rows(source, border, halo, map_rows, slot);
+    ++next;
+    read_s += seconds_since(t);
+    return &slot;
+  };
+  // Parallel: the operation's work on the band (on a GPU: enqueued, not finished).
+  auto compute_stage = [&](Slot* slot) {
+    const auto t = Clock::now();
+    const BandInput input{map_rows ? slot->table.data() : nullptr, slot->source_rows.data(),
+                          &source, halo, in};
+    slot->kernel->compute_async(input, slot->band);
+    compute_ns += std::chrono::nanoseconds(Clock::now() - t).count();
+    return slot;
+  };
+  // Serial, in order: wait for the result, release the input rows, write the band.
+  auto write_stage = [&](Slot* slot) {
+    const auto t = Clock::now();
+    const BandView out = slot->kernel->wait();
+    slot->arena.release();
+    sink.write_rows(slot->band.y0, slot->band.rows, out.data, out.row_stride);
+    rows_done += slot->band.rows;
+    write_s += seconds_since(t);
+    if (progress) progress(rows_done, in.height);
+  };
+
   tbb::task_arena arena(plan.threads);
   arena.execute([&] {
     tbb::parallel_pipeline(
         static_cast<std::size_t>(plan.slots),
-        tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order,
-                                      [&](tbb::flow_control& fc) -> Slot* {
-                                        if (next >= plan.bands) {
-                                          fc.stop();
-                                          return nullptr;
-                                        }
-                                        const auto t = Clock::now();
-                                        Slot& slot =
-                                            slots[static_cast<std::size_t>(next % plan.slots)];
-                                        slot.band.index = next;
-                                        slot.band.y0 = next * plan.band_rows;
-                                        slot.band.rows =
-                                            std::min(plan.band_rows, in.height - slot.band.y0);
-                                        stage_rows(source, border, halo, !op.reads_rows_itself(), slot);
-                                        ++next;
-                                        read_s += seconds_since(t);
-                                        return &slot;
-                                      }) &
-            tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel,
-                                           [&](Slot* slot) {
-                                             const auto t = Clock::now();
-                                             const BandInput input{
-                                                 op.reads_rows_itself() ? nullptr
-                                                                        : slot->table.data(),
-                                                 slot->source_rows.data(), &source, halo, in};
-                                             slot->kernel->compute_async(input, slot->band);
-                                             compute_ns +=
-                                                 std::chrono::nanoseconds(Clock::now() - t).count();
-                                             return slot;
-                                           }) &
-            tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order, [&](Slot* slot) {
-              const auto t = Clock::now();
-              const BandView out = slot->kernel->wait();
-              slot->arena.release();
-              sink.write_rows(slot->band.y0, slot->band.rows, out.data, out.row_stride);
-              rows_done += slot->band.rows;
-              write_s += seconds_since(t);
-              if (progress) progress(rows_done, in.height);
-            }));
+        tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, read_stage) &
+            tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, compute_stage) &
+            tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order, write_stage));
   });
 
   stats.seconds = seconds_since(t0);

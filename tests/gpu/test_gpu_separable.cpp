@@ -36,7 +36,7 @@ MemorySink run(bool gpu, const ImageSpec& spec, const std::vector<std::byte>& da
   return sink;
 }
 
-class GpuSweep : public ::testing::TestWithParam<std::tuple<SampleType, int, BorderMode>> {};
+class GpuSweep : public ::testing::TestWithParam<test::SweepParam> {};
 
 TEST_P(GpuSweep, MatchesFloat64ReferenceAndCpu) {
   OOC_REQUIRE_GPU();
@@ -92,18 +92,7 @@ TEST_P(GpuSweep, MatchesFloat64ReferenceAndCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TypesChannelsBorders, GpuSweep,
-                         ::testing::Combine(::testing::ValuesIn(kAllSampleTypes),
-                                            ::testing::Values(1, 2, 3, 4),
-                                            ::testing::Values(BorderMode::reflect,
-                                                              BorderMode::mirror,
-                                                              BorderMode::nearest, BorderMode::wrap,
-                                                              BorderMode::constant)),
-                         [](const auto& info) {
-                           return std::string(name(std::get<0>(info.param))) + "_c" +
-                                  std::to_string(std::get<1>(info.param)) + "_" +
-                                  std::string(name(std::get<2>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(TypesChannelsBorders, GpuSweep, test::sweep_values(), test::sweep_name);
 
 TEST(Gpu, BitIdenticalAcrossBandsSlotsAndDevices) {
   OOC_REQUIRE_GPU();

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "ooc/border.hpp"
@@ -186,6 +188,19 @@ inline void expect_matches(const MemorySink& out, const test::Reference& ref, bo
           << what << ": sample " << i << " got " << got << " ref " << ref.value[i];
     }
   }
+}
+
+// The sweep both backends run: every type x 1-4 channels x every border, named "f32_c3_wrap".
+using SweepParam = std::tuple<SampleType, int, BorderMode>;
+inline auto sweep_values() {
+  return ::testing::Combine(
+      ::testing::ValuesIn(kAllSampleTypes), ::testing::Values(1, 2, 3, 4),
+      ::testing::Values(BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                        BorderMode::wrap, BorderMode::constant));
+}
+inline std::string sweep_name(const ::testing::TestParamInfo<SweepParam>& info) {
+  return std::string(name(std::get<0>(info.param))) + "_c" +
+         std::to_string(std::get<1>(info.param)) + "_" + std::string(name(std::get<2>(info.param)));
 }
 
 }  // namespace ooc::test

@@ -32,7 +32,7 @@ MemorySink run(const ImageSpec& spec, const std::vector<std::byte>& data,
   return sink;
 }
 
-class SeparableSweep : public ::testing::TestWithParam<std::tuple<SampleType, int, BorderMode>> {};
+class SeparableSweep : public ::testing::TestWithParam<test::SweepParam> {};
 
 TEST_P(SeparableSweep, MatchesFloat64Reference) {
   const auto [type, channels, border] = GetParam();
@@ -76,18 +76,8 @@ TEST_P(SeparableSweep, MatchesFloat64Reference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TypesChannelsBorders, SeparableSweep,
-                         ::testing::Combine(::testing::ValuesIn(kAllSampleTypes),
-                                            ::testing::Values(1, 2, 3, 4),
-                                            ::testing::Values(BorderMode::reflect,
-                                                              BorderMode::mirror,
-                                                              BorderMode::nearest, BorderMode::wrap,
-                                                              BorderMode::constant)),
-                         [](const auto& info) {
-                           return std::string(name(std::get<0>(info.param))) + "_c" +
-                                  std::to_string(std::get<1>(info.param)) + "_" +
-                                  std::string(name(std::get<2>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(TypesChannelsBorders, SeparableSweep, test::sweep_values(),
+                         test::sweep_name);
 
 TEST(Separable, OutputTypesRoundAndSaturate) {
   const ImageSpec spec{29, 17, 2, SampleType::f32};
