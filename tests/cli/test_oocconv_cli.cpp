@@ -24,6 +24,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -224,6 +225,12 @@ class OocconvCli : public ::testing::Test {
                 std::chrono::seconds timeout = 300s) {
     Child child(bin_, args, dir_, opt);
     return child.wait(timeout);
+  }
+
+  // A companion tool (oocgen, ooccheck) from the same build as oocconv.
+  RunResult run_tool(const std::string& tool, const std::vector<std::string>& args) {
+    Child child(bin_.parent_path() / tool, args, dir_, {});
+    return child.wait(300s);
   }
 
   // A 37 x 23 f32 input whose bytes the failing runs must leave alone.
@@ -594,6 +601,56 @@ TEST_F(OocconvCli, MultiGiBSparseRawFileStaysUnderTheMemoryLimit) {
             << r.max_rss_bytes / kMiB << " MiB\n";
   fs::remove(out(), ec);
   fs::remove(input_, ec);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Companion tools: oocgen makes deterministic images, ooccheck --compare judges two of them.
+
+TEST_F(OocconvCli, OocgenIsDeterministicForASeedAndNotConstant) {
+  const auto a = dir_ / "a.raw", b = dir_ / "b.raw", c = dir_ / "c.raw";
+  for (const auto& [path, seed] : {std::pair{a, "5"}, std::pair{b, "5"}, std::pair{c, "6"}}) {
+    const RunResult r =
+        run_tool("oocgen", {path.string(), "--width", "301", "--height", "77", "--type", "u16",
+                            "--channels", "3", "--seed", seed, "-q"});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
+  }
+  ASSERT_EQ(fs::file_size(a), 301u * 77u * 3u * 2u);
+  const std::string da = read_file(a), db = read_file(b), dc = read_file(c);
+  EXPECT_EQ(da, db);
+  EXPECT_NE(da, dc);
+  std::set<char> distinct(da.begin(), da.end());
+  EXPECT_GT(distinct.size(), 200u);
+}
+
+TEST_F(OocconvCli, OoccheckPassesEqualImagesAndFailsACorruptedOne) {
+  const auto gen = dir_ / "g.raw", x = dir_ / "x.raw", y = dir_ / "y.raw";
+  ASSERT_EQ(run_tool("oocgen", {gen.string(), "--width", "129", "--height", "65", "-q"}).exit_code,
+            0);
+  // The same filter with different plans: equal to the bit.
+  ASSERT_EQ(run({gen.string(), x.string(), "--width", "129", "--radius", "5", "--band-rows", "3",
+                 "-q", "--device", "cpu"})
+                .exit_code,
+            0);
+  ASSERT_EQ(run({gen.string(), y.string(), "--width", "129", "--radius", "5", "--threads", "1",
+                 "-q", "--device", "cpu"})
+                .exit_code,
+            0);
+  RunResult r = run_tool(
+      "ooccheck", {"--compare", x.string(), y.string(), "--width", "129", "--tolerance", "0"});
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << r;
+  EXPECT_NE(r.out.find("max abs error 0"), std::string::npos) << r;
+  // One sample off by 0.5: over a tolerance of 1e-3, and found where it is.
+  std::string bytes = read_file(y);
+  float v;
+  std::memcpy(&v, bytes.data() + (40 * 129 + 17) * 4, 4);
+  v += 0.5f;
+  std::memcpy(bytes.data() + (40 * 129 + 17) * 4, &v, 4);
+  write_file(y, bytes);
+  r = run_tool("ooccheck",
+               {"--compare", x.string(), y.string(), "--width", "129", "--tolerance", "1e-3"});
+  EXPECT_TRUE(r.exited && r.exit_code == 1) << r;
+  EXPECT_NE(r.out.find("1 over tolerance"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("at row 40 sample 17"), std::string::npos) << r;
 }
 
 }  // namespace
