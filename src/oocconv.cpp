@@ -128,14 +128,7 @@ int main(int argc, char** argv) {
     g_r->add_option("--stats", stats, "print a summary on stdout: json or text");
     g_r->add_flag("-q,--quiet", quiet, "no summary line on stderr");
 
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-      return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-      std::fprintf(stderr, "oocconv: error: %s\n(see oocconv --help)\n", e.what());
-      return static_cast<int>(ooc::ErrorKind::usage);
-    }
+    if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocconv")) return *code;
     using ooc::Error;
     using ooc::ErrorKind;
     if (!stats.empty() && stats != "json" && stats != "text")

@@ -78,14 +78,7 @@ Exit codes: 0 within tolerance, 1 over it, 2 usage, 3 bad input.
                    "largest allowed |A - B| (default: 1 for integers, 1e-5 x max|A| for floats)");
     app.add_option("--margin", margin, "ignore this many pixels at every edge (other border rules)")
         ->default_str("0");
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-      return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-      std::fprintf(stderr, "ooccheck: error: %s\n(see ooccheck --help)\n", e.what());
-      return static_cast<int>(ooc::ErrorKind::usage);
-    }
+    if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "ooccheck")) return *code;
     hints.type = ooc::parse_sample_type(type);
     auto a = ooc::open_source(files[0], hints);
     auto b = ooc::open_source(files[1], hints);

@@ -33,14 +33,7 @@ Examples:
     app.add_option("--mem-limit", mem_limit, "memory for the band ring (default: min(1G, RAM/4))");
     app.add_flag("--progress,!--no-progress", progress, "progress bar on stderr");
     app.add_flag("-q,--quiet", quiet, "no summary line");
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-      return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-      std::fprintf(stderr, "oocgen: error: %s\n(see oocgen --help)\n", e.what());
-      return static_cast<int>(ooc::ErrorKind::usage);
-    }
+    if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocgen")) return *code;
     hints.type = ooc::parse_sample_type(type);
     ooc::PipelineOptions popt;
     if (!mem_limit.empty()) popt.mem_limit = ooc::parse_size(mem_limit);

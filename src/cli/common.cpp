@@ -1,6 +1,8 @@
 // Shared command-line plumbing (see common.hpp).
 #include "common.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -22,6 +24,18 @@ extern "C" void on_signal(int sig) {
   ::_exit(128 + sig);
 }
 }  // namespace
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* prog) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: error: %s\n(see %s --help)\n", prog, e.what(), prog);
+    return static_cast<int>(ErrorKind::usage);
+  }
+  return std::nullopt;
+}
 
 int guarded_main(const char* prog, const std::function<int()>& body) {
   try {

@@ -6,9 +6,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace ooc::cli {
+
+// Parses the command line. On --help, or on a usage error (printed with a pointer to --help),
+// returns the exit code to end with; otherwise nothing.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* prog);
 
 // Runs body; maps ooc::Error to its exit code and other failures to 1, printing "prog: message".
 int guarded_main(const char* prog, const std::function<int()>& body);
