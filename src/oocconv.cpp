@@ -68,9 +68,10 @@ int main(int argc, char** argv) {
     app.get_formatter()->column_width(34);
 
     std::string input, output;
-    app.add_option("INPUT", input, "raw image file, or synth:noise|gradient|checker")->required();
+    app.add_option("INPUT", input, "raw or .npy image file, or synth:noise|gradient|checker")
+        ->required();
     app.add_option("OUTPUT", output,
-                   "raw image file (written as OUTPUT.partial, renamed when done), or null:")
+                   "raw or .npy file (written as OUTPUT.partial, renamed when done), or null:")
         ->required();
 
     ooc::RawHints hints;
@@ -79,10 +80,14 @@ int main(int argc, char** argv) {
     auto* g_in = app.add_option_group("Input");
     g_in->add_option("--width", hints.width, "samples per row (raw input: required)");
     g_in->add_option("--height", hints.height, "rows (raw: checked against the file size)");
-    g_in->add_option("--type", type, "sample type: u8 u16 i16 u32 i32 f32 f64")->default_str("f32");
-    g_in->add_option("--channels", hints.channels, "interleaved channels, 1 to 4")
-        ->default_str("1");
+    auto* type_opt = g_in->add_option("--type", type, "sample type: u8 u16 i16 u32 i32 f32 f64")
+                         ->default_str("f32");
+    auto* channels_opt =
+        g_in->add_option("--channels", hints.channels, "interleaved channels, 1 to 4")
+            ->default_str("1");
     g_in->add_option("--seed", seed, "seed of a synth: input")->default_str("1");
+    g_in->add_option("--in-format", hints.format, "auto (magic bytes), raw or npy")
+        ->default_str("auto");
 
     std::optional<std::int64_t> radius;
     std::optional<double> sigma;
@@ -101,10 +106,12 @@ int main(int argc, char** argv) {
     g_f->add_option("--border-value", border_value, "value outside the image for constant")
         ->default_str("0");
 
-    std::string out_type, precision = "auto";
+    std::string out_type, precision = "auto", out_format = "auto";
     auto* g_o = app.add_option_group("Output");
     g_o->add_option("--out-type", out_type, "output sample type (default: the input's)");
     g_o->add_option("--precision", precision, "accumulate in f32, f64 or auto")
+        ->default_str("auto");
+    g_o->add_option("--format", out_format, "output format: auto (from the extension), raw or npy")
         ->default_str("auto");
 
     ooc::PipelineOptions popt;
@@ -136,6 +143,8 @@ int main(int argc, char** argv) {
     if (popt.threads < 0 || popt.slots < 0 || popt.band_rows < 0)
       throw Error(ErrorKind::usage, "--threads, --slots and --band-rows must be positive");
     hints.type = ooc::parse_sample_type(type);
+    hints.type_given = type_opt->count() > 0;
+    hints.channels_given = channels_opt->count() > 0;
     if (!mem_limit.empty()) popt.mem_limit = ooc::parse_size(mem_limit);
 
     // The filter: explicit taps, or a Gaussian/box of a radius and sigma.
@@ -216,7 +225,7 @@ int main(int argc, char** argv) {
                        : ooc::make_separable_cpu(source->spec(), params, popt);
     const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt);
     if (output != "null:") ooc::cli::remove_on_signal(ooc::partial_path(output));
-    auto sink = ooc::create_sink(output, op->output_spec(), input);
+    auto sink = ooc::create_sink(output, op->output_spec(), input, out_format);
 
     ooc::cli::Progress bar(progress, source->spec().total_bytes());
     const ooc::RunStats st =

@@ -66,17 +66,30 @@ struct RawHints {
   std::int64_t height = 0;  // 0: inferred from the file size
   int channels = 1;
   SampleType type = SampleType::f32;
+  // Whether --type / --channels were given: a file header then must agree with them.
+  bool type_given = false;
+  bool channels_given = false;
+  std::string format = "auto";  // auto (magic bytes), raw or npy
 };
 
-// Opens `path` for reading. "synth:PATTERN" (noise, gradient, checker) makes a deterministic image
-// of the hinted size instead of reading a file.
+// Opens `path` for reading: .npy is recognized by its magic bytes (hints.format overrides), any
+// other file is raw. Header fields beat the hints; a hint that contradicts the header is an error
+// naming both. "synth:PATTERN" (noise, gradient, checker) makes a deterministic image of the
+// hinted size instead of reading a file.
 std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
                                     std::uint64_t seed = 1);
 // Creates `path` for writing under a temporary name beside it; "null:" discards the rows.
 // Refuses an output that is the input (same file, also through links). Reserves the disk space
 // up front so that a full disk is reported before any work is done.
+// The output format follows the extension (.npy; anything else raw) unless `format` says raw or
+// npy.
 std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
-                                  const std::string& input_path);
+                                  const std::string& input_path,
+                                  const std::string& format = "auto");
+
+// The .npy header (version 1.0, or 2.0 when it must be longer) for an image of `spec`, C order,
+// little endian: shape (H, W), or (H, W, C) for several channels.
+std::string npy_header(const ImageSpec& spec);
 
 // The temporary name an output is written under until it is complete.
 std::string partial_path(const std::string& output);

@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <boost/interprocess/file_mapping.hpp>
 #include <boost/interprocess/mapped_region.hpp>
+#include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "npy.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 
@@ -42,46 +45,23 @@ std::string widths_that_fit(std::uint64_t samples, std::int64_t width, int count
   return out;
 }
 
+// Where an image lies in a file: geometry, first byte, byte order.
+struct FileLayout {
+  ImageSpec spec;
+  std::uint64_t offset = 0;
+  bool swap = false;  // big-endian samples
+  std::string format = "raw";
+};
+
+void reverse_bytes(std::byte* p, std::size_t samples, std::size_t width) {
+  for (std::size_t i = 0; i < samples; ++i, p += width) std::reverse(p, p + width);
+}
+
+// A raw file, or the data part of a .npy file: rows are mapped (or pread) at their offset.
 class RawSource final : public Source {
  public:
-  RawSource(const std::string& path, const RawHints& hints) : path_(path) {
-    std::error_code ec;
-    const auto status = fs::status(path, ec);
-    if (ec || !fs::exists(status))
-      throw Error(ErrorKind::input, "input '" + path + "' does not exist");
-    if (fs::is_directory(status))
-      throw Error(ErrorKind::input, "input '" + path + "' is a directory, not an image file");
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw Error(ErrorKind::input, system_message("cannot open input", path, errno));
-    const std::uintmax_t size = fs::file_size(path, ec);
-    if (ec) throw Error(ErrorKind::input, "cannot read the size of input '" + path + "'");
-
-    if (hints.width <= 0)
-      throw Error(ErrorKind::usage,
-                  "raw input '" + path + "' needs --width (samples per row, a positive number)");
-    spec_ = ImageSpec{hints.width, 1, hints.channels, hints.type};
-    validate(spec_);
-    const std::uintmax_t row = spec_.row_bytes();
-    if (size == 0) throw Error(ErrorKind::input, "input '" + path + "' is empty");
-    if (size % row != 0) {
-      std::string msg = "input '" + path + "' is " + std::to_string(size) +
-                        " bytes, not a multiple of the row size " + std::to_string(row) +
-                        " bytes (width " + std::to_string(hints.width) + " x " +
-                        std::to_string(hints.channels) + " channel(s) x " +
-                        std::to_string(sample_bytes(hints.type)) + " bytes of " +
-                        std::string(name(hints.type)) + ")";
-      const std::uintmax_t pixel = spec_.pixel_bytes();
-      if (size % pixel == 0)
-        msg += "; widths that fit: " + widths_that_fit(size / pixel, hints.width, 6);
-      msg += "; check --width, --type and --channels";
-      throw Error(ErrorKind::input, msg);
-    }
-    spec_.height = static_cast<std::int64_t>(size / row);
-    if (hints.height > 0 && hints.height != spec_.height)
-      throw Error(ErrorKind::input, "input '" + path + "' holds " + std::to_string(spec_.height) +
-                                        " rows of width " + std::to_string(hints.width) +
-                                        ", but --height says " + std::to_string(hints.height));
-    validate(spec_);
+  RawSource(const std::string& path, int fd, FileLayout layout)
+      : path_(path), fd_(fd), layout_(std::move(layout)), spec_(layout_.spec) {
     try {
       mapping_ = bip::file_mapping(path.c_str(), bip::read_only);
     } catch (const bip::interprocess_exception& e) {
@@ -96,12 +76,17 @@ class RawSource final : public Source {
   RawSource& operator=(const RawSource&) = delete;
 
   const ImageSpec& spec() const noexcept override { return spec_; }
-  std::string describe() const override { return "raw '" + path_ + "' " + spec_.describe(); }
+  std::string describe() const override {
+    return layout_.format + " '" + path_ + "' " + spec_.describe();
+  }
 
   // pread: one copy from the page cache (or the disk) into the caller's buffer, no mapping.
   void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
-    std::size_t left = static_cast<std::size_t>(n) * spec_.row_bytes();
-    auto offset = static_cast<off_t>(static_cast<std::size_t>(y0) * spec_.row_bytes());
+    const std::size_t bytes = static_cast<std::size_t>(n) * spec_.row_bytes();
+    std::byte* const first = dst;
+    std::size_t left = bytes;
+    auto offset =
+        static_cast<off_t>(layout_.offset + static_cast<std::size_t>(y0) * spec_.row_bytes());
     while (left > 0) {
       const ssize_t r = ::pread(fd_, dst, left, offset);
       if (r < 0 && errno == EINTR) continue;
@@ -112,12 +97,22 @@ class RawSource final : public Source {
       left -= static_cast<std::size_t>(r);
       offset += r;
     }
+    if (layout_.swap)
+      reverse_bytes(first, bytes / sample_bytes(spec_.type), sample_bytes(spec_.type));
   }
 
   const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
-    const std::size_t row = spec_.row_bytes();
-    bip::mapped_region region(mapping_, bip::read_only, static_cast<bip::offset_t>(y0 * row),
-                              static_cast<std::size_t>(n) * row);
+    const std::size_t bytes = static_cast<std::size_t>(n) * spec_.row_bytes();
+    if (layout_.swap) {  // big endian: a swapped copy, not the mapping
+      std::byte* out = arena.take(bytes);
+      read_rows(y0, n, out);
+      return out;
+    }
+    bip::mapped_region region(
+        mapping_, bip::read_only,
+        static_cast<bip::offset_t>(layout_.offset +
+                                   static_cast<std::size_t>(y0) * spec_.row_bytes()),
+        bytes);
     // Start reading the whole window now: a cold file is read ahead while earlier bands compute.
     region.advise(bip::mapped_region::advice_willneed);
     auto* p = static_cast<const std::byte*>(region.get_address());
@@ -128,14 +123,16 @@ class RawSource final : public Source {
  private:
   std::string path_;
   int fd_ = -1;
+  FileLayout layout_;
   ImageSpec spec_;
   bip::file_mapping mapping_;
 };
 
 class FileSink final : public Sink {
  public:
-  FileSink(const std::string& path, const ImageSpec& spec, const std::string& input_path)
-      : path_(path), partial_(partial_path(path)), spec_(spec) {
+  FileSink(const std::string& path, const ImageSpec& spec, const std::string& input_path,
+           std::string header)
+      : path_(path), partial_(partial_path(path)), spec_(spec), header_(std::move(header)) {
     const fs::path p(path);
     const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
     std::error_code ec;
@@ -155,7 +152,7 @@ class FileSink final : public Sink {
     fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0)
       throw Error(ErrorKind::io, system_message("cannot create output", partial_, errno));
-    const std::size_t total = spec.total_bytes();
+    const std::size_t total = header_.size() + spec.total_bytes();
     // Reserve the blocks now: a full disk fails here, before any work, not halfway through.
     const int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(total));
     if (rc == EFBIG) {
@@ -179,20 +176,25 @@ class FileSink final : public Sink {
       discard();
       throw Error(ErrorKind::io, system_message("cannot size output", partial_, err));
     }
+    if (!header_.empty())
+      write_all(reinterpret_cast<const std::byte*>(header_.data()), header_.size(), 0);
   }
 
   ~FileSink() override { discard(); }
 
   const ImageSpec& spec() const noexcept override { return spec_; }
-  std::string describe() const override { return "raw '" + path_ + "' " + spec_.describe(); }
+  std::string describe() const override {
+    return (header_.empty() ? "raw '" : "npy '") + path_ + "' " + spec_.describe();
+  }
 
   void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
                   std::size_t stride) override {
     const std::size_t row = spec_.row_bytes();
+    const std::size_t base = header_.size();
     if (stride == row) {
-      write_all(data, row * static_cast<std::size_t>(n), y0 * row);
+      write_all(data, row * static_cast<std::size_t>(n), base + y0 * row);
     } else {
-      for (std::int64_t y = 0; y < n; ++y) write_all(data + y * stride, row, (y0 + y) * row);
+      for (std::int64_t y = 0; y < n; ++y) write_all(data + y * stride, row, base + (y0 + y) * row);
     }
   }
 
@@ -233,6 +235,7 @@ class FileSink final : public Sink {
 
   std::string path_, partial_;
   ImageSpec spec_;
+  std::string header_;  // written before the rows (.npy), or empty (raw)
   int fd_ = -1;
   bool committed_ = false;
 };
@@ -258,17 +261,132 @@ std::string partial_path(const std::string& output) {
 std::unique_ptr<Source> make_synthetic_source(const std::string& pattern, const RawHints& hints,
                                               std::uint64_t seed);
 
+namespace {
+
+// The geometry of a headerless file: --width, --type, --channels given, height from the size.
+FileLayout raw_layout(const std::string& path, const RawHints& hints, std::uintmax_t size) {
+  if (hints.width <= 0)
+    throw Error(ErrorKind::usage,
+                "raw input '" + path + "' needs --width (samples per row, a positive number)");
+  FileLayout l;
+  l.spec = ImageSpec{hints.width, 1, hints.channels, hints.type};
+  validate(l.spec);
+  const std::uintmax_t row = l.spec.row_bytes();
+  if (size == 0) throw Error(ErrorKind::input, "input '" + path + "' is empty");
+  if (size % row != 0) {
+    std::string msg = "input '" + path + "' is " + std::to_string(size) +
+                      " bytes, not a multiple of the row size " + std::to_string(row) +
+                      " bytes (width " + std::to_string(hints.width) + " x " +
+                      std::to_string(hints.channels) + " channel(s) x " +
+                      std::to_string(sample_bytes(hints.type)) + " bytes of " +
+                      std::string(name(hints.type)) + ")";
+    const std::uintmax_t pixel = l.spec.pixel_bytes();
+    if (size % pixel == 0)
+      msg += "; widths that fit: " + widths_that_fit(size / pixel, hints.width, 6);
+    msg += "; check --width, --type and --channels";
+    throw Error(ErrorKind::input, msg);
+  }
+  l.spec.height = static_cast<std::int64_t>(size / row);
+  if (hints.height > 0 && hints.height != l.spec.height)
+    throw Error(ErrorKind::input, "input '" + path + "' holds " + std::to_string(l.spec.height) +
+                                      " rows of width " + std::to_string(hints.width) +
+                                      ", but --height says " + std::to_string(hints.height));
+  return l;
+}
+
+// The geometry of a .npy file from its header; options that contradict it are errors.
+FileLayout npy_layout(const std::string& path, int fd, const RawHints& hints, std::uintmax_t size) {
+  std::vector<unsigned char> head(std::min<std::uintmax_t>(size, 1 << 20));
+  const ssize_t got = ::pread(fd, head.data(), head.size(), 0);
+  if (got < 0) throw Error(ErrorKind::input, system_message("cannot read input", path, errno));
+  const NpyLayout n = parse_npy_header(head.data(), static_cast<std::size_t>(got), path);
+  auto conflict = [&](const std::string& option, const std::string& given,
+                      const std::string& header) {
+    return Error(ErrorKind::usage, option + " " + given + " contradicts the header of '" + path +
+                                       "', which says " + header + ": drop " + option);
+  };
+  if (hints.width > 0 && hints.width != n.spec.width)
+    throw conflict("--width", std::to_string(hints.width), std::to_string(n.spec.width));
+  if (hints.height > 0 && hints.height != n.spec.height)
+    throw conflict("--height", std::to_string(hints.height), std::to_string(n.spec.height));
+  if (hints.type_given && hints.type != n.spec.type)
+    throw conflict("--type", std::string(name(hints.type)), std::string(name(n.spec.type)));
+  if (hints.channels_given && hints.channels != n.spec.channels)
+    throw conflict("--channels", std::to_string(hints.channels), std::to_string(n.spec.channels));
+  const std::uintmax_t need = n.data_offset + n.spec.total_bytes();
+  if (size < need)
+    throw Error(ErrorKind::input, "input '" + path + "' is truncated: its header describes " +
+                                      n.spec.describe() + " (" + std::to_string(need) +
+                                      " bytes with the header), the file has " +
+                                      std::to_string(size));
+  FileLayout l;
+  l.spec = n.spec;
+  l.offset = n.data_offset;
+  l.swap = n.big_endian;
+  l.format = "npy";
+  return l;
+}
+
+}  // namespace
+
 std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
                                     std::uint64_t seed) {
   if (path.rfind("synth:", 0) == 0) return make_synthetic_source(path.substr(6), hints, seed);
-  return std::make_unique<RawSource>(path, hints);
+  if (hints.format != "auto" && hints.format != "raw" && hints.format != "npy")
+    throw Error(ErrorKind::usage, "--format takes auto, raw or npy, got '" + hints.format + "'");
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status))
+    throw Error(ErrorKind::input, "input '" + path + "' does not exist");
+  if (fs::is_directory(status))
+    throw Error(ErrorKind::input, "input '" + path + "' is a directory, not an image file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorKind::input, system_message("cannot open input", path, errno));
+  try {
+    const std::uintmax_t size = fs::file_size(path, ec);
+    if (ec) throw Error(ErrorKind::input, "cannot read the size of input '" + path + "'");
+    unsigned char magic[8] = {};
+    const ssize_t got = ::pread(fd, magic, sizeof magic, 0);
+    const bool is_npy = got >= 6 && std::memcmp(magic, "\x93NUMPY", 6) == 0;
+    const bool is_tiff =
+        got >= 4 && (std::memcmp(magic, "II*\0", 4) == 0 || std::memcmp(magic, "MM\0*", 4) == 0 ||
+                     std::memcmp(magic, "II+\0", 4) == 0 || std::memcmp(magic, "MM\0+", 4) == 0);
+    std::string format = hints.format;
+    if (format == "auto") format = is_npy ? "npy" : "raw";
+    if (format == "raw" && is_tiff && hints.format == "auto")
+      throw Error(ErrorKind::input, "input '" + path +
+                                        "' is a TIFF file, which this build cannot read yet: "
+                                        "convert it to raw or .npy (or force --format raw)");
+    FileLayout layout =
+        format == "npy" ? npy_layout(path, fd, hints, size) : raw_layout(path, hints, size);
+    return std::make_unique<RawSource>(path, fd, std::move(layout));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
 }
 
 std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
-                                  const std::string& input_path) {
+                                  const std::string& input_path, const std::string& format) {
   validate(spec);
   if (path == "null:") return std::make_unique<NullSink>(spec);
-  return std::make_unique<FileSink>(path, spec, input_path);
+  const auto ext = [&](const char* e) {
+    const std::string x(e);
+    return path.size() >= x.size() &&
+           std::equal(x.rbegin(), x.rend(), path.rbegin(), [](char a, char b) {
+             return a == std::tolower(static_cast<unsigned char>(b));
+           });
+  };
+  std::string f = format;
+  if (f == "auto") {
+    if (ext(".tif") || ext(".tiff"))
+      throw Error(ErrorKind::usage,
+                  "output '" + path + "': this build cannot write TIFF yet; write .npy or raw");
+    f = ext(".npy") ? "npy" : "raw";
+  }
+  if (f != "raw" && f != "npy")
+    throw Error(ErrorKind::usage, "--format takes auto, raw or npy, got '" + format + "'");
+  return std::make_unique<FileSink>(path, spec, input_path, f == "npy" ? npy_header(spec) : "");
 }
 
 }  // namespace ooc

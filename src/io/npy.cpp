@@ -1,0 +1,137 @@
+// NumPy .npy headers: parsing (any version, either byte order, C order only) and writing.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "npy.hpp"
+#include "ooc/error.hpp"
+
+namespace ooc {
+namespace {
+
+// The value text after 'key': in the header dict, up to the next top-level comma or brace.
+std::string dict_value(const std::string& dict, const std::string& key, const std::string& path) {
+  std::size_t k = dict.find("'" + key + "'");
+  if (k == std::string::npos) k = dict.find("\"" + key + "\"");
+  if (k == std::string::npos)
+    throw Error(ErrorKind::input, "'" + path + "': .npy header has no '" + key + "'");
+  std::size_t i = dict.find(':', k);
+  if (i == std::string::npos)
+    throw Error(ErrorKind::input, "'" + path + "': malformed .npy header near '" + key + "'");
+  ++i;
+  while (i < dict.size() && dict[i] == ' ') ++i;
+  int depth = 0;
+  std::size_t j = i;
+  for (; j < dict.size(); ++j) {
+    const char c = dict[j];
+    if (c == '(' || c == '[') ++depth;
+    if (c == ')' || c == ']') --depth;
+    if (depth == 0 && (c == ',' || c == '}')) break;
+  }
+  std::string v = dict.substr(i, j - i);
+  while (!v.empty() && v.back() == ' ') v.pop_back();
+  return v;
+}
+
+}  // namespace
+
+NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::string& path) {
+  if (n < 10 || std::memcmp(p, "\x93NUMPY", 6) != 0)
+    throw Error(ErrorKind::input, "'" + path + "' is not a .npy file (no NUMPY magic)");
+  const int major = p[6];
+  std::size_t header_len = 0, prefix = 0;
+  if (major == 1) {
+    header_len = p[8] | (p[9] << 8);
+    prefix = 10;
+  } else if (major == 2 || major == 3) {
+    if (n < 12) throw Error(ErrorKind::input, "'" + path + "': truncated .npy header");
+    header_len = p[8] | (p[9] << 8) | (std::size_t(p[10]) << 16) | (std::size_t(p[11]) << 24);
+    prefix = 12;
+  } else {
+    throw Error(ErrorKind::input,
+                "'" + path + "': .npy version " + std::to_string(major) + " is not supported");
+  }
+  if (prefix + header_len > n)
+    throw Error(ErrorKind::input, "'" + path + "': truncated .npy header");
+  const std::string dict(reinterpret_cast<const char*>(p + prefix), header_len);
+
+  NpyLayout out;
+  out.data_offset = prefix + header_len;
+  std::string descr = dict_value(dict, "descr", path);
+  if (descr.size() < 2) throw Error(ErrorKind::input, "'" + path + "': bad .npy descr " + descr);
+  descr = descr.substr(1, descr.size() - 2);  // strip quotes
+  const char order = descr.empty() ? '?' : descr[0];
+  const std::string kind = descr.size() > 1 ? descr.substr(1) : "";
+  struct Map {
+    const char* kind;
+    SampleType type;
+  };
+  static constexpr Map maps[] = {{"u1", SampleType::u8},  {"u2", SampleType::u16},
+                                 {"i2", SampleType::i16}, {"u4", SampleType::u32},
+                                 {"i4", SampleType::i32}, {"f4", SampleType::f32},
+                                 {"f8", SampleType::f64}};
+  bool found = false;
+  for (const auto& m : maps)
+    if (kind == m.kind) out.spec.type = m.type, found = true;
+  if (!found || (order != '<' && order != '>' && order != '|' && order != '='))
+    throw Error(ErrorKind::input, "'" + path + "': .npy dtype '" + descr +
+                                      "' is not supported: use u1, u2, i2, u4, i4, f4 or f8");
+  out.big_endian = order == '>' && sample_bytes(out.spec.type) > 1;
+  if (dict_value(dict, "fortran_order", path) != "False")
+    throw Error(ErrorKind::input, "'" + path +
+                                      "' is in Fortran order: save it with "
+                                      "numpy.ascontiguousarray (C order)");
+  std::string shape = dict_value(dict, "shape", path);
+  std::vector<std::int64_t> dims;
+  for (std::size_t i = 0; i < shape.size();) {
+    if (shape[i] >= '0' && shape[i] <= '9') {
+      std::size_t j = i;
+      while (j < shape.size() && shape[j] >= '0' && shape[j] <= '9') ++j;
+      dims.push_back(std::stoll(shape.substr(i, j - i)));
+      i = j;
+    } else {
+      ++i;
+    }
+  }
+  if (dims.size() == 2) {
+    out.spec.height = dims[0], out.spec.width = dims[1], out.spec.channels = 1;
+  } else if (dims.size() == 3 && dims[2] >= 1 && dims[2] <= 4) {
+    out.spec.height = dims[0], out.spec.width = dims[1];
+    out.spec.channels = static_cast<int>(dims[2]);
+  } else {
+    throw Error(ErrorKind::input, "'" + path + "': .npy shape " + shape +
+                                      " is not an image: use (height, width) or (height, width, "
+                                      "channels) with 1 to 4 channels");
+  }
+  validate(out.spec);
+  return out;
+}
+
+std::string npy_header(const ImageSpec& spec) {
+  static constexpr const char* kDescr[] = {"|u1", "<u2", "<i2", "<u4", "<i4", "<f4", "<f8"};
+  std::string dict = std::string("{'descr': '") + kDescr[static_cast<int>(spec.type)] +
+                     "', 'fortran_order': False, 'shape': (" + std::to_string(spec.height) + ", " +
+                     std::to_string(spec.width) +
+                     (spec.channels > 1 ? ", " + std::to_string(spec.channels) : std::string()) +
+                     "), }";
+  // Pad with spaces and end with a newline so that the data starts on a multiple of 64 bytes.
+  const bool v2 = dict.size() + 11 + 64 > 65535;
+  const std::size_t prefix = v2 ? 12 : 10;
+  std::size_t total = prefix + dict.size() + 1;
+  total = (total + 63) / 64 * 64;
+  dict.append(total - prefix - dict.size() - 1, ' ');
+  dict += '\n';
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(v2 ? 2 : 1);
+  out += '\0';
+  const std::size_t len = dict.size();
+  out += static_cast<char>(len & 0xff);
+  out += static_cast<char>((len >> 8) & 0xff);
+  if (v2) {
+    out += static_cast<char>((len >> 16) & 0xff);
+    out += static_cast<char>((len >> 24) & 0xff);
+  }
+  return out + dict;
+}
+
+}  // namespace ooc
