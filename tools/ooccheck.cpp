@@ -1,6 +1,6 @@
 // ooccheck --compare A B: compares two images of the same geometry band by band, out of core, and
 // reports max abs error, RMS error, PSNR and the samples over the tolerance; exit 0 only within it.
-// Raw files for now (TIFF and .npy, and the float64 reference mode, come with those formats).
+// Raw and .npy files (TIFF, and the float64 reference mode, are still to come).
 #include <tbb/combinable.h>
 #include <tbb/parallel_for.h>
 
@@ -70,7 +70,7 @@ Exit codes: 0 within tolerance, 1 over it, 2 usage, 3 bad input.
     std::int64_t margin = 0;
     app.add_flag("--compare", compare, "compare two images (A B)")->required();
     app.add_option("FILES", files, "A B")->expected(2)->required();
-    app.add_option("--width", hints.width, "samples per row (raw)")->required();
+    app.add_option("--width", hints.width, "samples per row (raw files; .npy headers say it)");
     app.add_option("--height", hints.height, "rows (checked against the file size)");
     app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64")->default_str("f32");
     app.add_option("--channels", hints.channels, "interleaved channels")->default_str("1");

@@ -1,6 +1,6 @@
 // oocgen: writes a synthetic image of any size (deterministic for a seed), in parallel, band by
-// band in bounded memory, with a progress bar. Raw files for now; the same generator backs the
-// "synth:" input of oocconv.
+// band in bounded memory, with a progress bar. Raw or .npy (by the extension); the same generator
+// backs the "synth:" input of oocconv.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -12,7 +12,9 @@
 
 int main(int argc, char** argv) {
   return ooc::cli::guarded_main("oocgen", [&]() -> int {
-    CLI::App app{"oocgen: write a synthetic image of any size (raw), deterministic for a seed."};
+    CLI::App app{
+        "oocgen: write a synthetic image of any size (raw, or .npy by the extension), "
+        "deterministic for a seed."};
     app.footer(R"(
 Examples:
   oocgen big.raw --width 65536 --height 262144 --type f32
