@@ -1,5 +1,5 @@
 // oocgen: writes a synthetic image of any size (deterministic for a seed), in parallel, band by
-// band in bounded memory, with a progress bar. Raw or .npy (by the extension); the same generator
+// band in bounded memory, with a progress bar; raw, or .npy by the extension. The same generator
 // backs the "synth:" input of oocconv.
 #include <CLI/CLI.hpp>
 #include <cstdio>
