@@ -81,6 +81,9 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
 // Creates `path` for writing under a temporary name beside it; "null:" discards the rows.
 // Refuses an output that is the input (same file, also through links). Reserves the disk space
 // up front so that a full disk is reported before any work is done.
+// "npy", "tiff" or "raw", from a file's first bytes ("raw" when it cannot be read).
+std::string detect_format(const std::string& path);
+
 // The output format follows the extension (.npy; anything else raw) unless `format` says raw or
 // npy.
 std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,

@@ -1,7 +1,12 @@
 // CUDA resource owners and device queries (see resources.hpp).
 #include "resources.hpp"
 
+#include <cctype>
+
+#include <fstream>
+
 #include "check.hpp"
+#include "ooc/device.hpp"
 
 namespace ooc::cuda {
 
@@ -71,3 +76,48 @@ void StreamEvent::synchronize() {
 }
 
 }  // namespace ooc::cuda
+
+namespace ooc {
+
+namespace {
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+}  // namespace
+
+std::vector<DeviceInfo> cuda_devices() noexcept {
+  std::vector<DeviceInfo> out;
+  try {
+    const int n = cuda::device_count();
+    for (int d = 0; d < n; ++d) {
+      cudaDeviceProp p{};
+      if (cudaGetDeviceProperties(&p, d) != cudaSuccess) continue;
+      DeviceInfo info;
+      info.index = d;
+      info.name = p.name;
+      info.cc_major = p.major;
+      info.cc_minor = p.minor;
+      info.sms = p.multiProcessorCount;
+      info.copy_engines = p.asyncEngineCount;
+      cuda::device_memory(d, info.memory_free, info.memory_total);
+      char bus[32] = {};
+      if (cudaDeviceGetPCIBusId(bus, sizeof bus, d) == cudaSuccess) {
+        info.pci_bus_id = bus;
+        for (char& c : info.pci_bus_id) c = static_cast<char>(std::tolower(c));
+        const std::string sys = "/sys/bus/pci/devices/" + info.pci_bus_id + "/";
+        const std::string speed = read_line(sys + "current_link_speed");
+        const std::string width = read_line(sys + "current_link_width");
+        if (!speed.empty()) info.pcie_link = speed + " x" + width;
+      }
+      out.push_back(std::move(info));
+    }
+  } catch (...) {
+    (void)cudaGetLastError();
+  }
+  return out;
+}
+
+}  // namespace ooc

@@ -263,6 +263,16 @@ std::unique_ptr<Source> make_synthetic_source(const std::string& pattern, const 
 
 namespace {
 
+std::string format_of(int fd) {
+  unsigned char m[8] = {};
+  const ssize_t got = ::pread(fd, m, sizeof m, 0);
+  if (got >= 6 && std::memcmp(m, "\x93NUMPY", 6) == 0) return "npy";
+  if (got >= 4 && (std::memcmp(m, "II*\0", 4) == 0 || std::memcmp(m, "MM\0*", 4) == 0 ||
+                   std::memcmp(m, "II+\0", 4) == 0 || std::memcmp(m, "MM\0+", 4) == 0))
+    return "tiff";
+  return "raw";
+}
+
 // The geometry of a headerless file: --width, --type, --channels given, height from the size.
 FileLayout raw_layout(const std::string& path, const RawHints& hints, std::uintmax_t size) {
   if (hints.width <= 0)
@@ -329,6 +339,14 @@ FileLayout npy_layout(const std::string& path, int fd, const RawHints& hints, st
 
 }  // namespace
 
+std::string detect_format(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "raw";
+  const std::string f = format_of(fd);
+  ::close(fd);
+  return f;
+}
+
 std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
                                     std::uint64_t seed) {
   if (path.rfind("synth:", 0) == 0) return make_synthetic_source(path.substr(6), hints, seed);
@@ -345,12 +363,8 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
   try {
     const std::uintmax_t size = fs::file_size(path, ec);
     if (ec) throw Error(ErrorKind::input, "cannot read the size of input '" + path + "'");
-    unsigned char magic[8] = {};
-    const ssize_t got = ::pread(fd, magic, sizeof magic, 0);
-    const bool is_npy = got >= 6 && std::memcmp(magic, "\x93NUMPY", 6) == 0;
-    const bool is_tiff =
-        got >= 4 && (std::memcmp(magic, "II*\0", 4) == 0 || std::memcmp(magic, "MM\0*", 4) == 0 ||
-                     std::memcmp(magic, "II+\0", 4) == 0 || std::memcmp(magic, "MM\0+", 4) == 0);
+    const std::string magic = format_of(fd);
+    const bool is_npy = magic == "npy", is_tiff = magic == "tiff";
     std::string format = hints.format;
     if (format == "auto") format = is_npy ? "npy" : "raw";
     if (format == "raw" && is_tiff && hints.format == "auto")

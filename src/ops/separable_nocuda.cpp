@@ -1,4 +1,5 @@
 // The CUDA entry points of a build without the CUDA toolkit: no devices, and a clear message.
+#include "ooc/device.hpp"
 #include "ooc/error.hpp"
 #include "ooc/ops/separable.hpp"
 
@@ -16,6 +17,10 @@ int cuda_device_count() noexcept {
 }
 
 std::string cuda_device_name(int) {
+  return {};
+}
+
+std::vector<DeviceInfo> cuda_devices() noexcept {
   return {};
 }
 

@@ -653,4 +653,27 @@ TEST_F(OocconvCli, OoccheckPassesEqualImagesAndFailsACorruptedOne) {
   EXPECT_NE(r.out.find("at row 40 sample 17"), std::string::npos) << r;
 }
 
+TEST_F(OocconvCli, OocinfoListsDevicesAndDescribesFiles) {
+  RunResult r = run_tool("oocinfo", {});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
+  EXPECT_NE(r.out.find("CUDA devices: "), std::string::npos) << r;
+  EXPECT_NE(r.out.find("oocconv --device auto would use: c"), std::string::npos) << r;
+  // A raw file described by options, a .npy file by its header, side by side.
+  make_input(37, 23);
+  const auto npy = dir_ / "g.npy";
+  ASSERT_EQ(
+      run_tool("oocgen", {npy.string(), "--width", "50", "--height", "20", "--type", "u16", "-q"})
+          .exit_code,
+      0);
+  r = run_tool("oocinfo",
+               {in(), npy.string(), "--width", "37", "--mem-limit", "64M", "--device", "cpu"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
+  EXPECT_NE(r.out.find("raw '" + in() + "' 37 x 23 x 1 f32"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("npy '" + npy.string() + "' 50 x 20 x 1 u16"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("plan for radius 16 on cpu"), std::string::npos) << r;
+  r = run_tool("oocinfo", {(dir_ / "missing.raw").string(), "--width", "8"});
+  EXPECT_TRUE(r.exited && r.exit_code == 3) << r;
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r;
+}
+
 }  // namespace

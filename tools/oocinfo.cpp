@@ -1,0 +1,100 @@
+// oocinfo: what oocconv would see. Without files: the CUDA devices, the CPU, and the backend
+// `--device auto` would pick. With files: each one's format, geometry and size, and the band plan
+// oocconv would use for it under the current --mem-limit.
+#include <tbb/info.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "../kernels/cpu/separable.hpp"
+#include "cli/common.hpp"
+#include "ooc/device.hpp"
+#include "ooc/error.hpp"
+#include "ooc/filter.hpp"
+#include "ooc/io.hpp"
+#include "ooc/ops/separable.hpp"
+#include "ooc/pipeline.hpp"
+
+int main(int argc, char** argv) {
+  return ooc::cli::guarded_main("oocinfo", [&]() -> int {
+    CLI::App app{"oocinfo: the devices oocconv can use, and what it would make of image files."};
+    app.footer(R"(
+Examples:
+  oocinfo                                   devices, CPU, and the backend --device auto picks
+  oocinfo scan.npy big.raw --width 65536    format, geometry and band plan of each file
+  oocinfo big.raw --width 65536 --mem-limit 4G --radius 64
+)");
+    std::vector<std::string> files;
+    ooc::RawHints hints;
+    std::string type = "f32", mem_limit, device = "auto";
+    std::int64_t radius = 16;
+    app.add_option("FILES", files, "image files (raw needs --width)");
+    app.add_option("--width", hints.width, "samples per row (raw files)");
+    app.add_option("--height", hints.height, "rows (raw: checked against the size)");
+    auto* type_opt = app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64 (raw files)");
+    auto* channels_opt = app.add_option("--channels", hints.channels, "channels (raw files)");
+    app.add_option("--in-format", hints.format, "auto, raw or npy")->default_str("auto");
+    app.add_option("--mem-limit", mem_limit, "as for oocconv (default: min(1G, RAM/4))");
+    app.add_option("--radius", radius, "filter radius the plan is made for")->default_str("16");
+    app.add_option("--device", device, "backend the plan is made for: auto, cpu or cuda")
+        ->default_str("auto");
+    if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocinfo")) return *code;
+    hints.type = ooc::parse_sample_type(type);
+    hints.type_given = type_opt->count() > 0;
+    hints.channels_given = channels_opt->count() > 0;
+    ooc::PipelineOptions popt;
+    if (!mem_limit.empty()) popt.mem_limit = ooc::parse_size(mem_limit);
+    if (device != "auto" && device != "cpu" && device != "cuda")
+      throw ooc::Error(ooc::ErrorKind::usage, "--device takes auto, cpu or cuda");
+
+    const auto gpus = ooc::cuda_devices();
+    const bool use_cuda = device == "cuda" || (device == "auto" && !gpus.empty());
+    if (files.empty()) {
+      std::printf("CUDA devices: %zu\n", gpus.size());
+      for (const auto& g : gpus)
+        std::printf("  %d: %s, compute %d.%d, %d SMs, %s (%s free), %d copy engines, PCI %s%s%s\n",
+                    g.index, g.name.c_str(), g.cc_major, g.cc_minor, g.sms,
+                    ooc::format_bytes(double(g.memory_total)).c_str(),
+                    ooc::format_bytes(double(g.memory_free)).c_str(), g.copy_engines,
+                    g.pci_bus_id.c_str(), g.pcie_link.empty() ? "" : ", link ",
+                    g.pcie_link.c_str());
+      const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+      std::printf("CPU: %d threads, %s RAM, kernels %s\n", tbb::info::default_concurrency(),
+                  ooc::format_bytes(double(pages) * double(page)).c_str(),
+                  ooc::cpu::separable_isa());
+      std::printf("default --mem-limit: %s\n",
+                  ooc::format_bytes(double(ooc::default_mem_limit())).c_str());
+      std::printf("oocconv --device auto would use: %s\n",
+                  use_cuda ? ("cuda (" + gpus.front().name + ")").c_str() : "cpu");
+      return 0;
+    }
+
+    ooc::SeparableParams params;
+    params.filter.row = params.filter.col = ooc::gaussian_taps(radius, 0);
+    for (const auto& path : files) {
+      // Raw options describe the raw files; a file with a header describes itself.
+      const bool headerless =
+          hints.format == "raw" || (hints.format == "auto" && ooc::detect_format(path) == "raw");
+      auto source = ooc::open_source(path, headerless ? hints : ooc::RawHints{});
+      const ooc::ImageSpec& s = source->spec();
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(path, ec);
+      auto op = use_cuda ? ooc::make_separable_cuda(s, params, popt, {})
+                         : ooc::make_separable_cpu(s, params, popt);
+      const ooc::BandPlan plan = ooc::plan_bands(s, *op, popt);
+      std::printf(
+          "%s\n  %s\n  file %llu bytes, image %llu bytes (%lld x %lld pixels, %d channel(s) "
+          "of %s)\n  plan for radius %lld on %s: %lld bands of %lld rows, %d slots, %d "
+          "threads, ring %s of --mem-limit %s\n",
+          path.c_str(), source->describe().c_str(), (unsigned long long)size,
+          (unsigned long long)s.total_bytes(), (long long)s.width, (long long)s.height, s.channels,
+          std::string(ooc::name(s.type)).c_str(), (long long)radius, op->backend().c_str(),
+          (long long)plan.bands, (long long)plan.band_rows, plan.slots, plan.threads,
+          ooc::format_bytes(double(plan.ring_bytes)).c_str(),
+          ooc::format_bytes(double(plan.mem_limit)).c_str());
+    }
+    return 0;
+  });
+}
