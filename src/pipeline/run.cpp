@@ -42,10 +42,8 @@ void stage_rows(Source& source, BorderMode border, std::int64_t halo, bool map, 
   if (!map) return;
   std::vector<std::int64_t> wanted;
   wanted.reserve(static_cast<std::size_t>(count));
-  for (std::int64_t i = 0; i < count; ++i) {
-    const std::int64_t src = map_border(first + i, H, border);
+  for (const std::int64_t src : slot.source_rows)
     if (src >= 0) wanted.push_back(src);
-  }
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
 
@@ -65,7 +63,7 @@ void stage_rows(Source& source, BorderMode border, std::int64_t halo, bool map, 
   const std::size_t row_bytes = source.spec().row_bytes();
   slot.table.resize(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
-    const std::int64_t src = map_border(first + i, H, border);
+    const std::int64_t src = slot.source_rows[i];
     if (src < 0) {
       slot.table[i] = nullptr;
       continue;

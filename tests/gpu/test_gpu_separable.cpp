@@ -27,13 +27,9 @@ using test::MemorySource;
 MemorySink run(bool gpu, const ImageSpec& spec, const std::vector<std::byte>& data,
                const SeparableParams& params, const PipelineOptions& o,
                const std::vector<int>& devices = {}) {
-  MemorySource src(spec, data);
   auto op =
       gpu ? make_separable_cuda(spec, params, o, devices) : make_separable_cpu(spec, params, o);
-  const BandPlan plan = plan_bands(spec, *op, o);
-  MemorySink sink(op->output_spec());
-  run_pipeline(src, sink, *op, plan);
-  return sink;
+  return test::run_in_memory(*op, spec, data, o);
 }
 
 class GpuSweep : public ::testing::TestWithParam<test::SweepParam> {};

@@ -17,6 +17,7 @@
 #include "ooc/border.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
+#include "ooc/pipeline.hpp"
 
 namespace ooc::test {
 
@@ -120,6 +121,15 @@ class MemorySink final : public Sink {
   std::vector<std::byte> data;
   std::vector<int> writes;
 };
+
+// Runs `op` over an in-memory image through the real pipeline and plan; returns the poisoned sink.
+inline MemorySink run_in_memory(Operation& op, const ImageSpec& spec,
+                                const std::vector<std::byte>& data, const PipelineOptions& o) {
+  MemorySource src(spec, data);
+  MemorySink sink(op.output_spec());
+  run_pipeline(src, sink, op, plan_bands(spec, op, o));
+  return sink;
+}
 
 struct Reference {
   std::vector<double> value;  // H x W x C

@@ -24,12 +24,7 @@ using test::expect_matches;
 
 MemorySink run(const ImageSpec& spec, const std::vector<std::byte>& data,
                const SeparableParams& params, const PipelineOptions& o) {
-  MemorySource src(spec, data);
-  auto op = make_separable_cpu(spec, params, o);
-  const BandPlan plan = plan_bands(spec, *op, o);
-  MemorySink sink(op->output_spec());
-  run_pipeline(src, sink, *op, plan);
-  return sink;
+  return test::run_in_memory(*make_separable_cpu(spec, params, o), spec, data, o);
 }
 
 class SeparableSweep : public ::testing::TestWithParam<test::SweepParam> {};
