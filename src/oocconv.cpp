@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/common.hpp"
+#include "cli/filter_options.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/io.hpp"
@@ -27,34 +28,13 @@ Examples:
   oocconv scan.raw smooth.raw --width 20000 --type u16 --channels 3 --sigma 2.5 --border nearest
   oocconv in.raw out.raw --width 4096 --taps 1,4,6,4,1 --out-type f32
       Explicit (unnormalized) taps along x then y, as scipy.ndimage.convolve1d.
+  oocconv slide.tif smooth.tif --sigma 4 --compress zstd --tile 512
+      TIFF in (any layout libtiff reads), tiled ZSTD TIFF out, tags carried over.
   oocconv synth:noise null: --width 65536 --height 200000 --radius 16 --stats json
       Pipeline throughput on a synthetic image, nothing read from or written to disk.
 
 Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions), 5 GPU.
 )";
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ooc::Error(ooc::ErrorKind::input, "cannot read taps file '" + path + "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Lines of a taps file without comments (#) and blank lines.
-std::vector<std::string> taps_file_lines(const std::string& path) {
-  std::istringstream in(read_text_file(path));
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    line = line.substr(0, line.find('#'));
-    if (line.find_first_not_of(" \t\r,") != std::string::npos) lines.push_back(line);
-  }
-  if (lines.empty() || lines.size() > 2)
-    throw ooc::Error(
-        ooc::ErrorKind::usage,
-        "taps file '" + path + "' must hold one line of taps (both directions) or two (x, then y)");
-  return lines;
-}
 
 }  // namespace
 
@@ -68,10 +48,10 @@ int main(int argc, char** argv) {
     app.get_formatter()->column_width(34);
 
     std::string input, output;
-    app.add_option("INPUT", input, "raw or .npy image file, or synth:noise|gradient|checker")
+    app.add_option("INPUT", input, "raw, .npy or TIFF image file, or synth:PATTERN (noise, gradient, checker, gaussian-spots)")
         ->required();
     app.add_option("OUTPUT", output,
-                   "raw or .npy file (written as OUTPUT.partial, renamed when done), or null:")
+                   "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:")
         ->required();
 
     ooc::RawHints hints;
@@ -86,33 +66,16 @@ int main(int argc, char** argv) {
         g_in->add_option("--channels", hints.channels, "interleaved channels, 1 to 4")
             ->default_str("1");
     g_in->add_option("--seed", seed, "seed of a synth: input")->default_str("1");
-    g_in->add_option("--in-format", hints.format, "auto (magic bytes), raw or npy")
+    g_in->add_option("--in-format", hints.format, "auto (magic bytes), raw, npy or tiff")
         ->default_str("auto");
-
-    std::optional<std::int64_t> radius;
-    std::optional<double> sigma;
-    std::string filter_kind = "gaussian", taps, row_taps, col_taps, taps_file, border = "reflect";
-    double border_value = 0;
-    auto* g_f = app.add_option_group("Filter");
-    g_f->add_option("--radius", radius, "filter radius R (taps = 2R+1); alone: sigma = R/3");
-    g_f->add_option("--sigma", sigma, "Gaussian sigma; alone: radius = ceil(3 sigma)");
-    g_f->add_option("--filter", filter_kind, "gaussian or box")->default_str("gaussian");
-    g_f->add_option("--taps", taps, "explicit taps a,b,c,... for both directions (odd count)");
-    g_f->add_option("--row-taps", row_taps, "explicit taps along x");
-    g_f->add_option("--col-taps", col_taps, "explicit taps along y");
-    g_f->add_option("--taps-file", taps_file, "file: one line of taps, or two (x then y)");
-    g_f->add_option("--border", border, "reflect mirror nearest wrap constant")
-        ->default_str("reflect");
-    g_f->add_option("--border-value", border_value, "value outside the image for constant")
+    g_in->add_option("--page", hints.page, "TIFF: the page (image) to read, from 0")
         ->default_str("0");
 
-    std::string out_type, precision = "auto", out_format = "auto";
-    auto* g_o = app.add_option_group("Output");
-    g_o->add_option("--out-type", out_type, "output sample type (default: the input's)");
-    g_o->add_option("--precision", precision, "accumulate in f32, f64 or auto")
-        ->default_str("auto");
-    g_o->add_option("--format", out_format, "output format: auto (from the extension), raw or npy")
-        ->default_str("auto");
+    ooc::cli::FilterCli filter;
+    ooc::cli::add_filter_options(app, filter);
+
+    ooc::SinkOptions out_options;
+    ooc::cli::add_output_options(*app.add_option_group("Output file"), out_options);
 
     ooc::PipelineOptions popt;
     std::string mem_limit, device = "auto", devices = "all";
@@ -147,61 +110,7 @@ int main(int argc, char** argv) {
     hints.channels_given = channels_opt->count() > 0;
     if (!mem_limit.empty()) popt.mem_limit = ooc::parse_size(mem_limit);
 
-    // The filter: explicit taps, or a Gaussian/box of a radius and sigma.
-    ooc::SeparableParams params;
-    const bool explicit_taps =
-        !taps.empty() || !row_taps.empty() || !col_taps.empty() || !taps_file.empty();
-    if (explicit_taps) {
-      if (radius || sigma || filter_kind != "gaussian")
-        throw Error(ErrorKind::usage,
-                    "explicit taps exclude --radius, --sigma and --filter: give one or the other");
-      if (!taps.empty() + !taps_file.empty() + !(row_taps.empty() && col_taps.empty()) > 1)
-        throw Error(ErrorKind::usage,
-                    "give taps one way: --taps, --taps-file, or --row-taps/--col-taps");
-      if (!taps.empty()) {
-        params.filter.row = params.filter.col = ooc::parse_taps(taps, "--taps");
-      } else if (!taps_file.empty()) {
-        const auto lines = taps_file_lines(taps_file);
-        params.filter.row = ooc::parse_taps(lines[0], taps_file);
-        params.filter.col = ooc::parse_taps(lines.back(), taps_file);
-      } else {
-        params.filter.row =
-            row_taps.empty() ? std::vector<double>{1.0} : ooc::parse_taps(row_taps, "--row-taps");
-        params.filter.col =
-            col_taps.empty() ? std::vector<double>{1.0} : ooc::parse_taps(col_taps, "--col-taps");
-      }
-    } else {
-      if (!radius && !sigma)
-        throw Error(ErrorKind::usage,
-                    "no filter given: use --radius R, --sigma S, or --taps (see oocconv --help)");
-      if (radius && *radius < 0)
-        throw Error(ErrorKind::usage, "--radius must be >= 0, got " + std::to_string(*radius));
-      if (sigma && !(*sigma > 0))
-        throw Error(ErrorKind::usage, "--sigma must be > 0, got " + std::to_string(*sigma));
-      const std::int64_t r =
-          radius ? *radius : static_cast<std::int64_t>(std::ceil(3.0 * *sigma - 1e-9));
-      std::vector<double> t;
-      if (filter_kind == "gaussian") {
-        t = ooc::gaussian_taps(r, sigma.value_or(0.0));
-      } else if (filter_kind == "box") {
-        if (sigma) throw Error(ErrorKind::usage, "--filter box takes --radius, not --sigma");
-        t = ooc::box_taps(r);
-      } else {
-        throw Error(ErrorKind::usage,
-                    "unknown --filter '" + filter_kind + "': use gaussian or box");
-      }
-      params.filter.row = params.filter.col = t;
-    }
-    params.border = ooc::parse_border_mode(border);
-    params.border_value = border_value;
-    if (!out_type.empty()) params.out_type = ooc::parse_sample_type(out_type);
-    if (precision == "f32") {
-      params.precision = ooc::Precision::f32;
-    } else if (precision == "f64") {
-      params.precision = ooc::Precision::f64;
-    } else if (precision != "auto") {
-      throw Error(ErrorKind::usage, "--precision takes f32, f64 or auto, got '" + precision + "'");
-    }
+    const ooc::SeparableParams params = ooc::cli::filter_params(filter);
     if (device != "auto" && device != "cpu" && device != "cuda")
       throw Error(ErrorKind::usage, "--device takes auto, cpu or cuda, got '" + device + "'");
     std::vector<int> gpu_list;  // empty: all
@@ -225,7 +134,8 @@ int main(int argc, char** argv) {
                        : ooc::make_separable_cpu(source->spec(), params, popt);
     const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt);
     if (output != "null:") ooc::cli::remove_on_signal(ooc::partial_path(output));
-    auto sink = ooc::create_sink(output, op->output_spec(), input, out_format);
+    out_options.metadata = source->metadata();
+    auto sink = ooc::create_sink(output, op->output_spec(), input, out_options);
 
     ooc::cli::Progress bar(progress, source->spec().total_bytes());
     const ooc::RunStats st =

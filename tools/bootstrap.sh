@@ -2,8 +2,10 @@
 # Installs the Debian/Ubuntu packages ooc builds and tests with; skips what is already there.
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev libboost-dev
-          libgtest-dev libcli11-dev nlohmann-json3-dev python3 python3-numpy python3-scipy)
-[ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(libvips-tools python3-opencv gnuplot-nox)
+          libgtest-dev libcli11-dev nlohmann-json3-dev python3 python3-numpy python3-scipy
+          python3-tifffile libtiff-tools libvips-tools)
+# The tests read TIFFs written by libvips and tifffile and check big ones with tiffinfo.
+[ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(python3-opencv gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

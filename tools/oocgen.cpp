@@ -1,6 +1,6 @@
 // oocgen: writes a synthetic image of any size (deterministic for a seed), in parallel, band by
-// band in bounded memory, with a progress bar; raw, or .npy by the extension. The same generator
-// backs the "synth:" input of oocconv.
+// band in bounded memory, with a progress bar; raw, .npy or TIFF by the extension. The same
+// generator backs the "synth:" input of oocconv.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -13,25 +13,30 @@
 int main(int argc, char** argv) {
   return ooc::cli::guarded_main("oocgen", [&]() -> int {
     CLI::App app{
-        "oocgen: write a synthetic image of any size (raw, or .npy by the extension), "
+        "oocgen: write a synthetic image of any size (raw, .npy or TIFF by the extension), "
         "deterministic for a seed."};
     app.footer(R"(
 Examples:
   oocgen big.raw --width 65536 --height 262144 --type f32
   oocgen rgb.raw --width 20000 --height 20000 --type u16 --channels 3 --pattern gradient --seed 7
+  oocgen cells.tif --width 100000 --height 100000 --type u16 --pattern gaussian-spots --tile 512
+  oocgen scene.tif --width 30000 --height 30000 --channels 3 --type u8 --compress zstd
 )");
     std::string out, type = "f32", pattern = "noise", mem_limit;
     ooc::RawHints hints;
     std::uint64_t seed = 1;
     bool progress = ooc::cli::stderr_is_terminal(), quiet = false;
-    app.add_option("OUTPUT", out, "raw image file to write (OUTPUT.partial until complete)")
+    app.add_option("OUTPUT", out, "image file to write (OUTPUT.partial until complete)")
         ->required();
     app.add_option("--width", hints.width, "samples per row")->required();
     app.add_option("--height", hints.height, "rows")->required();
     app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64")->default_str("f32");
     app.add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
-    app.add_option("--pattern", pattern, "noise, gradient or checker")->default_str("noise");
+    app.add_option("--pattern", pattern, "noise, gradient, checker or gaussian-spots")
+        ->default_str("noise");
     app.add_option("--seed", seed, "seed")->default_str("1");
+    ooc::SinkOptions out_options;
+    ooc::cli::add_output_options(app, out_options);
     app.add_option("--mem-limit", mem_limit, "memory for the band ring (default: min(1G, RAM/4))");
     app.add_flag("--progress,!--no-progress", progress, "progress bar on stderr");
     app.add_flag("-q,--quiet", quiet, "no summary line");
@@ -48,7 +53,7 @@ Examples:
     auto op = ooc::make_separable_cpu(source->spec(), params, popt);
     const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt);
     ooc::cli::remove_on_signal(ooc::partial_path(out));
-    auto sink = ooc::create_sink(out, op->output_spec(), "");
+    auto sink = ooc::create_sink(out, op->output_spec(), "", out_options);
     ooc::cli::Progress bar(progress, source->spec().total_bytes());
     const auto st = ooc::run_pipeline(*source, *sink, *op, plan,
                                       [&](std::int64_t d, std::int64_t t) { bar.update(d, t); });

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
 Examples:
   oocinfo                                   devices, CPU, and the backend --device auto picks
   oocinfo scan.npy big.raw --width 65536    format, geometry and band plan of each file
+  oocinfo slide.tif --page 2                TIFF layout: strips/tiles, compression, BigTIFF
   oocinfo big.raw --width 65536 --mem-limit 4G --radius 64
 )");
     std::vector<std::string> files;
@@ -35,7 +36,9 @@ Examples:
     app.add_option("--height", hints.height, "rows (raw: checked against the size)");
     auto* type_opt = app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64 (raw files)");
     auto* channels_opt = app.add_option("--channels", hints.channels, "channels (raw files)");
-    app.add_option("--in-format", hints.format, "auto, raw or npy")->default_str("auto");
+    app.add_option("--in-format", hints.format, "auto, raw, npy or tiff")->default_str("auto");
+    int page = 0;
+    app.add_option("--page", page, "TIFF: the page to describe, from 0")->default_str("0");
     app.add_option("--mem-limit", mem_limit, "as for oocconv (default: min(1G, RAM/4))");
     app.add_option("--radius", radius, "filter radius the plan is made for")->default_str("16");
     app.add_option("--device", device, "backend the plan is made for: auto, cpu or cuda")
@@ -77,7 +80,9 @@ Examples:
       // Raw options describe the raw files; a file with a header describes itself.
       const bool headerless =
           hints.format == "raw" || (hints.format == "auto" && ooc::detect_format(path) == "raw");
-      auto source = ooc::open_source(path, headerless ? hints : ooc::RawHints{});
+      ooc::RawHints file_hints = headerless ? hints : ooc::RawHints{};
+      file_hints.page = page;
+      auto source = ooc::open_source(path, file_hints);
       const ooc::ImageSpec& s = source->spec();
       std::error_code ec;
       const auto size = std::filesystem::file_size(path, ec);
@@ -85,13 +90,15 @@ Examples:
                          : ooc::make_separable_cpu(s, params, popt);
       const ooc::BandPlan plan = ooc::plan_bands(s, *op, popt);
       std::printf(
-          "%s\n  %s\n  file %llu bytes, image %llu bytes (%lld x %lld pixels, %d channel(s) "
+          "%s\n  %s\n%s  file %llu bytes, image %llu bytes (%lld x %lld pixels, %d channel(s) "
           "of %s)\n  plan for radius %lld on %s: %lld bands of %lld rows, %d slots, %d "
           "threads, ring %s of --mem-limit %s\n",
-          path.c_str(), source->describe().c_str(), (unsigned long long)size,
-          (unsigned long long)s.total_bytes(), (long long)s.width, (long long)s.height, s.channels,
-          std::string(ooc::name(s.type)).c_str(), (long long)radius, op->backend().c_str(),
-          (long long)plan.bands, (long long)plan.band_rows, plan.slots, plan.threads,
+          path.c_str(), source->describe().c_str(),
+          source->layout().empty() ? "" : ("  layout: " + source->layout() + "\n").c_str(),
+          (unsigned long long)size, (unsigned long long)s.total_bytes(), (long long)s.width,
+          (long long)s.height, s.channels, std::string(ooc::name(s.type)).c_str(),
+          (long long)radius, op->backend().c_str(), (long long)plan.bands,
+          (long long)plan.band_rows, plan.slots, plan.threads,
           ooc::format_bytes(double(plan.ring_bytes)).c_str(),
           ooc::format_bytes(double(plan.mem_limit)).c_str());
     }

@@ -1,4 +1,4 @@
-// Sources and sinks of image rows: raw files (memory-mapped), synthetic images, the null sink.
+// Sources and sinks of image rows: raw, .npy and TIFF files, synthetic images, the null sink.
 #pragma once
 
 #include <cstdint>
@@ -35,11 +35,23 @@ class RowArena {
   std::vector<boost::interprocess::mapped_region> regions_;
 };
 
+// Descriptive tags an output carries over from its input (TIFF), each optional.
+struct Metadata {
+  int photometric = -1;                       // TIFF PhotometricInterpretation; -1: none given
+  std::vector<std::uint16_t> extra_samples;   // TIFF ExtraSamples (alpha kinds)
+  double x_resolution = 0, y_resolution = 0;  // 0: none given
+  int resolution_unit = 0;                    // TIFF ResolutionUnit; 0: none given
+  std::string description;                    // TIFF ImageDescription
+};
+
 class Source {
  public:
   virtual ~Source() = default;
   virtual const ImageSpec& spec() const noexcept = 0;
   virtual std::string describe() const = 0;
+  // How the file stores the image (TIFF: strips or tiles, compression, BigTIFF), for oocinfo.
+  virtual std::string layout() const { return {}; }
+  virtual const Metadata& metadata() const noexcept;
   // Rows [y0, y0 + n) of the image (all inside it), contiguous at spec().row_bytes() apart, valid
   // until arena.release(). Called from the serial read stage; may use threads inside.
   virtual const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) = 0;
@@ -69,26 +81,34 @@ struct RawHints {
   // Whether --type / --channels were given: a file header then must agree with them.
   bool type_given = false;
   bool channels_given = false;
-  std::string format = "auto";  // auto (magic bytes), raw or npy
+  std::string format = "auto";  // auto (magic bytes), raw, npy or tiff
+  int page = 0;                 // TIFF: the image (directory) to read, from 0
 };
 
-// Opens `path` for reading: .npy is recognized by its magic bytes (hints.format overrides), any
-// other file is raw. Header fields beat the hints; a hint that contradicts the header is an error
-// naming both. "synth:PATTERN" (noise, gradient, checker) makes a deterministic image of the
-// hinted size instead of reading a file.
+// Opens `path` for reading: .npy and TIFF are recognized by their magic bytes (hints.format
+// overrides), any other file is raw. Header fields beat the hints; a hint that contradicts the
+// header is an error naming both. "synth:PATTERN" (noise, gradient, checker) makes a deterministic
+// image of the hinted size instead of reading a file.
 std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
                                     std::uint64_t seed = 1);
-// Creates `path` for writing under a temporary name beside it; "null:" discards the rows.
-// Refuses an output that is the input (same file, also through links). Reserves the disk space
-// up front so that a full disk is reported before any work is done.
 // "npy", "tiff" or "raw", from a file's first bytes ("raw" when it cannot be read).
 std::string detect_format(const std::string& path);
 
-// The output format follows the extension (.npy; anything else raw) unless `format` says raw or
-// npy.
+// How to write an output.
+struct SinkOptions {
+  std::string format = "auto";    // auto (from the extension: .tif/.tiff, .npy, else raw)
+  std::int64_t tile = 0;          // TIFF: tile side (a multiple of 16); 0: strips
+  std::string compress = "none";  // TIFF: none, lzw, deflate, zstd or packbits
+  int level = -1;                 // TIFF deflate 1-9, zstd 1-22; -1: the codec's default
+  std::string bigtiff = "auto";   // TIFF: auto (when the file could pass 4 GiB), yes or no
+  Metadata metadata;              // TIFF: tags carried over from the input
+};
+
+// Creates `path` for writing under a temporary name beside it; "null:" discards the rows.
+// Refuses an output that is the input (same file, also through links). Reserves the disk space
+// up front (raw, .npy) so that a full disk is reported before any work is done.
 std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
-                                  const std::string& input_path,
-                                  const std::string& format = "auto");
+                                  const std::string& input_path, const SinkOptions& options = {});
 
 // The .npy header (version 1.0, or 2.0 when it must be longer) for an image of `spec`, C order,
 // little endian: shape (H, W), or (H, W, C) for several channels.
@@ -99,7 +119,7 @@ std::string partial_path(const std::string& output);
 
 // The synthetic image generator behind "synth:" inputs (and oocgen): deterministic for a seed,
 // independent of how rows are split between calls or threads.
-enum class Pattern { noise, gradient, checker };
+enum class Pattern { noise, gradient, checker, gaussian_spots };
 Pattern parse_pattern(const std::string& name);  // throws a usage Error
 // Writes row y (width x channels samples of `type`) of the pattern to dst.
 void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,

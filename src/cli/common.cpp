@@ -13,6 +13,7 @@
 #include <new>
 
 #include "ooc/error.hpp"
+#include "ooc/io.hpp"
 
 namespace ooc::cli {
 
@@ -98,6 +99,19 @@ void Progress::update(std::int64_t done, std::int64_t total) {
 void Progress::finish() {
   if (drawn_) std::fprintf(stderr, "\n");
   drawn_ = false;
+}
+
+void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
+  group
+      .add_option("--format", o.format, "output format: auto (from the extension), raw, npy, tiff")
+      ->default_str("auto");
+  group.add_option("--tile", o.tile,
+                   "TIFF: square tiles of N pixels (multiple of 16); default strips");
+  group.add_option("--compress", o.compress, "TIFF: none, lzw, deflate, zstd or packbits")
+      ->default_str("none");
+  group.add_option("--level", o.level, "TIFF: compression level, deflate 1-9, zstd 1-22");
+  group.add_option("--bigtiff", o.bigtiff, "TIFF: auto (if it could pass 4 GiB), yes or no")
+      ->default_str("auto");
 }
 
 }  // namespace ooc::cli

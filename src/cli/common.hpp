@@ -12,6 +12,9 @@
 namespace CLI {
 class App;
 }
+namespace ooc {
+struct SinkOptions;
+}
 
 namespace ooc::cli {
 
@@ -40,6 +43,9 @@ class Progress {
   std::chrono::steady_clock::time_point start_, last_;
   bool drawn_ = false;
 };
+
+// The output-file options of oocconv and oocgen: --format, --tile, --compress, --level, --bigtiff.
+void add_output_options(CLI::App& group, ooc::SinkOptions& options);
 
 // True when stderr is a terminal (the default for --progress).
 bool stderr_is_terminal();

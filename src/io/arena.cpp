@@ -1,4 +1,4 @@
-// RowArena: the memory a slot's input rows live in until the band is done.
+// RowArena: the memory a slot's input rows live in until the band is done; Source's defaults.
 #include <boost/interprocess/mapped_region.hpp>
 
 #include <cstring>
@@ -24,6 +24,11 @@ std::byte* RowArena::take(std::size_t bytes) {
   std::byte* p = buffer_.data() + used_;
   used_ += bytes;
   return p;
+}
+
+const Metadata& Source::metadata() const noexcept {
+  static const Metadata none;
+  return none;
 }
 
 void Source::read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "formats.hpp"
 #include "npy.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
@@ -45,18 +46,6 @@ std::string widths_that_fit(std::uint64_t samples, std::int64_t width, int count
   return out;
 }
 
-// Where an image lies in a file: geometry, first byte, byte order.
-struct FileLayout {
-  ImageSpec spec;
-  std::uint64_t offset = 0;
-  bool swap = false;  // big-endian samples
-  std::string format = "raw";
-};
-
-void reverse_bytes(std::byte* p, std::size_t samples, std::size_t width) {
-  for (std::size_t i = 0; i < samples; ++i, p += width) std::reverse(p, p + width);
-}
-
 // A raw file, or the data part of a .npy file: rows are mapped (or pread) at their offset.
 class RawSource final : public Source {
  public:
@@ -79,6 +68,8 @@ class RawSource final : public Source {
   std::string describe() const override {
     return layout_.format + " '" + path_ + "' " + spec_.describe();
   }
+  std::string layout() const override { return layout_.layout; }
+  const Metadata& metadata() const noexcept override { return layout_.metadata; }
 
   // pread: one copy from the page cache (or the disk) into the caller's buffer, no mapping.
   void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
@@ -133,21 +124,7 @@ class FileSink final : public Sink {
   FileSink(const std::string& path, const ImageSpec& spec, const std::string& input_path,
            std::string header)
       : path_(path), partial_(partial_path(path)), spec_(spec), header_(std::move(header)) {
-    const fs::path p(path);
-    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-      throw Error(ErrorKind::io, "output directory '" + dir.string() +
-                                     "' does not exist: create it or write elsewhere");
-    struct stat in_st {
-    }, out_st{};
-    if (!input_path.empty() && ::stat(input_path.c_str(), &in_st) == 0 &&
-        ::stat(path.c_str(), &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
-        in_st.st_ino == out_st.st_ino)
-      throw Error(ErrorKind::usage, "output '" + path + "' is the input file '" + input_path +
-                                        "': write the result to another path");
-    if (fs::is_directory(p, ec))
-      throw Error(ErrorKind::usage, "output '" + path + "' is a directory: name a file");
+    check_output_path(path, input_path);
 
     fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0)
@@ -254,6 +231,37 @@ class NullSink final : public Sink {
 
 }  // namespace
 
+void reverse_bytes(std::byte* p, std::size_t samples, std::size_t width) {
+  for (std::size_t i = 0; i < samples; ++i, p += width) std::reverse(p, p + width);
+}
+
+std::unique_ptr<Source> make_mapped_source(const std::string& path, int fd, FileLayout layout) {
+  try {
+    return std::make_unique<RawSource>(path, fd, std::move(layout));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+void check_output_path(const std::string& path, const std::string& input_path) {
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error(ErrorKind::io, "output directory '" + dir.string() +
+                                   "' does not exist: create it or write elsewhere");
+  struct stat in_st {
+  }, out_st{};
+  if (!input_path.empty() && ::stat(input_path.c_str(), &in_st) == 0 &&
+      ::stat(path.c_str(), &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
+      in_st.st_ino == out_st.st_ino)
+    throw Error(ErrorKind::usage, "output '" + path + "' is the input file '" + input_path +
+                                      "': write the result to another path");
+  if (fs::is_directory(p, ec))
+    throw Error(ErrorKind::usage, "output '" + path + "' is a directory: name a file");
+}
+
 std::string partial_path(const std::string& output) {
   return output + ".partial";
 }
@@ -262,6 +270,18 @@ std::unique_ptr<Source> make_synthetic_source(const std::string& pattern, const 
                                               std::uint64_t seed);
 
 namespace {
+
+// Whether `path` ends in one of `extensions` (lower case), ignoring case.
+bool has_extension(const std::string& path, std::initializer_list<const char*> extensions) {
+  for (const char* e : extensions) {
+    const std::string x(e);
+    if (path.size() >= x.size() &&
+        std::equal(x.rbegin(), x.rend(), path.rbegin(),
+                   [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); }))
+      return true;
+  }
+  return false;
+}
 
 std::string format_of(int fd) {
   unsigned char m[8] = {};
@@ -350,8 +370,10 @@ std::string detect_format(const std::string& path) {
 std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
                                     std::uint64_t seed) {
   if (path.rfind("synth:", 0) == 0) return make_synthetic_source(path.substr(6), hints, seed);
-  if (hints.format != "auto" && hints.format != "raw" && hints.format != "npy")
-    throw Error(ErrorKind::usage, "--format takes auto, raw or npy, got '" + hints.format + "'");
+  if (hints.format != "auto" && hints.format != "raw" && hints.format != "npy" &&
+      hints.format != "tiff")
+    throw Error(ErrorKind::usage,
+                "--in-format takes auto, raw, npy or tiff, got '" + hints.format + "'");
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status))
@@ -360,46 +382,53 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
     throw Error(ErrorKind::input, "input '" + path + "' is a directory, not an image file");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(ErrorKind::input, system_message("cannot open input", path, errno));
+  FileLayout layout;
+  std::uintmax_t size = 0;
+  std::string format = hints.format;
   try {
-    const std::uintmax_t size = fs::file_size(path, ec);
+    size = fs::file_size(path, ec);
     if (ec) throw Error(ErrorKind::input, "cannot read the size of input '" + path + "'");
     const std::string magic = format_of(fd);
-    const bool is_npy = magic == "npy", is_tiff = magic == "tiff";
-    std::string format = hints.format;
-    if (format == "auto") format = is_npy ? "npy" : "raw";
-    if (format == "raw" && is_tiff && hints.format == "auto")
-      throw Error(ErrorKind::input, "input '" + path +
-                                        "' is a TIFF file, which this build cannot read yet: "
-                                        "convert it to raw or .npy (or force --format raw)");
-    FileLayout layout =
-        format == "npy" ? npy_layout(path, fd, hints, size) : raw_layout(path, hints, size);
-    return std::make_unique<RawSource>(path, fd, std::move(layout));
+    if (format == "auto") {
+      format = magic;
+      if (magic == "raw" && has_extension(path, {".tif", ".tiff"}))
+        throw Error(ErrorKind::input, "input '" + path +
+                                          "' is named like a TIFF file but does not start with "
+                                          "TIFF magic bytes (II*, MM*): it is not a TIFF file, or "
+                                          "it is damaged; give --in-format raw if it is raw data");
+    }
+    if (format == "tiff" && magic != "tiff")
+      throw Error(ErrorKind::input,
+                  "input '" + path + "' is not a TIFF file (it does not start with II* or MM*)");
+    if (format == "npy") layout = npy_layout(path, fd, hints, size);
+    if (format == "raw") layout = raw_layout(path, hints, size);
   } catch (...) {
     ::close(fd);
     throw;
   }
+  if (format == "tiff") return open_tiff_source(path, fd, hints, size);
+  return make_mapped_source(path, fd, std::move(layout));
 }
 
 std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
-                                  const std::string& input_path, const std::string& format) {
+                                  const std::string& input_path, const SinkOptions& options) {
   validate(spec);
   if (path == "null:") return std::make_unique<NullSink>(spec);
-  const auto ext = [&](const char* e) {
-    const std::string x(e);
-    return path.size() >= x.size() &&
-           std::equal(x.rbegin(), x.rend(), path.rbegin(), [](char a, char b) {
-             return a == std::tolower(static_cast<unsigned char>(b));
-           });
-  };
-  std::string f = format;
-  if (f == "auto") {
-    if (ext(".tif") || ext(".tiff"))
-      throw Error(ErrorKind::usage,
-                  "output '" + path + "': this build cannot write TIFF yet; write .npy or raw");
-    f = ext(".npy") ? "npy" : "raw";
-  }
-  if (f != "raw" && f != "npy")
-    throw Error(ErrorKind::usage, "--format takes auto, raw or npy, got '" + format + "'");
+  std::string f = options.format;
+  if (f == "auto")
+    f = has_extension(path, {".tif", ".tiff"}) ? "tiff"
+        : has_extension(path, {".npy"})        ? "npy"
+                                               : "raw";
+  if (f != "raw" && f != "npy" && f != "tiff")
+    throw Error(ErrorKind::usage,
+                "--format takes auto, raw, npy or tiff, got '" + options.format + "'");
+  const bool tiff_options = options.tile != 0 || options.compress != "none" ||
+                            options.level != -1 || options.bigtiff != "auto";
+  if (f != "tiff" && tiff_options)
+    throw Error(ErrorKind::usage,
+                "--tile, --compress, --level and --bigtiff apply to TIFF "
+                "outputs only: name the output .tif or give --format tiff");
+  if (f == "tiff") return create_tiff_sink(path, spec, input_path, options);
   return std::make_unique<FileSink>(path, spec, input_path, f == "npy" ? npy_header(spec) : "");
 }
 

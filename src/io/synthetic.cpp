@@ -2,7 +2,9 @@
 // pipeline on a huge image without a disk (input "synth:PATTERN"), and tests get non-trivial data.
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "ooc/error.hpp"
@@ -23,9 +25,51 @@ inline double unit(std::uint64_t h) noexcept {
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 
+// gaussian-spots: a dark background with sparse blurred spots, like a fluorescence image. Each
+// cell of a kSpotCell grid holds a spot with probability 1/kSpotOdds, so most rows (and most
+// strips of a file) are all zero and an uncompressed TIFF of it stays sparse on disk.
+constexpr std::int64_t kSpotCell = 512;
+constexpr std::uint64_t kSpotOdds = 32;
+constexpr double kSpotMaxSigma = 16;
+
+template <class T>
+void fill_spots_row(std::uint64_t seed, std::int64_t y, std::int64_t width, int channels, T* dst) {
+  const std::int64_t n = width * channels;
+  std::fill(dst, dst + n, T{0});
+  const double top = std::is_floating_point_v<T> ? 1.0 : double(std::numeric_limits<T>::max());
+  const std::int64_t reach = static_cast<std::int64_t>(3 * kSpotMaxSigma) + 1;
+  const std::int64_t cells_across = (width + kSpotCell - 1) / kSpotCell;
+  for (std::int64_t gy = std::max<std::int64_t>(0, (y - reach) / kSpotCell);
+       gy <= (y + reach) / kSpotCell; ++gy)
+    for (std::int64_t gx = 0; gx < cells_across; ++gx) {
+      const std::uint64_t h =
+          mix(mix(seed ^ 0x5bd1e995u) + static_cast<std::uint64_t>(gy) * 0x9e3779b97f4a7c15ULL +
+              static_cast<std::uint64_t>(gx));
+      if (h % kSpotOdds != 0) continue;
+      const double cx = gx * kSpotCell + unit(mix(h + 1)) * kSpotCell;
+      const double cy = gy * kSpotCell + unit(mix(h + 2)) * kSpotCell;
+      const double sigma = 2 + unit(mix(h + 3)) * (kSpotMaxSigma - 2);
+      const double amp = 0.3 + 0.7 * unit(mix(h + 4));
+      const double dy = y - cy;
+      if (std::abs(dy) > 3 * sigma) continue;
+      const auto x0 = std::max<std::int64_t>(0, static_cast<std::int64_t>(cx - 3 * sigma));
+      const auto x1 = std::min<std::int64_t>(width - 1, static_cast<std::int64_t>(cx + 3 * sigma));
+      for (std::int64_t x = x0; x <= x1; ++x) {
+        const double dx = x - cx;
+        const double g = amp * std::exp(-(dx * dx + dy * dy) / (2 * sigma * sigma));
+        for (int c = 0; c < channels; ++c) {
+          T& v = dst[x * channels + c];
+          const double scaled = std::min(top, double(v) + g * top * (1.0 - 0.2 * c));
+          v = static_cast<T>(std::is_floating_point_v<T> ? scaled : std::floor(scaled));
+        }
+      }
+    }
+}
+
 template <class T>
 void fill_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width, int channels,
               T* dst) {
+  if (pattern == Pattern::gaussian_spots) return fill_spots_row(seed, y, width, channels, dst);
   const std::uint64_t row_key = mix(seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(y));
   constexpr bool kFloat = std::is_floating_point_v<T>;
   const double lo = kFloat ? 0.0 : static_cast<double>(std::numeric_limits<T>::lowest());
@@ -93,8 +137,9 @@ Pattern parse_pattern(const std::string& name) {
   if (name == "noise" || name.empty()) return Pattern::noise;
   if (name == "gradient") return Pattern::gradient;
   if (name == "checker") return Pattern::checker;
-  throw Error(ErrorKind::usage,
-              "unknown synthetic pattern '" + name + "': use noise, gradient or checker");
+  if (name == "gaussian-spots") return Pattern::gaussian_spots;
+  throw Error(ErrorKind::usage, "unknown synthetic pattern '" + name +
+                                    "': use noise, gradient, checker or gaussian-spots");
 }
 
 void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,

@@ -58,6 +58,14 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
+std::string read_file_prefix(const fs::path& path, std::size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  std::string s(n, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(n));
+  s.resize(static_cast<std::size_t>(in.gcount()));
+  return s;
+}
+
 void write_file(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -230,6 +238,17 @@ class OocconvCli : public ::testing::Test {
   // A companion tool (oocgen, ooccheck) from the same build as oocconv.
   RunResult run_tool(const std::string& tool, const std::vector<std::string>& args) {
     Child child(bin_.parent_path() / tool, args, dir_, {});
+    return child.wait(300s);
+  }
+
+  // A program from the system (tiffinfo, vipsheader), or an empty path when it is not installed.
+  static fs::path system_tool(const std::string& name) {
+    for (const char* d : {"/usr/bin", "/usr/local/bin", "/bin"})
+      if (fs::exists(fs::path(d) / name)) return fs::path(d) / name;
+    return {};
+  }
+  RunResult run_system(const fs::path& tool, const std::vector<std::string>& args) {
+    Child child(tool, args, dir_, {});
     return child.wait(300s);
   }
 
@@ -674,6 +693,78 @@ TEST_F(OocconvCli, OocinfoListsDevicesAndDescribesFiles) {
   r = run_tool("oocinfo", {(dir_ / "missing.raw").string(), "--width", "8"});
   EXPECT_TRUE(r.exited && r.exit_code == 3) << r;
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r;
+}
+
+TEST_F(OocconvCli, OocinfoDescribesTiffLayouts) {
+  const auto tiled = dir_ / "t.tif", striped = dir_ / "s.tif";
+  ASSERT_EQ(
+      run_tool("oocgen", {tiled.string(), "--width", "300", "--height", "200", "--type", "u16",
+                          "--channels", "3", "--tile", "64", "--compress", "zstd", "-q"})
+          .exit_code,
+      0);
+  ASSERT_EQ(run_tool("oocgen", {striped.string(), "--width", "300", "--height", "200", "--type",
+                                "f32", "--bigtiff", "yes", "-q"})
+                .exit_code,
+            0);
+  const RunResult r = run_tool("oocinfo", {tiled.string(), striped.string(), "--device", "cpu"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
+  EXPECT_NE(r.out.find("tiff '" + tiled.string() + "' 300 x 200 x 3 u16"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("classic TIFF, little endian, tiles 64 x 64 (20), ZSTD"), std::string::npos)
+      << r;
+  EXPECT_NE(r.out.find("BigTIFF, little endian, strips of"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("uncompressed, page 0 of 1, read mapped"), std::string::npos) << r;
+}
+
+// An output past 4 GiB becomes a BigTIFF by itself, and other readers open it. The content is
+// mostly zero, and zero strips are written as holes, so the file costs little disk.
+TEST_F(OocconvCli, TiffOutputPast4GiBIsABigTiffThatOtherReadersOpen) {
+  const auto big = dir_ / "big.tif";
+  const std::vector<std::string> geometry = {"--width", "8192",   "--height",
+                                             "270000",  "--type", "u16"};
+  auto args = std::vector<std::string>{big.string(), "--pattern", "gaussian-spots", "-q"};
+  args.insert(args.end(), geometry.begin(), geometry.end());
+  auto no = args;
+  no.insert(no.end(), {"--bigtiff", "no"});
+  RunResult r = run_tool("oocgen", no);
+  EXPECT_TRUE(r.exited && r.exit_code == 2) << r;
+  EXPECT_NE(r.err.find("use --bigtiff auto or yes"), std::string::npos) << r;
+  r = run_tool("oocgen", args);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
+  std::cerr << "[ info ] oocgen 4.4 GB gaussian-spots TIFF: " << r.seconds << " s\n";
+  struct stat st {};
+  ASSERT_EQ(::stat(big.c_str(), &st), 0);
+  EXPECT_GT(std::uint64_t(st.st_size), 8192ull * 270000 * 2);
+  std::cerr << "[ info ] file " << st.st_size / kMiB << " MiB, on disk "
+            << st.st_blocks * 512 / kMiB << " MiB\n";
+  const std::string head = read_file_prefix(big, 4);
+  EXPECT_EQ(head, std::string("II+\0", 4)) << "not a little-endian BigTIFF header";
+  // Samples of bands spread over the whole file, against the generator itself.
+  auto check = std::vector<std::string>{
+      "--compare", big.string(), "synth:gaussian-spots", "--sample", "12", "--tolerance", "0"};
+  check.insert(check.end(), geometry.begin(), geometry.end());
+  r = run_tool("ooccheck", check);
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << r;
+  if (const auto tiffinfo = system_tool("tiffinfo"); !tiffinfo.empty()) {
+    r = run_system(tiffinfo, {big.string()});
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << r;
+    EXPECT_NE(r.out.find("Image Width: 8192 Image Length: 270000"), std::string::npos) << r;
+  } else {
+    ADD_FAILURE() << "tiffinfo is not installed (tools/bootstrap.sh installs libtiff-tools)";
+  }
+  if (const auto vips = system_tool("vips"); !vips.empty()) {
+    // libvips opens it and decodes the last rows, which lie past 4 GiB.
+    r = run_system(
+        vips, {"crop", big.string(), (dir_ / "tail.v").string(), "0", "269000", "8192", "1000"});
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << r;
+    r = run_system(vips, {"avg", (dir_ / "tail.v").string()});
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << r;
+    r = run_system(vips, {"getpoint", big.string(), "8191", "269999"});
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << r;
+  } else {
+    ADD_FAILURE() << "vips is not installed (tools/bootstrap.sh installs libvips-tools)";
+  }
+  std::error_code ec;
+  fs::remove(big, ec);
 }
 
 }  // namespace

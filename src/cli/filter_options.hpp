@@ -1,0 +1,37 @@
+// The filter options that oocconv and ooccheck share (--radius, --sigma, --taps, --border,
+// --out-type, --precision, ...), so that `ooccheck OUT IN <options>` takes exactly the options that
+// made OUT and builds the same filter from them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ooc/ops/separable.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace ooc::cli {
+
+// The filter as given on the command line, before validation.
+struct FilterCli {
+  std::optional<std::int64_t> radius;
+  std::optional<double> sigma;
+  std::string filter_kind = "gaussian";
+  std::string taps, row_taps, col_taps, taps_file;
+  std::string border = "reflect";
+  double border_value = 0;
+  std::string out_type;  // empty: the input's
+  std::string precision = "auto";
+};
+
+// Adds the option groups "Filter" (taps and border) and "Result" (--out-type, --precision).
+void add_filter_options(CLI::App& app, FilterCli& f);
+
+// Validates the options and builds the filter: explicit taps, or a Gaussian/box of a radius and
+// sigma. Throws a usage Error for a contradiction or a missing filter; reads --taps-file.
+ooc::SeparableParams filter_params(const FilterCli& f);
+
+}  // namespace ooc::cli

@@ -1,0 +1,41 @@
+// What the file readers and writers share inside the library: where an image lies in a file, the
+// mapped reader every headerless or uncompressed layout ends up in, and the output path checks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ooc/image.hpp"
+#include "ooc/io.hpp"
+
+namespace ooc {
+
+// Where an image lies in a file: geometry, first byte, byte order.
+struct FileLayout {
+  ImageSpec spec;
+  std::uint64_t offset = 0;
+  bool swap = false;  // big-endian samples
+  std::string format = "raw";
+  std::string layout;  // for Source::layout()
+  Metadata metadata;
+};
+
+// Rows mapped (or pread) at layout.offset; takes ownership of fd.
+std::unique_ptr<Source> make_mapped_source(const std::string& path, int fd, FileLayout layout);
+
+// Reverses the bytes of each of `samples` samples of `width` bytes (big endian <-> little).
+void reverse_bytes(std::byte* p, std::size_t samples, std::size_t width);
+
+// Throws when `path` cannot be an output: its directory is missing, it is a directory, or it is
+// the input file itself.
+void check_output_path(const std::string& path, const std::string& input_path);
+
+// TIFF and BigTIFF (tiff.cpp). `fd` is open on `path` and owned by the callee.
+std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const RawHints& hints,
+                                         std::uintmax_t file_size);
+std::unique_ptr<Sink> create_tiff_sink(const std::string& path, const ImageSpec& spec,
+                                       const std::string& input_path, const SinkOptions& options);
+
+}  // namespace ooc

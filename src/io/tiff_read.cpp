@@ -1,0 +1,521 @@
+// Reading TIFF and BigTIFF through libtiff, band by band. Uncompressed chunky strips that lie in
+// file order are a raw image at an offset and are read mapped, like raw files. Every other layout
+// (tiles, compression, separate planes, scattered strips) is decoded strip by strip or tile by tile
+// into the band, in parallel, each worker with its own libtiff handle (one handle is not
+// thread-safe). Strips or tiles that straddle two bands are decoded once and kept for the next.
+#include <tbb/parallel_for.h>
+#include <tiffio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formats.hpp"
+#include "ooc/error.hpp"
+#include "tiff_common.hpp"
+
+namespace ooc {
+namespace {
+
+// Strips or tiles are decoded whole; one row of them must fit in memory several times over.
+constexpr std::uint64_t kMaxChunkRowBytes = 512ull << 20;
+
+const char* photometric_name(int p) {
+  switch (p) {
+    case PHOTOMETRIC_MINISWHITE:
+      return "min-is-white";
+    case PHOTOMETRIC_MINISBLACK:
+      return "min-is-black";
+    case PHOTOMETRIC_RGB:
+      return "RGB";
+    case PHOTOMETRIC_PALETTE:
+      return "palette";
+    case PHOTOMETRIC_MASK:
+      return "transparency mask";
+    case PHOTOMETRIC_SEPARATED:
+      return "separated (CMYK)";
+    case PHOTOMETRIC_YCBCR:
+      return "YCbCr";
+    case PHOTOMETRIC_CIELAB:
+      return "CIE L*a*b*";
+    default:
+      return "unusual";
+  }
+}
+
+// What one TIFF directory says about its image.
+struct TiffInfo {
+  ImageSpec spec;
+  bool tiled = false, separate = false, swapped = false, bigtiff = false;
+  std::uint16_t compression = COMPRESSION_NONE;
+  std::int64_t chunk_w = 0, chunk_h = 0;  // a strip is image-wide
+  std::int64_t across = 1, down = 1, planes = 1;
+  int pages = 1;
+  Metadata metadata;
+
+  std::int64_t chunk_samples() const { return chunk_w * (separate ? 1 : spec.channels); }
+  std::uint64_t chunk_row_bytes() const {
+    return static_cast<std::uint64_t>(chunk_samples()) * sample_bytes(spec.type);
+  }
+  // Rows chunk row cy holds in the image (strips: the last one is shorter).
+  std::int64_t rows_in(std::int64_t cy) const {
+    return std::min(chunk_h, spec.height - cy * chunk_h);
+  }
+  // Bytes the decoded chunk holds: tiles are always whole, strips only their rows.
+  std::uint64_t chunk_bytes(std::int64_t cy) const {
+    return chunk_row_bytes() * static_cast<std::uint64_t>(tiled ? chunk_h : rows_in(cy));
+  }
+  std::uint32_t index(std::int64_t cy, std::int64_t cx, std::int64_t plane) const {
+    return static_cast<std::uint32_t>((plane * down + cy) * across + cx);
+  }
+  const char* chunk_name() const { return tiled ? "tile" : "strip"; }
+};
+
+SampleType sample_type_of(const std::string& path, int bits, int format) {
+  const auto unsupported = [&](const std::string& what) {
+    return Error(ErrorKind::input, "TIFF '" + path + "' has " + what +
+                                       ", which ooc does not read: it reads 8/16/32/64-bit samples "
+                                       "(u8 u16 i16 u32 i32 f32 f64); convert it first, e.g. "
+                                       "with vips cast or tiffcp");
+  };
+  if (format == SAMPLEFORMAT_UINT) {
+    if (bits == 8) return SampleType::u8;
+    if (bits == 16) return SampleType::u16;
+    if (bits == 32) return SampleType::u32;
+  } else if (format == SAMPLEFORMAT_INT) {
+    if (bits == 16) return SampleType::i16;
+    if (bits == 32) return SampleType::i32;
+  } else if (format == SAMPLEFORMAT_IEEEFP) {
+    if (bits == 32) return SampleType::f32;
+    if (bits == 64) return SampleType::f64;
+  } else {
+    throw unsupported("sample format " + std::to_string(format) + " (complex or undefined)");
+  }
+  if (bits == 1) throw unsupported("1-bit (bilevel) samples");
+  const char* kind = format == SAMPLEFORMAT_UINT  ? "unsigned"
+                     : format == SAMPLEFORMAT_INT ? "signed"
+                                                  : "floating-point";
+  throw unsupported(std::to_string(bits) + "-bit " + kind + " samples");
+}
+
+TiffInfo read_info(TIFF* tif, const std::string& path) {
+  TiffInfo t;
+  std::uint32_t w = 0, h = 0;
+  if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &w) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &h) ||
+      w == 0 || h == 0)
+    throw Error(ErrorKind::input, "TIFF '" + path + "' has no image size (ImageWidth/Length)");
+  std::uint16_t spp = 1, bits = 1, format = SAMPLEFORMAT_UINT, planar = PLANARCONFIG_CONTIG;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &t.compression);
+  std::uint16_t photometric = PHOTOMETRIC_MINISBLACK;
+  TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric);
+
+  const SampleType type = sample_type_of(path, bits, format);
+  if (spp < 1 || spp > 4)
+    throw Error(ErrorKind::input, "TIFF '" + path + "' has " + std::to_string(spp) +
+                                      " samples per pixel; ooc reads 1 to 4");
+  if (photometric != PHOTOMETRIC_MINISBLACK && photometric != PHOTOMETRIC_MINISWHITE &&
+      photometric != PHOTOMETRIC_RGB && photometric != PHOTOMETRIC_SEPARATED)
+    throw Error(ErrorKind::input,
+                "TIFF '" + path + "' is a " + photometric_name(photometric) +
+                    " image (photometric " + std::to_string(photometric) +
+                    "), which ooc does not filter: it reads grey, RGB and CMYK sample values; "
+                    "expand it first, e.g. with vips colourspace or tiffcp");
+  if (!TIFFIsCODECConfigured(t.compression))
+    throw Error(ErrorKind::input, "TIFF '" + path + "' uses compression " +
+                                      std::to_string(t.compression) +
+                                      ", which this libtiff cannot decode: recompress it with "
+                                      "LZW, Deflate or ZSTD (tiffcp -c lzw)");
+  t.spec = ImageSpec{w, h, spp, type};
+  validate(t.spec);
+  t.separate = planar == PLANARCONFIG_SEPARATE && spp > 1;
+  t.planes = t.separate ? spp : 1;
+  t.tiled = TIFFIsTiled(tif) != 0;
+  if (t.tiled) {
+    std::uint32_t tw = 0, th = 0;
+    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+    TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+    if (tw == 0 || th == 0)
+      throw Error(ErrorKind::input, "TIFF '" + path + "' is tiled with a zero tile size");
+    t.chunk_w = tw;
+    t.chunk_h = th;
+  } else {
+    std::uint32_t rps = 0;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+    t.chunk_w = w;
+    t.chunk_h = std::clamp<std::int64_t>(rps, 1, h);
+  }
+  t.across = (t.spec.width + t.chunk_w - 1) / t.chunk_w;
+  t.down = (t.spec.height + t.chunk_h - 1) / t.chunk_h;
+  t.swapped = TIFFIsByteSwapped(tif) != 0;
+  t.bigtiff = TIFFIsBigTIFF(tif) != 0;
+
+  Metadata& m = t.metadata;
+  if (TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric)) m.photometric = photometric;
+  std::uint16_t extra_count = 0;
+  std::uint16_t* extra = nullptr;
+  if (TIFFGetField(tif, TIFFTAG_EXTRASAMPLES, &extra_count, &extra) && extra)
+    m.extra_samples.assign(extra, extra + extra_count);
+  float xres = 0, yres = 0;
+  if (TIFFGetField(tif, TIFFTAG_XRESOLUTION, &xres)) m.x_resolution = xres;
+  if (TIFFGetField(tif, TIFFTAG_YRESOLUTION, &yres)) m.y_resolution = yres;
+  std::uint16_t unit = 0;
+  if (TIFFGetField(tif, TIFFTAG_RESOLUTIONUNIT, &unit)) m.resolution_unit = unit;
+  const char* description = nullptr;
+  if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) && description)
+    m.description = description;
+  return t;
+}
+
+// Every strip or tile must lie inside the file and be non-empty; uncompressed ones must hold
+// their rows. Checked once, up front, so that a damaged file fails before any output is written.
+void check_chunks(TIFF* tif, const TiffInfo& t, const std::string& path, std::uintmax_t size) {
+  const std::uint64_t count = t.tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
+  const std::uint64_t need = static_cast<std::uint64_t>(t.across * t.down * t.planes);
+  if (count < need)
+    throw Error(ErrorKind::input, "TIFF '" + path + "' lists " + std::to_string(count) + " " +
+                                      t.chunk_name() + "s; its size needs " + std::to_string(need));
+  for (std::int64_t p = 0; p < t.planes; ++p)
+    for (std::int64_t cy = 0; cy < t.down; ++cy)
+      for (std::int64_t cx = 0; cx < t.across; ++cx) {
+        const std::uint32_t i = t.index(cy, cx, p);
+        int err = 0;
+        const std::uint64_t offset = TIFFGetStrileOffsetWithErr(tif, i, &err);
+        const std::uint64_t bytes = err ? 0 : TIFFGetStrileByteCountWithErr(tif, i, &err);
+        const std::string which = std::string(t.chunk_name()) + " " + std::to_string(i);
+        if (err)
+          throw Error(ErrorKind::input, "TIFF '" + path + "': the offset or size of " + which +
+                                            " cannot be read: " + take_tiff_error());
+        if (bytes == 0)
+          throw Error(ErrorKind::input, "TIFF '" + path + "': " + which +
+                                            " is empty (0 bytes): the file is damaged or "
+                                            "was not finished");
+        if (offset > size || bytes > size - offset)
+          throw Error(ErrorKind::input,
+                      "TIFF '" + path + "': " + which + " lies past the end of the file (bytes " +
+                          std::to_string(offset) + " + " + std::to_string(bytes) + ", file size " +
+                          std::to_string(size) + "): the file is truncated");
+        if (t.compression == COMPRESSION_NONE && bytes < t.chunk_bytes(cy))
+          throw Error(ErrorKind::input, "TIFF '" + path + "': " + which + " holds " +
+                                            std::to_string(bytes) + " bytes, its pixels need " +
+                                            std::to_string(t.chunk_bytes(cy)) +
+                                            ": the file is damaged");
+      }
+}
+
+// The start of the image data, when it is raw: uncompressed chunky strips, one after another.
+std::optional<std::uint64_t> raw_data_offset(TIFF* tif, const TiffInfo& t) {
+  if (t.compression != COMPRESSION_NONE || t.tiled || t.separate) return std::nullopt;
+  const std::uint64_t first = TIFFGetStrileOffset(tif, 0);
+  std::uint64_t expect = first;
+  for (std::int64_t cy = 0; cy < t.down; ++cy) {
+    if (TIFFGetStrileOffset(tif, static_cast<std::uint32_t>(cy)) != expect) return std::nullopt;
+    expect += t.chunk_bytes(cy);
+  }
+  return first;
+}
+
+std::string describe_layout(const TiffInfo& t, int page) {
+  std::string s = t.bigtiff ? "BigTIFF" : "classic TIFF";
+  s += t.swapped ? ", big endian" : ", little endian";
+  if (t.tiled)
+    s += ", tiles " + std::to_string(t.chunk_w) + " x " + std::to_string(t.chunk_h) + " (" +
+         std::to_string(t.across * t.down * t.planes) + ")";
+  else
+    s += ", strips of " + std::to_string(t.chunk_h) + " rows (" +
+         std::to_string(t.down * t.planes) + ")";
+  s += std::string(", ") + compression_name(t.compression);
+  if (t.separate) s += ", separate planes";
+  s += ", page " + std::to_string(page) + " of " + std::to_string(t.pages);
+  return s;
+}
+
+// libtiff handles, one per worker at a time: a handle is not thread-safe, and opening one costs a
+// directory read, so they are kept for reuse.
+class HandlePool {
+ public:
+  HandlePool(std::string path, int page) : path_(std::move(path)), page_(page) {}
+  ~HandlePool() {
+    for (TIFF* t : free_) TIFFClose(t);
+  }
+  HandlePool(const HandlePool&) = delete;
+  HandlePool& operator=(const HandlePool&) = delete;
+
+  class Lease {
+   public:
+    explicit Lease(HandlePool& pool) : pool_(pool), tif_(pool.acquire()) {}
+    ~Lease() { pool_.release(tif_); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    TIFF* get() const { return tif_; }
+
+   private:
+    HandlePool& pool_;
+    TIFF* tif_;
+  };
+
+  // The first handle, opened by the caller to read the directory.
+  void adopt(TIFF* tif) { release(tif); }
+
+ private:
+  TIFF* acquire() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        TIFF* t = free_.back();
+        free_.pop_back();
+        return t;
+      }
+    }
+    TIFF* t = open_tiff(path_, page_);
+    return t;
+  }
+  void release(TIFF* t) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(t);
+  }
+
+  std::string path_;
+  int page_;
+  std::mutex mutex_;
+  std::vector<TIFF*> free_;
+};
+
+// Copies `n` samples of `width` bytes, `step` samples apart in dst (one plane into chunky pixels).
+void scatter_samples(const std::byte* src, std::byte* dst, std::int64_t n, std::size_t width,
+                     std::int64_t step) {
+  auto copy = [&]<class T>(T) {
+    const auto* s = reinterpret_cast<const T*>(src);
+    for (std::int64_t i = 0; i < n; ++i) std::memcpy(dst + i * step * sizeof(T), s + i, sizeof(T));
+  };
+  switch (width) {
+    case 1:
+      return copy(std::uint8_t{});
+    case 2:
+      return copy(std::uint16_t{});
+    case 4:
+      return copy(std::uint32_t{});
+    default:
+      return copy(std::uint64_t{});
+  }
+}
+
+class TiffChunkSource final : public Source {
+ public:
+  TiffChunkSource(std::string path, TiffInfo info, int page, TIFF* first)
+      : path_(std::move(path)), t_(std::move(info)), page_(page), pool_(path_, page) {
+    pool_.adopt(first);
+    layout_ = describe_layout(t_, page_);
+  }
+
+  const ImageSpec& spec() const noexcept override { return t_.spec; }
+  std::string describe() const override { return "tiff '" + path_ + "' " + t_.spec.describe(); }
+  std::string layout() const override { return layout_; }
+  const Metadata& metadata() const noexcept override { return t_.metadata; }
+
+  const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
+    std::byte* out = arena.take(static_cast<std::size_t>(n) * t_.spec.row_bytes());
+    read_rows(y0, n, out);
+    return out;
+  }
+
+  // Chunk rows wholly inside [y0, y0 + n) are decoded straight into dst; the one or two at the
+  // ends, which the neighbouring band needs too, go through the cache.
+  void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
+    const std::size_t row = t_.spec.row_bytes();
+    const std::int64_t cy0 = y0 / t_.chunk_h, cy1 = (y0 + n - 1) / t_.chunk_h;
+    std::vector<std::int64_t> whole;
+    for (std::int64_t cy = cy0; cy <= cy1; ++cy) {
+      const std::int64_t top = cy * t_.chunk_h, bottom = top + t_.rows_in(cy);
+      const std::int64_t a = std::max(top, y0), b = std::min(bottom, y0 + n);
+      if (a == top && b == bottom) {
+        whole.push_back(cy);
+        continue;
+      }
+      const auto cached = chunk_row(cy);
+      std::memcpy(dst + (a - y0) * row, cached->data() + (a - top) * row,
+                  static_cast<std::size_t>(b - a) * row);
+    }
+    if (whole.empty()) return;
+    const std::int64_t per_row = t_.across * t_.planes;
+    tbb::parallel_for(std::int64_t{0}, static_cast<std::int64_t>(whole.size()) * per_row,
+                      [&](std::int64_t k) {
+                        const std::int64_t cy = whole[k / per_row];
+                        decode_into(cy, k % per_row, dst + (cy * t_.chunk_h - y0) * row);
+                      });
+  }
+
+ private:
+  // Decodes chunk k (cx + across * plane) of chunk row cy into `rows`, the image rows of that
+  // chunk row (row_bytes apart).
+  void decode_into(std::int64_t cy, std::int64_t k, std::byte* rows) {
+    const std::int64_t cx = k % t_.across, plane = k / t_.across;
+    const std::uint32_t index = t_.index(cy, cx, plane);
+    const std::size_t row = t_.spec.row_bytes(), bytes = t_.chunk_bytes(cy);
+    const std::size_t sb = sample_bytes(t_.spec.type);
+    // An image-wide chunky strip is exactly the image rows: no staging copy.
+    const bool direct = !t_.tiled && !t_.separate;
+    thread_local std::vector<std::byte> staging;
+    std::byte* buf = rows;
+    if (!direct) {
+      if (staging.size() < bytes) staging.resize(bytes);
+      buf = staging.data();
+    }
+    HandlePool::Lease lease(pool_);
+    const tmsize_t got =
+        t_.tiled ? TIFFReadEncodedTile(lease.get(), index, buf, static_cast<tmsize_t>(bytes))
+                 : TIFFReadEncodedStrip(lease.get(), index, buf, static_cast<tmsize_t>(bytes));
+    if (got < 0)
+      throw Error(ErrorKind::input, "TIFF '" + path_ + "': cannot decode " + t_.chunk_name() + " " +
+                                        std::to_string(index) + ": " + take_tiff_error());
+    if (static_cast<std::size_t>(got) < bytes)
+      throw Error(ErrorKind::input, "TIFF '" + path_ + "': " + t_.chunk_name() + " " +
+                                        std::to_string(index) + " decodes to " +
+                                        std::to_string(got) + " bytes, its pixels need " +
+                                        std::to_string(bytes) + ": the file is damaged");
+    if (direct) return;
+    const std::int64_t x0 = cx * t_.chunk_w, x1 = std::min(t_.spec.width, x0 + t_.chunk_w);
+    const std::int64_t nrows = t_.rows_in(cy);
+    const std::size_t pixel = t_.spec.pixel_bytes();
+    for (std::int64_t r = 0; r < nrows; ++r) {
+      const std::byte* src = buf + r * t_.chunk_row_bytes();
+      std::byte* out = rows + r * row + x0 * pixel;
+      if (!t_.separate)
+        std::memcpy(out, src, static_cast<std::size_t>(x1 - x0) * pixel);
+      else
+        scatter_samples(src, out + plane * sb, x1 - x0, sb, t_.spec.channels);
+    }
+  }
+
+  void decode_row(std::int64_t cy, std::byte* rows) {
+    tbb::parallel_for(std::int64_t{0}, t_.across * t_.planes,
+                      [&](std::int64_t k) { decode_into(cy, k, rows); });
+  }
+
+  // A decoded chunk row from the cache, decoding it on a miss. Concurrent callers asking for the
+  // same row wait for one decode.
+  std::shared_ptr<const std::vector<std::byte>> chunk_row(std::int64_t cy) {
+    std::unique_lock lock(cache_mutex_);
+    for (;;) {
+      auto it =
+          std::find_if(cache_.begin(), cache_.end(), [&](const Cached& c) { return c.cy == cy; });
+      if (it == cache_.end()) break;
+      if (it->ready) {
+        cache_.splice(cache_.begin(), cache_, it);
+        return it->data;
+      }
+      cache_ready_.wait(lock);
+    }
+    auto data = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(t_.rows_in(cy)) *
+                                                         t_.spec.row_bytes());
+    cache_.push_front({cy, data, false});
+    while (cache_.size() > kCacheRows && cache_.back().ready) cache_.pop_back();
+    lock.unlock();
+    try {
+      decode_row(cy, data->data());
+    } catch (...) {
+      lock.lock();
+      cache_.remove_if([&](const Cached& c) { return c.cy == cy; });
+      cache_ready_.notify_all();
+      throw;
+    }
+    lock.lock();
+    for (auto& c : cache_)
+      if (c.cy == cy) c.ready = true;
+    cache_ready_.notify_all();
+    return data;
+  }
+
+  struct Cached {
+    std::int64_t cy;
+    std::shared_ptr<std::vector<std::byte>> data;
+    bool ready;
+  };
+  // Bands in flight share at most two boundary chunk rows each; a few more absorb reordering.
+  static constexpr std::size_t kCacheRows = 6;
+
+  std::string path_;
+  TiffInfo t_;
+  int page_;
+  std::string layout_;
+  HandlePool pool_;
+  std::mutex cache_mutex_;
+  std::condition_variable cache_ready_;
+  std::list<Cached> cache_;  // most recently used first
+};
+
+}  // namespace
+
+std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const RawHints& hints,
+                                         std::uintmax_t file_size) {
+  struct CloseFd {
+    int fd;
+    ~CloseFd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } guard{fd};
+  if (hints.page < 0)
+    throw Error(ErrorKind::usage, "--page counts from 0, got " + std::to_string(hints.page));
+  TIFF* tif = open_tiff(path, -1);
+  TiffInfo t;
+  try {
+    const int pages = TIFFNumberOfDirectories(tif);
+    if (hints.page >= pages)
+      throw Error(ErrorKind::usage, "TIFF '" + path + "' has " + std::to_string(pages) +
+                                        " page(s); --page " + std::to_string(hints.page) +
+                                        " does not exist (pages count from 0)");
+    if (!TIFFSetDirectory(tif, static_cast<tdir_t>(hints.page)))
+      throw Error(ErrorKind::input, "TIFF '" + path + "': cannot read page " +
+                                        std::to_string(hints.page) + ": " + take_tiff_error());
+    t = read_info(tif, path);
+    t.pages = pages;
+    auto conflict = [&](const std::string& option, const std::string& given,
+                        const std::string& header) {
+      return Error(ErrorKind::usage, option + " " + given + " contradicts the TIFF tags of '" +
+                                         path + "', which say " + header + ": drop " + option);
+    };
+    if (hints.width > 0 && hints.width != t.spec.width)
+      throw conflict("--width", std::to_string(hints.width), std::to_string(t.spec.width));
+    if (hints.height > 0 && hints.height != t.spec.height)
+      throw conflict("--height", std::to_string(hints.height), std::to_string(t.spec.height));
+    if (hints.type_given && hints.type != t.spec.type)
+      throw conflict("--type", std::string(name(hints.type)), std::string(name(t.spec.type)));
+    if (hints.channels_given && hints.channels != t.spec.channels)
+      throw conflict("--channels", std::to_string(hints.channels), std::to_string(t.spec.channels));
+    check_chunks(tif, t, path, file_size);
+    if (const auto offset = raw_data_offset(tif, t)) {
+      FileLayout l;
+      l.spec = t.spec;
+      l.offset = *offset;
+      l.swap = t.swapped && sample_bytes(t.spec.type) > 1;
+      l.format = "tiff";
+      l.layout = describe_layout(t, hints.page) + ", read mapped";
+      l.metadata = t.metadata;
+      TIFFClose(tif);
+      guard.fd = -1;
+      return make_mapped_source(path, fd, std::move(l));
+    }
+    const std::uint64_t chunk_row = t.chunk_row_bytes() * t.across * t.chunk_h;
+    if (chunk_row > kMaxChunkRowBytes)
+      throw Error(ErrorKind::input,
+                  "TIFF '" + path + "' stores " + std::to_string(t.chunk_h) + " rows per " +
+                      t.chunk_name() + " (" + std::to_string(chunk_row >> 20) +
+                      " MiB per row of them), too many to decode in bounded memory: rewrite it "
+                      "tiled or in smaller strips, e.g. vips tiffsave IN OUT.tif --tile");
+  } catch (...) {
+    TIFFClose(tif);
+    throw;
+  }
+  return std::make_unique<TiffChunkSource>(path, std::move(t), hints.page, tif);
+}
+
+}  // namespace ooc
