@@ -407,6 +407,10 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
     throw;
   }
   if (format == "tiff") return open_tiff_source(path, fd, hints, size);
+  if (hints.page != 0) {
+    ::close(fd);
+    throw Error(ErrorKind::usage, "--page applies to TIFF input; '" + path + "' is " + format);
+  }
   return make_mapped_source(path, fd, std::move(layout));
 }
 

@@ -84,7 +84,7 @@ expect([bad, os.path.join(tmp, "o.npy"), "--radius", 1], 3, "truncated", "trunca
 np.save(bad, rng.random((6, 5)))
 expect([bad, os.path.join(tmp, "o.npy"), "--radius", 1, "--width", 6], 2, "contradicts", "--width conflict")
 expect([bad, os.path.join(tmp, "o.npy"), "--radius", 1, "--type", "f32"], 2, "contradicts", "--type conflict")
-expect([bad, os.path.join(tmp, "o.npy"), "--radius", 1, "--in-format", "bogus"], 2, "--format", "bad --in-format")
+expect([bad, os.path.join(tmp, "o.npy"), "--radius", 1, "--in-format", "bogus"], 2, "--in-format", "bad --in-format")
 with open(bad, "wb") as f:
     f.write(b"\x93NUMPY\x01\x00\xff\x00{'descr'")
 expect([bad, os.path.join(tmp, "o.npy"), "--radius", 1], 3, "truncated", "truncated header")

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -rf stage && mkdir -p stage/bin
-for f in oocconv oocgen ooccheck tests/unit/test_unit tests/gpu/test_gpu tests/cli/test_cli tools/bench/ooc_gpu_stages; do
+for f in oocconv oocgen ooccheck oocinfo tests/unit/test_unit tests/gpu/test_gpu tests/cli/test_cli \
+         tests/cli/test_ooccheck tools/bench/ooc_gpu_stages; do
   [ -f "build/sm90/$f" ] && cp "build/sm90/$f" stage/bin/
 done
 ../shared/tools/bundle-libs.sh stage/lib stage/bin/*

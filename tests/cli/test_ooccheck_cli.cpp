@@ -1,0 +1,429 @@
+// End-to-end tests of ooccheck: its float64 reference accepts what oocconv writes over a sweep of
+// types, channels, borders and radii, rejects an output with a few corrupted samples and says how
+// many, finds corruption in the bands that --sample picks, refuses an output of another geometry,
+// and --compare still judges two images.
+//
+// The binaries are found through OOC_BIN_DIR (set by CTest), else next to this test executable or
+// in one of its parent directories. Each runs through fork/execv with stdout and stderr sent to
+// files.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The directory of the tools: $OOC_BIN_DIR, else the test's own directory or an ancestor.
+fs::path find_bin_dir() {
+  if (const char* dir = std::getenv("OOC_BIN_DIR"); dir != nullptr && *dir != '\0') return dir;
+  std::error_code ec;
+  fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  for (int up = 0; up < 4 && !ec && !dir.empty(); ++up, dir = dir.parent_path()) {
+    if (fs::exists(dir / "ooccheck")) return dir;
+    if (dir == dir.parent_path()) break;
+  }
+  return {};
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct RunResult {
+  int exit_code = -1;  // -1: killed by a signal, or never ran
+  std::string out, err;
+};
+
+std::ostream& operator<<(std::ostream& os, const RunResult& r) {
+  return os << "exit " << r.exit_code << "\n--- stdout:\n" << r.out << "--- stderr:\n" << r.err;
+}
+
+// XORs `mask` into the byte at `offset` of a file, in place (pread/pwrite: the rest stays).
+void flip_byte(const fs::path& path, std::int64_t offset, unsigned char mask) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);
+  unsigned char b = 0;
+  ASSERT_EQ(::pread(fd, &b, 1, offset), 1) << std::strerror(errno);
+  b ^= mask;
+  ASSERT_EQ(::pwrite(fd, &b, 1, offset), 1) << std::strerror(errno);
+  ::close(fd);
+}
+
+// The input options of a raw image.
+std::vector<std::string> raw_input(std::int64_t width, const std::string& type, int channels = 1) {
+  return {"--width", std::to_string(width), "--type", type, "--channels", std::to_string(channels)};
+}
+
+// The number in "N over tolerance" of ooccheck's report, or -1.
+long long over_count(const std::string& report) {
+  std::smatch m;
+  static const std::regex re("(\\d+) over tolerance");
+  return std::regex_search(report, m, re) ? std::stoll(m[1]) : -1;
+}
+
+class OoccheckCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bin_ = find_bin_dir();
+    ASSERT_FALSE(bin_.empty() || !fs::exists(bin_ / "ooccheck"))
+        << "ooccheck not found: set OOC_BIN_DIR to the directory that holds it";
+    char tmpl[] = "/tmp/ooc_check_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr) << std::strerror(errno);
+    dir_ = tmpl;
+  }
+
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  RunResult run(const std::string& tool, const std::vector<std::string>& args) {
+    std::vector<std::string> argv_s{(bin_ / tool).string()};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
+    const int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    RunResult r;
+    if (out_fd < 0 || err_fd < 0) {
+      ADD_FAILURE() << "cannot open capture files in " << dir_;
+      return r;
+    }
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(out_fd, STDOUT_FILENO);
+      ::dup2(err_fd, STDERR_FILENO);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(out_fd);
+    ::close(err_fd);
+    int status = 0;
+    if (pid < 0 || ::waitpid(pid, &status, 0) != pid) {
+      ADD_FAILURE() << "cannot run " << argv_s[0] << ": " << std::strerror(errno);
+      return r;
+    }
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(out);
+    r.err = read_file(err);
+    return r;
+  }
+
+  // A random raw image from oocgen (noise; deterministic for the seed).
+  fs::path make_image(const std::string& name, std::int64_t width, std::int64_t height,
+                      const std::string& type, int channels = 1, int seed = 1) {
+    const fs::path p = dir_ / name;
+    const RunResult r =
+        run("oocgen", {p.string(), "--width", std::to_string(width), "--height",
+                       std::to_string(height), "--type", type, "--channels",
+                       std::to_string(channels), "--seed", std::to_string(seed), "-q"});
+    EXPECT_EQ(r.exit_code, 0) << r;
+    return p;
+  }
+
+  // oocconv IN OUT <input> <filter> on the CPU, with a band height that divides nothing.
+  void conv(const fs::path& in, const fs::path& out, const std::vector<std::string>& input,
+            const std::vector<std::string>& filter) {
+    std::vector<std::string> args{in.string(), out.string()};
+    args.insert(args.end(), input.begin(), input.end());
+    args.insert(args.end(), filter.begin(), filter.end());
+    for (const char* a : {"--device", "cpu", "--band-rows", "7", "-q"}) args.emplace_back(a);
+    const RunResult r = run("oocconv", args);
+    ASSERT_EQ(r.exit_code, 0) << r;
+  }
+
+  // ooccheck OUT IN <input> <filter> <extra>.
+  RunResult check(const fs::path& out, const fs::path& in, const std::vector<std::string>& input,
+                  const std::vector<std::string>& filter,
+                  const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{out.string(), in.string()};
+    for (const auto* v : {&input, &filter, &extra}) args.insert(args.end(), v->begin(), v->end());
+    return run("ooccheck", args);
+  }
+
+  // oocconv, then ooccheck with the same options: must pass.
+  void expect_reference_agrees(const fs::path& in, const std::vector<std::string>& input,
+                               const std::vector<std::string>& filter) {
+    const fs::path out = dir_ / "out.raw";
+    conv(in, out, input, filter);
+    const RunResult r = check(out, in, input, filter);
+    std::string what;
+    for (const auto* v : {&input, &filter})
+      for (const auto& a : *v) what += a + " ";
+    EXPECT_EQ(r.exit_code, 0) << what << "\n" << r;
+    EXPECT_NE(r.out.find("OK: within tolerance"), std::string::npos) << what << "\n" << r;
+    EXPECT_EQ(over_count(r.out), 0) << r;
+  }
+
+  fs::path bin_, dir_;
+};
+
+// Test names read "cli.ooccheck.*", so that `ctest -R ooccheck` runs them.
+using ooccheck = OoccheckCli;
+
+TEST_F(ooccheck, PassesOocconvOutputAcrossTypesChannelsBordersAndRadii) {
+  // 53 x 71: odd, and not a multiple of ooccheck's 64-row bands nor of oocconv's 7.
+  for (const std::string type : {"u8", "u16", "f32", "f64"}) {
+    for (const int channels : {1, 3}) {
+      const fs::path in = make_image("in_" + type + ".raw", 53, 71, type, channels);
+      const auto input = raw_input(53, type, channels);
+      for (const std::vector<std::string>& border :
+           {std::vector<std::string>{"--border", "reflect"},
+            {"--border", "constant", "--border-value", "17.5"},
+            {"--border", "wrap"}}) {
+        for (const std::string radius : {"0", "1", "5", "40"}) {
+          std::vector<std::string> filter{"--radius", radius};
+          filter.insert(filter.end(), border.begin(), border.end());
+          expect_reference_agrees(in, input, filter);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(ooccheck, PassesOtherTypesPrecisionsAndOutputTypes) {
+  for (const std::string type : {"i16", "u32", "i32"}) {
+    const fs::path in = make_image("in.raw", 40, 66, type, 2);
+    expect_reference_agrees(in, raw_input(40, type, 2), {"--sigma", "1.5", "--border", "mirror"});
+  }
+  const fs::path in = make_image("in16.raw", 40, 66, "u16", 4);
+  const auto input = raw_input(40, "u16", 4);
+  expect_reference_agrees(in, input, {"--radius", "3", "--out-type", "f32"});
+  expect_reference_agrees(in, input, {"--radius", "3", "--out-type", "u8", "--border", "nearest"});
+  expect_reference_agrees(in, input, {"--radius", "3", "--precision", "f64"});
+  expect_reference_agrees(in, input, {"--filter", "box", "--radius", "4", "--out-type", "f64"});
+}
+
+TEST_F(ooccheck, PassesAsymmetricRowAndColumnTaps) {
+  // Taps of both signs and of different lengths along x and y, and the same through a file.
+  std::ofstream(dir_ / "taps.txt") << "# x, then y\n1,-2,0.5\n0.25 0.5 3 -1 0.1\n";
+  for (const std::string type : {"u16", "f32"}) {
+    const fs::path in = make_image("in.raw", 61, 70, type, 1);
+    const auto input = raw_input(61, type);
+    expect_reference_agrees(in, input,
+                            {"--row-taps", "1,-2,0.5", "--col-taps", "0.25,0.5,3,-1,0.1"});
+    expect_reference_agrees(in, input, {"--row-taps", "0.2,0.3,0.5", "--border", "wrap"});
+    expect_reference_agrees(in, input, {"--col-taps", "1,2,3,4,5,6,7,8,9", "--out-type", "f64"});
+    expect_reference_agrees(in, input,
+                            {"--taps-file", (dir_ / "taps.txt").string(), "--border", "constant",
+                             "--border-value", "-3"});
+  }
+}
+
+TEST_F(ooccheck, MatchesAConvolutionComputedByHand) {
+  // x = 1 2 3 4 under taps 1,2,3 (convolution: out(p) = x(p+1) + 2 x(p) + 3 x(p-1)), once along
+  // x and once along y: reflect gives 7 10 16 21; constant 5 gives 19 10 16 22.
+  auto write_f64 = [&](const std::string& name, std::vector<double> v) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 8));
+    return p;
+  };
+  const fs::path in = write_f64("in.raw", {1, 2, 3, 4});
+  const fs::path reflect = write_f64("reflect.raw", {7, 10, 16, 21});
+  const fs::path constant = write_f64("constant.raw", {19, 10, 16, 22});
+  const fs::path wrong = write_f64("wrong.raw", {7, 10, 16, 22});
+  for (const auto& [width, taps] : {std::pair{"4", "--row-taps"}, std::pair{"1", "--col-taps"}}) {
+    const auto input = raw_input(std::stoi(width), "f64");
+    EXPECT_EQ(check(reflect, in, input, {taps, "1,2,3"}, {"--tolerance", "0"}).exit_code, 0);
+    EXPECT_EQ(
+        check(constant, in, input, {taps, "1,2,3", "--border", "constant", "--border-value", "5"},
+              {"--tolerance", "0"})
+            .exit_code,
+        0);
+    const RunResult r = check(wrong, in, input, {taps, "1,2,3"}, {"--tolerance", "0"});
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_EQ(over_count(r.out), 1) << r;
+  }
+}
+
+TEST_F(ooccheck, RoundsTiesToEvenAsOocconvDoes) {
+  // The mean of two u8 neighbours is exact in f32, and half the time a tie: with a tolerance of
+  // 0 only the same rounding rule passes.
+  const fs::path in = make_image("in.raw", 77, 20, "u8");
+  const fs::path out = dir_ / "out.raw";
+  const auto input = raw_input(77, "u8");
+  const std::vector<std::string> filter{"--row-taps", "0.5,0.5,0"};
+  conv(in, out, input, filter);
+  const RunResult r = check(out, in, input, filter, {"--tolerance", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("max abs error 0,"), std::string::npos) << r;
+}
+
+TEST_F(ooccheck, PassesAnImageSmallerThanTheRadius) {
+  // 5 x 3 pixels under a radius of 9: coordinates fold over the image several times.
+  const fs::path in = make_image("tiny.raw", 5, 3, "f32", 2);
+  for (const std::string border : {"reflect", "mirror", "nearest", "wrap", "constant"})
+    expect_reference_agrees(in, raw_input(5, "f32", 2),
+                            {"--radius", "9", "--border", border, "--border-value", "0.25"});
+  const fs::path row = make_image("row.raw", 7, 1, "u8");
+  expect_reference_agrees(row, raw_input(7, "u8"), {"--radius", "4"});
+}
+
+TEST_F(ooccheck, TypeOfANpyOutputComesFromItsHeader) {
+  const fs::path in = make_image("in.raw", 45, 30, "u16");
+  const fs::path out = dir_ / "out.npy";
+  conv(in, out, raw_input(45, "u16"), {"--radius", "2", "--out-type", "f32"});
+  RunResult r = check(out, in, raw_input(45, "u16"), {"--radius", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("output f32"), std::string::npos) << r;
+  // An --out-type that contradicts the header is named with it.
+  r = check(out, in, raw_input(45, "u16"), {"--radius", "2", "--out-type", "u8"});
+  EXPECT_EQ(r.exit_code, 2) << r;
+  EXPECT_NE(r.err.find("u8"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("f32"), std::string::npos) << r;
+}
+
+TEST_F(ooccheck, PassesASyntheticInputOnlyWithTheSeedThatMadeIt) {
+  const std::vector<std::string> synth{"--width", "100", "--height", "130", "--type", "f32"};
+  const fs::path out = dir_ / "out.raw";
+  std::vector<std::string> in3 = synth;
+  in3.insert(in3.end(), {"--seed", "3"});
+  conv("synth:noise", out, in3, {"--radius", "2"});
+  RunResult r = check(out, "synth:noise", in3, {"--radius", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  std::vector<std::string> in4 = synth;
+  in4.insert(in4.end(), {"--seed", "4"});
+  r = check(out, "synth:noise", in4, {"--radius", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_GT(over_count(r.out), 1000) << r;
+}
+
+TEST_F(ooccheck, FailsACorruptedOutputAndCountsTheBadSamples) {
+  const fs::path in = make_image("in.raw", 97, 150, "u16");
+  const fs::path out = dir_ / "out.raw";
+  const auto input = raw_input(97, "u16");
+  conv(in, out, input, {"--radius", "3"});
+  ASSERT_EQ(check(out, in, input, {"--radius", "3"}).exit_code, 0);
+  // The top bit of 5 samples in the middle: each is then off by exactly 32768.
+  const std::int64_t first = (75 * 97 + 40) * 2;
+  for (int k = 0; k < 5; ++k) flip_byte(out, first + 2 * k * 13 + 1, 0x80);
+  const RunResult r = check(out, in, input, {"--radius", "3"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 5) << r;
+  EXPECT_NE(r.out.find("max abs error 32768 at row 75 sample 40"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("FAIL: 5 samples over tolerance 1"), std::string::npos) << r;
+}
+
+TEST_F(ooccheck, DefaultFloatToleranceCatchesASmallRelativeError) {
+  const fs::path in = make_image("in.raw", 64, 64, "f32");
+  const fs::path out = dir_ / "out.raw";
+  const std::vector<std::string> input{"--width", "64"};
+  conv(in, out, input, {"--sigma", "1"});
+  // One sample scaled by 1.001: far above f32 rounding, far below anything a byte flip does.
+  std::string bytes = read_file(out);
+  const std::size_t at = (33 * 64 + 20) * sizeof(float);
+  float v;
+  std::memcpy(&v, bytes.data() + at, sizeof v);
+  v *= 1.001f;
+  std::memcpy(bytes.data() + at, &v, sizeof v);
+  std::ofstream(out, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size());
+  const RunResult r = check(out, in, input, {"--sigma", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 1) << r;
+  EXPECT_NE(r.out.find("at row 33 sample 20"), std::string::npos) << r;
+  // An explicit tolerance overrides the default.
+  EXPECT_EQ(check(out, in, input, {"--sigma", "1"}, {"--tolerance", "0.01"}).exit_code, 0);
+}
+
+TEST_F(ooccheck, SampleChecksSomeBandsAndFindsCorruptionInThem) {
+  // 40 bands of 64 rows; one sample corrupted in every band, so any pick of bands sees it.
+  const fs::path in = make_image("in.raw", 256, 40 * 64, "u8");
+  const fs::path out = dir_ / "out.raw";
+  const auto input = raw_input(256, "u8");
+  conv(in, out, input, {"--radius", "2"});
+  RunResult r = check(out, in, input, {"--radius", "2"}, {"--sample", "5"});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("in 5 of 40 bands of 64 rows (--sample 5, seed 1)"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("checked " + std::to_string(5 * 64 * 256) + " samples"), std::string::npos)
+      << r;
+  for (int band = 0; band < 40; ++band) flip_byte(out, (band * 64 + 10) * 256 + 100, 0x80);
+  r = check(out, in, input, {"--radius", "2"}, {"--sample", "5", "--seed", "9"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 5) << r;
+  EXPECT_NE(r.out.find("seed 9"), std::string::npos) << r;
+  // The same seed picks the same bands; all bands find all 40.
+  EXPECT_EQ(check(out, in, input, {"--radius", "2"}, {"--sample", "5", "--seed", "9"}).out, r.out);
+  r = check(out, in, input, {"--radius", "2"});
+  EXPECT_EQ(over_count(r.out), 40) << r;
+  EXPECT_NE(r.out.find("in 40 of 40 bands"), std::string::npos) << r;
+}
+
+TEST_F(ooccheck, OutputOfAnotherGeometryIsAnInputErrorNamingBoth) {
+  const fs::path in = make_image("in.raw", 50, 41, "f32");
+  // Same width, fewer rows.
+  const fs::path short_out = make_image("short.raw", 50, 40, "f32");
+  RunResult r = check(short_out, in, {"--width", "50"}, {"--radius", "1"});
+  EXPECT_EQ(r.exit_code, 3) << r;
+  EXPECT_NE(r.err.find("50 x 40 x 1 f32"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("50 x 41 x 1 f32"), std::string::npos) << r;
+  // A raw file whose size is no whole number of the input's rows.
+  const fs::path odd_out = make_image("odd.raw", 49, 41, "f32");
+  r = check(odd_out, in, {"--width", "50"}, {"--radius", "1"});
+  EXPECT_EQ(r.exit_code, 3) << r;
+  EXPECT_NE(r.err.find("odd.raw"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("50 x 41 x 1 f32"), std::string::npos) << r;
+  // A .npy of another width.
+  const fs::path npy_out = make_image("wide.npy", 51, 41, "f32");
+  r = check(npy_out, in, {"--width", "50"}, {"--radius", "1"});
+  EXPECT_EQ(r.exit_code, 3) << r;
+  EXPECT_NE(r.err.find("51 x 41 x 1 f32"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("50 x 41 x 1 f32"), std::string::npos) << r;
+}
+
+TEST_F(ooccheck, MisusedOptionsAreUsageErrors) {
+  const fs::path in = make_image("in.raw", 20, 20, "f32");
+  RunResult r = check(in, in, {"--width", "20"}, {});
+  EXPECT_EQ(r.exit_code, 2) << r;
+  EXPECT_NE(r.err.find("no filter given"), std::string::npos) << r;
+  r = run("ooccheck", {"--compare", in.string(), in.string(), "--width", "20", "--radius", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r;
+  EXPECT_NE(r.err.find("--radius"), std::string::npos) << r;
+  r = check(in, in, {"--width", "20"}, {"--radius", "1"}, {"--margin", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r;
+  EXPECT_NE(r.err.find("--margin"), std::string::npos) << r;
+}
+
+TEST_F(ooccheck, CompareJudgesTwoImagesAndSamplesBands) {
+  const fs::path in = make_image("in.raw", 129, 200, "f32");
+  const fs::path x = dir_ / "x.raw", y = dir_ / "y.raw";
+  const std::vector<std::string> input{"--width", "129"};
+  conv(in, x, input, {"--radius", "5"});
+  const RunResult ry = run("oocconv", {in.string(), y.string(), "--width", "129", "--radius", "5",
+                                       "--threads", "1", "--device", "cpu", "-q"});
+  ASSERT_EQ(ry.exit_code, 0) << ry;
+  RunResult r =
+      run("ooccheck", {"--compare", x.string(), y.string(), "--width", "129", "--tolerance", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("max abs error 0,"), std::string::npos) << r;
+  // The sign of one sample in each of the 4 bands.
+  for (int band = 0; band < 4; ++band) flip_byte(y, ((band * 64 + 3) * 129 + 17) * 4 + 3, 0x80);
+  r = run("ooccheck", {"--compare", x.string(), y.string(), "--width", "129"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 4) << r;
+  EXPECT_NE(r.out.find(" sample 17 (A "), std::string::npos) << r;
+  r = run("ooccheck", {"--compare", x.string(), y.string(), "--width", "129", "--sample", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 2) << r;
+  EXPECT_NE(r.out.find("2 of 4 bands"), std::string::npos) << r;
+}
+
+}  // namespace
