@@ -42,6 +42,7 @@ struct Metadata {
   double x_resolution = 0, y_resolution = 0;  // 0: none given
   int resolution_unit = 0;                    // TIFF ResolutionUnit; 0: none given
   std::string description;                    // TIFF ImageDescription
+  int orientation = 0;  // TIFF Orientation (filtering runs in stored order); 0: none given
 };
 
 class Source {

@@ -87,6 +87,9 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
     if (shape[i] >= '0' && shape[i] <= '9') {
       std::size_t j = i;
       while (j < shape.size() && shape[j] >= '0' && shape[j] <= '9') ++j;
+      // Longer than 18 digits could overflow: no image is that large anyway.
+      if (j - i > 18)
+        throw Error(ErrorKind::input, "'" + path + "': .npy shape " + shape + " is too large");
       dims.push_back(std::stoll(shape.substr(i, j - i)));
       i = j;
     } else {

@@ -1,19 +1,23 @@
 // Reading TIFF and BigTIFF through libtiff, band by band. Uncompressed chunky strips that lie in
 // file order are a raw image at an offset and are read mapped, like raw files. Every other layout
 // (tiles, compression, separate planes, scattered strips) is decoded strip by strip or tile by tile
-// into the band, in parallel, each worker with its own libtiff handle (one handle is not
-// thread-safe). Strips or tiles that straddle two bands are decoded once and kept for the next.
-#include <tbb/parallel_for.h>
+// by a set of decode threads, each with its own libtiff handle (one handle is not thread-safe),
+// ahead of the reader, into a small cache of decoded rows of blocks: strips or tiles that
+// straddle two bands are decoded once.
 #include <tiffio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "formats.hpp"
@@ -170,6 +174,8 @@ TiffInfo read_info(TIFF* tif, const std::string& path) {
   if (TIFFGetField(tif, TIFFTAG_YRESOLUTION, &yres)) m.y_resolution = yres;
   std::uint16_t unit = 0;
   if (TIFFGetField(tif, TIFFTAG_RESOLUTIONUNIT, &unit)) m.resolution_unit = unit;
+  std::uint16_t orientation = 0;
+  if (TIFFGetField(tif, TIFFTAG_ORIENTATION, &orientation)) m.orientation = orientation;
   const char* description = nullptr;
   if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) && description)
     m.description = description;
@@ -309,13 +315,70 @@ void scatter_samples(const std::byte* src, std::byte* dst, std::int64_t n, std::
   }
 }
 
+// Threads that decode strips and tiles ahead of the reader. Plain threads, not TBB tasks: readers
+// block until a row of blocks is decoded, and a blocked TBB worker could hold up the very task it
+// waits for; these threads always make progress.
+class DecodeThreads {
+ public:
+  explicit DecodeThreads(unsigned count) {
+    for (unsigned i = 0; i < count; ++i) threads_.emplace_back([this] { work(); });
+  }
+  ~DecodeThreads() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  DecodeThreads(const DecodeThreads&) = delete;
+  DecodeThreads& operator=(const DecodeThreads&) = delete;
+
+  void post(std::vector<std::function<void()>> jobs) {
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& j : jobs) jobs_.push_back(std::move(j));
+    }
+    wake_.notify_all();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        if (stop_) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> jobs_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
 class TiffChunkSource final : public Source {
  public:
   TiffChunkSource(std::string path, TiffInfo info, int page, TIFF* first)
       : path_(std::move(path)), t_(std::move(info)), page_(page), pool_(path_, page) {
     pool_.adopt(first);
     layout_ = describe_layout(t_, page_);
+    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    // Rows of blocks decoded ahead: two blocks per thread, within kMaxAheadBytes.
+    const std::uint64_t row_bytes = t_.spec.row_bytes() * std::uint64_t(t_.chunk_h);
+    const std::int64_t per_row = t_.across * t_.planes;
+    ahead_ = std::clamp<std::int64_t>((2 * threads + per_row - 1) / per_row, 1,
+                                      std::max<std::int64_t>(1, kMaxAheadBytes / row_bytes));
+    decoders_ = std::make_unique<DecodeThreads>(threads);
   }
+  ~TiffChunkSource() override { decoders_.reset(); }  // no decode may outlive the cache
 
   const ImageSpec& spec() const noexcept override { return t_.spec; }
   std::string describe() const override { return "tiff '" + path_ + "' " + t_.spec.describe(); }
@@ -328,35 +391,81 @@ class TiffChunkSource final : public Source {
     return out;
   }
 
-  // Chunk rows wholly inside [y0, y0 + n) are decoded straight into dst; the one or two at the
-  // ends, which the neighbouring band needs too, go through the cache.
+  // Asks for the rows of blocks [y0, y0 + n) touches and for the next ahead_ ones, then copies
+  // the rows out as their blocks are decoded.
   void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
     const std::size_t row = t_.spec.row_bytes();
     const std::int64_t cy0 = y0 / t_.chunk_h, cy1 = (y0 + n - 1) / t_.chunk_h;
-    std::vector<std::int64_t> whole;
-    for (std::int64_t cy = cy0; cy <= cy1; ++cy) {
-      const std::int64_t top = cy * t_.chunk_h, bottom = top + t_.rows_in(cy);
-      const std::int64_t a = std::max(top, y0), b = std::min(bottom, y0 + n);
-      if (a == top && b == bottom) {
-        whole.push_back(cy);
-        continue;
+    std::vector<std::shared_ptr<Cached>> need;
+    {
+      std::lock_guard lock(mutex_);
+      const std::int64_t last = std::min(cy1 + ahead_, t_.down - 1);
+      for (std::int64_t cy = cy0; cy <= last; ++cy) {
+        auto c = request(cy);
+        if (cy <= cy1) need.push_back(std::move(c));
       }
-      const auto cached = chunk_row(cy);
-      std::memcpy(dst + (a - y0) * row, cached->data() + (a - top) * row,
+      // The rows just asked for, the ones ahead, and some slack for readers in other threads.
+      const std::size_t keep = static_cast<std::size_t>(cy1 - cy0 + 1 + ahead_) + 8;
+      for (auto it = cache_.end(); cache_.size() > keep && it != cache_.begin();) {
+        --it;
+        if ((*it)->left == 0 && it->use_count() == 1) it = cache_.erase(it);
+      }
+    }
+    for (std::size_t i = 0; i < need.size(); ++i) {
+      Cached& c = *need[i];
+      {
+        std::unique_lock lock(mutex_);
+        decoded_.wait(lock, [&] { return c.left == 0; });
+      }
+      if (c.error) std::rethrow_exception(c.error);
+      const std::int64_t top = c.cy * t_.chunk_h, bottom = top + t_.rows_in(c.cy);
+      const std::int64_t a = std::max(top, y0), b = std::min(bottom, y0 + n);
+      std::memcpy(dst + (a - y0) * row, c.data.data() + (a - top) * row,
                   static_cast<std::size_t>(b - a) * row);
     }
-    if (whole.empty()) return;
-    const std::int64_t per_row = t_.across * t_.planes;
-    tbb::parallel_for(std::int64_t{0}, static_cast<std::int64_t>(whole.size()) * per_row,
-                      [&](std::int64_t k) {
-                        const std::int64_t cy = whole[k / per_row];
-                        decode_into(cy, k % per_row, dst + (cy * t_.chunk_h - y0) * row);
-                      });
   }
 
  private:
-  // Decodes chunk k (cx + across * plane) of chunk row cy into `rows`, the image rows of that
-  // chunk row (row_bytes apart).
+  struct Cached {
+    std::int64_t cy = 0;
+    std::vector<std::byte> data;  // the image rows of this row of blocks
+    std::int64_t left = 0;        // blocks still to decode (guarded by mutex_)
+    std::exception_ptr error;
+  };
+
+  // The cache entry of row of blocks cy, most recently used first; posts its decode if new.
+  // Called with mutex_ held.
+  std::shared_ptr<Cached> request(std::int64_t cy) {
+    for (auto it = cache_.begin(); it != cache_.end(); ++it)
+      if ((*it)->cy == cy) {
+        cache_.splice(cache_.begin(), cache_, it);
+        return cache_.front();
+      }
+    auto c = std::make_shared<Cached>();
+    c->cy = cy;
+    c->data.resize(static_cast<std::size_t>(t_.rows_in(cy)) * t_.spec.row_bytes());
+    const std::int64_t blocks = t_.across * t_.planes;
+    c->left = blocks;
+    cache_.push_front(c);
+    std::vector<std::function<void()>> jobs;
+    for (std::int64_t k = 0; k < blocks; ++k)
+      jobs.emplace_back([this, c, k] {
+        std::exception_ptr error;
+        try {
+          decode_into(c->cy, k, c->data.data());
+        } catch (...) {
+          error = std::current_exception();
+        }
+        std::lock_guard lock(mutex_);
+        if (error && !c->error) c->error = error;
+        if (--c->left == 0) decoded_.notify_all();
+      });
+    decoders_->post(std::move(jobs));
+    return c;
+  }
+
+  // Decodes block k (cx + across * plane) of row of blocks cy into `rows`, the image rows of that
+  // row of blocks (row_bytes apart).
   void decode_into(std::int64_t cy, std::int64_t k, std::byte* rows) {
     const std::int64_t cx = k % t_.across, plane = k / t_.across;
     const std::uint32_t index = t_.index(cy, cx, plane);
@@ -396,61 +505,18 @@ class TiffChunkSource final : public Source {
     }
   }
 
-  void decode_row(std::int64_t cy, std::byte* rows) {
-    tbb::parallel_for(std::int64_t{0}, t_.across * t_.planes,
-                      [&](std::int64_t k) { decode_into(cy, k, rows); });
-  }
-
-  // A decoded chunk row from the cache, decoding it on a miss. Concurrent callers asking for the
-  // same row wait for one decode.
-  std::shared_ptr<const std::vector<std::byte>> chunk_row(std::int64_t cy) {
-    std::unique_lock lock(cache_mutex_);
-    for (;;) {
-      auto it =
-          std::find_if(cache_.begin(), cache_.end(), [&](const Cached& c) { return c.cy == cy; });
-      if (it == cache_.end()) break;
-      if (it->ready) {
-        cache_.splice(cache_.begin(), cache_, it);
-        return it->data;
-      }
-      cache_ready_.wait(lock);
-    }
-    auto data = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(t_.rows_in(cy)) *
-                                                         t_.spec.row_bytes());
-    cache_.push_front({cy, data, false});
-    while (cache_.size() > kCacheRows && cache_.back().ready) cache_.pop_back();
-    lock.unlock();
-    try {
-      decode_row(cy, data->data());
-    } catch (...) {
-      lock.lock();
-      cache_.remove_if([&](const Cached& c) { return c.cy == cy; });
-      cache_ready_.notify_all();
-      throw;
-    }
-    lock.lock();
-    for (auto& c : cache_)
-      if (c.cy == cy) c.ready = true;
-    cache_ready_.notify_all();
-    return data;
-  }
-
-  struct Cached {
-    std::int64_t cy;
-    std::shared_ptr<std::vector<std::byte>> data;
-    bool ready;
-  };
-  // Bands in flight share at most two boundary chunk rows each; a few more absorb reordering.
-  static constexpr std::size_t kCacheRows = 6;
+  static constexpr std::uint64_t kMaxAheadBytes = 64u << 20;
 
   std::string path_;
   TiffInfo t_;
   int page_;
   std::string layout_;
   HandlePool pool_;
-  std::mutex cache_mutex_;
-  std::condition_variable cache_ready_;
-  std::list<Cached> cache_;  // most recently used first
+  std::int64_t ahead_ = 1;
+  std::mutex mutex_;
+  std::condition_variable decoded_;
+  std::list<std::shared_ptr<Cached>> cache_;  // most recently used first
+  std::unique_ptr<DecodeThreads> decoders_;
 };
 
 }  // namespace

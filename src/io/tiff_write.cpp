@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 #include <tiffio.h>
 #include <unistd.h>
 
@@ -26,6 +27,8 @@ namespace {
 constexpr std::uint64_t kFourGiB = 1ull << 32;
 // Strips of about this many bytes: enough blocks per band for all cores, small enough to stream.
 constexpr std::uint64_t kStripBytes = 1u << 20;
+// Rows gathered before a round of compression (besides the rows of blocks being written).
+constexpr std::uint64_t kBatchBytes = 64u << 20;
 
 int compression_code(const std::string& name) {
   if (name == "none") return COMPRESSION_NONE;
@@ -78,7 +81,11 @@ void set_tags(TIFF* tif, const TiffPlan& p) {
                : is_signed ? SAMPLEFORMAT_INT
                            : SAMPLEFORMAT_UINT);
   TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
-  TIFFSetField(tif, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT);
+  // Rows are filtered and written in stored order, so the stored orientation still applies.
+  TIFFSetField(tif, TIFFTAG_ORIENTATION,
+               static_cast<std::uint16_t>(p.metadata.orientation >= 1 && p.metadata.orientation <= 8
+                                              ? p.metadata.orientation
+                                              : ORIENTATION_TOPLEFT));
   // The input's interpretation when it fits the channel count; else grey, or RGB from 3 channels.
   int photometric = p.metadata.photometric;
   if (photometric < 0 || base_channels(photometric) > s.channels)
@@ -248,7 +255,13 @@ class TiffSink final : public Sink {
       throw failure("cannot start TIFF output");
     }
     set_tags(tif_, plan_);
-    pending_.resize(plan_.chunk_row_bytes() * plan_.across * plan_.chunk_h);
+    // Enough rows of blocks for four blocks per thread, within kBatchBytes (at least one row).
+    const std::uint64_t block_row_bytes = spec.row_bytes() * std::uint64_t(plan_.chunk_h);
+    const std::int64_t want =
+        (4 * tbb::this_task_arena::max_concurrency() + plan_.across - 1) / plan_.across;
+    const std::int64_t fit = static_cast<std::int64_t>(kBatchBytes / block_row_bytes);
+    batch_rows_ = plan_.chunk_h * std::max<std::int64_t>(1, std::min(want, fit));
+    batch_.resize(static_cast<std::size_t>(batch_rows_) * spec.row_bytes());
   }
 
   ~TiffSink() override { discard(); }
@@ -258,34 +271,37 @@ class TiffSink final : public Sink {
     return std::string(bigtiff_ ? "BigTIFF '" : "tiff '") + path_ + "' " + plan_.spec.describe();
   }
 
+  // Uncompressed strips are appended straight from the band. Everything else is gathered, whole
+  // rows of blocks at a time, in batch_, and compressed a batch at a time: a band may hold only a
+  // block or two, and one batch keeps every core busy whatever the band height.
   void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
                   std::size_t stride) override {
     const std::size_t row = plan_.spec.row_bytes();
-    // Complete chunk rows of this call: taken in place when the band holds them whole and
-    // contiguous, else assembled in pending_ (rows carried over from the previous call).
-    std::vector<std::pair<std::int64_t, const std::byte*>> ready;
-    std::int64_t y = y0;
-    while (y < y0 + n) {
-      const std::int64_t cy = y / plan_.chunk_h, top = cy * plan_.chunk_h;
-      const std::int64_t rows = std::min(plan_.chunk_h, plan_.spec.height - top);
-      const std::int64_t take = std::min(top + rows - y, y0 + n - y);
-      if (y == top && take == rows && stride == row) {
-        ready.emplace_back(cy, data + (y - y0) * stride);
-      } else {
-        for (std::int64_t r = 0; r < take; ++r)
-          std::memcpy(pending_.data() + (y - top + r) * row, data + (y - y0 + r) * stride, row);
-        if (y + take == top + rows) {
-          flush(ready);  // pending_ is about to be reused by a later chunk row
+    if (plan_.compression == COMPRESSION_NONE && !plan_.tiled && stride == row) {
+      std::vector<std::pair<std::int64_t, const std::byte*>> ready;
+      for (std::int64_t y = y0; y < y0 + n;) {
+        const std::int64_t cy = y / plan_.chunk_h, top = cy * plan_.chunk_h;
+        const std::int64_t rows = std::min(plan_.chunk_h, plan_.spec.height - top);
+        const std::int64_t take = std::min(top + rows - y, y0 + n - y);
+        if (y == top && take == rows) {
+          ready.emplace_back(cy, data + (y - y0) * stride);
+        } else {
+          // A strip split between bands: in order, after the strips before it.
+          flush(ready);
           ready.clear();
-          flush({{cy, pending_.data()}});
+          gather(take, data + (y - y0) * stride, stride);
+          flush_batch(true);
         }
+        y += take;
       }
-      y += take;
+      flush(ready);
+      return;
     }
-    flush(ready);
+    gather(n, data, stride);
   }
 
   void commit() override {
+    flush_batch(true);
     if (!TIFFWriteDirectory(tif_)) throw failure("cannot finish output '" + path_ + "'");
     TIFFClose(tif_);
     tif_ = nullptr;
@@ -302,6 +318,44 @@ class TiffSink final : public Sink {
   }
 
  private:
+  // Appends the next n rows to batch_, compressing each batch as it fills.
+  void gather(std::int64_t n, const std::byte* data, std::size_t stride) {
+    const std::size_t row = plan_.spec.row_bytes();
+    for (std::int64_t r = 0; r < n;) {
+      const std::int64_t room = batch_rows_ - (batch_end_ - batch_y0_);
+      const std::int64_t take = std::min(room, n - r);
+      for (std::int64_t k = 0; k < take; ++k)
+        std::memcpy(batch_.data() + (batch_end_ - batch_y0_ + k) * row, data + (r + k) * stride,
+                    row);
+      batch_end_ += take;
+      r += take;
+      flush_batch(false);
+    }
+  }
+
+  // Compresses and appends the complete rows of blocks in batch_ once it is full (or, with
+  // `now`, at once); rows of an unfinished row of blocks move to its front.
+  void flush_batch(bool now) {
+    const std::int64_t held = batch_end_ - batch_y0_;
+    if (held == 0 || (!now && held < batch_rows_ && batch_end_ < plan_.spec.height)) return;
+    const std::size_t row = plan_.spec.row_bytes();
+    std::vector<std::pair<std::int64_t, const std::byte*>> rows;
+    std::int64_t done = batch_y0_;
+    for (std::int64_t cy = batch_y0_ / plan_.chunk_h;; ++cy) {
+      const std::int64_t top = cy * plan_.chunk_h;
+      const std::int64_t bottom = std::min(top + plan_.chunk_h, plan_.spec.height);
+      if (top >= batch_end_ || bottom > batch_end_) break;
+      rows.emplace_back(cy, batch_.data() + (top - batch_y0_) * row);
+      done = bottom;
+    }
+    flush(rows);
+    const std::int64_t left = batch_end_ - done;
+    if (left > 0)
+      std::memmove(batch_.data(), batch_.data() + (done - batch_y0_) * row,
+                   static_cast<std::size_t>(left) * row);
+    batch_y0_ = done;
+  }
+
   // Encodes the chunks of the given chunk rows in parallel, then appends them in order.
   void flush(const std::vector<std::pair<std::int64_t, const std::byte*>>& rows) {
     if (rows.empty()) return;
@@ -434,7 +488,8 @@ class TiffSink final : public Sink {
   std::uint64_t pos_ = 0, end_ = 0, written_ = 0;
   int io_errno_ = 0;
   bool committed_ = false, cancelled_ = false;
-  std::vector<std::byte> pending_;
+  std::vector<std::byte> batch_;  // rows [batch_y0_, batch_end_) waiting to be compressed
+  std::int64_t batch_rows_ = 0, batch_y0_ = 0, batch_end_ = 0;
   tbb::enumerable_thread_specific<std::unique_ptr<Encoder>> encoders_;
 };
 
