@@ -289,6 +289,8 @@ class TiffSink final : public Sink {
           // A strip split between bands: in order, after the strips before it.
           flush(ready);
           ready.clear();
+          // Strips before it went straight to the file: the batch restarts at this strip.
+          if (batch_end_ == batch_y0_) batch_y0_ = batch_end_ = top;
           gather(take, data + (y - y0) * stride, stride);
           flush_batch(true);
         }

@@ -37,7 +37,7 @@ done
   > "$O/sanitizer.txt" 2>&1
 echo "exit $?" >> "$O/sanitizer.txt"
 for dev in cuda cpu; do
-  tools/bench/tiff_bench.sh --bin $B --width 16384 --height 16384 --type u16 --device $dev \
+  tools/bench/tiff_bench.sh --bin $B --width 16384 --height 8192 --type u16 --device $dev \
     --repeats 3 --out "$O/bench-$dev" --dir /tmp/ooc-tiff-bench > "$O/tiff_bench_$dev.txt" 2>&1
 done
 rm -rf "$T"
