@@ -544,6 +544,8 @@ int main(int argc, char** argv) {
             ->default_str("1");
     g_in->add_option("--in-format", hints.format, "auto (magic bytes), raw, npy or tiff")
         ->default_str("auto");
+    g_in->add_option("--page", hints.page, "TIFF: the page of IN (of A and B with --compare)")
+        ->default_str("0");
     g_in->add_option("--seed", seed, "seed of a synth: input and of --sample")->default_str("1");
 
     ooc::cli::FilterCli filter;

@@ -40,9 +40,14 @@ TIFF* open_tiff(const std::string& path, int page) {
   install_tiff_handlers();
   t_last_error.clear();
   TIFF* tif = TIFFOpen(path.c_str(), "rm");
-  if (!tif)
-    throw Error(ErrorKind::input, "cannot read TIFF '" + path + "': " + take_tiff_error() +
+  if (!tif) {
+    // libtiff opens a header whose first directory offset is 0 as "no images" without a word.
+    const std::string why =
+        t_last_error.empty() ? "it holds no image directory" : take_tiff_error();
+    t_last_error.clear();
+    throw Error(ErrorKind::input, "cannot read TIFF '" + path + "': " + why +
                                       " (the file is truncated or damaged, or not a TIFF file)");
+  }
   if (page >= 0 && !TIFFSetDirectory(tif, static_cast<tdir_t>(page))) {
     TIFFClose(tif);
     throw Error(ErrorKind::input, "TIFF '" + path + "': cannot read page " + std::to_string(page) +
