@@ -315,9 +315,9 @@ void scatter_samples(const std::byte* src, std::byte* dst, std::int64_t n, std::
   }
 }
 
-// Threads that decode strips and tiles ahead of the reader. Plain threads, not TBB tasks: readers
-// block until a row of blocks is decoded, and a blocked TBB worker could hold up the very task it
-// waits for; these threads always make progress.
+// Threads that decode strips and tiles ahead of the readers, one set per process. Plain threads,
+// not TBB tasks: readers block until a row of blocks is decoded, and a blocked TBB worker could
+// hold up the very task it waits for; these threads always make progress.
 class DecodeThreads {
  public:
   explicit DecodeThreads(unsigned count) {
@@ -364,6 +364,11 @@ class DecodeThreads {
   std::vector<std::thread> threads_;
 };
 
+DecodeThreads& decode_threads() {
+  static DecodeThreads threads(std::max(1u, std::thread::hardware_concurrency()));
+  return threads;
+}
+
 class TiffChunkSource final : public Source {
  public:
   TiffChunkSource(std::string path, TiffInfo info, int page, TIFF* first)
@@ -376,9 +381,13 @@ class TiffChunkSource final : public Source {
     const std::int64_t per_row = t_.across * t_.planes;
     ahead_ = std::clamp<std::int64_t>((2 * threads + per_row - 1) / per_row, 1,
                                       std::max<std::int64_t>(1, kMaxAheadBytes / row_bytes));
-    decoders_ = std::make_unique<DecodeThreads>(threads);
   }
-  ~TiffChunkSource() override { decoders_.reset(); }  // no decode may outlive the cache
+  // Decodes still queued become no-ops; the ones running finish first: none may outlive us.
+  ~TiffChunkSource() override {
+    std::unique_lock lock(mutex_);
+    closing_ = true;
+    decoded_.wait(lock, [&] { return outstanding_ == 0; });
+  }
 
   const ImageSpec& spec() const noexcept override { return t_.spec; }
   std::string describe() const override { return "tiff '" + path_ + "' " + t_.spec.describe(); }
@@ -446,21 +455,28 @@ class TiffChunkSource final : public Source {
     c->data.resize(static_cast<std::size_t>(t_.rows_in(cy)) * t_.spec.row_bytes());
     const std::int64_t blocks = t_.across * t_.planes;
     c->left = blocks;
+    outstanding_ += blocks;
     cache_.push_front(c);
     std::vector<std::function<void()>> jobs;
     for (std::int64_t k = 0; k < blocks; ++k)
       jobs.emplace_back([this, c, k] {
+        bool closing;
+        {
+          std::lock_guard lock(mutex_);
+          closing = closing_;
+        }
         std::exception_ptr error;
         try {
-          decode_into(c->cy, k, c->data.data());
+          if (!closing) decode_into(c->cy, k, c->data.data());
         } catch (...) {
           error = std::current_exception();
         }
         std::lock_guard lock(mutex_);
         if (error && !c->error) c->error = error;
-        if (--c->left == 0) decoded_.notify_all();
+        --outstanding_;
+        if (--c->left == 0 || outstanding_ == 0) decoded_.notify_all();
       });
-    decoders_->post(std::move(jobs));
+    decode_threads().post(std::move(jobs));
     return c;
   }
 
@@ -516,7 +532,8 @@ class TiffChunkSource final : public Source {
   std::mutex mutex_;
   std::condition_variable decoded_;
   std::list<std::shared_ptr<Cached>> cache_;  // most recently used first
-  std::unique_ptr<DecodeThreads> decoders_;
+  std::int64_t outstanding_ = 0;              // decode jobs posted and not finished
+  bool closing_ = false;
 };
 
 }  // namespace
