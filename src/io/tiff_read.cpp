@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -334,6 +335,20 @@ class DecodeThreads {
   DecodeThreads(const DecodeThreads&) = delete;
   DecodeThreads& operator=(const DecodeThreads&) = delete;
 
+  // Runs one queued job in the calling thread, if there is one: a reader that would otherwise wait
+  // for decodes helps with them (and the TBB worker it may be is not lost to idling).
+  bool help_one() {
+    std::function<void()> job;
+    {
+      std::lock_guard lock(mutex_);
+      if (jobs_.empty()) return false;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job();
+    return true;
+  }
+
   void post(std::vector<std::function<void()>> jobs) {
     {
       std::lock_guard lock(mutex_);
@@ -422,9 +437,15 @@ class TiffChunkSource final : public Source {
     }
     for (std::size_t i = 0; i < need.size(); ++i) {
       Cached& c = *need[i];
-      {
+      for (;;) {
+        {
+          std::unique_lock lock(mutex_);
+          if (c.left == 0) break;
+        }
+        if (decode_threads().help_one()) continue;
+        // Nothing queued: the last blocks are being decoded by other threads.
         std::unique_lock lock(mutex_);
-        decoded_.wait(lock, [&] { return c.left == 0; });
+        decoded_.wait_for(lock, std::chrono::milliseconds(2), [&] { return c.left == 0; });
       }
       if (c.error) std::rethrow_exception(c.error);
       const std::int64_t top = c.cy * t_.chunk_h, bottom = top + t_.rows_in(c.cy);
