@@ -48,10 +48,13 @@ int main(int argc, char** argv) {
     app.get_formatter()->column_width(34);
 
     std::string input, output;
-    app.add_option("INPUT", input, "raw, .npy or TIFF image file, or synth:PATTERN (noise, gradient, checker, gaussian-spots)")
+    app.add_option("INPUT", input,
+                   "raw, .npy or TIFF image file, or synth:PATTERN (noise, gradient, checker, "
+                   "gaussian-spots)")
         ->required();
-    app.add_option("OUTPUT", output,
-                   "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:")
+    app.add_option(
+           "OUTPUT", output,
+           "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:")
         ->required();
 
     ooc::RawHints hints;

@@ -32,7 +32,10 @@ void reverse_bytes(std::byte* p, std::size_t samples, std::size_t width);
 // the input file itself.
 void check_output_path(const std::string& path, const std::string& input_path);
 
-// TIFF and BigTIFF (tiff.cpp). `fd` is open on `path` and owned by the callee.
+// Closes a finished output written under `partial` (fd becomes -1) and renames it to `path`.
+void close_and_rename(int& fd, const std::string& partial, const std::string& path);
+
+// TIFF and BigTIFF (tiff_read.cpp, tiff_write.cpp). `fd` is open on `path` and owned by the callee.
 std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const RawHints& hints,
                                          std::uintmax_t file_size);
 std::unique_ptr<Sink> create_tiff_sink(const std::string& path, const ImageSpec& spec,

@@ -176,14 +176,7 @@ class FileSink final : public Sink {
   }
 
   void commit() override {
-    if (::close(fd_) != 0) {
-      const int err = errno;
-      fd_ = -1;
-      throw Error(ErrorKind::io, system_message("cannot finish output", partial_, err));
-    }
-    fd_ = -1;
-    if (::rename(partial_.c_str(), path_.c_str()) != 0)
-      throw Error(ErrorKind::io, system_message("cannot rename into place output", path_, errno));
+    close_and_rename(fd_, partial_, path_);
     committed_ = true;
   }
 
@@ -242,6 +235,15 @@ std::unique_ptr<Source> make_mapped_source(const std::string& path, int fd, File
     ::close(fd);
     throw;
   }
+}
+
+void close_and_rename(int& fd, const std::string& partial, const std::string& path) {
+  const int rc = ::close(fd);
+  const int err = errno;
+  fd = -1;
+  if (rc != 0) throw Error(ErrorKind::io, system_message("cannot finish output", partial, err));
+  if (::rename(partial.c_str(), path.c_str()) != 0)
+    throw Error(ErrorKind::io, system_message("cannot rename into place output", path, errno));
 }
 
 void check_output_path(const std::string& path, const std::string& input_path) {

@@ -308,14 +308,9 @@ class TiffSink final : public Sink {
     TIFFClose(tif_);
     tif_ = nullptr;
     // Trailing holes exist only in our bookkeeping until the file is given its full length.
-    if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0 || ::close(fd_) != 0) {
-      const int err = errno;
-      fd_ = -1;
-      throw Error(ErrorKind::io, system_message("cannot finish output", partial_, err));
-    }
-    fd_ = -1;
-    if (::rename(partial_.c_str(), path_.c_str()) != 0)
-      throw Error(ErrorKind::io, system_message("cannot rename into place output", path_, errno));
+    if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0)
+      throw Error(ErrorKind::io, system_message("cannot finish output", partial_, errno));
+    close_and_rename(fd_, partial_, path_);
     committed_ = true;
   }
 

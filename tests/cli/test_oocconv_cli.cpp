@@ -714,19 +714,20 @@ TEST_F(OocconvCli, FuzzerFindingsAreCleanInputErrors) {
 // and 32): every layout must still hold the input exactly.
 TEST_F(OocconvCli, TiffOutputOfBandsThatSplitStripsAndTilesRoundTrips) {
   const auto raw = dir_ / "w.raw";
-  ASSERT_EQ(run_tool("oocgen", {raw.string(), "--width", "8191", "--height", "300", "--type",
-                                "u16", "--channels", "3", "-q"})
+  ASSERT_EQ(run_tool("oocgen", {raw.string(), "--width", "8191", "--height", "300", "--type", "u16",
+                                "--channels", "3", "-q"})
                 .exit_code,
             0);
   const std::string original = read_file(raw);
   for (const std::string band : {"7", "64"})
-    for (const std::vector<std::string>& layout :
-         {std::vector<std::string>{}, {"--tile", "32"}, {"--compress", "lzw"},
-          {"--compress", "zstd", "--tile", "16"}}) {
+    for (const std::vector<std::string>& layout : {std::vector<std::string>{},
+                                                   {"--tile", "32"},
+                                                   {"--compress", "lzw"},
+                                                   {"--compress", "zstd", "--tile", "16"}}) {
       const auto tif = dir_ / "w.tif", back = dir_ / "back.raw";
-      std::vector<std::string> args = {raw.string(), tif.string(), "--width", "8191", "--type",
-                                       "u16", "--channels", "3", "--taps", "1", "--band-rows",
-                                       band, "-q"};
+      std::vector<std::string> args = {raw.string(),  tif.string(), "--width", "8191",   "--type",
+                                       "u16",         "--channels", "3",       "--taps", "1",
+                                       "--band-rows", band,         "-q"};
       args.insert(args.end(), layout.begin(), layout.end());
       RunResult r = run(args);
       ASSERT_TRUE(r.exited && r.exit_code == 0) << r;
