@@ -22,28 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-// The directory of the tools: $OOC_BIN_DIR, else the test's own directory or an ancestor.
-fs::path find_bin_dir() {
-  if (const char* dir = std::getenv("OOC_BIN_DIR"); dir != nullptr && *dir != '\0') return dir;
-  std::error_code ec;
-  fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (int up = 0; up < 4 && !ec && !dir.empty(); ++up, dir = dir.parent_path()) {
-    if (fs::exists(dir / "ooccheck")) return dir;
-    if (dir == dir.parent_path()) break;
-  }
-  return {};
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ooc::test::read_file;
 
 struct RunResult {
   int exit_code = -1;  // -1: killed by a signal, or never ran
@@ -80,7 +65,7 @@ long long over_count(const std::string& report) {
 class OoccheckCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    bin_ = find_bin_dir();
+    bin_ = ooc::test::find_bin_dir("ooccheck");
     ASSERT_FALSE(bin_.empty() || !fs::exists(bin_ / "ooccheck"))
         << "ooccheck not found: set OOC_BIN_DIR to the directory that holds it";
     char tmpl[] = "/tmp/ooc_check_XXXXXX";

@@ -30,6 +30,8 @@
 #include <thread>
 #include <vector>
 
+#include "cli_support.hpp"
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -38,25 +40,7 @@ namespace {
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 
-// Where oocconv lives: $OOC_BIN_DIR, else the test's own directory or one of its ancestors.
-fs::path find_oocconv() {
-  if (const char* dir = std::getenv("OOC_BIN_DIR"); dir != nullptr && *dir != '\0')
-    return fs::path(dir) / "oocconv";
-  std::error_code ec;
-  fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (int up = 0; up < 4 && !ec && !dir.empty(); ++up, dir = dir.parent_path()) {
-    if (fs::exists(dir / "oocconv")) return dir / "oocconv";
-    if (dir == dir.parent_path()) break;
-  }
-  return {};
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ooc::test::read_file;
 
 std::string read_file_prefix(const fs::path& path, std::size_t n) {
   std::ifstream in(path, std::ios::binary);
@@ -210,7 +194,7 @@ class Child {
 class OocconvCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    bin_ = find_oocconv();
+    if (const auto dir = ooc::test::find_bin_dir("oocconv"); !dir.empty()) bin_ = dir / "oocconv";
     ASSERT_FALSE(bin_.empty() || !fs::exists(bin_))
         << "oocconv not found: set OOC_BIN_DIR to the directory that holds it";
     char tmpl[] = "/tmp/ooc_cli_XXXXXX";
