@@ -28,6 +28,11 @@ std::unique_ptr<Source> make_mapped_source(const std::string& path, int fd, File
 // Reverses the bytes of each of `samples` samples of `width` bytes (big endian <-> little).
 void reverse_bytes(std::byte* p, std::size_t samples, std::size_t width);
 
+// Throws a usage Error naming both values when a --width/--height/--type/--channels hint given
+// for a file contradicts what its header says; `authority` names the header ("the TIFF tags of
+// 'x.tif', which say").
+void check_hints(const RawHints& hints, const ImageSpec& spec, const std::string& authority);
+
 // Throws when `path` cannot be an output: its directory is missing, it is a directory, or it is
 // the input file itself.
 void check_output_path(const std::string& path, const std::string& input_path);

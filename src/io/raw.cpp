@@ -246,6 +246,22 @@ void close_and_rename(int& fd, const std::string& partial, const std::string& pa
     throw Error(ErrorKind::io, system_message("cannot rename into place output", path, errno));
 }
 
+void check_hints(const RawHints& hints, const ImageSpec& spec, const std::string& authority) {
+  auto conflict = [&](const std::string& option, const std::string& given,
+                      const std::string& header) {
+    return Error(ErrorKind::usage, option + " " + given + " contradicts " + authority + " " +
+                                       header + ": drop " + option);
+  };
+  if (hints.width > 0 && hints.width != spec.width)
+    throw conflict("--width", std::to_string(hints.width), std::to_string(spec.width));
+  if (hints.height > 0 && hints.height != spec.height)
+    throw conflict("--height", std::to_string(hints.height), std::to_string(spec.height));
+  if (hints.type_given && hints.type != spec.type)
+    throw conflict("--type", std::string(name(hints.type)), std::string(name(spec.type)));
+  if (hints.channels_given && hints.channels != spec.channels)
+    throw conflict("--channels", std::to_string(hints.channels), std::to_string(spec.channels));
+}
+
 void check_output_path(const std::string& path, const std::string& input_path) {
   const fs::path p(path);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
@@ -332,19 +348,7 @@ FileLayout npy_layout(const std::string& path, int fd, const RawHints& hints, st
   const ssize_t got = ::pread(fd, head.data(), head.size(), 0);
   if (got < 0) throw Error(ErrorKind::input, system_message("cannot read input", path, errno));
   const NpyLayout n = parse_npy_header(head.data(), static_cast<std::size_t>(got), path);
-  auto conflict = [&](const std::string& option, const std::string& given,
-                      const std::string& header) {
-    return Error(ErrorKind::usage, option + " " + given + " contradicts the header of '" + path +
-                                       "', which says " + header + ": drop " + option);
-  };
-  if (hints.width > 0 && hints.width != n.spec.width)
-    throw conflict("--width", std::to_string(hints.width), std::to_string(n.spec.width));
-  if (hints.height > 0 && hints.height != n.spec.height)
-    throw conflict("--height", std::to_string(hints.height), std::to_string(n.spec.height));
-  if (hints.type_given && hints.type != n.spec.type)
-    throw conflict("--type", std::string(name(hints.type)), std::string(name(n.spec.type)));
-  if (hints.channels_given && hints.channels != n.spec.channels)
-    throw conflict("--channels", std::to_string(hints.channels), std::to_string(n.spec.channels));
+  check_hints(hints, n.spec, "the header of '" + path + "', which says");
   const std::uintmax_t need = n.data_offset + n.spec.total_bytes();
   if (size < need)
     throw Error(ErrorKind::input, "input '" + path + "' is truncated: its header describes " +

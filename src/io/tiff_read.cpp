@@ -582,19 +582,7 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
                                         std::to_string(hints.page) + ": " + take_tiff_error());
     t = read_info(tif, path);
     t.pages = pages;
-    auto conflict = [&](const std::string& option, const std::string& given,
-                        const std::string& header) {
-      return Error(ErrorKind::usage, option + " " + given + " contradicts the TIFF tags of '" +
-                                         path + "', which say " + header + ": drop " + option);
-    };
-    if (hints.width > 0 && hints.width != t.spec.width)
-      throw conflict("--width", std::to_string(hints.width), std::to_string(t.spec.width));
-    if (hints.height > 0 && hints.height != t.spec.height)
-      throw conflict("--height", std::to_string(hints.height), std::to_string(t.spec.height));
-    if (hints.type_given && hints.type != t.spec.type)
-      throw conflict("--type", std::string(name(hints.type)), std::string(name(t.spec.type)));
-    if (hints.channels_given && hints.channels != t.spec.channels)
-      throw conflict("--channels", std::to_string(hints.channels), std::to_string(t.spec.channels));
+    check_hints(hints, t.spec, "the TIFF tags of '" + path + "', which say");
     check_chunks(tif, t, path, file_size);
     if (const auto offset = raw_data_offset(tif, t)) {
       FileLayout l;
