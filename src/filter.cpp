@@ -9,9 +9,18 @@
 
 namespace ooc {
 
-std::vector<double> gaussian_taps(std::int64_t radius, double sigma) {
+namespace {
+// 2 * radius + 1 taps must be countable and allocatable at all; callers bound it further by memory.
+void check_radius(std::int64_t radius) {
   if (radius < 0)
     throw Error(ErrorKind::usage, "radius must be >= 0, got " + std::to_string(radius));
+  if (radius > (std::int64_t{1} << 40))
+    throw Error(ErrorKind::usage, "radius " + std::to_string(radius) + " is too large");
+}
+}  // namespace
+
+std::vector<double> gaussian_taps(std::int64_t radius, double sigma) {
+  check_radius(radius);
   if (sigma <= 0) sigma = static_cast<double>(radius) / 3.0;
   std::vector<double> taps(2 * radius + 1, 0.0);
   if (radius == 0 || sigma <= 0) {
@@ -29,8 +38,7 @@ std::vector<double> gaussian_taps(std::int64_t radius, double sigma) {
 }
 
 std::vector<double> box_taps(std::int64_t radius) {
-  if (radius < 0)
-    throw Error(ErrorKind::usage, "radius must be >= 0, got " + std::to_string(radius));
+  check_radius(radius);
   return std::vector<double>(2 * radius + 1, 1.0 / static_cast<double>(2 * radius + 1));
 }
 

@@ -61,8 +61,10 @@ int main(int argc, char** argv) {
     std::string type = "f32";
     std::uint64_t seed = 1;
     auto* g_in = app.add_option_group("Input");
-    g_in->add_option("--width", hints.width, "samples per row (raw input: required)");
-    g_in->add_option("--height", hints.height, "rows (raw: checked against the file size)");
+    g_in->add_option("--width", hints.width, "samples per row (raw input: required)")
+        ->check(CLI::PositiveNumber);
+    g_in->add_option("--height", hints.height, "rows (raw: checked against the file size)")
+        ->check(CLI::PositiveNumber);
     auto* type_opt = g_in->add_option("--type", type, "sample type: u8 u16 i16 u32 i32 f32 f64")
                          ->default_str("f32");
     auto* channels_opt =
@@ -72,7 +74,8 @@ int main(int argc, char** argv) {
     g_in->add_option("--in-format", hints.format, "auto (magic bytes), raw, npy or tiff")
         ->default_str("auto");
     g_in->add_option("--page", hints.page, "TIFF: the page (image) to read, from 0")
-        ->default_str("0");
+        ->default_str("0")
+        ->check(CLI::NonNegativeNumber);
 
     ooc::cli::FilterCli filter;
     ooc::cli::add_filter_options(app, filter);
@@ -85,9 +88,12 @@ int main(int argc, char** argv) {
     auto* g_p = app.add_option_group("Pipeline");
     g_p->add_option("--mem-limit", mem_limit,
                     "memory for the band ring, e.g. 512M, 4G (default: min(1G, RAM/4))");
-    g_p->add_option("--threads", popt.threads, "worker threads (default: all cores)");
-    g_p->add_option("--band-rows", popt.band_rows, "output rows per band (default: planned)");
-    g_p->add_option("--slots", popt.slots, "bands in flight (default: threads + 2)");
+    g_p->add_option("--threads", popt.threads, "worker threads (default: all cores)")
+        ->check(CLI::Range(1, ooc::kMaxThreads));
+    g_p->add_option("--band-rows", popt.band_rows, "output rows per band (default: planned)")
+        ->check(CLI::PositiveNumber);
+    g_p->add_option("--slots", popt.slots, "bands in flight (default: threads + 2)")
+        ->check(CLI::Range(1, 1 << 16));
     g_p->add_option("--device", device, "auto (CUDA when a GPU is usable), cpu or cuda")
         ->default_str("auto");
     g_p->add_option("--devices", devices, "GPUs to use: all, or a list like 0,1")
@@ -106,14 +112,12 @@ int main(int argc, char** argv) {
     using ooc::ErrorKind;
     if (!stats.empty() && stats != "json" && stats != "text")
       throw Error(ErrorKind::usage, "--stats takes json or text, got '" + stats + "'");
-    if (popt.threads < 0 || popt.slots < 0 || popt.band_rows < 0)
-      throw Error(ErrorKind::usage, "--threads, --slots and --band-rows must be positive");
     hints.type = ooc::parse_sample_type(type);
     hints.type_given = type_opt->count() > 0;
     hints.channels_given = channels_opt->count() > 0;
     if (!mem_limit.empty()) popt.mem_limit = ooc::parse_size(mem_limit);
 
-    const ooc::SeparableParams params = ooc::cli::filter_params(filter);
+    const ooc::SeparableParams params = ooc::cli::filter_params(filter, popt.mem_limit);
     if (device != "auto" && device != "cpu" && device != "cuda")
       throw Error(ErrorKind::usage, "--device takes auto, cpu or cuda, got '" + device + "'");
     std::vector<int> gpu_list;  // empty: all
@@ -135,10 +139,11 @@ int main(int argc, char** argv) {
     auto source = ooc::open_source(input, hints, seed);
     auto op = use_cuda ? ooc::make_separable_cuda(source->spec(), params, popt, gpu_list)
                        : ooc::make_separable_cpu(source->spec(), params, popt);
-    const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt);
-    if (output != "null:") ooc::cli::remove_on_signal(ooc::partial_path(output));
     out_options.metadata = source->metadata();
+    out_options.mem_limit = popt.mem_limit;
+    out_options.threads = popt.threads;
     auto sink = ooc::create_sink(output, op->output_spec(), input, out_options);
+    const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt, source.get(), sink.get());
 
     ooc::cli::Progress bar(progress, source->spec().total_bytes());
     const ooc::RunStats st =
@@ -151,6 +156,7 @@ int main(int argc, char** argv) {
     const double mpix = static_cast<double>(st.pixels) / secs / 1e6;
     const double mbps = static_cast<double>(st.bytes_read) / secs / 1e6;
     const std::size_t rss = ooc::cli::peak_rss_bytes();
+    std::string report;
     if (stats == "json") {
       nlohmann::json j;
       j["input"] = {{"path", input},
@@ -183,22 +189,29 @@ int main(int argc, char** argv) {
                          {"streaming_input_mb_per_s", double(st.bytes_read) / stream_s / 1e6}};
       j["pixels"] = st.pixels;
       j["peak_rss_bytes"] = rss;
-      std::cout << j.dump(2) << std::endl;
+      report = j.dump(2) + "\n";
     } else if (stats == "text") {
-      std::cout << "input        " << source->describe() << "\n"
-                << "output       " << sink->describe() << "\n"
-                << "operation    " << op->describe() << "\n"
-                << "backend      " << op->backend() << "\n"
-                << "plan         " << plan.bands << " bands of " << plan.band_rows << " rows, "
-                << plan.slots << " slots, " << plan.threads << " threads, ring "
-                << ooc::format_bytes(double(plan.ring_bytes)) << " of "
-                << ooc::format_bytes(double(plan.mem_limit)) << "\n"
-                << "seconds      " << st.seconds << " (setup " << st.setup_seconds << ", read "
-                << st.read_seconds << ", compute " << st.compute_seconds << ", write "
-                << st.write_seconds << ")\n"
-                << "throughput   " << mpix << " Mpixel/s, " << mbps << " MB/s\n"
-                << "peak RSS     " << ooc::format_bytes(double(rss)) << "\n";
+      std::ostringstream t;
+      t << "input        " << source->describe() << "\n"
+        << "output       " << sink->describe() << "\n"
+        << "operation    " << op->describe() << "\n"
+        << "backend      " << op->backend() << "\n"
+        << "plan         " << plan.bands << " bands of " << plan.band_rows << " rows, "
+        << plan.slots << " slots, " << plan.threads << " threads, ring "
+        << ooc::format_bytes(double(plan.ring_bytes)) << " of "
+        << ooc::format_bytes(double(plan.mem_limit)) << "\n"
+        << "seconds      " << st.seconds << " (setup " << st.setup_seconds << ", read "
+        << st.read_seconds << ", compute " << st.compute_seconds << ", write " << st.write_seconds
+        << ")\n"
+        << "throughput   " << mpix << " Mpixel/s, " << mbps << " MB/s\n"
+        << "peak RSS     " << ooc::format_bytes(double(rss)) << "\n";
+      report = t.str();
     }
+    // The output is in place by now: a report that cannot be written is still an error (exit 4),
+    // since a batch script reads it, but the message says the output itself is fine.
+    if (!report.empty())
+      ooc::cli::write_report(report, output == "null:" ? std::string("the run itself succeeded")
+                                                       : "output '" + output + "' is complete");
     if (!quiet && stats.empty()) {
       std::fprintf(stderr, "oocconv: %s -> %s: %.2f s, %.1f Mpixel/s, %.1f MB/s, %s, peak RSS %s\n",
                    source->describe().c_str(), output.c_str(), st.seconds, mpix, mbps,

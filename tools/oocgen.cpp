@@ -28,8 +28,10 @@ Examples:
     bool progress = ooc::cli::stderr_is_terminal(), quiet = false;
     app.add_option("OUTPUT", out, "image file to write (OUTPUT.partial until complete)")
         ->required();
-    app.add_option("--width", hints.width, "samples per row")->required();
-    app.add_option("--height", hints.height, "rows")->required();
+    app.add_option("--width", hints.width, "samples per row")
+        ->required()
+        ->check(CLI::PositiveNumber);
+    app.add_option("--height", hints.height, "rows")->required()->check(CLI::PositiveNumber);
     app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64")->default_str("f32");
     app.add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
     app.add_option("--pattern", pattern, "noise, gradient, checker or gaussian-spots")
@@ -51,9 +53,9 @@ Examples:
     ooc::SeparableParams params;
     params.filter.row = params.filter.col = {1.0};
     auto op = ooc::make_separable_cpu(source->spec(), params, popt);
-    const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt);
-    ooc::cli::remove_on_signal(ooc::partial_path(out));
+    out_options.mem_limit = popt.mem_limit;
     auto sink = ooc::create_sink(out, op->output_spec(), "", out_options);
+    const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt, source.get(), sink.get());
     ooc::cli::Progress bar(progress, source->spec().total_bytes());
     const auto st = ooc::run_pipeline(*source, *sink, *op, plan,
                                       [&](std::int64_t d, std::int64_t t) { bar.update(d, t); });

@@ -10,6 +10,7 @@
 
 #include "../kernels/cpu/separable.hpp"
 #include "cli/common.hpp"
+#include "cli/filter_options.hpp"
 #include "ooc/device.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
@@ -74,8 +75,9 @@ Examples:
       return 0;
     }
 
-    ooc::SeparableParams params;
-    params.filter.row = params.filter.col = ooc::gaussian_taps(radius, 0);
+    ooc::cli::FilterCli filter;
+    filter.radius = radius;
+    const ooc::SeparableParams params = ooc::cli::filter_params(filter, popt.mem_limit);
     for (const auto& path : files) {
       // Raw options describe the raw files; a file with a header describes itself.
       const bool headerless =

@@ -59,6 +59,9 @@ class Source {
   // Copies rows [y0, y0 + n) into dst (contiguous). Safe to call from several threads at once:
   // backends that stage rows themselves (pinned memory for a GPU) read in parallel through it.
   virtual void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst);
+  // Memory the source holds besides the rows it hands out (decoded blocks read ahead), at most,
+  // while `readers` threads read bands of `band_rows` rows; the planner counts it.
+  virtual std::size_t buffer_bytes(std::int64_t /*band_rows*/, int /*readers*/) const { return 0; }
 };
 
 class Sink {
@@ -71,6 +74,9 @@ class Sink {
                           std::size_t stride) = 0;
   // Makes the output visible under its final name. Without commit() the destructor removes it.
   virtual void commit() = 0;
+  // Memory the sink holds besides the rows handed to it (rows gathered for compression), at
+  // most; the planner counts it.
+  virtual std::size_t buffer_bytes() const { return 0; }
 };
 
 // What the command line says about an input that has no header (raw files, synthetic images).
@@ -103,6 +109,8 @@ struct SinkOptions {
   int level = -1;                 // TIFF deflate 1-9, zstd 1-22; -1: the codec's default
   std::string bigtiff = "auto";   // TIFF: auto (when the file could pass 4 GiB), yes or no
   Metadata metadata;              // TIFF: tags carried over from the input
+  std::size_t mem_limit = 0;      // the job's --mem-limit (0: the default): buffers stay within it
+  int threads = 0;                // threads that compress (0: all cores)
 };
 
 // Creates `path` for writing under a temporary name beside it; "null:" discards the rows.
@@ -117,6 +125,13 @@ std::string npy_header(const ImageSpec& spec);
 
 // The temporary name an output is written under until it is complete.
 std::string partial_path(const std::string& output);
+
+// For a process's fatal-signal handlers; both are async-signal-safe. Removes the temporaries of
+// every output still being written (only files this process created).
+void remove_temporary_outputs() noexcept;
+// Writes the names of the input files being read through a memory mapping to `fd`, separated by
+// "', '" (a file cut short under a mapping raises SIGBUS).
+void write_mapped_inputs(int fd) noexcept;
 
 // The synthetic image generator behind "synth:" inputs (and oocgen): deterministic for a seed,
 // independent of how rows are split between calls or threads.

@@ -95,8 +95,13 @@ struct BandPlan {
 };
 
 // Throws a usage Error naming the smallest --mem-limit that works when even one-row bands don't
-// fit.
-BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineOptions& options);
+// fit. The buffers of `source` and `sink` (decoded or compressed TIFF blocks), when given, count
+// against the limit too.
+BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineOptions& options,
+                    const Source* source = nullptr, const Sink* sink = nullptr);
+
+// Most worker threads --threads may ask for (more than the machine has is allowed: they run).
+inline constexpr int kMaxThreads = 1024;
 
 struct RunStats {
   std::size_t bytes_read = 0;     // bytes of the input image

@@ -3,10 +3,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -18,13 +20,80 @@
 namespace ooc::cli {
 
 namespace {
-char g_partial[4096];  // read by the signal handler: a plain buffer, no allocation there
 
-extern "C" void on_signal(int sig) {
-  if (g_partial[0] != '\0') ::unlink(g_partial);
+char g_prog[64] = "ooc";  // read by the signal handler: a plain buffer, no allocation there
+
+void write_str(const char* s) {
+  (void)!::write(STDERR_FILENO, s, std::strlen(s));
+}
+
+// Every signal that would end the process: its temporaries go first. SIGBUS is an input file cut
+// short under its mapping: said so, exit 4. Signals that dump core dump it after the cleanup.
+extern "C" void on_fatal_signal(int sig) {
+  ooc::remove_temporary_outputs();
+  if (sig == SIGBUS) {
+    write_str(g_prog);
+    write_str(
+        ": error: an input file became shorter while it was being read (cut short or "
+        "replaced by another program?): '");
+    ooc::write_mapped_inputs(STDERR_FILENO);
+    write_str("'; nothing was written\n");
+    ::_exit(static_cast<int>(ErrorKind::io));
+  }
+  if (sig == SIGSEGV || sig == SIGABRT || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP ||
+      sig == SIGSYS) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    return;
+  }
   ::_exit(128 + sig);
 }
+
+// A tool started with stdin, stdout or stderr closed would hand that number to the first file it
+// opens, and then write messages or a progress bar into an image: park /dev/null there instead.
+void reserve_standard_fds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int got = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (got >= 0 && got != fd) {
+      ::dup2(got, fd);
+      ::close(got);
+    }
+  }
+}
+
+void install_signal_handlers(const char* prog) {
+  std::strncpy(g_prog, prog, sizeof g_prog - 1);
+  // Writes to a closed pipe or past ulimit -f then fail with EPIPE and EFBIG, which become
+  // messages, instead of killing the process with its output half written.
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
+  struct sigaction sa {};
+  sa.sa_handler = on_fatal_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig :
+       {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGVTALRM, SIGPROF,
+        SIGIO, SIGPWR, SIGBUS, SIGSEGV, SIGABRT, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) {
+    struct sigaction old {};
+    // A signal ignored by whoever started us (nohup, a batch system) stays ignored.
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
 }  // namespace
+
+void write_report(const std::string& text, const std::string& done) {
+  errno = 0;
+  const bool ok =
+      std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
+  if (!ok) {
+    const int err = errno != 0 ? errno : EIO;
+    std::clearerr(stdout);
+    throw Error(ErrorKind::io, std::string("the --stats report could not be written to stdout: ") +
+                                   std::strerror(err) + " (" + done + ")");
+  }
+}
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* prog) {
   try {
@@ -39,6 +108,8 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, cons
 }
 
 int guarded_main(const char* prog, const std::function<int()>& body) {
+  reserve_standard_fds();
+  install_signal_handlers(prog);
   try {
     return body();
   } catch (const Error& e) {
@@ -51,14 +122,6 @@ int guarded_main(const char* prog, const std::function<int()>& body) {
     std::fprintf(stderr, "%s: error: %s\n", prog, e.what());
     return 1;
   }
-}
-
-void remove_on_signal(const std::string& path) {
-  std::strncpy(g_partial, path.c_str(), sizeof g_partial - 1);
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
 }
 
 std::size_t peak_rss_bytes() {

@@ -1,5 +1,6 @@
-// What the command-line tools share: exit-code mapping, the progress bar, peak RSS, and removal of
-// a partial output when the job is interrupted (Ctrl-C, or Slurm's SIGTERM at the time limit).
+// What the command-line tools share: exit-code mapping, signal handling (a partial output is
+// removed when the job is interrupted: Ctrl-C, or Slurm's SIGTERM at the time limit), the
+// progress bar, peak RSS, reports on stdout.
 #pragma once
 
 #include <chrono>
@@ -23,10 +24,15 @@ namespace ooc::cli {
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* prog);
 
 // Runs body; maps ooc::Error to its exit code and other failures to 1, printing "prog: message".
+// First parks /dev/null on a closed stdin/stdout/stderr, ignores SIGPIPE and SIGXFSZ (the writes
+// fail with a message instead), and makes every terminating signal remove the temporaries of
+// unfinished outputs and exit with 128 + signal (SIGBUS, an input cut short under its mapping:
+// a message and exit 4). A signal ignored at start stays ignored.
 int guarded_main(const char* prog, const std::function<int()>& body);
 
-// On SIGINT/SIGTERM/SIGHUP, unlinks `path` (if set) and exits with 128 + signal.
-void remove_on_signal(const std::string& path);
+// Writes a report (--stats) to stdout and flushes it; throws an io Error naming the cause when
+// stdout is gone (closed pipe, full disk). `done` says what was achieved regardless.
+void write_report(const std::string& text, const std::string& done);
 
 std::size_t peak_rss_bytes();
 

@@ -1,7 +1,11 @@
 // Parsing and validation of the shared filter options (see filter_options.hpp).
 #include "filter_options.hpp"
 
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -9,12 +13,28 @@
 
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
+#include "ooc/pipeline.hpp"
 
 namespace ooc::cli {
 
 namespace {
 
-std::string read_text_file(const std::string& path) {
+// Larger than any sensible radius, small enough that 2R+1 and byte counts cannot overflow.
+constexpr std::int64_t kMaxRadius = std::int64_t{1} << 40;
+
+std::string read_text_file(const std::string& path, std::size_t mem_limit) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(ErrorKind::input, system_message("cannot read taps file", path, errno));
+  if (!S_ISREG(st.st_mode))
+    throw Error(ErrorKind::usage,
+                "taps file '" + path + "' is not a regular file: name a text file");
+  // A tap takes at least two characters ("1,") in the file.
+  if (filter_taps_bytes(st.st_size / 4) > mem_limit)
+    throw Error(ErrorKind::usage, "taps file '" + path + "' (" + std::to_string(st.st_size) +
+                                      " bytes) is too large for --mem-limit " +
+                                      format_bytes(double(mem_limit)) +
+                                      ": raise --mem-limit or use fewer taps");
   std::ifstream in(path);
   if (!in) throw Error(ErrorKind::input, "cannot read taps file '" + path + "'");
   std::ostringstream s;
@@ -23,8 +43,8 @@ std::string read_text_file(const std::string& path) {
 }
 
 // Lines of a taps file without comments (#) and blank lines.
-std::vector<std::string> taps_file_lines(const std::string& path) {
-  std::istringstream in(read_text_file(path));
+std::vector<std::string> taps_file_lines(const std::string& path, std::size_t mem_limit) {
+  std::istringstream in(read_text_file(path, mem_limit));
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
     line = line.substr(0, line.find('#'));
@@ -59,7 +79,13 @@ void add_filter_options(CLI::App& app, FilterCli& f) {
       ->default_str("auto");
 }
 
-ooc::SeparableParams filter_params(const FilterCli& f) {
+std::size_t filter_taps_bytes(std::int64_t radius) {
+  // Doubles given and reversed, in f32/f64 copies per direction, and a row pointer per tap.
+  return static_cast<std::size_t>(2 * std::min(radius, kMaxRadius) + 1) * 64;
+}
+
+ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit) {
+  if (mem_limit == 0) mem_limit = default_mem_limit();
   SeparableParams params;
   const bool explicit_taps =
       !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
@@ -73,7 +99,7 @@ ooc::SeparableParams filter_params(const FilterCli& f) {
     if (!f.taps.empty()) {
       params.filter.row = params.filter.col = parse_taps(f.taps, "--taps");
     } else if (!f.taps_file.empty()) {
-      const auto lines = taps_file_lines(f.taps_file);
+      const auto lines = taps_file_lines(f.taps_file, mem_limit);
       params.filter.row = parse_taps(lines[0], f.taps_file);
       params.filter.col = parse_taps(lines.back(), f.taps_file);
     } else {
@@ -89,11 +115,24 @@ ooc::SeparableParams filter_params(const FilterCli& f) {
                   "no filter given: use --radius R, --sigma S, or --taps (see --help)");
     if (f.radius && *f.radius < 0)
       throw Error(ErrorKind::usage, "--radius must be >= 0, got " + std::to_string(*f.radius));
-    if (f.sigma && !(*f.sigma > 0))
-      throw Error(ErrorKind::usage, "--sigma must be > 0, got " + std::to_string(*f.sigma));
+    if (f.sigma && !(*f.sigma > 0 && std::isfinite(*f.sigma)))
+      throw Error(ErrorKind::usage,
+                  "--sigma must be a positive finite number, got " + std::to_string(*f.sigma));
+    const char* option = f.radius ? "--radius" : "--sigma";
     // 1e-9: a sigma of k/3 typed in decimal (3 x 0.3333333333333334 is just over 1) is radius k.
-    const std::int64_t r =
-        f.radius ? *f.radius : static_cast<std::int64_t>(std::ceil(3.0 * *f.sigma - 1e-9));
+    const double wanted = f.radius ? double(*f.radius) : std::ceil(3.0 * *f.sigma - 1e-9);
+    const std::int64_t max_r = std::min<std::int64_t>(
+        kMaxRadius, static_cast<std::int64_t>((mem_limit / filter_taps_bytes(0) - 1) / 2));
+    if (wanted > double(max_r)) {
+      std::string given = f.radius ? std::to_string(*f.radius) : std::to_string(*f.sigma);
+      throw Error(ErrorKind::usage,
+                  std::string(option) + " " + given + " makes a filter of " +
+                      (wanted < 1e18 ? std::to_string(std::int64_t(wanted) * 2 + 1) : "over 1e18") +
+                      " taps, more than --mem-limit " + format_bytes(double(mem_limit)) +
+                      " holds (at most radius " + std::to_string(max_r) +
+                      "): lower the radius or sigma, or raise --mem-limit");
+    }
+    const std::int64_t r = static_cast<std::int64_t>(wanted);
     std::vector<double> t;
     if (f.filter_kind == "gaussian") {
       t = gaussian_taps(r, f.sigma.value_or(0.0));

@@ -31,7 +31,13 @@ struct FilterCli {
 void add_filter_options(CLI::App& app, FilterCli& f);
 
 // Validates the options and builds the filter: explicit taps, or a Gaussian/box of a radius and
-// sigma. Throws a usage Error for a contradiction or a missing filter; reads --taps-file.
-ooc::SeparableParams filter_params(const FilterCli& f);
+// sigma. Throws a usage Error for a contradiction, a missing filter, or a filter whose taps alone
+// would not fit in `mem_limit` (0: the default --mem-limit), before allocating them; reads
+// --taps-file.
+ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit = 0);
+
+// Bytes the filter's taps take in a run (kept as doubles, in accumulator copies and per-slot
+// pointer tables), for 2 * radius + 1 taps: what filter_params holds against the limit.
+std::size_t filter_taps_bytes(std::int64_t radius);
 
 }  // namespace ooc::cli

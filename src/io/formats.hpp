@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "ooc/error.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
 
@@ -33,12 +34,12 @@ void reverse_bytes(std::byte* p, std::size_t samples, std::size_t width);
 // 'x.tif', which say").
 void check_hints(const RawHints& hints, const ImageSpec& spec, const std::string& authority);
 
-// Throws when `path` cannot be an output: its directory is missing, it is a directory, or it is
-// the input file itself.
-void check_output_path(const std::string& path, const std::string& input_path);
+// An input that cannot be opened or read because of the machine (out of file descriptors or
+// memory, an I/O error) is an I/O error, exit 4; otherwise the input itself is at fault, exit 3.
+ErrorKind read_error_kind(int err) noexcept;
 
-// Closes a finished output written under `partial` (fd becomes -1) and renames it to `path`.
-void close_and_rename(int& fd, const std::string& partial, const std::string& path);
+// ": free some space or write elsewhere" and the like, for a write that failed with `err`.
+std::string full_hint(int err);
 
 // TIFF and BigTIFF (tiff_read.cpp, tiff_write.cpp). `fd` is open on `path` and owned by the callee.
 std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const RawHints& hints,

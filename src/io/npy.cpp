@@ -33,6 +33,33 @@ std::string dict_value(const std::string& dict, const std::string& key, const st
   return v;
 }
 
+// "(20, 30)", "(20, 30, 3)", "(20, 30,)": non-negative integers, nothing else.
+std::vector<std::int64_t> parse_shape(const std::string& shape, const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    return Error(ErrorKind::input, "'" + path + "': .npy shape " + shape + " " + why);
+  };
+  if (shape.size() < 2 || shape.front() != '(' || shape.back() != ')')
+    throw bad("is not a tuple of integers");
+  std::vector<std::int64_t> dims;
+  const std::string inner = shape.substr(1, shape.size() - 2);
+  std::size_t i = 0;
+  while (i < inner.size()) {
+    while (i < inner.size() && inner[i] == ' ') ++i;
+    if (i == inner.size()) break;
+    std::size_t j = i;
+    while (j < inner.size() && inner[j] >= '0' && inner[j] <= '9') ++j;
+    if (j == i)
+      throw bad(inner[i] == '-' ? "has a negative dimension" : "is not a tuple of integers");
+    // Longer than 18 digits could overflow: no image is that large anyway.
+    if (j - i > 18) throw bad("is too large");
+    dims.push_back(std::stoll(inner.substr(i, j - i)));
+    while (j < inner.size() && inner[j] == ' ') ++j;
+    if (j < inner.size() && inner[j] != ',') throw bad("is not a tuple of integers");
+    i = j + 1;
+  }
+  return dims;
+}
+
 }  // namespace
 
 NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::string& path) {
@@ -53,7 +80,13 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
   }
   if (prefix + header_len > n)
     throw Error(ErrorKind::input, "'" + path + "': truncated .npy header");
-  const std::string dict(reinterpret_cast<const char*>(p + prefix), header_len);
+  std::string dict(reinterpret_cast<const char*>(p + prefix), header_len);
+  while (!dict.empty() && (dict.back() == ' ' || dict.back() == '\n' || dict.back() == '\0'))
+    dict.pop_back();
+  if (dict.empty() || dict.front() != '{' || dict.back() != '}')
+    throw Error(ErrorKind::input, "'" + path +
+                                      "': malformed .npy header (not a {...} dictionary): the "
+                                      "file is damaged or not written by NumPy");
 
   NpyLayout out;
   out.data_offset = prefix + header_len;
@@ -81,21 +114,8 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
     throw Error(ErrorKind::input, "'" + path +
                                       "' is in Fortran order: save it with "
                                       "numpy.ascontiguousarray (C order)");
-  std::string shape = dict_value(dict, "shape", path);
-  std::vector<std::int64_t> dims;
-  for (std::size_t i = 0; i < shape.size();) {
-    if (shape[i] >= '0' && shape[i] <= '9') {
-      std::size_t j = i;
-      while (j < shape.size() && shape[j] >= '0' && shape[j] <= '9') ++j;
-      // Longer than 18 digits could overflow: no image is that large anyway.
-      if (j - i > 18)
-        throw Error(ErrorKind::input, "'" + path + "': .npy shape " + shape + " is too large");
-      dims.push_back(std::stoll(shape.substr(i, j - i)));
-      i = j;
-    } else {
-      ++i;
-    }
-  }
+  const std::string shape = dict_value(dict, "shape", path);
+  const std::vector<std::int64_t> dims = parse_shape(shape, path);
   if (dims.size() == 2) {
     out.spec.height = dims[0], out.spec.width = dims[1], out.spec.channels = 1;
   } else if (dims.size() == 3 && dims[2] >= 1 && dims[2] <= 4) {
@@ -106,7 +126,11 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
                                       " is not an image: use (height, width) or (height, width, "
                                       "channels) with 1 to 4 channels");
   }
-  validate(out.spec);
+  try {
+    validate(out.spec);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::input, "'" + path + "': .npy shape " + shape + ": " + e.what());
+  }
   return out;
 }
 

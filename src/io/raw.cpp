@@ -19,6 +19,7 @@
 #include "npy.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
+#include "output_file.hpp"
 
 namespace bip = boost::interprocess;
 namespace fs = std::filesystem;
@@ -54,11 +55,14 @@ class RawSource final : public Source {
     try {
       mapping_ = bip::file_mapping(path.c_str(), bip::read_only);
     } catch (const bip::interprocess_exception& e) {
-      throw Error(ErrorKind::input, "cannot map input '" + path + "': " + e.what());
+      throw Error(read_error_kind(e.get_native_error()),
+                  "cannot map input '" + path + "': " + e.what());
     }
+    mapped_slot_ = register_mapped_input(path);
   }
 
   ~RawSource() override {
+    unregister_mapped_input(mapped_slot_);
     if (fd_ >= 0) ::close(fd_);
   }
   RawSource(const RawSource&) = delete;
@@ -99,11 +103,17 @@ class RawSource final : public Source {
       read_rows(y0, n, out);
       return out;
     }
-    bip::mapped_region region(
-        mapping_, bip::read_only,
-        static_cast<bip::offset_t>(layout_.offset +
-                                   static_cast<std::size_t>(y0) * spec_.row_bytes()),
-        bytes);
+    bip::mapped_region region;
+    try {
+      region =
+          bip::mapped_region(mapping_, bip::read_only,
+                             static_cast<bip::offset_t>(
+                                 layout_.offset + static_cast<std::size_t>(y0) * spec_.row_bytes()),
+                             bytes);
+    } catch (const bip::interprocess_exception& e) {
+      throw Error(ErrorKind::io, "cannot map rows of input '" + path_ + "': " + e.what() +
+                                     ": lower --mem-limit or raise the address-space limit");
+    }
     // Start reading the whole window now: a cold file is read ahead while earlier bands compute.
     region.advise(bip::mapped_region::advice_willneed);
     auto* p = static_cast<const std::byte*>(region.get_address());
@@ -117,51 +127,40 @@ class RawSource final : public Source {
   FileLayout layout_;
   ImageSpec spec_;
   bip::file_mapping mapping_;
+  int mapped_slot_ = -1;
 };
 
 class FileSink final : public Sink {
  public:
   FileSink(const std::string& path, const ImageSpec& spec, const std::string& input_path,
            std::string header)
-      : path_(path), partial_(partial_path(path)), spec_(spec), header_(std::move(header)) {
-    check_output_path(path, input_path);
-
-    fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      throw Error(ErrorKind::io, system_message("cannot create output", partial_, errno));
+      : file_(path, input_path), spec_(spec), header_(std::move(header)) {
     const std::size_t total = header_.size() + spec.total_bytes();
     // Reserve the blocks now: a full disk fails here, before any work, not halfway through.
-    const int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(total));
-    if (rc == EFBIG) {
-      discard();
+    const int rc = ::posix_fallocate(file_.fd(), 0, static_cast<off_t>(total));
+    if (rc == EFBIG)
       throw Error(ErrorKind::io, "output '" + path + "' (" + std::to_string(total) +
                                      " bytes) is larger than this file system or the file size "
                                      "limit (ulimit -f) allows: write elsewhere");
-    }
     if (rc == ENOSPC) {
       struct statvfs vfs {};
       std::string avail;
-      if (::fstatvfs(fd_, &vfs) == 0)
+      if (::fstatvfs(file_.fd(), &vfs) == 0)
         avail = ", " + std::to_string(std::uint64_t(vfs.f_bavail) * vfs.f_frsize) + " available";
-      discard();
       throw Error(ErrorKind::io, "not enough space for output '" + path + "' (" +
                                      std::to_string(total) + " bytes needed" + avail +
                                      "): free some space or write elsewhere");
     }
-    if (rc != 0 && ::ftruncate(fd_, static_cast<off_t>(total)) != 0) {
-      const int err = errno;
-      discard();
-      throw Error(ErrorKind::io, system_message("cannot size output", partial_, err));
-    }
+    if (rc != 0 && ::ftruncate(file_.fd(), static_cast<off_t>(total)) != 0)
+      throw Error(ErrorKind::io,
+                  system_message("cannot size output", file_.partial(), errno) + full_hint(errno));
     if (!header_.empty())
       write_all(reinterpret_cast<const std::byte*>(header_.data()), header_.size(), 0);
   }
 
-  ~FileSink() override { discard(); }
-
   const ImageSpec& spec() const noexcept override { return spec_; }
   std::string describe() const override {
-    return (header_.empty() ? "raw '" : "npy '") + path_ + "' " + spec_.describe();
+    return (header_.empty() ? "raw '" : "npy '") + file_.path() + "' " + spec_.describe();
   }
 
   void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
@@ -175,21 +174,17 @@ class FileSink final : public Sink {
     }
   }
 
-  void commit() override {
-    close_and_rename(fd_, partial_, path_);
-    committed_ = true;
-  }
+  void commit() override { file_.commit(); }
 
  private:
   void write_all(const std::byte* p, std::size_t bytes, std::size_t offset) {
     while (bytes > 0) {
-      const ssize_t w = ::pwrite(fd_, p, bytes, static_cast<off_t>(offset));
+      const ssize_t w = ::pwrite(file_.fd(), p, bytes, static_cast<off_t>(offset));
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
         const int err = w < 0 ? errno : ENOSPC;
-        const bool full = err == ENOSPC || err == EFBIG || err == EDQUOT;
-        throw Error(ErrorKind::io, system_message("cannot write output", partial_, err) +
-                                       (full ? ": free some space or write elsewhere" : ""));
+        throw Error(ErrorKind::io,
+                    system_message("cannot write output", file_.partial(), err) + full_hint(err));
       }
       p += w;
       bytes -= static_cast<std::size_t>(w);
@@ -197,17 +192,9 @@ class FileSink final : public Sink {
     }
   }
 
-  void discard() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-    if (!committed_) ::unlink(partial_.c_str());
-  }
-
-  std::string path_, partial_;
+  OutputFile file_;
   ImageSpec spec_;
   std::string header_;  // written before the rows (.npy), or empty (raw)
-  int fd_ = -1;
-  bool committed_ = false;
 };
 
 class NullSink final : public Sink {
@@ -237,13 +224,19 @@ std::unique_ptr<Source> make_mapped_source(const std::string& path, int fd, File
   }
 }
 
-void close_and_rename(int& fd, const std::string& partial, const std::string& path) {
-  const int rc = ::close(fd);
-  const int err = errno;
-  fd = -1;
-  if (rc != 0) throw Error(ErrorKind::io, system_message("cannot finish output", partial, err));
-  if (::rename(partial.c_str(), path.c_str()) != 0)
-    throw Error(ErrorKind::io, system_message("cannot rename into place output", path, errno));
+ErrorKind read_error_kind(int err) noexcept {
+  return err == EMFILE || err == ENFILE || err == ENOMEM || err == EIO || err == ENOBUFS ||
+                 err == EAGAIN
+             ? ErrorKind::io
+             : ErrorKind::input;
+}
+
+std::string full_hint(int err) {
+  if (err == EFBIG)
+    return ": larger than the file size limit (ulimit -f) or the file system allows; write "
+           "elsewhere or raise the limit";
+  if (err == ENOSPC || err == EDQUOT) return ": free some space or write elsewhere";
+  return {};
 }
 
 void check_hints(const RawHints& hints, const ImageSpec& spec, const std::string& authority) {
@@ -260,24 +253,6 @@ void check_hints(const RawHints& hints, const ImageSpec& spec, const std::string
     throw conflict("--type", std::string(name(hints.type)), std::string(name(spec.type)));
   if (hints.channels_given && hints.channels != spec.channels)
     throw conflict("--channels", std::to_string(hints.channels), std::to_string(spec.channels));
-}
-
-void check_output_path(const std::string& path, const std::string& input_path) {
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw Error(ErrorKind::io, "output directory '" + dir.string() +
-                                   "' does not exist: create it or write elsewhere");
-  struct stat in_st {
-  }, out_st{};
-  if (!input_path.empty() && ::stat(input_path.c_str(), &in_st) == 0 &&
-      ::stat(path.c_str(), &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
-      in_st.st_ino == out_st.st_ino)
-    throw Error(ErrorKind::usage, "output '" + path + "' is the input file '" + input_path +
-                                      "': write the result to another path");
-  if (fs::is_directory(p, ec))
-    throw Error(ErrorKind::usage, "output '" + path + "' is a directory: name a file");
 }
 
 std::string partial_path(const std::string& output) {
@@ -346,7 +321,8 @@ FileLayout raw_layout(const std::string& path, const RawHints& hints, std::uintm
 FileLayout npy_layout(const std::string& path, int fd, const RawHints& hints, std::uintmax_t size) {
   std::vector<unsigned char> head(std::min<std::uintmax_t>(size, 1 << 20));
   const ssize_t got = ::pread(fd, head.data(), head.size(), 0);
-  if (got < 0) throw Error(ErrorKind::input, system_message("cannot read input", path, errno));
+  if (got < 0)
+    throw Error(read_error_kind(errno), system_message("cannot read input", path, errno));
   const NpyLayout n = parse_npy_header(head.data(), static_cast<std::size_t>(got), path);
   check_hints(hints, n.spec, "the header of '" + path + "', which says");
   const std::uintmax_t need = n.data_offset + n.spec.total_bytes();
@@ -375,7 +351,14 @@ std::string detect_format(const std::string& path) {
 
 std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
                                     std::uint64_t seed) {
-  if (path.rfind("synth:", 0) == 0) return make_synthetic_source(path.substr(6), hints, seed);
+  if (path.rfind("synth:", 0) == 0) {
+    if (hints.page != 0)
+      throw Error(ErrorKind::usage, "--page applies to TIFF input; '" + path + "' is synthetic");
+    if (hints.format != "auto")
+      throw Error(ErrorKind::usage, "--in-format applies to files; '" + path + "' is synthetic");
+    return make_synthetic_source(path.substr(6), hints, seed);
+  }
+  if (path.empty()) throw Error(ErrorKind::usage, "the input path is empty: name an image file");
   if (hints.format != "auto" && hints.format != "raw" && hints.format != "npy" &&
       hints.format != "tiff")
     throw Error(ErrorKind::usage,
@@ -387,7 +370,7 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
   if (fs::is_directory(status))
     throw Error(ErrorKind::input, "input '" + path + "' is a directory, not an image file");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(ErrorKind::input, system_message("cannot open input", path, errno));
+  if (fd < 0) throw Error(read_error_kind(errno), system_message("cannot open input", path, errno));
   FileLayout layout;
   std::uintmax_t size = 0;
   std::string format = hints.format;
@@ -397,7 +380,7 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
     const std::string magic = format_of(fd);
     if (format == "auto") {
       format = magic;
-      if (magic == "raw" && has_extension(path, {".tif", ".tiff"}))
+      if (magic == "raw" && has_extension(path, {".tif", ".tiff", ".btf", ".tf8"}))
         throw Error(ErrorKind::input, "input '" + path +
                                           "' is named like a TIFF file but does not start with "
                                           "TIFF magic bytes (II*, MM*): it is not a TIFF file, or "
@@ -424,11 +407,15 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
                                   const std::string& input_path, const SinkOptions& options) {
   validate(spec);
   if (path == "null:") return std::make_unique<NullSink>(spec);
+  if (path.empty())
+    throw Error(ErrorKind::usage, "the output path is empty: name a file (or null: to discard)");
   std::string f = options.format;
+  // .btf and .tf8 are the customary names of BigTIFF files.
+  const bool big_name = has_extension(path, {".btf", ".tf8"});
   if (f == "auto")
-    f = has_extension(path, {".tif", ".tiff"}) ? "tiff"
-        : has_extension(path, {".npy"})        ? "npy"
-                                               : "raw";
+    f = has_extension(path, {".tif", ".tiff"}) || big_name ? "tiff"
+        : has_extension(path, {".npy"})                    ? "npy"
+                                                           : "raw";
   if (f != "raw" && f != "npy" && f != "tiff")
     throw Error(ErrorKind::usage,
                 "--format takes auto, raw, npy or tiff, got '" + options.format + "'");
@@ -438,7 +425,11 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
     throw Error(ErrorKind::usage,
                 "--tile, --compress, --level and --bigtiff apply to TIFF "
                 "outputs only: name the output .tif or give --format tiff");
-  if (f == "tiff") return create_tiff_sink(path, spec, input_path, options);
+  if (f == "tiff") {
+    SinkOptions o = options;
+    if (big_name && o.bigtiff == "auto") o.bigtiff = "yes";
+    return create_tiff_sink(path, spec, input_path, o);
+  }
   return std::make_unique<FileSink>(path, spec, input_path, f == "npy" ? npy_header(spec) : "");
 }
 

@@ -1,6 +1,10 @@
 // libtiff glue shared by the TIFF reader and writer: error capture, opening, names.
 #include "tiff_common.hpp"
 
+#include <cerrno>
+
+#include "formats.hpp"
+
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
@@ -39,7 +43,10 @@ void install_tiff_handlers() {
 TIFF* open_tiff(const std::string& path, int page) {
   install_tiff_handlers();
   t_last_error.clear();
+  errno = 0;
   TIFF* tif = TIFFOpen(path.c_str(), "rm");
+  if (!tif && read_error_kind(errno) == ErrorKind::io)
+    throw Error(ErrorKind::io, system_message("cannot open input", path, errno));
   if (!tif) {
     // libtiff opens a header whose first directory offset is 0 as "no images" without a word.
     const std::string why =

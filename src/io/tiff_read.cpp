@@ -62,6 +62,7 @@ struct TiffInfo {
   std::int64_t chunk_w = 0, chunk_h = 0;  // a strip is image-wide
   std::int64_t across = 1, down = 1, planes = 1;
   int pages = 1;
+  std::uint64_t largest_chunk = 0;  // bytes of the largest stored (compressed) strip or tile
   Metadata metadata;
 
   std::int64_t chunk_samples() const { return chunk_w * (separate ? 1 : spec.channels); }
@@ -140,6 +141,12 @@ TiffInfo read_info(TIFF* tif, const std::string& path) {
                                       std::to_string(t.compression) +
                                       ", which this libtiff cannot decode: recompress it with "
                                       "LZW, Deflate or ZSTD (tiffcp -c lzw)");
+  std::uint32_t depth = 1;
+  if (TIFFGetField(tif, TIFFTAG_IMAGEDEPTH, &depth) && depth > 1)
+    throw Error(ErrorKind::input, "TIFF '" + path + "' is a volume " + std::to_string(depth) +
+                                      " slices deep (ImageDepth " + std::to_string(depth) +
+                                      "), which ooc does not filter: it reads 2-D images; store "
+                                      "the slices as pages and pick one with --page");
   t.spec = ImageSpec{w, h, spp, type};
   validate(t.spec);
   t.separate = planar == PLANARCONFIG_SEPARATE && spp > 1;
@@ -185,7 +192,8 @@ TiffInfo read_info(TIFF* tif, const std::string& path) {
 
 // Every strip or tile must lie inside the file and be non-empty; uncompressed ones must hold
 // their rows. Checked once, up front, so that a damaged file fails before any output is written.
-void check_chunks(TIFF* tif, const TiffInfo& t, const std::string& path, std::uintmax_t size) {
+void check_chunks(TIFF* tif, TiffInfo& t, const std::string& path, std::uintmax_t size) {
+  std::uint64_t largest = 0;
   const std::uint64_t count = t.tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
   const std::uint64_t need = static_cast<std::uint64_t>(t.across * t.down * t.planes);
   if (count < need)
@@ -211,12 +219,14 @@ void check_chunks(TIFF* tif, const TiffInfo& t, const std::string& path, std::ui
                       "TIFF '" + path + "': " + which + " lies past the end of the file (bytes " +
                           std::to_string(offset) + " + " + std::to_string(bytes) + ", file size " +
                           std::to_string(size) + "): the file is truncated");
+        largest = std::max(largest, bytes);
         if (t.compression == COMPRESSION_NONE && bytes < t.chunk_bytes(cy))
           throw Error(ErrorKind::input, "TIFF '" + path + "': " + which + " holds " +
                                             std::to_string(bytes) + " bytes, its pixels need " +
                                             std::to_string(t.chunk_bytes(cy)) +
                                             ": the file is damaged");
       }
+  t.largest_chunk = largest;
 }
 
 // The start of the image data, when it is raw: uncompressed chunky strips, one after another.
@@ -396,6 +406,8 @@ class TiffChunkSource final : public Source {
     const std::int64_t per_row = t_.across * t_.planes;
     ahead_ = std::clamp<std::int64_t>((2 * threads + per_row - 1) / per_row, 1,
                                       std::max<std::int64_t>(1, kMaxAheadBytes / row_bytes));
+    slack_ = std::clamp<std::int64_t>(static_cast<std::int64_t>(kMaxAheadBytes / row_bytes), 1, 8);
+    threads_ = threads;
   }
   // Decodes still queued become no-ops; the ones running finish first: none may outlive us.
   ~TiffChunkSource() override {
@@ -408,6 +420,17 @@ class TiffChunkSource final : public Source {
   std::string describe() const override { return "tiff '" + path_ + "' " + t_.spec.describe(); }
   std::string layout() const override { return layout_; }
   const Metadata& metadata() const noexcept override { return t_.metadata; }
+
+  // Rows of blocks cached: those the readers hold, the ones read ahead, and the slack kept for
+  // readers in other threads; and per decode thread the stored block and the decoded one.
+  std::size_t buffer_bytes(std::int64_t band_rows, int readers) const override {
+    const std::uint64_t block_row = t_.spec.row_bytes() * std::uint64_t(t_.chunk_h);
+    const std::uint64_t held =
+        std::uint64_t(std::max(readers, 1)) * std::uint64_t(band_rows / t_.chunk_h + 2);
+    const std::uint64_t per_thread = t_.largest_chunk + t_.chunk_bytes(0);
+    return static_cast<std::size_t>((held + std::uint64_t(ahead_ + slack_)) * block_row +
+                                    threads_ * per_thread);
+  }
 
   const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
     std::byte* out = arena.take(static_cast<std::size_t>(n) * t_.spec.row_bytes());
@@ -429,7 +452,7 @@ class TiffChunkSource final : public Source {
         if (cy <= cy1) need.push_back(std::move(c));
       }
       // The rows just asked for, the ones ahead, and some slack for readers in other threads.
-      const std::size_t keep = static_cast<std::size_t>(cy1 - cy0 + 1 + ahead_) + 8;
+      const std::size_t keep = static_cast<std::size_t>(cy1 - cy0 + 1 + ahead_ + slack_);
       for (auto it = cache_.end(); cache_.size() > keep && it != cache_.begin();) {
         --it;
         if ((*it)->left == 0 && it->use_count() == 1) it = cache_.erase(it);
@@ -550,6 +573,8 @@ class TiffChunkSource final : public Source {
   std::string layout_;
   HandlePool pool_;
   std::int64_t ahead_ = 1;
+  std::int64_t slack_ = 1;
+  std::uint64_t threads_ = 1;
   std::mutex mutex_;
   std::condition_variable decoded_;
   std::list<std::shared_ptr<Cached>> cache_;  // most recently used first

@@ -14,11 +14,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "formats.hpp"
 #include "ooc/error.hpp"
+#include "ooc/pipeline.hpp"
+#include "output_file.hpp"
 #include "tiff_common.hpp"
 
 namespace ooc {
@@ -183,7 +186,7 @@ class TiffSink final : public Sink {
  public:
   TiffSink(const std::string& path, const ImageSpec& spec, const std::string& input_path,
            const SinkOptions& o)
-      : path_(path), partial_(partial_path(path)) {
+      : path_(path) {
     plan_.spec = spec;
     plan_.compression = compression_code(o.compress);
     plan_.metadata = o.metadata;
@@ -231,6 +234,37 @@ class TiffSink final : public Sink {
         plan_.chunk_bytes(0) * static_cast<std::uint64_t>(plan_.across * plan_.down);
     const double worst = double(plan_.tiled ? padded : spec.total_bytes()) * growth + blocks * 64 +
                          16 * (1 << 20) + double(o.metadata.description.size());
+    // Memory: the batch of rows gathered for compression (at least one row of blocks), the
+    // compressed blocks of one batch, and per thread a block being assembled and the codec's
+    // buffers. Checked against --mem-limit before anything is allocated or created.
+    const std::size_t limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
+    const std::uint64_t threads = static_cast<std::uint64_t>(
+        o.threads > 0 ? o.threads : tbb::this_task_arena::max_concurrency());
+    const bool encoded = plan_.compression != COMPRESSION_NONE || plan_.tiled;
+    const double block_row = double(plan_.chunk_bytes(0)) * double(plan_.tiled ? plan_.across : 1);
+    const double per_thread = encoded ? 3.0 * double(plan_.chunk_bytes(0)) : 0.0;
+    const double kept = encoded ? 1.0 + growth : 1.0;
+    const double least = block_row * kept + double(threads) * per_thread;
+    if (least > double(limit) / 2) {
+      const std::string what =
+          plan_.tiled ? "--tile " + std::to_string(o.tile) + " makes one row of tiles " +
+                            std::to_string(plan_.chunk_h) + " x " +
+                            std::to_string(plan_.chunk_w * plan_.across) + " pixels"
+                      : "a row of strips of this image";
+      throw Error(ErrorKind::usage,
+                  what + ", and compressing it needs " + format_bytes(least) + " (with " +
+                      std::to_string(threads) + " threads), more than half of --mem-limit " +
+                      format_bytes(double(limit)) + ": use a smaller --tile or raise --mem-limit");
+    }
+    const std::int64_t want_rows =
+        (4 * static_cast<std::int64_t>(threads) + plan_.across - 1) / plan_.across;
+    const double budget = std::max(block_row, std::min(double(kBatchBytes), double(limit) / 8));
+    const std::int64_t fit = static_cast<std::int64_t>(budget / block_row);
+    batch_rows_ = std::min(plan_.chunk_h * std::max<std::int64_t>(1, std::min(want_rows, fit)),
+                           plan_.down * plan_.chunk_h);
+    buffer_bytes_ = static_cast<std::size_t>(double(batch_rows_) * double(spec.row_bytes()) * kept +
+                                             double(threads) * per_thread);
+
     if (o.bigtiff == "yes" || o.bigtiff == "auto") {
       bigtiff_ = o.bigtiff == "yes" || worst >= double(kFourGiB);
     } else if (o.bigtiff == "no") {
@@ -242,12 +276,10 @@ class TiffSink final : public Sink {
       throw Error(ErrorKind::usage, "--bigtiff takes auto, yes or no, got '" + o.bigtiff + "'");
     }
 
-    check_output_path(path, input_path);
-    fd_ = ::open(partial_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      throw Error(ErrorKind::io, system_message("cannot create output", partial_, errno));
+    file_ = std::make_unique<OutputFile>(path, input_path);
+    fd_ = file_->fd();
     install_tiff_handlers();
-    tif_ = TIFFClientOpen(partial_.c_str(), bigtiff_ ? "w8" : "w", this, &TiffSink::read,
+    tif_ = TIFFClientOpen(file_->partial().c_str(), bigtiff_ ? "w8" : "w", this, &TiffSink::read,
                           &TiffSink::write, &TiffSink::seek, &TiffSink::close, &TiffSink::size,
                           nullptr, nullptr);
     if (!tif_) {
@@ -255,18 +287,13 @@ class TiffSink final : public Sink {
       throw failure("cannot start TIFF output");
     }
     set_tags(tif_, plan_);
-    // Enough rows of blocks for four blocks per thread, within kBatchBytes (at least one row).
-    const std::uint64_t block_row_bytes = spec.row_bytes() * std::uint64_t(plan_.chunk_h);
-    const std::int64_t want =
-        (4 * tbb::this_task_arena::max_concurrency() + plan_.across - 1) / plan_.across;
-    const std::int64_t fit = static_cast<std::int64_t>(kBatchBytes / block_row_bytes);
-    batch_rows_ = plan_.chunk_h * std::max<std::int64_t>(1, std::min(want, fit));
     batch_.resize(static_cast<std::size_t>(batch_rows_) * spec.row_bytes());
   }
 
   ~TiffSink() override { discard(); }
 
   const ImageSpec& spec() const noexcept override { return plan_.spec; }
+  std::size_t buffer_bytes() const override { return buffer_bytes_; }
   std::string describe() const override {
     return std::string(bigtiff_ ? "BigTIFF '" : "tiff '") + path_ + "' " + plan_.spec.describe();
   }
@@ -309,9 +336,10 @@ class TiffSink final : public Sink {
     tif_ = nullptr;
     // Trailing holes exist only in our bookkeeping until the file is given its full length.
     if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0)
-      throw Error(ErrorKind::io, system_message("cannot finish output", partial_, errno));
-    close_and_rename(fd_, partial_, path_);
-    committed_ = true;
+      throw Error(ErrorKind::io, system_message("cannot finish output", file_->partial(), errno) +
+                                     full_hint(errno));
+    fd_ = -1;
+    file_->commit();
   }
 
  private:
@@ -411,9 +439,8 @@ class TiffSink final : public Sink {
 
   Error failure(const std::string& what) {
     if (io_errno_ != 0) {
-      const bool full = io_errno_ == ENOSPC || io_errno_ == EFBIG || io_errno_ == EDQUOT;
-      return Error(ErrorKind::io, system_message(what.c_str(), partial_, io_errno_) +
-                                      (full ? ": free some space or write elsewhere" : ""));
+      return Error(ErrorKind::io, system_message(what.c_str(), file_->partial(), io_errno_) +
+                                      full_hint(io_errno_));
     }
     std::string why = take_tiff_error();
     if (why.find("Maximum TIFF file size exceeded") != std::string::npos)
@@ -472,21 +499,22 @@ class TiffSink final : public Sink {
       TIFFCleanup(tif_);
       tif_ = nullptr;
     }
-    if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
-    if (!committed_) ::unlink(partial_.c_str());
+    if (file_) file_->discard();
   }
 
-  std::string path_, partial_;
+  std::string path_;
+  std::unique_ptr<OutputFile> file_;
   TiffPlan plan_;
   bool bigtiff_ = false;
   int fd_ = -1;
   TIFF* tif_ = nullptr;
   std::uint64_t pos_ = 0, end_ = 0, written_ = 0;
   int io_errno_ = 0;
-  bool committed_ = false, cancelled_ = false;
+  bool cancelled_ = false;
   std::vector<std::byte> batch_;  // rows [batch_y0_, batch_end_) waiting to be compressed
   std::int64_t batch_rows_ = 0, batch_y0_ = 0, batch_end_ = 0;
+  std::size_t buffer_bytes_ = 0;
   tbb::enumerable_thread_specific<std::unique_ptr<Encoder>> encoders_;
 };
 

@@ -9,8 +9,11 @@ namespace ooc {
 
 bool accumulates_in_f64(SampleType input, SampleType output, Precision precision) noexcept {
   if (precision != Precision::automatic) return precision == Precision::f64;
-  return input == SampleType::f64 || output == SampleType::f64 || input == SampleType::u32 ||
-         input == SampleType::i32;
+  // f32 holds integers exactly only up to 2^24: 32-bit integers, read or written, need f64.
+  auto wide = [](SampleType t) {
+    return t == SampleType::f64 || t == SampleType::u32 || t == SampleType::i32;
+  };
+  return wide(input) || wide(output);
 }
 
 namespace {

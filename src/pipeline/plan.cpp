@@ -64,8 +64,12 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
-BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineOptions& o) {
+BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineOptions& o,
+                    const Source* source, const Sink* sink) {
   BandPlan plan;
+  if (o.threads > kMaxThreads)
+    throw Error(ErrorKind::usage, "--threads " + std::to_string(o.threads) + " is more than " +
+                                      std::to_string(kMaxThreads) + ": use fewer threads");
   plan.threads = o.threads > 0 ? o.threads : tbb::info::default_concurrency();
   plan.slots = o.slots > 0 ? o.slots : op.preferred_slots(plan.threads);
   plan.mem_limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
@@ -78,8 +82,14 @@ BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineO
     const std::int64_t in_rows = op.reads_rows_itself() ? 0 : std::min(rows + 2 * halo, H);
     return static_cast<std::size_t>(in_rows) * input.row_bytes() + op.slot_bytes(rows);
   };
+  // Blocks the source decodes ahead and the sink gathers for compression.
+  auto buffers = [&](std::int64_t rows, int slots) {
+    const int readers = op.reads_rows_itself() ? slots : 1;
+    return (source ? source->buffer_bytes(rows, readers) : 0) + (sink ? sink->buffer_bytes() : 0);
+  };
   auto ring_total = [&](std::int64_t rows, int slots) {
-    return static_cast<std::size_t>(slots) * slot_total(rows) + op.shared_bytes(rows, plan.threads);
+    return static_cast<std::size_t>(slots) * slot_total(rows) +
+           op.shared_bytes(rows, plan.threads) + buffers(rows, slots);
   };
 
   if (o.slots <= 0) {
@@ -121,15 +131,27 @@ BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineO
   plan.band_rows = rows;
   plan.ring_bytes = ring_total(rows, plan.slots);
   if (plan.ring_bytes > plan.mem_limit) {
-    const std::size_t need = o.band_rows > 0 ? plan.ring_bytes : ring_total(1, plan.slots);
-    throw Error(ErrorKind::usage,
-                "--mem-limit " + format_bytes(double(plan.mem_limit)) + " is too small for " +
-                    std::to_string(plan.slots) + " slot(s) of " +
-                    (o.band_rows > 0 ? std::to_string(rows) : std::string("1")) +
-                    "-row bands of this image (width " + std::to_string(input.width) + ", halo " +
-                    std::to_string(halo) + " rows): it needs at least " +
-                    format_bytes(double(need)) + "; raise --mem-limit" +
-                    (o.band_rows > 0 ? ", lower --band-rows" : "") + " or lower --slots");
+    const std::int64_t r = o.band_rows > 0 ? rows : 1;
+    const std::size_t need = ring_total(r, plan.slots);
+    const std::size_t scratch = op.shared_bytes(r, plan.threads);
+    const std::size_t blocks = buffers(r, plan.slots);
+    std::string parts =
+        std::to_string(plan.slots) + " slot(s) of " + std::to_string(r) + "-row bands (width " +
+        std::to_string(input.width) + ", halo " + std::to_string(halo) +
+        " rows): " + format_bytes(double(static_cast<std::size_t>(plan.slots) * slot_total(r)));
+    if (scratch > 0)
+      parts += ", scratch of " + std::to_string(plan.threads) +
+               " thread(s): " + format_bytes(double(scratch));
+    if (blocks > 0)
+      parts += ", TIFF blocks being decoded or compressed: " + format_bytes(double(blocks));
+    throw Error(ErrorKind::usage, "--mem-limit " + format_bytes(double(plan.mem_limit)) +
+                                      " is too small: this job needs at least " +
+                                      format_bytes(double(need)) + " (" + parts +
+                                      "); raise --mem-limit" +
+                                      (o.band_rows > 0 ? ", lower --band-rows" : "") +
+                                      (o.slots > 0 ? ", lower --slots" : "") +
+                                      (scratch > 0 && o.threads > 0 ? ", lower --threads" : "") +
+                                      (blocks > 0 ? ", or use smaller TIFF strips or tiles" : ""));
   }
   return plan;
 }

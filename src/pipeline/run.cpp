@@ -1,11 +1,14 @@
 // The TBB pipeline over bands: serial in-order read (rows of the band and its halo, through the
 // border rule), parallel compute (the operation's slot kernel), serial in-order write.
+#include <tbb/global_control.h>
+#include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "ooc/error.hpp"
@@ -132,6 +135,12 @@ RunStats run_pipeline(Source& source, Sink& sink, Operation& op, const BandPlan&
     if (progress) progress(rows_done, in.height);
   };
 
+  // TBB runs at most as many threads as the machine has unless told otherwise: --threads beyond
+  // that is what the user asked for (and what the plan reports), so it must really run.
+  std::optional<tbb::global_control> more_threads;
+  if (plan.threads > tbb::info::default_concurrency())
+    more_threads.emplace(tbb::global_control::max_allowed_parallelism,
+                         static_cast<std::size_t>(plan.threads));
   tbb::task_arena arena(plan.threads);
   arena.execute([&] {
     tbb::parallel_pipeline(

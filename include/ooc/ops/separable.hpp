@@ -23,8 +23,8 @@ struct SeparableParams {
   Precision precision = Precision::automatic;
 };
 
-// f64 for f64 data or output and for 32-bit integer data (f32 cannot hold them to within 1);
-// f32 otherwise. --precision overrides.
+// f64 when the input or the output is f64, u32 or i32 (f32 cannot hold 32-bit integers to within
+// 1); f32 otherwise. --precision overrides.
 bool accumulates_in_f64(SampleType input, SampleType output, Precision precision) noexcept;
 
 std::unique_ptr<Operation> make_separable_cpu(const ImageSpec& input, const SeparableParams& params,

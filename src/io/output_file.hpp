@@ -1,0 +1,52 @@
+// An output file under construction: a temporary beside the final name, created exclusively and
+// locked (one writer per output), never a followed link, renamed into place only when complete.
+// Every format's sink writes through one of these.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace ooc {
+
+class OutputFile {
+ public:
+  // Resolves `path` (a symlink to a regular file is written through: its target is replaced),
+  // refuses devices, FIFOs, directories, dangling links, the input itself and an input that sits
+  // at the temporary name, then creates the temporary exclusively and locks it. A leftover
+  // temporary of an interrupted run (a regular file of ours, unlocked) is replaced; anything else
+  // there (a link, another user's file, a file another process is writing) is refused.
+  OutputFile(const std::string& path, const std::string& input_path);
+  ~OutputFile();  // removes the temporary unless committed
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  int fd() const noexcept { return fd_; }
+  const std::string& path() const noexcept { return path_; }        // as the user named it
+  const std::string& target() const noexcept { return target_; }    // where it lands
+  const std::string& partial() const noexcept { return partial_; }  // the temporary
+
+  // Gives the file the mode of the file it replaces (as cp does), closes it and renames it into
+  // place. Throws an io Error when closing or renaming fails (the temporary is then removed).
+  void commit();
+  // Removes the temporary (only if the name still refers to our file) and closes it.
+  void discard() noexcept;
+
+ private:
+  std::string path_, target_, partial_;
+  int fd_ = -1;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  int slot_ = -1;  // in the registry of temporaries (signal-time removal)
+  bool committed_ = false;
+};
+
+// Async-signal-safe registries for a process's fatal-signal handlers (the library installs no
+// handlers itself): temporaries to remove, and input files read through a mapping (a file cut
+// short under a mapping raises SIGBUS, and the handler can then name it).
+int register_temporary(const std::string& path, dev_t dev, ino_t ino) noexcept;  // slot or -1
+void unregister_temporary(int slot) noexcept;
+int register_mapped_input(const std::string& path) noexcept;  // slot or -1
+void unregister_mapped_input(int slot) noexcept;
+
+}  // namespace ooc
