@@ -62,9 +62,9 @@ int main(int argc, char** argv) {
     std::uint64_t seed = 1;
     auto* g_in = app.add_option_group("Input");
     g_in->add_option("--width", hints.width, "samples per row (raw input: required)")
-        ->check(CLI::PositiveNumber);
+        ->check(ooc::cli::positive());
     g_in->add_option("--height", hints.height, "rows (raw: checked against the file size)")
-        ->check(CLI::PositiveNumber);
+        ->check(ooc::cli::positive());
     auto* type_opt = g_in->add_option("--type", type, "sample type: u8 u16 i16 u32 i32 f32 f64")
                          ->default_str("f32");
     auto* channels_opt =
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
     g_p->add_option("--threads", popt.threads, "worker threads (default: all cores)")
         ->check(CLI::Range(1, ooc::kMaxThreads));
     g_p->add_option("--band-rows", popt.band_rows, "output rows per band (default: planned)")
-        ->check(CLI::PositiveNumber);
+        ->check(ooc::cli::positive());
     g_p->add_option("--slots", popt.slots, "bands in flight (default: threads + 2)")
         ->check(CLI::Range(1, 1 << 16));
     g_p->add_option("--device", device, "auto (CUDA when a GPU is usable), cpu or cuda")

@@ -1,30 +1,39 @@
 // ooccheck: judges images out of core, band by band, in bounded memory.
 //   ooccheck OUT IN [filter options of oocconv]: recomputes in float64 what `oocconv IN OUT
-//     <filter options>` must write, and compares OUT with it.
+//     <filter options>` must write, and compares OUT with it, sample by sample, against the
+//     rounding bound of oocconv's arithmetic for that sample.
 //   ooccheck --compare A B: compares two images of the same geometry.
-// Both report the max abs error and where it is, RMS error, PSNR and the samples over the
-// tolerance, and exit 0 only within it. --sample N checks N random bands, for files too large to
-// read whole.
+// Both report the max abs error and where it is, RMS error, PSNR, the worst error relative to its
+// own tolerance and the samples over their tolerance, and exit 0 only when none is. --sample N
+// checks N random bands, for files too large to read whole.
 //
 // The reference is written apart from the library's filtering code on purpose: a bug shared by
 // the reference and the thing it checks would go unseen. It uses only ooc::open_source to read
 // rows, ooc::map_border for coordinates outside the image, and the shared option parsing for the
-// taps; the row and column passes, the border padding along x and the conversion to the output
-// type are its own.
+// options themselves (so that they stay oocconv's) and for the border, output type and precision.
+// The taps (Gaussian, box, explicit lists and taps files), the row and column passes, the border
+// padding along x and the conversion to the output type are its own.
 #include <tbb/combinable.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cli/common.hpp"
@@ -33,6 +42,7 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/ops/separable.hpp"
+#include "ooc/pipeline.hpp"
 
 namespace {
 
@@ -42,19 +52,34 @@ using ooc::SampleType;
 
 // Rows per band, the unit of reading and of --sample.
 constexpr std::int64_t kBandRows = 64;
+// --compare: a float sample may differ by kCompareRelative x the largest |A| within
+// kCompareWindow pixels of it along its row.
+constexpr double kCompareRelative = 1e-5;
+constexpr std::int64_t kCompareWindow = 16;
+// The largest radius the reference takes at all (then memory decides): 2R+1 and the byte counts
+// stay far from overflow.
+constexpr std::int64_t kMaxRadius = std::int64_t{1} << 31;
 
 constexpr const char* kFooter = R"(
 The reference: oocconv convolves along x, then along y (scipy.ndimage.convolve1d semantics), with
-the border rule along both axes. ooccheck recomputes that in float64, 64 output rows at a time,
-and converts each value to OUT's type as oocconv stores it (integers rounded to nearest, ties to
-even, and saturated; NaN to 0). OUT's type comes from its header (.npy, TIFF), or for a raw OUT
-from --out-type (default: the input's type). Pass the input and filter options that made OUT.
+the border rule along both axes. ooccheck recomputes that in float64 from taps it builds itself
+(Gaussian sigma = R/3, or R = ceil(3 sigma); box 1/(2R+1); explicit lists parsed on their own),
+64 output rows at a time, and converts each value to OUT's type as oocconv stores it (integers
+rounded to nearest, ties to even, and saturated; NaN to 0). OUT's type comes from its header
+(.npy, TIFF), or for a raw OUT from --out-type (default: the input's type). Pass the input and
+filter options that made OUT.
 
-Default tolerance: 1 for integer outputs (f32 accumulation may round the other way at .5), or
-1e-5 x max|expected| where that is larger and oocconv sums in f32; for float outputs 1e-5 x
-max|expected| (1e-10 x when oocconv sums in f64 into f64). With taps of both signs max|expected|
-is the largest sum of |tap| x |sample|: f32 sums lose digits to cancellation relative to that.
---compare: 1 for integers, 1e-5 x max|A| for floats.
+Tolerance, per sample (--tolerance T: T for every sample instead):
+  reference: the rounding bound of oocconv's arithmetic for that sample. With n = row taps +
+    column taps, M = sum of |column tap| x |row tap| x |input| over the sample's support, and
+    u = 2^-24 when oocconv accumulates in f32 (2^-53 in f64):
+      b = (n + 4) u M + (2n + 4) 2^-53 M   (the second term: the float64 reference's own rounding)
+    plus an underflow term (n + 4) x the accumulator's smallest normal x max(1, sum |column tap|).
+    |OUT - expected| may be b + 1 for integer outputs, b + 2^-23 |expected| for f32 (and the f32
+    rounding of b), b + 2^-52 |expected| for f64. NaN and infinities must match exactly; where M
+    itself overflows, nothing else is checked.
+  --compare: 1 for integers; for floats 1e-5 x the largest finite |A| within 16 pixels of the
+    sample along its row (same channel).
 
 Examples:
   ooccheck out.raw in.raw --width 16384 --type u16 --radius 16
@@ -68,6 +93,205 @@ Examples:
 
 Exit codes: 0 within tolerance, 1 over it, 2 usage, 3 bad input (geometry mismatch included).
 )";
+
+// ---------------------------------------------------------------------------------------------
+// The filter, built here from the options' definitions (not through ooc::gaussian_taps & co.).
+
+// Taps in convolution order (scipy.ndimage.convolve1d's weights), along x and along y.
+struct OwnFilter {
+  std::vector<double> row{1.0}, col{1.0};
+  std::string what;    // "--radius 16": the options that made it, for messages
+  std::string recipe;  // "gaussian radius 16, sigma 5.33333"
+
+  std::int64_t rx() const { return static_cast<std::int64_t>(row.size() / 2); }
+  std::int64_t ry() const { return static_cast<std::int64_t>(col.size() / 2); }
+};
+
+// exp(-0.5 (i / sigma)^2) for i in [-r, r], divided by their sum (summed with Neumaier's
+// compensation, so that the normalization is good to an ulp or two whatever the count).
+std::vector<double> own_gaussian(std::int64_t r, double sigma) {
+  if (r == 0) return {1.0};
+  std::vector<double> t(static_cast<std::size_t>(2 * r + 1));
+  double sum = 0, carry = 0;
+  auto add = [&](double v) {
+    const double s = sum + v;
+    carry += std::abs(sum) >= std::abs(v) ? (sum - s) + v : (v - s) + sum;
+    sum = s;
+  };
+  for (std::int64_t i = 0; i <= r; ++i) {
+    const double z = static_cast<double>(i) / sigma;
+    const double v = std::exp(-0.5 * z * z);
+    t[static_cast<std::size_t>(r + i)] = t[static_cast<std::size_t>(r - i)] = v;
+    add(v);
+    if (i > 0) add(v);
+  }
+  const double total = sum + carry;  // >= 1: the centre is exp(0)
+  for (double& v : t) v /= total;
+  return t;
+}
+
+std::vector<double> own_box(std::int64_t r) {
+  return std::vector<double>(static_cast<std::size_t>(2 * r + 1),
+                             1.0 / static_cast<double>(2 * r + 1));
+}
+
+// "a,b c": numbers between commas and white space; an odd count of finite numbers.
+std::vector<double> own_parse_taps(const std::string& text, const std::string& origin) {
+  auto separator = [](char c) {
+    return c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n';
+  };
+  std::vector<double> taps;
+  for (std::size_t i = 0; i < text.size();) {
+    if (separator(text[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < text.size() && !separator(text[j])) ++j;
+    const std::string token = text.substr(i, j - i);
+    char* end = nullptr;
+    const double v = std::strtod(token.c_str(), &end);
+    if (end != token.c_str() + token.size() || !std::isfinite(v))
+      throw Error(ErrorKind::usage, origin + ": '" + token + "' is not a finite number");
+    taps.push_back(v);
+    i = j;
+  }
+  if (taps.empty()) throw Error(ErrorKind::usage, origin + ": no taps given");
+  if (taps.size() % 2 == 0)
+    throw Error(ErrorKind::usage, origin + ": " + std::to_string(taps.size()) +
+                                      " taps; the count must be odd (2 x radius + 1)");
+  return taps;
+}
+
+// The lines of a taps file that hold taps: '#' starts a comment, blank lines are skipped.
+std::vector<std::string> own_taps_lines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::input, "cannot read taps file '" + path + "'");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    line.erase(std::min(line.find('#'), line.size()));
+    if (line.find_first_not_of(" \t\r,") != std::string::npos) lines.push_back(line);
+  }
+  if (lines.empty() || lines.size() > 2)
+    throw Error(ErrorKind::usage, "taps file '" + path +
+                                      "' must hold one line of taps (both directions) or two "
+                                      "(x, then y)");
+  return lines;
+}
+
+std::size_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::size_t{16} << 30;
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+}
+
+// Bytes the reference holds for radii rx, ry over an image of width x height x channels (with 1
+// x 1 x 1: what the taps alone take): the taps and their magnitudes, per thread a padded row and
+// the source pointers, per band a slot per row coordinate, and the distinct row-pass rows.
+double reference_bytes(std::int64_t rx, std::int64_t ry, std::int64_t width, int channels,
+                       std::int64_t height) {
+  const double threads = tbb::this_task_arena::max_concurrency();
+  const double nx = 2.0 * double(rx) + 1, ny = 2.0 * double(ry) + 1;
+  const double coords = double(kBandRows) + 2.0 * double(ry);
+  const double slots = std::min(double(height) + 1, coords);
+  const double n = double(width) * channels;
+  return 16 * (nx + ny) + threads * (8 * (double(width) + 2.0 * double(rx)) * channels + 8 * nx) +
+         8 * coords + threads * (8 * slots + 32 * std::min(ny, slots)) + 16 * slots * n;
+}
+
+// Refuses a filter whose reference would not fit in half the machine's memory, naming the option.
+void check_fits(const std::string& what, std::int64_t rx, std::int64_t ry, std::int64_t width = 1,
+                int channels = 1, std::int64_t height = 1) {
+  const double need = reference_bytes(rx, ry, width, channels, height);
+  const double have = double(physical_memory_bytes()) / 2;
+  if (need > have)
+    throw Error(ErrorKind::usage,
+                what + " is too large for ooccheck's float64 reference: its " +
+                    std::to_string(2 * std::max(rx, ry) + 1) + " taps, padded rows and row-pass " +
+                    "rows need about " + ooc::format_bytes(need) + ", more than half of this " +
+                    "machine's " + ooc::format_bytes(double(physical_memory_bytes())) +
+                    ": use a smaller radius or sigma");
+}
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// Builds the filter from the options, after they passed the shared validation.
+OwnFilter own_filter(const ooc::cli::FilterCli& f) {
+  OwnFilter out;
+  if (!f.taps.empty()) {
+    out.row = out.col = own_parse_taps(f.taps, "--taps");
+    out.what = "--taps";
+  } else if (!f.taps_file.empty()) {
+    const auto lines = own_taps_lines(f.taps_file);
+    out.row = own_parse_taps(lines.front(), f.taps_file);
+    out.col = own_parse_taps(lines.back(), f.taps_file);
+    out.what = "--taps-file " + f.taps_file;
+  } else if (!f.row_taps.empty() || !f.col_taps.empty()) {
+    // A direction without taps is left alone: one tap of 1.
+    if (!f.row_taps.empty()) out.row = own_parse_taps(f.row_taps, "--row-taps");
+    if (!f.col_taps.empty()) out.col = own_parse_taps(f.col_taps, "--col-taps");
+    out.what = !f.row_taps.empty() ? "--row-taps" : "--col-taps";
+  }
+  if (!out.what.empty()) {
+    out.recipe = "explicit taps";
+    check_fits(out.what, out.rx(), out.ry());
+    return out;
+  }
+  // --radius R, --sigma S, or both; validated (R >= 0, S finite and > 0) before this.
+  std::int64_t r = 0;
+  if (f.radius) {
+    r = *f.radius;
+    out.what = "--radius " + std::to_string(r);
+  } else {
+    // 1e-9: a sigma of k/3 typed in decimal (3 x 0.3333333333333334 is just over 1) is radius k.
+    const double rd = std::ceil(3.0 * *f.sigma - 1e-9);
+    out.what = "--sigma " + number(*f.sigma) + " (radius ceil(3 sigma) = " + number(rd) + ")";
+    if (!(rd <= double(kMaxRadius)))
+      throw Error(ErrorKind::usage, out.what + " is too large: the radius may be at most " +
+                                        std::to_string(kMaxRadius));
+    r = static_cast<std::int64_t>(rd);
+  }
+  if (r > kMaxRadius)
+    throw Error(ErrorKind::usage,
+                out.what + " is too large: the radius may be at most " + std::to_string(kMaxRadius));
+  check_fits(out.what, r, r);
+  if (f.filter_kind == "box") {
+    out.row = out.col = own_box(r);
+    out.recipe = "box radius " + std::to_string(r);
+  } else {
+    const double sigma = f.sigma.value_or(static_cast<double>(r) / 3.0);
+    out.row = out.col = own_gaussian(r, sigma);
+    out.recipe = "gaussian radius " + std::to_string(r) + ", sigma " + number(sigma);
+  }
+  return out;
+}
+
+// Checks what the shared parser cannot be trusted with (values that would make it allocate or
+// overflow), then runs its validation on a copy with harmless sizes: contradictions, --filter,
+// --border, --out-type, --precision and taps syntax are judged exactly as oocconv judges them.
+// Its taps are thrown away.
+ooc::SeparableParams validated_params(const ooc::cli::FilterCli& f) {
+  const bool explicit_taps =
+      !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
+  if (!explicit_taps) {
+    if (f.radius && *f.radius < 0)
+      throw Error(ErrorKind::usage, "--radius must be >= 0, got " + std::to_string(*f.radius));
+    if (f.sigma && !(std::isfinite(*f.sigma) && *f.sigma > 0))
+      throw Error(ErrorKind::usage,
+                  "--sigma must be a finite number > 0, got " + number(*f.sigma));
+  }
+  ooc::cli::FilterCli probe = f;
+  if (probe.radius && *probe.radius > 0) probe.radius = 0;
+  if (probe.sigma && std::isfinite(*probe.sigma) && *probe.sigma > 0) probe.sigma = 1.0;
+  return ooc::cli::filter_params(probe);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading, storing and tallying.
 
 // Row of samples of type t as doubles.
 void to_double(SampleType t, const std::byte* p, std::int64_t n, double* out) {
@@ -112,15 +336,20 @@ double as_stored(double v, SampleType t) {
 
 // Error statistics of a set of samples. Samples are numbered y * row_samples + i.
 struct Tally {
+  struct Sample {
+    std::int64_t index = -1;  // -1: none yet
+    double a = 0, b = 0, tolerance = 0;
+  };
   double max_abs = 0;
-  std::int64_t worst = -1;  // the sample of max_abs (the first of equals), -1 while all equal
-  double worst_a = 0, worst_b = 0;
+  Sample worst;  // the sample of max_abs (the first of equals), none while all are equal
+  double max_ratio = 0;
+  Sample worst_ratio;  // the sample of the largest |a - b| / its tolerance
   double sum_sq = 0;
-  double peak = 0;   // max |reference| (|A| in --compare), finite values
-  double scale = 0;  // what a relative tolerance is relative to
+  double peak = 0;  // max |reference| (|A| in --compare), finite values
   std::int64_t count = 0, over = 0, nan_mismatch = 0;
 
-  // a: the reference (or A), b: the sample under test (or B).
+  // a: the reference (or A), b: the sample under test (or B); tolerance: what |a - b| may be.
+  // An infinity must be matched by the same infinity, whatever the tolerance.
   void add(std::int64_t index, double a, double b, double tolerance) {
     const bool nan_a = std::isnan(a), nan_b = std::isnan(b);
     if (nan_a || nan_b) {
@@ -128,29 +357,36 @@ struct Tally {
       return;
     }
     const double d = a == b ? 0.0 : std::abs(a - b);  // a == b: equal infinities are no error
-    if (d > max_abs || (d > 0 && d == max_abs && index < worst)) {
+    const bool inf_mismatch = d > 0 && (std::isinf(a) || std::isinf(b));
+    if (d > max_abs || (d > 0 && d == max_abs && index < worst.index)) {
       max_abs = d;
-      worst = index;
-      worst_a = a;
-      worst_b = b;
+      worst = {index, a, b, tolerance};
+    }
+    const double ratio = d == 0 ? 0.0 : inf_mismatch ? INFINITY : d / tolerance;
+    if (ratio > max_ratio || (ratio > 0 && ratio == max_ratio && index < worst_ratio.index)) {
+      max_ratio = ratio;
+      worst_ratio = {index, a, b, tolerance};
     }
     sum_sq += d * d;
-    over += d > tolerance;
+    over += inf_mismatch || d > tolerance;
     if (std::isfinite(a)) peak = std::max(peak, std::abs(a));
     ++count;
   }
 
   void merge(const Tally& t) {
-    if (t.worst >= 0 &&
-        (worst < 0 || t.max_abs > max_abs || (t.max_abs == max_abs && t.worst < worst))) {
+    if (t.worst.index >= 0 && (worst.index < 0 || t.max_abs > max_abs ||
+                               (t.max_abs == max_abs && t.worst.index < worst.index))) {
       max_abs = t.max_abs;
       worst = t.worst;
-      worst_a = t.worst_a;
-      worst_b = t.worst_b;
+    }
+    if (t.worst_ratio.index >= 0 &&
+        (worst_ratio.index < 0 || t.max_ratio > max_ratio ||
+         (t.max_ratio == max_ratio && t.worst_ratio.index < worst_ratio.index))) {
+      max_ratio = t.max_ratio;
+      worst_ratio = t.worst_ratio;
     }
     sum_sq += t.sum_sq;
     peak = std::max(peak, t.peak);
-    scale = std::max(scale, t.scale);
     count += t.count;
     over += t.over;
     nan_mismatch += t.nan_mismatch;
@@ -184,59 +420,53 @@ std::vector<std::int64_t> pick_bands(std::int64_t first, std::int64_t end, std::
   return picked;
 }
 
-// Runs check(y0, rows, tolerance, tally) on every picked band, rows clipped to `end`.
+// Runs check(y0, rows, tally) on every picked band, rows clipped to `end`.
 template <class CheckBand>
-Tally over_bands(const std::vector<std::int64_t>& bands, std::int64_t end, double tolerance,
+Tally over_bands(const std::vector<std::int64_t>& bands, std::int64_t end,
                  const CheckBand& check) {
   tbb::combinable<Tally> tallies;
-  for (const std::int64_t y0 : bands) check(y0, std::min(kBandRows, end - y0), tolerance, tallies);
+  for (const std::int64_t y0 : bands) check(y0, std::min(kBandRows, end - y0), tallies);
   Tally all;
   tallies.combine_each([&](const Tally& t) { all.merge(t); });
   return all;
 }
 
-// Runs the check once, counting samples over `tolerance` when it is known up front; otherwise
-// (a tolerance relative to a maximum found on the way) finds the tolerance, and counts in a second
-// pass only if the worst error is over it.
-template <class CheckBand, class DefaultTolerance>
-Tally run_check(const std::vector<std::int64_t>& bands, std::int64_t end, double tolerance,
-                const DefaultTolerance& default_tolerance, const CheckBand& check,
-                double& used_tolerance) {
-  const bool known = tolerance >= 0;
-  Tally all =
-      over_bands(bands, end, known ? tolerance : std::numeric_limits<double>::infinity(), check);
-  used_tolerance = known ? tolerance : default_tolerance(all);
-  if (!known) {
-    all.over = 0;
-    if (all.max_abs > used_tolerance) all.over = over_bands(bands, end, used_tolerance, check).over;
-  }
-  return all;
+// " at row 3 sample 7 (x 2, channel 1)".
+std::string where(std::int64_t index, const ooc::ImageSpec& s) {
+  const std::int64_t n = s.row_samples();
+  std::string w = " at row " + std::to_string(index / n) + " sample " + std::to_string(index % n);
+  if (s.channels > 1)
+    w += " (x " + std::to_string(index % n / s.channels) + ", channel " +
+         std::to_string(index % s.channels) + ")";
+  return w;
 }
 
-// Prints the summary lines and returns the exit code. `what` says what was checked; PSNR is
-// relative to `range`.
-int report(const std::string& what, const Tally& t, double tolerance, double range,
+// Prints the summary lines and returns the exit code. `what` says what was checked, `rule` how
+// the tolerance was set; PSNR is relative to `range`.
+int report(const std::string& what, const std::string& rule, const Tally& t, double range,
            const ooc::ImageSpec& s, const char* name_a, const char* name_b) {
   const double rms = t.count ? std::sqrt(t.sum_sq / double(t.count)) : 0.0;
   const double psnr =
       rms > 0 ? 20 * std::log10(range / rms) : std::numeric_limits<double>::infinity();
   std::printf("%s: max abs error %.6g", what.c_str(), t.max_abs);
-  if (t.worst >= 0) {
-    const std::int64_t n = s.row_samples();
-    std::printf(" at row %lld sample %lld", (long long)(t.worst / n), (long long)(t.worst % n));
-    if (s.channels > 1)
-      std::printf(" (x %lld, channel %lld)", (long long)(t.worst % n / s.channels),
-                  (long long)(t.worst % s.channels));
-    std::printf(" (%s %.9g, %s %.9g)", name_a, t.worst_a, name_b, t.worst_b);
-  }
-  std::printf(", RMS %.6g, PSNR %.2f dB, %lld over tolerance %.6g, %lld NaN mismatches\n", rms,
-              psnr, (long long)t.over, tolerance, (long long)t.nan_mismatch);
+  if (t.worst.index >= 0)
+    std::printf("%s (%s %.9g, %s %.9g, tolerance %.6g)", where(t.worst.index, s).c_str(), name_a,
+                t.worst.a, name_b, t.worst.b, t.worst.tolerance);
+  std::printf(", RMS %.6g, PSNR %.2f dB, %lld over tolerance, %lld NaN mismatches\n", rms, psnr,
+              (long long)t.over, (long long)t.nan_mismatch);
+  std::printf("worst error / its tolerance: %.6g", t.max_ratio);
+  if (t.worst_ratio.index >= 0)
+    std::printf("%s (%s %.9g, %s %.9g, |error| %.6g, tolerance %.6g)",
+                where(t.worst_ratio.index, s).c_str(), name_a, t.worst_ratio.a, name_b,
+                t.worst_ratio.b, std::abs(t.worst_ratio.a - t.worst_ratio.b),
+                t.worst_ratio.tolerance);
+  std::printf("\ntolerance: %s\n", rule.c_str());
   const bool ok = t.over == 0 && t.nan_mismatch == 0;
   if (ok) {
     std::printf("OK: within tolerance\n");
   } else {
-    std::printf("FAIL: %lld samples over tolerance %.6g, %lld NaN mismatches\n", (long long)t.over,
-                tolerance, (long long)t.nan_mismatch);
+    std::printf("FAIL: %lld samples over their tolerance, %lld NaN mismatches\n",
+                (long long)t.over, (long long)t.nan_mismatch);
   }
   return ok ? 0 : 1;
 }
@@ -252,6 +482,9 @@ std::string band_summary(std::size_t picked, std::int64_t first, std::int64_t en
   return s;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The reference.
+
 // out[i] = sum_k w[k] * src[k][i], k ascending.
 void weighted_sum(const std::vector<const double*>& src, const std::vector<double>& w, double* out,
                   std::int64_t n) {
@@ -263,66 +496,116 @@ void weighted_sum(const std::vector<const double*>& src, const std::vector<doubl
   }
 }
 
-std::vector<double> abs_of(std::vector<double> v) {
-  for (double& x : v) x = std::abs(x);
+// |tap|, at least `floor` for a non-zero tap: the accumulator holds a tap below its smallest
+// normal number only to within floor x its epsilon, so the bound counts such a tap as `floor`.
+std::vector<double> magnitudes(std::vector<double> v, double floor) {
+  for (double& x : v) x = x == 0 ? 0.0 : std::max(std::abs(x), floor);
   return v;
 }
 
-// The float64 reference of oocconv's separable convolution, one band of output rows at a time.
+// The float64 reference of oocconv's separable convolution, one band of output rows at a time,
+// with M = sum |column tap| x |row tap| x |input| over each output sample's support (the scale
+// of the rounding errors of any order of summing those products).
 class Reference {
  public:
-  Reference(ooc::Source& in, const ooc::SeparableParams& p, bool magnitude)
+  Reference(ooc::Source& in, const OwnFilter& f, ooc::BorderMode border, double cval,
+            double tap_floor)
       : in_(in),
         s_(in.spec()),
         n_(s_.row_samples()),
-        tx_(p.filter.row),
-        ty_(p.filter.col),
-        rx_(static_cast<std::int64_t>(tx_.size() / 2)),
-        ry_(static_cast<std::int64_t>(ty_.size() / 2)),
-        border_(p.border),
-        cval_(p.border_value),
-        magnitude_(magnitude),
-        ax_(abs_of(tx_)),
-        ay_(abs_of(ty_)) {}
+        tx_(f.row),
+        ty_(f.col),
+        rx_(f.rx()),
+        ry_(f.ry()),
+        border_(border),
+        cval_(cval),
+        ax_(magnitudes(tx_, tap_floor)),
+        ay_(magnitudes(ty_, tap_floor)) {}
 
   std::int64_t row_samples() const { return n_; }
 
-  // Rows [y0, y0 + rows) of the exact result (and, with magnitude, of sum |tap| x |sample|);
-  // valid until the next call.
+  // Rows [y0, y0 + rows) of the exact result and of M; valid until the next call. Each distinct
+  // source row of the band (through the border rule, rows + 2 ry coordinates may name the same
+  // row many times over when the radius exceeds the height) is filtered along x once.
   void compute_band(std::int64_t y0, std::int64_t rows) {
-    const std::int64_t in_rows = rows + 2 * ry_;
-    rowpass_.resize(static_cast<std::size_t>(in_rows * n_));
-    if (magnitude_) rowpass_mag_.resize(rowpass_.size());
-    // Row j holds input row y0 - ry + j after the pass along x.
-    tbb::parallel_for(std::int64_t{0}, in_rows, [&](std::int64_t j) {
-      row_pass(y0 - ry_ + j, rowpass_.data() + j * n_,
-               magnitude_ ? rowpass_mag_.data() + j * n_ : nullptr);
+    const std::int64_t coords = rows + 2 * ry_, h = s_.height;
+    slot_of_.resize(static_cast<std::size_t>(coords));
+    src_rows_.clear();
+    // slot_ref(src) names the slot of source row src (-1: the constant), -1 while it has none.
+    auto fill_slots = [&](auto&& slot_ref) {
+      for (std::int64_t j = 0; j < coords; ++j) {
+        const std::int64_t src = ooc::map_border(y0 - ry_ + j, h, border_);
+        std::int64_t& slot = slot_ref(src);
+        if (slot < 0) {
+          slot = static_cast<std::int64_t>(src_rows_.size());
+          src_rows_.push_back(src);
+        }
+        slot_of_[static_cast<std::size_t>(j)] = slot;
+      }
+    };
+    if (h + 1 <= coords) {  // a radius beyond the height: a table of every row is the smaller
+      std::vector<std::int64_t> table(static_cast<std::size_t>(h + 1), -1);
+      fill_slots([&](std::int64_t src) -> std::int64_t& {
+        return table[static_cast<std::size_t>(src + 1)];
+      });
+    } else {
+      std::unordered_map<std::int64_t, std::int64_t> table;
+      table.reserve(static_cast<std::size_t>(coords));
+      fill_slots([&](std::int64_t src) -> std::int64_t& {
+        return table.try_emplace(src, -1).first->second;
+      });
+    }
+    const auto slots = static_cast<std::int64_t>(src_rows_.size());
+    rowpass_.resize(static_cast<std::size_t>(slots * n_));
+    rowpass_mag_.resize(rowpass_.size());
+    tbb::parallel_for(std::int64_t{0}, slots, [&](std::int64_t s) {
+      row_pass(src_rows_[static_cast<std::size_t>(s)], rowpass_.data() + s * n_,
+               rowpass_mag_.data() + s * n_);
     });
   }
 
-  // Output row y0 + y of the band (after compute_band) into out (and mag).
+  // Output row y0 + y of the band (after compute_band) into out, and its M into mag.
   void column_pass(std::int64_t y, double* out, double* mag) const {
-    // out(Y) = sum_k ty[k] * rowpass(Y + ry - k); rowpass(Y') is row Y' - y0 + ry of the band.
+    // out(Y) = sum_k ty[k] * rowpass(Y + ry - k), rowpass(Y') at coordinate j = Y' - y0 + ry of
+    // the band. Taps that land on one source row are summed first (w), and so are their
+    // magnitudes (a): the row is then read once.
+    thread_local std::vector<std::int64_t> pos;  // slot -> its entry in w and a, or -1
+    thread_local std::vector<std::int64_t> used;
+    thread_local std::vector<double> w, a;
     thread_local std::vector<const double*> src;
-    src.resize(ty_.size());
-    for (std::size_t k = 0; k < ty_.size(); ++k)
-      src[k] = rowpass_.data() + (y + 2 * ry_ - static_cast<std::int64_t>(k)) * n_;
-    weighted_sum(src, ty_, out, n_);
-    if (mag != nullptr) {
-      for (std::size_t k = 0; k < ty_.size(); ++k)
-        src[k] = rowpass_mag_.data() + (y + 2 * ry_ - static_cast<std::int64_t>(k)) * n_;
-      weighted_sum(src, ay_, mag, n_);
+    if (pos.size() < src_rows_.size()) pos.resize(src_rows_.size(), -1);
+    used.clear();
+    w.clear();
+    a.clear();
+    for (std::size_t k = 0; k < ty_.size(); ++k) {
+      const std::int64_t slot =
+          slot_of_[static_cast<std::size_t>(y + 2 * ry_ - static_cast<std::int64_t>(k))];
+      std::int64_t& p = pos[static_cast<std::size_t>(slot)];
+      if (p < 0) {
+        p = static_cast<std::int64_t>(used.size());
+        used.push_back(slot);
+        w.push_back(0.0);
+        a.push_back(0.0);
+      }
+      w[static_cast<std::size_t>(p)] += ty_[k];
+      a[static_cast<std::size_t>(p)] += ay_[k];
     }
+    src.resize(used.size());
+    for (std::size_t e = 0; e < used.size(); ++e) src[e] = rowpass_.data() + used[e] * n_;
+    weighted_sum(src, w, out, n_);
+    for (std::size_t e = 0; e < used.size(); ++e) src[e] = rowpass_mag_.data() + used[e] * n_;
+    weighted_sum(src, a, mag, n_);
+    for (const std::int64_t slot : used) pos[static_cast<std::size_t>(slot)] = -1;
   }
 
  private:
-  // Image row yy (any integer) filtered along x. A row outside the image under the constant rule
-  // is the constant itself: scipy pads the x-filtered image, not the input, along y.
-  void row_pass(std::int64_t yy, double* out, double* mag) const {
-    const std::int64_t src_row = ooc::map_border(yy, s_.height, border_);
+  // Source row src_row filtered along x, and its magnitude. A row outside the image under the
+  // constant rule (src_row -1) is the constant itself: scipy pads the x-filtered image, not the
+  // input, along y.
+  void row_pass(std::int64_t src_row, double* out, double* mag) const {
     if (src_row < 0) {
       std::fill(out, out + n_, cval_);
-      if (mag != nullptr) std::fill(mag, mag + n_, std::abs(cval_));
+      std::fill(mag, mag + n_, std::abs(cval_));
       return;
     }
     const int C = s_.channels;
@@ -345,10 +628,8 @@ class Reference {
     for (std::size_t k = 0; k < tx_.size(); ++k)
       src[k] = pad.data() + (2 * rx_ - static_cast<std::int64_t>(k)) * C;
     weighted_sum(src, tx_, out, n_);
-    if (mag != nullptr) {
-      for (double& v : pad) v = std::abs(v);
-      weighted_sum(src, ax_, mag, n_);
-    }
+    for (double& v : pad) v = std::abs(v);
+    weighted_sum(src, ax_, mag, n_);
   }
 
   ooc::Source& in_;
@@ -358,14 +639,11 @@ class Reference {
   std::int64_t rx_, ry_;
   ooc::BorderMode border_;
   double cval_;
-  bool magnitude_;
-  std::vector<double> ax_, ay_;  // |taps|
-  std::vector<double> rowpass_, rowpass_mag_;
+  std::vector<double> ax_, ay_;          // |taps| (see magnitudes)
+  std::vector<std::int64_t> slot_of_;    // band coordinate j (row y0 - ry + j) -> its slot
+  std::vector<std::int64_t> src_rows_;   // slot -> source row (-1: the constant border)
+  std::vector<double> rowpass_, rowpass_mag_;  // slot s at s * n_
 };
-
-bool has_negative(const std::vector<double>& v) {
-  return std::any_of(v.begin(), v.end(), [](double x) { return x < 0; });
-}
 
 // Opens OUT with the geometry of the input; raw OUT takes its type from out_type.
 std::unique_ptr<ooc::Source> open_output(const std::string& path, const ooc::Source& in,
@@ -401,67 +679,144 @@ std::unique_ptr<ooc::Source> open_output(const std::string& path, const ooc::Sou
   return out;
 }
 
+// The per-sample tolerance of the reference mode: what |OUT - expected| may be for a sample of
+// expected value e and magnitude M (see the footer), or a fixed --tolerance.
+class ReferenceTolerance {
+ public:
+  ReferenceTolerance(const OwnFilter& f, bool acc_f64, SampleType out_type, double fixed)
+      : out_type_(out_type), fixed_(fixed) {
+    taps_ = static_cast<double>(f.row.size() + f.col.size());
+    u_exp_ = acc_f64 ? -53 : -24;
+    const double u = std::ldexp(1.0, u_exp_);
+    relative_ = (taps_ + 4) * u + (2 * taps_ + 4) * 0x1p-53;
+    double col_abs = 0;
+    for (const double t : f.col) col_abs += std::abs(t);
+    absolute_ = (taps_ + 4) * (acc_f64 ? DBL_MIN : FLT_MIN) * std::max(1.0, col_abs);
+  }
+
+  double operator()(double e, double m) const {
+    if (fixed_ >= 0) return fixed_;
+    if (!std::isfinite(e)) return 0.0;           // NaN and infinities exactly
+    if (!std::isfinite(m)) return INFINITY;      // no bound: only NaN/inf must agree
+    const double b = relative_ * m + absolute_;  // oocconv's and the reference's rounding
+    switch (out_type_) {
+      case SampleType::f32:
+        return b * (1 + 0x1p-24) + 0x1p-23 * std::abs(e) + 0x1p-149;
+      case SampleType::f64:
+        return b + 0x1p-52 * std::abs(e);
+      default:
+        return b + 1;  // each side rounded to an integer
+    }
+  }
+
+  // The rule, for the summary.
+  std::string describe(double largest_m) const {
+    if (fixed_ >= 0) return "--tolerance " + number(fixed_) + " for every sample";
+    const std::string n = std::to_string(static_cast<long long>(taps_));
+    std::string s = "per sample, ";
+    switch (out_type_) {
+      case SampleType::f32:
+        s += "b x (1 + 2^-24) + 2^-23 x |expected| (f32 output)";
+        break;
+      case SampleType::f64:
+        s += "b + 2^-52 x |expected| (f64 output)";
+        break;
+      default:
+        s += "b + 1 (integer output)";
+    }
+    return s + ", b = (" + n + " taps + 4) x 2^" + std::to_string(u_exp_) + " x M + (2 x " + n +
+           " + 4) x 2^-53 x M (float64 reference) + underflow, M = sum of |column tap| x |row " +
+           "tap| x |input| over the sample's support (largest M " + number(largest_m) + ")";
+  }
+
+ private:
+  SampleType out_type_;
+  double fixed_;
+  double taps_ = 0;
+  int u_exp_ = -24;
+  double relative_ = 0, absolute_ = 0;
+};
+
 int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hints,
                   std::uint64_t seed, const ooc::cli::FilterCli& filter, double tolerance,
                   std::int64_t sample) {
   const std::string &out_path = files[0], &in_path = files[1];
-  const ooc::SeparableParams params = ooc::cli::filter_params(filter);
+  // Options checked as oocconv checks them; the taps are ooccheck's own.
+  const ooc::SeparableParams params = validated_params(filter);
+  const OwnFilter own = own_filter(filter);
   auto in = ooc::open_source(in_path, hints, seed);
   auto out = open_output(out_path, *in, in_path, params.out_type);
   const ooc::ImageSpec& is = in->spec();
+  check_fits(own.what, own.rx(), own.ry(), is.width, is.channels, is.height);
   const SampleType out_type = out->spec().type;
   const bool acc_f64 = ooc::accumulates_in_f64(is.type, out_type, params.precision);
-  // With taps of both signs f32 sums lose digits to cancellation: the default tolerance is then
-  // relative to sum |tap| x |sample|, not to the (smaller) result.
-  const bool magnitude = has_negative(params.filter.row) || has_negative(params.filter.col);
+  const ReferenceTolerance tolerance_of(own, acc_f64, out_type, tolerance);
 
-  Reference ref(*in, params, magnitude);
+  Reference ref(*in, own, params.border, params.border_value, acc_f64 ? DBL_MIN : FLT_MIN);
   const std::int64_t n = ref.row_samples();
-  auto check = [&](std::int64_t y0, std::int64_t rows, double tol,
-                   tbb::combinable<Tally>& tallies) {
+  tbb::combinable<double> largest_m([] { return 0.0; });
+  auto check = [&](std::int64_t y0, std::int64_t rows, tbb::combinable<Tally>& tallies) {
     ref.compute_band(y0, rows);
     tbb::parallel_for(std::int64_t{0}, rows, [&](std::int64_t y) {
       thread_local std::vector<double> expected, mag, got;
       thread_local std::vector<std::byte> raw;
       expected.resize(n);
       got.resize(n);
-      mag.resize(magnitude ? n : 0);
+      mag.resize(n);
       raw.resize(out->spec().row_bytes());
-      ref.column_pass(y, expected.data(), magnitude ? mag.data() : nullptr);
+      ref.column_pass(y, expected.data(), mag.data());
       out->read_rows(y0 + y, 1, raw.data());
       to_double(out_type, raw.data(), n, got.data());
       Tally& t = tallies.local();
+      double& lm = largest_m.local();
       const std::int64_t base = (y0 + y) * n;
       for (std::int64_t i = 0; i < n; ++i) {
-        const double e = expected[i];
-        const double m = magnitude ? mag[i] : std::abs(e);
-        if (std::isfinite(m)) t.scale = std::max(t.scale, m);
-        t.add(base + i, as_stored(e, out_type), got[i], tol);
+        const double e = expected[i], m = mag[i];
+        if (std::isfinite(m)) lm = std::max(lm, m);
+        t.add(base + i, as_stored(e, out_type), got[i], tolerance_of(e, m));
       }
     });
-  };
-  // f32 output, or f32 sums, carry ~1e-7 relative error per operation; f64 all the way ~1e-16.
-  const double rel = acc_f64 && out_type != SampleType::f32 ? 1e-10 : 1e-5;
-  auto default_tolerance = [&](const Tally& t) {
-    const double r = rel * t.scale;
-    return ooc::is_integer(out_type) ? (acc_f64 ? 1.0 : std::max(1.0, r)) : r;
   };
 
   const auto bands = pick_bands(0, is.height, sample, seed);
   std::printf("reference: %s -> %s\n", in->describe().c_str(), out->describe().c_str());
-  std::printf("filter: %s, border %s", params.filter.describe().c_str(),
-              std::string(ooc::name(params.border)).c_str());
+  std::printf("filter (ooccheck's own taps): %s, %zu x %zu taps, border %s", own.recipe.c_str(),
+              own.row.size(), own.col.size(), std::string(ooc::name(params.border)).c_str());
   if (params.border == ooc::BorderMode::constant) std::printf(" %.9g", params.border_value);
   std::printf(", output %s, oocconv accumulates in %s\n", std::string(ooc::name(out_type)).c_str(),
               acc_f64 ? "f64" : "f32");
-  double used = 0;
-  const Tally t = run_check(bands, is.height, tolerance, default_tolerance, check, used);
+  const Tally t = over_bands(bands, is.height, check);
   const double range = ooc::is_integer(out_type)
                            ? ooc::highest_value(out_type) - ooc::lowest_value(out_type)
                            : t.peak;
   const std::string what = "checked " + std::to_string(t.count) + " samples in " +
                            band_summary(bands.size(), 0, is.height, sample, seed);
-  return report(what, t, used, range, is, "expected", "OUT has");
+  const double m = largest_m.combine([](double a, double b) { return std::max(a, b); });
+  return report(what, tolerance_of.describe(m), t, range, is, "expected", "OUT has");
+}
+
+// near[x * C + c] = the largest finite |a| of channel c over pixels [x - h, x + h] of the row
+// (a monotonic queue: amortized O(1) per sample).
+void window_max_abs(const double* a, std::int64_t width, int C, std::int64_t h, double* near) {
+  thread_local std::vector<std::int64_t> queue;  // pixels, their values decreasing
+  queue.resize(static_cast<std::size_t>(width));
+  for (int c = 0; c < C; ++c) {
+    auto value = [&](std::int64_t x) {
+      const double v = std::abs(a[x * C + c]);
+      return std::isfinite(v) ? v : 0.0;
+    };
+    std::size_t head = 0, tail = 0;
+    std::int64_t next = 0;  // the next pixel to enter
+    for (std::int64_t x = 0; x < width; ++x) {
+      for (; next < width && next <= x + h; ++next) {
+        const double v = value(next);
+        while (tail > head && value(queue[tail - 1]) <= v) --tail;
+        queue[tail++] = next;
+      }
+      while (queue[head] < x - h) ++head;
+      near[x * C + c] = value(queue[head]);
+    }
+  }
 }
 
 int run_compare(const std::vector<std::string>& files, const ooc::RawHints& hints,
@@ -479,37 +834,48 @@ int run_compare(const std::vector<std::string>& files, const ooc::RawHints& hint
     throw Error(ErrorKind::usage, "--margin must leave part of the image");
 
   const std::int64_t n = s.row_samples();
+  const bool integers = ooc::is_integer(s.type);
+  const bool relative = tolerance < 0 && !integers;
   std::vector<std::byte> ba, bb;
-  auto check = [&](std::int64_t y0, std::int64_t rows, double tol,
-                   tbb::combinable<Tally>& tallies) {
+  auto check = [&](std::int64_t y0, std::int64_t rows, tbb::combinable<Tally>& tallies) {
     ba.resize(rows * s.row_bytes());
     bb.resize(rows * sb.row_bytes());
     a->read_rows(y0, rows, ba.data());
     b->read_rows(y0, rows, bb.data());
     tbb::parallel_for(std::int64_t{0}, rows, [&](std::int64_t r) {
-      thread_local std::vector<double> da, db;
+      thread_local std::vector<double> da, db, near;
       da.resize(n);
       db.resize(n);
       to_double(s.type, ba.data() + r * s.row_bytes(), n, da.data());
       to_double(sb.type, bb.data() + r * sb.row_bytes(), n, db.data());
+      if (relative) {
+        near.resize(n);
+        window_max_abs(da.data(), s.width, s.channels, kCompareWindow, near.data());
+      }
       Tally& t = tallies.local();
-      for (std::int64_t i = margin * s.channels; i < n - margin * s.channels; ++i)
+      for (std::int64_t i = margin * s.channels; i < n - margin * s.channels; ++i) {
+        const double tol = tolerance >= 0 ? tolerance
+                           : integers     ? 1.0
+                                          : kCompareRelative * near[i];
         t.add((y0 + r) * n + i, da[i], db[i], tol);
+      }
     });
-  };
-  auto default_tolerance = [&](const Tally& t) {
-    return ooc::is_integer(s.type) ? 1.0 : 1e-5 * t.peak;
   };
   const std::int64_t end = s.height - margin;
   const auto bands = pick_bands(margin, end, sample, seed);
-  double used = 0;
-  const Tally t = run_check(bands, end, tolerance, default_tolerance, check, used);
+  const Tally t = over_bands(bands, end, check);
   const double range =
       ooc::is_integer(s.type) ? ooc::highest_value(s.type) - ooc::lowest_value(s.type) : t.peak;
   std::string what =
       "compared " + std::to_string(t.count) + " samples (margin " + std::to_string(margin) + ")";
   if (sample > 0) what += " in " + band_summary(bands.size(), margin, end, sample, seed);
-  return report(what, t, used, range, s, "A", "B");
+  const std::string rule =
+      tolerance >= 0 ? "--tolerance " + number(tolerance) + " for every sample"
+      : integers     ? std::string("1 for every sample (integers)")
+                     : "per sample, 1e-5 x the largest finite |A| within " +
+                       std::to_string(kCompareWindow) +
+                       " pixels along its row (same channel)";
+  return report(what, rule, t, range, s, "A", "B");
 }
 
 }  // namespace
@@ -555,7 +921,7 @@ int main(int argc, char** argv) {
     std::int64_t margin = 0, sample = 0;
     auto* g_c = app.add_option_group("Check");
     auto* tolerance_opt =
-        g_c->add_option("--tolerance", tolerance, "largest allowed |error| (default: see below)");
+        g_c->add_option("--tolerance", tolerance, "largest allowed |error| of every sample (default: per sample, see below)");
     g_c->add_option("--sample", sample,
                     "check N random bands of 64 rows, picked by --seed (default: all)");
     auto* margin_opt =

@@ -30,8 +30,8 @@ Examples:
         ->required();
     app.add_option("--width", hints.width, "samples per row")
         ->required()
-        ->check(CLI::PositiveNumber);
-    app.add_option("--height", hints.height, "rows")->required()->check(CLI::PositiveNumber);
+        ->check(ooc::cli::positive());
+    app.add_option("--height", hints.height, "rows")->required()->check(ooc::cli::positive());
     app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64")->default_str("f32");
     app.add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
     app.add_option("--pattern", pattern, "noise, gradient, checker or gaussian-spots")

@@ -130,6 +130,20 @@ std::size_t peak_rss_bytes() {
   return static_cast<std::size_t>(ru.ru_maxrss) * 1024;
 }
 
+CLI::Validator positive() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          std::size_t pos = 0;
+          const long long v = std::stoll(text, &pos);
+          if (pos == text.size() && v >= 1) return {};
+        } catch (const std::exception&) {
+        }
+        return "must be a whole number of at least 1, got '" + text + "'";
+      },
+      "POSITIVE");
+}
+
 bool stderr_is_terminal() {
   return ::isatty(STDERR_FILENO) == 1;
 }

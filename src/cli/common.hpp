@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 namespace CLI {
 class App;
 }
@@ -52,6 +54,9 @@ class Progress {
 
 // The output-file options of oocconv and oocgen: --format, --tile, --compress, --level, --bigtiff.
 void add_output_options(CLI::App& group, ooc::SinkOptions& options);
+
+// A CLI11 check that a count option (--width, --height, --band-rows) is at least 1.
+CLI::Validator positive();
 
 // True when stderr is a terminal (the default for --progress).
 bool stderr_is_terminal();

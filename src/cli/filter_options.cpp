@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -124,7 +125,9 @@ ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit) {
     const std::int64_t max_r = std::min<std::int64_t>(
         kMaxRadius, static_cast<std::int64_t>((mem_limit / filter_taps_bytes(0) - 1) / 2));
     if (wanted > double(max_r)) {
-      std::string given = f.radius ? std::to_string(*f.radius) : std::to_string(*f.sigma);
+      char sigma[32];
+      std::snprintf(sigma, sizeof sigma, "%g", f.sigma.value_or(0.0));
+      const std::string given = f.radius ? std::to_string(*f.radius) : std::string(sigma);
       throw Error(ErrorKind::usage,
                   std::string(option) + " " + given + " makes a filter of " +
                       (wanted < 1e18 ? std::to_string(std::int64_t(wanted) * 2 + 1) : "over 1e18") +
