@@ -425,11 +425,15 @@ class TiffChunkSource final : public Source {
   // readers in other threads; and per decode thread the stored block and the decoded one.
   std::size_t buffer_bytes(std::int64_t band_rows, int readers) const override {
     const std::uint64_t block_row = t_.spec.row_bytes() * std::uint64_t(t_.chunk_h);
-    const std::uint64_t held =
-        std::uint64_t(std::max(readers, 1)) * std::uint64_t(band_rows / t_.chunk_h + 2);
-    const std::uint64_t per_thread = t_.largest_chunk + t_.chunk_bytes(0);
-    return static_cast<std::size_t>((held + std::uint64_t(ahead_ + slack_)) * block_row +
-                                    threads_ * per_thread);
+    const std::uint64_t down = static_cast<std::uint64_t>(t_.down);
+    const std::uint64_t held = std::min<std::uint64_t>(
+        down, std::uint64_t(std::max(readers, 1)) * std::uint64_t(band_rows / t_.chunk_h + 2));
+    const std::uint64_t cached = std::min<std::uint64_t>(down, held + ahead_ + slack_);
+    // Blocks decode into the cached rows; a thread holds the stored bytes (and a tile).
+    const std::uint64_t decoding = std::min<std::uint64_t>(
+        threads_, std::min<std::uint64_t>(down, held + ahead_) * t_.across * t_.planes);
+    const std::uint64_t per_thread = t_.largest_chunk + (t_.tiled ? t_.chunk_bytes(0) : 0);
+    return static_cast<std::size_t>(cached * block_row + decoding * per_thread);
   }
 
   const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
