@@ -342,7 +342,7 @@ FileLayout npy_layout(const std::string& path, int fd, const RawHints& hints, st
 }  // namespace
 
 std::string detect_format(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return "raw";
   const std::string f = format_of(fd);
   ::close(fd);
@@ -369,6 +369,11 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
     throw Error(ErrorKind::input, "input '" + path + "' does not exist");
   if (fs::is_directory(status))
     throw Error(ErrorKind::input, "input '" + path + "' is a directory, not an image file");
+  // Opening a FIFO would wait for a writer, and neither it nor a device has a size to plan with.
+  if (!fs::is_regular_file(status))
+    throw Error(ErrorKind::input, "input '" + path +
+                                      "' is not a regular file (a device, FIFO or socket): ooc "
+                                      "reads image files; save the data to a file first");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(read_error_kind(errno), system_message("cannot open input", path, errno));
   FileLayout layout;
