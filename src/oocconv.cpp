@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
     ooc::cli::add_output_options(*app.add_option_group("Output file"), out_options);
 
     ooc::PipelineOptions popt;
-    std::string mem_limit, device = "auto", devices = "all";
+    std::optional<std::string> mem_limit;
+    std::string device = "auto", devices = "all";
     auto* g_p = app.add_option_group("Pipeline");
     g_p->add_option("--mem-limit", mem_limit,
                     "memory for the band ring, e.g. 512M, 4G (default: min(1G, RAM/4))");
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
     hints.type = ooc::parse_sample_type(type);
     hints.type_given = type_opt->count() > 0;
     hints.channels_given = channels_opt->count() > 0;
-    if (!mem_limit.empty()) popt.mem_limit = ooc::parse_size(mem_limit);
+    if (mem_limit) popt.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
 
     const ooc::SeparableParams params = ooc::cli::filter_params(filter, popt.mem_limit);
     if (device != "auto" && device != "cpu" && device != "cuda")

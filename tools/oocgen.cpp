@@ -2,6 +2,7 @@
 // band in bounded memory, with a progress bar; raw, .npy or TIFF by the extension. The same
 // generator backs the "synth:" input of oocconv.
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <cstdio>
 
 #include "cli/common.hpp"
@@ -22,7 +23,8 @@ Examples:
   oocgen cells.tif --width 100000 --height 100000 --type u16 --pattern gaussian-spots --tile 512
   oocgen scene.tif --width 30000 --height 30000 --channels 3 --type u8 --compress zstd
 )");
-    std::string out, type = "f32", pattern = "noise", mem_limit;
+    std::string out, type = "f32", pattern = "noise";
+    std::optional<std::string> mem_limit;
     ooc::RawHints hints;
     std::uint64_t seed = 1;
     bool progress = ooc::cli::stderr_is_terminal(), quiet = false;
@@ -45,7 +47,7 @@ Examples:
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocgen")) return *code;
     hints.type = ooc::parse_sample_type(type);
     ooc::PipelineOptions popt;
-    if (!mem_limit.empty()) popt.mem_limit = ooc::parse_size(mem_limit);
+    if (mem_limit) popt.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
 
     auto source = ooc::open_source("synth:" + pattern, hints, seed);
     // The identity filter (one tap of 1, exact in every type) turns the generator into a file

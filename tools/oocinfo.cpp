@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 
@@ -30,7 +31,8 @@ Examples:
 )");
     std::vector<std::string> files;
     ooc::RawHints hints;
-    std::string type = "f32", mem_limit, device = "auto";
+    std::string type = "f32", device = "auto";
+    std::optional<std::string> mem_limit;
     std::int64_t radius = 16;
     app.add_option("FILES", files, "image files (raw needs --width)");
     app.add_option("--width", hints.width, "samples per row (raw files)");
@@ -49,7 +51,7 @@ Examples:
     hints.type_given = type_opt->count() > 0;
     hints.channels_given = channels_opt->count() > 0;
     ooc::PipelineOptions popt;
-    if (!mem_limit.empty()) popt.mem_limit = ooc::parse_size(mem_limit);
+    if (mem_limit) popt.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
     if (device != "auto" && device != "cpu" && device != "cuda")
       throw ooc::Error(ooc::ErrorKind::usage, "--device takes auto, cpu or cuda");
 

@@ -31,7 +31,7 @@ struct PipelineOptions {
 // Default for --mem-limit: the smaller of 1 GiB and a quarter of physical memory.
 std::size_t default_mem_limit();
 // "512M", "4G", "1.5GiB", "100000" -> bytes; throws a usage Error.
-std::size_t parse_size(const std::string& text);
+std::size_t parse_size(const std::string& text, const std::string& option = "size");
 std::string format_bytes(double bytes);  // "1.5 GiB"
 
 struct Band {

@@ -125,6 +125,17 @@ int guarded_main(const char* prog, const std::function<int()>& body) {
 }
 
 std::size_t peak_rss_bytes() {
+  // VmHWM belongs to this program's address space; ru_maxrss carries over the high-water mark of
+  // whatever ran in the process before exec (a Python launcher, say).
+  if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    unsigned long long kb = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f))
+      found = std::sscanf(line, "VmHWM: %llu kB", &kb) == 1;
+    std::fclose(f);
+    if (found) return static_cast<std::size_t>(kb) * 1024;
+  }
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
   return static_cast<std::size_t>(ru.ru_maxrss) * 1024;

@@ -142,6 +142,11 @@ OutputFile::OutputFile(const std::string& path, const std::string& input_path) :
         throw Error(ErrorKind::usage, "output '" + path +
                                           "' is a symbolic link to a file that does not exist: "
                                           "create the target or name another output");
+      if (!S_ISREG(st.st_mode))  // /dev/stdout -> /proc/self/fd/1 -> a pipe, say
+        throw Error(ErrorKind::usage,
+                    "output '" + path + "' leads to " + file_kind(st.st_mode) +
+                        ": ooc writes a whole file and renames it into place, so it never writes "
+                        "to devices, pipes or directories; name a regular file");
       char resolved[PATH_MAX];
       if (::realpath(path.c_str(), resolved) == nullptr)
         throw Error(ErrorKind::io, system_message("cannot resolve output link", path, errno));

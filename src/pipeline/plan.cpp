@@ -20,9 +20,9 @@ std::size_t default_mem_limit() {
   return std::min(gib, static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4);
 }
 
-std::size_t parse_size(const std::string& text) {
+std::size_t parse_size(const std::string& text, const std::string& option) {
   auto bad = [&] {
-    return Error(ErrorKind::usage, "cannot read size '" + text +
+    return Error(ErrorKind::usage, option + ": cannot read size '" + text +
                                        "': use a number of bytes with an optional suffix K, M, "
                                        "G or T (powers of 1024), e.g. 512M or 4G");
   };
