@@ -13,6 +13,7 @@
 // options themselves (so that they stay oocconv's) and for the border, output type and precision.
 // The taps (Gaussian, box, explicit lists and taps files), the row and column passes, the border
 // padding along x and the conversion to the output type are its own.
+#include <sys/resource.h>
 #include <tbb/combinable.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -71,13 +72,14 @@ filter options that made OUT.
 
 Tolerance, per sample (--tolerance T: T for every sample instead):
   reference: the rounding bound of oocconv's arithmetic for that sample. With n = row taps +
-    column taps, M = sum of |column tap| x |row tap| x |input| over the sample's support, and
-    u = 2^-24 when oocconv accumulates in f32 (2^-53 in f64):
-      b = (n + 4) u M + (2n + 4) 2^-53 M   (the second term: the float64 reference's own rounding)
-    plus an underflow term (n + 4) x the accumulator's smallest normal x max(1, sum |column tap|).
-    |OUT - expected| may be b + 1 for integer outputs, b + 2^-23 |expected| for f32 (and the f32
-    rounding of b), b + 2^-52 |expected| for f64. NaN and infinities must match exactly; where M
-    itself overflows, nothing else is checked.
+    column taps, u = 2^-24 when oocconv accumulates in f32 (2^-53 in f64), and M = the sum over
+    the sample's support of |column tap| x |row tap| x |input|:
+      b = (n + 4) u M + (2n + 4) 2^-53 M + (n + 4) m max(1, sum |column tap|)
+    (second term: the float64 reference's own rounding; third: underflow, m = the accumulator's
+    smallest normal number, also the least a non-zero tap counts for in M). |OUT - expected| may
+    be b + 1 for integer outputs, b (1 + 2^-24) + 2^-23 |expected| + 2^-149 for f32, and
+    b + 2^-52 |expected| for f64. NaN and infinities must match exactly; where M overflows, only
+    they are checked.
   --compare: 1 for integers; for floats 1e-5 x the largest finite |A| within 16 pixels of the
     sample along its row (same channel).
 
@@ -179,38 +181,66 @@ std::vector<std::string> own_taps_lines(const std::string& path) {
   return lines;
 }
 
-std::size_t physical_memory_bytes() {
+// "1.5 GiB", or "6.6e+20 bytes" beyond what format_bytes scales.
+std::string bytes_text(double bytes) {
+  if (bytes < 0x1p50) return ooc::format_bytes(bytes);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2g bytes", bytes);
+  return buf;
+}
+
+// The memory this process may use: physical memory, or less under ulimit -v.
+std::size_t usable_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return std::size_t{16} << 30;
-  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+  std::size_t bytes = pages > 0 && page > 0
+                          ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
+                          : std::size_t{16} << 30;
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    bytes = std::min(bytes, static_cast<std::size_t>(limit.rlim_cur));
+  return bytes;
 }
 
 // Bytes the reference holds for radii rx, ry over an image of width x height x channels (with 1
 // x 1 x 1: what the taps alone take): the taps and their magnitudes, per thread a padded row and
 // the source pointers, per band a slot per row coordinate, and the distinct row-pass rows.
-double reference_bytes(std::int64_t rx, std::int64_t ry, std::int64_t width, int channels,
+double reference_bytes(double rx, double ry, std::int64_t width, int channels,
                        std::int64_t height) {
   const double threads = tbb::this_task_arena::max_concurrency();
-  const double nx = 2.0 * double(rx) + 1, ny = 2.0 * double(ry) + 1;
-  const double coords = double(kBandRows) + 2.0 * double(ry);
+  const double nx = 2 * rx + 1, ny = 2 * ry + 1;
+  const double coords = double(kBandRows) + 2 * ry;
   const double slots = std::min(double(height) + 1, coords);
   const double n = double(width) * channels;
-  return 16 * (nx + ny) + threads * (8 * (double(width) + 2.0 * double(rx)) * channels + 8 * nx) +
+  return 16 * (nx + ny) + threads * (8 * (double(width) + 2 * rx) * channels + 8 * nx) +
          8 * coords + threads * (8 * slots + 32 * std::min(ny, slots)) + 16 * slots * n;
 }
 
-// Refuses a filter whose reference would not fit in half the machine's memory, naming the option.
-void check_fits(const std::string& what, std::int64_t rx, std::int64_t ry, std::int64_t width = 1,
+// Refuses a filter whose reference would not fit in half the machine's memory (or whose radius
+// exceeds kMaxRadius), naming the option, before anything is allocated.
+void check_fits(const std::string& what, double rx, double ry, std::int64_t width = 1,
                 int channels = 1, std::int64_t height = 1) {
-  const double need = reference_bytes(rx, ry, width, channels, height);
-  const double have = double(physical_memory_bytes()) / 2;
-  if (need > have)
-    throw Error(ErrorKind::usage,
-                what + " is too large for ooccheck's float64 reference: its " +
-                    std::to_string(2 * std::max(rx, ry) + 1) + " taps, padded rows and row-pass " +
-                    "rows need about " + ooc::format_bytes(need) + ", more than half of this " +
-                    "machine's " + ooc::format_bytes(double(physical_memory_bytes())) +
-                    ": use a smaller radius or sigma");
+  const double have = double(usable_memory_bytes()) / 2;
+  auto fits = [&](double x, double y) {
+    return x <= double(kMaxRadius) && y <= double(kMaxRadius) &&
+           reference_bytes(x, y, width, channels, height) <= have;
+  };
+  if (fits(rx, ry)) return;
+  std::int64_t lo = 0, hi = kMaxRadius;  // the largest radius that fits, for the message
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(double(mid), double(mid))) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  throw Error(ErrorKind::usage,
+              what + " is too large for ooccheck's float64 reference: its taps, padded rows and " +
+                  "row-pass rows would need about " +
+                  bytes_text(reference_bytes(rx, ry, width, channels, height)) +
+                  ", more than half of the " + ooc::format_bytes(double(usable_memory_bytes())) +
+                  " this process may use (memory, ulimit -v); at most radius " +
+                  std::to_string(lo) + " fits");
 }
 
 std::string number(double v) {
@@ -238,7 +268,7 @@ OwnFilter own_filter(const ooc::cli::FilterCli& f) {
   }
   if (!out.what.empty()) {
     out.recipe = "explicit taps";
-    check_fits(out.what, out.rx(), out.ry());
+    check_fits(out.what, double(out.rx()), double(out.ry()));
     return out;
   }
   // --radius R, --sigma S, or both; validated (R >= 0, S finite and > 0) before this.
@@ -250,15 +280,10 @@ OwnFilter own_filter(const ooc::cli::FilterCli& f) {
     // 1e-9: a sigma of k/3 typed in decimal (3 x 0.3333333333333334 is just over 1) is radius k.
     const double rd = std::ceil(3.0 * *f.sigma - 1e-9);
     out.what = "--sigma " + number(*f.sigma) + " (radius ceil(3 sigma) = " + number(rd) + ")";
-    if (!(rd <= double(kMaxRadius)))
-      throw Error(ErrorKind::usage, out.what + " is too large: the radius may be at most " +
-                                        std::to_string(kMaxRadius));
+    check_fits(out.what, rd, rd);
     r = static_cast<std::int64_t>(rd);
   }
-  if (r > kMaxRadius)
-    throw Error(ErrorKind::usage,
-                out.what + " is too large: the radius may be at most " + std::to_string(kMaxRadius));
-  check_fits(out.what, r, r);
+  check_fits(out.what, double(r), double(r));
   if (f.filter_kind == "box") {
     out.row = out.col = own_box(r);
     out.recipe = "box radius " + std::to_string(r);
@@ -281,8 +306,7 @@ ooc::SeparableParams validated_params(const ooc::cli::FilterCli& f) {
     if (f.radius && *f.radius < 0)
       throw Error(ErrorKind::usage, "--radius must be >= 0, got " + std::to_string(*f.radius));
     if (f.sigma && !(std::isfinite(*f.sigma) && *f.sigma > 0))
-      throw Error(ErrorKind::usage,
-                  "--sigma must be a finite number > 0, got " + number(*f.sigma));
+      throw Error(ErrorKind::usage, "--sigma must be a finite number > 0, got " + number(*f.sigma));
   }
   ooc::cli::FilterCli probe = f;
   if (probe.radius && *probe.radius > 0) probe.radius = 0;
@@ -422,8 +446,7 @@ std::vector<std::int64_t> pick_bands(std::int64_t first, std::int64_t end, std::
 
 // Runs check(y0, rows, tally) on every picked band, rows clipped to `end`.
 template <class CheckBand>
-Tally over_bands(const std::vector<std::int64_t>& bands, std::int64_t end,
-                 const CheckBand& check) {
+Tally over_bands(const std::vector<std::int64_t>& bands, std::int64_t end, const CheckBand& check) {
   tbb::combinable<Tally> tallies;
   for (const std::int64_t y0 : bands) check(y0, std::min(kBandRows, end - y0), tallies);
   Tally all;
@@ -465,8 +488,8 @@ int report(const std::string& what, const std::string& rule, const Tally& t, dou
   if (ok) {
     std::printf("OK: within tolerance\n");
   } else {
-    std::printf("FAIL: %lld samples over their tolerance, %lld NaN mismatches\n",
-                (long long)t.over, (long long)t.nan_mismatch);
+    std::printf("FAIL: %lld samples over their tolerance, %lld NaN mismatches\n", (long long)t.over,
+                (long long)t.nan_mismatch);
   }
   return ok ? 0 : 1;
 }
@@ -639,9 +662,9 @@ class Reference {
   std::int64_t rx_, ry_;
   ooc::BorderMode border_;
   double cval_;
-  std::vector<double> ax_, ay_;          // |taps| (see magnitudes)
-  std::vector<std::int64_t> slot_of_;    // band coordinate j (row y0 - ry + j) -> its slot
-  std::vector<std::int64_t> src_rows_;   // slot -> source row (-1: the constant border)
+  std::vector<double> ax_, ay_;                // |taps| (see magnitudes)
+  std::vector<std::int64_t> slot_of_;          // band coordinate j (row y0 - ry + j) -> its slot
+  std::vector<std::int64_t> src_rows_;         // slot -> source row (-1: the constant border)
   std::vector<double> rowpass_, rowpass_mag_;  // slot s at s * n_
 };
 
@@ -709,6 +732,21 @@ class ReferenceTolerance {
     }
   }
 
+  // A line for the summary when the bound is too loose to tell much (f32 sums of many taps), or
+  // an empty string.
+  std::string warning() const {
+    if (fixed_ >= 0 || relative_ <= 1e-3) return {};
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "note: %lld taps summed in f%d may be off by up to %.3g%% of M, and so may a "
+                  "sample here without failing%s\n",
+                  static_cast<long long>(taps_), u_exp_ == -24 ? 32 : 64, 100 * relative_,
+                  u_exp_ == -24 ? "; --precision f64 (for oocconv and ooccheck) bounds it far "
+                                  "tighter"
+                                : "");
+    return buf;
+  }
+
   // The rule, for the summary.
   std::string describe(double largest_m) const {
     if (fixed_ >= 0) return "--tolerance " + number(fixed_) + " for every sample";
@@ -747,7 +785,7 @@ int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hi
   auto in = ooc::open_source(in_path, hints, seed);
   auto out = open_output(out_path, *in, in_path, params.out_type);
   const ooc::ImageSpec& is = in->spec();
-  check_fits(own.what, own.rx(), own.ry(), is.width, is.channels, is.height);
+  check_fits(own.what, double(own.rx()), double(own.ry()), is.width, is.channels, is.height);
   const SampleType out_type = out->spec().type;
   const bool acc_f64 = ooc::accumulates_in_f64(is.type, out_type, params.precision);
   const ReferenceTolerance tolerance_of(own, acc_f64, out_type, tolerance);
@@ -785,6 +823,7 @@ int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hi
   if (params.border == ooc::BorderMode::constant) std::printf(" %.9g", params.border_value);
   std::printf(", output %s, oocconv accumulates in %s\n", std::string(ooc::name(out_type)).c_str(),
               acc_f64 ? "f64" : "f32");
+  std::printf("%s", tolerance_of.warning().c_str());
   const Tally t = over_bands(bands, is.height, check);
   const double range = ooc::is_integer(out_type)
                            ? ooc::highest_value(out_type) - ooc::lowest_value(out_type)
@@ -854,9 +893,7 @@ int run_compare(const std::vector<std::string>& files, const ooc::RawHints& hint
       }
       Tally& t = tallies.local();
       for (std::int64_t i = margin * s.channels; i < n - margin * s.channels; ++i) {
-        const double tol = tolerance >= 0 ? tolerance
-                           : integers     ? 1.0
-                                          : kCompareRelative * near[i];
+        const double tol = tolerance >= 0 ? tolerance : integers ? 1.0 : kCompareRelative * near[i];
         t.add((y0 + r) * n + i, da[i], db[i], tol);
       }
     });
@@ -869,12 +906,11 @@ int run_compare(const std::vector<std::string>& files, const ooc::RawHints& hint
   std::string what =
       "compared " + std::to_string(t.count) + " samples (margin " + std::to_string(margin) + ")";
   if (sample > 0) what += " in " + band_summary(bands.size(), margin, end, sample, seed);
-  const std::string rule =
-      tolerance >= 0 ? "--tolerance " + number(tolerance) + " for every sample"
-      : integers     ? std::string("1 for every sample (integers)")
-                     : "per sample, 1e-5 x the largest finite |A| within " +
-                       std::to_string(kCompareWindow) +
-                       " pixels along its row (same channel)";
+  const std::string rule = tolerance >= 0 ? "--tolerance " + number(tolerance) + " for every sample"
+                           : integers     ? std::string("1 for every sample (integers)")
+                                          : "per sample, 1e-5 x the largest finite |A| within " +
+                                            std::to_string(kCompareWindow) +
+                                            " pixels along its row (same channel)";
   return report(what, rule, t, range, s, "A", "B");
 }
 
@@ -921,7 +957,8 @@ int main(int argc, char** argv) {
     std::int64_t margin = 0, sample = 0;
     auto* g_c = app.add_option_group("Check");
     auto* tolerance_opt =
-        g_c->add_option("--tolerance", tolerance, "largest allowed |error| of every sample (default: per sample, see below)");
+        g_c->add_option("--tolerance", tolerance,
+                        "largest allowed |error| of every sample (default: per sample, see below)");
     g_c->add_option("--sample", sample,
                     "check N random bands of 64 rows, picked by --seed (default: all)");
     auto* margin_opt =

@@ -1,7 +1,9 @@
 // End-to-end tests of ooccheck: its float64 reference accepts what oocconv writes over a sweep of
 // types, channels, borders and radii, rejects an output with a few corrupted samples and says how
 // many, finds corruption in the bands that --sample picks, refuses an output of another geometry,
-// and --compare still judges two images.
+// and --compare still judges two images. Adversarial images (noise with one huge sample) check
+// that the per-sample tolerances of both modes see tampering anywhere; its own taps are checked
+// against their definitions; radii beyond the image are fast, and absurd ones refused.
 //
 // The binaries are found through OOC_BIN_DIR (set by CTest), else next to this test executable or
 // in one of its parent directories. Each runs through fork/execv with stdout and stderr sent to
@@ -12,6 +14,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +57,19 @@ void flip_byte(const fs::path& path, std::int64_t offset, unsigned char mask) {
 // The input options of a raw image.
 std::vector<std::string> raw_input(std::int64_t width, const std::string& type, int channels = 1) {
   return {"--width", std::to_string(width), "--type", type, "--channels", std::to_string(channels)};
+}
+
+std::vector<float> read_floats(const fs::path& path) {
+  const std::string bytes = read_file(path);
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+template <class T>
+void write_samples(const fs::path& path, const std::vector<T>& v) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(T)));
 }
 
 // The number in "N over tolerance" of ooccheck's report, or -1.
@@ -305,7 +322,7 @@ TEST_F(ooccheck, FailsACorruptedOutputAndCountsTheBadSamples) {
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_EQ(over_count(r.out), 5) << r;
   EXPECT_NE(r.out.find("max abs error 32768 at row 75 sample 40"), std::string::npos) << r;
-  EXPECT_NE(r.out.find("FAIL: 5 samples over tolerance 1"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("FAIL: 5 samples over their tolerance"), std::string::npos) << r;
 }
 
 TEST_F(ooccheck, DefaultFloatToleranceCatchesASmallRelativeError) {
@@ -385,6 +402,189 @@ TEST_F(ooccheck, MisusedOptionsAreUsageErrors) {
   r = check(in, in, {"--width", "20"}, {"--radius", "1"}, {"--margin", "2"});
   EXPECT_EQ(r.exit_code, 2) << r;
   EXPECT_NE(r.err.find("--margin"), std::string::npos) << r;
+}
+
+TEST_F(ooccheck, CatchesTamperingAnywhereInAnImageWithOneHugeSample) {
+  // Noise in [0, 1) with one sample of 1e6: a tolerance relative to the largest value of the whole
+  // image (1e-5 x the filtered spike) lets nearly all of the tampering below through.
+  constexpr std::int64_t W = 300, H = 200;
+  const fs::path in = make_image("spike.raw", W, H, "f32");
+  std::vector<float> image = read_floats(in);
+  ASSERT_EQ(image.size(), std::size_t(W * H));
+  image[100 * W + 150] = 1e6f;
+  write_samples(in, image);
+  const auto input = raw_input(W, "f32");
+  const fs::path bad = dir_ / "tampered.raw";
+  for (const std::string radius : {"3", "16"}) {
+    SCOPED_TRACE("--radius " + radius);
+    const std::vector<std::string> filter{"--radius", radius};
+    const fs::path out = dir_ / "out.raw";
+    conv(in, out, input, filter);
+    const std::vector<float> good = read_floats(out);
+    ASSERT_EQ(good.size(), image.size());
+    auto compare = [&](const fs::path& b) {
+      return run("ooccheck", {"--compare", out.string(), b.string(), "--width", "300"});
+    };
+
+    // Untouched: both modes pass, also against the same filter summed in f64.
+    RunResult r = check(out, in, input, filter);
+    EXPECT_EQ(r.exit_code, 0) << r;
+    write_samples(bad, good);
+    r = compare(bad);
+    EXPECT_EQ(r.exit_code, 0) << r;
+    const fs::path f64 = dir_ / "f64.raw";
+    std::vector<std::string> precise = filter;
+    precise.insert(precise.end(), {"--precision", "f64"});
+    conv(in, f64, input, precise);
+    r = compare(f64);
+    EXPECT_EQ(r.exit_code, 0) << r;
+
+    // (a) 3 rows of 4 zeroed: every zeroed sample is wrong, and the reference says so for each.
+    std::vector<float> t = good;
+    for (std::int64_t y = 0; y < H; ++y)
+      if (y % 4 != 0) std::fill(t.begin() + y * W, t.begin() + (y + 1) * W, 0.0f);
+    write_samples(bad, t);
+    r = check(bad, in, input, filter);
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_EQ(over_count(r.out), H * W * 3 / 4) << r;
+    r = compare(bad);
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_GT(over_count(r.out), H * W * 3 / 4 * 9 / 10) << r;
+
+    // (b) every row shifted right by 3 pixels (rotated).
+    for (std::int64_t y = 0; y < H; ++y)
+      for (std::int64_t x = 0; x < W; ++x) t[y * W + x] = good[y * W + (x + W - 3) % W];
+    write_samples(bad, t);
+    r = check(bad, in, input, filter);
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_GT(over_count(r.out), H * W * 9 / 10) << r;
+    r = compare(bad);
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_GT(over_count(r.out), H * W * 9 / 10) << r;
+
+    // (c) one sample far from the spike off by 1e-3 relative.
+    t = good;
+    t[20 * W + 250] *= 1.001f;
+    write_samples(bad, t);
+    r = check(bad, in, input, filter);
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_EQ(over_count(r.out), 1) << r;
+    EXPECT_NE(r.out.find("at row 20 sample 250"), std::string::npos) << r;
+    r = compare(bad);
+    EXPECT_EQ(r.exit_code, 1) << r;
+    EXPECT_EQ(over_count(r.out), 1) << r;
+    EXPECT_NE(r.out.find("at row 20 sample 250"), std::string::npos) << r;
+  }
+}
+
+TEST_F(ooccheck, ReportsTheRuleAndTheWorstErrorRelativeToItsTolerance) {
+  const fs::path in = make_image("in.raw", 40, 30, "u16");
+  const fs::path out = dir_ / "out.raw";
+  const auto input = raw_input(40, "u16");
+  conv(in, out, input, {"--radius", "2"});
+  RunResult r = check(out, in, input, {"--radius", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("(10 taps + 4) x 2^-24 x M"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("b + 1 (integer output)"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("worst error / its tolerance: "), std::string::npos) << r;
+  r = check(out, in, input, {"--radius", "2", "--out-type", "u16", "--precision", "f64"},
+            {"--tolerance", "0.5"});
+  EXPECT_NE(r.out.find("--tolerance 0.5 for every sample"), std::string::npos) << r;
+  r = run("ooccheck", {"--compare", out.string(), out.string(), "--width", "40", "--type", "u16"});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("tolerance: 1 for every sample (integers)"), std::string::npos) << r;
+}
+
+TEST_F(ooccheck, BuildsGaussianAndBoxTapsFromTheirDefinitions) {
+  // A unit impulse in a 1-row image: along x the output is the taps themselves, along y (every
+  // row coordinate folds onto the one row) the column taps sum to 1. The expected values are
+  // computed here from the definitions, not by the library.
+  constexpr int kW = 31, kC = 15;
+  std::vector<double> impulse(kW, 0.0);
+  impulse[kC] = 1;
+  const fs::path in = dir_ / "impulse.raw", out = dir_ / "taps.raw";
+  write_samples(in, impulse);
+  const auto input = raw_input(kW, "f64");
+  auto gaussian = [](int r, double sigma) {
+    std::vector<double> t;
+    double sum = 0;
+    for (int i = -r; i <= r; ++i) sum += std::exp(-0.5 * (i / sigma) * (i / sigma));
+    for (int i = -r; i <= r; ++i) t.push_back(std::exp(-0.5 * (i / sigma) * (i / sigma)) / sum);
+    return t;
+  };
+  auto placed = [&](const std::vector<double>& taps) {
+    std::vector<double> v(kW, 0.0);
+    const int r = static_cast<int>(taps.size() / 2);
+    for (int i = -r; i <= r; ++i) v[kC + i] = taps[r + i];
+    return v;
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::vector<double>>> cases{
+      {{"--radius", "3"}, gaussian(3, 1.0)},
+      {{"--radius", "6"}, gaussian(6, 2.0)},
+      {{"--sigma", "1.5"}, gaussian(5, 1.5)},                                // radius ceil(4.5)
+      {{"--sigma", "0.3333333333333334"}, gaussian(1, 0.3333333333333334)},  // radius 1, not 2
+      {{"--radius", "4", "--sigma", "2.5"}, gaussian(4, 2.5)},
+      {{"--radius", "0"}, {1.0}},
+      {{"--filter", "box", "--radius", "4"}, std::vector<double>(9, 1.0 / 9)},
+  };
+  for (const auto& [filter, taps] : cases) {
+    SCOPED_TRACE(filter[0] + " " + filter[1]);
+    write_samples(out, placed(taps));
+    RunResult r = check(out, in, input, filter);
+    EXPECT_EQ(r.exit_code, 0) << r;
+    // Off by 1e-12 relative (another normalization) fails: f64 all the way allows ~1e-14.
+    std::vector<double> wrong = placed(taps);
+    for (double& v : wrong) v *= 1 + 1e-12;
+    write_samples(out, wrong);
+    r = check(out, in, input, filter);
+    EXPECT_EQ(r.exit_code, 1) << r;
+  }
+  write_samples(out, placed(gaussian(3, 1.5)));
+  EXPECT_EQ(check(out, in, input, {"--radius", "3"}).exit_code, 1);
+}
+
+TEST_F(ooccheck, PassesATinyImageUnderAHugeRadiusQuickly) {
+  // 100 x 50 pixels under a radius of 30000: the 60050 row coordinates of a band fold onto 50
+  // rows, each filtered along x once, so this takes well under a second (minutes if every
+  // coordinate were filtered).
+  const fs::path in = make_image("tiny.raw", 100, 50, "f32");
+  const auto input = raw_input(100, "f32");
+  for (const std::string border : {"reflect", "mirror", "nearest", "wrap", "constant"}) {
+    const std::vector<std::string> filter{"--radius", "30000",          "--border",
+                                          border,     "--border-value", "0.5"};
+    const fs::path out = dir_ / "out.raw";
+    const RunResult c =
+        run("oocconv", {in.string(), out.string(), "--width", "100", "--radius", "30000",
+                        "--border", border, "--border-value", "0.5", "--device", "cpu", "-q"});
+    ASSERT_EQ(c.exit_code, 0) << c;
+    const auto start = std::chrono::steady_clock::now();
+    const RunResult r = check(out, in, input, filter);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.exit_code, 0) << border << "\n" << r;
+    // A guard against the quadratic behaviour, not a benchmark: ~0.3 s here.
+    EXPECT_LT(seconds, 20) << border;
+  }
+}
+
+TEST_F(ooccheck, RefusesRadiiAndSigmasItCannotHoldWithAUsageError) {
+  const fs::path in = make_image("in.raw", 20, 10, "f32");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--radius", "4611686018427387904"}, "--radius"},
+      {{"--filter", "box", "--radius", "4611686018427387904"}, "--radius"},
+      {{"--radius", "1000000000000000000"}, "--radius"},
+      {{"--radius", "9223372036854775807"}, "--radius"},
+      {{"--sigma", "inf"}, "--sigma"},
+      {{"--sigma", "nan"}, "--sigma"},
+      {{"--sigma", "1e300"}, "--sigma"},
+      {{"--sigma", "-2"}, "--sigma"},
+      {{"--radius", "-1"}, "--radius"},
+  };
+  for (const auto& [filter, option] : cases) {
+    const RunResult r = check(in, in, {"--width", "20"}, filter);
+    EXPECT_EQ(r.exit_code, 2) << filter[filter.size() - 1] << "\n" << r;
+    EXPECT_NE(r.err.find(option), std::string::npos) << r;
+  }
 }
 
 TEST_F(ooccheck, CompareJudgesTwoImagesAndSamplesBands) {

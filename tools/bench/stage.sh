@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Copies the executables of build/sm90 and the shared libraries they need (libtiff, TBB, ...) into
-# stage/ (git-ignored), for the GPU machine, which lacks those libraries.
+# Copies the executables of a build for sm_90 (build/sm90, or the directory given: the release
+# preset builds sm_90 too) and the shared libraries they need (libtiff, TBB, ...) into stage/
+# (git-ignored), for the GPU machine, which lacks those libraries.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+build=${1:-build/sm90}
 rm -rf stage && mkdir -p stage/bin
 for f in oocconv oocgen ooccheck oocinfo tests/unit/test_unit tests/gpu/test_gpu tests/cli/test_cli \
          tests/cli/test_ooccheck tools/bench/ooc_gpu_stages; do
-  [ -f "build/sm90/$f" ] && cp "build/sm90/$f" stage/bin/
+  [ -f "$build/$f" ] && cp "$build/$f" stage/bin/
 done
 ../shared/tools/bundle-libs.sh stage/lib stage/bin/*
 strip stage/bin/* 2>/dev/null || true
