@@ -16,6 +16,8 @@
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/io.hpp"
+#include "ooc/job.hpp"
+#include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
 
@@ -30,6 +32,9 @@ Examples:
       Explicit (unnormalized) taps along x then y, as scipy.ndimage.convolve1d.
   oocconv slide.tif smooth.tif --sigma 4 --compress zstd --tile 512
       TIFF in (any layout libtiff reads), tiled ZSTD TIFF out, tags carried over.
+  oocconv in.raw edges.raw --width 4096 --kernel laplace --border nearest
+      2-D kernel (flipped, as scipy.ndimage.convolve); also --kernel K.txt, K.npy, box:7,
+      gaussian2d:2.5, sobel-x, sobel-y. A kernel of rank 1 runs as a separable filter.
   oocconv synth:noise null: --width 65536 --height 200000 --radius 16 --stats json
       Pipeline throughput on a synthetic image, nothing read from or written to disk.
 
@@ -41,9 +46,9 @@ Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions), 5 GPU.
 int main(int argc, char** argv) {
   return ooc::cli::guarded_main("oocconv", [&]() -> int {
     CLI::App app{
-        "oocconv: out-of-core separable convolution of images larger than memory.\n"
+        "oocconv: out-of-core convolution of images larger than memory.\n"
         "Reads INPUT band by band, filters along x then y (scipy.ndimage.convolve1d "
-        "semantics), writes OUTPUT."};
+        "semantics) or with a 2-D --kernel (scipy.ndimage.convolve), writes OUTPUT."};
     app.footer(kExamples);
     app.get_formatter()->column_width(34);
 
@@ -118,106 +123,33 @@ int main(int argc, char** argv) {
     hints.channels_given = channels_opt->count() > 0;
     if (mem_limit) popt.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
 
-    const ooc::SeparableParams params = ooc::cli::filter_params(filter, popt.mem_limit);
-    if (device != "auto" && device != "cpu" && device != "cuda")
-      throw Error(ErrorKind::usage, "--device takes auto, cpu or cuda, got '" + device + "'");
-    std::vector<int> gpu_list;  // empty: all
-    if (devices != "all") {
-      std::istringstream in(devices);
-      for (std::string tok; std::getline(in, tok, ',');) {
-        try {
-          std::size_t pos = 0;
-          gpu_list.push_back(std::stoi(tok, &pos));
-          if (pos != tok.size()) throw std::invalid_argument(tok);
-        } catch (const std::exception&) {
-          throw Error(ErrorKind::usage,
-                      "--devices takes all or a list like 0,1; got '" + devices + "'");
-        }
-      }
-    }
-    const bool use_cuda = device == "cuda" || (device == "auto" && ooc::cuda_device_count() > 0);
+    // Options are checked before the input is opened: a bad filter is a usage error first.
+    std::optional<ooc::Conv2dParams> params2d;
+    ooc::SeparableParams params;
+    if (!filter.kernel.empty())
+      params2d = ooc::cli::conv2d_params(filter, popt.mem_limit);
+    else
+      params = ooc::cli::filter_params(filter, popt.mem_limit);
+    ooc::JobOptions jo;
+    jo.input = input;
+    jo.hints = hints;
+    jo.seed = seed;
+    jo.output = output;
+    jo.sink = out_options;
+    jo.pipeline = popt;
+    jo.device = device;
+    jo.devices = devices;
+    ooc::Job job(jo);
+    auto op = params2d ? ooc::make_conv2d(job.source().spec(), *params2d, popt)
+                       : ooc::make_separable(job.source().spec(), params, popt);
+    job.start({op.get()});
 
-    auto source = ooc::open_source(input, hints, seed);
-    auto op = use_cuda ? ooc::make_separable_cuda(source->spec(), params, popt, gpu_list)
-                       : ooc::make_separable_cpu(source->spec(), params, popt);
-    out_options.metadata = source->metadata();
-    out_options.mem_limit = popt.mem_limit;
-    out_options.threads = popt.threads;
-    auto sink = ooc::create_sink(output, op->output_spec(), input, out_options);
-    const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt, source.get(), sink.get());
-
-    ooc::cli::Progress bar(progress, source->spec().total_bytes());
+    ooc::cli::Progress bar(progress, job.source().spec().total_bytes());
     const ooc::RunStats st =
-        ooc::run_pipeline(*source, *sink, *op, plan,
-                          [&](std::int64_t done, std::int64_t total) { bar.update(done, total); });
+        job.run(*op, [&](std::int64_t done, std::int64_t total) { bar.update(done, total); });
     bar.finish();
-    sink->commit();
-
-    const double secs = st.seconds > 0 ? st.seconds : 1e-9;
-    const double mpix = static_cast<double>(st.pixels) / secs / 1e6;
-    const double mbps = static_cast<double>(st.bytes_read) / secs / 1e6;
-    const std::size_t rss = ooc::cli::peak_rss_bytes();
-    std::string report;
-    if (stats == "json") {
-      nlohmann::json j;
-      j["input"] = {{"path", input},
-                    {"description", source->describe()},
-                    {"width", source->spec().width},
-                    {"height", source->spec().height},
-                    {"channels", source->spec().channels},
-                    {"type", std::string(ooc::name(source->spec().type))},
-                    {"bytes", st.bytes_read}};
-      j["output"] = {{"path", output},
-                     {"type", std::string(ooc::name(op->output_spec().type))},
-                     {"bytes", st.bytes_written}};
-      j["operation"] = op->describe();
-      j["backend"] = op->backend();
-      j["plan"] = {{"band_rows", plan.band_rows},
-                   {"bands", plan.bands},
-                   {"slots", plan.slots},
-                   {"threads", plan.threads},
-                   {"mem_limit_bytes", plan.mem_limit},
-                   {"ring_bytes", plan.ring_bytes}};
-      j["seconds"] = {{"total", st.seconds},
-                      {"setup", st.setup_seconds},
-                      {"read_stage", st.read_seconds},
-                      {"compute_stage", st.compute_seconds},
-                      {"write_stage", st.write_seconds}};
-      // Streaming: bands only, without the one-off setup (pinned and GPU buffers).
-      const double stream_s = std::max(st.seconds - st.setup_seconds, 1e-9);
-      j["throughput"] = {{"mpixel_per_s", mpix},
-                         {"input_mb_per_s", mbps},
-                         {"streaming_input_mb_per_s", double(st.bytes_read) / stream_s / 1e6}};
-      j["pixels"] = st.pixels;
-      j["peak_rss_bytes"] = rss;
-      report = j.dump(2) + "\n";
-    } else if (stats == "text") {
-      std::ostringstream t;
-      t << "input        " << source->describe() << "\n"
-        << "output       " << sink->describe() << "\n"
-        << "operation    " << op->describe() << "\n"
-        << "backend      " << op->backend() << "\n"
-        << "plan         " << plan.bands << " bands of " << plan.band_rows << " rows, "
-        << plan.slots << " slots, " << plan.threads << " threads, ring "
-        << ooc::format_bytes(double(plan.ring_bytes)) << " of "
-        << ooc::format_bytes(double(plan.mem_limit)) << "\n"
-        << "seconds      " << st.seconds << " (setup " << st.setup_seconds << ", read "
-        << st.read_seconds << ", compute " << st.compute_seconds << ", write " << st.write_seconds
-        << ")\n"
-        << "throughput   " << mpix << " Mpixel/s, " << mbps << " MB/s\n"
-        << "peak RSS     " << ooc::format_bytes(double(rss)) << "\n";
-      report = t.str();
-    }
-    // The output is in place by now: a report that cannot be written is still an error (exit 4),
-    // since a batch script reads it, but the message says the output itself is fine.
-    if (!report.empty())
-      ooc::cli::write_report(report, output == "null:" ? std::string("the run itself succeeded")
-                                                       : "output '" + output + "' is complete");
-    if (!quiet && stats.empty()) {
-      std::fprintf(stderr, "oocconv: %s -> %s: %.2f s, %.1f Mpixel/s, %.1f MB/s, %s, peak RSS %s\n",
-                   source->describe().c_str(), output.c_str(), st.seconds, mpix, mbps,
-                   op->backend().c_str(), ooc::format_bytes(double(rss)).c_str());
-    }
+    job.commit();
+    ooc::cli::report("oocconv", stats, quiet, job, op->describe(), st);
     return 0;
   });
 }

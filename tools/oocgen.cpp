@@ -2,13 +2,14 @@
 // band in bounded memory, with a progress bar; raw, .npy or TIFF by the extension. The same
 // generator backs the "synth:" input of oocconv.
 #include <CLI/CLI.hpp>
-#include <optional>
 #include <cstdio>
+#include <optional>
 
 #include "cli/common.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
-#include "ooc/ops/separable.hpp"
+#include "ooc/job.hpp"
+#include "ooc/ops/convert.hpp"
 #include "ooc/pipeline.hpp"
 
 int main(int argc, char** argv) {
@@ -49,24 +50,26 @@ Examples:
     ooc::PipelineOptions popt;
     if (mem_limit) popt.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
 
-    auto source = ooc::open_source("synth:" + pattern, hints, seed);
-    // The identity filter (one tap of 1, exact in every type) turns the generator into a file
-    // through the same bounded-memory pipeline as oocconv.
-    ooc::SeparableParams params;
-    params.filter.row = params.filter.col = {1.0};
-    auto op = ooc::make_separable_cpu(source->spec(), params, popt);
-    out_options.mem_limit = popt.mem_limit;
-    auto sink = ooc::create_sink(out, op->output_spec(), "", out_options);
-    const ooc::BandPlan plan = ooc::plan_bands(source->spec(), *op, popt, source.get(), sink.get());
-    ooc::cli::Progress bar(progress, source->spec().total_bytes());
-    const auto st = ooc::run_pipeline(*source, *sink, *op, plan,
-                                      [&](std::int64_t d, std::int64_t t) { bar.update(d, t); });
+    ooc::JobOptions jo;
+    jo.input = "synth:" + pattern;
+    jo.hints = hints;
+    jo.seed = seed;
+    jo.output = out;
+    jo.sink = out_options;
+    jo.pipeline = popt;
+    jo.device = "cpu";  // the generator runs on the CPU; the copy is all the job does
+    ooc::Job job(jo);
+    auto op = ooc::make_convert(job.source().spec(), hints.type);
+    job.start({op.get()});
+    ooc::cli::Progress bar(progress, job.source().spec().total_bytes());
+    const auto st = job.run(*op, [&](std::int64_t d, std::int64_t t) { bar.update(d, t); });
     bar.finish();
-    sink->commit();
+    job.commit();
     if (!quiet)
       std::fprintf(stderr, "oocgen: wrote %s (%s, %s) in %.2f s, %.1f MB/s\n", out.c_str(),
-                   source->describe().c_str(), ooc::format_bytes(double(st.bytes_written)).c_str(),
-                   st.seconds, double(st.bytes_written) / st.seconds / 1e6);
+                   job.source().describe().c_str(),
+                   ooc::format_bytes(double(st.bytes_written)).c_str(), st.seconds,
+                   double(st.bytes_written) / st.seconds / 1e6);
     return 0;
   });
 }

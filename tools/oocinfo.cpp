@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <optional>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "../kernels/cpu/separable.hpp"
 #include "cli/common.hpp"
@@ -90,9 +90,9 @@ Examples:
       const ooc::ImageSpec& s = source->spec();
       std::error_code ec;
       const auto size = std::filesystem::file_size(path, ec);
-      auto op = use_cuda ? ooc::make_separable_cuda(s, params, popt, {})
-                         : ooc::make_separable_cpu(s, params, popt);
-      const ooc::BandPlan plan = ooc::plan_bands(s, *op, popt);
+      auto op = ooc::make_separable(s, params, popt);
+      const ooc::Backend backend = ooc::select_backend(device, "all", {op.get()});
+      const ooc::BandPlan plan = ooc::plan_bands(s, {op.get()}, backend, popt, source.get());
       std::printf(
           "%s\n  %s\n%s  file %llu bytes, image %llu bytes (%lld x %lld pixels, %d channel(s) "
           "of %s)\n  plan for radius %lld on %s: %lld bands of %lld rows, %d slots, %d "
@@ -101,7 +101,7 @@ Examples:
           source->layout().empty() ? "" : ("  layout: " + source->layout() + "\n").c_str(),
           (unsigned long long)size, (unsigned long long)s.total_bytes(), (long long)s.width,
           (long long)s.height, s.channels, std::string(ooc::name(s.type)).c_str(),
-          (long long)radius, op->backend().c_str(), (long long)plan.bands,
+          (long long)radius, backend.describe().c_str(), (long long)plan.bands,
           (long long)plan.band_rows, plan.slots, plan.threads,
           ooc::format_bytes(double(plan.ring_bytes)).c_str(),
           ooc::format_bytes(double(plan.mem_limit)).c_str());

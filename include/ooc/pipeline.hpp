@@ -1,13 +1,17 @@
 // The out-of-core engine: a band plan under a memory limit, and the TBB pipeline that walks an
 // image band by band (read in order -> compute in parallel -> write in order) through a ring of
-// slots. It knows nothing of the math: an Operation supplies halo, output type and per-slot work.
+// slots. The engine owns the staging (mapped rows on the CPU; pinned and device buffers, streams
+// and copies on a GPU); an Operation brings only its math: the halo it needs, its output (an
+// image, or none), its kernels on a band, and optionally a reduction merged in band order.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ooc/border.hpp"
 #include "ooc/image.hpp"
@@ -40,72 +44,114 @@ struct Band {
   std::int64_t rows = 0;  // output rows
 };
 
-// One band's input: rows y0 - halo .. y0 + rows + halo, as pointers into the source's memory.
-// A null pointer is a row of the constant border. Columns outside the image are the kernel's
-// business (border rule by index mapping).
-struct BandInput {
-  const std::byte* const* rows = nullptr;     // null when the operation reads rows itself
-  const std::int64_t* source_rows = nullptr;  // image row of each band row; -1: constant border
-  Source* source = nullptr;
+// One band as an operation's CPU kernel sees it.
+struct CpuBand {
+  Band band;
+  // band.rows + 2 * halo input rows, from image row band.y0 - halo on, through the border rule;
+  // a null row is a row of the constant border. Columns outside the image are the kernel's
+  // business (the border rule by index mapping).
+  const std::byte* const* rows = nullptr;
   std::int64_t halo = 0;
-  ImageSpec spec;  // of the source image
+  ImageSpec in;
+  BandView out;                  // band.rows rows of the output; data is null without an output
+  std::byte* partial = nullptr;  // Operation::partial_bytes() for this band, or null
 };
 
-// The per-slot half of an operation: owns its buffers (and on a GPU its stream), made once.
-class SlotKernel {
+// One band on a GPU, in device memory, for an operation's CUDA kernels.
+struct CudaBand {
+  Band band;
+  const std::byte* in = nullptr;  // band.rows + 2 * halo rows, as in CpuBand, except that rows of
+  std::size_t in_stride = 0;      // the constant border are left unset: the kernels know them
+  std::int64_t halo = 0;          // from first_row (image row of input row 0) and the height
+  std::int64_t first_row = 0;
+  ImageSpec in_spec;
+  std::byte* out = nullptr;  // band.rows rows, or null without an output
+  std::size_t out_stride = 0;
+  std::byte* partial = nullptr;  // zeroed before the kernels; copied back after them
+  std::byte* scratch = nullptr;  // Operation::cuda_scratch_bytes(band rows)
+  int device = 0;
+  void* stream = nullptr;  // the slot's cudaStream_t: every launch goes there
+};
+
+class CpuKernel {
  public:
-  virtual ~SlotKernel() = default;
-  // Starts computing `band` from `in`; may return before the result is ready (GPU streams).
-  virtual void compute_async(const BandInput& in, const Band& band) = 0;
-  // Waits for the result of the last compute_async and returns its output rows.
-  virtual BandView wait() = 0;
+  virtual ~CpuKernel() = default;
+  // Called from several threads at once, for different bands; may use TBB inside.
+  virtual void run(const CpuBand& band) = 0;
 };
 
+class CudaKernel {
+ public:
+  virtual ~CudaKernel() = default;
+  // Enqueues the band's work on band.stream and returns at once.
+  virtual void run_async(const CudaBand& band) = 0;
+};
+
+// An operation: what it needs and makes, and its math. Adding one is this class, its kernels and
+// its command line; the engine does the rest.
 class Operation {
  public:
   virtual ~Operation() = default;
   virtual std::string describe() const = 0;
-  virtual std::string backend() const = 0;  // "cpu", "cuda:0", ...
-  virtual std::int64_t halo_rows() const = 0;
-  virtual BorderMode border() const = 0;
-  virtual ImageSpec output_spec() const = 0;
-  // Private memory of one slot for bands of `band_rows`, and memory shared by all slots.
-  virtual std::size_t slot_bytes(std::int64_t band_rows) const = 0;
-  virtual std::size_t shared_bytes(std::int64_t band_rows, int threads) const = 0;
-  // The slot size this backend works best with; the planner stays under it when it can.
-  virtual std::size_t target_slot_bytes() const = 0;
-  // Slots when --slots is not given: enough bands in flight to keep every stage busy.
-  virtual int preferred_slots(int threads) const { return threads + 2; }
-  // Tallest band the backend's own memory (a GPU's) holds with `slots` slots; 0: no such limit.
-  // Throws an Error saying what to change when not even a one-row band fits.
-  virtual std::int64_t max_band_rows(int /*slots*/) const { return 0; }
-  // True when the slot kernel copies its rows from the source itself (Source::read_rows, in
-  // parallel, straight into its own buffers): the read stage then maps nothing.
-  virtual bool reads_rows_itself() const { return false; }
-  virtual std::unique_ptr<SlotKernel> make_slot(std::int64_t band_rows, int slot_index) = 0;
+  virtual std::optional<ImageSpec> output() const = 0;  // none: a reduction only
+  virtual std::int64_t halo() const { return 0; }       // rows of context above and below
+  virtual BorderMode border() const { return BorderMode::reflect; }
+  // A reduction: each band fills partial_bytes() bytes; merge() takes them serially, in band
+  // order, so the result does not depend on band height, slots, threads or devices.
+  virtual std::size_t partial_bytes() const { return 0; }
+  virtual void merge(const std::byte* /*partial*/, const Band& /*band*/) {}
+  // Memory the kernels need besides the band: per CPU thread, and per GPU slot on the device.
+  virtual std::size_t cpu_scratch_bytes(std::int64_t /*band_rows*/) const { return 0; }
+  virtual std::size_t cuda_scratch_bytes(std::int64_t /*band_rows*/) const { return 0; }
+  virtual std::unique_ptr<CpuKernel> make_cpu() const = 0;
+  // Whether make_cuda() works: the operation has CUDA kernels and this build has CUDA.
+  virtual bool has_cuda() const { return false; }
+  // Uploads what the kernels need (taps, tables) to each device.
+  virtual std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& /*devices*/) const {
+    return nullptr;
+  }
 };
+
+// Where the bands are computed.
+struct Backend {
+  bool cuda = false;
+  std::vector<int> devices;      // CUDA devices the slots are spread over
+  std::string describe() const;  // "cpu (avx2+fma)", "cuda:0,1 (NVIDIA H200)"
+};
+// `device`: auto (CUDA when a GPU is usable and every operation has a CUDA version), cpu or cuda;
+// `devices`: all, or a list like 0,1. Throws a usage or device Error naming the problem.
+Backend select_backend(const std::string& device, const std::string& devices,
+                       const std::vector<const Operation*>& ops);
+int cuda_device_count() noexcept;  // 0 in a build without CUDA, or without a driver or device
+std::string cuda_device_name(int device);
 
 struct BandPlan {
   std::int64_t band_rows = 0;
   std::int64_t bands = 0;
+  std::int64_t first_band = 0, last_band = 0;  // a run covers [first_band, last_band)
   int slots = 0;
   int threads = 0;
   std::size_t mem_limit = 0;
   std::size_t ring_bytes = 0;  // what the plan expects to use, <= mem_limit
+  // What each slot holds, the largest over the job's operations.
+  std::int64_t halo = 0;
+  std::size_t out_row_bytes = 0, partial_bytes = 0, device_scratch_bytes = 0;
 };
 
-// Throws a usage Error naming the smallest --mem-limit that works when even one-row bands don't
-// fit. The buffers of `source` and `sink` (decoded or compressed TIFF blocks), when given, count
-// against the limit too.
-BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineOptions& options,
+// The plan for a job of one or several passes (`ops`, each over the same bands) on `backend`:
+// band height and slots under options.mem_limit, counting the staging, the kernels' scratch and
+// the buffers of `source` and `sink` (TIFF blocks). Throws a usage Error naming the memory needed
+// when not even one-row bands fit.
+BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>& ops,
+                    const Backend& backend, const PipelineOptions& options,
                     const Source* source = nullptr, const Sink* sink = nullptr);
 
 // Most worker threads --threads may ask for (more than the machine has is allowed: they run).
 inline constexpr int kMaxThreads = 1024;
 
 struct RunStats {
-  std::size_t bytes_read = 0;     // bytes of the input image
-  std::size_t bytes_written = 0;  // bytes of the output image
+  std::size_t bytes_read = 0;     // bytes of the input image read by the run
+  std::size_t bytes_written = 0;  // bytes of output written
   std::int64_t pixels = 0;
   double seconds = 0;          // wall clock, setup included
   double setup_seconds = 0;    // making the slots (pinned and device buffers, streams)
@@ -116,8 +162,24 @@ struct RunStats {
 
 using ProgressFn = std::function<void(std::int64_t rows_done, std::int64_t rows_total)>;
 
-// Runs `op` over every band of `source` into `sink` (which the caller commits).
-RunStats run_pipeline(Source& source, Sink& sink, Operation& op, const BandPlan& plan,
-                      const ProgressFn& progress = {});
+// A job's ring of slots over one source, made once (at the first run) and reused by every pass.
+class Engine {
+ public:
+  Engine(Source& source, Backend backend, BandPlan plan);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // One pass of `op` over bands [plan.first_band, plan.last_band): its output rows go to `sink`
+  // (required when op.output() has a value; the caller commits), its partials to op.merge().
+  // `op` must be one of the operations the plan was made for.
+  RunStats run(Operation& op, Sink* sink, const ProgressFn& progress = {});
+  const BandPlan& plan() const noexcept;
+  const Backend& backend() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace ooc

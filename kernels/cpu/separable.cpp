@@ -1,15 +1,21 @@
-// Run-time choice between the kernel builds for different instruction sets (separable_impl.cpp).
+// Run-time choice between the kernel builds for different instruction sets (separable_impl.cpp:
+// the separable and the 2-D convolution).
 #include "separable.hpp"
+
+#include "conv2d.hpp"
 
 namespace ooc::cpu {
 
 namespace baseline {
 void separable_band(const SeparableArgs& args);
 std::size_t separable_scratch_bytes(const SeparableArgs& args);
+void conv2d_band(const Conv2dArgs& args);
+std::size_t conv2d_scratch_bytes(const Conv2dArgs& args);
 }  // namespace baseline
 #if defined(__x86_64__)
 namespace avx2 {
 void separable_band(const SeparableArgs& args);
+void conv2d_band(const Conv2dArgs& args);
 }  // namespace avx2
 #endif
 
@@ -29,6 +35,17 @@ void separable_band(const SeparableArgs& args) {
   if (has_avx2()) return avx2::separable_band(args);
 #endif
   baseline::separable_band(args);
+}
+
+void conv2d_band(const Conv2dArgs& args) {
+#if defined(__x86_64__)
+  if (has_avx2()) return avx2::conv2d_band(args);
+#endif
+  baseline::conv2d_band(args);
+}
+
+std::size_t conv2d_scratch_bytes(const Conv2dArgs& args) {
+  return baseline::conv2d_scratch_bytes(args);
 }
 
 std::size_t separable_scratch_bytes(const SeparableArgs& args) {

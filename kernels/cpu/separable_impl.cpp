@@ -1,5 +1,6 @@
-// The separable convolution band kernel. This file is compiled once per instruction set (see
-// CMakeLists.txt: OOC_ISA names the namespace); separable.cpp picks one at run time.
+// The band kernels of the separable and the 2-D convolution, which share the vectorized weighted
+// sum. This file is compiled once per instruction set (see CMakeLists.txt: OOC_ISA names the
+// namespace); separable.cpp picks one at run time.
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "conv2d.hpp"
 #include "separable.hpp"
 
 #ifndef OOC_ISA
@@ -228,7 +230,99 @@ void run_band(const SeparableArgs& a) {
   });
 }
 
+struct Conv2dGeometry {
+  std::int64_t strip_px, strips, in_rows, pad_n, scratch_n;
+};
+
+Conv2dGeometry conv2d_geometry(const Conv2dArgs& a) {
+  Conv2dGeometry g{};
+  g.strip_px = std::clamp<std::int64_t>(a.strip_samples / a.channels, 1, a.width);
+  g.strips = (a.width + g.strip_px - 1) / g.strip_px;
+  g.in_rows = a.out_rows + 2 * a.ry;
+  g.pad_n = (g.strip_px + 2 * a.rx) * a.channels;
+  g.scratch_n = g.in_rows * g.pad_n + g.strip_px * a.channels;
+  return g;
+}
+
+template <class Acc>
+void run_conv2d(const Conv2dArgs& a) {
+  const Conv2dGeometry g = conv2d_geometry(a);
+  const int C = a.channels;
+  const std::size_t in_pixel = sample_bytes(a.in_type) * C;
+  const std::size_t out_sample = sample_bytes(a.out_type);
+  const LoadFn<Acc> load = loader<Acc>(a.in_type);
+  const StoreFn<Acc> store = storer<Acc>(a.out_type);
+  const Acc cval = static_cast<Acc>(a.border_value);
+  const std::int64_t K = 2 * a.ry + 1, L = 2 * a.rx + 1;
+  std::vector<Acc> w(a.taps, a.taps + K * L);
+  // Band rows of one source row are loaded once (see run_band).
+  std::vector<std::int64_t> same(static_cast<std::size_t>(g.in_rows));
+  {
+    std::unordered_map<const std::byte*, std::int64_t> first;
+    for (std::int64_t j = 0; j < g.in_rows; ++j)
+      same[j] = first.try_emplace(a.rows[j], j).first->second;
+  }
+
+  tbb::parallel_for(std::int64_t{0}, g.strips, [&](std::int64_t strip) {
+    thread_local std::vector<Acc> scratch;
+    thread_local std::vector<const Acc*> src;
+    if (scratch.size() < static_cast<std::size_t>(g.scratch_n)) scratch.resize(g.scratch_n);
+    src.resize(static_cast<std::size_t>(K * L));
+    const std::int64_t p0 = strip * g.strip_px;
+    const std::int64_t p1 = std::min(a.width, p0 + g.strip_px);
+    const std::int64_t n = (p1 - p0) * C;
+    Acc* padded = scratch.data();                 // in_rows x pad_n: the strip with rx each side
+    Acc* out_row = padded + g.in_rows * g.pad_n;  // n
+    const std::int64_t q0 = p0 - a.rx, q1 = p1 + a.rx;
+    const std::int64_t inner0 = std::max<std::int64_t>(q0, 0), inner1 = std::min(q1, a.width);
+    for (std::int64_t j = 0; j < g.in_rows; ++j) {
+      if (same[j] != j) continue;
+      Acc* pad = padded + j * g.pad_n;
+      const std::byte* row = a.rows[j];
+      if (row == nullptr) {
+        std::fill(pad, pad + (q1 - q0) * C, cval);
+        continue;
+      }
+      auto edge_pixel = [&](std::int64_t q) {
+        Acc* p = pad + (q - q0) * C;
+        const std::int64_t m = map_border(q, a.width, a.border);
+        if (m < 0) {
+          std::fill(p, p + C, cval);
+        } else {
+          load(row + m * in_pixel, p, C);
+        }
+      };
+      for (std::int64_t q = q0; q < inner0; ++q) edge_pixel(q);
+      load(row + inner0 * in_pixel, pad + (inner0 - q0) * C, (inner1 - inner0) * C);
+      for (std::int64_t q = inner1; q < q1; ++q) edge_pixel(q);
+    }
+    // out(y, p) = sum over (i, j), i major: w[i][j] * in(y + i - ry, p + j - rx).
+    for (std::int64_t y = 0; y < a.out_rows; ++y) {
+      for (std::int64_t i = 0; i < K; ++i) {
+        const Acc* base = padded + same[y + i] * g.pad_n;
+        for (std::int64_t j = 0; j < L; ++j) src[i * L + j] = base + j * C;
+      }
+      weighted_sum<Acc>(src.data(), w.data(), K * L, out_row, n);
+      store(out_row, a.out + y * a.out_stride + p0 * C * out_sample, n);
+    }
+  });
+}
+
 }  // namespace
+
+void conv2d_band(const Conv2dArgs& args) {
+  if (args.f64) {
+    run_conv2d<double>(args);
+  } else {
+    run_conv2d<float>(args);
+  }
+}
+
+std::size_t conv2d_scratch_bytes(const Conv2dArgs& args) {
+  const std::int64_t taps = (2 * args.rx + 1) * (2 * args.ry + 1);
+  return static_cast<std::size_t>(conv2d_geometry(args).scratch_n) * (args.f64 ? 8 : 4) +
+         static_cast<std::size_t>(taps) * (sizeof(void*) + 8);
+}
 
 void separable_band(const SeparableArgs& args) {
   if (args.f64) {

@@ -9,6 +9,8 @@
 #include <type_traits>
 
 #include "../../src/cuda/check.hpp"
+#include "common.cuh"
+#include "ooc/sample_type.hpp"
 #include "separable.cuh"
 
 namespace ooc::cuda {
@@ -19,29 +21,6 @@ constexpr int kRowTile =
     2048;  // samples of output per block (a multiple of 1..4 channels? see below)
 constexpr int kColThreads = 128;
 constexpr int kRun = 16;  // output rows per thread in the column pass
-
-__device__ __forceinline__ std::int64_t map_index(std::int64_t i, std::int64_t n, BorderMode m) {
-  return map_border(i, n, m);  // constexpr host/device function from border.hpp
-}
-
-template <class T, class Acc>
-__device__ __forceinline__ Acc load_as(const T* p) {
-  return static_cast<Acc>(__ldg(p));
-}
-
-// Round to nearest (ties to even, as nearbyint on the CPU) and saturate; NaN becomes 0.
-template <class U, class Acc>
-__device__ __forceinline__ U store_as(Acc v) {
-  if constexpr (std::is_floating_point_v<U>) {
-    return static_cast<U>(v);
-  } else {
-    double d = static_cast<double>(v);
-    if (d != d) d = 0;
-    d = fmin(fmax(d, static_cast<double>(std::numeric_limits<U>::lowest())),
-             static_cast<double>(std::numeric_limits<U>::max()));
-    return static_cast<U>(rint(d));
-  }
-}
 
 // Row pass, fast path: block (tile, row). Shared memory holds the tile plus rx pixels each side.
 template <class T, class Acc>
@@ -148,10 +127,6 @@ __global__ void column_pass(const std::byte* __restrict__ mid, std::size_t mid_s
   }
 }
 
-unsigned grid_rows(std::int64_t rows) {
-  return static_cast<unsigned>(rows < 65535 ? (rows > 0 ? rows : 1) : 65535);
-}
-
 template <class T, class Acc>
 void launch_row(const SeparableLaunch& a, cudaStream_t s) {
   const std::int64_t n = a.width * a.channels;
@@ -187,31 +162,10 @@ void launch_column(const SeparableLaunch& a, cudaStream_t s) {
   OOC_CUDA_TRY(cudaGetLastError());
 }
 
-// Calls f(T{}) with a value of the C++ type of t.
-template <class F>
-void with_type(SampleType t, F&& f) {
-  switch (t) {
-    case SampleType::u8:
-      return f(std::uint8_t{});
-    case SampleType::u16:
-      return f(std::uint16_t{});
-    case SampleType::i16:
-      return f(std::int16_t{});
-    case SampleType::u32:
-      return f(std::uint32_t{});
-    case SampleType::i32:
-      return f(std::int32_t{});
-    case SampleType::f32:
-      return f(float{});
-    case SampleType::f64:
-      return f(double{});
-  }
-}
-
 template <class Acc>
 void launch(const SeparableLaunch& a, cudaStream_t s) {
-  with_type(a.in_type, [&](auto t) { launch_row<decltype(t), Acc>(a, s); });
-  with_type(a.out_type, [&](auto u) { launch_column<decltype(u), Acc>(a, s); });
+  dispatch_type(a.in_type, [&](auto t) { launch_row<decltype(t), Acc>(a, s); });
+  dispatch_type(a.out_type, [&](auto u) { launch_column<decltype(u), Acc>(a, s); });
 }
 
 }  // namespace

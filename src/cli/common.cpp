@@ -2,6 +2,8 @@
 #include "common.hpp"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
+#include "ooc/job.hpp"
 
 namespace ooc::cli {
 
@@ -200,6 +203,80 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
   group.add_option("--level", o.level, "TIFF: compression level, deflate 1-9, zstd 1-22");
   group.add_option("--bigtiff", o.bigtiff, "TIFF: auto (if it could pass 4 GiB), yes or no")
       ->default_str("auto");
+}
+
+void report(const char* prog, const std::string& stats, bool quiet, Job& job,
+            const std::string& operation, const RunStats& st, const nlohmann::json& extra) {
+  const BandPlan& plan = job.plan();
+  const std::string out_type =
+      job.sink() ? std::string(ooc::name(job.sink()->spec().type)) : std::string("none");
+  const double secs = st.seconds > 0 ? st.seconds : 1e-9;
+  const double mpix = static_cast<double>(st.pixels) / secs / 1e6;
+  const double mbps = static_cast<double>(st.bytes_read) / secs / 1e6;
+  const std::size_t rss = ooc::cli::peak_rss_bytes();
+  std::string report;
+  if (stats == "json") {
+    nlohmann::json j;
+    j["input"] = {{"path", job.options().input},
+                  {"description", job.source().describe()},
+                  {"width", job.source().spec().width},
+                  {"height", job.source().spec().height},
+                  {"channels", job.source().spec().channels},
+                  {"type", std::string(ooc::name(job.source().spec().type))},
+                  {"bytes", st.bytes_read}};
+    j["output"] = {{"path", job.options().output}, {"type", out_type}, {"bytes", st.bytes_written}};
+    j["operation"] = operation;
+    j["backend"] = job.backend().describe();
+    j["plan"] = {{"band_rows", plan.band_rows},
+                 {"bands", plan.bands},
+                 {"slots", plan.slots},
+                 {"threads", plan.threads},
+                 {"mem_limit_bytes", plan.mem_limit},
+                 {"ring_bytes", plan.ring_bytes}};
+    j["seconds"] = {{"total", st.seconds},
+                    {"setup", st.setup_seconds},
+                    {"read_stage", st.read_seconds},
+                    {"compute_stage", st.compute_seconds},
+                    {"write_stage", st.write_seconds}};
+    // Streaming: bands only, without the one-off setup (pinned and GPU buffers).
+    const double stream_s = std::max(st.seconds - st.setup_seconds, 1e-9);
+    j["throughput"] = {{"mpixel_per_s", mpix},
+                       {"input_mb_per_s", mbps},
+                       {"streaming_input_mb_per_s", double(st.bytes_read) / stream_s / 1e6}};
+    j["pixels"] = st.pixels;
+    if (!extra.is_null()) j.update(extra);
+    j["peak_rss_bytes"] = rss;
+    report = j.dump(2) + "\n";
+  } else if (stats == "text") {
+    std::ostringstream t;
+    t << "input        " << job.source().describe() << "\n"
+      << "output       " << (job.sink() ? job.sink()->describe() : std::string("none")) << "\n"
+      << "operation    " << operation << "\n"
+      << "backend      " << job.backend().describe() << "\n"
+      << "plan         " << plan.bands << " bands of " << plan.band_rows << " rows, " << plan.slots
+      << " slots, " << plan.threads << " threads, ring "
+      << ooc::format_bytes(double(plan.ring_bytes)) << " of "
+      << ooc::format_bytes(double(plan.mem_limit)) << "\n"
+      << "seconds      " << st.seconds << " (setup " << st.setup_seconds << ", read "
+      << st.read_seconds << ", compute " << st.compute_seconds << ", write " << st.write_seconds
+      << ")\n"
+      << "throughput   " << mpix << " Mpixel/s, " << mbps << " MB/s\n"
+      << "peak RSS     " << ooc::format_bytes(double(rss)) << "\n";
+    report = t.str();
+  }
+  // The output is in place by now: a report that cannot be written is still an error (exit 4),
+  // since a batch script reads it, but the message says the output itself is fine.
+  if (!report.empty())
+    ooc::cli::write_report(report, job.options().output == "null:" || job.options().output.empty()
+                                       ? std::string("the run itself succeeded")
+                                       : "output '" + job.options().output + "' is complete");
+  if (!quiet && stats.empty()) {
+    std::fprintf(stderr, "%s: %s -> %s: %.2f s, %.1f Mpixel/s, %.1f MB/s, %s, peak RSS %s\n", prog,
+                 job.source().describe().c_str(),
+                 job.options().output.empty() ? "(no output)" : job.options().output.c_str(),
+                 st.seconds, mpix, mbps, job.backend().describe().c_str(),
+                 ooc::format_bytes(double(rss)).c_str());
+  }
 }
 
 }  // namespace ooc::cli

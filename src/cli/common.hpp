@@ -15,9 +15,13 @@
 namespace CLI {
 class App;
 }
+#include <nlohmann/json.hpp>
+
 namespace ooc {
 struct SinkOptions;
-}
+struct RunStats;
+class Job;
+}  // namespace ooc
 
 namespace ooc::cli {
 
@@ -57,6 +61,13 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& options);
 
 // A CLI11 check that a count option (--width, --height, --band-rows) is at least 1.
 CLI::Validator positive();
+
+// The end of a run: --stats json|text on stdout (with `extra` merged into the JSON), else a
+// summary line on stderr unless quiet. Throws an io Error when stdout is gone (the output is in
+// place by then: the message says so).
+void report(const char* prog, const std::string& stats, bool quiet, Job& job,
+            const std::string& operation, const RunStats& st,
+            const nlohmann::json& extra = nlohmann::json());
 
 // True when stderr is a terminal (the default for --progress).
 bool stderr_is_terminal();

@@ -58,6 +58,21 @@ std::vector<std::string> taps_file_lines(const std::string& path, std::size_t me
   return lines;
 }
 
+// --border, --border-value, --out-type and --precision, shared by both kinds of filter.
+template <class Params>
+void result_options(const FilterCli& f, Params& params) {
+  params.border = parse_border_mode(f.border);
+  params.border_value = f.border_value;
+  if (!f.out_type.empty()) params.out_type = parse_sample_type(f.out_type);
+  if (f.precision == "f32") {
+    params.precision = Precision::f32;
+  } else if (f.precision == "f64") {
+    params.precision = Precision::f64;
+  } else if (f.precision != "auto") {
+    throw Error(ErrorKind::usage, "--precision takes f32, f64 or auto, got '" + f.precision + "'");
+  }
+}
+
 }  // namespace
 
 void add_filter_options(CLI::App& app, FilterCli& f) {
@@ -69,6 +84,9 @@ void add_filter_options(CLI::App& app, FilterCli& f) {
   g_f->add_option("--row-taps", f.row_taps, "explicit taps along x");
   g_f->add_option("--col-taps", f.col_taps, "explicit taps along y");
   g_f->add_option("--taps-file", f.taps_file, "file: one line of taps, or two (x then y)");
+  g_f->add_option("--kernel", f.kernel,
+                  "2-D kernel (scipy.ndimage.convolve): a text or .npy file, box:N, "
+                  "gaussian2d:SIGMA, laplace, sobel-x or sobel-y");
   g_f->add_option("--border", f.border, "reflect mirror nearest wrap constant")
       ->default_str("reflect");
   g_f->add_option("--border-value", f.border_value, "value outside the image for constant")
@@ -87,6 +105,7 @@ std::size_t filter_taps_bytes(std::int64_t radius) {
 
 ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit) {
   if (mem_limit == 0) mem_limit = default_mem_limit();
+  if (!f.kernel.empty()) return {};  // a 2-D kernel: conv2d_params() builds the filter
   SeparableParams params;
   const bool explicit_taps =
       !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
@@ -113,7 +132,7 @@ ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit) {
   } else {
     if (!f.radius && !f.sigma)
       throw Error(ErrorKind::usage,
-                  "no filter given: use --radius R, --sigma S, or --taps (see --help)");
+                  "no filter given: use --radius R, --sigma S, --taps or --kernel (see --help)");
     if (f.radius && *f.radius < 0)
       throw Error(ErrorKind::usage, "--radius must be >= 0, got " + std::to_string(*f.radius));
     if (f.sigma && !(*f.sigma > 0 && std::isfinite(*f.sigma)))
@@ -148,16 +167,20 @@ ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit) {
     }
     params.filter.row = params.filter.col = t;
   }
-  params.border = parse_border_mode(f.border);
-  params.border_value = f.border_value;
-  if (!f.out_type.empty()) params.out_type = parse_sample_type(f.out_type);
-  if (f.precision == "f32") {
-    params.precision = Precision::f32;
-  } else if (f.precision == "f64") {
-    params.precision = Precision::f64;
-  } else if (f.precision != "auto") {
-    throw Error(ErrorKind::usage, "--precision takes f32, f64 or auto, got '" + f.precision + "'");
-  }
+  result_options(f, params);
+  return params;
+}
+
+ooc::Conv2dParams conv2d_params(const FilterCli& f, std::size_t mem_limit) {
+  if (mem_limit == 0) mem_limit = default_mem_limit();
+  if (f.radius || f.sigma || f.filter_kind != "gaussian" || !f.taps.empty() ||
+      !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty())
+    throw Error(ErrorKind::usage,
+                "--kernel excludes --radius, --sigma, --filter and the --taps options: give one "
+                "filter");
+  Conv2dParams params;
+  params.kernel = parse_kernel(f.kernel, mem_limit);
+  result_options(f, params);
   return params;
 }
 

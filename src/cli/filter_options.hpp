@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
 
 namespace CLI {
@@ -21,6 +22,7 @@ struct FilterCli {
   std::optional<double> sigma;
   std::string filter_kind = "gaussian";
   std::string taps, row_taps, col_taps, taps_file;
+  std::string kernel;  // --kernel: a 2-D kernel (file or built-in); empty: separable
   std::string border = "reflect";
   double border_value = 0;
   std::string out_type;  // empty: the input's
@@ -35,6 +37,10 @@ void add_filter_options(CLI::App& app, FilterCli& f);
 // would not fit in `mem_limit` (0: the default --mem-limit), before allocating them; reads
 // --taps-file.
 ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit = 0);
+
+// --kernel's 2-D convolution: the kernel (parse_kernel) and the shared border and result options.
+// Throws a usage Error when --kernel is combined with separable filter options.
+ooc::Conv2dParams conv2d_params(const FilterCli& f, std::size_t mem_limit = 0);
 
 // Bytes the filter's taps take in a run (kept as doubles, in accumulator copies and per-slot
 // pointer tables), for 2 * radius + 1 taps: what filter_params holds against the limit.

@@ -7,6 +7,15 @@
 
 #include "check.hpp"
 #include "ooc/device.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace ooc {
+
+int cuda_device_count() noexcept { return cuda::device_count(); }
+
+std::string cuda_device_name(int device) { return cuda::device_name(device); }
+
+}  // namespace ooc
 
 namespace ooc::cuda {
 
@@ -31,6 +40,7 @@ void device_memory(int device, std::size_t& free_bytes, std::size_t& total_bytes
 }
 
 PinnedBuffer::PinnedBuffer(std::size_t bytes) : n_(bytes) {
+  if (bytes == 0) return;
   void* p = nullptr;
   // Portable: usable from every device's stream when slots span several GPUs.
   OOC_CUDA_TRY(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
@@ -42,6 +52,7 @@ PinnedBuffer::~PinnedBuffer() {
 }
 
 DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : n_(bytes), dev_(device) {
+  if (bytes == 0) return;
   OOC_CUDA_TRY(cudaSetDevice(device));
   void* p = nullptr;
   OOC_CUDA_TRY(cudaMalloc(&p, bytes));

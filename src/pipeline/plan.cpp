@@ -9,6 +9,7 @@
 
 #include "ooc/error.hpp"
 #include "ooc/pipeline.hpp"
+#include "staging.hpp"
 
 namespace ooc {
 
@@ -64,32 +65,60 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
-BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineOptions& o,
-                    const Source* source, const Sink* sink) {
+BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>& ops,
+                    const Backend& backend, const PipelineOptions& o, const Source* source,
+                    const Sink* sink) {
+  if (ops.empty()) throw Error(ErrorKind::usage, "a job needs at least one operation");
   BandPlan plan;
   if (o.threads > kMaxThreads)
     throw Error(ErrorKind::usage, "--threads " + std::to_string(o.threads) + " is more than " +
                                       std::to_string(kMaxThreads) + ": use fewer threads");
   plan.threads = o.threads > 0 ? o.threads : tbb::info::default_concurrency();
-  plan.slots = o.slots > 0 ? o.slots : op.preferred_slots(plan.threads);
+  const int gpus =
+      backend.cuda ? static_cast<int>(std::max<std::size_t>(backend.devices.size(), 1)) : 0;
+  // CPU: enough bands in flight to keep every stage busy; GPU: read, copy in, compute, copy out
+  // and write of different bands at once, on every device.
+  plan.slots = o.slots > 0 ? o.slots : backend.cuda ? 4 * gpus : plan.threads + 2;
   plan.mem_limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
   const std::int64_t H = input.height;
-  const std::int64_t halo = op.halo_rows();
+  for (const Operation* op : ops) {
+    plan.halo = std::max(plan.halo, op->halo());
+    if (const auto out = op->output())
+      plan.out_row_bytes = std::max(plan.out_row_bytes, out->row_bytes());
+    plan.partial_bytes = std::max(plan.partial_bytes, op->partial_bytes());
+  }
+  const std::int64_t halo = plan.halo;
+  auto cpu_scratch = [&](std::int64_t rows) {
+    std::size_t m = 0;
+    for (const Operation* op : ops) m = std::max(m, op->cpu_scratch_bytes(rows));
+    return m;
+  };
+  auto device_scratch = [&](std::int64_t rows) {
+    std::size_t m = 0;
+    for (const Operation* op : ops) m = std::max(m, op->cuda_scratch_bytes(rows));
+    return m;
+  };
 
-  // Input rows a band holds (mapped or staged): its own rows and the halo, never more than the
-  // image has, since a halo beyond the image repeats rows through the border rule.
+  // Host memory of one slot. CPU: the band's input rows (mapped; never more than the image has,
+  // since a halo beyond the image repeats rows through the border rule), the output rows, the
+  // partial and the row table. GPU: pinned input rows with the halo, output rows and partial.
   auto slot_total = [&](std::int64_t rows) {
-    const std::int64_t in_rows = op.reads_rows_itself() ? 0 : std::min(rows + 2 * halo, H);
-    return static_cast<std::size_t>(in_rows) * input.row_bytes() + op.slot_bytes(rows);
+    const std::int64_t in_rows = backend.cuda ? rows + 2 * halo : std::min(rows + 2 * halo, H);
+    return static_cast<std::size_t>(in_rows) * input.row_bytes() +
+           static_cast<std::size_t>(rows) * plan.out_row_bytes + plan.partial_bytes +
+           static_cast<std::size_t>(rows + 2 * halo) * (sizeof(void*) + sizeof(std::int64_t));
   };
   // Blocks the source decodes ahead and the sink gathers for compression.
   auto buffers = [&](std::int64_t rows, int slots) {
-    const int readers = op.reads_rows_itself() ? slots : 1;
+    const int readers = backend.cuda ? slots : 1;
     return (source ? source->buffer_bytes(rows, readers) : 0) + (sink ? sink->buffer_bytes() : 0);
   };
+  auto shared = [&](std::int64_t rows) {
+    return backend.cuda ? std::size_t{0}
+                        : static_cast<std::size_t>(plan.threads) * cpu_scratch(rows);
+  };
   auto ring_total = [&](std::int64_t rows, int slots) {
-    return static_cast<std::size_t>(slots) * slot_total(rows) +
-           op.shared_bytes(rows, plan.threads) + buffers(rows, slots);
+    return static_cast<std::size_t>(slots) * slot_total(rows) + shared(rows) + buffers(rows, slots);
   };
 
   if (o.slots <= 0) {
@@ -99,6 +128,8 @@ BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineO
     const std::int64_t smallest = std::min<std::int64_t>(H, std::max<std::int64_t>(1, 2 * halo));
     while (plan.slots > 1 && ring_total(smallest, plan.slots) > plan.mem_limit) --plan.slots;
   }
+  // Tall bands on a GPU: PCIe moves each band's halo rows again, so the halo share must stay small.
+  const std::size_t target = backend.cuda ? std::size_t{256} << 20 : o.target_slot_bytes;
   std::int64_t rows = 0;
   if (o.band_rows > 0) {
     rows = std::min(o.band_rows, H);
@@ -114,11 +145,19 @@ BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineO
     }
     // ...and the backend's preferred size, but tall enough that the halo stays a small overhead.
     std::int64_t want = 1;
-    while (want < H && slot_total(want * 2) <= op.target_slot_bytes()) want *= 2;
+    while (want < H && slot_total(want * 2) <= target) want *= 2;
     want = std::max(want, o.min_rows_per_halo * 2 * halo);
     rows = std::max<std::int64_t>(1, std::min({lo, want, H}));
   }
-  if (const std::int64_t device_rows = op.max_band_rows(plan.slots); device_rows > 0) {
+  if (backend.cuda) {
+    // Device memory of a slot: input with halo, output, partial and the kernels' scratch.
+    auto device_bytes = [&](std::int64_t r) {
+      return static_cast<std::size_t>(r + 2 * halo) * input.row_bytes() +
+             static_cast<std::size_t>(r) * plan.out_row_bytes + plan.partial_bytes +
+             device_scratch(r);
+    };
+    const std::int64_t device_rows =
+        detail::cuda_max_band_rows(backend.devices, plan.slots, H, device_bytes);
     if (o.band_rows > 0 && rows > device_rows)
       throw Error(ErrorKind::usage, "--band-rows " + std::to_string(rows) +
                                         " does not fit in GPU memory with " +
@@ -127,13 +166,16 @@ BandPlan plan_bands(const ImageSpec& input, const Operation& op, const PipelineO
     rows = std::min(rows, device_rows);
   }
   plan.bands = (H + rows - 1) / rows;
+  plan.first_band = 0;
+  plan.last_band = plan.bands;
   plan.slots = static_cast<int>(std::min<std::int64_t>(plan.slots, plan.bands));
   plan.band_rows = rows;
+  plan.device_scratch_bytes = backend.cuda ? device_scratch(rows) : 0;
   plan.ring_bytes = ring_total(rows, plan.slots);
   if (plan.ring_bytes > plan.mem_limit) {
     const std::int64_t r = o.band_rows > 0 ? rows : 1;
     const std::size_t need = ring_total(r, plan.slots);
-    const std::size_t scratch = op.shared_bytes(r, plan.threads);
+    const std::size_t scratch = shared(r);
     const std::size_t blocks = buffers(r, plan.slots);
     std::string parts =
         std::to_string(plan.slots) + " slot(s) of " + std::to_string(r) + "-row bands (width " +

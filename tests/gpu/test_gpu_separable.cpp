@@ -27,9 +27,14 @@ using test::MemorySource;
 MemorySink run(bool gpu, const ImageSpec& spec, const std::vector<std::byte>& data,
                const SeparableParams& params, const PipelineOptions& o,
                const std::vector<int>& devices = {}) {
-  auto op =
-      gpu ? make_separable_cuda(spec, params, o, devices) : make_separable_cpu(spec, params, o);
-  return test::run_in_memory(*op, spec, data, o);
+  auto op = make_separable(spec, params, o);
+  Backend backend;
+  if (gpu) {
+    std::string list;
+    for (int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
+    backend = select_backend("cuda", list.empty() ? "all" : list, {op.get()});
+  }
+  return test::run_in_memory(*op, spec, data, o, backend);
 }
 
 class GpuSweep : public ::testing::TestWithParam<test::SweepParam> {};
@@ -139,7 +144,8 @@ TEST(Gpu, BadDeviceIndexIsADeviceError) {
   SeparableParams p;
   p.filter.row = p.filter.col = gaussian_taps(1, 0);
   try {
-    make_separable_cuda(ImageSpec{8, 8, 1, SampleType::f32}, p, PipelineOptions{}, {99});
+    auto op = make_separable(ImageSpec{8, 8, 1, SampleType::f32}, p);
+    select_backend("cuda", "99", {op.get()});
     FAIL() << "device 99 accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::device);
@@ -153,8 +159,9 @@ TEST(Gpu, NoDeviceGivesAClearMessage) {
   SeparableParams p;
   p.filter.row = p.filter.col = gaussian_taps(1, 0);
   try {
-    make_separable_cuda(ImageSpec{8, 8, 1, SampleType::f32}, p, PipelineOptions{}, {});
-    FAIL() << "make_separable_cuda succeeded without a device";
+    auto op = make_separable(ImageSpec{8, 8, 1, SampleType::f32}, p);
+    select_backend("cuda", "all", {op.get()});
+    FAIL() << "--device cuda accepted without a device";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::device);
     EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what();

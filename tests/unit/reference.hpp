@@ -124,10 +124,12 @@ class MemorySink final : public Sink {
 
 // Runs `op` over an in-memory image through the real pipeline and plan; returns the poisoned sink.
 inline MemorySink run_in_memory(Operation& op, const ImageSpec& spec,
-                                const std::vector<std::byte>& data, const PipelineOptions& o) {
+                                const std::vector<std::byte>& data, const PipelineOptions& o,
+                                const Backend& backend = {}) {
   MemorySource src(spec, data);
-  MemorySink sink(op.output_spec());
-  run_pipeline(src, sink, op, plan_bands(spec, op, o));
+  MemorySink sink(*op.output());
+  Engine engine(src, backend, plan_bands(spec, {&op}, backend, o));
+  engine.run(op, &sink);
   return sink;
 }
 

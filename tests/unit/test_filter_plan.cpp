@@ -65,8 +65,8 @@ TEST(Plan, RingStaysUnderTheLimitWhateverTheImageHeight) {
     PipelineOptions o;
     o.mem_limit = std::size_t{256} << 20;
     o.threads = 2;
-    auto op = make_separable_cpu(in, p, o);
-    const BandPlan plan = plan_bands(in, *op, o);
+    auto op = make_separable(in, p, o);
+    const BandPlan plan = plan_bands(in, {op.get()}, Backend{}, o);
     EXPECT_LE(plan.ring_bytes, o.mem_limit);
     EXPECT_GE(plan.band_rows, 1);
     EXPECT_EQ(plan.bands, (height + plan.band_rows - 1) / plan.band_rows);
@@ -79,9 +79,9 @@ TEST(Plan, TooSmallLimitSaysWhatIsNeeded) {
   const ImageSpec in{1 << 20, 1000, 1, SampleType::f32};
   PipelineOptions o;
   o.mem_limit = std::size_t{1} << 20;
-  auto op = make_separable_cpu(in, p, o);
+  auto op = make_separable(in, p, o);
   try {
-    plan_bands(in, *op, o);
+    plan_bands(in, {op.get()}, Backend{}, o);
     FAIL() << "a 1 MiB limit cannot hold 4 MiB rows";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::usage);

@@ -24,7 +24,7 @@ using test::expect_matches;
 
 MemorySink run(const ImageSpec& spec, const std::vector<std::byte>& data,
                const SeparableParams& params, const PipelineOptions& o) {
-  return test::run_in_memory(*make_separable_cpu(spec, params, o), spec, data, o);
+  return test::run_in_memory(*make_separable(spec, params, o), spec, data, o);
 }
 
 class SeparableSweep : public ::testing::TestWithParam<test::SweepParam> {};
@@ -148,10 +148,11 @@ TEST(Separable, RawFileRoundTripEqualsInMemoryRun) {
     EXPECT_EQ(0, std::memcmp(rows.data(), source->rows(17, 10, arena), rows.size()));
     EXPECT_EQ(0, std::memcmp(rows.data(), data.data() + 17 * spec.row_bytes(), rows.size()));
   }
-  auto op = make_separable_cpu(source->spec(), p, o);
+  auto op = make_separable(source->spec(), p, o);
   {
-    auto sink = create_sink(out, op->output_spec(), in);
-    run_pipeline(*source, *sink, *op, plan_bands(source->spec(), *op, o));
+    auto sink = create_sink(out, *op->output(), in);
+    Engine engine(*source, Backend{}, plan_bands(source->spec(), {op.get()}, Backend{}, o));
+    engine.run(*op, sink.get());
     EXPECT_FALSE(std::filesystem::exists(out)) << "output visible before commit";
     sink->commit();
   }
@@ -209,9 +210,10 @@ TEST(Separable, SyntheticSourceIsDeterministicAndFilteredCorrectly) {
   p.filter.row = p.filter.col = gaussian_taps(3, 0);
   PipelineOptions o;
   o.band_rows = 4;
-  auto op = make_separable_cpu(spec, p, o);
-  MemorySink sink(op->output_spec());
-  run_pipeline(*a, sink, *op, plan_bands(spec, *op, o));
+  auto op = make_separable(spec, p, o);
+  MemorySink sink(*op->output());
+  Engine engine(*a, Backend{}, plan_bands(spec, {op.get()}, Backend{}, o));
+  engine.run(*op, &sink);
   expect_matches(sink, test::reference(spec, data, p.filter.row, p.filter.col, p.border, 0), false,
                  "synthetic");
 }

@@ -13,7 +13,6 @@
 namespace ooc {
 
 enum class Precision { automatic, f32, f64 };
-enum class Device { automatic, cpu, cuda };
 
 struct SeparableParams {
   SeparableFilter filter;
@@ -27,19 +26,9 @@ struct SeparableParams {
 // 1); f32 otherwise. --precision overrides.
 bool accumulates_in_f64(SampleType input, SampleType output, Precision precision) noexcept;
 
-std::unique_ptr<Operation> make_separable_cpu(const ImageSpec& input, const SeparableParams& params,
-                                              const PipelineOptions& options);
-
-// The CUDA backend: slots spread round robin over `devices`, each with its own stream. Throws a
-// device Error when the build has no CUDA or a device is not usable.
-std::unique_ptr<Operation> make_separable_cuda(const ImageSpec& input,
-                                               const SeparableParams& params,
-                                               const PipelineOptions& options,
-                                               const std::vector<int>& devices);
-
-// Number of usable CUDA devices (0 in a build without CUDA, or without a driver or device).
-int cuda_device_count() noexcept;
-// "NVIDIA H100 80GB HBM3", or an empty string.
-std::string cuda_device_name(int device);
+// The operation: the CPU kernels of kernels/cpu, and the CUDA ones of kernels/cuda where this
+// build has CUDA.
+std::unique_ptr<Operation> make_separable(const ImageSpec& input, const SeparableParams& params,
+                                          const PipelineOptions& options = {});
 
 }  // namespace ooc

@@ -1,0 +1,44 @@
+// What the CUDA kernels share: the border rule on indices, loading samples as the accumulator
+// type, and storing them as the output type (rounded to nearest, ties to even, and saturated, as
+// on the CPU).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "ooc/border.hpp"
+
+namespace ooc::cuda {
+
+__device__ __forceinline__ std::int64_t map_index(std::int64_t i, std::int64_t n, BorderMode m) {
+  return map_border(i, n, m);  // constexpr host/device function from border.hpp
+}
+
+template <class T, class Acc>
+__device__ __forceinline__ Acc load_as(const T* p) {
+  return static_cast<Acc>(__ldg(p));
+}
+
+// NaN becomes 0 in integer outputs (there is no integer NaN).
+template <class U, class Acc>
+__device__ __forceinline__ U store_as(Acc v) {
+  if constexpr (std::is_floating_point_v<U>) {
+    return static_cast<U>(v);
+  } else {
+    double d = static_cast<double>(v);
+    if (d != d) d = 0;
+    d = fmin(fmax(d, static_cast<double>(std::numeric_limits<U>::lowest())),
+             static_cast<double>(std::numeric_limits<U>::max()));
+    return static_cast<U>(rint(d));
+  }
+}
+
+// A grid's y extent: at most 65535, the kernels loop over the rest.
+inline unsigned grid_rows(std::int64_t rows) {
+  return static_cast<unsigned>(rows < 65535 ? (rows > 0 ? rows : 1) : 65535);
+}
+
+}  // namespace ooc::cuda

@@ -1,0 +1,131 @@
+// The engine's GPU slots: pinned host buffers, device buffers, a stream and an event on one
+// device. start() packs the band's rows into pinned memory (in parallel: one thread cannot keep
+// up with PCIe), then enqueues H2D, the operation's kernels and D2H without blocking; wait()
+// blocks on the slot's event.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "../pipeline/staging.hpp"
+#include "check.hpp"
+#include "ooc/error.hpp"
+#include "resources.hpp"
+
+namespace ooc::detail {
+namespace {
+
+constexpr std::int64_t kRowsPerRead = 4;  // ~1 MiB reads for 65536-wide f32 rows
+
+class CudaSlotImpl final : public CudaSlot {
+ public:
+  CudaSlotImpl(int device, const SlotSizes& z)
+      : stream_(device),
+        h_in_(static_cast<std::size_t>(z.band_rows + 2 * z.halo) * z.in_row),
+        h_out_(static_cast<std::size_t>(z.band_rows) * z.out_row + z.partial),
+        d_in_(device, h_in_.size()),
+        d_out_(device, h_out_.size()),
+        d_scratch_(device, z.scratch),
+        sizes_(z) {}
+
+  void start(Source& source, const std::int64_t* source_rows, const Band& band, std::int64_t halo,
+             const ImageSpec& in, CudaKernel& kernel, std::size_t out_row,
+             std::size_t partial) override {
+    const std::int64_t in_rows = band.rows + 2 * halo;
+    const std::size_t row = in.row_bytes();
+    // Runs of consecutive image rows, read straight into place. Constant-border rows (-1) are
+    // left alone: the kernels know them.
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, in_rows, kRowsPerRead),
+                      [&](const tbb::blocked_range<std::int64_t>& r) {
+                        for (std::int64_t i = r.begin(); i < r.end();) {
+                          const std::int64_t src = source_rows[i];
+                          std::int64_t j = i + 1;
+                          while (j < r.end() && src >= 0 && source_rows[j] == src + (j - i)) ++j;
+                          if (src >= 0) source.read_rows(src, j - i, h_in_.data() + i * row);
+                          i = j;
+                        }
+                      });
+    const cudaStream_t s = stream_.stream();
+    OOC_CUDA_TRY(cudaSetDevice(stream_.device()));
+    OOC_CUDA_TRY(cudaMemcpyAsync(d_in_.data(), h_in_.data(),
+                                 static_cast<std::size_t>(in_rows) * row, cudaMemcpyHostToDevice,
+                                 s));
+    const std::size_t out_bytes = static_cast<std::size_t>(band.rows) * out_row;
+    // The partial sits after the largest output the slot holds.
+    const std::size_t partial_at = static_cast<std::size_t>(sizes_.band_rows) * sizes_.out_row;
+    if (partial > 0) OOC_CUDA_TRY(cudaMemsetAsync(d_out_.data() + partial_at, 0, partial, s));
+    CudaBand b;
+    b.band = band;
+    b.in = d_in_.data();
+    b.in_stride = row;
+    b.halo = halo;
+    b.first_row = band.y0 - halo;
+    b.in_spec = in;
+    b.out = out_row > 0 ? d_out_.data() : nullptr;
+    b.out_stride = out_row;
+    b.partial = partial > 0 ? d_out_.data() + partial_at : nullptr;
+    b.scratch = d_scratch_.data();
+    b.device = stream_.device();
+    b.stream = s;
+    kernel.run_async(b);
+    if (out_bytes > 0)
+      OOC_CUDA_TRY(
+          cudaMemcpyAsync(h_out_.data(), d_out_.data(), out_bytes, cudaMemcpyDeviceToHost, s));
+    if (partial > 0)
+      OOC_CUDA_TRY(cudaMemcpyAsync(h_out_.data() + partial_at, d_out_.data() + partial_at, partial,
+                                   cudaMemcpyDeviceToHost, s));
+    stream_.record();
+  }
+
+  void wait(const std::byte*& out, const std::byte*& partial) override {
+    stream_.synchronize();
+    out = h_out_.data();
+    partial = h_out_.data() + static_cast<std::size_t>(sizes_.band_rows) * sizes_.out_row;
+  }
+
+ private:
+  cuda::StreamEvent stream_;
+  cuda::PinnedBuffer h_in_, h_out_;  // h_out_: the output rows, then the partial
+  cuda::DeviceBuffer d_in_, d_out_, d_scratch_;
+  SlotSizes sizes_;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaSlot> CudaSlot::make(int device, const SlotSizes& sizes) {
+  return std::make_unique<CudaSlotImpl>(device, sizes);
+}
+
+std::int64_t cuda_max_band_rows(const std::vector<int>& devices, int slots, std::int64_t height,
+                                const std::function<std::size_t(std::int64_t)>& bytes) {
+  std::int64_t best = std::numeric_limits<std::int64_t>::max();
+  const int n = static_cast<int>(devices.size());
+  for (int i = 0; i < n; ++i) {
+    const int on_device = (slots - i + n - 1) / n;
+    if (on_device == 0) continue;
+    std::size_t free_b = 0, total_b = 0;
+    cuda::device_memory(devices[static_cast<std::size_t>(i)], free_b, total_b);
+    // Leave room for the CUDA context's own needs, the kernels' tables and other users.
+    const std::size_t usable = free_b / 10 * 9;
+    const std::size_t per_slot = usable / static_cast<std::size_t>(on_device);
+    std::int64_t lo = 0, hi = height;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo + 1) / 2;
+      if (bytes(mid) <= per_slot)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    if (lo < 1)
+      throw Error(ErrorKind::device,
+                  "GPU " + std::to_string(devices[static_cast<std::size_t>(i)]) + " has " +
+                      format_bytes(double(free_b)) + " free, too little for " +
+                      std::to_string(on_device) + " slot(s) of one-row bands (" +
+                      format_bytes(double(bytes(1))) + " each): lower --slots or use --device cpu");
+    best = std::min(best, lo);
+  }
+  return best;
+}
+
+}  // namespace ooc::detail

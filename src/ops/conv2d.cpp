@@ -1,0 +1,312 @@
+// The 2-D convolution operation: kernels from files and built-ins, the rank-1 shortcut to the
+// separable filter, and the CPU kernel of kernels/cpu (the CUDA one in conv2d_cuda.cpp).
+#include "ooc/ops/conv2d.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "../../kernels/cpu/conv2d.hpp"
+#include "../io/npy.hpp"
+#include "cuda_kernels.hpp"
+#include "ooc/error.hpp"
+
+namespace ooc {
+namespace {
+
+// Larger than anyone filters with, small enough that sizes never overflow.
+constexpr std::int64_t kMaxSide = 4097;
+
+Kernel2d builtin(const std::string& text) {
+  Kernel2d k;
+  k.name = text;
+  auto number = [&](const std::string& arg) {
+    char* end = nullptr;
+    const double v = std::strtod(arg.c_str(), &end);
+    if (arg.empty() || *end != '\0' || !std::isfinite(v))
+      throw Error(ErrorKind::usage, "--kernel " + text + ": '" + arg + "' is not a number");
+    return v;
+  };
+  if (text.rfind("box:", 0) == 0) {
+    const double n = number(text.substr(4));
+    if (n < 1 || n > kMaxSide || n != std::floor(n) || std::fmod(n, 2) != 1)
+      throw Error(ErrorKind::usage, "--kernel box:N takes an odd N from 1 to " +
+                                        std::to_string(kMaxSide) + ", got " + text.substr(4));
+    k.rows = k.cols = static_cast<std::int64_t>(n);
+    k.taps.assign(static_cast<std::size_t>(k.rows * k.cols), 1.0 / (n * n));
+  } else if (text.rfind("gaussian2d:", 0) == 0) {
+    const double sigma = number(text.substr(11));
+    if (!(sigma > 0) || 3 * sigma > (kMaxSide - 1) / 2)
+      throw Error(ErrorKind::usage, "--kernel gaussian2d:SIGMA takes a sigma above 0 and at most " +
+                                        std::to_string((kMaxSide - 1) / 6) + ", got " +
+                                        text.substr(11));
+    const auto r = static_cast<std::int64_t>(std::ceil(3 * sigma - 1e-9));
+    const std::vector<double> g = gaussian_taps(r, sigma);
+    k.rows = k.cols = 2 * r + 1;
+    for (double a : g)
+      for (double b : g) k.taps.push_back(a * b);
+  } else if (text == "laplace") {
+    k.rows = k.cols = 3;
+    k.taps = {0, 1, 0, 1, -4, 1, 0, 1, 0};
+  } else if (text == "sobel-x") {
+    k.rows = k.cols = 3;
+    k.taps = {-1, 0, 1, -2, 0, 2, -1, 0, 1};
+  } else if (text == "sobel-y") {
+    k.rows = k.cols = 3;
+    k.taps = {-1, -2, -1, 0, 0, 0, 1, 2, 1};
+  } else {
+    throw Error(ErrorKind::usage, "--kernel '" + text +
+                                      "' is neither a file nor a built-in kernel: use a file, "
+                                      "box:N, gaussian2d:SIGMA, laplace, sobel-x or sobel-y");
+  }
+  return k;
+}
+
+Kernel2d from_text(const std::string& path, const std::string& text) {
+  Kernel2d k;
+  k.name = path;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    for (char& c : line)
+      if (c == ',' || c == '\t' || c == '\r') c = ' ';
+    std::istringstream ls(line);
+    std::vector<double> row;
+    for (std::string tok; ls >> tok;) {
+      char* end = nullptr;
+      const double v = std::strtod(tok.c_str(), &end);
+      if (*end != '\0')
+        throw Error(ErrorKind::usage, "kernel file '" + path + "': '" + tok + "' is not a number");
+      row.push_back(v);
+    }
+    if (row.empty()) continue;
+    if (k.cols != 0 && static_cast<std::int64_t>(row.size()) != k.cols)
+      throw Error(ErrorKind::usage, "kernel file '" + path + "': row " +
+                                        std::to_string(k.rows + 1) + " has " +
+                                        std::to_string(row.size()) + " taps, row 1 has " +
+                                        std::to_string(k.cols) + ": every row needs as many");
+    k.cols = static_cast<std::int64_t>(row.size());
+    ++k.rows;
+    k.taps.insert(k.taps.end(), row.begin(), row.end());
+  }
+  return k;
+}
+
+Kernel2d from_npy(const std::string& path, const std::string& bytes) {
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const NpyLayout n = parse_npy_header(p, bytes.size(), path);
+  if (n.spec.channels != 1 || (n.spec.type != SampleType::f64 && n.spec.type != SampleType::f32))
+    throw Error(ErrorKind::usage, "kernel file '" + path +
+                                      "' must be a 2-D float32 or float64 array, got " +
+                                      n.spec.describe());
+  Kernel2d k;
+  k.name = path;
+  k.rows = n.spec.height;
+  k.cols = n.spec.width;
+  const std::size_t count = static_cast<std::size_t>(k.rows * k.cols);
+  const std::size_t width = sample_bytes(n.spec.type);
+  if (bytes.size() < n.data_offset + count * width)
+    throw Error(ErrorKind::usage, "kernel file '" + path + "' is truncated");
+  for (std::size_t i = 0; i < count; ++i) {
+    unsigned char b[8];
+    std::memcpy(b, p + n.data_offset + i * width, width);
+    if (n.big_endian) std::reverse(b, b + width);
+    double v;
+    if (width == 8) {
+      std::memcpy(&v, b, 8);
+    } else {
+      float f;
+      std::memcpy(&f, b, 4);
+      v = f;
+    }
+    k.taps.push_back(v);
+  }
+  return k;
+}
+
+class Conv2dCpuKernel final : public CpuKernel {
+ public:
+  explicit Conv2dCpuKernel(const cpu::Conv2dArgs& base) : base_(base) {}
+  void run(const CpuBand& b) override {
+    cpu::Conv2dArgs a = base_;
+    a.rows = b.rows;
+    a.out = b.out.data;
+    a.out_rows = b.band.rows;
+    cpu::conv2d_band(a);
+  }
+
+ private:
+  cpu::Conv2dArgs base_;
+};
+
+class Conv2d final : public Operation {
+ public:
+  Conv2d(const ImageSpec& in, const Conv2dParams& p, const PipelineOptions& o)
+      : params_(p), out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type)} {
+    // Correlation order: the kernel flipped along both axes.
+    corr_.assign(p.kernel.taps.rbegin(), p.kernel.taps.rend());
+    args_.width = in.width;
+    args_.channels = in.channels;
+    args_.in_type = in.type;
+    args_.out_type = out_spec_.type;
+    args_.out_stride = out_spec_.row_bytes();
+    args_.taps = corr_.data();
+    args_.rx = p.kernel.cols / 2;
+    args_.ry = p.kernel.rows / 2;
+    args_.border = p.border;
+    args_.border_value = p.border_value;
+    args_.strip_samples = o.strip_samples;
+    args_.f64 = accumulates_in_f64(in.type, out_spec_.type, p.precision);
+  }
+
+  std::string describe() const override {
+    return "2-D " + std::to_string(params_.kernel.rows) + "x" +
+           std::to_string(params_.kernel.cols) + " kernel " + params_.kernel.name + ", border " +
+           std::string(name(params_.border)) + ", accumulate " + (args_.f64 ? "f64" : "f32");
+  }
+  std::optional<ImageSpec> output() const override { return out_spec_; }
+  std::int64_t halo() const override { return args_.ry; }
+  BorderMode border() const override { return params_.border; }
+  std::size_t cpu_scratch_bytes(std::int64_t band_rows) const override {
+    cpu::Conv2dArgs a = args_;
+    a.out_rows = band_rows;
+    return cpu::conv2d_scratch_bytes(a);
+  }
+  std::unique_ptr<CpuKernel> make_cpu() const override {
+    return std::make_unique<Conv2dCpuKernel>(args_);
+  }
+  bool has_cuda() const override { return kCudaBuilt; }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_conv2d_cuda(devices, out_spec_, params_.border, params_.border_value, corr_,
+                            args_.rx, args_.ry, args_.f64);
+#else
+    (void)devices;
+    return nullptr;
+#endif
+  }
+
+ private:
+  Conv2dParams params_;
+  ImageSpec out_spec_;
+  std::vector<double> corr_;
+  cpu::Conv2dArgs args_;
+};
+
+// The separable filter, described as the 2-D kernel it stands for.
+class AsSeparable final : public Operation {
+ public:
+  AsSeparable(std::unique_ptr<Operation> op, std::string what)
+      : op_(std::move(op)), what_(std::move(what)) {}
+  std::string describe() const override { return what_ + ", run as " + op_->describe(); }
+  std::optional<ImageSpec> output() const override { return op_->output(); }
+  std::int64_t halo() const override { return op_->halo(); }
+  BorderMode border() const override { return op_->border(); }
+  std::size_t cpu_scratch_bytes(std::int64_t r) const override { return op_->cpu_scratch_bytes(r); }
+  std::size_t cuda_scratch_bytes(std::int64_t r) const override {
+    return op_->cuda_scratch_bytes(r);
+  }
+  std::unique_ptr<CpuKernel> make_cpu() const override { return op_->make_cpu(); }
+  bool has_cuda() const override { return op_->has_cuda(); }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& d) const override {
+    return op_->make_cuda(d);
+  }
+
+ private:
+  std::unique_ptr<Operation> op_;
+  std::string what_;
+};
+
+}  // namespace
+
+Kernel2d parse_kernel(const std::string& text, std::size_t mem_limit) {
+  Kernel2d k;
+  struct stat st {};
+  if (::stat(text.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      throw Error(ErrorKind::usage, "kernel file '" + text + "' is not a regular file");
+    // A tap takes at least two characters in a text file, 4 bytes in a .npy file.
+    if (static_cast<std::size_t>(st.st_size) / 2 * 64 > mem_limit)
+      throw Error(ErrorKind::usage, "kernel file '" + text + "' (" + std::to_string(st.st_size) +
+                                        " bytes) is too large for --mem-limit " +
+                                        format_bytes(double(mem_limit)));
+    std::ifstream in(text, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    const std::string bytes = s.str();
+    k = bytes.rfind("\x93NUMPY", 0) == 0 ? from_npy(text, bytes) : from_text(text, bytes);
+  } else {
+    k = builtin(text);
+  }
+  if (k.rows == 0 || k.cols == 0)
+    throw Error(ErrorKind::usage, "kernel '" + text + "' has no taps");
+  if (k.rows % 2 == 0 || k.cols % 2 == 0)
+    throw Error(ErrorKind::usage, "kernel '" + text + "' is " + std::to_string(k.rows) + " x " +
+                                      std::to_string(k.cols) +
+                                      ": both sides must be odd (the center is the origin)");
+  if (k.rows > kMaxSide || k.cols > kMaxSide)
+    throw Error(ErrorKind::usage,
+                "kernel '" + text + "' is larger than " + std::to_string(kMaxSide) + " on a side");
+  for (double t : k.taps)
+    if (!std::isfinite(t))
+      throw Error(ErrorKind::usage, "kernel '" + text + "' holds a tap that is not finite");
+  return k;
+}
+
+std::optional<SeparableFilter> separable_factors(const Kernel2d& k) {
+  // Pivot on the largest tap: k = col x row^T with col = k[:, q], row = k[p, :] / k[p][q].
+  std::size_t pivot = 0;
+  double peak = 0;
+  for (std::size_t i = 0; i < k.taps.size(); ++i)
+    if (std::abs(k.taps[i]) > peak) peak = std::abs(k.taps[i]), pivot = i;
+  if (peak == 0) return std::nullopt;
+  const std::int64_t p = static_cast<std::int64_t>(pivot) / k.cols;
+  const std::int64_t q = static_cast<std::int64_t>(pivot) % k.cols;
+  SeparableFilter f;
+  for (std::int64_t i = 0; i < k.rows; ++i) f.col.push_back(k.taps[i * k.cols + q]);
+  for (std::int64_t j = 0; j < k.cols; ++j) f.row.push_back(k.taps[p * k.cols + j] / k.taps[pivot]);
+  // Float64 rounding of the products a rank-1 kernel was made of, a few units of 2^-52.
+  const double tolerance = 8 * 0x1p-52 * peak;
+  for (std::int64_t i = 0; i < k.rows; ++i)
+    for (std::int64_t j = 0; j < k.cols; ++j)
+      if (std::abs(k.taps[i * k.cols + j] - f.col[i] * f.row[j]) > tolerance) return std::nullopt;
+  return f;
+}
+
+std::unique_ptr<Operation> make_conv2d(const ImageSpec& input, const Conv2dParams& params,
+                                       const PipelineOptions& options) {
+  auto f = separable_factors(params.kernel);
+  // Under a constant border the separable filter pads the x-filtered rows with the constant,
+  // where the 2-D convolution pads the input: the same only when the row taps sum to 1 (or the
+  // constant is 0). Rescale the factors so; a row summing to 0 cannot be, and stays 2-D.
+  if (f && params.border == BorderMode::constant && params.border_value != 0) {
+    double sum = 0;
+    for (double t : f->row) sum += t;
+    if (std::abs(sum) < 1e-12) {
+      f.reset();
+    } else {
+      for (double& t : f->row) t /= sum;
+      for (double& t : f->col) t *= sum;
+    }
+  }
+  if (f) {
+    SeparableParams s;
+    s.filter = *f;
+    s.border = params.border;
+    s.border_value = params.border_value;
+    s.out_type = params.out_type;
+    s.precision = params.precision;
+    return std::make_unique<AsSeparable>(make_separable(input, s, options),
+                                         "2-D " + std::to_string(params.kernel.rows) + "x" +
+                                             std::to_string(params.kernel.cols) + " kernel " +
+                                             params.kernel.name + " of rank 1");
+  }
+  return std::make_unique<Conv2d>(input, params, options);
+}
+
+}  // namespace ooc

@@ -1,0 +1,37 @@
+// The CUDA halves of the operations, made by the operations when this build has CUDA (each
+// factory lives beside its kernels in a file compiled only then).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ooc/filter.hpp"
+#include "ooc/image.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace ooc {
+
+#if defined(OOC_HAVE_CUDA)
+inline constexpr bool kCudaBuilt = true;
+#else
+inline constexpr bool kCudaBuilt = false;
+#endif
+
+struct SeparableParams;
+
+// Separable convolution: taps in correlation order, as doubles; f64: accumulate in double.
+std::unique_ptr<CudaKernel> make_separable_cuda(const std::vector<int>& devices,
+                                                const ImageSpec& out, const SeparableParams& p,
+                                                const std::vector<double>& row_taps,
+                                                const std::vector<double>& col_taps, bool f64);
+// The row pass's intermediate rows in device memory.
+std::size_t separable_cuda_scratch(std::int64_t band_rows, std::int64_t ry,
+                                   std::int64_t row_samples, bool f64);
+
+// 2-D convolution: taps (2 ry + 1) x (2 rx + 1) in correlation order.
+std::unique_ptr<CudaKernel> make_conv2d_cuda(const std::vector<int>& devices, const ImageSpec& out,
+                                             BorderMode border, double border_value,
+                                             const std::vector<double>& taps, std::int64_t rx,
+                                             std::int64_t ry, bool f64);
+
+}  // namespace ooc
