@@ -3,9 +3,10 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev libboost-dev
           libgtest-dev libcli11-dev nlohmann-json3-dev python3 python3-numpy python3-scipy
-          python3-tifffile libtiff-tools libvips-tools)
-# The tests read TIFFs written by libvips and tifffile and check big ones with tiffinfo.
-[ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(python3-opencv gnuplot-nox)
+          python3-tifffile python3-opencv libtiff-tools libvips-tools)
+# The tests read TIFFs written by libvips and tifffile, check big ones with tiffinfo, and compare
+# equalization with OpenCV's.
+[ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,6 +2,7 @@
 // factory lives beside its kernels in a file compiled only then).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -33,5 +34,10 @@ std::unique_ptr<CudaKernel> make_conv2d_cuda(const std::vector<int>& devices, co
                                              BorderMode border, double border_value,
                                              const std::vector<double>& taps, std::int64_t rx,
                                              std::int64_t ry, bool f64);
+
+// Histogram equalization: per-band histograms (u64 counts, channel-major) and the table mapping.
+std::unique_ptr<CudaKernel> make_histogram_cuda(const std::vector<int>& devices, std::int64_t bins);
+std::unique_ptr<CudaKernel> make_lut_cuda(const std::vector<int>& devices, std::int64_t bins,
+                                          const std::vector<std::uint16_t>& lut);
 
 }  // namespace ooc

@@ -1,0 +1,240 @@
+// The engine's general shape: reductions merged in band order (the same whatever the band
+// height, slots and threads), runs over a range of bands, several passes on one set of slots,
+// and the 2-D convolution and equalization operations on it, against independent references
+// (a float64 direct convolution; counts and the equalization formula written out here).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ooc/error.hpp"
+#include "ooc/ops/conv2d.hpp"
+#include "ooc/ops/convert.hpp"
+#include "ooc/ops/equalize.hpp"
+#include "ooc/pipeline.hpp"
+#include "reference.hpp"
+
+namespace ooc {
+namespace {
+
+using test::MemorySink;
+using test::MemorySource;
+
+std::vector<std::uint64_t> count_directly(const ImageSpec& s, const std::vector<std::byte>& d,
+                                          std::int64_t bins) {
+  std::vector<std::uint64_t> h(static_cast<std::size_t>(bins * s.channels), 0);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(s.width * s.height * s.channels); ++i)
+    ++h[(i % s.channels) * bins + static_cast<std::int64_t>(test::get(d, s.type, i))];
+  return h;
+}
+
+std::vector<std::uint64_t> histogram(const ImageSpec& s, const std::vector<std::byte>& d,
+                                     const PipelineOptions& o) {
+  MemorySource src(s, d);
+  auto h = make_histogram(s);
+  Engine e(src, Backend{}, plan_bands(s, {h.get()}, Backend{}, o));
+  e.run(*h, nullptr);
+  return h->counts();
+}
+
+TEST(Engine, ReductionIsTheSameForEveryBandHeightSlotCountAndThreadCount) {
+  for (SampleType t : {SampleType::u8, SampleType::u16}) {
+    const ImageSpec s{173, 61, 3, t};
+    const auto d = test::random_image(s, 21);
+    const auto want = count_directly(s, d, std::int64_t(HistogramOp::bins_of(t)));
+    for (std::int64_t rows : {1, 7, 60, 0})
+      for (int slots : {1, 3})
+        for (int threads : {1, 2}) {
+          PipelineOptions o;
+          o.band_rows = rows;
+          o.slots = slots;
+          o.threads = threads;
+          ASSERT_EQ(histogram(s, d, o), want)
+              << name(t) << " rows " << rows << " slots " << slots << " threads " << threads;
+        }
+  }
+}
+
+TEST(Engine, ARangeOfBandsWritesOnlyItsRowsAndRangesAddUp) {
+  const ImageSpec s{97, 50, 1, SampleType::f32};
+  const auto d = test::random_image(s, 5);
+  auto op = make_convert(s, SampleType::f32);
+  PipelineOptions o;
+  o.band_rows = 8;  // 7 bands, the last of 2 rows
+  MemorySource src(s, d);
+  BandPlan plan = plan_bands(s, {op.get()}, Backend{}, o);
+  ASSERT_EQ(plan.bands, 7);
+  MemorySink sink(s);
+  std::vector<int> expected(50, 0);
+  for (auto [first, last] : {std::pair{2, 5}, std::pair{0, 2}, std::pair{5, 7}}) {
+    plan.first_band = first;
+    plan.last_band = last;
+    Engine e(src, Backend{}, plan);
+    const RunStats st = e.run(*op, &sink);
+    const std::int64_t end = std::min<std::int64_t>(last * 8, 50);
+    EXPECT_EQ(st.pixels, (end - first * 8) * 97);
+    for (std::int64_t y = first * 8; y < end; ++y) ++expected[y];
+    ASSERT_EQ(sink.writes, expected) << "bands " << first << " to " << last;
+  }
+  for (std::int64_t y = 0; y < 50; ++y) ASSERT_EQ(sink.writes[y], 1) << "row " << y;
+  EXPECT_EQ(sink.data, d);
+  plan.first_band = 3;
+  plan.last_band = 9;
+  Engine e(src, Backend{}, plan);
+  EXPECT_THROW(e.run(*op, &sink), Error);
+}
+
+// The equalization table written out from its definition (float, as OpenCV), for one channel.
+std::vector<std::uint16_t> table(const std::vector<std::uint64_t>& h) {
+  const std::size_t bins = h.size();
+  std::vector<std::uint16_t> lut(bins, 0);
+  std::uint64_t n = 0;
+  for (auto c : h) n += c;
+  std::size_t i0 = 0;
+  while (h[i0] == 0) ++i0;
+  if (h[i0] == n) {
+    for (std::size_t v = 0; v < bins; ++v) lut[v] = static_cast<std::uint16_t>(v);
+    return lut;
+  }
+  const float scale = float(bins - 1) / float(n - h[i0]);
+  std::uint64_t sum = 0;
+  for (std::size_t v = i0 + 1; v < bins; ++v) {
+    sum += h[v];
+    lut[v] = static_cast<std::uint16_t>(std::nearbyint(float(sum) * scale));
+  }
+  return lut;
+}
+
+TEST(Engine, TwoPassesOnOneSetOfSlotsEqualize) {
+  for (SampleType t : {SampleType::u8, SampleType::u16})
+    for (int channels : {1, 2}) {
+      const ImageSpec s{131, 77, channels, t};
+      auto d = test::random_image(s, 8);
+      // Low contrast, so that the table matters: values in [100, 160).
+      for (std::size_t i = 0; i < std::size_t(s.width * s.height * channels); ++i) {
+        const auto v = static_cast<std::uint64_t>(test::get(d, t, i)) % 60 + 100;
+        if (t == SampleType::u8)
+          d[i] = std::byte(v);
+        else
+          std::memcpy(d.data() + 2 * i, &v, 2);
+      }
+      MemorySource src(s, d);
+      auto h = make_histogram(s);
+      auto l = make_lut(s);
+      PipelineOptions o;
+      o.band_rows = 9;
+      Engine e(src, Backend{}, plan_bands(s, {h.get(), l.get()}, Backend{}, o));
+      e.run(*h, nullptr);
+      const std::int64_t bins = h->bins();
+      l->set_lut(equalization_lut(h->counts(), bins, channels));
+      MemorySink sink(s);
+      e.run(*l, &sink);
+      const auto counts = count_directly(s, d, bins);
+      for (int c = 0; c < channels; ++c) {
+        const auto want = table(
+            std::vector<std::uint64_t>(counts.begin() + c * bins, counts.begin() + (c + 1) * bins));
+        for (std::size_t i = c; i < std::size_t(s.width * s.height * channels); i += channels)
+          ASSERT_EQ(test::get(sink.data, t, i), want[std::size_t(test::get(d, t, i))])
+              << name(t) << " sample " << i;
+      }
+    }
+}
+
+TEST(Engine, ConstantImageIsReturnedUnchanged) {
+  const ImageSpec s{40, 30, 1, SampleType::u8};
+  std::vector<std::byte> d(s.total_bytes(), std::byte{77});
+  std::vector<std::uint64_t> counts(256, 0);
+  counts[77] = 1200;
+  const auto lut = equalization_lut(counts, 256, 1);
+  EXPECT_EQ(lut[77], 77);
+}
+
+// Direct float64 2-D convolution as scipy.ndimage.convolve defines it.
+double convolve_at(const ImageSpec& s, const std::vector<std::byte>& d, const Kernel2d& k,
+                   BorderMode b, double cval, std::int64_t y, std::int64_t x, int c) {
+  double acc = 0;
+  const std::int64_t cy = k.rows / 2, cx = k.cols / 2;
+  for (std::int64_t i = 0; i < k.rows; ++i)
+    for (std::int64_t j = 0; j < k.cols; ++j) {
+      const std::int64_t yy = map_border(y + cy - i, s.height, b);
+      const std::int64_t xx = map_border(x + cx - j, s.width, b);
+      const double v =
+          yy < 0 || xx < 0
+              ? cval
+              : test::get(d, s.type, std::size_t((yy * s.width + xx) * s.channels + c));
+      acc += k.taps[std::size_t(i * k.cols + j)] * v;
+    }
+  return acc;
+}
+
+TEST(Conv2d, MatchesADirectFloat64ConvolutionOverTypesChannelsBordersAndBands) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (auto [kr, kc] : {std::pair{3, 3}, std::pair{5, 7}, std::pair{9, 1}, std::pair{15, 15}}) {
+    Kernel2d k{kr, kc, {}, "random"};
+    for (int i = 0; i < kr * kc; ++i) k.taps.push_back(u(rng));
+    for (SampleType t : {SampleType::u8, SampleType::i16, SampleType::f32, SampleType::f64})
+      for (int channels : {1, 3})
+        for (BorderMode b : {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                             BorderMode::wrap, BorderMode::constant}) {
+          const ImageSpec s{23, 13, channels, t};
+          const auto d = test::random_image(s, 17);
+          Conv2dParams p;
+          p.kernel = k;
+          p.border = b;
+          p.border_value = 2.5;
+          p.out_type = SampleType::f64;
+          PipelineOptions o;
+          o.band_rows = 4;
+          auto op = make_conv2d(s, p, o);
+          // A single row or column is rank 1 and runs separable: the same semantics.
+          if (kr > 1 && kc > 1) ASSERT_EQ(op->describe().find("rank 1"), std::string::npos);
+          const MemorySink out = test::run_in_memory(*op, s, d, o);
+          double scale = 0;
+          for (double v : k.taps) scale += std::abs(v);
+          for (std::int64_t y = 0; y < s.height; ++y)
+            for (std::int64_t x = 0; x < s.width; ++x)
+              for (int c = 0; c < channels; ++c) {
+                const double want = convolve_at(s, d, k, b, 2.5, y, x, c);
+                const double got = test::get(out.data, SampleType::f64,
+                                             std::size_t((y * s.width + x) * channels + c));
+                ASSERT_NEAR(got, want, 1e-12 * scale * 70000)
+                    << kr << "x" << kc << " " << name(t) << " c" << channels << " border "
+                    << name(b) << " at " << y << "," << x;
+              }
+        }
+  }
+}
+
+TEST(Conv2d, RankOneKernelsRunSeparableAndSaySo) {
+  Kernel2d k{3, 5, {}, "outer"};
+  const double col[3] = {1, 2, -1}, row[5] = {0.5, 1, 3, 1, 0.25};
+  for (double a : col)
+    for (double b : row) k.taps.push_back(a * b);
+  const ImageSpec s{40, 20, 1, SampleType::f64};
+  const auto d = test::random_image(s, 2);
+  for (BorderMode b : {BorderMode::reflect, BorderMode::constant}) {
+    Conv2dParams p;
+    p.kernel = k;
+    p.border = b;
+    p.border_value = 3;
+    auto op = make_conv2d(s, p);
+    EXPECT_NE(op->describe().find("rank 1"), std::string::npos) << op->describe();
+    const MemorySink out = test::run_in_memory(*op, s, d, PipelineOptions{});
+    for (std::int64_t y = 0; y < s.height; ++y)
+      for (std::int64_t x = 0; x < s.width; ++x)
+        ASSERT_NEAR(test::get(out.data, s.type, std::size_t(y * s.width + x)),
+                    convolve_at(s, d, k, b, 3, y, x, 0), 1e-9)
+            << name(b) << " at " << y << "," << x;
+  }
+  EXPECT_FALSE(separable_factors(parse_kernel("laplace", 1 << 30)));
+  EXPECT_TRUE(separable_factors(parse_kernel("sobel-y", 1 << 30)));
+}
+
+TEST(Conv2d, BadKernelsAreUsageErrors) {
+  for (const char* k : {"box:4", "box:0", "gaussian2d:-1", "gaussian2d:nan", "nope", "box:x"})
+    EXPECT_THROW(parse_kernel(k, 1 << 30), Error) << k;
+}
+
+}  // namespace
+}  // namespace ooc

@@ -1,0 +1,183 @@
+// ooceq: global histogram equalization of a u8 or u16 image of any size, in two passes over the
+// file (a histogram, then a lookup table), in bounded memory, on the CPU or a GPU.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "cli/common.hpp"
+#include "io/npy.hpp"
+#include "io/output_file.hpp"
+#include "ooc/error.hpp"
+#include "ooc/io.hpp"
+#include "ooc/job.hpp"
+#include "ooc/ops/equalize.hpp"
+
+namespace {
+
+constexpr const char* kFooter = R"(
+The table is OpenCV's cv2.equalizeHist, each channel on its own (65536 bins for u16): with i0
+the smallest value present and N the samples of the channel, lut[i0] = 0 and for i > i0
+lut[i] = round(float(h[i0+1] + ... + h[i]) * float(bins - 1) / float(N - h[i0])), in float, ties
+to even. An image of one value is returned unchanged. The output has the input's type.
+
+Examples:
+  ooceq scan.tif eq.tif
+  ooceq big.raw eq.raw --width 65536 --type u16 --histogram hist.csv --stats json
+  ooceq rgb.npy eq.npy --device cuda
+
+Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions), 5 GPU.
+)";
+
+// The histogram as CSV (value, then one count per channel) or .npy (u8 counts as uint64, shape
+// (channels, bins)), written like every output: a temporary renamed when complete.
+void write_histogram(const std::string& path, const ooc::HistogramOp& h) {
+  const std::int64_t bins = h.bins();
+  const int C = h.channels();
+  std::string data;
+  const bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
+  if (npy) {
+    std::string header = ooc::npy_header(ooc::ImageSpec{bins, C, 1, ooc::SampleType::f64});
+    const auto at = header.find("'<f8'");
+    header.replace(at, 5, "'<u8'");
+    data = header;
+    data.append(reinterpret_cast<const char*>(h.counts().data()),
+                h.counts().size() * sizeof(std::uint64_t));
+  } else {
+    data = "value";
+    for (int c = 0; c < C; ++c) {
+      data += ",channel";
+      data += std::to_string(c);
+    }
+    data += "\n";
+    for (std::int64_t v = 0; v < bins; ++v) {
+      data += std::to_string(v);
+      for (int c = 0; c < C; ++c) {
+        data += ',';
+        data += std::to_string(h.counts()[c * bins + v]);
+      }
+      data += "\n";
+    }
+  }
+  ooc::OutputFile f(path, "");
+  for (std::size_t done = 0; done < data.size();) {
+    const ssize_t w = ::write(f.fd(), data.data() + done, data.size() - done);
+    if (w <= 0)
+      throw ooc::Error(ooc::ErrorKind::io,
+                       ooc::system_message("cannot write histogram", f.partial(), errno));
+    done += static_cast<std::size_t>(w);
+  }
+  f.commit();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ooc::cli::guarded_main("ooceq", [&]() -> int {
+    CLI::App app{
+        "ooceq: histogram equalization of a u8 or u16 image larger than memory, each channel on "
+        "its own: a histogram pass, then a lookup-table pass."};
+    app.footer(kFooter);
+    app.get_formatter()->column_width(34);
+    ooc::JobOptions jo;
+    app.add_option("INPUT", jo.input, "raw, .npy or TIFF image file, or synth:PATTERN")->required();
+    app.add_option(
+           "OUTPUT", jo.output,
+           "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:")
+        ->required();
+    std::string type = "u8";
+    auto* g_in = app.add_option_group("Input");
+    g_in->add_option("--width", jo.hints.width, "samples per row (raw input: required)")
+        ->check(ooc::cli::positive());
+    g_in->add_option("--height", jo.hints.height, "rows (raw: checked against the file size)")
+        ->check(ooc::cli::positive());
+    auto* type_opt = g_in->add_option("--type", type, "sample type: u8 or u16")->default_str("u8");
+    auto* channels_opt =
+        g_in->add_option("--channels", jo.hints.channels, "interleaved channels, 1 to 4")
+            ->default_str("1");
+    g_in->add_option("--seed", jo.seed, "seed of a synth: input")->default_str("1");
+    g_in->add_option("--in-format", jo.hints.format, "auto (magic bytes), raw, npy or tiff")
+        ->default_str("auto");
+    g_in->add_option("--page", jo.hints.page, "TIFF: the page (image) to read, from 0")
+        ->default_str("0")
+        ->check(CLI::NonNegativeNumber);
+    ooc::cli::add_output_options(*app.add_option_group("Output file"), jo.sink);
+    std::string histogram;
+    app.add_option("--histogram", histogram, "also write the histogram: FILE.csv or FILE.npy");
+
+    std::optional<std::string> mem_limit;
+    auto* g_p = app.add_option_group("Pipeline");
+    g_p->add_option("--mem-limit", mem_limit, "memory for the band ring (default: min(1G, RAM/4))");
+    g_p->add_option("--threads", jo.pipeline.threads, "worker threads (default: all cores)")
+        ->check(CLI::Range(1, ooc::kMaxThreads));
+    g_p->add_option("--band-rows", jo.pipeline.band_rows, "rows per band (default: planned)")
+        ->check(ooc::cli::positive());
+    g_p->add_option("--slots", jo.pipeline.slots, "bands in flight")->check(CLI::Range(1, 1 << 16));
+    g_p->add_option("--device", jo.device, "auto (CUDA when a GPU is usable), cpu or cuda")
+        ->default_str("auto");
+    g_p->add_option("--devices", jo.devices, "GPUs to use: all, or a list like 0,1")
+        ->default_str("all");
+    bool progress = ooc::cli::stderr_is_terminal(), quiet = false;
+    std::string stats;
+    auto* g_r = app.add_option_group("Reporting");
+    g_r->add_flag("--progress,!--no-progress", progress, "progress bar on stderr");
+    g_r->add_option("--stats", stats, "print a summary on stdout: json or text");
+    g_r->add_flag("-q,--quiet", quiet, "no summary line on stderr");
+
+    if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "ooceq")) return *code;
+    if (!stats.empty() && stats != "json" && stats != "text")
+      throw ooc::Error(ooc::ErrorKind::usage, "--stats takes json or text, got '" + stats + "'");
+    jo.hints.type = ooc::parse_sample_type(type);
+    jo.hints.type_given = type_opt->count() > 0;
+    jo.hints.channels_given = channels_opt->count() > 0;
+    if (mem_limit) jo.pipeline.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
+
+    ooc::Job job(jo);
+    const ooc::ImageSpec& spec = job.source().spec();
+    auto hist = ooc::make_histogram(spec);
+    auto lut = ooc::make_lut(spec);
+    job.start({hist.get(), lut.get()});
+
+    // One bar over both passes: the file is read twice.
+    ooc::cli::Progress bar(progress, 2 * spec.total_bytes());
+    const std::int64_t H = spec.height;
+    const ooc::RunStats s1 =
+        job.run(*hist, [&](std::int64_t d, std::int64_t) { bar.update(d, 2 * H); });
+    lut->set_lut(ooc::equalization_lut(hist->counts(), hist->bins(), hist->channels()));
+    if (!histogram.empty()) write_histogram(histogram, *hist);
+    const ooc::RunStats s2 =
+        job.run(*lut, [&](std::int64_t d, std::int64_t) { bar.update(H + d, 2 * H); });
+    bar.finish();
+    job.commit();
+
+    ooc::RunStats total = s2;
+    total.seconds += s1.seconds;
+    total.setup_seconds += s1.setup_seconds;
+    total.read_seconds += s1.read_seconds;
+    total.compute_seconds += s1.compute_seconds;
+    total.write_seconds += s1.write_seconds;
+    total.bytes_read += s1.bytes_read;
+    nlohmann::json extra;
+    extra["passes"] = {{"histogram_seconds", s1.seconds}, {"map_seconds", s2.seconds}};
+    nlohmann::json channels = nlohmann::json::array();
+    for (int c = 0; c < hist->channels(); ++c) {
+      const std::uint64_t* h = hist->counts().data() + c * hist->bins();
+      std::int64_t lo = -1, hi = -1, distinct = 0;
+      std::uint64_t samples = 0;
+      for (std::int64_t v = 0; v < hist->bins(); ++v) {
+        if (h[v] == 0) continue;
+        if (lo < 0) lo = v;
+        hi = v;
+        ++distinct;
+        samples += h[v];
+      }
+      channels.push_back(
+          {{"min", lo}, {"max", hi}, {"distinct_values", distinct}, {"samples", samples}});
+    }
+    extra["histogram"] = {{"bins", hist->bins()}, {"channels", channels}};
+    ooc::cli::report("ooceq", stats, quiet, job, "histogram equalization (2 passes)", total, extra);
+    return 0;
+  });
+}
