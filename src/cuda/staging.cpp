@@ -18,12 +18,19 @@ namespace {
 
 constexpr std::int64_t kRowsPerRead = 4;  // ~1 MiB reads for 65536-wide f32 rows
 
+// The partial sits after the largest output the slot holds, aligned for any element type (a
+// histogram's 64-bit atomics fault on an odd address: rows of odd width end anywhere).
+std::size_t partial_offset(const SlotSizes& z) {
+  const std::size_t end = static_cast<std::size_t>(z.band_rows) * z.out_row;
+  return (end + 255) / 256 * 256;
+}
+
 class CudaSlotImpl final : public CudaSlot {
  public:
   CudaSlotImpl(int device, const SlotSizes& z)
       : stream_(device),
         h_in_(static_cast<std::size_t>(z.band_rows + 2 * z.halo) * z.in_row),
-        h_out_(static_cast<std::size_t>(z.band_rows) * z.out_row + z.partial),
+        h_out_(partial_offset(z) + z.partial),
         d_in_(device, h_in_.size()),
         d_out_(device, h_out_.size()),
         d_scratch_(device, z.scratch),
@@ -52,8 +59,7 @@ class CudaSlotImpl final : public CudaSlot {
                                  static_cast<std::size_t>(in_rows) * row, cudaMemcpyHostToDevice,
                                  s));
     const std::size_t out_bytes = static_cast<std::size_t>(band.rows) * out_row;
-    // The partial sits after the largest output the slot holds.
-    const std::size_t partial_at = static_cast<std::size_t>(sizes_.band_rows) * sizes_.out_row;
+    const std::size_t partial_at = partial_offset(sizes_);
     if (partial > 0) OOC_CUDA_TRY(cudaMemsetAsync(d_out_.data() + partial_at, 0, partial, s));
     CudaBand b;
     b.band = band;
@@ -81,7 +87,7 @@ class CudaSlotImpl final : public CudaSlot {
   void wait(const std::byte*& out, const std::byte*& partial) override {
     stream_.synchronize();
     out = h_out_.data();
-    partial = h_out_.data() + static_cast<std::size_t>(sizes_.band_rows) * sizes_.out_row;
+    partial = h_out_.data() + partial_offset(sizes_);
   }
 
  private:
