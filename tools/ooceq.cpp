@@ -158,9 +158,11 @@ int main(int argc, char** argv) {
     total.read_seconds += s1.read_seconds;
     total.compute_seconds += s1.compute_seconds;
     total.write_seconds += s1.write_seconds;
-    total.bytes_read += s1.bytes_read;
+    // "bytes" of the input stay the file's; both passes' reads are reported apart.
     nlohmann::json extra;
-    extra["passes"] = {{"histogram_seconds", s1.seconds}, {"map_seconds", s2.seconds}};
+    extra["passes"] = {{"histogram_seconds", s1.seconds},
+                       {"map_seconds", s2.seconds},
+                       {"bytes_read", s1.bytes_read + s2.bytes_read}};
     nlohmann::json channels = nlohmann::json::array();
     for (int c = 0; c < hist->channels(); ++c) {
       const std::uint64_t* h = hist->counts().data() + c * hist->bins();

@@ -99,7 +99,13 @@ Kernel2d from_text(const std::string& path, const std::string& text) {
 
 Kernel2d from_npy(const std::string& path, const std::string& bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  const NpyLayout n = parse_npy_header(p, bytes.size(), path);
+  NpyLayout n;
+  try {
+    n = parse_npy_header(p, bytes.size(), path);
+  } catch (const Error& e) {  // a bad kernel is a bad option, not a bad input image
+    throw Error(ErrorKind::usage, std::string("kernel file: ") + e.what() +
+                                      "; a kernel is a 2-D float32 or float64 array in C order");
+  }
   if (n.spec.channels != 1 || (n.spec.type != SampleType::f64 && n.spec.type != SampleType::f32))
     throw Error(ErrorKind::usage, "kernel file '" + path +
                                       "' must be a 2-D float32 or float64 array, got " +
