@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, after tools/bench/stage.sh: every test suite (the CUDA backend is what
 # --device auto picks there), compute-sanitizer memcheck of the 2-D convolution and equalization
-# kernels, and their throughput from the page cache to null: against the 16-core CPU backend.
+# kernels, their throughput from the generator to null: against the 16-core CPU backend, then
+# the python suites (slowest last: each GPU run pays the CUDA start-up).
 # Writes its log to $OUT/gpu_ops.log when OUT is set.
 set -u
 export LD_LIBRARY_PATH=$PWD/stage/lib:/usr/local/cuda/lib64 OOC_BIN_DIR=$PWD/stage/bin
@@ -11,9 +12,6 @@ log=${OUT:-$T}/gpu_ops.log
   nvidia-smi -L
   for s in test_gpu test_unit test_cli test_ooccheck; do
     echo "== $s"; "$B/$s" --gtest_brief=1 2>&1 | tail -4
-  done
-  for py in hostile_check ops_check; do
-    echo "== $py.py"; python3 tests/cli/$py.py --bin-dir "$B" 2>&1 | tail -12
   done
   echo "== compute-sanitizer memcheck"
   /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_gpu" \
@@ -37,6 +35,9 @@ PY
     for d in cuda cpu; do
       echo -n "equalize $t $d: "; run ooceq synth:gaussian-spots null: --width 32768 --height 16384 --type $t --device $d
     done
+  done
+  for py in hostile_check ops_check; do
+    echo "== $py.py"; python3 tests/cli/$py.py --bin-dir "$B" 2>&1 | tail -12
   done
 } 2>&1 | tee "$log"
 rm -rf "$T"
