@@ -44,6 +44,7 @@
 #include "ooc/io.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
+#include "ooc/sample_type.hpp"
 
 namespace {
 
@@ -326,22 +327,7 @@ void to_double(SampleType t, const std::byte* p, std::int64_t n, double* out) {
       out[i] = static_cast<double>(v);
     }
   };
-  switch (t) {
-    case SampleType::u8:
-      return conv(std::uint8_t{});
-    case SampleType::u16:
-      return conv(std::uint16_t{});
-    case SampleType::i16:
-      return conv(std::int16_t{});
-    case SampleType::u32:
-      return conv(std::uint32_t{});
-    case SampleType::i32:
-      return conv(std::int32_t{});
-    case SampleType::f32:
-      return conv(float{});
-    case SampleType::f64:
-      return conv(double{});
-  }
+  ooc::dispatch_type(t, conv);
 }
 
 // The value oocconv stores for an exact result v in an output of type t. nearbyint, not round:

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "conv2d.hpp"
+#include "ooc/sample_type.hpp"
 #include "separable.hpp"
 
 #ifndef OOC_ISA
@@ -55,44 +56,46 @@ using StoreFn = void (*)(const Acc*, std::byte*, std::int64_t);
 
 template <class Acc>
 LoadFn<Acc> loader(SampleType t) {
-  switch (t) {
-    case SampleType::u8:
-      return load_samples<std::uint8_t, Acc>;
-    case SampleType::u16:
-      return load_samples<std::uint16_t, Acc>;
-    case SampleType::i16:
-      return load_samples<std::int16_t, Acc>;
-    case SampleType::u32:
-      return load_samples<std::uint32_t, Acc>;
-    case SampleType::i32:
-      return load_samples<std::int32_t, Acc>;
-    case SampleType::f32:
-      return load_samples<float, Acc>;
-    case SampleType::f64:
-      return load_samples<double, Acc>;
-  }
-  return nullptr;
+  return dispatch_type(t, [](auto v) -> LoadFn<Acc> { return load_samples<decltype(v), Acc>; });
 }
 
 template <class Acc>
 StoreFn<Acc> storer(SampleType t) {
-  switch (t) {
-    case SampleType::u8:
-      return store_samples<std::uint8_t, Acc>;
-    case SampleType::u16:
-      return store_samples<std::uint16_t, Acc>;
-    case SampleType::i16:
-      return store_samples<std::int16_t, Acc>;
-    case SampleType::u32:
-      return store_samples<std::uint32_t, Acc>;
-    case SampleType::i32:
-      return store_samples<std::int32_t, Acc>;
-    case SampleType::f32:
-      return store_samples<float, Acc>;
-    case SampleType::f64:
-      return store_samples<double, Acc>;
+  return dispatch_type(t, [](auto v) -> StoreFn<Acc> { return store_samples<decltype(v), Acc>; });
+}
+
+// Band rows that are the same source row (the halo of an image shorter than the filter, reflected
+// back and forth) are loaded and filtered along x once: same[j] is the first band row with row
+// j's source. Otherwise a 50-row image with a radius of 5000 filters 10050 rows.
+std::vector<std::int64_t> first_of_same_row(const std::byte* const* rows, std::int64_t n) {
+  std::vector<std::int64_t> same(static_cast<std::size_t>(n));
+  std::unordered_map<const std::byte*, std::int64_t> first;
+  for (std::int64_t j = 0; j < n; ++j) same[j] = first.try_emplace(rows[j], j).first->second;
+  return same;
+}
+
+// Pixels [q0, q1) of an input row as the accumulator type into pad, through the border rule
+// where they fall outside the row; a null row (the constant border) is all the constant.
+template <class Acc>
+void load_padded(const std::byte* row, LoadFn<Acc> load, std::size_t in_pixel, std::int64_t width,
+                 int C, BorderMode border, Acc cval, std::int64_t q0, std::int64_t q1, Acc* pad) {
+  if (row == nullptr) {
+    std::fill(pad, pad + (q1 - q0) * C, cval);
+    return;
   }
-  return nullptr;
+  const std::int64_t inner0 = std::max<std::int64_t>(q0, 0), inner1 = std::min(q1, width);
+  auto edge_pixel = [&](std::int64_t q) {
+    Acc* p = pad + (q - q0) * C;
+    const std::int64_t src = map_border(q, width, border);
+    if (src < 0) {
+      std::fill(p, p + C, cval);
+    } else {
+      load(row + src * in_pixel, p, C);
+    }
+  };
+  for (std::int64_t q = q0; q < inner0; ++q) edge_pixel(q);
+  load(row + inner0 * in_pixel, pad + (inner0 - q0) * C, (inner1 - inner0) * C);
+  for (std::int64_t q = inner1; q < q1; ++q) edge_pixel(q);
 }
 
 // dst[i] = sum_k w[k] * src[k][i], k ascending for every i (so results never depend on where a
@@ -170,15 +173,7 @@ void run_band(const SeparableArgs& a) {
   std::vector<Acc> wr(a.row_taps, a.row_taps + 2 * a.rx + 1);
   std::vector<Acc> wc(a.col_taps, a.col_taps + 2 * a.ry + 1);
 
-  // Band rows that are the same source row (the halo of an image shorter than the filter,
-  // reflected back and forth) are filtered along x once: same[j] is the first band row with
-  // row j's source. Otherwise a 50-row image with a radius of 5000 filters 10050 rows.
-  std::vector<std::int64_t> same(static_cast<std::size_t>(g.in_rows));
-  {
-    std::unordered_map<const std::byte*, std::int64_t> first;
-    for (std::int64_t j = 0; j < g.in_rows; ++j)
-      same[j] = first.try_emplace(a.rows[j], j).first->second;
-  }
+  const std::vector<std::int64_t> same = first_of_same_row(a.rows, g.in_rows);
 
   tbb::parallel_for(std::int64_t{0}, g.strips, [&](std::int64_t strip) {
     // Per-thread scratch, kept between bands: its size depends only on the plan.
@@ -196,28 +191,15 @@ void run_band(const SeparableArgs& a) {
 
     // Row pass over every input row of the band, this strip's columns only.
     const std::int64_t q0 = p0 - a.rx, q1 = p1 + a.rx;  // padded pixel range
-    const std::int64_t inner0 = std::max<std::int64_t>(q0, 0), inner1 = std::min(q1, a.width);
     for (std::int64_t k = 0; k <= 2 * a.rx; ++k) taps_src[k] = pad + k * C;
     for (std::int64_t j = 0; j < g.in_rows; ++j) {
       if (same[j] != j) continue;
       Acc* dst = rowpass + j * n;
-      const std::byte* row = a.rows[j];
-      if (row == nullptr) {  // a constant-border row stays constant after the row pass
+      if (a.rows[j] == nullptr) {  // a constant-border row stays constant after the row pass
         std::fill(dst, dst + n, cval);
         continue;
       }
-      auto edge_pixel = [&](std::int64_t q) {
-        Acc* p = pad + (q - q0) * C;
-        const std::int64_t src = map_border(q, a.width, a.border);
-        if (src < 0) {
-          std::fill(p, p + C, cval);
-        } else {
-          load(row + src * in_pixel, p, C);
-        }
-      };
-      for (std::int64_t q = q0; q < inner0; ++q) edge_pixel(q);
-      load(row + inner0 * in_pixel, pad + (inner0 - q0) * C, (inner1 - inner0) * C);
-      for (std::int64_t q = inner1; q < q1; ++q) edge_pixel(q);
+      load_padded<Acc>(a.rows[j], load, in_pixel, a.width, C, a.border, cval, q0, q1, pad);
       weighted_sum<Acc>(taps_src.data(), wr.data(), 2 * a.rx + 1, dst, n);
     }
 
@@ -255,13 +237,7 @@ void run_conv2d(const Conv2dArgs& a) {
   const Acc cval = static_cast<Acc>(a.border_value);
   const std::int64_t K = 2 * a.ry + 1, L = 2 * a.rx + 1;
   std::vector<Acc> w(a.taps, a.taps + K * L);
-  // Band rows of one source row are loaded once (see run_band).
-  std::vector<std::int64_t> same(static_cast<std::size_t>(g.in_rows));
-  {
-    std::unordered_map<const std::byte*, std::int64_t> first;
-    for (std::int64_t j = 0; j < g.in_rows; ++j)
-      same[j] = first.try_emplace(a.rows[j], j).first->second;
-  }
+  const std::vector<std::int64_t> same = first_of_same_row(a.rows, g.in_rows);
 
   tbb::parallel_for(std::int64_t{0}, g.strips, [&](std::int64_t strip) {
     thread_local std::vector<Acc> scratch;
@@ -274,28 +250,10 @@ void run_conv2d(const Conv2dArgs& a) {
     Acc* padded = scratch.data();                 // in_rows x pad_n: the strip with rx each side
     Acc* out_row = padded + g.in_rows * g.pad_n;  // n
     const std::int64_t q0 = p0 - a.rx, q1 = p1 + a.rx;
-    const std::int64_t inner0 = std::max<std::int64_t>(q0, 0), inner1 = std::min(q1, a.width);
-    for (std::int64_t j = 0; j < g.in_rows; ++j) {
-      if (same[j] != j) continue;
-      Acc* pad = padded + j * g.pad_n;
-      const std::byte* row = a.rows[j];
-      if (row == nullptr) {
-        std::fill(pad, pad + (q1 - q0) * C, cval);
-        continue;
-      }
-      auto edge_pixel = [&](std::int64_t q) {
-        Acc* p = pad + (q - q0) * C;
-        const std::int64_t m = map_border(q, a.width, a.border);
-        if (m < 0) {
-          std::fill(p, p + C, cval);
-        } else {
-          load(row + m * in_pixel, p, C);
-        }
-      };
-      for (std::int64_t q = q0; q < inner0; ++q) edge_pixel(q);
-      load(row + inner0 * in_pixel, pad + (inner0 - q0) * C, (inner1 - inner0) * C);
-      for (std::int64_t q = inner1; q < q1; ++q) edge_pixel(q);
-    }
+    for (std::int64_t j = 0; j < g.in_rows; ++j)
+      if (same[j] == j)
+        load_padded<Acc>(a.rows[j], load, in_pixel, a.width, C, a.border, cval, q0, q1,
+                         padded + j * g.pad_n);
     // out(y, p) = sum over (i, j), i major: w[i][j] * in(y + i - ry, p + j - rx).
     for (std::int64_t y = 0; y < a.out_rows; ++y) {
       for (std::int64_t i = 0; i < K; ++i) {

@@ -11,9 +11,13 @@
 
 namespace ooc {
 
-int cuda_device_count() noexcept { return cuda::device_count(); }
+int cuda_device_count() noexcept {
+  return cuda::device_count();
+}
 
-std::string cuda_device_name(int device) { return cuda::device_name(device); }
+std::string cuda_device_name(int device) {
+  return cuda::device_name(device);
+}
 
 }  // namespace ooc
 
@@ -63,6 +67,16 @@ DeviceBuffer::~DeviceBuffer() {
   if (p_) {
     cudaSetDevice(dev_);
     cudaFree(p_);
+  }
+}
+
+Replicated::Replicated(const std::vector<int>& devices, const void* host, std::size_t bytes) {
+  for (int d : devices) {
+    if (d >= static_cast<int>(by_device_.size()))
+      by_device_.resize(static_cast<std::size_t>(d) + 1);
+    DeviceBuffer& b = by_device_[static_cast<std::size_t>(d)];
+    b = DeviceBuffer(d, bytes);
+    if (bytes > 0) OOC_CUDA_TRY(cudaMemcpy(b.data(), host, bytes, cudaMemcpyHostToDevice));
   }
 }
 

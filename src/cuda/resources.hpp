@@ -62,6 +62,19 @@ class DeviceBuffer {
   int dev_ = 0;
 };
 
+// The same bytes (taps, a table) on each of several devices, uploaded once; a kernel object reads
+// the copy on its band's device.
+class Replicated {
+ public:
+  Replicated(const std::vector<int>& devices, const void* host, std::size_t bytes);
+  const std::byte* on(int device) const noexcept {
+    return by_device_[static_cast<std::size_t>(device)].data();
+  }
+
+ private:
+  std::vector<DeviceBuffer> by_device_;  // indexed by device number
+};
+
 // A non-blocking stream and a timing-free event on one device.
 class StreamEvent {
  public:

@@ -62,6 +62,13 @@ const char* file_kind(mode_t mode) {
   return "not a regular file";
 }
 
+Error not_a_file(const std::string& path, const char* verb, mode_t mode) {
+  return Error(ErrorKind::usage, "output '" + path + "' " + verb + " " + file_kind(mode) +
+                                     ": ooc writes a whole file and renames it into place, so it "
+                                     "never writes to devices, pipes or directories; name a "
+                                     "regular file");
+}
+
 bool same_file(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
@@ -143,21 +150,14 @@ OutputFile::OutputFile(const std::string& path, const std::string& input_path) :
                                           "' is a symbolic link to a file that does not exist: "
                                           "create the target or name another output");
       if (!S_ISREG(st.st_mode))  // /dev/stdout -> /proc/self/fd/1 -> a pipe, say
-        throw Error(ErrorKind::usage,
-                    "output '" + path + "' leads to " + file_kind(st.st_mode) +
-                        ": ooc writes a whole file and renames it into place, so it never writes "
-                        "to devices, pipes or directories; name a regular file");
+        throw not_a_file(path, "leads to", st.st_mode);
       char resolved[PATH_MAX];
       if (::realpath(path.c_str(), resolved) == nullptr)
         throw Error(ErrorKind::io, system_message("cannot resolve output link", path, errno));
       target_ = resolved;
       lst = st;
     }
-    if (!S_ISREG(lst.st_mode))
-      throw Error(ErrorKind::usage,
-                  "output '" + path + "' is " + file_kind(lst.st_mode) +
-                      ": ooc writes a whole file and renames it into place, so it never writes "
-                      "to devices, pipes or directories; name a regular file");
+    if (!S_ISREG(lst.st_mode)) throw not_a_file(path, "is", lst.st_mode);
   } else if (errno != ENOENT) {
     throw Error(ErrorKind::io, system_message("cannot use output", path, errno));
   }

@@ -251,12 +251,12 @@ class TiffSink final : public Sink {
                             std::to_string(plan_.chunk_h) + " x " +
                             std::to_string(plan_.chunk_w * plan_.across) + " pixels"
                       : "a row of strips of this image";
-      throw Error(ErrorKind::usage,
-                  what + " (the image is " + std::to_string(spec.width) + " x " +
-                      std::to_string(spec.height) + "), and writing it needs " +
-                      format_bytes(least) + " with " + std::to_string(threads) +
-                      " threads, more than half of --mem-limit " + format_bytes(double(limit)) +
-                      ": use a smaller --tile or raise --mem-limit");
+      throw Error(ErrorKind::usage, what + " (the image is " + std::to_string(spec.width) + " x " +
+                                        std::to_string(spec.height) + "), and writing it needs " +
+                                        format_bytes(least) + " with " + std::to_string(threads) +
+                                        " threads, more than half of --mem-limit " +
+                                        format_bytes(double(limit)) +
+                                        ": use a smaller --tile or raise --mem-limit");
     }
     const std::int64_t want_rows =
         (4 * static_cast<std::int64_t>(threads) + plan_.across - 1) / plan_.across;

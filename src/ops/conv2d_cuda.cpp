@@ -2,10 +2,10 @@
 // kernels/cuda/conv2d on a band the engine staged in device memory.
 #include <cuda_runtime.h>
 
+#include <optional>
 #include <vector>
 
 #include "../../kernels/cuda/conv2d.cuh"
-#include "../cuda/check.hpp"
 #include "../cuda/resources.hpp"
 #include "cuda_kernels.hpp"
 
@@ -19,13 +19,7 @@ class Conv2dCudaKernel final : public CudaKernel {
                    std::int64_t ry, bool f64) {
     std::vector<float> f(taps.begin(), taps.end());
     const void* host = f64 ? static_cast<const void*>(taps.data()) : f.data();
-    const std::size_t bytes = taps.size() * (f64 ? 8 : 4);
-    for (int d : devices) {
-      if (d >= static_cast<int>(taps_.size())) taps_.resize(static_cast<std::size_t>(d) + 1);
-      taps_[static_cast<std::size_t>(d)] = cuda::DeviceBuffer(d, bytes);
-      OOC_CUDA_TRY(cudaMemcpy(taps_[static_cast<std::size_t>(d)].data(), host, bytes,
-                              cudaMemcpyHostToDevice));
-    }
+    taps_.emplace(devices, host, taps.size() * (f64 ? 8 : 4));
     base_.width = out.width;
     base_.channels = out.channels;
     base_.out_type = out.type;
@@ -38,7 +32,7 @@ class Conv2dCudaKernel final : public CudaKernel {
 
   void run_async(const CudaBand& b) override {
     cuda::Conv2dLaunch l = base_;
-    l.taps = taps_[static_cast<std::size_t>(b.device)].data();
+    l.taps = taps_->on(b.device);
     l.in = b.in;
     l.in_stride = b.in_stride;
     l.in_type = b.in_spec.type;
@@ -51,7 +45,7 @@ class Conv2dCudaKernel final : public CudaKernel {
   }
 
  private:
-  std::vector<cuda::DeviceBuffer> taps_;  // by device index
+  std::optional<cuda::Replicated> taps_;
   cuda::Conv2dLaunch base_;
 };
 

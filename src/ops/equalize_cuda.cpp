@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "../../kernels/cuda/equalize.cuh"
-#include "../cuda/check.hpp"
 #include "../cuda/resources.hpp"
 #include "cuda_kernels.hpp"
 
@@ -24,25 +23,17 @@ class HistogramCuda final : public CudaKernel {
 
 class LutCuda final : public CudaKernel {
  public:
-  LutCuda(const std::vector<int>& devices, const std::vector<std::uint16_t>& lut) {
-    const std::size_t bytes = lut.size() * sizeof(std::uint16_t);
-    for (int d : devices) {
-      if (d >= static_cast<int>(lut_.size())) lut_.resize(static_cast<std::size_t>(d) + 1);
-      lut_[static_cast<std::size_t>(d)] = cuda::DeviceBuffer(d, bytes);
-      OOC_CUDA_TRY(cudaMemcpy(lut_[static_cast<std::size_t>(d)].data(), lut.data(), bytes,
-                              cudaMemcpyHostToDevice));
-    }
-  }
+  LutCuda(const std::vector<int>& devices, const std::vector<std::uint16_t>& lut)
+      : lut_(devices, lut.data(), lut.size() * sizeof(std::uint16_t)) {}
   void run_async(const CudaBand& b) override {
-    cuda::apply_lut_async(
-        b.in, b.in_stride, b.out, b.out_stride, b.band.rows, b.in_spec.width, b.in_spec.channels,
-        b.in_spec.type,
-        reinterpret_cast<const std::uint16_t*>(lut_[static_cast<std::size_t>(b.device)].data()),
-        static_cast<cudaStream_t>(b.stream));
+    cuda::apply_lut_async(b.in, b.in_stride, b.out, b.out_stride, b.band.rows, b.in_spec.width,
+                          b.in_spec.channels, b.in_spec.type,
+                          reinterpret_cast<const std::uint16_t*>(lut_.on(b.device)),
+                          static_cast<cudaStream_t>(b.stream));
   }
 
  private:
-  std::vector<cuda::DeviceBuffer> lut_;  // by device index
+  cuda::Replicated lut_;
 };
 
 }  // namespace

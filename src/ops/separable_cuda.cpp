@@ -3,10 +3,10 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "../../kernels/cuda/separable.cuh"
-#include "../cuda/check.hpp"
 #include "../cuda/resources.hpp"
 #include "cuda_kernels.hpp"
 #include "ooc/ops/separable.hpp"
@@ -34,12 +34,7 @@ class SeparableCudaKernel final : public CudaKernel {
     };
     put(row_taps, 0);
     put(col_taps, row_taps.size() * acc);
-    for (int d : devices) {
-      if (d >= static_cast<int>(taps_.size())) taps_.resize(static_cast<std::size_t>(d) + 1);
-      taps_[static_cast<std::size_t>(d)] = cuda::DeviceBuffer(d, taps.size());
-      OOC_CUDA_TRY(cudaMemcpy(taps_[static_cast<std::size_t>(d)].data(), taps.data(), taps.size(),
-                              cudaMemcpyHostToDevice));
-    }
+    taps_.emplace(devices, taps.data(), taps.size());
     base_.width = out.width;
     base_.channels = out.channels;
     base_.out_type = out.type;
@@ -54,7 +49,7 @@ class SeparableCudaKernel final : public CudaKernel {
 
   void run_async(const CudaBand& b) override {
     cuda::SeparableLaunch l = base_;
-    const std::byte* taps = taps_[static_cast<std::size_t>(b.device)].data();
+    const std::byte* taps = taps_->on(b.device);
     l.row_taps = taps;
     l.col_taps = taps + col_offset_;
     l.in = b.in;
@@ -71,7 +66,7 @@ class SeparableCudaKernel final : public CudaKernel {
   }
 
  private:
-  std::vector<cuda::DeviceBuffer> taps_;  // by device index
+  std::optional<cuda::Replicated> taps_;
   cuda::SeparableLaunch base_;
   std::size_t col_offset_ = 0, acc_ = 4;
 };

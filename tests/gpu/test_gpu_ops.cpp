@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "gpu_support.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/pipeline.hpp"
@@ -14,31 +15,8 @@
 namespace ooc {
 namespace {
 
-#define OOC_REQUIRE_GPU()                                                                \
-  do {                                                                                   \
-    if (cuda_device_count() == 0)                                                        \
-      GTEST_SKIP() << "no CUDA device (or no CUDA in this build): GPU tests run on the " \
-                      "GPU machine";                                                     \
-  } while (0)
-
 Backend gpu(const Operation& op) {
   return select_backend("cuda", "all", {&op});
-}
-
-double convolve_at(const ImageSpec& s, const std::vector<std::byte>& d, const Kernel2d& k,
-                   BorderMode b, double cval, std::int64_t y, std::int64_t x, int c) {
-  double acc = 0;
-  for (std::int64_t i = 0; i < k.rows; ++i)
-    for (std::int64_t j = 0; j < k.cols; ++j) {
-      const std::int64_t yy = map_border(y + k.rows / 2 - i, s.height, b);
-      const std::int64_t xx = map_border(x + k.cols / 2 - j, s.width, b);
-      const double v =
-          yy < 0 || xx < 0
-              ? cval
-              : test::get(d, s.type, std::size_t((yy * s.width + xx) * s.channels + c));
-      acc += k.taps[std::size_t(i * k.cols + j)] * v;
-    }
-  return acc;
 }
 
 TEST(GpuConv2d, MatchesADirectFloat64ConvolutionTiledAndDirect) {
@@ -68,7 +46,7 @@ TEST(GpuConv2d, MatchesADirectFloat64ConvolutionTiledAndDirect) {
           for (std::int64_t y = 0; y < s.height; ++y)
             for (std::int64_t x = 0; x < s.width; ++x)
               for (int c = 0; c < channels; ++c) {
-                const double want = convolve_at(s, d, k, b, 1.5, y, x, c);
+                const double want = test::convolve_at(s, d, k, b, 1.5, y, x, c);
                 const double got = test::get(out.data, SampleType::f64,
                                              std::size_t((y * s.width + x) * channels + c));
                 const double peak = t == SampleType::u8 ? 255 : 1e4;

@@ -5,6 +5,7 @@
 #include <random>
 #include <tuple>
 
+#include "gpu_support.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/separable.hpp"
@@ -17,13 +18,6 @@ namespace {
 using test::MemorySink;
 using test::MemorySource;
 
-#define OOC_REQUIRE_GPU()                                                                \
-  do {                                                                                   \
-    if (cuda_device_count() == 0)                                                        \
-      GTEST_SKIP() << "no CUDA device (or no CUDA in this build): GPU tests run on the " \
-                      "GPU machine";                                                     \
-  } while (0)
-
 MemorySink run(bool gpu, const ImageSpec& spec, const std::vector<std::byte>& data,
                const SeparableParams& params, const PipelineOptions& o,
                const std::vector<int>& devices = {}) {
@@ -31,7 +25,10 @@ MemorySink run(bool gpu, const ImageSpec& spec, const std::vector<std::byte>& da
   Backend backend;
   if (gpu) {
     std::string list;
-    for (int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
+    for (int d : devices) {
+      if (!list.empty()) list += ',';
+      list += std::to_string(d);
+    }
     backend = select_backend("cuda", list.empty() ? "all" : list, {op.get()});
   }
   return test::run_in_memory(*op, spec, data, o, backend);

@@ -17,6 +17,7 @@
 #include "ooc/border.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
+#include "ooc/ops/conv2d.hpp"
 #include "ooc/pipeline.hpp"
 
 namespace ooc::test {
@@ -213,6 +214,23 @@ inline auto sweep_values() {
 inline std::string sweep_name(const ::testing::TestParamInfo<SweepParam>& info) {
   return std::string(name(std::get<0>(info.param))) + "_c" +
          std::to_string(std::get<1>(info.param)) + "_" + std::string(name(std::get<2>(info.param)));
+}
+
+// One sample of the 2-D convolution, in float64, as scipy.ndimage.convolve defines it (the
+// kernel flipped; the border rule along both axes).
+inline double convolve_at(const ImageSpec& s, const std::vector<std::byte>& d, const Kernel2d& k,
+                          BorderMode b, double cval, std::int64_t y, std::int64_t x, int c) {
+  double acc = 0;
+  for (std::int64_t i = 0; i < k.rows; ++i)
+    for (std::int64_t j = 0; j < k.cols; ++j) {
+      const std::int64_t yy = map_border(y + k.rows / 2 - i, s.height, b);
+      const std::int64_t xx = map_border(x + k.cols / 2 - j, s.width, b);
+      const double v = yy < 0 || xx < 0
+                           ? cval
+                           : get(d, s.type, std::size_t((yy * s.width + xx) * s.channels + c));
+      acc += k.taps[std::size_t(i * k.cols + j)] * v;
+    }
+  return acc;
 }
 
 }  // namespace ooc::test

@@ -149,24 +149,6 @@ TEST(Engine, ConstantImageIsReturnedUnchanged) {
   EXPECT_EQ(lut[77], 77);
 }
 
-// Direct float64 2-D convolution as scipy.ndimage.convolve defines it.
-double convolve_at(const ImageSpec& s, const std::vector<std::byte>& d, const Kernel2d& k,
-                   BorderMode b, double cval, std::int64_t y, std::int64_t x, int c) {
-  double acc = 0;
-  const std::int64_t cy = k.rows / 2, cx = k.cols / 2;
-  for (std::int64_t i = 0; i < k.rows; ++i)
-    for (std::int64_t j = 0; j < k.cols; ++j) {
-      const std::int64_t yy = map_border(y + cy - i, s.height, b);
-      const std::int64_t xx = map_border(x + cx - j, s.width, b);
-      const double v =
-          yy < 0 || xx < 0
-              ? cval
-              : test::get(d, s.type, std::size_t((yy * s.width + xx) * s.channels + c));
-      acc += k.taps[std::size_t(i * k.cols + j)] * v;
-    }
-  return acc;
-}
-
 TEST(Conv2d, MatchesADirectFloat64ConvolutionOverTypesChannelsBordersAndBands) {
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> u(-1, 1);
@@ -197,7 +179,7 @@ TEST(Conv2d, MatchesADirectFloat64ConvolutionOverTypesChannelsBordersAndBands) {
           for (std::int64_t y = 0; y < s.height; ++y)
             for (std::int64_t x = 0; x < s.width; ++x)
               for (int c = 0; c < channels; ++c) {
-                const double want = convolve_at(s, d, k, b, 2.5, y, x, c);
+                const double want = test::convolve_at(s, d, k, b, 2.5, y, x, c);
                 const double got = test::get(out.data, SampleType::f64,
                                              std::size_t((y * s.width + x) * channels + c));
                 ASSERT_NEAR(got, want, 1e-12 * scale * 70000)
@@ -226,7 +208,7 @@ TEST(Conv2d, RankOneKernelsRunSeparableAndSaySo) {
     for (std::int64_t y = 0; y < s.height; ++y)
       for (std::int64_t x = 0; x < s.width; ++x)
         ASSERT_NEAR(test::get(out.data, s.type, std::size_t(y * s.width + x)),
-                    convolve_at(s, d, k, b, 3, y, x, 0), 1e-9)
+                    test::convolve_at(s, d, k, b, 3, y, x, 0), 1e-9)
             << name(b) << " at " << y << "," << x;
   }
   EXPECT_FALSE(separable_factors(parse_kernel("laplace", 1 << 30)));
