@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     std::string input, output;
     app.add_option("INPUT", input,
                    "raw, .npy or TIFF image file, or synth:PATTERN (noise, gradient, checker, "
-                   "gaussian-spots)")
+                   "gaussian-spots, low-contrast)")
         ->required();
     app.add_option(
            "OUTPUT", output,

@@ -23,6 +23,7 @@ Examples:
   oocgen rgb.raw --width 20000 --height 20000 --type u16 --channels 3 --pattern gradient --seed 7
   oocgen cells.tif --width 100000 --height 100000 --type u16 --pattern gaussian-spots --tile 512
   oocgen scene.tif --width 30000 --height 30000 --channels 3 --type u8 --compress zstd
+  oocgen dim.raw --width 65536 --height 65536 --type u8 --pattern low-contrast   (for ooceq)
 )");
     std::string out, type = "f32", pattern = "noise";
     std::optional<std::string> mem_limit;
@@ -37,7 +38,7 @@ Examples:
     app.add_option("--height", hints.height, "rows")->required()->check(ooc::cli::positive());
     app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64")->default_str("f32");
     app.add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
-    app.add_option("--pattern", pattern, "noise, gradient, checker or gaussian-spots")
+    app.add_option("--pattern", pattern, "noise, gradient, checker, gaussian-spots or low-contrast")
         ->default_str("noise");
     app.add_option("--seed", seed, "seed")->default_str("1");
     ooc::SinkOptions out_options;

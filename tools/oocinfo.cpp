@@ -1,6 +1,6 @@
 // oocinfo: what oocconv would see. Without files: the CUDA devices, the CPU, and the backend
 // `--device auto` would pick. With files: each one's format, geometry and size, and the band plan
-// oocconv would use for it under the current --mem-limit.
+// oocconv (or ooceq, with --equalize) would use for it under the current --mem-limit.
 #include <tbb/info.h>
 #include <unistd.h>
 
@@ -16,6 +16,8 @@
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/io.hpp"
+#include "ooc/ops/conv2d.hpp"
+#include "ooc/ops/equalize.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
 
@@ -28,6 +30,8 @@ Examples:
   oocinfo scan.npy big.raw --width 65536    format, geometry and band plan of each file
   oocinfo slide.tif --page 2                TIFF layout: strips/tiles, compression, BigTIFF
   oocinfo big.raw --width 65536 --mem-limit 4G --radius 64
+  oocinfo big.raw --width 65536 --kernel box:31      the plan of a 2-D kernel
+  oocinfo scan.tif --equalize                        the plan of ooceq's two passes
 )");
     std::vector<std::string> files;
     ooc::RawHints hints;
@@ -44,6 +48,10 @@ Examples:
     app.add_option("--page", page, "TIFF: the page to describe, from 0")->default_str("0");
     app.add_option("--mem-limit", mem_limit, "as for oocconv (default: min(1G, RAM/4))");
     app.add_option("--radius", radius, "filter radius the plan is made for")->default_str("16");
+    std::string kernel;
+    bool equalize = false;
+    app.add_option("--kernel", kernel, "2-D kernel the plan is made for, as for oocconv");
+    app.add_flag("--equalize", equalize, "the plan of ooceq (two passes) instead");
     app.add_option("--device", device, "backend the plan is made for: auto, cpu or cuda")
         ->default_str("auto");
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocinfo")) return *code;
@@ -78,8 +86,16 @@ Examples:
     }
 
     ooc::cli::FilterCli filter;
-    filter.radius = radius;
-    const ooc::SeparableParams params = ooc::cli::filter_params(filter, popt.mem_limit);
+    if (kernel.empty()) filter.radius = radius;  // a 2-D kernel has its own size
+    filter.kernel = kernel;
+    if (equalize && !kernel.empty())
+      throw ooc::Error(ooc::ErrorKind::usage, "--equalize and --kernel: pick one");
+    std::optional<ooc::Conv2dParams> params2d;
+    ooc::SeparableParams params;
+    if (!kernel.empty())
+      params2d = ooc::cli::conv2d_params(filter, popt.mem_limit);
+    else
+      params = ooc::cli::filter_params(filter, popt.mem_limit);
     for (const auto& path : files) {
       // Raw options describe the raw files; a file with a header describes itself.
       const bool headerless =
@@ -90,19 +106,34 @@ Examples:
       const ooc::ImageSpec& s = source->spec();
       std::error_code ec;
       const auto size = std::filesystem::file_size(path, ec);
-      auto op = ooc::make_separable(s, params, popt);
-      const ooc::Backend backend = ooc::select_backend(device, "all", {op.get()});
-      const ooc::BandPlan plan = ooc::plan_bands(s, {op.get()}, backend, popt, source.get());
+      // The operations of the tool the plan is for: ooceq plans both of its passes at once.
+      std::vector<std::unique_ptr<ooc::Operation>> ops;
+      std::string what;
+      if (equalize) {
+        ops.push_back(ooc::make_histogram(s));
+        ops.push_back(ooc::make_lut(s));
+        what = "equalization (2 passes)";
+      } else if (params2d) {
+        ops.push_back(ooc::make_conv2d(s, *params2d, popt));
+        what = "--kernel " + kernel;
+      } else {
+        ops.push_back(ooc::make_separable(s, params, popt));
+        what = "radius " + std::to_string(radius);
+      }
+      std::vector<const ooc::Operation*> views;
+      for (const auto& op : ops) views.push_back(op.get());
+      const ooc::Backend backend = ooc::select_backend(device, "all", views);
+      const ooc::BandPlan plan = ooc::plan_bands(s, views, backend, popt, source.get());
       std::printf(
           "%s\n  %s\n%s  file %llu bytes, image %llu bytes (%lld x %lld pixels, %d channel(s) "
-          "of %s)\n  plan for radius %lld on %s: %lld bands of %lld rows, %d slots, %d "
+          "of %s)\n  %s\n  plan for %s on %s: %lld bands of %lld rows, %d slots, %d "
           "threads, ring %s of --mem-limit %s\n",
           path.c_str(), source->describe().c_str(),
           source->layout().empty() ? "" : ("  layout: " + source->layout() + "\n").c_str(),
           (unsigned long long)size, (unsigned long long)s.total_bytes(), (long long)s.width,
           (long long)s.height, s.channels, std::string(ooc::name(s.type)).c_str(),
-          (long long)radius, backend.describe().c_str(), (long long)plan.bands,
-          (long long)plan.band_rows, plan.slots, plan.threads,
+          ops.front()->describe().c_str(), what.c_str(), backend.describe().c_str(),
+          (long long)plan.bands, (long long)plan.band_rows, plan.slots, plan.threads,
           ooc::format_bytes(double(plan.ring_bytes)).c_str(),
           ooc::format_bytes(double(plan.mem_limit)).c_str());
     }

@@ -135,7 +135,7 @@ void write_mapped_inputs(int fd) noexcept;
 
 // The synthetic image generator behind "synth:" inputs (and oocgen): deterministic for a seed,
 // independent of how rows are split between calls or threads.
-enum class Pattern { noise, gradient, checker, gaussian_spots };
+enum class Pattern { noise, gradient, checker, gaussian_spots, low_contrast };
 Pattern parse_pattern(const std::string& name);  // throws a usage Error
 // Writes row y (width x channels samples of `type`) of the pattern to dst.
 void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,

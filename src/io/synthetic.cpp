@@ -83,13 +83,15 @@ void fill_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t 
       const std::int64_t x = i / channels;
       const int c = static_cast<int>(i % channels);
       double base;
-      if (pattern == Pattern::gradient) {
+      if (pattern == Pattern::gradient || pattern == Pattern::low_contrast) {
         const double t = (0.37 * x + 0.61 * y + 97.0 * c) / 1024.0;
         base = t - std::floor(t);
       } else {
         base = (((x >> 6) + (y >> 6) + c) & 1) ? 0.75 : 0.05;
       }
-      u = 0.8 * base + 0.2 * noise;
+      // low-contrast: a tenth of the range around the middle, what equalization is for.
+      u = pattern == Pattern::low_contrast ? 0.45 + 0.1 * (0.6 * base + 0.4 * noise)
+                                           : 0.8 * base + 0.2 * noise;
     }
     double v = lo + u * span;
     if constexpr (!kFloat) v = std::floor(v);
@@ -138,8 +140,10 @@ Pattern parse_pattern(const std::string& name) {
   if (name == "gradient") return Pattern::gradient;
   if (name == "checker") return Pattern::checker;
   if (name == "gaussian-spots") return Pattern::gaussian_spots;
-  throw Error(ErrorKind::usage, "unknown synthetic pattern '" + name +
-                                    "': use noise, gradient, checker or gaussian-spots");
+  if (name == "low-contrast") return Pattern::low_contrast;
+  throw Error(ErrorKind::usage,
+              "unknown synthetic pattern '" + name +
+                  "': use noise, gradient, checker, gaussian-spots or low-contrast");
 }
 
 void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,

@@ -45,6 +45,8 @@
 
 #if defined(OOC_BENCH_HAVE_NPP)
 #include <nppi_filtering_functions.h>
+
+#include "npp_support.hpp"
 #endif
 
 namespace {
@@ -395,36 +397,6 @@ void stage_write(const Options& o, std::int64_t total, const PinnedBuffer& band,
               fmt("%.2f", bytes / kGB) + " GB then fsync (included), to " + path);
 }
 
-#if defined(OOC_BENCH_HAVE_NPP)
-#define OOC_NPP_TRY(expr)                                                                  \
-  do {                                                                                     \
-    const NppStatus ooc_npp_st_ = (expr);                                                  \
-    if (ooc_npp_st_ < 0)                                                                   \
-      throw Error(ErrorKind::device,                                                       \
-                  std::string("NPP error ") + std::to_string(ooc_npp_st_) + " in " #expr); \
-  } while (0)
-
-NppStreamContext npp_context(cudaStream_t s) {
-  NppStreamContext c{};
-  c.hStream = s;
-  OOC_CUDA_TRY(cudaGetDevice(&c.nCudaDeviceId));
-  const int d = c.nCudaDeviceId;
-  OOC_CUDA_TRY(cudaDeviceGetAttribute(&c.nMultiProcessorCount, cudaDevAttrMultiProcessorCount, d));
-  OOC_CUDA_TRY(cudaDeviceGetAttribute(&c.nMaxThreadsPerMultiProcessor,
-                                      cudaDevAttrMaxThreadsPerMultiProcessor, d));
-  OOC_CUDA_TRY(cudaDeviceGetAttribute(&c.nMaxThreadsPerBlock, cudaDevAttrMaxThreadsPerBlock, d));
-  int smem = 0;
-  OOC_CUDA_TRY(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlock, d));
-  c.nSharedMemPerBlock = static_cast<std::size_t>(smem);
-  OOC_CUDA_TRY(cudaDeviceGetAttribute(&c.nCudaDevAttrComputeCapabilityMajor,
-                                      cudaDevAttrComputeCapabilityMajor, d));
-  OOC_CUDA_TRY(cudaDeviceGetAttribute(&c.nCudaDevAttrComputeCapabilityMinor,
-                                      cudaDevAttrComputeCapabilityMinor, d));
-  OOC_CUDA_TRY(cudaStreamGetFlags(s, &c.nStreamFlags));
-  return c;
-}
-#endif
-
 int run(const Options& o) {
   // The device first: with none, say so and leave with the device exit code (5).
   int ndev = 0;
@@ -599,7 +571,7 @@ int run(const Options& o) {
     OOC_CUDA_TRY(
         cudaMemcpy(d_rev.data(), rev.data(), rev.size() * sizeof(float), cudaMemcpyHostToDevice));
     DeviceBuffer n_mid(o.device, mid_bytes), n_out(o.device, out_bytes);
-    const NppStreamContext ctx = npp_context(s1.get());
+    const NppStreamContext ctx = ooc::bench::npp_context(s1.get());
     const int step = static_cast<int>(W * 4);
     const int iw = static_cast<int>(W), ih = static_cast<int>(in_rows), oh = static_cast<int>(B);
     const int mask = static_cast<int>(2 * r + 1), anchor = static_cast<int>(r);
