@@ -13,6 +13,7 @@
 
 #include "cli/common.hpp"
 #include "cli/filter_options.hpp"
+#include "cli/world.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/io.hpp"
@@ -38,7 +39,18 @@ Examples:
   oocconv synth:noise null: --width 65536 --height 200000 --radius 16 --stats json
       Pipeline throughput on a synthetic image, nothing read from or written to disk.
 
-Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions), 5 GPU.
+Parts, MPI and resume (raw and .npy outputs):
+  oocconv in.raw out.raw --width 65536 --part 2/8      rows of part 2 (from 0) of 8, into
+      out.raw.partial; in a Slurm array: --part auto. When all parts are done:
+  oocconv --finish out.raw                             checks every part, renames into place
+  mpirun -np 4 oocconv in.raw out.raw --width 65536    ranks split the rows; rank 0 finishes
+  oocconv in.raw out.raw --width 65536 --resume        after SIGTERM/SIGINT (exit 75) or a kill
+      A run keeps a journal beside OUT.partial; SIGTERM/SIGINT finish the bands in flight,
+      record them, and exit 75. --resume goes on from there (refused if the input or the
+      options changed); the result is identical to an uninterrupted run.
+
+Exit codes: 0 done, 2 usage, 3 bad input (or --finish: parts missing), 4 I/O (disk full,
+permissions), 5 GPU, 75 stopped by a signal: run again with --resume.
 )";
 
 }  // namespace
@@ -55,12 +67,13 @@ int main(int argc, char** argv) {
     std::string input, output;
     app.add_option("INPUT", input,
                    "raw, .npy or TIFF image file, or synth:PATTERN (noise, gradient, checker, "
-                   "gaussian-spots, low-contrast)")
-        ->required();
+                   "gaussian-spots, low-contrast)");
     app.add_option(
-           "OUTPUT", output,
-           "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:")
-        ->required();
+        "OUTPUT", output,
+        "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:");
+    std::string finish;
+    app.add_option("--finish", finish,
+                   "OUT: check that every part of OUT is done, then rename it into place");
 
     ooc::RawHints hints;
     std::string type = "f32";
@@ -105,17 +118,31 @@ int main(int argc, char** argv) {
     g_p->add_option("--devices", devices, "GPUs to use: all, or a list like 0,1")
         ->default_str("all");
 
-    bool progress = ooc::cli::stderr_is_terminal(), quiet = false;
+    ooc::cli::RunCli run_cli;
+    ooc::cli::add_run_options(*app.add_option_group("Parts and resume"), run_cli);
+
+    ooc::cli::ProgressCli progress;
+    bool quiet = false;
     std::string stats;
     auto* g_r = app.add_option_group("Reporting");
-    g_r->add_flag("--progress,!--no-progress", progress,
-                  "progress bar on stderr (default: if a terminal)");
+    ooc::cli::add_progress_options(*g_r, progress);
     g_r->add_option("--stats", stats, "print a summary on stdout: json or text");
     g_r->add_flag("-q,--quiet", quiet, "no summary line on stderr");
 
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocconv")) return *code;
     using ooc::Error;
     using ooc::ErrorKind;
+    if (!finish.empty()) {
+      if (!input.empty())
+        throw Error(ErrorKind::usage,
+                    "--finish OUT takes no INPUT or OUTPUT: the parts' "
+                    "journals say what they are");
+      const std::string done = ooc::finish_output(finish);
+      if (!quiet) std::fprintf(stderr, "oocconv: %s\n", done.c_str());
+      return 0;
+    }
+    if (input.empty() || output.empty())
+      throw Error(ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
     if (!stats.empty() && stats != "json" && stats != "text")
       throw Error(ErrorKind::usage, "--stats takes json or text, got '" + stats + "'");
     hints.type = ooc::parse_sample_type(type);
@@ -139,17 +166,34 @@ int main(int argc, char** argv) {
     jo.pipeline = popt;
     jo.device = device;
     jo.devices = devices;
+    ooc::cli::apply_run_options(run_cli, jo);
     ooc::Job job(jo);
     auto op = params2d ? ooc::make_conv2d(job.source().spec(), *params2d, popt)
                        : ooc::make_separable(job.source().spec(), params, popt);
+    // What makes the output's bytes: checked when a run resumes or parts are finished.
+    const auto out_spec = op->output();
+    job.set_fingerprint(op->describe() + "; output " + out_spec->describe() + " " +
+                        ooc::output_format(output, out_options));
     job.start({op.get()});
+    if (!job.journal_path().empty() || output == "null:") ooc::cli::stop_gracefully_on_signals();
 
-    ooc::cli::Progress bar(progress, job.source().spec().total_bytes());
+    ooc::cli::Progress bar(progress, job.source().spec().total_bytes(), "oocconv");
     const ooc::RunStats st =
         job.run(*op, [&](std::int64_t done, std::int64_t total) { bar.update(done, total); });
     bar.finish();
+    if (st.stopped) return ooc::cli::stopped("oocconv", job, st);
     job.commit();
-    ooc::cli::report("oocconv", stats, quiet, job, op->describe(), st);
+    nlohmann::json summary;
+    if (!ooc::cli::finish_parts("oocconv", job, st, quiet, summary)) {
+      if (ooc::cli::World::get().rank() == 0)
+        std::fprintf(stderr,
+                     "oocconv: another rank failed or stopped: the output is not "
+                     "finished; run again with --resume\n");
+      return ooc::kExitResumable;
+    }
+    if (ooc::cli::World::get().rank() == 0)
+      ooc::cli::report("oocconv", stats, quiet || ooc::cli::World::get().mpi(), job, op->describe(),
+                       st, summary.empty() ? nlohmann::json() : summary);
     return 0;
   });
 }

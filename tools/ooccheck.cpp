@@ -2,18 +2,25 @@
 //   ooccheck OUT IN [filter options of oocconv]: recomputes in float64 what `oocconv IN OUT
 //     <filter options>` must write, and compares OUT with it, sample by sample, against the
 //     rounding bound of oocconv's arithmetic for that sample.
+//   ooccheck OUT IN --kernel K [options of oocconv]: the same for the 2-D convolution
+//     (scipy.ndimage.convolve), the full K x L sum per sample whatever path oocconv took.
+//   ooccheck --equalize OUT IN: rebuilds ooceq's table (cv2.equalizeHist's) from its own
+//     histogram of all of IN, and requires OUT = table[IN] exactly.
 //   ooccheck --compare A B: compares two images of the same geometry.
-// Both report the max abs error and where it is, RMS error, PSNR, the worst error relative to its
+// All report the max abs error and where it is, RMS error, PSNR, the worst error relative to its
 // own tolerance and the samples over their tolerance, and exit 0 only when none is. --sample N
-// checks N random bands, for files too large to read whole.
+// checks N random bands, for files too large to read whole (--equalize still reads all of IN
+// for the histogram).
 //
-// The reference is written apart from the library's filtering code on purpose: a bug shared by
-// the reference and the thing it checks would go unseen. It uses only ooc::open_source to read
-// rows, ooc::map_border for coordinates outside the image, and the shared option parsing for the
-// options themselves (so that they stay oocconv's) and for the border, output type and precision.
-// The taps (Gaussian, box, explicit lists and taps files), the row and column passes, the border
-// padding along x and the conversion to the output type are its own.
+// The reference is written apart from the library's code on purpose: a bug shared by the
+// reference and the thing it checks would go unseen. It uses only ooc::open_source to read rows
+// (also of a .npy kernel), ooc::map_border for coordinates outside the image, and the shared
+// option parsing for the options themselves (so that they stay oocconv's) and for the border,
+// output type and precision. The taps (Gaussian, box, explicit lists and taps files), the 2-D
+// kernels (files and built-ins), the row, column and 2-D sums, the border padding along x, the
+// conversion to the output type, the histogram and the equalization table are its own.
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <tbb/combinable.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -21,6 +28,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -42,6 +50,7 @@
 #include "ooc/border.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
+#include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
 #include "ooc/sample_type.hpp"
@@ -84,6 +93,17 @@ Tolerance, per sample (--tolerance T: T for every sample instead):
   --compare: 1 for integers; for floats 1e-5 x the largest finite |A| within 16 pixels of the
     sample along its row (same channel).
 
+--kernel K (2-D): scipy.ndimage.convolve (K flipped), the border rule along both axes, every tap
+of the K x L window summed in float64 whether or not oocconv runs K as rank-1 factors. K is read
+or built here (text or .npy file; box:N taps 1/N^2; gaussian2d:S the outer product of the
+normalized Gaussian of radius ceil(3 S); laplace; sobel-x; sobel-y). Tolerance as above with
+n = K x L taps, M = sum |tap| x |input| over the window (sum |tap| in the underflow term), plus
+2^-48 max|tap| x S, S = sum |input| over it (rank-1 factors are good to 2^-49 max|tap| only).
+
+--equalize OUT IN: ooccheck counts every sample of IN itself (all bands, also with --sample), builds
+cv2.equalizeHist's table per channel (65536 bins for u16; the formula of ooceq --help, float32
+rounding emulated exactly) and requires OUT = table[IN] exactly. u8 and u16 only.
+
 Examples:
   ooccheck out.raw in.raw --width 16384 --type u16 --radius 16
       Recompute `oocconv in.raw out.raw --width 16384 --type u16 --radius 16` and compare.
@@ -91,6 +111,8 @@ Examples:
   ooccheck out.raw synth:noise --width 65536 --height 200000 --seed 3 --sigma 2 --sample 20
       20 random bands of 64 rows of a huge image; --seed makes the synth: image, as it did for
       oocconv, and picks the bands.
+  ooccheck out.tif in.tif --kernel laplace --border nearest --sample 10
+  ooccheck --equalize eq.raw in.raw --width 65536 --type u16 --sample 20
   ooccheck --compare a.raw b.raw --width 16384 --type f32
   ooccheck --compare ours.raw peer.raw --width 16384 --type u8 --tolerance 1 --margin 16
 
@@ -512,6 +534,40 @@ std::vector<double> magnitudes(std::vector<double> v, double floor) {
   return v;
 }
 
+// The rows a band reads: coordinate first + j (j < coords) of the band reads slot slot_of[j],
+// and slot s holds source row src_rows[s] through the border rule (-1: the constant). Coordinates
+// that name one row share its slot: a radius beyond the height folds many onto each, and each
+// distinct row is then read (and filtered along x) once.
+void band_slots(std::int64_t first, std::int64_t coords, std::int64_t h, ooc::BorderMode border,
+                std::vector<std::int64_t>& slot_of, std::vector<std::int64_t>& src_rows) {
+  slot_of.resize(static_cast<std::size_t>(coords));
+  src_rows.clear();
+  // slot_ref(src) names the slot of source row src (-1: the constant), -1 while it has none.
+  auto fill_slots = [&](auto&& slot_ref) {
+    for (std::int64_t j = 0; j < coords; ++j) {
+      const std::int64_t src = ooc::map_border(first + j, h, border);
+      std::int64_t& slot = slot_ref(src);
+      if (slot < 0) {
+        slot = static_cast<std::int64_t>(src_rows.size());
+        src_rows.push_back(src);
+      }
+      slot_of[static_cast<std::size_t>(j)] = slot;
+    }
+  };
+  if (h + 1 <= coords) {  // a radius beyond the height: a table of every row is the smaller
+    std::vector<std::int64_t> table(static_cast<std::size_t>(h + 1), -1);
+    fill_slots([&](std::int64_t src) -> std::int64_t& {
+      return table[static_cast<std::size_t>(src + 1)];
+    });
+  } else {
+    std::unordered_map<std::int64_t, std::int64_t> table;
+    table.reserve(static_cast<std::size_t>(coords));
+    fill_slots([&](std::int64_t src) -> std::int64_t& {
+      return table.try_emplace(src, -1).first->second;
+    });
+  }
+}
+
 // The float64 reference of oocconv's separable convolution, one band of output rows at a time,
 // with M = sum |column tap| x |row tap| x |input| over each output sample's support (the scale
 // of the rounding errors of any order of summing those products).
@@ -537,33 +593,7 @@ class Reference {
   // source row of the band (through the border rule, rows + 2 ry coordinates may name the same
   // row many times over when the radius exceeds the height) is filtered along x once.
   void compute_band(std::int64_t y0, std::int64_t rows) {
-    const std::int64_t coords = rows + 2 * ry_, h = s_.height;
-    slot_of_.resize(static_cast<std::size_t>(coords));
-    src_rows_.clear();
-    // slot_ref(src) names the slot of source row src (-1: the constant), -1 while it has none.
-    auto fill_slots = [&](auto&& slot_ref) {
-      for (std::int64_t j = 0; j < coords; ++j) {
-        const std::int64_t src = ooc::map_border(y0 - ry_ + j, h, border_);
-        std::int64_t& slot = slot_ref(src);
-        if (slot < 0) {
-          slot = static_cast<std::int64_t>(src_rows_.size());
-          src_rows_.push_back(src);
-        }
-        slot_of_[static_cast<std::size_t>(j)] = slot;
-      }
-    };
-    if (h + 1 <= coords) {  // a radius beyond the height: a table of every row is the smaller
-      std::vector<std::int64_t> table(static_cast<std::size_t>(h + 1), -1);
-      fill_slots([&](std::int64_t src) -> std::int64_t& {
-        return table[static_cast<std::size_t>(src + 1)];
-      });
-    } else {
-      std::unordered_map<std::int64_t, std::int64_t> table;
-      table.reserve(static_cast<std::size_t>(coords));
-      fill_slots([&](std::int64_t src) -> std::int64_t& {
-        return table.try_emplace(src, -1).first->second;
-      });
-    }
+    band_slots(y0 - ry_, rows + 2 * ry_, s_.height, border_, slot_of_, src_rows_);
     const auto slots = static_cast<std::int64_t>(src_rows_.size());
     rowpass_.resize(static_cast<std::size_t>(slots * n_));
     rowpass_mag_.resize(rowpass_.size());
@@ -654,10 +684,12 @@ class Reference {
   std::vector<double> rowpass_, rowpass_mag_;  // slot s at s * n_
 };
 
-// Opens OUT with the geometry of the input; raw OUT takes its type from out_type.
+// Opens OUT with the geometry of the input; raw OUT takes its type from out_type. `tool` made OUT
+// (for the message when the geometry says it cannot have).
 std::unique_ptr<ooc::Source> open_output(const std::string& path, const ooc::Source& in,
                                          const std::string& in_path,
-                                         std::optional<SampleType> out_type) {
+                                         std::optional<SampleType> out_type,
+                                         const char* tool = "oocconv") {
   const ooc::ImageSpec& is = in.spec();
   const std::string in_desc = "input '" + in_path + "' is " + is.describe();
   ooc::RawHints h;
@@ -680,34 +712,40 @@ std::unique_ptr<ooc::Source> open_output(const std::string& path, const ooc::Sou
   const ooc::ImageSpec& os = out->spec();
   if (os.width != is.width || os.height != is.height || os.channels != is.channels)
     throw Error(ErrorKind::input,
-                "output '" + path + "' is " + os.describe() + " but " + in_desc +
-                    ": oocconv keeps width, height and channels, so OUT cannot be the result of "
-                    "IN; check the order (OUT first) and the input options" +
+                "output '" + path + "' is " + os.describe() + " but " + in_desc + ": " + tool +
+                    " keeps width, height and channels, so OUT cannot be the result of IN; check "
+                    "the order (OUT first) and the input options" +
                     (raw ? std::string("; a raw OUT is read as --out-type (default: IN's type)")
                          : std::string()));
   return out;
 }
 
-// The per-sample tolerance of the reference mode: what |OUT - expected| may be for a sample of
-// expected value e and magnitude M (see the footer), or a fixed --tolerance.
+// The per-sample tolerance of the reference modes: what |OUT - expected| may be for a sample of
+// expected value e, magnitude M and input magnitude S (see the footer), or a fixed --tolerance.
 class ReferenceTolerance {
  public:
-  ReferenceTolerance(const OwnFilter& f, bool acc_f64, SampleType out_type, double fixed)
-      : out_type_(out_type), fixed_(fixed) {
-    taps_ = static_cast<double>(f.row.size() + f.col.size());
-    u_exp_ = acc_f64 ? -53 : -24;
+  // taps: the products summed per sample; underflow_scale: what an absolute rounding error of an
+  // inner sum may be multiplied by on its way out; s_coefficient: the allowance per unit of S (a
+  // 2-D kernel that oocconv runs as its rank-1 factors); support: the definition of M (and S).
+  ReferenceTolerance(double taps, bool acc_f64, SampleType out_type, double fixed,
+                     double underflow_scale, double s_coefficient, std::string support)
+      : out_type_(out_type),
+        fixed_(fixed),
+        taps_(taps),
+        u_exp_(acc_f64 ? -53 : -24),
+        s_coefficient_(s_coefficient),
+        support_(std::move(support)) {
     const double u = std::ldexp(1.0, u_exp_);
     relative_ = (taps_ + 4) * u + (2 * taps_ + 4) * 0x1p-53;
-    double col_abs = 0;
-    for (const double t : f.col) col_abs += std::abs(t);
-    absolute_ = (taps_ + 4) * (acc_f64 ? DBL_MIN : FLT_MIN) * std::max(1.0, col_abs);
+    absolute_ = (taps_ + 4) * (acc_f64 ? DBL_MIN : FLT_MIN) * std::max(1.0, underflow_scale);
   }
 
-  double operator()(double e, double m) const {
+  double operator()(double e, double m, double s = 0) const {
     if (fixed_ >= 0) return fixed_;
-    if (!std::isfinite(e)) return 0.0;           // NaN and infinities exactly
-    if (!std::isfinite(m)) return INFINITY;      // no bound: only NaN/inf must agree
-    const double b = relative_ * m + absolute_;  // oocconv's and the reference's rounding
+    if (!std::isfinite(e)) return 0.0;       // NaN and infinities exactly
+    if (!std::isfinite(m)) return INFINITY;  // no bound: only NaN/inf must agree
+    // oocconv's and the reference's rounding
+    const double b = relative_ * m + s_coefficient_ * s + absolute_;
     switch (out_type_) {
       case SampleType::f32:
         return b * (1 + 0x1p-24) + 0x1p-23 * std::abs(e) + 0x1p-149;
@@ -748,9 +786,12 @@ class ReferenceTolerance {
       default:
         s += "b + 1 (integer output)";
     }
-    return s + ", b = (" + n + " taps + 4) x 2^" + std::to_string(u_exp_) + " x M + (2 x " + n +
-           " + 4) x 2^-53 x M (float64 reference) + underflow, M = sum of |column tap| x |row " +
-           "tap| x |input| over the sample's support (largest M " + number(largest_m) + ")";
+    s += ", b = (" + n + " taps + 4) x 2^" + std::to_string(u_exp_) + " x M + (2 x " + n +
+         " + 4) x 2^-53 x M (float64 reference)";
+    if (s_coefficient_ > 0)
+      s += std::string(" + ") + number(s_coefficient_) +
+           " x S (2^-48 x max|tap|, for a kernel oocconv runs as rank-1 factors)";
+    return s + " + underflow, " + support_ + " (largest M " + number(largest_m) + ")";
   }
 
  private:
@@ -758,6 +799,8 @@ class ReferenceTolerance {
   double fixed_;
   double taps_ = 0;
   int u_exp_ = -24;
+  double s_coefficient_ = 0;
+  std::string support_;
   double relative_ = 0, absolute_ = 0;
 };
 
@@ -774,7 +817,11 @@ int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hi
   check_fits(own.what, double(own.rx()), double(own.ry()), is.width, is.channels, is.height);
   const SampleType out_type = out->spec().type;
   const bool acc_f64 = ooc::accumulates_in_f64(is.type, out_type, params.precision);
-  const ReferenceTolerance tolerance_of(own, acc_f64, out_type, tolerance);
+  double col_abs = 0;
+  for (const double t : own.col) col_abs += std::abs(t);
+  const ReferenceTolerance tolerance_of(
+      double(own.row.size() + own.col.size()), acc_f64, out_type, tolerance, col_abs, 0,
+      "M = sum of |column tap| x |row tap| x |input| over the sample's support");
 
   Reference ref(*in, own, params.border, params.border_value, acc_f64 ? DBL_MIN : FLT_MIN);
   const std::int64_t n = ref.row_samples();
@@ -818,6 +865,546 @@ int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hi
                            band_summary(bands.size(), 0, is.height, sample, seed);
   const double m = largest_m.combine([](double a, double b) { return std::max(a, b); });
   return report(what, tolerance_of.describe(m), t, range, is, "expected", "OUT has");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The 2-D convolution (--kernel): the kernel read or built here from oocconv's documented
+// definitions (not through ooc::parse_kernel), and a reference that sums every tap of the window
+// in float64, whether or not oocconv runs the kernel as separable factors.
+
+// oocconv refuses longer sides, so no OUT comes from them; the reference would take them.
+constexpr std::int64_t kMaxKernelSide = 4097;
+
+// Taps in convolution order (scipy.ndimage.convolve's weights), row major.
+struct OwnKernel {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<double> taps;
+  std::string recipe;  // "gaussian2d sigma 1.5 (radius 5)", "text file k.txt", ...
+
+  std::int64_t rx() const { return cols / 2; }
+  std::int64_t ry() const { return rows / 2; }
+};
+
+OwnKernel outer_kernel(const std::vector<double>& col, const std::vector<double>& row,
+                       std::string recipe) {
+  OwnKernel k;
+  k.rows = static_cast<std::int64_t>(col.size());
+  k.cols = static_cast<std::int64_t>(row.size());
+  for (const double c : col)
+    for (const double r : row) k.taps.push_back(c * r);
+  k.recipe = std::move(recipe);
+  return k;
+}
+
+double kernel_argument(const std::string& spec, const std::string& arg) {
+  char* end = nullptr;
+  const double v = std::strtod(arg.c_str(), &end);
+  if (arg.empty() || end != arg.c_str() + arg.size() || !std::isfinite(v))
+    throw Error(ErrorKind::usage, "--kernel " + spec + ": '" + arg + "' is not a finite number");
+  return v;
+}
+
+OwnKernel own_builtin_kernel(const std::string& spec) {
+  const std::size_t colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
+  if (name == "box" && colon != std::string::npos) {
+    const double n = kernel_argument(spec, arg);
+    if (!(n >= 1 && n <= double(kMaxKernelSide) && n == std::floor(n) && std::fmod(n, 2) == 1))
+      throw Error(ErrorKind::usage, std::string("--kernel box:N takes an odd N from 1 to ") +
+                                        std::to_string(kMaxKernelSide) + ", got " + arg);
+    const auto side = static_cast<std::int64_t>(n);
+    // The mean of the N x N window: every tap 1 / N^2.
+    OwnKernel k;
+    k.rows = k.cols = side;
+    k.taps.assign(static_cast<std::size_t>(side * side), 1.0 / (n * n));
+    k.recipe = std::string("box ") + std::to_string(side) + " x " + std::to_string(side);
+    return k;
+  }
+  if (name == "gaussian2d" && colon != std::string::npos) {
+    const double sigma = kernel_argument(spec, arg);
+    if (!(sigma > 0) || 3 * sigma > double((kMaxKernelSide - 1) / 2))
+      throw Error(ErrorKind::usage,
+                  std::string("--kernel gaussian2d:SIGMA takes a sigma above 0 and at most ") +
+                      number(double((kMaxKernelSide - 1) / 2) / 3) + ", got " + arg);
+    // The outer product of the normalized 1-D Gaussian of radius ceil(3 sigma) with itself (1e-9:
+    // as for --sigma, a sigma of k/3 typed in decimal is radius k).
+    const auto r = static_cast<std::int64_t>(std::ceil(3 * sigma - 1e-9));
+    const std::vector<double> g = own_gaussian(r, sigma);
+    return outer_kernel(
+        g, g,
+        std::string("gaussian2d sigma ") + number(sigma) + " (radius " + std::to_string(r) + ")");
+  }
+  // The 3 x 3 operators from their definitions: the 4-neighbour Laplacian, and Sobel's central
+  // difference along one axis times the [1 2 1] smoothing along the other.
+  if (spec == "laplace") {
+    OwnKernel k;
+    k.rows = k.cols = 3;
+    k.taps = {0, 1, 0, 1, -4, 1, 0, 1, 0};
+    k.recipe = "laplace (4-neighbour)";
+    return k;
+  }
+  if (spec == "sobel-x") return outer_kernel({1, 2, 1}, {-1, 0, 1}, "sobel-x");
+  if (spec == "sobel-y") return outer_kernel({-1, 0, 1}, {1, 2, 1}, "sobel-y");
+  throw Error(ErrorKind::usage, "--kernel '" + spec +
+                                    "' is neither a file nor a built-in kernel: use a text or .npy "
+                                    "file, box:N, gaussian2d:SIGMA, laplace, sobel-x or sobel-y");
+}
+
+// Rows of numbers between commas and white space; '#' starts a comment; lines without numbers
+// are skipped; every row as long as the first.
+OwnKernel own_text_kernel(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::input, "cannot read kernel file '" + path + "'");
+  OwnKernel k;
+  k.recipe = "text file " + path;
+  auto separator = [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); };
+  std::int64_t line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    line.erase(std::min(line.find('#'), line.size()));
+    std::int64_t count = 0;
+    for (std::size_t i = 0; i < line.size();) {
+      if (separator(line[i])) {
+        ++i;
+        continue;
+      }
+      std::size_t j = i;
+      while (j < line.size() && !separator(line[j])) ++j;
+      const std::string token = line.substr(i, j - i);
+      char* end = nullptr;
+      const double v = std::strtod(token.c_str(), &end);
+      const bool number_ok = end == token.c_str() + token.size();
+      if (!number_ok || !std::isfinite(v))
+        throw Error(ErrorKind::usage, "kernel file '" + path + "' line " + std::to_string(line_no) +
+                                          ": '" + token + "' is not " +
+                                          (number_ok ? "finite" : "a number"));
+      k.taps.push_back(v);
+      ++count;
+      i = j;
+    }
+    if (count == 0) continue;
+    if (k.rows > 0 && count != k.cols)
+      throw Error(ErrorKind::usage, "kernel file '" + path + "' line " + std::to_string(line_no) +
+                                        " has " + std::to_string(count) + " taps, the first row " +
+                                        std::to_string(k.cols) + ": every row needs as many");
+    k.cols = count;
+    // Stop reading what oocconv refuses anyway before it takes the memory.
+    if (++k.rows > kMaxKernelSide || k.cols > kMaxKernelSide)
+      throw Error(ErrorKind::usage, "kernel file '" + path + "' is larger than " +
+                                        std::to_string(kMaxKernelSide) +
+                                        " on a side: oocconv refuses it");
+  }
+  return k;
+}
+
+// A 2-D float32 or float64 array (shape (K, L), or (K, L, 1)) through the image reader: its rows
+// are the kernel's rows.
+OwnKernel own_npy_kernel(const std::string& path) {
+  ooc::RawHints h;
+  h.format = "npy";
+  const std::string what = "; a kernel is a 2-D float32 or float64 array in C order";
+  std::unique_ptr<ooc::Source> src;
+  try {
+    src = ooc::open_source(path, h);
+  } catch (const Error& e) {  // a bad kernel is a bad option, not a bad input image
+    throw Error(ErrorKind::usage, std::string("kernel file: ") + e.what() + what);
+  }
+  const ooc::ImageSpec& s = src->spec();
+  if (s.channels != 1 || (s.type != SampleType::f64 && s.type != SampleType::f32))
+    throw Error(ErrorKind::usage, "kernel file '" + path + "' holds " + s.describe() + what);
+  if (s.width > kMaxKernelSide || s.height > kMaxKernelSide)
+    throw Error(ErrorKind::usage, "kernel file '" + path + "' is larger than " +
+                                      std::to_string(kMaxKernelSide) +
+                                      " on a side: oocconv refuses it");
+  OwnKernel k;
+  k.rows = s.height;
+  k.cols = s.width;
+  k.recipe = ".npy file " + path;
+  k.taps.resize(static_cast<std::size_t>(k.rows * k.cols));
+  std::vector<std::byte> raw(s.row_bytes());
+  try {
+    for (std::int64_t i = 0; i < k.rows; ++i) {
+      src->read_rows(i, 1, raw.data());
+      to_double(s.type, raw.data(), k.cols, k.taps.data() + i * k.cols);
+    }
+  } catch (const Error& e) {
+    throw Error(ErrorKind::usage, std::string("kernel file: ") + e.what() + what);
+  }
+  return k;
+}
+
+// --kernel as oocconv takes it: an existing path is a file (.npy by its magic bytes, else text),
+// anything else the name of a built-in.
+OwnKernel own_kernel(const std::string& spec) {
+  OwnKernel k;
+  struct stat st {};
+  if (::stat(spec.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      throw Error(ErrorKind::usage, "kernel file '" + spec + "' is not a regular file");
+    char magic[6] = {};
+    std::ifstream(spec, std::ios::binary).read(magic, sizeof magic);
+    k = std::memcmp(magic, "\x93NUMPY", 6) == 0 ? own_npy_kernel(spec) : own_text_kernel(spec);
+  } else {
+    k = own_builtin_kernel(spec);
+  }
+  if (k.rows == 0 || k.cols == 0)
+    throw Error(ErrorKind::usage, "kernel '" + spec + "' has no taps");
+  if (k.rows % 2 == 0 || k.cols % 2 == 0)
+    throw Error(ErrorKind::usage, "kernel '" + spec + "' is " + std::to_string(k.rows) + " x " +
+                                      std::to_string(k.cols) +
+                                      ": both sides must be odd (the centre is the origin)");
+  for (const double t : k.taps)
+    if (!std::isfinite(t))
+      throw Error(ErrorKind::usage, "kernel '" + spec + "' holds a tap that is not finite");
+  return k;
+}
+
+// Checks the options as oocconv checks them (contradictions with the separable filter's options,
+// --border, --out-type, --precision) on a copy whose kernel is a harmless built-in: the kernel
+// itself is ooccheck's own to read and judge.
+ooc::Conv2dParams validated_conv2d_params(const ooc::cli::FilterCli& f) {
+  ooc::cli::FilterCli probe = f;
+  probe.kernel = "box:1";
+  return ooc::cli::conv2d_params(probe);
+}
+
+// Bytes the 2-D reference holds for a kernel over an image: the taps and their magnitudes, per
+// band the distinct input rows padded along x, per thread a raw row and three output rows.
+double reference2d_bytes(const OwnKernel& k, const ooc::ImageSpec& s) {
+  const double threads = tbb::this_task_arena::max_concurrency();
+  const double slots = std::min(double(s.height) + 1, double(kBandRows) + 2 * double(k.ry()));
+  const double n = double(s.width) * s.channels;
+  return 16 * double(k.taps.size()) +
+         slots * 8 * (double(s.width) + 2 * double(k.rx())) * s.channels +
+         threads * (double(s.row_bytes()) + 24 * n);
+}
+
+// The float64 reference of scipy.ndimage.convolve: every output sample the sum over its whole
+// K x L window, with M = sum |tap| x |input| and S = sum |input| over it (the scales of the
+// rounding errors of any order of summing, and of a rank-1 factorization).
+class Reference2d {
+ public:
+  Reference2d(ooc::Source& in, const OwnKernel& k, ooc::BorderMode border, double cval,
+              double tap_floor)
+      : in_(in),
+        s_(in.spec()),
+        n_(s_.row_samples()),
+        k_(k),
+        border_(border),
+        cval_(cval),
+        pad_n_((s_.width + 2 * k.rx()) * s_.channels),
+        mag_(magnitudes(k.taps, tap_floor)) {}
+
+  std::int64_t row_samples() const { return n_; }
+
+  // Reads the input rows that output rows [y0, y0 + rows) need, each distinct one once, padded
+  // along x by the border rule; valid until the next call.
+  void load_band(std::int64_t y0, std::int64_t rows) {
+    const std::int64_t ry = k_.ry();
+    band_slots(y0 - ry, rows + 2 * ry, s_.height, border_, slot_of_, src_rows_);
+    padded_.resize(src_rows_.size() * static_cast<std::size_t>(pad_n_));
+    tbb::parallel_for(std::size_t{0}, src_rows_.size(), [&](std::size_t slot) {
+      load_row(src_rows_[slot], padded_.data() + slot * static_cast<std::size_t>(pad_n_));
+    });
+  }
+
+  // Output row y0 + y of the band (after load_band): the exact result, M and S.
+  void output_row(std::int64_t y, double* out, double* mag, double* sum_abs) const {
+    std::fill(out, out + n_, 0.0);
+    std::fill(mag, mag + n_, 0.0);
+    std::fill(sum_abs, sum_abs + n_, 0.0);
+    const int C = s_.channels;
+    const std::int64_t rx = k_.rx(), ry = k_.ry();
+    // out(Y, x) = sum_{i,j} k[i][j] in(Y + ry - i, x + rx - j): input row Y + ry - i is band
+    // coordinate y + 2 ry - i; pixel x + rx - j sits at (x + 2 rx - j) C of the padded row. Zero
+    // taps too: 0 x inf is NaN in scipy and in oocconv, and S counts every sample.
+    for (std::int64_t i = 0; i < k_.rows; ++i) {
+      const double* row =
+          padded_.data() + slot_of_[static_cast<std::size_t>(y + 2 * ry - i)] * pad_n_;
+      for (std::int64_t j = 0; j < k_.cols; ++j) {
+        const double w = k_.taps[static_cast<std::size_t>(i * k_.cols + j)];
+        const double a = mag_[static_cast<std::size_t>(i * k_.cols + j)];
+        const double* src = row + (2 * rx - j) * C;
+        for (std::int64_t p = 0; p < n_; ++p) {
+          const double v = src[p], av = std::abs(v);
+          out[p] += w * v;
+          mag[p] += a * av;
+          sum_abs[p] += av;
+        }
+      }
+    }
+  }
+
+ private:
+  // Source row src_row as doubles at dst[(q + rx) C] for pixels q in [-rx, W + rx), the border
+  // rule outside the row; row -1 (outside the image under the constant rule) is the constant:
+  // scipy pads the input itself along both axes.
+  void load_row(std::int64_t src_row, double* dst) const {
+    if (src_row < 0) {
+      std::fill(dst, dst + pad_n_, cval_);
+      return;
+    }
+    const int C = s_.channels;
+    const std::int64_t rx = k_.rx();
+    thread_local std::vector<std::byte> raw;
+    thread_local std::vector<double> x;
+    raw.resize(s_.row_bytes());
+    x.resize(static_cast<std::size_t>(n_));
+    in_.read_rows(src_row, 1, raw.data());
+    to_double(s_.type, raw.data(), n_, x.data());
+    for (std::int64_t q = -rx; q < s_.width + rx; ++q) {
+      double* p = dst + (q + rx) * C;
+      const std::int64_t m = ooc::map_border(q, s_.width, border_);
+      for (int c = 0; c < C; ++c) p[c] = m < 0 ? cval_ : x[static_cast<std::size_t>(m * C + c)];
+    }
+  }
+
+  ooc::Source& in_;
+  ooc::ImageSpec s_;
+  std::int64_t n_;
+  const OwnKernel& k_;
+  ooc::BorderMode border_;
+  double cval_;
+  std::int64_t pad_n_;
+  std::vector<double> mag_;             // |taps| (see magnitudes)
+  std::vector<std::int64_t> slot_of_;   // band coordinate j (row y0 - ry + j) -> its slot
+  std::vector<std::int64_t> src_rows_;  // slot -> source row (-1: the constant border)
+  std::vector<double> padded_;          // slot s at s * pad_n_
+};
+
+int run_reference2d(const std::vector<std::string>& files, const ooc::RawHints& hints,
+                    std::uint64_t seed, const ooc::cli::FilterCli& filter, double tolerance,
+                    std::int64_t sample) {
+  const std::string &out_path = files[0], &in_path = files[1];
+  const ooc::Conv2dParams params = validated_conv2d_params(filter);
+  const OwnKernel kernel = own_kernel(filter.kernel);
+  auto in = ooc::open_source(in_path, hints, seed);
+  auto out = open_output(out_path, *in, in_path, params.out_type);
+  const ooc::ImageSpec& is = in->spec();
+  const double need = reference2d_bytes(kernel, is), have = double(usable_memory_bytes()) / 2;
+  if (need > have)
+    throw Error(ErrorKind::usage, "--kernel " + filter.kernel + " (" + std::to_string(kernel.rows) +
+                                      " x " + std::to_string(kernel.cols) + ") over " +
+                                      is.describe() + " needs about " + bytes_text(need) +
+                                      " in ooccheck's float64 reference, more than half of the " +
+                                      ooc::format_bytes(double(usable_memory_bytes())) +
+                                      " this process may use (memory, ulimit -v)");
+  const SampleType out_type = out->spec().type;
+  const bool acc_f64 = ooc::accumulates_in_f64(is.type, out_type, params.precision);
+  double sum_abs_taps = 0, peak_tap = 0;
+  for (const double t : kernel.taps) {
+    sum_abs_taps += std::abs(t);
+    peak_tap = std::max(peak_tap, std::abs(t));
+  }
+  const std::string window = std::to_string(kernel.rows) + " x " + std::to_string(kernel.cols);
+  // 2^-48 max|tap| per unit of S: oocconv accepts factors whose products are within 2^-49
+  // max|tap| of each tap (plus their own rounding), an error relative to the largest tap, not
+  // to the tap it replaces, so M alone does not bound it.
+  const ReferenceTolerance tolerance_of(
+      double(kernel.taps.size()), acc_f64, out_type, tolerance, sum_abs_taps, 0x1p-48 * peak_tap,
+      "M = sum of |tap| x |input| and S = sum of |input| over the sample's " + window + " window");
+
+  Reference2d ref(*in, kernel, params.border, params.border_value, acc_f64 ? DBL_MIN : FLT_MIN);
+  const std::int64_t n = ref.row_samples();
+  tbb::combinable<double> largest_m([] { return 0.0; });
+  auto check = [&](std::int64_t y0, std::int64_t rows, tbb::combinable<Tally>& tallies) {
+    ref.load_band(y0, rows);
+    tbb::parallel_for(std::int64_t{0}, rows, [&](std::int64_t y) {
+      thread_local std::vector<double> expected, mag, sum_abs, got;
+      thread_local std::vector<std::byte> raw;
+      expected.resize(n);
+      mag.resize(n);
+      sum_abs.resize(n);
+      got.resize(n);
+      raw.resize(out->spec().row_bytes());
+      ref.output_row(y, expected.data(), mag.data(), sum_abs.data());
+      out->read_rows(y0 + y, 1, raw.data());
+      to_double(out_type, raw.data(), n, got.data());
+      Tally& t = tallies.local();
+      double& lm = largest_m.local();
+      const std::int64_t base = (y0 + y) * n;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double e = expected[i], m = mag[i];
+        if (std::isfinite(m)) lm = std::max(lm, m);
+        t.add(base + i, as_stored(e, out_type), got[i], tolerance_of(e, m, sum_abs[i]));
+      }
+    });
+  };
+
+  const auto bands = pick_bands(0, is.height, sample, seed);
+  std::printf("reference: %s -> %s\n", in->describe().c_str(), out->describe().c_str());
+  std::printf("2-D kernel (ooccheck's own taps, every tap summed): %s, %s taps, border %s",
+              kernel.recipe.c_str(), window.c_str(), std::string(ooc::name(params.border)).c_str());
+  if (params.border == ooc::BorderMode::constant) std::printf(" %.9g", params.border_value);
+  std::printf(", output %s, oocconv accumulates in %s\n", std::string(ooc::name(out_type)).c_str(),
+              acc_f64 ? "f64" : "f32");
+  std::printf("%s", tolerance_of.warning().c_str());
+  const Tally t = over_bands(bands, is.height, check);
+  const double range = ooc::is_integer(out_type)
+                           ? ooc::highest_value(out_type) - ooc::lowest_value(out_type)
+                           : t.peak;
+  const std::string what = "checked " + std::to_string(t.count) + " samples in " +
+                           band_summary(bands.size(), 0, is.height, sample, seed);
+  const double m = largest_m.combine([](double a, double b) { return std::max(a, b); });
+  return report(what, tolerance_of.describe(m), t, range, is, "expected", "OUT has");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Histogram equalization (--equalize): ooceq's table rebuilt from ooccheck's own histogram and
+// its own arithmetic, OUT compared with table[IN] exactly.
+
+// Bins of a type ooceq takes; other types are refused as ooceq refuses them.
+std::int64_t equalize_bins(SampleType t) {
+  if (t == SampleType::u8) return 256;
+  if (t == SampleType::u16) return 65536;
+  throw Error(ErrorKind::usage,
+              std::string("histogram equalization takes u8 or u16 images, this one is ") +
+                  std::string(name(t)) +
+                  ": ooceq refuses it, so no OUT comes from it (convert it first, e.g. oocconv IN "
+                  "OUT --taps 1 --out-type u16)");
+}
+
+// The float32 nearest a count (ties to even), as a double. In integers, not through a cast: a
+// count beyond 2^53 would be rounded twice on its way through double.
+double f32_of_count(std::uint64_t v) {
+  int shift = 0;
+  while ((v >> shift) >= (std::uint64_t{1} << 24)) ++shift;
+  if (shift == 0) return static_cast<double>(v);
+  std::uint64_t q = v >> shift;
+  const std::uint64_t rest = v & ((std::uint64_t{1} << shift) - 1);
+  const std::uint64_t half = std::uint64_t{1} << (shift - 1);
+  if (rest > half || (rest == half && (q & 1) != 0)) ++q;  // q = 2^24 is still exact
+  return std::ldexp(static_cast<double>(q), shift);
+}
+
+// The float32 nearest a positive double in float32's normal range (ties to even): 24 significant
+// bits.
+double f32_of(double v) {
+  int e = 0;
+  const double m = std::frexp(v, &e);  // v = m 2^e, 0.5 <= m < 1
+  return std::ldexp(std::nearbyint(std::ldexp(m, 24)), e - 24);
+}
+
+// cv2.equalizeHist's table for one channel's histogram h (see ooceq --help): with i0 the smallest
+// value present and N the samples, lut[i0] = 0 and lut[i] = round(float(h[i0+1] + ... + h[i]) *
+// scale), scale = float(bins - 1) / float(N - h[i0]), every operation rounded to float32 (ties to
+// even), the result rounded half to even and saturated; a channel of one value is unchanged.
+// The float32 operations are emulated exactly: counts are rounded in integers; the quotient of
+// two float32 values computed in double and rounded to float32 is the float32 quotient (53 >=
+// 2 x 24 + 2 bits: that double rounding is innocuous), and the product of two float32 values is
+// exact in double, so rounding it once gives the float32 product.
+std::vector<std::uint32_t> own_equalization_table(const std::uint64_t* h, std::int64_t bins) {
+  std::vector<std::uint32_t> lut(static_cast<std::size_t>(bins));
+  for (std::int64_t v = 0; v < bins; ++v) lut[static_cast<std::size_t>(v)] = std::uint32_t(v);
+  std::uint64_t total = 0;
+  std::int64_t i0 = -1;
+  for (std::int64_t v = 0; v < bins; ++v) {
+    total += h[v];
+    if (i0 < 0 && h[v] > 0) i0 = v;
+  }
+  if (i0 < 0 || h[i0] == total) return lut;  // no samples, or one value: unchanged
+  const double scale = f32_of(double(bins - 1) / f32_of_count(total - h[i0]));
+  std::uint64_t cumulative = 0;
+  lut[static_cast<std::size_t>(i0)] = 0;
+  for (std::int64_t v = i0 + 1; v < bins; ++v) {
+    cumulative += h[v];
+    const double x = std::nearbyint(f32_of(f32_of_count(cumulative) * scale));
+    lut[static_cast<std::size_t>(v)] =
+        static_cast<std::uint32_t>(std::clamp(x, 0.0, double(bins - 1)));
+  }
+  return lut;
+}
+
+// Row of u8 or u16 samples as bin numbers.
+void to_bins(SampleType t, const std::byte* p, std::int64_t n, std::uint32_t* out) {
+  if (t == SampleType::u8) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = std::to_integer<std::uint32_t>(p[i]);
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint16_t v;
+    std::memcpy(&v, p + 2 * i, 2);
+    out[i] = v;
+  }
+}
+
+int run_equalize(const std::vector<std::string>& files, const ooc::RawHints& hints,
+                 std::uint64_t seed, std::int64_t sample) {
+  const std::string &out_path = files[0], &in_path = files[1];
+  auto in = ooc::open_source(in_path, hints, seed);
+  const ooc::ImageSpec& is = in->spec();
+  const std::int64_t bins = equalize_bins(is.type);
+  auto out = open_output(out_path, *in, in_path, std::nullopt, "ooceq");
+  if (out->spec().type != is.type)
+    throw Error(ErrorKind::input, "output '" + out_path + "' is " + out->spec().describe() +
+                                      " but input '" + in_path + "' is " + is.describe() +
+                                      ": ooceq writes the input's type, so OUT cannot be the "
+                                      "result of IN");
+  const int C = is.channels;
+  const std::int64_t n = is.row_samples();
+
+  // Pass 1: every row, whatever --sample says: one sample left out changes the table.
+  tbb::combinable<std::vector<std::uint64_t>> partial(
+      [&] { return std::vector<std::uint64_t>(static_cast<std::size_t>(bins * C), 0); });
+  for (std::int64_t y0 = 0; y0 < is.height; y0 += kBandRows) {
+    tbb::parallel_for(y0, std::min(is.height, y0 + kBandRows), [&](std::int64_t y) {
+      thread_local std::vector<std::byte> raw;
+      thread_local std::vector<std::uint32_t> v;
+      raw.resize(is.row_bytes());
+      v.resize(static_cast<std::size_t>(n));
+      in->read_rows(y, 1, raw.data());
+      to_bins(is.type, raw.data(), n, v.data());
+      std::uint64_t* h = partial.local().data();
+      for (std::int64_t i = 0; i < n; ++i) ++h[(i % C) * bins + v[i]];
+    });
+  }
+  std::vector<std::uint64_t> hist(static_cast<std::size_t>(bins * C), 0);
+  partial.combine_each([&](const std::vector<std::uint64_t>& p) {
+    for (std::size_t i = 0; i < hist.size(); ++i) hist[i] += p[i];
+  });
+  std::vector<std::vector<std::uint32_t>> lut;
+  std::printf("equalization: %s -> %s, %lld bins per channel, histogram of every row\n",
+              in->describe().c_str(), out->describe().c_str(), static_cast<long long>(bins));
+  for (int c = 0; c < C; ++c) {
+    const std::uint64_t* h = hist.data() + c * bins;
+    lut.push_back(own_equalization_table(h, bins));
+    std::int64_t lo = -1, hi = -1, distinct = 0;
+    for (std::int64_t v = 0; v < bins; ++v) {
+      if (h[v] == 0) continue;
+      lo = lo < 0 ? v : lo;
+      hi = v;
+      ++distinct;
+    }
+    std::printf("channel %d: values %lld..%lld, %lld distinct%s\n", c, static_cast<long long>(lo),
+                static_cast<long long>(hi), static_cast<long long>(distinct),
+                distinct == 1 ? " (one value: unchanged)" : "");
+  }
+
+  // Pass 2: the picked bands of OUT against table[IN], exactly.
+  auto check = [&](std::int64_t y0, std::int64_t rows, tbb::combinable<Tally>& tallies) {
+    tbb::parallel_for(y0, y0 + rows, [&](std::int64_t y) {
+      thread_local std::vector<std::byte> raw_in, raw_out;
+      thread_local std::vector<std::uint32_t> v, got;
+      raw_in.resize(is.row_bytes());
+      raw_out.resize(is.row_bytes());
+      v.resize(static_cast<std::size_t>(n));
+      got.resize(static_cast<std::size_t>(n));
+      in->read_rows(y, 1, raw_in.data());
+      out->read_rows(y, 1, raw_out.data());
+      to_bins(is.type, raw_in.data(), n, v.data());
+      to_bins(is.type, raw_out.data(), n, got.data());
+      Tally& t = tallies.local();
+      for (std::int64_t i = 0; i < n; ++i)
+        t.add(y * n + i, double(lut[static_cast<std::size_t>(i % C)][v[i]]), double(got[i]), 0.0);
+    });
+  };
+  const auto bands = pick_bands(0, is.height, sample, seed);
+  const Tally t = over_bands(bands, is.height, check);
+  const std::string what = "checked " + std::to_string(t.count) + " samples in " +
+                           band_summary(bands.size(), 0, is.height, sample, seed);
+  return report(what, "exact: OUT = table[IN] (cv2.equalizeHist's, each channel on its own)", t,
+                double(bins - 1), is, "expected", "OUT has");
 }
 
 // near[x * C + c] = the largest finite |a| of channel c over pixels [x - h, x + h] of the row
@@ -906,17 +1493,19 @@ int main(int argc, char** argv) {
   return ooc::cli::guarded_main("ooccheck", [&]() -> int {
     CLI::App app{
         "ooccheck: check oocconv's output against a float64 reference computed out of core\n"
-        "(ooccheck OUT IN [input and filter options of oocconv]), or compare two images\n"
-        "(ooccheck --compare A B)."};
+        "(ooccheck OUT IN [input and filter or --kernel options of oocconv]), ooceq's against\n"
+        "its own equalization (ooccheck --equalize OUT IN [input options]), or compare two\n"
+        "images (ooccheck --compare A B)."};
     app.footer(kFooter);
     app.get_formatter()->column_width(34);
 
     std::vector<std::string> files;
-    bool compare = false;
-    app.add_option("FILES", files, "OUT IN (OUT written by oocconv from IN), or A B with --compare")
+    bool compare = false, equalize = false;
+    app.add_option("FILES", files, "OUT IN (OUT made from IN by oocconv or ooceq), or A B")
         ->expected(2)
         ->required();
     app.add_flag("--compare", compare, "compare two images A B instead");
+    app.add_flag("--equalize", equalize, "check ooceq's OUT (histogram equalization) of IN");
 
     ooc::RawHints hints;
     std::string type = "f32";
@@ -958,6 +1547,20 @@ int main(int argc, char** argv) {
     if (sample < 0) throw Error(ErrorKind::usage, "--sample must be >= 0 (0: every band)");
     if (tolerance_opt->count() > 0 && !(tolerance >= 0))
       throw Error(ErrorKind::usage, "--tolerance must be >= 0, got " + std::to_string(tolerance));
+    if (compare && equalize)
+      throw Error(ErrorKind::usage, "give --compare or --equalize, not both");
+    if (equalize) {
+      for (const char* opt : {"--radius", "--sigma", "--filter", "--taps", "--row-taps",
+                              "--col-taps", "--taps-file", "--kernel", "--border", "--border-value",
+                              "--out-type", "--precision", "--tolerance", "--margin"}) {
+        if (app.get_option(opt)->count() > 0)
+          throw Error(ErrorKind::usage,
+                      std::string(opt) +
+                          " has no meaning for --equalize: ooceq takes no filter and OUT must "
+                          "equal the table of IN exactly");
+      }
+      return run_equalize(files, hints, seed, sample);
+    }
     if (compare) {
       for (const char* opt :
            {"--radius", "--sigma", "--filter", "--taps", "--row-taps", "--col-taps", "--taps-file",
@@ -972,12 +1575,8 @@ int main(int argc, char** argv) {
     if (margin_opt->count() > 0)
       throw Error(ErrorKind::usage,
                   "--margin belongs to --compare: the reference computes the borders exactly");
-    // Its reference is the separable filter's; a 2-D kernel's is not written yet, and checking
-    // one against the separable reference would fail for the wrong reason.
     if (!filter.kernel.empty())
-      throw Error(ErrorKind::usage,
-                  "ooccheck has no reference for --kernel (2-D) yet: compare OUT with an image "
-                  "computed elsewhere, e.g. scipy.ndimage.convolve, by ooccheck --compare");
+      return run_reference2d(files, hints, seed, filter, tolerance, sample);
     return run_reference(files, hints, seed, filter, tolerance, sample);
   });
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/common.hpp"
+#include "cli/world.hpp"
 #include "io/npy.hpp"
 #include "io/output_file.hpp"
 #include "ooc/error.hpp"
@@ -33,7 +34,8 @@ Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions), 5 GPU.
 
 // The histogram as CSV (value, then one count per channel) or .npy (u8 counts as uint64, shape
 // (channels, bins)), written like every output: a temporary renamed when complete.
-void write_histogram(const std::string& path, const ooc::HistogramOp& h) {
+void write_histogram(const std::string& path, const ooc::HistogramOp& h,
+                     const std::vector<std::uint64_t>& counts) {
   const std::int64_t bins = h.bins();
   const int C = h.channels();
   std::string data;
@@ -43,8 +45,8 @@ void write_histogram(const std::string& path, const ooc::HistogramOp& h) {
     const auto at = header.find("'<f8'");
     header.replace(at, 5, "'<u8'");
     data = header;
-    data.append(reinterpret_cast<const char*>(h.counts().data()),
-                h.counts().size() * sizeof(std::uint64_t));
+    data.append(reinterpret_cast<const char*>(counts.data()),
+                counts.size() * sizeof(std::uint64_t));
   } else {
     data = "value";
     for (int c = 0; c < C; ++c) {
@@ -56,7 +58,7 @@ void write_histogram(const std::string& path, const ooc::HistogramOp& h) {
       data += std::to_string(v);
       for (int c = 0; c < C; ++c) {
         data += ',';
-        data += std::to_string(h.counts()[c * bins + v]);
+        data += std::to_string(counts[c * bins + v]);
       }
       data += "\n";
     }
@@ -119,10 +121,11 @@ int main(int argc, char** argv) {
         ->default_str("auto");
     g_p->add_option("--devices", jo.devices, "GPUs to use: all, or a list like 0,1")
         ->default_str("all");
-    bool progress = ooc::cli::stderr_is_terminal(), quiet = false;
+    ooc::cli::ProgressCli progress;
+    bool quiet = false;
     std::string stats;
     auto* g_r = app.add_option_group("Reporting");
-    g_r->add_flag("--progress,!--no-progress", progress, "progress bar on stderr");
+    ooc::cli::add_progress_options(*g_r, progress);
     g_r->add_option("--stats", stats, "print a summary on stdout: json or text");
     g_r->add_flag("-q,--quiet", quiet, "no summary line on stderr");
 
@@ -134,23 +137,33 @@ int main(int argc, char** argv) {
     jo.hints.channels_given = channels_opt->count() > 0;
     if (mem_limit) jo.pipeline.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
 
+    // Under mpirun/srun each rank takes its rows; the histograms are summed over the ranks.
+    ooc::cli::World& world = ooc::cli::World::get();
+    ooc::cli::apply_run_options({}, jo);
     ooc::Job job(jo);
     const ooc::ImageSpec& spec = job.source().spec();
     auto hist = ooc::make_histogram(spec);
     auto lut = ooc::make_lut(spec);
+    job.set_fingerprint("histogram equalization; output " + spec.describe() + " " +
+                        ooc::output_format(jo.output, jo.sink));
     job.start({hist.get(), lut.get()});
 
     // One bar over both passes: the file is read twice.
-    ooc::cli::Progress bar(progress, 2 * spec.total_bytes());
-    const std::int64_t H = spec.height;
+    ooc::cli::Progress bar(progress, 2 * spec.total_bytes(), "ooceq");
+    const std::int64_t H = job.row_end() - job.row_begin();
     const ooc::RunStats s1 =
         job.run(*hist, [&](std::int64_t d, std::int64_t) { bar.update(d, 2 * H); });
-    lut->set_lut(ooc::equalization_lut(hist->counts(), hist->bins(), hist->channels()));
-    if (!histogram.empty()) write_histogram(histogram, *hist);
+    std::vector<std::uint64_t> counts = hist->counts();
+    world.sum(counts);
+    lut->set_lut(ooc::equalization_lut(counts, hist->bins(), hist->channels()));
+    if (!histogram.empty() && world.rank() == 0) write_histogram(histogram, *hist, counts);
     const ooc::RunStats s2 =
         job.run(*lut, [&](std::int64_t d, std::int64_t) { bar.update(H + d, 2 * H); });
     bar.finish();
     job.commit();
+    nlohmann::json extra;
+    if (!ooc::cli::finish_parts("ooceq", job, s2, quiet, extra)) return ooc::kExitResumable;
+    if (world.rank() != 0) return 0;
 
     ooc::RunStats total = s2;
     total.seconds += s1.seconds;
@@ -159,13 +172,12 @@ int main(int argc, char** argv) {
     total.compute_seconds += s1.compute_seconds;
     total.write_seconds += s1.write_seconds;
     // "bytes" of the input stay the file's; both passes' reads are reported apart.
-    nlohmann::json extra;
     extra["passes"] = {{"histogram_seconds", s1.seconds},
                        {"map_seconds", s2.seconds},
                        {"bytes_read", s1.bytes_read + s2.bytes_read}};
     nlohmann::json channels = nlohmann::json::array();
     for (int c = 0; c < hist->channels(); ++c) {
-      const std::uint64_t* h = hist->counts().data() + c * hist->bins();
+      const std::uint64_t* h = counts.data() + c * hist->bins();
       std::int64_t lo = -1, hi = -1, distinct = 0;
       std::uint64_t samples = 0;
       for (std::int64_t v = 0; v < hist->bins(); ++v) {
@@ -179,7 +191,8 @@ int main(int argc, char** argv) {
           {{"min", lo}, {"max", hi}, {"distinct_values", distinct}, {"samples", samples}});
     }
     extra["histogram"] = {{"bins", hist->bins()}, {"channels", channels}};
-    ooc::cli::report("ooceq", stats, quiet, job, "histogram equalization (2 passes)", total, extra);
+    ooc::cli::report("ooceq", stats, quiet || world.mpi(), job, "histogram equalization (2 passes)",
+                     total, extra);
     return 0;
   });
 }

@@ -29,7 +29,8 @@ Examples:
     std::optional<std::string> mem_limit;
     ooc::RawHints hints;
     std::uint64_t seed = 1;
-    bool progress = ooc::cli::stderr_is_terminal(), quiet = false;
+    ooc::cli::ProgressCli progress;
+    bool quiet = false;
     app.add_option("OUTPUT", out, "image file to write (OUTPUT.partial until complete)")
         ->required();
     app.add_option("--width", hints.width, "samples per row")
@@ -44,7 +45,7 @@ Examples:
     ooc::SinkOptions out_options;
     ooc::cli::add_output_options(app, out_options);
     app.add_option("--mem-limit", mem_limit, "memory for the band ring (default: min(1G, RAM/4))");
-    app.add_flag("--progress,!--no-progress", progress, "progress bar on stderr");
+    ooc::cli::add_progress_options(app, progress);
     app.add_flag("-q,--quiet", quiet, "no summary line");
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocgen")) return *code;
     hints.type = ooc::parse_sample_type(type);
@@ -62,7 +63,7 @@ Examples:
     ooc::Job job(jo);
     auto op = ooc::make_convert(job.source().spec(), hints.type);
     job.start({op.get()});
-    ooc::cli::Progress bar(progress, job.source().spec().total_bytes());
+    ooc::cli::Progress bar(progress, job.source().spec().total_bytes(), "oocgen");
     const auto st = job.run(*op, [&](std::int64_t d, std::int64_t t) { bar.update(d, t); });
     bar.finish();
     job.commit();

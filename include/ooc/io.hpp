@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ooc/error.hpp"
 #include "ooc/image.hpp"
 
 namespace boost::interprocess {
@@ -74,6 +75,9 @@ class Sink {
                           std::size_t stride) = 0;
   // Makes the output visible under its final name. Without commit() the destructor removes it.
   virtual void commit() = 0;
+  // A resumable stop: flushes what was written to the disk and leaves the temporary (and its
+  // journal, the job's business) for --resume. Outputs that cannot resume throw a usage Error.
+  virtual void keep() { throw Error(ErrorKind::usage, describe() + " cannot be resumed"); }
   // Memory the sink holds besides the rows handed to it (rows gathered for compression), at
   // most; the planner counts it.
   virtual std::size_t buffer_bytes() const { return 0; }
@@ -102,6 +106,11 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
 std::string detect_format(const std::string& path);
 
 // How to write an output.
+// How an output's temporary is opened. fresh: created (a leftover of an interrupted run is
+// replaced); resume: the leftover is continued (its journal was checked); shared: the parts of a
+// multi-process run write their rows into one temporary, created by whichever comes first.
+enum class OutputMode { fresh, resume, shared };
+
 struct SinkOptions {
   std::string format = "auto";    // auto (from the extension: .tif/.tiff, .npy, else raw)
   std::int64_t tile = 0;          // TIFF: tile side (a multiple of 16); 0: strips
@@ -111,7 +120,17 @@ struct SinkOptions {
   Metadata metadata;              // TIFF: tags carried over from the input
   std::size_t mem_limit = 0;      // the job's --mem-limit (0: the default): buffers stay within it
   int threads = 0;                // threads that compress (0: all cores)
+  OutputMode mode = OutputMode::fresh;
+  // The rows this process writes (shared mode locks only those); row_end 0: to the bottom.
+  std::int64_t row_begin = 0, row_end = 0;
+  // Whether the temporary outlives a signal (a journaled, resumable run): then only an error
+  // removes it, and a killed run leaves it for --resume.
+  bool keep_on_signal = false;
 };
+
+// "raw", "npy", "tiff" (by --format, else the extension) or "null" (null:); throws a usage Error
+// for an unknown --format.
+std::string output_format(const std::string& path, const SinkOptions& options);
 
 // Creates `path` for writing under a temporary name beside it; "null:" discards the rows.
 // Refuses an output that is the input (same file, also through links). Reserves the disk space

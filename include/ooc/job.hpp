@@ -1,5 +1,9 @@
 // What every tool does around its operations: open the input, pick the backend, plan the bands
 // for all passes, create the output, run the passes on one set of slots, commit the output.
+// A job may cover a part of the image (one of N parts, or a row range) and write its rows into a
+// temporary shared with the other parts; finish_output() puts the whole into place. Every run
+// that writes a raw or .npy file keeps a journal beside its temporary (which rows are done, and a
+// fingerprint of the input and the options), so that an interrupted run can resume.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +25,21 @@ struct JobOptions {
   SinkOptions sink;
   PipelineOptions pipeline;
   std::string device = "auto", devices = "all";
+  // Part part_index of part_count (rows split evenly), or rows [rows_begin, rows_end) when
+  // rows_end > 0: the rows go into a temporary shared with the other parts.
+  int part_index = 0, part_count = 1;
+  std::int64_t rows_begin = 0, rows_end = 0;
+  bool resume = false;      // continue from the journal (starts afresh when there is none)
+  std::string fingerprint;  // what the tool's options make of the bytes (checked on resume)
 };
+
+// The exit code of a run stopped by SIGTERM/SIGINT that --resume can continue (EX_TEMPFAIL).
+inline constexpr int kExitResumable = 75;
+
+// Checks that the parts of `output` (their journals) are complete, from one input and the same
+// options, and cover the image; then renames the temporary into place and removes the journals.
+// Throws an input Error naming each missing or unfinished part. Returns a one-line summary.
+std::string finish_output(const std::string& output);
 
 class Job {
  public:
@@ -29,15 +47,29 @@ class Job {
   ~Job();
 
   Source& source() noexcept { return *source_; }
+  // What the tool's options make of the bytes (JobOptions::fingerprint), once the operation that
+  // knows it is built; before start().
+  void set_fingerprint(std::string f) { options_.fingerprint = std::move(f); }
   const JobOptions& options() const noexcept { return options_; }
 
   // Picks the backend, creates the output (for the operation that writes one), plans the bands
   // for every pass and makes the engine. Call once, with every operation the job will run.
   void start(const std::vector<const Operation*>& ops);
-  // One pass; an operation with an output writes it to the job's output.
+  // One pass; an operation with an output writes it to the job's output. When request_stop()
+  // ends it early (RunStats::stopped), the output is flushed and the journal records the rows
+  // done: the tool then exits with kExitResumable.
   RunStats run(Operation& op, const ProgressFn& progress = {});
-  // Renames the output into place (nothing without one).
+  // Renames the output into place (nothing without one); a part only records that it is done.
   void commit();
+
+  // The rows this job covers, and where it started (later than begin when resumed).
+  std::int64_t row_begin() const noexcept { return begin_; }
+  std::int64_t row_end() const noexcept { return end_; }
+  std::int64_t resumed_from() const noexcept { return start_; }
+  bool is_part() const noexcept { return shared_; }
+  // Nothing was left to do (a resumed run whose rows were all done).
+  bool nothing_left() const noexcept { return start_ >= end_; }
+  const std::string& journal_path() const noexcept { return journal_; }
 
   const Backend& backend() const noexcept { return backend_; }
   const BandPlan& plan() const noexcept { return plan_; }
@@ -50,6 +82,11 @@ class Job {
   Backend backend_;
   BandPlan plan_;
   std::unique_ptr<Engine> engine_;
+  std::int64_t begin_ = 0, end_ = 0, start_ = 0;
+  bool shared_ = false;
+  std::string journal_;  // empty: the output keeps none
+  std::string identity_;
+  void write_journal(std::int64_t done) const;
 };
 
 }  // namespace ooc

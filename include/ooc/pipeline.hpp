@@ -30,7 +30,16 @@ struct PipelineOptions {
   std::size_t target_slot_bytes = std::size_t{12} << 20;
   std::int64_t min_rows_per_halo = 4;  // aim for band_rows >= 4 x halo rows when memory allows
   std::int64_t strip_samples = 512;    // CPU kernels: column strip width, in samples (L2-sized)
+  // The rows a job covers, [row_begin, row_end); row_end 0: to the bottom. A part of a
+  // multi-process run, or what is left of a resumed one.
+  std::int64_t row_begin = 0, row_end = 0;
 };
+
+// Asks every running Engine to stop taking new bands: the bands in flight are finished and
+// written, then run() returns with RunStats::stopped set. Async-signal-safe (a lock-free atomic),
+// for SIGTERM/SIGINT handlers.
+void request_stop() noexcept;
+bool stop_requested() noexcept;
 
 // Default for --mem-limit: the smaller of 1 GiB and a quarter of physical memory.
 std::size_t default_mem_limit();
@@ -128,6 +137,7 @@ std::string cuda_device_name(int device);
 struct BandPlan {
   std::int64_t band_rows = 0;
   std::int64_t bands = 0;
+  std::int64_t row_begin = 0, row_end = 0;     // band i starts at row_begin + i x band_rows
   std::int64_t first_band = 0, last_band = 0;  // a run covers [first_band, last_band)
   int slots = 0;
   int threads = 0;
@@ -158,6 +168,8 @@ struct RunStats {
   double read_seconds = 0;     // summed over the stage's calls
   double compute_seconds = 0;  // summed over threads
   double write_seconds = 0;
+  std::int64_t rows_done = 0;  // output rows written, from the range's first row on, in order
+  bool stopped = false;        // request_stop() ended the run before its last band
 };
 
 using ProgressFn = std::function<void(std::int64_t rows_done, std::int64_t rows_total)>;

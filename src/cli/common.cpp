@@ -19,12 +19,15 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
+#include "ooc/pipeline.hpp"
+#include "world.hpp"
 
 namespace ooc::cli {
 
 namespace {
 
 char g_prog[64] = "ooc";  // read by the signal handler: a plain buffer, no allocation there
+volatile sig_atomic_t g_graceful = 0, g_stopping = 0;
 
 void write_str(const char* s) {
   (void)!::write(STDERR_FILENO, s, std::strlen(s));
@@ -33,6 +36,16 @@ void write_str(const char* s) {
 // Every signal that would end the process: its temporaries go first. SIGBUS is an input file cut
 // short under its mapping: said so, exit 4. Signals that dump core dump it after the cleanup.
 extern "C" void on_fatal_signal(int sig) {
+  // A resumable run stops at a band boundary and records where (Slurm's SIGTERM before the time
+  // limit, Ctrl-C); a second signal ends it at once, keeping the journal's last record.
+  if ((sig == SIGINT || sig == SIGTERM) && g_graceful && !g_stopping) {
+    g_stopping = 1;
+    ooc::request_stop();
+    write_str(g_prog);
+    write_str(sig == SIGINT ? ": SIGINT" : ": SIGTERM");
+    write_str(": finishing the bands in flight, then stopping (again to stop at once)\n");
+    return;
+  }
   ooc::remove_temporary_outputs();
   if (sig == SIGBUS) {
     write_str(g_prog);
@@ -110,20 +123,32 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, cons
   return std::nullopt;
 }
 
+namespace {
+// One rank's failure ends every rank (they could wait for it forever), with the rank named.
+int failed(const char* prog, const char* what, int code) {
+  if (World::started() && World::get().mpi()) {
+    std::fprintf(stderr, "%s: rank %d of %d: error: %s\n", prog, World::get().rank(),
+                 World::get().size(), what);
+    std::fflush(stderr);
+    World::get().abort(code);
+  }
+  std::fprintf(stderr, "%s: error: %s\n", prog, what);
+  return code;
+}
+}  // namespace
+
 int guarded_main(const char* prog, const std::function<int()>& body) {
   reserve_standard_fds();
   install_signal_handlers(prog);
   try {
     return body();
   } catch (const Error& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog, e.what());
-    return e.exit_code();
+    return failed(prog, e.what(), e.exit_code());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "%s: error: out of memory: lower --mem-limit or --slots\n", prog);
-    return static_cast<int>(ErrorKind::io);
+    return failed(prog, "out of memory: lower --mem-limit or --slots",
+                  static_cast<int>(ErrorKind::io));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog, e.what());
-    return 1;
+    return failed(prog, e.what(), 1);
   }
 }
 
@@ -162,21 +187,36 @@ bool stderr_is_terminal() {
   return ::isatty(STDERR_FILENO) == 1;
 }
 
-Progress::Progress(bool enabled, std::size_t total_bytes)
-    : enabled_(enabled),
+Progress::Progress(const ProgressCli& p, std::size_t total_bytes, const char* prog)
+    : mode_(p.none                 ? Mode::none
+            : p.log                ? Mode::log
+            : p.bar                ? Mode::bar
+            : stderr_is_terminal() ? Mode::bar
+                                   : Mode::log),
       total_bytes_(total_bytes),
+      prog_(prog),
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
 void Progress::update(std::int64_t done, std::int64_t total) {
-  if (!enabled_ || total <= 0) return;
+  if (mode_ == Mode::none || total <= 0) return;
   const auto now = std::chrono::steady_clock::now();
-  if (done < total && now - last_ < std::chrono::milliseconds(200)) return;
+  const auto every = mode_ == Mode::bar ? std::chrono::milliseconds(200)
+                                        : std::chrono::milliseconds(1000 * kLogSeconds);
+  if ((done < total || mode_ == Mode::log) && now - last_ < every) return;
   last_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double frac = static_cast<double>(done) / static_cast<double>(total);
   const double mbps = elapsed > 0 ? frac * static_cast<double>(total_bytes_) / elapsed / 1e6 : 0;
   const double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
+  if (mode_ == Mode::log) {
+    const long e = std::lround(eta);
+    std::fprintf(stderr, "%s: %5.1f%% %lld/%lld rows, %.2f GB/s, ETA %ldm%02lds\n", prog_,
+                 100 * frac, static_cast<long long>(done), static_cast<long long>(total),
+                 mbps / 1e3, e / 60, e % 60);
+    std::fflush(stderr);
+    return;
+  }
   constexpr int kWidth = 30;
   char bar[kWidth + 1];
   const int filled = static_cast<int>(frac * kWidth);
@@ -192,6 +232,156 @@ void Progress::finish() {
   drawn_ = false;
 }
 
+void add_progress_options(CLI::App& app, ProgressCli& p) {
+  auto* bar = app.add_flag("--progress", p.bar, "progress bar on stderr (default on a terminal)");
+  auto* log = app.add_flag("--progress-log", p.log,
+                           "a progress line every " + std::to_string(kLogSeconds) +
+                               " s, for batch logs (default when stderr is not a terminal)");
+  app.add_flag("--no-progress", p.none, "no progress report")->excludes(bar)->excludes(log);
+  bar->excludes(log);
+}
+
+void add_run_options(CLI::App& app, RunCli& r) {
+  auto* part = app.add_option("--part", r.part,
+                              "I/N: run part I (0 to N-1) of N; auto: from Slurm "
+                              "(SLURM_ARRAY_TASK_ID, SLURM_PROCID) or MPI rank variables");
+  app.add_option("--rows", r.rows, "A:B: run output rows A to B-1 only")->excludes(part);
+  app.add_flag("--resume", r.resume,
+               "continue an interrupted run (or part) from its journal; starts afresh if none");
+}
+
+void apply_run_options(const RunCli& r, ooc::JobOptions& jo) {
+  jo.resume = r.resume;
+  World& world = World::get();
+  if (world.mpi()) {
+    if (!r.part.empty() || !r.rows.empty())
+      throw Error(ErrorKind::usage,
+                  "under mpirun/srun the ranks are the parts: drop --part and "
+                  "--rows");
+    jo.part_index = world.rank();
+    jo.part_count = world.size();
+    // One GPU per rank, by its rank on the node, unless --devices names them.
+    if (jo.devices == "all") {
+      const int gpus = ooc::cuda_device_count();
+      if (gpus > 0) jo.devices = std::to_string(world.local_rank() % gpus);
+    }
+    return;
+  }
+  auto number = [](const std::string& text, const std::string& what) {
+    std::size_t pos = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(text, &pos);
+    } catch (const std::exception&) {
+      pos = std::string::npos;
+    }
+    if (pos != text.size() || v < 0) throw Error(ErrorKind::usage, what);
+    return v;
+  };
+  if (r.part == "auto") {
+    std::string from;
+    if (!part_from_environment(jo.part_index, jo.part_count, from))
+      throw Error(ErrorKind::usage,
+                  "--part auto found no Slurm array, srun or MPI variables: give --part I/N");
+  } else if (!r.part.empty()) {
+    const std::string bad = "--part takes I/N (part I, from 0, of N) or auto, got '" + r.part + "'";
+    const auto slash = r.part.find('/');
+    if (slash == std::string::npos) throw Error(ErrorKind::usage, bad);
+    const long long i = number(r.part.substr(0, slash), bad);
+    const long long n = number(r.part.substr(slash + 1), bad);
+    if (n < 1 || n > (1 << 20) || i >= n) throw Error(ErrorKind::usage, bad);
+    jo.part_index = static_cast<int>(i);
+    jo.part_count = static_cast<int>(n);
+  }
+  if (!r.rows.empty()) {
+    const std::string bad = "--rows takes A:B (rows A to B-1), got '" + r.rows + "'";
+    const auto colon = r.rows.find(':');
+    if (colon == std::string::npos) throw Error(ErrorKind::usage, bad);
+    jo.rows_begin = number(r.rows.substr(0, colon), bad);
+    jo.rows_end = number(r.rows.substr(colon + 1), bad);
+    if (jo.rows_end <= jo.rows_begin) throw Error(ErrorKind::usage, bad);
+  }
+}
+
+void stop_gracefully_on_signals() {
+  g_graceful = 1;
+}
+
+int stopped(const char* prog, const Job& job, const RunStats& st) {
+  const std::int64_t at = job.resumed_from() + st.rows_done;
+  if (job.journal_path().empty()) {
+    std::fprintf(stderr,
+                 "%s: stopped at row %lld of rows %lld:%lld; nothing is kept: run it "
+                 "again\n",
+                 prog, static_cast<long long>(at), static_cast<long long>(job.row_begin()),
+                 static_cast<long long>(job.row_end()));
+  } else {
+    std::fprintf(stderr,
+                 "%s: stopped at row %lld of rows %lld:%lld; kept '%s' and its journal: run the "
+                 "same command with --resume to go on\n",
+                 prog, static_cast<long long>(at), static_cast<long long>(job.row_begin()),
+                 static_cast<long long>(job.row_end()),
+                 ooc::partial_path(job.options().output).c_str());
+  }
+  if (World::started() && World::get().mpi()) World::get().all_ok(false);
+  return ooc::kExitResumable;
+}
+
+bool finish_parts(const char* prog, Job& job, const RunStats& st, bool quiet,
+                  nlohmann::json& summary) {
+  World& world = World::get();
+  const bool writes = job.sink() != nullptr && job.options().output != "null:";
+  if (!world.mpi()) {
+    if (job.is_part() && writes && !quiet)
+      std::fprintf(stderr,
+                   "%s: rows %lld:%lld of '%s' done; when every part is, run: oocconv "
+                   "--finish %s\n",
+                   prog, static_cast<long long>(job.row_begin()),
+                   static_cast<long long>(job.row_end()), job.options().output.c_str(),
+                   job.options().output.c_str());
+    return true;
+  }
+  if (!world.all_ok(true)) return false;
+  bool ok = true;
+  std::string finished;
+  if (world.rank() == 0 && writes) {
+    try {
+      finished = ooc::finish_output(job.options().output);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s: rank 0: error: %s\n", prog, e.what());
+      ok = false;
+    }
+  }
+  if (!world.all_ok(ok)) return false;
+  const std::vector<double> mine{double(world.rank()),    st.seconds,
+                                 double(st.bytes_read),   double(st.bytes_written),
+                                 double(job.row_begin()), double(job.row_end())};
+  const std::vector<double> all = world.gather(mine);
+  if (world.rank() == 0) {
+    double slowest = 0, read = 0, written = 0;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (std::size_t i = 0; i + 5 < all.size(); i += 6) {
+      slowest = std::max(slowest, all[i + 1]);
+      read += all[i + 2];
+      written += all[i + 3];
+      ranks.push_back({{"rank", int(all[i])},
+                       {"seconds", all[i + 1]},
+                       {"bytes_read", all[i + 2]},
+                       {"rows", {std::int64_t(all[i + 4]), std::int64_t(all[i + 5])}}});
+    }
+    summary["mpi"] = {{"ranks", world.size()},
+                      {"seconds", slowest},
+                      {"bytes_read", read},
+                      {"bytes_written", written},
+                      {"input_gb_per_s", read / std::max(slowest, 1e-9) / 1e9},
+                      {"per_rank", ranks}};
+    if (!quiet)
+      std::fprintf(stderr, "%s: %d ranks: %.2f GB in %.2f s (slowest rank), %.2f GB/s%s%s\n", prog,
+                   world.size(), read / 1e9, slowest, read / std::max(slowest, 1e-9) / 1e9,
+                   finished.empty() ? "" : "; ", finished.c_str());
+  }
+  return true;
+}
 void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
   group
       .add_option("--format", o.format, "output format: auto (from the extension), raw, npy, tiff")

@@ -20,6 +20,7 @@ class App;
 namespace ooc {
 struct SinkOptions;
 struct RunStats;
+struct JobOptions;
 class Job;
 }  // namespace ooc
 
@@ -42,19 +43,50 @@ void write_report(const std::string& text, const std::string& done);
 
 std::size_t peak_rss_bytes();
 
-// A one-line progress bar on stderr: percent, MB/s, ETA; at most a few updates a second.
+// --progress (a bar), --progress-log (a line every few seconds, for batch logs), --no-progress.
+// Default: the bar on a terminal, log lines otherwise.
+inline constexpr int kLogSeconds = 5;
+struct ProgressCli {
+  bool bar = false, log = false, none = false;
+};
+void add_progress_options(CLI::App& app, ProgressCli& p);
+
+// Progress on stderr: a one-line bar (percent, MB/s, ETA; a few updates a second), or in log
+// mode a line every kLogSeconds: "prog: 37.2% 4096/11000 rows, 2.31 GB/s, ETA 3m05s".
 class Progress {
  public:
-  Progress(bool enabled, std::size_t total_bytes);
+  Progress(const ProgressCli& mode, std::size_t total_bytes, const char* prog = "ooc");
   void update(std::int64_t done, std::int64_t total);
   void finish();
 
  private:
-  bool enabled_;
+  enum class Mode { none, bar, log } mode_;
   std::size_t total_bytes_;
+  const char* prog_;
   std::chrono::steady_clock::time_point start_, last_;
   bool drawn_ = false;
 };
+
+// Parts and resume: --part I/N | auto, --rows A:B, --resume. apply_run_options() fills `jo`;
+// under an MPI launcher the ranks are the parts (and --part/--rows are refused).
+struct RunCli {
+  std::string part, rows;
+  bool resume = false;
+};
+void add_run_options(CLI::App& app, RunCli& r);
+void apply_run_options(const RunCli& r, ooc::JobOptions& jo);
+
+// From here on the first SIGINT or SIGTERM asks the engine to stop after the bands in flight
+// (ooc::request_stop), instead of ending the process; a second one ends it at once.
+void stop_gracefully_on_signals();
+// The end of a run that a signal stopped: says what is kept and how to resume; returns the exit
+// code (ooc::kExitResumable).
+int stopped(const char* prog, const Job& job, const RunStats& st);
+// The end of an MPI run or of a part: rank 0 finishes the output once every rank is done (parts
+// of a Slurm array leave that to --finish); `summary` gets the per-rank times for --stats.
+// Returns false when another rank failed or stopped (then exit with kExitResumable).
+bool finish_parts(const char* prog, Job& job, const RunStats& st, bool quiet,
+                  nlohmann::json& summary);
 
 // The output-file options of oocconv and oocgen: --format, --tile, --compress, --level, --bigtiff.
 void add_output_options(CLI::App& group, ooc::SinkOptions& options);

@@ -88,10 +88,12 @@ pid_t lock_holder(int fd) {
   return fl.l_type == F_UNLCK ? 0 : fl.l_pid;
 }
 
-bool try_lock(int fd) {
+bool try_lock(int fd, off_t begin = 0, off_t end = 0) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
+  fl.l_start = begin;
+  fl.l_len = end > begin ? end - begin : 0;  // 0: the whole file
   if (::fcntl(fd, F_SETLK, &fl) == 0) return true;
   return no_locking(errno);
 }
@@ -137,7 +139,9 @@ void write_mapped_inputs(int fd) noexcept {
   }
 }
 
-OutputFile::OutputFile(const std::string& path, const std::string& input_path) : path_(path) {
+OutputFile::OutputFile(const std::string& path, const std::string& input_path, OutputMode mode,
+                       off_t lock_begin, off_t lock_end, bool keep_on_signal)
+    : path_(path), mode_(mode) {
   if (path.empty())
     throw Error(ErrorKind::usage, "the output path is empty: name a file (or null: to discard)");
   target_ = path;
@@ -181,6 +185,11 @@ OutputFile::OutputFile(const std::string& path, const std::string& input_path) :
                                       "', written while the output is made): rename the input or "
                                       "name another output");
 
+  if (mode != OutputMode::fresh) {
+    open_existing(path, lock_begin, lock_end);
+    if (!keep_on_signal) slot_ = register_temporary(partial_, dev_, ino_);
+    return;
+  }
   // Create exclusively; a leftover temporary is examined, and replaced only if it is plainly an
   // interrupted run's own file.
   for (int attempt = 0; attempt < 3 && fd_ < 0; ++attempt) {
@@ -246,7 +255,46 @@ OutputFile::OutputFile(const std::string& path, const std::string& input_path) :
     ::close(old_fd);
   }
   if (fd_ < 0) throw busy(path, partial_, 0);
-  slot_ = register_temporary(partial_, dev_, ino_);
+  if (!keep_on_signal) slot_ = register_temporary(partial_, dev_, ino_);
+}
+
+void OutputFile::open_existing(const std::string& path, off_t lock_begin, off_t lock_end) {
+  const bool shared = mode_ == OutputMode::shared;
+  const int fd =
+      ::open(partial_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | (shared ? O_CREAT : 0), 0666);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT)
+      throw Error(ErrorKind::usage,
+                  "nothing to resume: '" + partial_ + "' does not exist; run without --resume");
+    throw Error(ErrorKind::io, system_message(err == ELOOP ? "refusing the symbolic link"
+                                                           : "cannot open temporary output",
+                                              partial_, err) +
+                                   ": remove it, or name another output");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      st.st_nlink != 1) {
+    ::close(fd);
+    throw Error(ErrorKind::io, "'" + partial_ + "', the temporary of output '" + path +
+                                   "', is not a regular file of this user with one link: remove "
+                                   "it, or name another output");
+  }
+  // Parts lock their own rows, a resumed run the whole file: two writers of the same rows
+  // collide here, not in the file.
+  if (!(shared ? try_lock(fd, lock_begin, lock_end) : try_lock(fd))) {
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = shared ? lock_begin : 0;
+    fl.l_len = shared && lock_end > lock_begin ? lock_end - lock_begin : 0;
+    const pid_t holder = ::fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? fl.l_pid : 0;
+    ::close(fd);
+    throw busy(path, partial_, holder);
+  }
+  fd_ = fd;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
 }
 
 OutputFile::~OutputFile() {
@@ -274,10 +322,23 @@ void OutputFile::commit() {
   slot_ = -1;
 }
 
+void OutputFile::keep() {
+  unregister_temporary(slot_);
+  slot_ = -1;
+  committed_ = true;  // nothing to remove any more
+  if (fd_ >= 0) {
+    const int rc = ::fsync(fd_), err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) throw Error(ErrorKind::io, system_message("cannot flush output", partial_, err));
+  }
+}
+
 void OutputFile::discard() noexcept {
   unregister_temporary(slot_);
   slot_ = -1;
-  if (!committed_ && !partial_.empty() && ino_ != 0) {
+  // A shared temporary holds the rows of other parts too: it is never removed by one of them.
+  if (!committed_ && mode_ != OutputMode::shared && !partial_.empty() && ino_ != 0) {
     struct stat st {};
     if (::lstat(partial_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)
       ::unlink(partial_.c_str());

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "ooc/io.hpp"
+
 namespace ooc {
 
 class OutputFile {
@@ -16,7 +18,12 @@ class OutputFile {
   // at the temporary name, then creates the temporary exclusively and locks it. A leftover
   // temporary of an interrupted run (a regular file of ours, unlocked) is replaced; anything else
   // there (a link, another user's file, a file another process is writing) is refused.
-  OutputFile(const std::string& path, const std::string& input_path);
+  // Modes (see OutputMode): resume opens the existing temporary and locks it whole; shared
+  // creates it or opens it, and locks only bytes [lock_begin, lock_end) (one writer per part).
+  // keep_on_signal: not registered for removal by the signal handlers.
+  OutputFile(const std::string& path, const std::string& input_path,
+             OutputMode mode = OutputMode::fresh, off_t lock_begin = 0, off_t lock_end = 0,
+             bool keep_on_signal = false);
   ~OutputFile();  // removes the temporary unless committed
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
@@ -31,14 +38,20 @@ class OutputFile {
   void commit();
   // Removes the temporary (only if the name still refers to our file) and closes it.
   void discard() noexcept;
+  // Flushes the temporary to the disk and closes it, leaving it for a resumed run.
+  void keep();
+  bool shared() const noexcept { return mode_ == OutputMode::shared; }
 
  private:
+  void open_existing(const std::string& path, off_t lock_begin, off_t lock_end);
+
   std::string path_, target_, partial_;
   int fd_ = -1;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   int slot_ = -1;  // in the registry of temporaries (signal-time removal)
   bool committed_ = false;
+  OutputMode mode_ = OutputMode::fresh;
 };
 
 // Async-signal-safe registries for a process's fatal-signal handlers (the library installs no

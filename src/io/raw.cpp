@@ -133,11 +133,32 @@ class RawSource final : public Source {
 class FileSink final : public Sink {
  public:
   FileSink(const std::string& path, const ImageSpec& spec, const std::string& input_path,
-           std::string header)
-      : file_(path, input_path), spec_(spec), header_(std::move(header)) {
+           std::string header, const SinkOptions& o)
+      : file_(path, input_path, o.mode, lock_offset(header.size(), spec, o.row_begin),
+              lock_offset(header.size(), spec, o.row_end > 0 ? o.row_end : spec.height),
+              o.keep_on_signal),
+        spec_(spec),
+        header_(std::move(header)) {
     const std::size_t total = header_.size() + spec.total_bytes();
-    // Reserve the blocks now: a full disk fails here, before any work, not halfway through.
-    const int rc = ::posix_fallocate(file_.fd(), 0, static_cast<off_t>(total));
+    if (o.mode == OutputMode::resume) {
+      struct stat st {};
+      if (::fstat(file_.fd(), &st) != 0 || static_cast<std::size_t>(st.st_size) != total)
+        throw Error(ErrorKind::usage, "'" + file_.partial() + "' is not " + std::to_string(total) +
+                                          " bytes long, as this output must be: it is not the "
+                                          "run to resume; run without --resume");
+      return;
+    }
+    // Reserve the blocks now: a full disk fails here, before any work, not halfway through. A
+    // part reserves its own rows (and, with the first, the header).
+    const std::size_t begin = o.mode == OutputMode::shared && o.row_begin > 0
+                                  ? lock_offset(header_.size(), spec, o.row_begin)
+                                  : 0;
+    const std::size_t end =
+        o.mode == OutputMode::shared
+            ? lock_offset(header_.size(), spec, o.row_end > 0 ? o.row_end : spec.height)
+            : total;
+    const int rc =
+        ::posix_fallocate(file_.fd(), static_cast<off_t>(begin), static_cast<off_t>(end - begin));
     if (rc == EFBIG)
       throw Error(ErrorKind::io, "output '" + path + "' (" + std::to_string(total) +
                                      " bytes) is larger than this file system or the file size "
@@ -148,10 +169,13 @@ class FileSink final : public Sink {
       if (::fstatvfs(file_.fd(), &vfs) == 0)
         avail = ", " + std::to_string(std::uint64_t(vfs.f_bavail) * vfs.f_frsize) + " available";
       throw Error(ErrorKind::io, "not enough space for output '" + path + "' (" +
-                                     std::to_string(total) + " bytes needed" + avail +
+                                     std::to_string(end - begin) + " bytes needed" + avail +
                                      "): free some space or write elsewhere");
     }
-    if (rc != 0 && ::ftruncate(file_.fd(), static_cast<off_t>(total)) != 0)
+    // Every part sizes the shared file to the whole image: the same size whoever comes first.
+    struct stat st {};
+    if (::fstat(file_.fd(), &st) == 0 && static_cast<std::size_t>(st.st_size) != total &&
+        ::ftruncate(file_.fd(), static_cast<off_t>(total)) != 0)
       throw Error(ErrorKind::io,
                   system_message("cannot size output", file_.partial(), errno) + full_hint(errno));
     if (!header_.empty())
@@ -174,9 +198,15 @@ class FileSink final : public Sink {
     }
   }
 
-  void commit() override { file_.commit(); }
+  // A part's rows are done; the output is finished by whoever checks every part (--finish).
+  void commit() override { file_.shared() ? file_.keep() : file_.commit(); }
+  void keep() override { file_.keep(); }
 
  private:
+  static off_t lock_offset(std::size_t header, const ImageSpec& spec, std::int64_t row) {
+    return static_cast<off_t>(header + static_cast<std::size_t>(row) * spec.row_bytes());
+  }
+
   void write_all(const std::byte* p, std::size_t bytes, std::size_t offset) {
     while (bytes > 0) {
       const ssize_t w = ::pwrite(file_.fd(), p, bytes, static_cast<off_t>(offset));
@@ -204,6 +234,7 @@ class NullSink final : public Sink {
   std::string describe() const override { return "null (discarded) " + spec_.describe(); }
   void write_rows(std::int64_t, std::int64_t, const std::byte*, std::size_t) override {}
   void commit() override {}
+  void keep() override {}
 
  private:
   ImageSpec spec_;
@@ -408,22 +439,28 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
   return make_mapped_source(path, fd, std::move(layout));
 }
 
+std::string output_format(const std::string& path, const SinkOptions& options) {
+  if (path == "null:") return "null";
+  std::string f = options.format;
+  // .btf and .tf8 are the customary names of BigTIFF files.
+  if (f == "auto")
+    f = has_extension(path, {".tif", ".tiff", ".btf", ".tf8"}) ? "tiff"
+        : has_extension(path, {".npy"})                        ? "npy"
+                                                               : "raw";
+  if (f != "raw" && f != "npy" && f != "tiff")
+    throw Error(ErrorKind::usage,
+                "--format takes auto, raw, npy or tiff, got '" + options.format + "'");
+  return f;
+}
+
 std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
                                   const std::string& input_path, const SinkOptions& options) {
   validate(spec);
   if (path == "null:") return std::make_unique<NullSink>(spec);
   if (path.empty())
     throw Error(ErrorKind::usage, "the output path is empty: name a file (or null: to discard)");
-  std::string f = options.format;
-  // .btf and .tf8 are the customary names of BigTIFF files.
+  const std::string f = output_format(path, options);
   const bool big_name = has_extension(path, {".btf", ".tf8"});
-  if (f == "auto")
-    f = has_extension(path, {".tif", ".tiff"}) || big_name ? "tiff"
-        : has_extension(path, {".npy"})                    ? "npy"
-                                                           : "raw";
-  if (f != "raw" && f != "npy" && f != "tiff")
-    throw Error(ErrorKind::usage,
-                "--format takes auto, raw, npy or tiff, got '" + options.format + "'");
   const bool tiff_options = options.tile != 0 || options.compress != "none" ||
                             options.level != -1 || options.bigtiff != "auto";
   if (f != "tiff" && tiff_options)
@@ -431,11 +468,16 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
                 "--tile, --compress, --level and --bigtiff apply to TIFF "
                 "outputs only: name the output .tif or give --format tiff");
   if (f == "tiff") {
+    if (options.mode != OutputMode::fresh)
+      throw Error(ErrorKind::usage,
+                  "TIFF outputs cannot be written in parts or resumed yet: write raw or .npy "
+                  "(then convert), or run in one process");
     SinkOptions o = options;
     if (big_name && o.bigtiff == "auto") o.bigtiff = "yes";
     return create_tiff_sink(path, spec, input_path, o);
   }
-  return std::make_unique<FileSink>(path, spec, input_path, f == "npy" ? npy_header(spec) : "");
+  return std::make_unique<FileSink>(path, spec, input_path, f == "npy" ? npy_header(spec) : "",
+                                    options);
 }
 
 }  // namespace ooc

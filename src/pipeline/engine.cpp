@@ -25,6 +25,10 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Set from signal handlers: it must be a lock-free atomic to be touched there.
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
 // One ring slot. Slots are reused round robin: band i uses slot i % slots, which is safe because
 // the last stage retires bands in order and tokens == slots.
 struct Slot {
@@ -77,6 +81,13 @@ void map_rows(Source& source, Slot& slot) {
 }
 
 }  // namespace
+
+void request_stop() noexcept {
+  g_stop.store(true, std::memory_order_relaxed);
+}
+bool stop_requested() noexcept {
+  return g_stop.load(std::memory_order_relaxed);
+}
 
 struct Engine::Impl {
   Source& source;
@@ -156,22 +167,23 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   std::int64_t next = plan.first_band;
   std::int64_t rows_done = 0;
   const std::int64_t rows_total =
-      std::min(plan.last_band * plan.band_rows, in.height) - plan.first_band * plan.band_rows;
+      std::min(plan.row_begin + plan.last_band * plan.band_rows, plan.row_end) -
+      (plan.row_begin + plan.first_band * plan.band_rows);
   double read_s = 0, write_s = 0;
   std::atomic<std::int64_t> compute_ns{0};
 
   // Serial, in order: which rows the band needs, mapped on the CPU (the GPU slot reads its own,
   // in parallel, straight into pinned memory).
   auto read_stage = [&](tbb::flow_control& fc) -> Slot* {
-    if (next >= plan.last_band) {
+    if (next >= plan.last_band || stop_requested()) {
       fc.stop();
       return nullptr;
     }
     const auto t = Clock::now();
     Slot& slot = e.slots[static_cast<std::size_t>(next % plan.slots)];
     slot.band.index = next;
-    slot.band.y0 = next * plan.band_rows;
-    slot.band.rows = std::min(plan.band_rows, in.height - slot.band.y0);
+    slot.band.y0 = plan.row_begin + next * plan.band_rows;
+    slot.band.rows = std::min(plan.band_rows, plan.row_end - slot.band.y0);
     const std::int64_t first = slot.band.y0 - halo, count = slot.band.rows + 2 * halo;
     slot.source_rows.resize(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i)
@@ -237,9 +249,11 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   stats.read_seconds = read_s;
   stats.compute_seconds = static_cast<double>(compute_ns.load()) * 1e-9;
   stats.write_seconds = write_s;
-  stats.bytes_read = static_cast<std::size_t>(rows_total) * in.row_bytes();
-  stats.bytes_written = out_spec ? static_cast<std::size_t>(rows_total) * out_row : 0;
-  stats.pixels = rows_total * in.width;
+  stats.rows_done = rows_done;
+  stats.stopped = rows_done < rows_total;
+  stats.bytes_read = static_cast<std::size_t>(rows_done) * in.row_bytes();
+  stats.bytes_written = out_spec ? static_cast<std::size_t>(rows_done) * out_row : 0;
+  stats.pixels = rows_done * in.width;
   return stats;
 }
 

@@ -81,6 +81,14 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   plan.slots = o.slots > 0 ? o.slots : backend.cuda ? 4 * gpus : plan.threads + 2;
   plan.mem_limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
   const std::int64_t H = input.height;
+  plan.row_begin = o.row_begin;
+  plan.row_end = o.row_end > 0 ? o.row_end : H;
+  if (plan.row_begin < 0 || plan.row_end > H || plan.row_begin >= plan.row_end)
+    throw Error(ErrorKind::usage, "rows " + std::to_string(plan.row_begin) + ":" +
+                                      std::to_string(plan.row_end) + " are not a range of the " +
+                                      std::to_string(H) + " rows of the image");
+  // Bands cover the range only: a part of a run plans its own bands.
+  const std::int64_t span = plan.row_end - plan.row_begin;
   for (const Operation* op : ops) {
     plan.halo = std::max(plan.halo, op->halo());
     if (const auto out = op->output())
@@ -125,17 +133,17 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     // Under a tight limit, fewer bands in flight beat failing: down to 2 (reading overlaps
     // computing), then 1.
     plan.slots = std::max(1, plan.slots);
-    const std::int64_t smallest = std::min<std::int64_t>(H, std::max<std::int64_t>(1, 2 * halo));
+    const std::int64_t smallest = std::min<std::int64_t>(span, std::max<std::int64_t>(1, 2 * halo));
     while (plan.slots > 1 && ring_total(smallest, plan.slots) > plan.mem_limit) --plan.slots;
   }
   // Tall bands on a GPU: PCIe moves each band's halo rows again, so the halo share must stay small.
   const std::size_t target = backend.cuda ? std::size_t{256} << 20 : o.target_slot_bytes;
   std::int64_t rows = 0;
   if (o.band_rows > 0) {
-    rows = std::min(o.band_rows, H);
+    rows = std::min(o.band_rows, span);
   } else {
     // Largest band the limit allows (binary search: memory grows with the band height)...
-    std::int64_t lo = 0, hi = H;
+    std::int64_t lo = 0, hi = span;
     while (lo < hi) {
       const std::int64_t mid = lo + (hi - lo + 1) / 2;
       if (ring_total(mid, plan.slots) <= plan.mem_limit)
@@ -145,9 +153,9 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     }
     // ...and the backend's preferred size, but tall enough that the halo stays a small overhead.
     std::int64_t want = 1;
-    while (want < H && slot_total(want * 2) <= target) want *= 2;
+    while (want < span && slot_total(want * 2) <= target) want *= 2;
     want = std::max(want, o.min_rows_per_halo * 2 * halo);
-    rows = std::max<std::int64_t>(1, std::min({lo, want, H}));
+    rows = std::max<std::int64_t>(1, std::min({lo, want, span}));
   }
   if (backend.cuda) {
     // Device memory of a slot: input with halo, output, partial and the kernels' scratch.
@@ -157,7 +165,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
              device_scratch(r);
     };
     const std::int64_t device_rows =
-        detail::cuda_max_band_rows(backend.devices, plan.slots, H, device_bytes);
+        detail::cuda_max_band_rows(backend.devices, plan.slots, span, device_bytes);
     if (o.band_rows > 0 && rows > device_rows)
       throw Error(ErrorKind::usage, "--band-rows " + std::to_string(rows) +
                                         " does not fit in GPU memory with " +
@@ -165,7 +173,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
                                         std::to_string(device_rows));
     rows = std::min(rows, device_rows);
   }
-  plan.bands = (H + rows - 1) / rows;
+  plan.bands = (span + rows - 1) / rows;
   plan.first_band = 0;
   plan.last_band = plan.bands;
   plan.slots = static_cast<int>(std::min<std::int64_t>(plan.slots, plan.bands));

@@ -21,6 +21,10 @@ B. `ooceq IN OUT` (u8, u16; 1-4 channels; raw and .npy): u8 equals cv2.equalizeH
    channel exactly; u16 equals a numpy float32 transcription of the same formula over 65536 bins.
    Low-contrast images, constant images (unchanged), every u8 value present, band heights, an
    image larger than --mem-limit, --histogram .csv / .npy, --stats json, f32 / i16 refused.
+D. ooccheck's own references judged by the same outside references: `ooccheck OUT IN --kernel K`
+   accepts scipy.ndimage.convolve's float64 result (stored as f64) for file kernels, built-ins and
+   every border, and `ooccheck --equalize` accepts cv2.equalizeHist's output (u8) and the float32
+   transcription's (u16); each fails (exit 1) once one sample is changed.
 C. Where `oocinfo` lists a CUDA device: a few cases of A and B with --device cuda against the CPU
    backend and the float64 reference (f32: 1e-5 relative; integer results of exact arithmetic
    and equalization: identical). Skipped, saying so, without a device.
@@ -770,6 +774,62 @@ class EqualizeTest(OpsCase):
             self.assertIn("u16", err)
             self.assertFalse(os.path.exists(out))
             self.assertFalse(os.path.exists(out + ".partial"))
+
+
+# ---------------------------------------------------------------------------------------------
+
+class OoccheckTest(OpsCase):
+    def ooccheck(self, out, src, x, in_t, extra, expect):
+        h, w, c = x.shape
+        rc, so, se = run(["ooccheck", out, src, "--width", w, "--type", in_t, "--channels", c]
+                         + list(extra), expect=expect)
+        self.assertEqual(rc, expect, f"{extra}: {so[-800:]}{se.strip()}")
+
+    def test_kernel_reference_accepts_scipy(self):
+        """--kernel: scipy.ndimage.convolve in float64 (OUT f64, so oocconv would sum in f64 and
+        the tolerance is tight) passes; one sample off by 1e-9 relative fails."""
+        rng = np.random.default_rng(61)
+        k57 = rng.uniform(-1, 1, (5, 7))
+        kf = self.write_kernel(k57)
+        kernels = [(kf, k57), ("laplace", LAPLACE), ("sobel-x", SOBEL_X),
+                   ("gaussian2d:1.5", gaussian2d(1.5)), ("box:3", np.full((3, 3), 1 / 9))]
+        for i, (in_t, ch) in enumerate((("f32", 1), ("u8", 3), ("u16", 2))):
+            x = random_data(rng, in_t, (37, 29, ch))
+            src = self.write_raw(x)
+            for j, (kern, k) in enumerate(kernels):
+                border = BORDERS[(i + j) % len(BORDERS)]
+                what = f"{in_t} C={ch} {os.path.basename(kern)} {border}"
+                with self.subTest(what):
+                    ref = scipy_ref(x, k, border, 2.5)
+                    out = self.fresh(".npy")
+                    np.save(out, ref)
+                    opts = ["--kernel", kern, "--border", border, "--border-value", 2.5]
+                    self.ooccheck(out, src, x, in_t, opts, 0)
+                    ref[17, 11, ch - 1] *= 1 + 1e-9
+                    np.save(out, ref)
+                    self.ooccheck(out, src, x, in_t, opts, 1)
+
+    @unittest.skipIf(cv2 is None, "this python has no cv2 (python3-opencv)")
+    def test_equalize_reference_accepts_cv2(self):
+        """--equalize: cv2.equalizeHist's output (u8, 1 and 3 channels) and the u16 float32
+        transcription pass, also with --sample; one sample changed fails."""
+        rng = np.random.default_rng(62)
+        for dt, in_t, c, lo, hi in ((np.uint8, "u8", 1, 40, 90), (np.uint8, "u8", 3, 0, 256),
+                                    (np.uint16, "u16", 1, 1000, 1400),
+                                    (np.uint16, "u16", 3, 0, 65536)):
+            x = rng.integers(lo, hi, (150, 41, c)).astype(dt)
+            if dt == np.uint8:
+                expect = cv2_eq(x)
+            else:
+                expect = np.stack([eq_reference(x[:, :, i], 65536) for i in range(c)], axis=2)
+            with self.subTest(f"{in_t} C={c} values {lo}..{hi - 1}"):
+                src, out = self.write_raw(x), self.fresh()
+                expect.tofile(out)
+                self.ooccheck(out, src, x, in_t, ["--equalize"], 0)
+                self.ooccheck(out, src, x, in_t, ["--equalize", "--sample", 1], 0)
+                expect[70, 9, c - 1] ^= 1
+                expect.tofile(out)
+                self.ooccheck(out, src, x, in_t, ["--equalize"], 1)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,6 +4,11 @@
 // and --compare still judges two images. Adversarial images (noise with one huge sample) check
 // that the per-sample tolerances of both modes see tampering anywhere; its own taps are checked
 // against their definitions; radii beyond the image are fast, and absurd ones refused.
+// --kernel: the 2-D reference accepts oocconv --kernel over types, channels, borders, kernel
+// files and built-ins (rank 1 or not, larger than the image), matches hand-computed results and
+// the built-ins' definitions, finds a corrupted sample (also under --sample) and refuses bad
+// kernels. --equalize: accepts ooceq's output, rounds in float32 as cv2.equalizeHist does, leaves
+// a constant image alone, finds a corrupted sample and refuses what ooceq refuses.
 //
 // The binaries are found through OOC_BIN_DIR (set by CTest), else next to this test executable or
 // in one of its parent directories. Each runs through fork/execv with stdout and stderr sent to
@@ -609,6 +614,387 @@ TEST_F(ooccheck, CompareJudgesTwoImagesAndSamplesBands) {
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_EQ(over_count(r.out), 2) << r;
   EXPECT_NE(r.out.find("2 of 4 bands"), std::string::npos) << r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// --kernel (2-D convolution) and --equalize.
+
+// A 2-D .npy array of `descr` ('<f8', '<f4', '|u1') with the given rows, columns and raw data.
+void write_npy(const fs::path& path, const std::string& descr, std::int64_t rows, std::int64_t cols,
+               const void* data, std::size_t bytes) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" +
+                       std::to_string(rows) + ", " + std::to_string(cols) + "), }";
+  header.append(63 - (10 + header.size()) % 64, ' ');  // data 64-byte aligned, as NumPy does
+  header += '\n';
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write("\x93NUMPY\x01\x00", 8);
+  const char len[2] = {static_cast<char>(header.size() & 0xff),
+                       static_cast<char>(header.size() >> 8)};
+  f.write(len, 2);
+  f << header;
+  f.write(static_cast<const char*>(data), std::streamsize(bytes));
+}
+
+// Uniform taps in [-1, 1) from a fixed linear congruential sequence (no library involved).
+std::vector<double> some_taps(std::size_t n, std::uint64_t seed) {
+  std::vector<double> v(n);
+  for (double& t : v) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    t = double(seed >> 11) * 0x1p-52 - 1;
+  }
+  return v;
+}
+
+TEST_F(ooccheck, KernelReferencePassesOocconvAcrossTypesChannelsBordersAndKernels) {
+  // A rank-2 text kernel with commas, blank and comment lines; a 5 x 7 .npy (f8) and a 3 x 5 one
+  // (f4, rank 1 by construction: oocconv runs it as factors); the built-ins. 37 x 71: odd, and
+  // no multiple of ooccheck's 64-row bands nor of oocconv's 7.
+  std::ofstream(dir_ / "k.txt") << "# 3 x 5\n0.5, -1, 2, 0.25 -0.75\n\n1 0 -2 3 0.5 # row 2\n"
+                                << "-1,1,1,-1,0.125\n";
+  const std::vector<double> k57 = some_taps(35, 7);
+  write_npy(dir_ / "k57.npy", "<f8", 5, 7, k57.data(), k57.size() * 8);
+  std::vector<float> k35;
+  for (const double c : {1.0, -0.5, 0.25})
+    for (const double r : {0.5, 2.0, -1.0, 0.75, 1.5}) k35.push_back(float(c * r));
+  write_npy(dir_ / "k35.npy", "<f4", 3, 5, k35.data(), k35.size() * 4);
+  const std::vector<std::string> kernels{(dir_ / "k.txt").string(),
+                                         (dir_ / "k57.npy").string(),
+                                         (dir_ / "k35.npy").string(),
+                                         "laplace",
+                                         "sobel-x",
+                                         "sobel-y",
+                                         "box:5",
+                                         "gaussian2d:1.2"};
+  const std::vector<std::vector<std::string>> borders{
+      {"--border", "reflect"},
+      {"--border", "constant", "--border-value", "17.5"},
+      {"--border", "wrap"},
+      {"--border", "mirror"},
+      {"--border", "nearest"}};
+  std::size_t i = 0;
+  for (const std::string type : {"u8", "u16", "f32"}) {
+    for (const int channels : {1, 3}) {
+      const fs::path in = make_image("in_" + type + ".raw", 37, 71, type, channels);
+      for (const auto& kernel : kernels) {
+        std::vector<std::string> filter{"--kernel", kernel};
+        const auto& border = borders[i++ % borders.size()];
+        filter.insert(filter.end(), border.begin(), border.end());
+        expect_reference_agrees(in, raw_input(37, type, channels), filter);
+      }
+    }
+  }
+  // Output types and precisions as oocconv's.
+  const fs::path in = make_image("in16.raw", 37, 71, "u16", 2);
+  const auto input = raw_input(37, "u16", 2);
+  expect_reference_agrees(in, input, {"--kernel", "laplace", "--out-type", "f32"});
+  expect_reference_agrees(in, input, {"--kernel", "sobel-y", "--out-type", "i16"});
+  expect_reference_agrees(in, input,
+                          {"--kernel", (dir_ / "k57.npy").string(), "--precision", "f64"});
+}
+
+TEST_F(ooccheck, KernelReferencePassesAKernelLargerThanTheImage) {
+  // 25 x 23 taps over 9 x 6 pixels: coordinates fold over the image several times both ways.
+  const std::vector<double> k = some_taps(25 * 23, 3);
+  write_npy(dir_ / "big.npy", "<f8", 25, 23, k.data(), k.size() * 8);
+  const fs::path in = make_image("tiny.raw", 9, 6, "f32", 2);
+  for (const std::string border : {"reflect", "mirror", "nearest", "wrap", "constant"})
+    expect_reference_agrees(
+        in, raw_input(9, "f32", 2),
+        {"--kernel", (dir_ / "big.npy").string(), "--border", border, "--border-value", "0.25"});
+}
+
+TEST_F(ooccheck, KernelReferenceMatchesConvolutionsComputedByHand) {
+  auto write_f64 = [&](const std::string& name, std::vector<double> v) {
+    const fs::path p = dir_ / name;
+    write_samples(p, v);
+    return p;
+  };
+  // [[1 2] [3 4]] under the 4-neighbour Laplacian: reflect repeats the edge sample, constant 0
+  // drops it.
+  const fs::path square = write_f64("square.raw", {1, 2, 3, 4});
+  const auto input2 = raw_input(2, "f64");
+  const std::vector<std::string> exact{"--tolerance", "0"};
+  EXPECT_EQ(
+      check(write_f64("lr.raw", {3, 1, -1, -3}), square, input2, {"--kernel", "laplace"}, exact)
+          .exit_code,
+      0);
+  EXPECT_EQ(check(write_f64("lc.raw", {1, -3, -7, -11}), square, input2,
+                  {"--kernel", "laplace", "--border", "constant"}, exact)
+                .exit_code,
+            0);
+  // A ramp 0 1 2 3 4 on 3 rows under sobel-x (convolution flips it: 4 x (left - right)) and
+  // sobel-y (rows alike: 0), nearest.
+  const fs::path ramp = write_f64("ramp.raw", {0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1, 2, 3, 4});
+  const auto input5 = raw_input(5, "f64");
+  std::vector<double> sx;
+  for (int y = 0; y < 3; ++y) sx.insert(sx.end(), {-4, -8, -8, -8, -4});
+  const fs::path gx = write_f64("gx.raw", sx);
+  EXPECT_EQ(
+      check(gx, ramp, input5, {"--kernel", "sobel-x", "--border", "nearest"}, exact).exit_code, 0);
+  EXPECT_EQ(check(write_f64("gy.raw", std::vector<double>(15, 0.0)), ramp, input5,
+                  {"--kernel", "sobel-y", "--border", "nearest"}, exact)
+                .exit_code,
+            0);
+  // The kernel's orientation matters: sobel-x's output is no sobel-y's.
+  RunResult r = check(gx, ramp, input5, {"--kernel", "sobel-y", "--border", "nearest"}, exact);
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 15) << r;
+  // A 1 x 3 text kernel 1 2 3 along x (as the separable hand case: reflect 7 10 16 21).
+  std::ofstream(dir_ / "row.txt") << "1 2 3\n";
+  const fs::path line = write_f64("line.raw", {1, 2, 3, 4});
+  r = check(write_f64("lx.raw", {7, 10, 16, 22}), line, raw_input(4, "f64"),
+            {"--kernel", (dir_ / "row.txt").string()}, exact);
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 1) << r;
+  EXPECT_EQ(check(write_f64("lx.raw", {7, 10, 16, 21}), line, raw_input(4, "f64"),
+                  {"--kernel", (dir_ / "row.txt").string()}, exact)
+                .exit_code,
+            0);
+}
+
+TEST_F(ooccheck, KernelBuiltinsFollowTheirDefinitions) {
+  // A unit impulse in the middle of a 31 x 31 f64 image, constant border 0: the output is the
+  // kernel itself around it. Expected taps computed here from the definitions.
+  constexpr int kS = 31, kC = 15;
+  std::vector<double> impulse(kS * kS, 0.0);
+  impulse[kC * kS + kC] = 1;
+  const fs::path in = dir_ / "impulse.raw", out = dir_ / "k.raw";
+  write_samples(in, impulse);
+  const auto input = raw_input(kS, "f64");
+  auto gaussian = [](int r, double sigma) {
+    std::vector<double> t;
+    double sum = 0;
+    for (int i = -r; i <= r; ++i) sum += std::exp(-0.5 * (i / sigma) * (i / sigma));
+    for (int i = -r; i <= r; ++i) t.push_back(std::exp(-0.5 * (i / sigma) * (i / sigma)) / sum);
+    return t;
+  };
+  auto placed = [&](const std::vector<double>& col, const std::vector<double>& row) {
+    std::vector<double> v(kS * kS, 0.0);
+    const int ry = int(col.size() / 2), rx = int(row.size() / 2);
+    for (int i = -ry; i <= ry; ++i)
+      for (int j = -rx; j <= rx; ++j) v[(kC + i) * kS + kC + j] = col[ry + i] * row[rx + j];
+    return v;
+  };
+  const std::vector<std::pair<std::string, std::vector<double>>> cases{
+      {"gaussian2d:1", placed(gaussian(3, 1.0), gaussian(3, 1.0))},
+      {"gaussian2d:1.5", placed(gaussian(5, 1.5), gaussian(5, 1.5))},  // radius ceil(4.5)
+      {"box:3", placed(std::vector<double>(3, 1.0 / 3), std::vector<double>(3, 1.0 / 3))},
+      {"sobel-x", placed({1, 2, 1}, {-1, 0, 1})},
+      {"sobel-y", placed({-1, 0, 1}, {1, 2, 1})},
+  };
+  for (const auto& [kernel, expected] : cases) {
+    SCOPED_TRACE(kernel);
+    const std::vector<std::string> filter{"--kernel", kernel, "--border", "constant"};
+    write_samples(out, expected);
+    RunResult r = check(out, in, input, filter);
+    EXPECT_EQ(r.exit_code, 0) << r;
+    // Off by 1e-12 relative (another normalization) fails: f64 all the way allows ~1e-14.
+    std::vector<double> wrong = expected;
+    for (double& v : wrong) v *= 1 + 1e-12;
+    write_samples(out, wrong);
+    r = check(out, in, input, filter);
+    EXPECT_EQ(r.exit_code, 1) << r;
+  }
+}
+
+TEST_F(ooccheck, KernelReferenceFailsACorruptedOutputAlsoInSampledBands) {
+  const fs::path in = make_image("in.raw", 129, 5 * 64 - 3, "u16");
+  const fs::path out = dir_ / "out.raw";
+  const auto input = raw_input(129, "u16");
+  const std::vector<std::string> filter{"--kernel", "laplace", "--border", "wrap"};
+  conv(in, out, input, filter);
+  RunResult r = check(out, in, input, filter, {"--sample", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("in 2 of 5 bands of 64 rows (--sample 2, seed 1)"), std::string::npos) << r;
+  // The top bit of one sample: off by exactly 32768.
+  flip_byte(out, (100 * 129 + 40) * 2 + 1, 0x80);
+  r = check(out, in, input, filter);
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 1) << r;
+  EXPECT_NE(r.out.find("max abs error 32768 at row 100 sample 40"), std::string::npos) << r;
+  // One more in every band: any 2 bands picked hold 2.
+  for (int band = 0; band < 5; ++band) flip_byte(out, (band * 64 + 7) * 129 * 2 + 1, 0x80);
+  r = check(out, in, input, filter, {"--sample", "2", "--seed", "5"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_GE(over_count(r.out), 2) << r;
+  EXPECT_LE(over_count(r.out), 3) << r;
+
+  // f32: one sample scaled by 1.001, far above f32 rounding.
+  const fs::path inf = make_image("inf.raw", 64, 64, "f32", 3);
+  const auto input_f = raw_input(64, "f32", 3);
+  const std::vector<std::string> gauss{"--kernel", "gaussian2d:1.5"};
+  conv(inf, out, input_f, gauss);
+  std::vector<float> v = read_floats(out);
+  v[(33 * 64 + 20) * 3 + 1] *= 1.001f;
+  write_samples(out, v);
+  r = check(out, inf, input_f, gauss);
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 1) << r;
+  EXPECT_NE(r.out.find("at row 33 sample 61 (x 20, channel 1)"), std::string::npos) << r;
+}
+
+TEST_F(ooccheck, BadKernelsAreUsageErrors) {
+  const fs::path in = make_image("in.raw", 20, 10, "f32");
+  auto text = [&](const std::string& name, const std::string& body) {
+    std::ofstream(dir_ / name) << body;
+    return (dir_ / name).string();
+  };
+  const std::uint8_t bytes[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  write_npy(dir_ / "u8.npy", "|u1", 3, 3, bytes, 9);
+  const double even[6] = {1, 2, 3, 4, 5, 6};
+  write_npy(dir_ / "even.npy", "<f8", 2, 3, even, sizeof even);
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {text("even.txt", "1 2\n3 4\n"), "odd"},
+      {text("ragged.txt", "1 2 3\n4 5\n6 7 8\n"), "line 2"},
+      {text("word.txt", "1 2 x\n"), "'x' is not a number"},
+      {text("nan.txt", "1 nan 1\n"), "not finite"},
+      {text("empty.txt", "# nothing\n\n"), "no taps"},
+      {(dir_ / "u8.npy").string(), "float32 or float64"},
+      {(dir_ / "even.npy").string(), "odd"},
+      {dir_.string(), "not a regular file"},
+      {"gauss:2", "neither a file nor a built-in"},
+      {"box:4", "odd N"},
+      {"gaussian2d:0", "sigma above 0"},
+      {"gaussian2d:1e9", "sigma above 0"},
+  };
+  for (const auto& [kernel, message] : cases) {
+    const RunResult r = check(in, in, {"--width", "20"}, {"--kernel", kernel});
+    EXPECT_EQ(r.exit_code, 2) << kernel << "\n" << r;
+    EXPECT_NE(r.err.find(message), std::string::npos) << kernel << "\n" << r;
+  }
+  // Options oocconv refuses beside --kernel, ooccheck refuses too.
+  const RunResult r = check(in, in, {"--width", "20"}, {"--kernel", "laplace", "--radius", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r;
+  EXPECT_NE(r.err.find("--kernel excludes"), std::string::npos) << r;
+}
+
+TEST_F(ooccheck, EqualizePassesOoceqOutputAndSamplesOnlyTheComparison) {
+  for (const std::string type : {"u8", "u16"}) {
+    for (const int channels : {1, 3}) {
+      SCOPED_TRACE(type + " x " + std::to_string(channels));
+      const fs::path in = make_image("in.raw", 45, 200, type, channels, 3);
+      const fs::path out = dir_ / "eq.raw";
+      const auto input = raw_input(45, type, channels);
+      std::vector<std::string> args{in.string(),   out.string(), "--device", "cpu",
+                                    "--band-rows", "7",          "-q"};
+      args.insert(args.end(), input.begin(), input.end());
+      const RunResult e = run("ooceq", args);
+      ASSERT_EQ(e.exit_code, 0) << e;
+      std::vector<std::string> c{"--equalize", out.string(), in.string()};
+      c.insert(c.end(), input.begin(), input.end());
+      RunResult r = run("ooccheck", c);
+      EXPECT_EQ(r.exit_code, 0) << r;
+      EXPECT_NE(r.out.find("checked " + std::to_string(45 * 200 * channels) + " samples"),
+                std::string::npos)
+          << r;
+      c.insert(c.end(), {"--sample", "1"});
+      r = run("ooccheck", c);
+      EXPECT_EQ(r.exit_code, 0) << r;
+      EXPECT_NE(r.out.find("in 1 of 4 bands"), std::string::npos) << r;
+      EXPECT_NE(r.out.find("histogram of every row"), std::string::npos) << r;
+    }
+  }
+}
+
+TEST_F(ooccheck, EqualizeRoundsInFloat32AsCv2Does) {
+  // 0 once, 1 and 2 seven times each: N - h[0] = 14, and 1 maps to 7 x float32(255 / 14). The
+  // float32 scale is just below 255 / 14, so 127.49999 -> 127 (cv2.equalizeHist says 127);
+  // exact arithmetic would make it the tie 127.5 -> 128. u16: 23 samples, 11 and 11: 32767.
+  auto image = [&](const std::string& name, auto zero, int n) {
+    using T = decltype(zero);
+    std::vector<T> v{T(0)};
+    v.insert(v.end(), n, T(1));
+    v.insert(v.end(), n, T(2));
+    write_samples(dir_ / name, v);
+    return v.size();
+  };
+  auto expect = [&](const std::string& name, auto zero, int n, double mid, double top) {
+    using T = decltype(zero);
+    std::vector<T> v{T(0)};
+    v.insert(v.end(), n, T(mid));
+    v.insert(v.end(), n, T(top));
+    write_samples(dir_ / name, v);
+  };
+  const std::size_t w8 = image("in8.raw", std::uint8_t{}, 7);
+  const std::size_t w16 = image("in16.raw", std::uint16_t{}, 11);
+  auto judge = [&](const std::string& out, const std::string& in, std::size_t w,
+                   const std::string& type) {
+    return run("ooccheck", {"--equalize", (dir_ / out).string(), (dir_ / in).string(), "--width",
+                            std::to_string(w), "--type", type});
+  };
+  expect("ok8.raw", std::uint8_t{}, 7, 127, 255);
+  expect("bad8.raw", std::uint8_t{}, 7, 128, 255);
+  expect("ok16.raw", std::uint16_t{}, 11, 32767, 65535);
+  expect("bad16.raw", std::uint16_t{}, 11, 32768, 65535);
+  RunResult r = judge("ok8.raw", "in8.raw", w8, "u8");
+  EXPECT_EQ(r.exit_code, 0) << r;
+  r = judge("bad8.raw", "in8.raw", w8, "u8");
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 7) << r;
+  EXPECT_EQ(judge("ok16.raw", "in16.raw", w16, "u16").exit_code, 0);
+  EXPECT_EQ(judge("bad16.raw", "in16.raw", w16, "u16").exit_code, 1);
+  // ooceq agrees.
+  const RunResult e = run("ooceq", {(dir_ / "in8.raw").string(), (dir_ / "eq8.raw").string(),
+                                    "--width", std::to_string(w8), "-q"});
+  ASSERT_EQ(e.exit_code, 0) << e;
+  EXPECT_EQ(read_file(dir_ / "eq8.raw"), read_file(dir_ / "ok8.raw"));
+}
+
+TEST_F(ooccheck, EqualizeLeavesAConstantImageAndFailsACorruptedOne) {
+  const std::vector<std::uint16_t> flat(3 * 40 * 30, 40000);
+  write_samples(dir_ / "flat.raw", flat);
+  const std::vector<std::string> input{"--width", "40", "--type", "u16", "--channels", "3"};
+  auto judge = [&](const fs::path& out, const fs::path& in) {
+    std::vector<std::string> args{"--equalize", out.string(), in.string()};
+    args.insert(args.end(), input.begin(), input.end());
+    return run("ooccheck", args);
+  };
+  RunResult r = judge(dir_ / "flat.raw", dir_ / "flat.raw");
+  EXPECT_EQ(r.exit_code, 0) << r;
+  EXPECT_NE(r.out.find("one value: unchanged"), std::string::npos) << r;
+  write_samples(dir_ / "zero.raw", std::vector<std::uint16_t>(flat.size(), 0));
+  r = judge(dir_ / "zero.raw", dir_ / "flat.raw");
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), static_cast<long long>(flat.size())) << r;
+
+  // ooceq's output of noise with one sample's low bit flipped: off by exactly 1, and found.
+  const fs::path in = make_image("in.raw", 40, 30, "u16", 3);
+  const fs::path out = dir_ / "eq.raw";
+  std::vector<std::string> args{in.string(), out.string(), "-q"};
+  args.insert(args.end(), input.begin(), input.end());
+  ASSERT_EQ(run("ooceq", args).exit_code, 0);
+  ASSERT_EQ(judge(out, in).exit_code, 0);
+  flip_byte(out, (17 * 40 * 3 + 5) * 2, 0x01);
+  r = judge(out, in);
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_EQ(over_count(r.out), 1) << r;
+  EXPECT_NE(r.out.find("max abs error 1 at row 17 sample 5 (x 1, channel 2)"), std::string::npos)
+      << r;
+}
+
+TEST_F(ooccheck, EqualizeRefusesWhatOoceqRefuses) {
+  const fs::path in = make_image("in.raw", 20, 10, "f32");
+  RunResult r = run("ooccheck", {"--equalize", in.string(), in.string(), "--width", "20"});
+  EXPECT_EQ(r.exit_code, 2) << r;
+  EXPECT_NE(r.err.find("u8 or u16"), std::string::npos) << r;
+  EXPECT_NE(r.err.find("f32"), std::string::npos) << r;
+  // A .npy OUT of another type than IN's.
+  const fs::path in8 = make_image("in8.raw", 20, 10, "u8");
+  const fs::path out16 = make_image("out16.npy", 20, 10, "u16");
+  r = run("ooccheck",
+          {"--equalize", out16.string(), in8.string(), "--width", "20", "--type", "u8"});
+  EXPECT_EQ(r.exit_code, 3) << r;
+  EXPECT_NE(r.err.find("input's type"), std::string::npos) << r;
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--radius", "2"},
+                                                {"--kernel", "laplace"},
+                                                {"--tolerance", "1"},
+                                                {"--compare"}}) {
+    std::vector<std::string> args{"--equalize", in8.string(), in8.string(), "--width",
+                                  "20",         "--type",     "u8"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    r = run("ooccheck", args);
+    EXPECT_EQ(r.exit_code, 2) << extra[0] << "\n" << r;
+  }
 }
 
 }  // namespace
