@@ -99,7 +99,12 @@ Job::Job(JobOptions options) : options_(std::move(options)) {
   source_ = open_source(options_.input, options_.hints, options_.seed);
 }
 
-Job::~Job() = default;
+Job::~Job() {
+  unregister_temporary(journal_slot_);
+  // An error ended the job: its output is gone (the sink removed it), so is its journal. A
+  // part's journal stays: the shared temporary holds its rows, and --resume goes on from it.
+  if (!journal_.empty() && !kept_ && !shared_) ::unlink(journal_.c_str());
+}
 
 void Job::write_journal(std::int64_t done) const {
   if (journal_.empty()) return;
@@ -163,7 +168,8 @@ void Job::start(const std::vector<const Operation*>& ops) {
   SinkOptions so = options_.sink;
   std::string format = "null";
   if (writer) format = output_format(options_.output, so);
-  const bool journaled = writer && (format == "raw" || format == "npy");
+  const bool journaled =
+      writer && (format == "raw" || format == "npy") && (options_.journal || shared_);
   if (shared_ && writer && !journaled && format != "null")
     throw Error(ErrorKind::usage,
                 "--part and --rows write raw or .npy outputs (TIFF parts are "
@@ -178,6 +184,7 @@ void Job::start(const std::vector<const Operation*>& ops) {
     journal_ = journal_name(temporary_of(options_.output), options_.part_index, options_.part_count,
                             begin_, end_, explicit_rows);
     so.keep_on_signal = true;
+    journal_slot_ = register_temporary(journal_, 0, 0, true);
     struct stat st {};
     if (options_.resume && ::stat(journal_.c_str(), &st) == 0) {
       const JournalRecord r = read_journal(journal_);
@@ -233,6 +240,7 @@ RunStats Job::run(Operation& op, const ProgressFn& progress) {
   if (writes && st.stopped) {
     if (sink_) sink_->keep();
     write_journal(start_ + st.rows_done);
+    kept_ = true;
   }
   return st;
 }
@@ -245,6 +253,7 @@ void Job::commit() {
   } else if (!journal_.empty()) {
     ::unlink(journal_.c_str());
   }
+  kept_ = true;  // nothing for the destructor to remove
 }
 
 std::string finish_output(const std::string& output) {

@@ -167,6 +167,7 @@ int main(int argc, char** argv) {
     jo.device = device;
     jo.devices = devices;
     ooc::cli::apply_run_options(run_cli, jo);
+    jo.journal = true;  // resumable
     ooc::Job job(jo);
     auto op = params2d ? ooc::make_conv2d(job.source().spec(), *params2d, popt)
                        : ooc::make_separable(job.source().spec(), params, popt);
@@ -176,6 +177,12 @@ int main(int argc, char** argv) {
                         ooc::output_format(output, out_options));
     job.start({op.get()});
     if (!job.journal_path().empty() || output == "null:") ooc::cli::stop_gracefully_on_signals();
+    if (jo.resume && !quiet)
+      std::fprintf(
+          stderr, "oocconv: %s at row %lld of rows %lld:%lld\n",
+          job.resumed_from() > job.row_begin() ? "resuming" : "nothing to resume: starting",
+          static_cast<long long>(job.resumed_from()), static_cast<long long>(job.row_begin()),
+          static_cast<long long>(job.row_end()));
 
     ooc::cli::Progress bar(progress, job.source().spec().total_bytes(), "oocconv");
     const ooc::RunStats st =

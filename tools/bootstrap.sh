@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev libboost-dev
           libgtest-dev libcli11-dev nlohmann-json3-dev python3 python3-numpy python3-scipy
           python3-tifffile python3-opencv libtiff-tools libvips-tools libopenmpi-dev
-          openmpi-bin)
+          openmpi-bin munge slurmctld slurmd slurm-client libpmix2 bc)
 # The tests read TIFFs written by libvips and tifffile, check big ones with tiffinfo, and compare
 # equalization with OpenCV's.
 [ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(gnuplot-nox)

@@ -147,7 +147,9 @@ std::string partial_path(const std::string& output);
 
 // For a process's fatal-signal handlers; both are async-signal-safe. Removes the temporaries of
 // every output still being written (only files this process created).
-void remove_temporary_outputs() noexcept;
+// `interrupted` (a signal that asks to stop, not an error): the temporaries of resumable runs and
+// their journals stay for --resume.
+void remove_temporary_outputs(bool interrupted) noexcept;
 // Writes the names of the input files being read through a memory mapping to `fd`, separated by
 // "', '" (a file cut short under a mapping raises SIGBUS).
 void write_mapped_inputs(int fd) noexcept;

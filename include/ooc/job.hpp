@@ -30,6 +30,7 @@ struct JobOptions {
   int part_index = 0, part_count = 1;
   std::int64_t rows_begin = 0, rows_end = 0;
   bool resume = false;      // continue from the journal (starts afresh when there is none)
+  bool journal = false;     // keep a journal (resumable); parts always keep one
   std::string fingerprint;  // what the tool's options make of the bytes (checked on resume)
 };
 
@@ -86,6 +87,8 @@ class Job {
   bool shared_ = false;
   std::string journal_;  // empty: the output keeps none
   std::string identity_;
+  int journal_slot_ = -1;  // in the registry of temporaries (removed on errors and SIGBUS)
+  bool kept_ = false;      // committed, or stopped for --resume
   void write_journal(std::int64_t done) const;
 };
 

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,6 +29,7 @@ namespace {
 
 char g_prog[64] = "ooc";  // read by the signal handler: a plain buffer, no allocation there
 volatile sig_atomic_t g_graceful = 0, g_stopping = 0;
+volatile time_t g_first_stop = 0;  // when the first SIGTERM came (seconds, CLOCK_MONOTONIC)
 
 void write_str(const char* s) {
   (void)!::write(STDERR_FILENO, s, std::strlen(s));
@@ -38,15 +40,23 @@ void write_str(const char* s) {
 extern "C" void on_fatal_signal(int sig) {
   // A resumable run stops at a band boundary and records where (Slurm's SIGTERM before the time
   // limit, Ctrl-C); a second signal ends it at once, keeping the journal's last record.
+  struct timespec now {};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  // Slurm signals every process of a step, and a batch script may pass its own SIGTERM on: a
+  // repeated SIGTERM within 2 s is the same request. A second Ctrl-C means "now".
+  if (sig == SIGTERM && g_graceful && g_stopping && now.tv_sec - g_first_stop < 2) return;
   if ((sig == SIGINT || sig == SIGTERM) && g_graceful && !g_stopping) {
     g_stopping = 1;
+    g_first_stop = now.tv_sec;
     ooc::request_stop();
     write_str(g_prog);
     write_str(sig == SIGINT ? ": SIGINT" : ": SIGTERM");
     write_str(": finishing the bands in flight, then stopping (again to stop at once)\n");
     return;
   }
-  ooc::remove_temporary_outputs();
+  const bool error = sig == SIGBUS || sig == SIGSEGV || sig == SIGABRT || sig == SIGILL ||
+                     sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS;
+  ooc::remove_temporary_outputs(!error);
   if (sig == SIGBUS) {
     write_str(g_prog);
     write_str(
@@ -189,10 +199,11 @@ bool stderr_is_terminal() {
 
 Progress::Progress(const ProgressCli& p, std::size_t total_bytes, const char* prog)
     : mode_(p.none                 ? Mode::none
-            : p.log                ? Mode::log
+            : p.log_seconds > 0    ? Mode::log
             : p.bar                ? Mode::bar
             : stderr_is_terminal() ? Mode::bar
                                    : Mode::log),
+      log_seconds_(p.log_seconds > 0 ? p.log_seconds : kLogSeconds),
       total_bytes_(total_bytes),
       prog_(prog),
       start_(std::chrono::steady_clock::now()),
@@ -202,7 +213,7 @@ void Progress::update(std::int64_t done, std::int64_t total) {
   if (mode_ == Mode::none || total <= 0) return;
   const auto now = std::chrono::steady_clock::now();
   const auto every = mode_ == Mode::bar ? std::chrono::milliseconds(200)
-                                        : std::chrono::milliseconds(1000 * kLogSeconds);
+                                        : std::chrono::milliseconds(1000 * log_seconds_);
   if ((done < total || mode_ == Mode::log) && now - last_ < every) return;
   last_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
@@ -234,9 +245,11 @@ void Progress::finish() {
 
 void add_progress_options(CLI::App& app, ProgressCli& p) {
   auto* bar = app.add_flag("--progress", p.bar, "progress bar on stderr (default on a terminal)");
-  auto* log = app.add_flag("--progress-log", p.log,
+  auto* log = app.add_flag("--progress-log{" + std::to_string(kLogSeconds) + "}", p.log_seconds,
                            "a progress line every " + std::to_string(kLogSeconds) +
-                               " s, for batch logs (default when stderr is not a terminal)");
+                               " s (--progress-log=S: every S s), for batch logs (default when "
+                               "stderr is not a terminal)")
+                  ->check(CLI::Range(1, 86400));
   app.add_flag("--no-progress", p.none, "no progress report")->excludes(bar)->excludes(log);
   bar->excludes(log);
 }

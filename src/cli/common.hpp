@@ -45,14 +45,16 @@ std::size_t peak_rss_bytes();
 
 // --progress (a bar), --progress-log (a line every few seconds, for batch logs), --no-progress.
 // Default: the bar on a terminal, log lines otherwise.
-inline constexpr int kLogSeconds = 5;
+inline constexpr int kLogSeconds = 10;
 struct ProgressCli {
-  bool bar = false, log = false, none = false;
+  bool bar = false, none = false;
+  int log_seconds = 0;  // --progress-log[=S]: a line every S seconds (0: not asked for)
 };
 void add_progress_options(CLI::App& app, ProgressCli& p);
 
 // Progress on stderr: a one-line bar (percent, MB/s, ETA; a few updates a second), or in log
-// mode a line every kLogSeconds: "prog: 37.2% 4096/11000 rows, 2.31 GB/s, ETA 3m05s".
+// mode a line every kLogSeconds (or --progress-log=S):
+//   "prog:  37.2% 4096/11000 rows, 2.31 GB/s, ETA 3m05s".
 class Progress {
  public:
   Progress(const ProgressCli& mode, std::size_t total_bytes, const char* prog = "ooc");
@@ -61,6 +63,7 @@ class Progress {
 
  private:
   enum class Mode { none, bar, log } mode_;
+  int log_seconds_;
   std::size_t total_bytes_;
   const char* prog_;
   std::chrono::steady_clock::time_point start_, last_;

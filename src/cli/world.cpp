@@ -6,12 +6,17 @@
 #include <cstring>
 #include <string>
 
+#include "ooc/error.hpp"
+
 #if defined(OOC_HAVE_MPI)
 #include <mpi.h>
 #endif
 
 namespace ooc::cli {
 namespace {
+
+using ooc::Error;
+using ooc::ErrorKind;
 
 bool env_int(const char* name, long& v) {
   const char* s = std::getenv(name);
@@ -102,9 +107,16 @@ void World::abort(int code) {
 }
 
 bool part_from_environment(int& index, int& count, std::string& source) {
-  long id = 0, n = 0, lo = 0;
+  long id = 0, n = 0, lo = 0, hi = 0;
   if (env_int("SLURM_ARRAY_TASK_ID", id) && env_int("SLURM_ARRAY_TASK_COUNT", n)) {
     if (!env_int("SLURM_ARRAY_TASK_MIN", lo)) lo = 0;
+    // Parts are task id - min: only an array of consecutive ids (--array=0-7, 3-10) numbers
+    // them all, once each.
+    if (env_int("SLURM_ARRAY_TASK_MAX", hi) && hi - lo + 1 != n)
+      throw Error(ErrorKind::usage, "--part auto: the array's task ids " + std::to_string(lo) +
+                                        ".." + std::to_string(hi) + " are not " +
+                                        std::to_string(n) + " consecutive ids: submit --array=0-" +
+                                        std::to_string(n - 1) + ", or give --part I/N");
     index = static_cast<int>(id - lo);
     count = static_cast<int>(n);
     source = "Slurm array task " + std::to_string(id);

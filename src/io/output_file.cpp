@@ -28,13 +28,15 @@ struct PathSlot {
   char path[PATH_MAX];
   dev_t dev;
   ino_t ino;
+  bool keep_on_interrupt;
 };
 constexpr int kSlots = 16;
 PathSlot g_temporaries[kSlots];
 PathSlot g_mapped[kSlots];
 std::mutex g_slots_mutex;
 
-int take_slot(PathSlot* slots, const std::string& path, dev_t dev, ino_t ino) noexcept {
+int take_slot(PathSlot* slots, const std::string& path, dev_t dev, ino_t ino,
+              bool keep = false) noexcept {
   if (path.size() >= PATH_MAX) return -1;
   std::lock_guard lock(g_slots_mutex);
   for (int i = 0; i < kSlots; ++i) {
@@ -42,6 +44,7 @@ int take_slot(PathSlot* slots, const std::string& path, dev_t dev, ino_t ino) no
     std::memcpy(slots[i].path, path.c_str(), path.size() + 1);
     slots[i].dev = dev;
     slots[i].ino = ino;
+    slots[i].keep_on_interrupt = keep;
     slots[i].used.store(true, std::memory_order_release);
     return i;
   }
@@ -107,8 +110,9 @@ Error busy(const std::string& path, const std::string& partial, pid_t pid) {
 
 }  // namespace
 
-int register_temporary(const std::string& path, dev_t dev, ino_t ino) noexcept {
-  return take_slot(g_temporaries, path, dev, ino);
+int register_temporary(const std::string& path, dev_t dev, ino_t ino,
+                       bool keep_on_interrupt) noexcept {
+  return take_slot(g_temporaries, path, dev, ino, keep_on_interrupt);
 }
 void unregister_temporary(int slot) noexcept {
   free_slot(g_temporaries, slot);
@@ -120,12 +124,13 @@ void unregister_mapped_input(int slot) noexcept {
   free_slot(g_mapped, slot);
 }
 
-void remove_temporary_outputs() noexcept {
+void remove_temporary_outputs(bool interrupted) noexcept {
   for (PathSlot& s : g_temporaries) {
-    if (!s.used.load(std::memory_order_acquire)) continue;
+    if (!s.used.load(std::memory_order_acquire) || (interrupted && s.keep_on_interrupt)) continue;
     struct stat st {};
     // Only our own file: the name may have been taken over since.
-    if (::lstat(s.path, &st) == 0 && st.st_dev == s.dev && st.st_ino == s.ino) ::unlink(s.path);
+    if (s.ino == 0 || (::lstat(s.path, &st) == 0 && st.st_dev == s.dev && st.st_ino == s.ino))
+      ::unlink(s.path);
   }
 }
 
@@ -187,7 +192,7 @@ OutputFile::OutputFile(const std::string& path, const std::string& input_path, O
 
   if (mode != OutputMode::fresh) {
     open_existing(path, lock_begin, lock_end);
-    if (!keep_on_signal) slot_ = register_temporary(partial_, dev_, ino_);
+    slot_ = register_temporary(partial_, dev_, ino_, keep_on_signal);
     return;
   }
   // Create exclusively; a leftover temporary is examined, and replaced only if it is plainly an
@@ -255,7 +260,7 @@ OutputFile::OutputFile(const std::string& path, const std::string& input_path, O
     ::close(old_fd);
   }
   if (fd_ < 0) throw busy(path, partial_, 0);
-  if (!keep_on_signal) slot_ = register_temporary(partial_, dev_, ino_);
+  slot_ = register_temporary(partial_, dev_, ino_, keep_on_signal);
 }
 
 void OutputFile::open_existing(const std::string& path, off_t lock_begin, off_t lock_end) {

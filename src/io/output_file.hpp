@@ -57,7 +57,10 @@ class OutputFile {
 // Async-signal-safe registries for a process's fatal-signal handlers (the library installs no
 // handlers itself): temporaries to remove, and input files read through a mapping (a file cut
 // short under a mapping raises SIGBUS, and the handler can then name it).
-int register_temporary(const std::string& path, dev_t dev, ino_t ino) noexcept;  // slot or -1
+// keep_on_interrupt: left for --resume by remove_temporary_outputs(true). ino 0: the name is
+// ours whatever file it holds (a journal, replaced by rename).
+int register_temporary(const std::string& path, dev_t dev, ino_t ino,
+                       bool keep_on_interrupt = false) noexcept;  // slot or -1
 void unregister_temporary(int slot) noexcept;
 int register_mapped_input(const std::string& path) noexcept;  // slot or -1
 void unregister_mapped_input(int slot) noexcept;

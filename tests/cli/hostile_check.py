@@ -652,7 +652,10 @@ class RunsUnderAttack(HostileBase):
         self.assertAbsent(out, r)
         self.assertNoPartial(r=r)
 
-    def test_signal_mid_run_leaves_no_partial_and_keeps_old_output(self):
+    def test_signal_mid_run_keeps_old_output_and_a_resumable_partial(self):
+        # A raw output is resumable: SIGINT/SIGTERM stop after the bands in flight (exit 75),
+        # other signals end the run at once; both leave OUTPUT.partial and its journal for
+        # --resume (parts_check.py resumes them), and the old output as it was.
         sigs = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
                 signal.SIGUSR2, signal.SIGALRM, signal.SIGXCPU]
         Shared.slow_input()
@@ -668,9 +671,31 @@ class RunsUnderAttack(HostileBase):
                     self.skipTest("the run ended before %s was sent:\n%s" % (sig.name, proc.result))
                 os.kill(proc.pid, sig)
                 r = proc.finish(60)
+                if sig in (signal.SIGINT, signal.SIGTERM):
+                    self.assertExit(r, 75)
+                    self.assertMentions(r, "--resume")
+                else:
+                    self.assertKilledBy(r, sig)
+                self.assertEqual(digest(out), before, "the old output changed\n%s" % r)
+                self.assertTrue(os.path.exists(out + ".partial.journal"), str(r))
+                os.unlink(out + ".partial")
+                os.unlink(out + ".partial.journal")
+
+    def test_signal_mid_run_leaves_no_partial_of_a_tiff(self):
+        # A TIFF is written in one go: a signal removes its temporary.
+        Shared.slow_input()
+        for sig in [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]:
+            with self.subTest(signal=sig.name):
+                out = self.p("o.tif")
+                proc = self._start_slow(out, preexec_fn=default_signals(sig))
+                time.sleep(MID_RUN_S)
+                if proc.poll() is not None:
+                    self.skipTest("the run ended before %s was sent:\n%s" % (sig.name, proc.result))
+                os.kill(proc.pid, sig)
+                r = proc.finish(60)
                 self.assertKilledBy(r, sig)
                 self.assertNoPartial(r=r)
-                self.assertEqual(digest(out), before, "the old output changed\n%s" % r)
+                self.assertFalse(os.path.exists(out), str(r))
 
     def test_progress_into_pipe_closed_by_head_completes(self):
         ref, ref_sha = Shared.slow_reference(self)

@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Parts, MPI ranks and resume of oocconv and ooceq, end to end (issue 11).
+
+Every output made in pieces (--part I/N, --rows A:B, --part auto from Slurm variables, mpirun
+ranks, a run stopped by SIGTERM/SIGINT/SIGKILL and resumed) must be byte-identical (cmp) to one
+uninterrupted single-process run, with nothing under the final name until it is complete. Also:
+--finish names missing or unfinished parts (exit 3), --resume refuses a changed input or changed
+options (exit 2), a failing MPI rank stops every rank and names itself, TIFF parts are refused
+with a message, --progress-log writes lines. The --device cuda cases skip without a GPU; the MPI
+cases skip without mpirun.
+
+Usage: parts_check.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
+"""
+import argparse
+import filecmp
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+BIN_DIR = None
+MPIRUN = shutil.which("mpirun")
+HAVE_GPU = os.path.exists("/dev/nvidiactl")
+RESUMABLE = 75
+# A run long enough to be signalled mid-way on the 2-core CI machine (about 2 s), small on disk.
+SLOW = ["synth:noise", "--width", "8192", "--height", "12000", "--radius", "24", "--threads", "1"]
+
+
+def tool(name):
+    return os.path.join(BIN_DIR, name)
+
+
+def run(cmd, timeout=300, env=None, **kw):
+    full = dict(os.environ, **(env or {}))
+    for k in list(full):  # a test must not inherit a launcher's variables from its caller
+        if k.startswith(("OMPI_COMM_WORLD", "PMI_", "PMIX_", "SLURM_")) and k not in (env or {}):
+            del full[k]
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
+                          env=full, **kw)
+
+
+def mpirun(n, cmd, env=None, **kw):
+    env = dict(env or {}, **{"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_btl": "self,vader",
+           "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
+    return run([MPIRUN, "-np", str(n)] + cmd, env=env, **kw)
+
+
+class PartsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = tempfile.mkdtemp(prefix="ooc-parts-")
+        cls.inp = os.path.join(cls.d, "in.raw")
+        r = run([tool("oocgen"), cls.inp, "--width", "1000", "--height", "777", "--type", "u16",
+                 "--channels", "3", "--pattern", "gradient", "-q"])
+        assert r.returncode == 0, r.stderr
+        cls.opts = ["--width", "1000", "--type", "u16", "--channels", "3", "--sigma", "2.5",
+                    "--border", "nearest", "-q"]
+        cls.refs = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.d, ignore_errors=True)
+
+    def setUp(self):
+        self.w = tempfile.mkdtemp(dir=self.d)
+
+    def p(self, name):
+        return os.path.join(self.w, name)
+
+    def ref(self, ext, extra=()):
+        key = (ext, tuple(extra))
+        if key not in self.refs:
+            out = os.path.join(self.d, "ref%d%s" % (len(self.refs), ext))
+            r = run([tool("oocconv"), self.inp, out] + self.opts + list(extra))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.refs[key] = out
+        return self.refs[key]
+
+    def conv(self, out, *args, **kw):
+        return run([tool("oocconv"), self.inp, out] + self.opts + list(args), **kw)
+
+    def assertSame(self, a, b, why=""):
+        self.assertTrue(os.path.exists(b), "no output %s %s" % (b, why))
+        self.assertTrue(filecmp.cmp(a, b, shallow=False), "%s differs from %s %s" % (b, a, why))
+
+    def assertNoLeftovers(self):
+        left = [f for f in os.listdir(self.w) if ".partial" in f]
+        self.assertEqual(left, [], "temporaries or journals left behind")
+
+    # --- parts ---------------------------------------------------------------------------------
+
+    def test_parts_are_identical_to_one_run(self):
+        for ext in (".raw", ".npy"):
+            for n in (2, 3, 5):
+                for device in ["cpu"] + (["cuda"] if HAVE_GPU else []):
+                    with self.subTest(ext=ext, parts=n, device=device):
+                        out = self.p("o%d%s%s" % (n, device, ext))
+                        for i in reversed(range(n)):  # any order
+                            r = self.conv(out, "--part", "%d/%d" % (i, n), "--device", device,
+                                          "--band-rows", str(7 + i))
+                            self.assertEqual(r.returncode, 0, r.stderr)
+                            self.assertFalse(os.path.exists(out), "in place before --finish")
+                        r = run([tool("oocconv"), "--finish", out])
+                        self.assertEqual(r.returncode, 0, r.stderr)
+                        self.assertSame(self.ref(ext), out)
+        # One part of one is a plain run: in place at once.
+        out = self.p("one.raw")
+        self.assertEqual(self.conv(out, "--part", "0/1").returncode, 0)
+        self.assertSame(self.ref(".raw"), out)
+        self.assertNoLeftovers()
+
+    def test_rows_ranges_cover_the_image(self):
+        out = self.p("rows.raw")
+        for a, b in ((500, 777), (0, 123), (123, 500)):
+            r = self.conv(out, "--rows", "%d:%d" % (a, b))
+            self.assertEqual(r.returncode, 0, r.stderr)
+        r = run([tool("oocconv"), "--finish", out])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertSame(self.ref(".raw"), out)
+        self.assertNoLeftovers()
+
+    def test_finish_names_what_is_missing(self):
+        out = self.p("miss.raw")
+        for i in (0, 2):
+            self.assertEqual(self.conv(out, "--part", "%d/4" % i).returncode, 0)
+        r = run([tool("oocconv"), "--finish", out])
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("part 1/4 has not run", r.stderr)
+        self.assertIn("part 3/4 has not run", r.stderr)
+        self.assertFalse(os.path.exists(out))
+        r = run([tool("oocconv"), "--finish", self.p("never.raw")])
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("no parts to finish", r.stderr)
+
+    def test_part_auto_from_slurm_array_and_srun(self):
+        out = self.p("auto.raw")
+        for tid in (3, 4, 5):  # an array --array=3-5: task ids need not start at 0
+            env = {"SLURM_ARRAY_TASK_ID": str(tid), "SLURM_ARRAY_TASK_COUNT": "3",
+                   "SLURM_ARRAY_TASK_MIN": "3"}
+            r = self.conv(out, "--part", "auto", env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(run([tool("oocconv"), "--finish", out]).returncode, 0)
+        self.assertSame(self.ref(".raw"), out)
+        out = self.p("srun.raw")
+        for rank in range(2):
+            r = self.conv(out, "--part", "auto", env={"SLURM_PROCID": str(rank),
+                                                      "SLURM_NTASKS": "2"})
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(run([tool("oocconv"), "--finish", out]).returncode, 0)
+        self.assertSame(self.ref(".raw"), out)
+        r = self.conv(self.p("gaps.raw"), "--part", "auto", env={
+            "SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_COUNT": "2", "SLURM_ARRAY_TASK_MIN": "3",
+            "SLURM_ARRAY_TASK_MAX": "5"})
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("consecutive", r.stderr)
+        r = self.conv(self.p("none.raw"), "--part", "auto")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--part auto", r.stderr)
+
+    def test_bad_part_options(self):
+        for args in (["--part", "3/3"], ["--part", "x"], ["--part", "1/0"], ["--rows", "5:5"],
+                     ["--rows", "0:778"], ["--rows", "a:b"], ["--part", "0/2", "--rows", "0:5"],
+                     ["--part", "0/1000"]):
+            with self.subTest(args=args):
+                r = self.conv(self.p("bad.raw"), *args)
+                self.assertEqual(r.returncode, 2, r.stderr)
+        r = self.conv(self.p("t.tif"), "--part", "0/2")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("raw or .npy", r.stderr)
+        self.assertNoLeftovers()
+
+    # --- resume --------------------------------------------------------------------------------
+
+    def slow_ref(self):
+        out = os.path.join(self.d, "slow_ref.raw")
+        if not os.path.exists(out):
+            r = run([tool("oocconv")] + SLOW[:1] + [out] + SLOW[1:] + ["-q"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+        return out
+
+    def start_slow(self, out, *extra):
+        return subprocess.Popen([tool("oocconv"), SLOW[0], out] + SLOW[1:] + list(extra),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def interrupt(self, out, sig, after=0.8, twice=False):
+        proc = self.start_slow(out, "--progress-log")
+        time.sleep(after)
+        if proc.poll() is not None:
+            self.skipTest("the run ended before the signal")
+        proc.send_signal(sig)
+        if twice:
+            time.sleep(0.05)
+            proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+        return proc.returncode, err
+
+    def test_sigterm_then_resume_is_identical(self):
+        ref = self.slow_ref()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with self.subTest(signal=sig.name):
+                out = self.p("r%s.raw" % sig.name)
+                rc, err = self.interrupt(out, sig)
+                self.assertEqual(rc, RESUMABLE, err)
+                self.assertIn("--resume", err)
+                self.assertFalse(os.path.exists(out))
+                self.assertTrue(os.path.exists(out + ".partial.journal"), err)
+                r = run([tool("oocconv"), SLOW[0], out] + SLOW[1:] + ["--resume", "-q"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertSame(ref, out)
+        self.assertNoLeftovers()
+
+    def test_sigkill_and_second_sigint_resume(self):
+        ref = self.slow_ref()
+        out = self.p("k.raw")
+        rc, err = self.interrupt(out, signal.SIGKILL, after=1.5)
+        self.assertEqual(rc, -signal.SIGKILL)
+        with open(out + ".partial.journal") as f:
+            done = int(f.read().split("done ")[1])
+        self.assertGreater(done, 0, "the journal recorded nothing after 1.5 s")
+        r = run([tool("oocconv"), SLOW[0], out] + SLOW[1:] + ["--resume", "-q"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertSame(ref, out)
+        out = self.p("twice.raw")
+        rc, err = self.interrupt(out, signal.SIGINT, twice=True)
+        self.assertEqual(rc, 128 + signal.SIGINT, err)
+        r = run([tool("oocconv"), SLOW[0], out] + SLOW[1:] + ["--resume", "-q"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertSame(ref, out)
+        self.assertNoLeftovers()
+
+    def test_resume_refuses_other_input_or_options(self):
+        src = self.p("in.raw")
+        shutil.copyfile(self.inp, src)
+        out = self.p("x.raw")
+        args = ["--width", "1000", "--type", "u16", "--channels", "3", "--sigma", "2.5", "-q"]
+        r = run([tool("oocconv"), src, out, "--rows", "0:100"] + args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run([tool("oocconv"), src, out, "--rows", "0:100", "--resume"] + args[:-3] +
+                ["--sigma", "3", "-q"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("options differ", r.stderr)
+        os.utime(src, (1, 1))
+        r = run([tool("oocconv"), src, out, "--rows", "0:100", "--resume"] + args)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("input differ", r.stderr)
+        # Nothing to resume: a fresh run.
+        r = run([tool("oocconv"), src, self.p("fresh.raw"), "--resume"] + args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_progress_log_lines(self):
+        out = self.p("log.raw")
+        r = run([tool("oocconv"), SLOW[0], out] + SLOW[1:] + ["--progress-log=1"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"oocconv: +\d+\.\d% \d+/12000 rows, [\d.]+ GB/s, ETA \d+m\d\ds")
+
+    # --- MPI -----------------------------------------------------------------------------------
+
+    @unittest.skipUnless(MPIRUN, "mpirun not installed")
+    def test_mpi_ranks_are_identical_to_one_run(self):
+        for n in (1, 2, 3):
+            with self.subTest(ranks=n):
+                out = self.p("mpi%d.npy" % n)
+                r = mpirun(n, [tool("oocconv"), self.inp, out] + self.opts[:-1] + ["--stats", "json"])
+                self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+                self.assertSame(self.ref(".npy"), out)
+                if n > 1:
+                    self.assertIn('"ranks": %d' % n, r.stdout)
+        self.assertNoLeftovers()
+
+    @unittest.skipUnless(MPIRUN, "mpirun not installed")
+    def test_mpi_equalization_sums_histograms(self):
+        src = self.p("eq.raw")
+        r = run([tool("oocgen"), src, "--width", "999", "--height", "555", "--type", "u8",
+                 "--channels", "2", "--pattern", "low-contrast", "-q"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        args = ["--width", "999", "--type", "u8", "--channels", "2", "-q"]
+        one = self.p("eq1.raw")
+        self.assertEqual(run([tool("ooceq"), src, one] + args).returncode, 0)
+        out = self.p("eq3.raw")
+        r = mpirun(3, [tool("ooceq"), src, out, "--histogram", self.p("h.csv")] + args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertSame(one, out)
+        r1 = run([tool("ooceq"), src, self.p("eq1b.raw"), "--histogram", self.p("h1.csv")] + args)
+        self.assertEqual(r1.returncode, 0, r1.stderr)
+        self.assertSame(self.p("h1.csv"), self.p("h.csv"))
+
+    @unittest.skipUnless(MPIRUN, "mpirun not installed")
+    def test_mpi_failing_rank_stops_all(self):
+        out = self.p("fail.raw")
+        script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$0" missing.raw "$@"; '
+                  'else exec "$0" "$IN" "$@"; fi')
+        r = mpirun(2, ["sh", "-c", script, tool("oocconv"), out] + self.opts, timeout=120,
+                   cwd=self.w, env={"IN": self.inp})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("rank 1 of 2", r.stderr)
+        self.assertIn("missing.raw", r.stderr)
+        self.assertFalse(os.path.exists(out), "an output under the final name")
+
+
+def main():
+    global BIN_DIR
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin-dir", required=True)
+    args, rest = ap.parse_known_args()
+    BIN_DIR = os.path.abspath(args.bin_dir)
+    unittest.main(argv=[sys.argv[0]] + rest)
+
+
+if __name__ == "__main__":
+    main()
