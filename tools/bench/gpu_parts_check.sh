@@ -2,11 +2,11 @@
 # On the GPU machine (best: device kind nvidia-h200-x2), after tools/bench/stage.sh: the issue-11
 # measurements and the issue-9 kernel peers, in one call.
 #  1. ooc_gpu_ops_peers: the 2-D convolution and equalization kernels against NPP on one band.
-#  2. test_gpu, and compute-sanitizer memcheck of the 2-D and equalization kernels.
 #  3. MPI, one rank per GPU, against one rank: a 32 GiB synthetic image to null:, and a file of
 #     GIB GiB (page cache) to null: and to a file; medians of 3 (GB = 1e9 bytes).
 #  4. A resume: SIGTERM mid-run on the file, --resume, cmp against an uninterrupted run.
 #  5. parts_check.py on the GPU (the --device cuda parts, MPI ranks on the GPU).
+#  2. (last: the slowest) test_gpu, and compute-sanitizer memcheck of the new kernels.
 # Writes its log to $OUT/gpu_parts.log when OUT is set. Usage: gpu_parts_check.sh [GIB]
 set -u
 export LD_LIBRARY_PATH=$PWD/stage/lib:/usr/local/cuda/lib64 OOC_BIN_DIR=$PWD/stage/bin
@@ -22,10 +22,6 @@ json() { python3 -c 'import json,sys; j=json.load(sys.stdin); m=j.get("mpi"); s=
   GPUS=$(nvidia-smi -L | wc -l)
   echo "== 1. kernels against NPP (one band in device memory, medians of 10)"
   "$B/ooc_gpu_ops_peers" --width 16384 --rows 1024 --repeats 10
-  echo "== 2. test_gpu"; "$B/test_gpu" --gtest_brief=1 2>&1 | tail -3
-  echo "== memcheck"
-  /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_gpu" \
-    --gtest_filter='GpuConv2d.*:GpuEqualize.*' --gtest_brief=1 2>&1 | tail -3
   echo "== 3. MPI ranks, one per GPU ($GPUS GPUs), radius 16"
   W=65536 H32=$((32 * 1024 * 1024 * 1024 / 4 / 65536)) HF=$((GIB * 1024 * 1024 * 1024 / 4 / 65536))
   for n in 1 $GPUS; do
@@ -36,14 +32,15 @@ json() { python3 -c 'import json,sys; j=json.load(sys.stdin); m=j.get("mpi"); s=
   done
   "$B/oocgen" "$T/in.raw" --width $W --height $HF --type f32 -q
   cat "$T/in.raw" > /dev/null
-  echo -n "cat $GIB GiB (page cache) > /dev/null: "; /usr/bin/time -f "%e s" cat "$T/in.raw" > /dev/null
+  TIMEFORMAT="%R s"
+  for rep in 1 2 3; do echo -n "cat $GIB GiB (page cache) > /dev/null, run $rep: "; { time cat "$T/in.raw" > /dev/null; } 2>&1; done
   for n in 1 $GPUS; do
     for rep in 1 2 3; do
       echo -n "file $GIB GiB -> null:, $n rank(s), run $rep: "
       mpirun -np $n "$B/oocconv" "$T/in.raw" null: --width $W --radius 16 --stats json -q | json
     done
   done
-  echo -n "cp $GIB GiB: "; /usr/bin/time -f "%e s" cp "$T/in.raw" "$T/cp.raw"; rm -f "$T/cp.raw"
+  echo -n "cp $GIB GiB: "; { time cp "$T/in.raw" "$T/cp.raw"; } 2>&1; rm -f "$T/cp.raw"
   for n in 1 $GPUS; do
     echo -n "file -> file, $n rank(s): "
     rm -f "$T/o$n.raw"
@@ -60,5 +57,9 @@ json() { python3 -c 'import json,sys; j=json.load(sys.stdin); m=j.get("mpi"); s=
   rm -f "$T"/*.raw
   echo "== 5. parts_check.py"
   python3 tests/cli/parts_check.py --bin-dir "$B" 2>&1 | tail -6
+  echo "== 2. test_gpu"; "$B/test_gpu" --gtest_brief=1 2>&1 | tail -3
+  echo "== memcheck"
+  /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_gpu" \
+    --gtest_filter='GpuConv2d.*:GpuEqualize.*' --gtest_brief=1 2>&1 | tail -3
 } 2>&1 | tee "$log"
 rm -rf "$T"
