@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -273,6 +274,17 @@ void apply_run_options(const RunCli& r, ooc::JobOptions& jo) {
                   "--rows");
     jo.part_index = world.rank();
     jo.part_count = world.size();
+    // mpirun binds each rank to one core by default when there are few ranks: the engine's
+    // threads would then share that core.
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+    if (world.rank() == 0 && ::sched_getaffinity(0, sizeof mask, &mask) == 0 &&
+        CPU_COUNT(&mask) < 4 && cores >= 4 * world.size())
+      std::fprintf(stderr,
+                   "oocconv: warning: rank 0 may use %d of the %ld cores (the launcher bound it): "
+                   "use mpirun --bind-to none, or srun --cpus-per-task=N\n",
+                   CPU_COUNT(&mask), cores);
     // One GPU per rank, by its rank on the node, unless --devices names them.
     if (jo.devices == "all") {
       const int gpus = ooc::cuda_device_count();

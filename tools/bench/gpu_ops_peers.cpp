@@ -124,14 +124,17 @@ void conv2d_case(int k, int width, int rows, int repeats, cudaStream_t s, std::m
   const NppiSize src_size{width, in_rows}, roi{width, rows}, ksize{k, k};
   const NppiPoint offset{0, r}, anchor{r, r};
   const auto* rev = reinterpret_cast<const Npp32f*>(d_rev.data());
+  // NPP's pSrc is the first pixel of the ROI (oSrcOffset says where that is in the source): the
+  // halo rows above it are read through it.
+  const std::byte* roi_src = d_in.data() + static_cast<std::size_t>(r) * step;
   const double npp = timer.median_ms(s, repeats, [&] {
     if constexpr (sizeof(T) == 1) {
-      OOC_NPP_TRY(nppiFilterBorder32f_8u_C1R_Ctx(reinterpret_cast<const Npp8u*>(d_in.data()), step,
+      OOC_NPP_TRY(nppiFilterBorder32f_8u_C1R_Ctx(reinterpret_cast<const Npp8u*>(roi_src), step,
                                                  src_size, offset,
                                                  reinterpret_cast<Npp8u*>(d_npp.data()), step, roi,
                                                  rev, ksize, anchor, NPP_BORDER_REPLICATE, ctx));
     } else {
-      OOC_NPP_TRY(nppiFilterBorder_32f_C1R_Ctx(reinterpret_cast<const Npp32f*>(d_in.data()), step,
+      OOC_NPP_TRY(nppiFilterBorder_32f_C1R_Ctx(reinterpret_cast<const Npp32f*>(roi_src), step,
                                                src_size, offset,
                                                reinterpret_cast<Npp32f*>(d_npp.data()), step, roi,
                                                rev, ksize, anchor, NPP_BORDER_REPLICATE, ctx));

@@ -27,7 +27,7 @@ json() { python3 -c 'import json,sys; j=json.load(sys.stdin); m=j.get("mpi"); s=
   for n in 1 $GPUS; do
     for rep in 1 2 3; do
       echo -n "synth 32 GiB -> null:, $n rank(s), run $rep: "
-      mpirun -np $n "$B/oocconv" synth:noise null: --width $W --height $H32 --radius 16 --stats json -q | json
+      mpirun --bind-to none -np $n "$B/oocconv" synth:noise null: --width $W --height $H32 --radius 16 --stats json -q | json
     done
   done
   "$B/oocgen" "$T/in.raw" --width $W --height $HF --type f32 -q
@@ -37,22 +37,22 @@ json() { python3 -c 'import json,sys; j=json.load(sys.stdin); m=j.get("mpi"); s=
   for n in 1 $GPUS; do
     for rep in 1 2 3; do
       echo -n "file $GIB GiB -> null:, $n rank(s), run $rep: "
-      mpirun -np $n "$B/oocconv" "$T/in.raw" null: --width $W --radius 16 --stats json -q | json
+      mpirun --bind-to none -np $n "$B/oocconv" "$T/in.raw" null: --width $W --radius 16 --stats json -q | json
     done
   done
   echo -n "cp $GIB GiB: "; { time cp "$T/in.raw" "$T/cp.raw"; } 2>&1; rm -f "$T/cp.raw"
   for n in 1 $GPUS; do
     echo -n "file -> file, $n rank(s): "
     rm -f "$T/o$n.raw"
-    mpirun -np $n "$B/oocconv" "$T/in.raw" "$T/o$n.raw" --width $W --radius 16 --stats json -q | json
+    mpirun --bind-to none -np $n "$B/oocconv" "$T/in.raw" "$T/o$n.raw" --width $W --radius 16 --stats json -q | json
   done
   cmp "$T/o1.raw" "$T/o$GPUS.raw" && echo "cmp 1 rank vs $GPUS ranks: identical"
   rm -f "$T/o$GPUS.raw"
   echo "== 4. resume after SIGTERM mid-run ($GPUS ranks)"
-  mpirun -np $GPUS "$B/oocconv" "$T/in.raw" "$T/r.raw" --width $W --radius 16 --progress-log=1 &
+  mpirun --bind-to none -np $GPUS "$B/oocconv" "$T/in.raw" "$T/r.raw" --width $W --radius 16 --progress-log=1 &
   P=$!; sleep 3; kill -TERM $P; wait $P; echo "exit after SIGTERM: $?"
   ls -la "$T" | grep r.raw; cat "$T"/r.raw.partial.*journal 2>/dev/null | grep -E "part|done"
-  mpirun -np $GPUS "$B/oocconv" "$T/in.raw" "$T/r.raw" --width $W --radius 16 --resume --stats json -q | json
+  mpirun --bind-to none -np $GPUS "$B/oocconv" "$T/in.raw" "$T/r.raw" --width $W --radius 16 --resume --stats json -q | json
   cmp "$T/o1.raw" "$T/r.raw" && echo "cmp uninterrupted vs stopped+resumed: identical"
   rm -f "$T"/*.raw
   echo "== 5. parts_check.py"
