@@ -175,8 +175,11 @@ int main(int argc, char** argv) {
     const auto out_spec = op->output();
     job.set_fingerprint(op->describe() + "; output " + out_spec->describe() + " " +
                         ooc::output_format(output, out_options));
+    // Before start(), which creates the temporary: a signal from then on stops cleanly. A raw or
+    // .npy output is resumable; a TIFF is written in one go, so a signal ends it at once.
+    const std::string format = ooc::output_format(output, out_options);
+    if (format != "tiff") ooc::cli::stop_gracefully_on_signals();
     job.start({op.get()});
-    if (!job.journal_path().empty() || output == "null:") ooc::cli::stop_gracefully_on_signals();
     if (jo.resume && !quiet)
       std::fprintf(
           stderr, "oocconv: %s at row %lld of rows %lld:%lld\n",
