@@ -804,6 +804,32 @@ class ReferenceTolerance {
   double relative_ = 0, absolute_ = 0;
 };
 
+// What both reference checks (separable and 2-D) do once their reference is built: say what is
+// compared, walk the picked bands with `check`, and report against the tolerance.
+template <class CheckBand>
+int check_reference(const ooc::Source& in, const ooc::Source& out, const std::string& filter_line,
+                    ooc::BorderMode border, double border_value, bool acc_f64,
+                    const ReferenceTolerance& tolerance_of, tbb::combinable<double>& largest_m,
+                    std::int64_t sample, std::uint64_t seed, const CheckBand& check) {
+  const ooc::ImageSpec& is = in.spec();
+  const SampleType out_type = out.spec().type;
+  const auto bands = pick_bands(0, is.height, sample, seed);
+  std::printf("reference: %s -> %s\n", in.describe().c_str(), out.describe().c_str());
+  std::printf("%s, border %s", filter_line.c_str(), std::string(ooc::name(border)).c_str());
+  if (border == ooc::BorderMode::constant) std::printf(" %.9g", border_value);
+  std::printf(", output %s, oocconv accumulates in %s\n", std::string(ooc::name(out_type)).c_str(),
+              acc_f64 ? "f64" : "f32");
+  std::printf("%s", tolerance_of.warning().c_str());
+  const Tally t = over_bands(bands, is.height, check);
+  const double range = ooc::is_integer(out_type)
+                           ? ooc::highest_value(out_type) - ooc::lowest_value(out_type)
+                           : t.peak;
+  const std::string what = "checked " + std::to_string(t.count) + " samples in " +
+                           band_summary(bands.size(), 0, is.height, sample, seed);
+  const double m = largest_m.combine([](double a, double b) { return std::max(a, b); });
+  return report(what, tolerance_of.describe(m), t, range, is, "expected", "OUT has");
+}
+
 int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hints,
                   std::uint64_t seed, const ooc::cli::FilterCli& filter, double tolerance,
                   std::int64_t sample) {
@@ -849,22 +875,11 @@ int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hi
     });
   };
 
-  const auto bands = pick_bands(0, is.height, sample, seed);
-  std::printf("reference: %s -> %s\n", in->describe().c_str(), out->describe().c_str());
-  std::printf("filter (ooccheck's own taps): %s, %zu x %zu taps, border %s", own.recipe.c_str(),
-              own.row.size(), own.col.size(), std::string(ooc::name(params.border)).c_str());
-  if (params.border == ooc::BorderMode::constant) std::printf(" %.9g", params.border_value);
-  std::printf(", output %s, oocconv accumulates in %s\n", std::string(ooc::name(out_type)).c_str(),
-              acc_f64 ? "f64" : "f32");
-  std::printf("%s", tolerance_of.warning().c_str());
-  const Tally t = over_bands(bands, is.height, check);
-  const double range = ooc::is_integer(out_type)
-                           ? ooc::highest_value(out_type) - ooc::lowest_value(out_type)
-                           : t.peak;
-  const std::string what = "checked " + std::to_string(t.count) + " samples in " +
-                           band_summary(bands.size(), 0, is.height, sample, seed);
-  const double m = largest_m.combine([](double a, double b) { return std::max(a, b); });
-  return report(what, tolerance_of.describe(m), t, range, is, "expected", "OUT has");
+  char filter_line[1024];
+  std::snprintf(filter_line, sizeof filter_line, "filter (ooccheck's own taps): %s, %zu x %zu taps",
+                own.recipe.c_str(), own.row.size(), own.col.size());
+  return check_reference(*in, *out, filter_line, params.border, params.border_value, acc_f64,
+                         tolerance_of, largest_m, sample, seed, check);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1232,22 +1247,11 @@ int run_reference2d(const std::vector<std::string>& files, const ooc::RawHints& 
     });
   };
 
-  const auto bands = pick_bands(0, is.height, sample, seed);
-  std::printf("reference: %s -> %s\n", in->describe().c_str(), out->describe().c_str());
-  std::printf("2-D kernel (ooccheck's own taps, every tap summed): %s, %s taps, border %s",
-              kernel.recipe.c_str(), window.c_str(), std::string(ooc::name(params.border)).c_str());
-  if (params.border == ooc::BorderMode::constant) std::printf(" %.9g", params.border_value);
-  std::printf(", output %s, oocconv accumulates in %s\n", std::string(ooc::name(out_type)).c_str(),
-              acc_f64 ? "f64" : "f32");
-  std::printf("%s", tolerance_of.warning().c_str());
-  const Tally t = over_bands(bands, is.height, check);
-  const double range = ooc::is_integer(out_type)
-                           ? ooc::highest_value(out_type) - ooc::lowest_value(out_type)
-                           : t.peak;
-  const std::string what = "checked " + std::to_string(t.count) + " samples in " +
-                           band_summary(bands.size(), 0, is.height, sample, seed);
-  const double m = largest_m.combine([](double a, double b) { return std::max(a, b); });
-  return report(what, tolerance_of.describe(m), t, range, is, "expected", "OUT has");
+  return check_reference(*in, *out,
+                         "2-D kernel (ooccheck's own taps, every tap summed): " + kernel.recipe +
+                             ", " + window + " taps",
+                         params.border, params.border_value, acc_f64, tolerance_of, largest_m,
+                         sample, seed, check);
 }
 
 // ---------------------------------------------------------------------------------------------
