@@ -82,11 +82,14 @@ bool no_locking(int err) {
   return err == ENOLCK || err == EOPNOTSUPP || err == EINVAL || err == ENOSYS;
 }
 
-// The pid holding a write lock on fd's file, 0 when none, -1 when locks are unsupported.
-pid_t lock_holder(int fd) {
+// The pid holding a write lock on bytes [begin, end) of fd's file (end 0: to its end), 0 when
+// none, -1 when locks are unsupported.
+pid_t lock_holder(int fd, off_t begin = 0, off_t end = 0) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
+  fl.l_start = begin;
+  fl.l_len = end > begin ? end - begin : 0;
   if (::fcntl(fd, F_GETLK, &fl) != 0) return no_locking(errno) ? -1 : 0;
   return fl.l_type == F_UNLCK ? 0 : fl.l_pid;
 }
@@ -288,12 +291,7 @@ void OutputFile::open_existing(const std::string& path, off_t lock_begin, off_t 
   // Parts lock their own rows, a resumed run the whole file: two writers of the same rows
   // collide here, not in the file.
   if (!(shared ? try_lock(fd, lock_begin, lock_end) : try_lock(fd))) {
-    struct flock fl {};
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = shared ? lock_begin : 0;
-    fl.l_len = shared && lock_end > lock_begin ? lock_end - lock_begin : 0;
-    const pid_t holder = ::fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? fl.l_pid : 0;
+    const pid_t holder = shared ? lock_holder(fd, lock_begin, lock_end) : lock_holder(fd);
     ::close(fd);
     throw busy(path, partial_, holder);
   }
