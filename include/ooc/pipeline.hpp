@@ -112,6 +112,12 @@ class Operation {
   // Memory the kernels need besides the band: per CPU thread, and per GPU slot on the device.
   virtual std::size_t cpu_scratch_bytes(std::int64_t /*band_rows*/) const { return 0; }
   virtual std::size_t cuda_scratch_bytes(std::int64_t /*band_rows*/) const { return 0; }
+  // The band height the operation takes instead of `rows` (the planned or asked one) when the job
+  // covers `span` rows: a reduction whose sums must not depend on the band height rounds it to
+  // whole subtrees of its summation tree. The planner checks that the result fits.
+  virtual std::int64_t fit_band_rows(std::int64_t rows, std::int64_t /*span*/) const {
+    return rows;
+  }
   virtual std::unique_ptr<CpuKernel> make_cpu() const = 0;
   // Whether make_cuda() works: the operation has CUDA kernels and this build has CUDA.
   virtual bool has_cuda() const { return false; }
@@ -168,6 +174,9 @@ struct RunStats {
   double read_seconds = 0;     // summed over the stage's calls
   double compute_seconds = 0;  // summed over threads
   double write_seconds = 0;
+  // GPU: reading the bands' rows into pinned memory (wall time, summed over slots), and the
+  // device's time for the copies in, the kernels and the copies out (summed over slots).
+  double pack_seconds = 0, h2d_seconds = 0, kernel_seconds = 0, d2h_seconds = 0;
   std::int64_t rows_done = 0;  // output rows written, from the range's first row on, in order
   bool stopped = false;        // request_stop() ended the run before its last band
 };

@@ -453,6 +453,11 @@ void report(const char* prog, const std::string& stats, bool quiet, Job& job,
                     {"read_stage", st.read_seconds},
                     {"compute_stage", st.compute_seconds},
                     {"write_stage", st.write_seconds}};
+    if (job.backend().cuda)
+      j["gpu_seconds"] = {{"pack", st.pack_seconds},
+                          {"h2d", st.h2d_seconds},
+                          {"kernels", st.kernel_seconds},
+                          {"d2h", st.d2h_seconds}};
     // Streaming: bands only, without the one-off setup (pinned and GPU buffers).
     const double stream_s = std::max(st.seconds - st.setup_seconds, 1e-9);
     j["throughput"] = {{"mpixel_per_s", mpix},

@@ -6,6 +6,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "../pipeline/staging.hpp"
@@ -34,13 +35,21 @@ class CudaSlotImpl final : public CudaSlot {
         d_in_(device, h_in_.size()),
         d_out_(device, h_out_.size()),
         d_scratch_(device, z.scratch),
-        sizes_(z) {}
+        sizes_(z) {
+    for (cudaEvent_t& e : marks_) OOC_CUDA_TRY(cudaEventCreate(&e));
+  }
+  ~CudaSlotImpl() override {
+    cudaSetDevice(stream_.device());
+    for (cudaEvent_t e : marks_)
+      if (e) cudaEventDestroy(e);
+  }
 
   void start(Source& source, const std::int64_t* source_rows, const Band& band, std::int64_t halo,
              const ImageSpec& in, CudaKernel& kernel, std::size_t out_row,
              std::size_t partial) override {
     const std::int64_t in_rows = band.rows + 2 * halo;
     const std::size_t row = in.row_bytes();
+    const auto t0 = std::chrono::steady_clock::now();
     // Runs of consecutive image rows, read straight into place. Constant-border rows (-1) are
     // left alone: the kernels know them.
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, in_rows, kRowsPerRead),
@@ -53,11 +62,14 @@ class CudaSlotImpl final : public CudaSlot {
                           i = j;
                         }
                       });
+    pack_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const cudaStream_t s = stream_.stream();
     OOC_CUDA_TRY(cudaSetDevice(stream_.device()));
+    OOC_CUDA_TRY(cudaEventRecord(marks_[0], s));
     OOC_CUDA_TRY(cudaMemcpyAsync(d_in_.data(), h_in_.data(),
                                  static_cast<std::size_t>(in_rows) * row, cudaMemcpyHostToDevice,
                                  s));
+    OOC_CUDA_TRY(cudaEventRecord(marks_[1], s));
     const std::size_t out_bytes = static_cast<std::size_t>(band.rows) * out_row;
     const std::size_t partial_at = partial_offset(sizes_);
     if (partial > 0) OOC_CUDA_TRY(cudaMemsetAsync(d_out_.data() + partial_at, 0, partial, s));
@@ -75,19 +87,25 @@ class CudaSlotImpl final : public CudaSlot {
     b.device = stream_.device();
     b.stream = s;
     kernel.run_async(b);
+    OOC_CUDA_TRY(cudaEventRecord(marks_[2], s));
     if (out_bytes > 0)
       OOC_CUDA_TRY(
           cudaMemcpyAsync(h_out_.data(), d_out_.data(), out_bytes, cudaMemcpyDeviceToHost, s));
     if (partial > 0)
       OOC_CUDA_TRY(cudaMemcpyAsync(h_out_.data() + partial_at, d_out_.data() + partial_at, partial,
                                    cudaMemcpyDeviceToHost, s));
+    OOC_CUDA_TRY(cudaEventRecord(marks_[3], s));
     stream_.record();
   }
 
-  void wait(const std::byte*& out, const std::byte*& partial) override {
+  void wait(const std::byte*& out, const std::byte*& partial, SlotTimes& times) override {
     stream_.synchronize();
     out = h_out_.data();
     partial = h_out_.data() + partial_offset(sizes_);
+    float ms[3] = {};
+    for (int i = 0; i < 3; ++i)
+      OOC_CUDA_TRY(cudaEventElapsedTime(&ms[i], marks_[i], marks_[i + 1]));
+    times = SlotTimes{pack_s_, 1e-3 * ms[0], 1e-3 * ms[1], 1e-3 * ms[2]};
   }
 
  private:
@@ -95,6 +113,9 @@ class CudaSlotImpl final : public CudaSlot {
   cuda::PinnedBuffer h_in_, h_out_;  // h_out_: the output rows, then the partial
   cuda::DeviceBuffer d_in_, d_out_, d_scratch_;
   SlotSizes sizes_;
+  // Timing marks: before the copy in, after it, after the kernels, after the copies out.
+  cudaEvent_t marks_[4] = {};
+  double pack_s_ = 0;
 };
 
 }  // namespace

@@ -40,4 +40,12 @@ std::unique_ptr<CudaKernel> make_histogram_cuda(const std::vector<int>& devices,
 std::unique_ptr<CudaKernel> make_lut_cuda(const std::vector<int>& devices, std::int64_t bins,
                                           const std::vector<std::uint16_t>& lut);
 
+// Matrix products (atax.hpp): X padded to kp columns, leaves of `leaf` rows.
+struct ProductParams;
+std::unique_ptr<CudaKernel> make_product_cuda(const std::vector<int>& devices, const ImageSpec& a,
+                                              const ProductParams& p, int kp, std::int64_t leaf,
+                                              const std::vector<double>& x_padded);
+std::size_t product_cuda_scratch(const ImageSpec& a, const ProductParams& p, int kp,
+                                 std::int64_t leaf, std::int64_t band_rows);
+
 }  // namespace ooc

@@ -221,7 +221,14 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     const auto t = Clock::now();
     const std::byte* out = slot->out.data();
     const std::byte* partial = slot->partial.data();
-    if (slot->gpu) slot->gpu->wait(out, partial);
+    if (slot->gpu) {
+      detail::SlotTimes t;
+      slot->gpu->wait(out, partial, t);
+      stats.pack_seconds += t.pack;
+      stats.h2d_seconds += t.h2d;
+      stats.kernel_seconds += t.kernels;
+      stats.d2h_seconds += t.d2h;
+    }
     slot->arena.release();
     if (out_spec) sink->write_rows(slot->band.y0, slot->band.rows, out, out_row);
     if (partial_bytes > 0) op.merge(partial, slot->band);

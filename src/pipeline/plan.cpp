@@ -172,6 +172,15 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
                                         std::to_string(plan.slots) + " slots: use at most " +
                                         std::to_string(device_rows));
     rows = std::min(rows, device_rows);
+    for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
+    if (rows > device_rows)
+      throw Error(ErrorKind::device, "bands of " + std::to_string(rows) +
+                                         " rows (the operation's smallest) do not fit in GPU "
+                                         "memory with " +
+                                         std::to_string(plan.slots) +
+                                         " slots: use --slots 1 or a GPU with more free memory");
+  } else {
+    for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
   }
   plan.bands = (span + rows - 1) / rows;
   plan.first_band = 0;

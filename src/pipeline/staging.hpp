@@ -24,6 +24,12 @@ struct SlotSizes {
   std::size_t in_row = 0, out_row = 0, partial = 0, scratch = 0;
 };
 
+// Where a GPU band's time went: packing its rows into pinned memory (the file read, host wall time)
+// and the device's time for the copy in, the operation's kernels and the copies out.
+struct SlotTimes {
+  double pack = 0, h2d = 0, kernels = 0, d2h = 0;
+};
+
 // One ring slot on a GPU, made once per job.
 class CudaSlot {
  public:
@@ -35,8 +41,8 @@ class CudaSlot {
   virtual void start(Source& source, const std::int64_t* source_rows, const Band& band,
                      std::int64_t halo, const ImageSpec& in, CudaKernel& kernel,
                      std::size_t out_row, std::size_t partial) = 0;
-  // Waits for the band; host copies of its output rows and partial.
-  virtual void wait(const std::byte*& out, const std::byte*& partial) = 0;
+  // Waits for the band; host copies of its output rows and partial, and the band's times.
+  virtual void wait(const std::byte*& out, const std::byte*& partial, SlotTimes& times) = 0;
 };
 
 }  // namespace ooc::detail

@@ -1,0 +1,390 @@
+// oocatax: y = A^T (A X), A X or A^T X for a dense matrix A stored in a file larger than memory,
+// in one streaming pass over A's rows, on the CPU or GPUs (cuBLAS). X comes from .npy, text, or is
+// generated; y goes to .npy or text (A X, which has a row per row of A, to .npy or raw through the
+// engine's output file).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/common.hpp"
+#include "io/output_file.hpp"
+#include "ooc/error.hpp"
+#include "ooc/io.hpp"
+#include "ooc/job.hpp"
+#include "ooc/ops/atax.hpp"
+#include "ooc/ops/atax_x.hpp"
+
+namespace {
+
+using ooc::Error;
+using ooc::ErrorKind;
+
+constexpr const char* kFooter = R"(
+Products (--op): atax  y = A^T (A X)   X is N x k, y is N x k   (the normal-equations product)
+                 ax    y = A X         X is N x k, y is M x k   (written through the output file)
+                 atx   y = A^T X       X is M x k, y is N x k
+A is M rows x N columns, row-major, one channel of f32 or f64: raw (--rows, --cols, --type), .npy
+(2-D, C order) or a single-channel TIFF. Every element of A is read once.
+
+X (--x): FILE.npy (shape (n,) or (n, k), any numeric dtype), FILE.txt (a row per line, values
+separated by spaces or commas), `ones`, or `random` (uniform in [-1, 1), from --seed; --k columns).
+y (--out): .npy (float64; shape (n,) when X is one column given as (n,) or generated, else (n, k))
+or .txt (a row per line, 17 significant digits). ax writes .npy of shape (M, k), or raw.
+
+Precision: products and sums in double by default; --precision f32 computes each leaf's products
+in float (faster on GPUs, about 1e-6 relative) and still sums the leaves in double. The result has
+the same bits for every --band-rows, --slots and --threads: rows are summed in leaves of a fixed
+size, the leaves as a fixed binary tree (see oocatax --stats json: leaf_rows).
+NaN or Inf in X are computed with (IEEE rules) and counted in the summary.
+
+Examples:
+  oocgen A.raw --width 16384 --height 65536 --pattern low-rank
+  oocatax A.raw --rows 65536 --cols 16384 --x random --k 8 --out y.npy
+  oocatax A.npy --x v.npy --out v.npy --stats json       (a power-iteration step)
+  oocatax A.tif --op ax --x x.txt --out Ax.npy --device cuda
+
+Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions), 5 GPU.
+)";
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const std::size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+struct Matrix {
+  std::vector<double> v;  // rows x cols, row-major
+  std::int64_t rows = 0;
+  int cols = 0;
+  bool one_d = false;  // given as a vector (written back as one)
+};
+
+// The dtype of a .npy header ('<f8', '|u1', ...) as a reader of one value.
+double npy_value(const char* p, char kind, int size) {
+  auto get = [&](auto t) {
+    std::memcpy(&t, p, sizeof t);
+    return static_cast<double>(t);
+  };
+  if (kind == 'f') return size == 4 ? get(float{}) : get(double{});
+  if (kind == 'i')
+    return size == 1   ? get(std::int8_t{})
+           : size == 2 ? get(std::int16_t{})
+           : size == 4 ? get(std::int32_t{})
+                       : get(std::int64_t{});
+  return size == 1   ? get(std::uint8_t{})
+         : size == 2 ? get(std::uint16_t{})
+         : size == 4 ? get(std::uint32_t{})
+                     : get(std::uint64_t{});
+}
+
+Matrix read_npy(const std::string& path, const std::string& bytes) {
+  auto bad = [&](const std::string& why) {
+    return Error(ErrorKind::input, "X file '" + path + "': " + why);
+  };
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    throw bad("not a .npy file (no \\x93NUMPY magic)");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  std::size_t hlen = 0, at = 0;
+  if (major == 1) {
+    hlen = static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
+    at = 10;
+  } else {
+    if (bytes.size() < 12) throw bad("truncated header");
+    for (int i = 0; i < 4; ++i)
+      hlen |= std::size_t{static_cast<unsigned char>(bytes[8 + i])} << 8 * i;
+    at = 12;
+  }
+  if (at + hlen > bytes.size()) throw bad("truncated header");
+  const std::string h = bytes.substr(at, hlen);
+  const std::size_t d = h.find("'descr'"), f = h.find("'fortran_order'"), s = h.find("'shape'");
+  if (d == std::string::npos || f == std::string::npos || s == std::string::npos)
+    throw bad("header lacks descr, fortran_order or shape");
+  const std::size_t q = h.find('\'', h.find(':', d) + 1);
+  const std::string descr = h.substr(q + 1, h.find('\'', q + 1) - q - 1);
+  if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|') ||
+      std::string("fiu").find(descr[1]) == std::string::npos)
+    throw bad("dtype '" + descr + "' is not a little-endian int, uint or float; save it with " +
+              "numpy.save(path, x.astype('<f8'))");
+  const int size = std::stoi(descr.substr(2));
+  if ((descr[1] == 'f' && size != 4 && size != 8) ||
+      (descr[1] != 'f' && size != 1 && size != 2 && size != 4 && size != 8))
+    throw bad("dtype '" + descr + "' is not supported; use float64");
+  if (h.compare(h.find(':', f) + 1, 6, " True,") == 0 || h.find("True", f) < s)
+    throw bad("Fortran order; save it with numpy.save(path, numpy.ascontiguousarray(x))");
+  const std::string shape = h.substr(h.find('(', s) + 1, h.find(')', s) - h.find('(', s) - 1);
+  std::vector<std::int64_t> dims;
+  std::stringstream ss(shape);
+  for (std::string part; std::getline(ss, part, ',');)
+    if (part.find_first_not_of(" ") != std::string::npos) dims.push_back(std::stoll(part));
+  if (dims.empty() || dims.size() > 2 || dims[0] < 1 || (dims.size() == 2 && dims[1] < 1))
+    throw bad("shape (" + shape + ") is not (n,) or (n, k) with n, k >= 1");
+  Matrix m;
+  m.rows = dims[0];
+  m.cols = dims.size() == 2 ? static_cast<int>(std::min<std::int64_t>(dims[1], 1 << 20)) : 1;
+  m.one_d = dims.size() == 1;
+  const std::size_t n = static_cast<std::size_t>(m.rows) * m.cols;
+  if (bytes.size() - at - hlen < n * size)
+    throw bad("holds " + std::to_string((bytes.size() - at - hlen) / size) +
+              " values, its shape (" + shape + ") says " + std::to_string(n));
+  m.v.resize(n);
+  const char* p = bytes.data() + at + hlen;
+  for (std::size_t i = 0; i < n; ++i) m.v[i] = npy_value(p + i * size, descr[1], size);
+  return m;
+}
+
+Matrix read_text(const std::string& path, const std::string& bytes) {
+  Matrix m;
+  std::stringstream in(bytes);
+  std::int64_t line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    for (char& c : line)
+      if (c == ',' || c == '\t' || c == '\r') c = ' ';
+    std::stringstream ls(line);
+    int count = 0;
+    for (std::string tok; ls >> tok; ++count) {
+      char* end = nullptr;
+      const double v = std::strtod(tok.c_str(), &end);
+      if (end == tok.c_str() || *end != '\0')
+        throw Error(ErrorKind::input, "X file '" + path + "' line " + std::to_string(line_no) +
+                                          ": '" + tok + "' is not a number");
+      m.v.push_back(v);
+    }
+    if (count == 0) continue;
+    if (m.rows == 0) m.cols = count;
+    if (count != m.cols)
+      throw Error(ErrorKind::input, "X file '" + path + "' line " + std::to_string(line_no) +
+                                        " has " + std::to_string(count) + " values, the first " +
+                                        "row has " + std::to_string(m.cols));
+    ++m.rows;
+  }
+  if (m.rows == 0) throw Error(ErrorKind::input, "X file '" + path + "' holds no numbers");
+  m.one_d = m.cols == 1;
+  return m;
+}
+
+Matrix load_x(const std::string& spec, std::int64_t rows, int k, std::uint64_t seed) {
+  Matrix m;
+  if (spec == "ones" || spec == "random") {
+    m.rows = rows;
+    m.cols = k;
+    m.one_d = k == 1;
+    m.v.resize(static_cast<std::size_t>(rows) * k, 1.0);
+    if (spec == "random")
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (int j = 0; j < k; ++j)
+          m.v[static_cast<std::size_t>(i) * k + j] = ooc::atax_random_x(seed, i, j, k);
+    return m;
+  }
+  std::ifstream f(spec, std::ios::binary);
+  if (!f)
+    throw Error(ErrorKind::input, ooc::system_message("cannot open X file", spec, errno) +
+                                      " (--x takes FILE.npy, FILE.txt, ones or random)");
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return bytes.compare(0, 6, "\x93NUMPY") == 0 ? read_npy(spec, bytes) : read_text(spec, bytes);
+}
+
+void write_all(ooc::OutputFile& f, const std::string& data) {
+  for (std::size_t done = 0; done < data.size();) {
+    const ssize_t w = ::write(f.fd(), data.data() + done, data.size() - done);
+    if (w <= 0)
+      throw Error(ErrorKind::io, ooc::system_message("cannot write y", f.partial(), errno));
+    done += static_cast<std::size_t>(w);
+  }
+}
+
+// y (rows x k) to .npy (float64) or text, through a temporary renamed when complete.
+void write_y(const std::string& path, const std::string& input, const std::vector<double>& y,
+             std::int64_t rows, int k, bool one_d) {
+  std::string data;
+  if (ends_with(path, ".npy")) {
+    std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (" +
+                       std::to_string(rows) + (one_d ? "," : ", " + std::to_string(k)) + "), }";
+    const std::size_t total = (10 + dict.size() + 1 + 63) / 64 * 64;
+    dict.append(total - 10 - dict.size() - 1, ' ');
+    dict += '\n';
+    data = std::string("\x93NUMPY\x01\x00", 8);
+    data += static_cast<char>(dict.size() & 0xff);
+    data += static_cast<char>(dict.size() >> 8);
+    data += dict;
+    data.append(reinterpret_cast<const char*>(y.data()), y.size() * sizeof(double));
+  } else {
+    char buf[32];
+    for (std::int64_t i = 0; i < rows; ++i) {
+      for (int j = 0; j < k; ++j) {
+        std::snprintf(buf, sizeof buf, j ? " %.17g" : "%.17g",
+                      y[static_cast<std::size_t>(i) * k + j]);
+        data += buf;
+      }
+      data += '\n';
+    }
+  }
+  ooc::OutputFile f(path, input);
+  write_all(f, data);
+  f.commit();
+}
+
+std::int64_t count_nonfinite(const std::vector<double>& v) {
+  std::int64_t n = 0;
+  for (double d : v) n += !std::isfinite(d);
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ooc::cli::guarded_main("oocatax", [&]() -> int {
+    CLI::App app{
+        "oocatax: y = A^T (A X), A X or A^T X for a matrix A larger than memory, in one pass over "
+        "the file, on the CPU or GPUs."};
+    app.footer(kFooter);
+    app.get_formatter()->column_width(34);
+    ooc::JobOptions jo;
+    ooc::ProductParams params;
+    std::string out, op_name = "atax", x_spec, type = "f32", precision = "f64";
+    int k = 1;
+    std::uint64_t seed = 1;
+    app.add_option("A", jo.input, "raw, .npy or TIFF matrix file, or synth:PATTERN")->required();
+    auto* g_in = app.add_option_group("Matrix");
+    g_in->add_option("--rows", jo.hints.height, "rows M (raw: checked against the file size)")
+        ->check(ooc::cli::positive());
+    g_in->add_option("--cols", jo.hints.width, "columns N (raw input: required)")
+        ->check(ooc::cli::positive());
+    auto* type_opt =
+        g_in->add_option("--type", type, "element type of raw A: f32 or f64")->default_str("f32");
+    g_in->add_option("--in-format", jo.hints.format, "auto (magic bytes), raw, npy or tiff")
+        ->default_str("auto");
+    g_in->add_option("--page", jo.hints.page, "TIFF: the page (image) to read, from 0")
+        ->default_str("0")
+        ->check(CLI::NonNegativeNumber);
+    g_in->add_option("--matrix-seed", jo.seed, "seed of a synth: matrix")->default_str("1");
+    auto* g_x = app.add_option_group("Product");
+    g_x->add_option("--op", op_name, "atax, ax or atx")->default_str("atax");
+    g_x->add_option("--x", x_spec, "X: FILE.npy, FILE.txt, ones or random")->required();
+    g_x->add_option("--k", k, "columns of a generated X")
+        ->default_str("1")
+        ->check(CLI::Range(1, 4096));
+    g_x->add_option("--seed", seed, "seed of --x random")->default_str("1");
+    g_x->add_option("--out", out, "y: FILE.npy or FILE.txt (ax: FILE.npy or raw)")->required();
+    g_x->add_option("--precision", precision, "f64 (default) or f32 products")->default_str("f64");
+
+    std::optional<std::string> mem_limit;
+    auto* g_p = app.add_option_group("Pipeline");
+    g_p->add_option("--mem-limit", mem_limit, "memory for the band ring (default: min(1G, RAM/4))");
+    g_p->add_option("--threads", jo.pipeline.threads, "worker threads (default: all cores)")
+        ->check(CLI::Range(1, ooc::kMaxThreads));
+    g_p->add_option("--band-rows", jo.pipeline.band_rows,
+                    "rows per band (rounded down to leaves x a power of 2)")
+        ->check(ooc::cli::positive());
+    g_p->add_option("--leaf-rows", params.leaf_rows,
+                    "rows summed before the tree, a power of 2 (default: 16 MiB of A)");
+    g_p->add_option("--slots", jo.pipeline.slots, "bands in flight")->check(CLI::Range(1, 1 << 16));
+    g_p->add_option("--device", jo.device, "auto (CUDA when a GPU is usable), cpu or cuda")
+        ->default_str("auto");
+    g_p->add_option("--devices", jo.devices, "GPUs to use: all, or a list like 0,1")
+        ->default_str("all");
+    ooc::cli::ProgressCli progress;
+    bool quiet = false;
+    std::string stats;
+    auto* g_r = app.add_option_group("Reporting");
+    ooc::cli::add_progress_options(*g_r, progress);
+    g_r->add_option("--stats", stats, "print a summary on stdout: json or text");
+    g_r->add_flag("-q,--quiet", quiet, "no summary line on stderr");
+
+    if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocatax")) return *code;
+    if (!stats.empty() && stats != "json" && stats != "text")
+      throw Error(ErrorKind::usage, "--stats takes json or text, got '" + stats + "'");
+    if (precision != "f64" && precision != "f32")
+      throw Error(ErrorKind::usage, "--precision takes f64 or f32, got '" + precision + "'");
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+      if (const char* n = std::getenv(v); n && std::atoi(n) > 1)
+        throw Error(ErrorKind::usage,
+                    "oocatax runs as one process (its sums are not split over MPI ranks): run "
+                    "it without mpirun/srun, with --devices for several GPUs");
+    params.kind = ooc::parse_product_kind(op_name);
+    params.f32 = precision == "f32";
+    jo.hints.type = ooc::parse_sample_type(type);
+    jo.hints.type_given = type_opt->count() > 0;
+    if (mem_limit) jo.pipeline.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
+    if (params.kind == ooc::ProductKind::ax) {
+      if (ends_with(out, ".txt"))
+        throw Error(ErrorKind::usage,
+                    "--op ax writes y through the output file: .npy or raw, "
+                    "not .txt");
+      jo.output = out;
+    }
+    if (out == "null:" && params.kind != ooc::ProductKind::ax) out.clear();
+
+    ooc::Job job(jo);
+    const ooc::ImageSpec& spec = job.source().spec();
+    const std::int64_t x_rows = ooc::product_x_rows(spec, params.kind);
+    Matrix x = load_x(x_spec, x_rows, k, seed);
+    if (x.rows != x_rows)
+      throw Error(ErrorKind::input,
+                  "X has " + std::to_string(x.rows) + " rows, but " + op_name + " of a " +
+                      std::to_string(spec.height) + " x " + std::to_string(spec.width) +
+                      " matrix needs " + std::to_string(x_rows) +
+                      (params.kind == ooc::ProductKind::atx ? " (one per row of A)"
+                                                            : " (one per column of A)"));
+    params.k = x.cols;
+    const std::int64_t x_nonfinite = count_nonfinite(x.v);
+    params.x = std::move(x.v);
+    auto op = ooc::make_matrix_product(spec, std::move(params));
+    job.start({op.get()});
+
+    ooc::cli::Progress bar(progress, spec.total_bytes(), "oocatax");
+    const ooc::RunStats st =
+        job.run(*op, [&](std::int64_t d, std::int64_t t) { bar.update(d, t); });
+    bar.finish();
+    if (st.stopped) throw Error(ErrorKind::io, "stopped before the last band");
+    job.commit();
+    std::int64_t y_nonfinite = 0;
+    const bool ax = op->output().has_value();
+    if (!ax) {
+      const std::vector<double> y = op->result();
+      y_nonfinite = count_nonfinite(y);
+      if (!out.empty()) write_y(out, jo.input, y, spec.width, x.cols, x.one_d);
+    }
+    if (x_nonfinite > 0 && !quiet)
+      std::fprintf(stderr,
+                   "oocatax: warning: X holds %lld NaN or Inf value(s); y was computed with them "
+                   "(%lld non-finite value(s) in y)\n",
+                   static_cast<long long>(x_nonfinite), static_cast<long long>(y_nonfinite));
+
+    // Where the time went, as shares of the busy time summed over threads or slots.
+    nlohmann::json shares;
+    if (job.backend().cuda) {
+      const double busy =
+          std::max(st.pack_seconds + st.h2d_seconds + st.d2h_seconds + st.kernel_seconds, 1e-12);
+      shares = {{"read", st.pack_seconds / busy},
+                {"copy", (st.h2d_seconds + st.d2h_seconds) / busy},
+                {"compute", st.kernel_seconds / busy}};
+    } else {
+      const double busy = std::max(op->cpu_read_seconds() + op->cpu_compute_seconds(), 1e-12);
+      shares = {{"read", op->cpu_read_seconds() / busy},
+                {"copy", 0.0},
+                {"compute", op->cpu_compute_seconds() / busy}};
+    }
+    nlohmann::json extra;
+    extra["product"] = {{"op", op_name},
+                        {"k", x.cols},
+                        {"precision", precision},
+                        {"leaf_rows", op->leaf_rows()},
+                        {"y", out.empty() ? std::string("(not written)") : out},
+                        {"x_nonfinite", x_nonfinite},
+                        {"y_nonfinite", y_nonfinite}};
+    extra["bytes_read"] = st.bytes_read;
+    extra["gb_per_s"] = double(st.bytes_read) / std::max(st.seconds, 1e-9) / 1e9;
+    extra["time_shares"] = shares;
+    ooc::cli::report("oocatax", stats, quiet, job, op->describe(), st, extra);
+    return 0;
+  });
+}
