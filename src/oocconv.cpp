@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     std::string input, output;
     app.add_option("INPUT", input,
                    "raw, .npy or TIFF image file, or synth:PATTERN (noise, gradient, checker, "
-                   "gaussian-spots, low-contrast)");
+                   "gaussian-spots, low-contrast, low-rank[:R[:S]])");
     app.add_option(
         "OUTPUT", output,
         "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:");

@@ -202,8 +202,9 @@ void write_all(ooc::OutputFile& f, const std::string& data) {
 }
 
 // y (rows x k) to .npy (float64) or text, through a temporary renamed when complete.
-void write_y(const std::string& path, const std::string& input, const std::vector<double>& y,
-             std::int64_t rows, int k, bool one_d) {
+void write_y(ooc::OutputFile& f, const std::vector<double>& y, std::int64_t rows, int k,
+             bool one_d) {
+  const std::string& path = f.path();
   std::string data;
   if (ends_with(path, ".npy")) {
     std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (" +
@@ -227,7 +228,6 @@ void write_y(const std::string& path, const std::string& input, const std::vecto
       data += '\n';
     }
   }
-  ooc::OutputFile f(path, input);
   write_all(f, data);
   f.commit();
 }
@@ -338,6 +338,9 @@ int main(int argc, char** argv) {
     const std::int64_t x_nonfinite = count_nonfinite(x.v);
     params.x = std::move(x.v);
     auto op = ooc::make_matrix_product(spec, std::move(params));
+    // y's temporary now: a bad --out is refused before the pass over A, not after it.
+    std::optional<ooc::OutputFile> y_file;
+    if (!op->output() && !out.empty()) y_file.emplace(out, jo.input);
     job.start({op.get()});
 
     ooc::cli::Progress bar(progress, spec.total_bytes(), "oocatax");
@@ -351,7 +354,7 @@ int main(int argc, char** argv) {
     if (!ax) {
       const std::vector<double> y = op->result();
       y_nonfinite = count_nonfinite(y);
-      if (!out.empty()) write_y(out, jo.input, y, spec.width, x.cols, x.one_d);
+      if (y_file) write_y(*y_file, y, spec.width, x.cols, x.one_d);
     }
     if (x_nonfinite > 0 && !quiet)
       std::fprintf(stderr,

@@ -7,6 +7,8 @@
 //   ooccheck --equalize OUT IN: rebuilds ooceq's table (cv2.equalizeHist's) from its own
 //     histogram of all of IN, and requires OUT = table[IN] exactly.
 //   ooccheck --compare A B: compares two images of the same geometry.
+//   ooccheck --atax Y A --x X: recomputes oocatax's y = A^T (A X) (--op ax: A X, atx: A^T X) in
+//     float64 in one pass over the matrix A, and compares Y with it (ooccheck_atax.cpp).
 // All report the max abs error and where it is, RMS error, PSNR, the worst error relative to its
 // own tolerance and the samples over their tolerance, and exit 0 only when none is. --sample N
 // checks N random bands, for files too large to read whole (--equalize still reads all of IN
@@ -54,6 +56,7 @@
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
 #include "ooc/sample_type.hpp"
+#include "ooccheck_atax.hpp"
 
 namespace {
 
@@ -104,6 +107,21 @@ n = K x L taps, M = sum |tap| x |input| over the window (sum |tap| in the underf
 cv2.equalizeHist's table per channel (65536 bins for u16; the formula of ooceq --help, float32
 rounding emulated exactly) and requires OUT = table[IN] exactly. u8 and u16 only.
 
+--atax Y A --x X: oocatax's y = A^T (A X) (--op ax: A X; --op atx: A^T X) for the matrix A (M
+rows x N columns: raw with --width/--cols N and --height/--rows M, .npy (M, N), a one-channel
+TIFF, or synth:low-rank), recomputed in float64 by ooccheck's own loops in one pass over A's rows
+(memory: X, Y and the reference, never A whole). X and Y: .npy (n,) or (n, k) (Y f4 or f8), or
+text (one row per line, k numbers between spaces or commas); --x ones or random regenerates
+oocatax's X (n x --k; random: X[i, j] = 2 unit(mix(seed x 0x9E3779B97F4A7C15 + i k + j + 1)) - 1
+with splitmix64's finalizer mix, unit = the top 53 bits / 2^53, seed = --seed). Tolerance per
+element: gamma x bound + 4 (N + M + 64) x the smallest normal number, gamma = 4 (N + M + 64) x 2^-53
+(--precision f64, the default) or 2^-24 (--precision f32: what oocatax accumulated in), bound = the
+same product on |A| and |X|, plus the rounding of Y's stored values (f4: 2^-24 |y|; text: half a
+unit of the most significant digits any number of the file shows). NaN and infinities must match
+exactly. --sample S checks S random rows of y; for atax and atx all of A is still read (every
+element of y depends on every row), for ax only those rows of A. A Y or X of the wrong shape is
+an input error (exit 3) naming both shapes.
+
 Examples:
   ooccheck out.raw in.raw --width 16384 --type u16 --radius 16
       Recompute `oocconv in.raw out.raw --width 16384 --type u16 --radius 16` and compare.
@@ -115,6 +133,8 @@ Examples:
   ooccheck --equalize eq.raw in.raw --width 65536 --type u16 --sample 20
   ooccheck --compare a.raw b.raw --width 16384 --type f32
   ooccheck --compare ours.raw peer.raw --width 16384 --type u8 --tolerance 1 --margin 16
+  ooccheck --atax y.npy A.raw --cols 16384 --rows 65536 --type f32 --x random --k 8 --seed 3
+  ooccheck --atax y.npy A.npy --x x.npy --op ax --sample 1000 --precision f32
 
 Exit codes: 0 within tolerance, 1 over it, 2 usage, 3 bad input (geometry mismatch included).
 )";
@@ -1498,25 +1518,29 @@ int main(int argc, char** argv) {
     CLI::App app{
         "ooccheck: check oocconv's output against a float64 reference computed out of core\n"
         "(ooccheck OUT IN [input and filter or --kernel options of oocconv]), ooceq's against\n"
-        "its own equalization (ooccheck --equalize OUT IN [input options]), or compare two\n"
-        "images (ooccheck --compare A B)."};
+        "its own equalization (ooccheck --equalize OUT IN [input options]), oocatax's against\n"
+        "its own float64 product (ooccheck --atax Y A --x X), or compare two images\n"
+        "(ooccheck --compare A B)."};
     app.footer(kFooter);
     app.get_formatter()->column_width(34);
 
     std::vector<std::string> files;
-    bool compare = false, equalize = false;
-    app.add_option("FILES", files, "OUT IN (OUT made from IN by oocconv or ooceq), or A B")
+    bool compare = false, equalize = false, atax = false;
+    app.add_option("FILES", files,
+                   "OUT IN (OUT made from IN by oocconv or ooceq), A B, or Y A (--atax)")
         ->expected(2)
         ->required();
     app.add_flag("--compare", compare, "compare two images A B instead");
     app.add_flag("--equalize", equalize, "check ooceq's OUT (histogram equalization) of IN");
+    app.add_flag("--atax", atax, "check oocatax's Y (A^T (A X), or --op) of the matrix A");
 
     ooc::RawHints hints;
     std::string type = "f32";
     std::uint64_t seed = 1;
     auto* g_in = app.add_option_group("Input");
-    g_in->add_option("--width", hints.width, "samples per row (raw files; .npy headers say it)");
-    g_in->add_option("--height", hints.height, "rows (checked against the file size)");
+    g_in->add_option("--width,--cols", hints.width,
+                     "samples per row (raw files; .npy headers say it)");
+    g_in->add_option("--height,--rows", hints.height, "rows (checked against the file size)");
     auto* type_opt = g_in->add_option("--type", type,
                                       "sample type of IN (of A and B): u8 u16 i16 u32 i32 f32 f64")
                          ->default_str("f32");
@@ -1531,6 +1555,8 @@ int main(int argc, char** argv) {
 
     ooc::cli::FilterCli filter;
     ooc::cli::add_filter_options(app, filter);
+    ooc::check::AtaxCli atax_cli;
+    ooc::check::add_atax_options(app, atax_cli);
 
     double tolerance = -1;
     std::int64_t margin = 0, sample = 0;
@@ -1539,7 +1565,8 @@ int main(int argc, char** argv) {
         g_c->add_option("--tolerance", tolerance,
                         "largest allowed |error| of every sample (default: per sample, see below)");
     g_c->add_option("--sample", sample,
-                    "check N random bands of 64 rows, picked by --seed (default: all)");
+                    "check N random bands of 64 rows (--atax: N rows of y), picked by --seed "
+                    "(default: all)");
     auto* margin_opt =
         g_c->add_option("--margin", margin,
                         "--compare: ignore this many pixels at every edge (other border rules)");
@@ -1551,8 +1578,22 @@ int main(int argc, char** argv) {
     if (sample < 0) throw Error(ErrorKind::usage, "--sample must be >= 0 (0: every band)");
     if (tolerance_opt->count() > 0 && !(tolerance >= 0))
       throw Error(ErrorKind::usage, "--tolerance must be >= 0, got " + std::to_string(tolerance));
-    if (compare && equalize)
-      throw Error(ErrorKind::usage, "give --compare or --equalize, not both");
+    if (int(compare) + int(equalize) + int(atax) > 1)
+      throw Error(ErrorKind::usage, "give one of --compare, --equalize and --atax");
+    if (atax) {
+      for (const char* opt :
+           {"--radius", "--sigma", "--filter", "--taps", "--row-taps", "--col-taps", "--taps-file",
+            "--kernel", "--border", "--border-value", "--out-type", "--tolerance", "--margin"}) {
+        if (app.get_option(opt)->count() > 0)
+          throw Error(ErrorKind::usage,
+                      std::string(opt) +
+                          " has no meaning for --atax: the tolerance comes from --precision (what "
+                          "oocatax accumulated in) and the sizes of A");
+      }
+      return ooc::check::run_atax(files, hints, seed, atax_cli, filter.precision, sample);
+    }
+    if (const std::string opt = ooc::check::given_atax_option(app); !opt.empty())
+      throw Error(ErrorKind::usage, opt + " belongs to --atax (ooccheck --atax Y A --x X)");
     if (equalize) {
       for (const char* opt : {"--radius", "--sigma", "--filter", "--taps", "--row-taps",
                               "--col-taps", "--taps-file", "--kernel", "--border", "--border-value",

@@ -24,6 +24,15 @@ Examples:
   oocgen cells.tif --width 100000 --height 100000 --type u16 --pattern gaussian-spots --tile 512
   oocgen scene.tif --width 30000 --height 30000 --channels 3 --type u8 --compress zstd
   oocgen dim.raw --width 65536 --height 65536 --type u8 --pattern low-contrast   (for ooceq)
+  oocgen A.raw --width 16384 --height 65536 --pattern low-rank --rank 16   (a matrix for oocatax)
+
+low-rank: a real matrix (width = columns N, height = rows M) of known structure, f32 or f64 only
+(integer types are refused). With R = --rank (default 8) and s = --noise (default 0.01):
+  A[r, c] = (1 / sqrt(R)) sum_{i<R} u_i(r) v_i(c) + s e(r, c)
+u_i(r), v_i(c) and e(r, c) are independent uniform values in [-1, 1), hashed from (seed, which of
+u/v/e, i, r or c), so entries have a standard deviation of about 1/3 whatever R, and A^T A has R
+large eigenvalues over a floor set by s. c counts samples, so --channels C makes an N C-column
+matrix. As an input elsewhere: synth:low-rank (defaults), synth:low-rank:R or synth:low-rank:R:S.
 )");
     std::string out, type = "f32", pattern = "noise";
     std::optional<std::string> mem_limit;
@@ -39,8 +48,14 @@ Examples:
     app.add_option("--height", hints.height, "rows")->required()->check(ooc::cli::positive());
     app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64")->default_str("f32");
     app.add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
-    app.add_option("--pattern", pattern, "noise, gradient, checker, gaussian-spots or low-contrast")
+    app.add_option("--pattern", pattern,
+                   "noise, gradient, checker, gaussian-spots, low-contrast or low-rank")
         ->default_str("noise");
+    ooc::PatternParams low_rank;
+    auto* rank_opt =
+        app.add_option("--rank", low_rank.rank, "low-rank: rank R, 1 to 4096")->default_str("8");
+    auto* noise_opt = app.add_option("--noise", low_rank.noise, "low-rank: noise amplitude s >= 0")
+                          ->default_str("0.01");
     app.add_option("--seed", seed, "seed")->default_str("1");
     ooc::SinkOptions out_options;
     ooc::cli::add_output_options(app, out_options);
@@ -49,6 +64,14 @@ Examples:
     app.add_flag("-q,--quiet", quiet, "no summary line");
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocgen")) return *code;
     hints.type = ooc::parse_sample_type(type);
+    if (pattern == "low-rank") {
+      // Checked by the pattern's own parser, so that --rank and low-rank:R say the same.
+      pattern = ooc::low_rank_pattern(low_rank.rank, low_rank.noise);
+    } else if (rank_opt->count() > 0 || noise_opt->count() > 0) {
+      throw ooc::Error(ooc::ErrorKind::usage,
+                       std::string(rank_opt->count() > 0 ? "--rank" : "--noise") +
+                           " belongs to --pattern low-rank, not to --pattern " + pattern);
+    }
     ooc::PipelineOptions popt;
     if (mem_limit) popt.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
 

@@ -98,8 +98,9 @@ struct RawHints {
 
 // Opens `path` for reading: .npy and TIFF are recognized by their magic bytes (hints.format
 // overrides), any other file is raw. Header fields beat the hints; a hint that contradicts the
-// header is an error naming both. "synth:PATTERN" (noise, gradient, checker) makes a deterministic
-// image of the hinted size instead of reading a file.
+// header is an error naming both. "synth:PATTERN" (noise, gradient, checker, gaussian-spots,
+// low-contrast, low-rank[:R[:S]]) makes a deterministic image of the hinted size instead of reading
+// a file.
 std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
                                     std::uint64_t seed = 1);
 // "npy", "tiff" or "raw", from a file's first bytes ("raw" when it cannot be read).
@@ -156,10 +157,21 @@ void write_mapped_inputs(int fd) noexcept;
 
 // The synthetic image generator behind "synth:" inputs (and oocgen): deterministic for a seed,
 // independent of how rows are split between calls or threads.
-enum class Pattern { noise, gradient, checker, gaussian_spots, low_contrast };
-Pattern parse_pattern(const std::string& name);  // throws a usage Error
-// Writes row y (width x channels samples of `type`) of the pattern to dst.
+enum class Pattern { noise, gradient, checker, gaussian_spots, low_contrast, low_rank };
+// What a pattern takes besides the seed: low-rank's rank and noise ("low-rank:R:S"; the
+// definition is in synthetic.cpp and oocgen --help).
+struct PatternParams {
+  int rank = 8;
+  double noise = 0.01;
+};
+// Throws a usage Error; fills *params (the defaults for a pattern without any) when given.
+Pattern parse_pattern(const std::string& name, PatternParams* params = nullptr);
+// "low-rank:R:S", S written so that it reads back exactly.
+std::string low_rank_pattern(int rank, double noise);
+// Writes row y (width x channels samples of `type`) of the pattern to dst. low-rank takes only
+// f32 and f64 (a usage Error otherwise).
 void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,
-                        int channels, SampleType type, std::byte* dst);
+                        int channels, SampleType type, std::byte* dst,
+                        const PatternParams& params = {});
 
 }  // namespace ooc

@@ -7,11 +7,13 @@ namespace ooc::cpu {
 namespace baseline {
 void atax_leaf_t(const LeafArgs& args);
 void atax_leaf_y(const LeafArgs& args);
+void atax_leaf_fused(const LeafArgs& args);
 }  // namespace baseline
 #if defined(__x86_64__)
 namespace avx2 {
 void atax_leaf_t(const LeafArgs& args);
 void atax_leaf_y(const LeafArgs& args);
+void atax_leaf_fused(const LeafArgs& args);
 }  // namespace avx2
 #endif
 
@@ -46,4 +48,13 @@ void atax_leaf_y(const LeafArgs& args) {
   baseline::atax_leaf_y(args);
 }
 
+}  // namespace ooc::cpu
+
+namespace ooc::cpu {
+void atax_leaf_fused(const LeafArgs& args) {
+#if defined(__x86_64__)
+  if (has_avx2()) return avx2::atax_leaf_fused(args);
+#endif
+  baseline::atax_leaf_fused(args);
+}
 }  // namespace ooc::cpu

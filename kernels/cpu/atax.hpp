@@ -31,5 +31,8 @@ int atax_padded_k(int k, bool f32);
 void atax_leaf_t(const LeafArgs& args);
 // Y = A_leaf^T T. Splits the columns over TBB threads.
 void atax_leaf_y(const LeafArgs& args);
+// k == 1: T = A_leaf x and Y = A_leaf^T T in one pass over the rows, on the calling thread (the
+// same bits as the two calls above); for leaves computed side by side.
+void atax_leaf_fused(const LeafArgs& args);
 
 }  // namespace ooc::cpu

@@ -162,16 +162,25 @@ void y_cols_j(const LeafArgs& a, std::int64_t c) {
   if (j < a.kp) y_block<NC, 1, T, Acc>(a, c, j);
 }
 
-// k == 1: y[c] = sum over rows of A[r, c] t[r], vectorized over the columns.
+// k == 1: y[c] (+)= sum over rows [r0, r1) of A[r, c] t[r], vectorized over the columns. With
+// `resume`, the chains go on from y's values (exact for float chains: y holds them widened).
 template <class T, class Acc>
-void y_cols_1(const LeafArgs& a, std::int64_t c0, std::int64_t c1) {
+void y_cols_1(const LeafArgs& a, std::int64_t c0, std::int64_t c1, std::int64_t r0, std::int64_t r1,
+              bool resume) {
   using V = typename Vec<Acc>::type;
   constexpr int W = Vec<Acc>::W;
   const Acc* t = static_cast<const Acc*>(a.t);
   std::int64_t c = c0;
   for (; c + 4 * W <= c1; c += 4 * W) {
     V s0{}, s1{}, s2{}, s3{};
-    for (std::int64_t r = 0; r < a.rows_n; ++r) {
+    if (resume)
+      for (int l = 0; l < W; ++l) {
+        s0[l] = static_cast<Acc>(a.y[c + l]);
+        s1[l] = static_cast<Acc>(a.y[c + W + l]);
+        s2[l] = static_cast<Acc>(a.y[c + 2 * W + l]);
+        s3[l] = static_cast<Acc>(a.y[c + 3 * W + l]);
+      }
+    for (std::int64_t r = r0; r < r1; ++r) {
       const T* ar = row_of<T>(a, r) + c;
       const Acc tr = t[r];
       s0 += load_as<Acc>(ar) * tr;
@@ -187,9 +196,25 @@ void y_cols_1(const LeafArgs& a, std::int64_t c0, std::int64_t c1) {
     }
   }
   for (; c < c1; ++c) {
-    Acc s = 0;
-    for (std::int64_t r = 0; r < a.rows_n; ++r) s += static_cast<Acc>(row_of<T>(a, r)[c]) * t[r];
+    Acc s = resume ? static_cast<Acc>(a.y[c]) : Acc{0};
+    for (std::int64_t r = r0; r < r1; ++r) s += static_cast<Acc>(row_of<T>(a, r)[c]) * t[r];
     a.y[c] = s;
+  }
+}
+
+// k == 1, T and Y in one pass: a few rows at a time (a quarter of L2), their t, then their share
+// of y while the rows are still in cache. The chains are the two-pass kernels' chains, so the
+// bits are the same; A crosses the memory bus once instead of twice.
+template <class T, class Acc>
+void leaf_fused_1(const LeafArgs& a) {
+  const std::int64_t rows =
+      std::clamp<std::int64_t>((256 << 10) / (a.cols * std::int64_t{sizeof(T)}), 1, 64);
+  Acc* t = static_cast<Acc*>(a.t);
+  for (std::int64_t r0 = 0; r0 < a.rows_n; r0 += rows) {
+    const std::int64_t r1 = std::min(a.rows_n, r0 + rows);
+    for (std::int64_t r = r0; r < r1; ++r)
+      t[r] = dot<T, Acc>(row_of<T>(a, r), static_cast<const Acc*>(a.x), a.cols);
+    y_cols_1<T, Acc>(a, 0, a.cols, r0, r1, r0 > 0);
   }
 }
 
@@ -216,7 +241,7 @@ void leaf_y(const LeafArgs& a) {
   const std::int64_t tasks = (a.cols + block - 1) / block;
   tbb::parallel_for(std::int64_t{0}, tasks, [&](std::int64_t i) {
     const std::int64_t c0 = i * block, c1 = std::min(a.cols, c0 + block);
-    if (a.kp == 1) return y_cols_1<T, Acc>(a, c0, c1);
+    if (a.kp == 1) return y_cols_1<T, Acc>(a, c0, c1, 0, a.rows_n, false);
     std::int64_t c = c0;
     for (; c + 4 <= c1; c += 4) y_cols_j<4, T, Acc>(a, c);
     for (; c < c1; ++c) y_cols_j<1, T, Acc>(a, c);
@@ -240,6 +265,10 @@ void atax_leaf_t(const LeafArgs& a) {
 
 void atax_leaf_y(const LeafArgs& a) {
   dispatch(a, [&](auto t, auto acc) { leaf_y<decltype(t), decltype(acc)>(a); });
+}
+
+void atax_leaf_fused(const LeafArgs& a) {
+  dispatch(a, [&](auto t, auto acc) { leaf_fused_1<decltype(t), decltype(acc)>(a); });
 }
 
 }  // namespace ooc::cpu::OOC_ISA

@@ -4,6 +4,7 @@
 #include "ooc/ops/atax.hpp"
 
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_invoke.h>
 
 #include <atomic>
 #include <bit>
@@ -75,10 +76,13 @@ class ProductCpu final : public CpuKernel {
   void tree(const CpuBand& b, std::int64_t l0, std::int64_t n, double* y) const {
     if (n == 1) return leaf(b, l0, y);
     const std::int64_t m = left_leaves(n);
-    tree(b, l0, m, y);
-    if (!y) return tree(b, l0 + m, n - m, nullptr);  // ax: no sums
+    if (!y) {  // ax: no sums
+      tbb::parallel_invoke([&] { tree(b, l0, m, nullptr); },
+                           [&] { tree(b, l0 + m, n - m, nullptr); });
+      return;
+    }
     std::vector<double> right(static_cast<std::size_t>(a_.width) * kp_);
-    tree(b, l0 + m, n - m, right.data());
+    tbb::parallel_invoke([&] { tree(b, l0, m, y); }, [&] { tree(b, l0 + m, n - m, right.data()); });
     add_into(y, right.data(), right.size());
   }
 
@@ -105,6 +109,9 @@ class ProductCpu final : public CpuKernel {
       args.x = p_.f32 ? static_cast<const void*>(x32_.data()) : x_.data();
       t.resize(static_cast<std::size_t>(rows) * kp_ * acc);
       args.t = t.data();
+      // One column: a single pass, as the leaf's rows are still in cache (leaves of a band and
+      // bands in flight keep the threads busy).
+      if (kp_ == 1 && p_.kind == ProductKind::atax) return cpu::atax_leaf_fused(args);
       cpu::atax_leaf_t(args);
     }
     if (p_.kind == ProductKind::ax) return store_t(b, r0, rows, t.data());

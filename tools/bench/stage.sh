@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/sm90}
 rm -rf stage && mkdir -p stage/bin
-for f in oocconv oocgen ooccheck oocinfo ooceq tests/unit/test_unit tests/gpu/test_gpu tests/cli/test_cli \
+for f in oocconv oocgen ooccheck oocinfo ooceq oocatax tests/unit/test_unit tests/gpu/test_gpu tests/cli/test_cli \
          tests/cli/test_ooccheck tools/bench/ooc_gpu_stages tools/bench/ooc_gpu_ops_peers; do
   [ -f "$build/$f" ] && cp "$build/$f" stage/bin/
 done

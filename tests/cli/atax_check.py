@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""oocatax (y = A^T (A X), A X, A^T X over a matrix file) through its binary, against NumPy in
+float64 and against ooccheck --atax.
+
+A. Every product (atax, ax, atx) on random non-zero matrices of odd sizes (M, N not multiples of
+   any tile or vector width: 1 x 7, 9 x 1, 37 x 53, 1003 x 129, 613 x 517), f32 and f64 A, k = 1,
+   3 and 64, --precision f64 and f32, with small leaves and band heights that do not divide M
+   (--leaf-rows 4, --band-rows 1, 7, 64), raw, .npy and TIFF A, .npy and text X, .npy and text y.
+   The output file starts as poison (a file of NaN bytes at the path) and must be replaced.
+   Tolerance: f64 products 1e-12, f32 products 2e-5, relative to the largest |reference|, and
+   exactly the reference's shape.
+B. Determinism: y has the same bytes for every --band-rows, --slots and --threads (leaves fixed).
+C. ooccheck --atax accepts every y of A and fails (exit 1) once one element is changed.
+D. Bad input: a raw size that does not match the file, X of the wrong length or with rows of
+   different lengths, NaN/Inf in X (computed: y has NaN where NumPy has; counted in --stats json),
+   M x N that overflows 64 bits, an integer A, a bad --leaf-rows, --op ax to .txt: exit code 2 or
+   3, a message naming the problem, no y and no .partial left; A is never modified.
+E. --device cuda against NumPy where `oocinfo` lists a CUDA device; skipped, saying so, without.
+
+Usage: atax_check.py --bin-dir DIR [unittest options, e.g. -v or a test name]
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+_ap = argparse.ArgumentParser(add_help=False)
+_ap.add_argument("--bin-dir", required=True, help="directory holding oocatax, ooccheck, oocinfo")
+ARGS, _REST = _ap.parse_known_args()
+BIN_DIR = os.path.abspath(ARGS.bin_dir)
+TIMEOUT = 300
+
+
+def tool(name):
+    return os.path.join(BIN_DIR, name)
+
+
+def reference(a, x, op):
+    a = a.astype(np.float64)
+    x = x.astype(np.float64)
+    if op == "atax":
+        return a.T @ (a @ x)
+    if op == "ax":
+        return a @ x
+    return a.T @ x
+
+
+def has_gpu():
+    r = subprocess.run([tool("oocinfo")], capture_output=True, text=True, timeout=TIMEOUT)
+    return "cuda:" in r.stdout and "no CUDA" not in r.stdout
+
+
+class AtaxCase(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="atax_check_")
+        self.rng = np.random.default_rng(20261122)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def run_atax(self, args, expect=0):
+        r = subprocess.run([tool("oocatax")] + [str(a) for a in args], capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        self.assertEqual(r.returncode, expect, f"oocatax {args}: {r.stderr}")
+        return r
+
+    def matrix(self, m, n, dtype):
+        a = self.rng.standard_normal((m, n)).astype(dtype)
+        a[a == 0] = 0.5  # non-zero everywhere
+        return a
+
+    def load_y(self, path):
+        if path.endswith(".npy"):
+            return np.load(path)
+        return np.loadtxt(path, ndmin=2)
+
+    def poison(self, path):
+        with open(path, "wb") as f:
+            f.write(b"\xff" * 4096)
+
+    def assert_close(self, y, ref, precision, what):
+        self.assertEqual(y.shape, ref.shape, what)
+        scale = max(np.max(np.abs(ref)), 1e-300)
+        err = np.max(np.abs(y - ref)) / scale
+        tol = 1e-12 if precision == "f64" else 2e-5
+        self.assertLessEqual(err, tol, f"{what}: relative error {err}")
+
+
+class ProductTest(AtaxCase):
+    def check(self, m, n, dtype, k, op, precision, band_rows=None, a_format="npy",
+              x_format="npy", y_format="npy", leaf=4):
+        a = self.matrix(m, n, dtype)
+        rows_x = m if op == "atx" else n
+        x = self.rng.standard_normal((rows_x, k)) if k > 1 else self.rng.standard_normal(rows_x)
+        args = []
+        if a_format == "npy":
+            np.save(self.path("A.npy"), a)
+            args.append(self.path("A.npy"))
+        elif a_format == "raw":
+            a.tofile(self.path("A.raw"))
+            args += [self.path("A.raw"), "--rows", m, "--cols", n, "--type",
+                     "f32" if dtype == np.float32 else "f64"]
+        else:
+            import tifffile
+            tifffile.imwrite(self.path("A.tif"), a)
+            args.append(self.path("A.tif"))
+        if x_format == "npy":
+            np.save(self.path("x.npy"), x)
+            args += ["--x", self.path("x.npy")]
+        else:
+            np.savetxt(self.path("x.txt"), x.reshape(rows_x, -1), fmt="%.17g")
+            args += ["--x", self.path("x.txt")]
+        out = self.path("y." + y_format)
+        self.poison(out)
+        args += ["--out", out, "--op", op, "--precision", precision, "--leaf-rows", leaf,
+                 "--device", "cpu", "-q"]
+        if band_rows:
+            args += ["--band-rows", band_rows]
+        self.run_atax(args)
+        y = self.load_y(out)
+        ref = reference(a, x, op)
+        if op == "ax" or y_format == "txt" or (x_format == "txt"):
+            ref = ref.reshape(ref.shape[0], -1)
+            y = y.reshape(ref.shape[0], -1)
+        what = f"{op} {m}x{n} {np.dtype(dtype).name} k={k} {precision} band_rows={band_rows}"
+        self.assert_close(y, ref, precision, what)
+        self.assertFalse(os.path.exists(out + ".partial"))
+        return a, x, y
+
+    def test_sweep(self):
+        for m, n in [(37, 53), (1003, 129), (1, 7), (9, 1)]:
+            for dtype in (np.float32, np.float64):
+                for k in (1, 3, 64):
+                    for op in ("atax", "ax", "atx"):
+                        for precision in ("f64", "f32"):
+                            self.check(m, n, dtype, k, op, precision, band_rows=7)
+
+    def test_band_heights(self):
+        for band_rows in (1, 7, 64, None):
+            for k in (1, 3):
+                self.check(613, 517, np.float32, k, "atax", "f64", band_rows=band_rows)
+
+    def test_formats(self):
+        self.check(101, 37, np.float32, 3, "atax", "f64", a_format="raw")
+        self.check(101, 37, np.float64, 1, "atx", "f64", a_format="tiff")
+        self.check(101, 37, np.float32, 2, "atax", "f64", x_format="txt", y_format="txt")
+        self.check(64, 33, np.float64, 1, "ax", "f64", a_format="raw", band_rows=5)
+
+    def test_default_leaves(self):
+        # The default leaf (16 MiB of A) on a matrix of several leaves and bands.
+        a = self.matrix(1100, 4099, np.float32)  # 16 KiB rows: 1024-row leaves
+        np.save(self.path("A.npy"), a)
+        x = self.rng.standard_normal(4099)
+        np.save(self.path("x.npy"), x)
+        r = self.run_atax([self.path("A.npy"), "--x", self.path("x.npy"), "--out",
+                           self.path("y.npy"), "--device", "cpu", "--stats", "json"])
+        stats = json.loads(r.stdout)
+        self.assertEqual(stats["product"]["leaf_rows"], 1024)
+        self.assert_close(np.load(self.path("y.npy")), reference(a, x, "atax"), "f64", "default")
+
+
+class DeterminismTest(AtaxCase):
+    def test_same_bytes(self):
+        a = self.matrix(1003, 129, np.float32)
+        np.save(self.path("A.npy"), a)
+        for k in (1, 3, 64):
+            x = self.rng.standard_normal((129, k))
+            np.save(self.path("x.npy"), x)
+            for precision in ("f64", "f32"):
+                digests = set()
+                for band_rows, slots, threads in [(4, 1, 1), (8, 3, 2), (64, 0, 2), (1000, 0, 1),
+                                                  (None, 2, 2), (12, 1, 2)]:
+                    args = [self.path("A.npy"), "--x", self.path("x.npy"), "--out",
+                            self.path("y.npy"), "--leaf-rows", 4, "--threads", threads,
+                            "--precision", precision, "--device", "cpu", "-q"]
+                    if band_rows:
+                        args += ["--band-rows", band_rows]
+                    if slots:
+                        args += ["--slots", slots]
+                    self.run_atax(args)
+                    with open(self.path("y.npy"), "rb") as f:
+                        digests.add(hashlib.sha256(f.read()).hexdigest())
+                self.assertEqual(len(digests), 1, f"k={k} {precision}: {len(digests)} results")
+
+
+class OoccheckTest(AtaxCase):
+    def test_accepts_and_rejects(self):
+        for op in ("atax", "ax", "atx"):
+            a = self.matrix(211, 97, np.float32)
+            a.tofile(self.path("A.raw"))
+            rows_x = 211 if op == "atx" else 97
+            x = self.rng.standard_normal((rows_x, 3))
+            np.save(self.path("x.npy"), x)
+            self.run_atax([self.path("A.raw"), "--rows", 211, "--cols", 97, "--x",
+                           self.path("x.npy"), "--out", self.path("y.npy"), "--op", op,
+                           "--leaf-rows", 16, "--device", "cpu", "-q"])
+            check = [tool("ooccheck"), "--atax", self.path("y.npy"), self.path("A.raw"),
+                     "--rows", "211", "--cols", "97", "--type", "f32", "--x", self.path("x.npy"),
+                     "--op", op]
+            r = subprocess.run(check, capture_output=True, text=True, timeout=TIMEOUT)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            y = np.load(self.path("y.npy"))
+            y.flat[y.size // 2] *= 1 + 1e-9
+            np.save(self.path("y.npy"), y)
+            r = subprocess.run(check, capture_output=True, text=True, timeout=TIMEOUT)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+
+    def test_generated_x_and_low_rank(self):
+        # oocgen's low-rank matrix and --x random, checked by ooccheck's own generator.
+        subprocess.run([tool("oocgen"), self.path("A.raw"), "--width", "300", "--height", "500",
+                        "--pattern", "low-rank", "-q"], check=True, timeout=TIMEOUT,
+                       capture_output=True)
+        self.run_atax([self.path("A.raw"), "--rows", 500, "--cols", 300, "--x", "random", "--k",
+                       5, "--seed", 9, "--out", self.path("y.npy"), "--device", "cpu", "-q"])
+        r = subprocess.run([tool("ooccheck"), "--atax", self.path("y.npy"), self.path("A.raw"),
+                            "--rows", "500", "--cols", "300", "--type", "f32", "--x", "random",
+                            "--k", "5", "--seed", "9"], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        a = np.fromfile(self.path("A.raw"), dtype=np.float32).reshape(500, 300)
+        # Low rank plus small noise: the 9th singular value is far below the 8th.
+        s = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+        self.assertGreater(s[7] / s[8], 5)
+
+
+class BadInputTest(AtaxCase):
+    def expect_error(self, args, code, words):
+        before = {}
+        for p in (self.path("A.raw"),):
+            if os.path.exists(p):
+                with open(p, "rb") as f:
+                    before[p] = f.read()
+        r = self.run_atax(args, expect=code)
+        for w in words:
+            self.assertIn(w, r.stderr, f"{args}: {r.stderr}")
+        self.assertFalse(os.path.exists(self.path("y.npy")), args)
+        self.assertFalse(os.path.exists(self.path("y.npy.partial")), args)
+        for p, data in before.items():
+            with open(p, "rb") as f:
+                self.assertEqual(f.read(), data, "input modified")
+        return r
+
+    def test_errors(self):
+        a = self.matrix(50, 20, np.float32)
+        a.tofile(self.path("A.raw"))
+        np.save(self.path("x.npy"), self.rng.standard_normal(20))
+        np.save(self.path("x19.npy"), self.rng.standard_normal(19))
+        with open(self.path("ragged.txt"), "w") as f:
+            f.write("1 2\n3\n")
+        y = ["--out", self.path("y.npy"), "-q"]
+        A = [self.path("A.raw"), "--cols", 20, "--type", "f32"]
+        self.expect_error([self.path("A.raw"), "--cols", 21, "--x", self.path("x.npy")] + y, 3,
+                          ["size"])
+        self.expect_error(A + ["--rows", 51, "--x", self.path("x.npy")] + y, 3, ["51"])
+        self.expect_error(A + ["--x", self.path("x19.npy")] + y, 3, ["19 rows", "needs 20"])
+        self.expect_error(A + ["--op", "atx", "--x", self.path("x.npy")] + y, 3,
+                          ["needs 50", "row of A"])
+        self.expect_error(A + ["--x", self.path("ragged.txt")] + y, 3, ["line 2"])
+        self.expect_error(A + ["--x", self.path("missing.npy")] + y, 3, ["missing.npy"])
+        self.expect_error(A + ["--x", "ones", "--leaf-rows", 3] + y, 2, ["power of two"])
+        self.expect_error(A + ["--x", "ones", "--op", "ax", "--out", self.path("y.txt")], 2,
+                          [".txt"])
+        self.expect_error(A + ["--x", "ones", "--op", "bogus"] + y, 2, ["atax, ax or atx"])
+        self.expect_error(A + ["--x", "ones", "--precision", "f16"] + y, 2, ["f32"])
+        self.expect_error([self.path("A.raw"), "--cols", 20, "--type", "u8", "--x", "ones"] + y,
+                          2, ["f32 or f64"])
+        # M x N x 4 beyond 64 bits.
+        self.expect_error([self.path("A.raw"), "--cols", 2**40, "--rows", 2**40, "--x", "ones"] +
+                          y, 3, [])
+        # The output is the matrix itself: refused before the pass over A.
+        r = self.run_atax(A + ["--x", "ones", "--out", self.path("A.raw"), "-q"], expect=2)
+        self.assertIn("is the input file", r.stderr)
+        self.assertEqual(np.fromfile(self.path("A.raw"), dtype=np.float32).tobytes(), a.tobytes())
+
+    def test_nonfinite_x(self):
+        a = self.matrix(40, 12, np.float64)
+        np.save(self.path("A.npy"), a)
+        x = self.rng.standard_normal(12)
+        x[3] = np.nan
+        x[5] = np.inf
+        np.save(self.path("x.npy"), x)
+        for op in ("atax", "ax"):
+            r = self.run_atax([self.path("A.npy"), "--x", self.path("x.npy"), "--op", op,
+                               "--out", self.path("y.npy"), "--stats", "json", "--device", "cpu"])
+            stats = json.loads(r.stdout)
+            self.assertEqual(stats["product"]["x_nonfinite"], 2)
+            self.assertIn("NaN or Inf", r.stderr)
+            with np.errstate(invalid="ignore"):
+                ref = reference(a, x, op).reshape(-1)
+            got = np.load(self.path("y.npy")).reshape(-1)
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+            os.remove(self.path("y.npy"))
+
+    def test_one_row_one_column(self):
+        for m, n in [(1, 1), (1, 300), (300, 1)]:
+            a = self.matrix(m, n, np.float32)
+            np.save(self.path("A.npy"), a)
+            np.save(self.path("x.npy"), self.rng.standard_normal(n))
+            self.run_atax([self.path("A.npy"), "--x", self.path("x.npy"), "--out",
+                           self.path("y.npy"), "--device", "cpu", "-q"])
+            self.assert_close(np.load(self.path("y.npy")),
+                              reference(a, np.load(self.path("x.npy")), "atax"), "f64",
+                              f"{m}x{n}")
+
+    def test_power_iteration_in_place(self):
+        # --x v.npy --out v.npy: X is read before y replaces it (a power-iteration step).
+        a = self.matrix(200, 30, np.float64)
+        np.save(self.path("A.npy"), a)
+        v = np.ones(30)
+        np.save(self.path("v.npy"), v)
+        for _ in range(3):
+            self.run_atax([self.path("A.npy"), "--x", self.path("v.npy"), "--out",
+                           self.path("v.npy"), "--device", "cpu", "-q"])
+            v = a.T @ (a @ v)
+        self.assert_close(np.load(self.path("v.npy")), v, "f64", "three steps")
+
+
+@unittest.skipUnless(has_gpu(), "no CUDA device listed by oocinfo: GPU cases run on the GPU machine")
+class CudaTest(AtaxCase):
+    def test_against_numpy_and_cpu(self):
+        for dtype in (np.float32, np.float64):
+            for k in (1, 3, 64):
+                for op in ("atax", "ax", "atx"):
+                    for precision in ("f64", "f32"):
+                        a = self.matrix(1003, 517, dtype)
+                        np.save(self.path("A.npy"), a)
+                        rows_x = 1003 if op == "atx" else 517
+                        x = self.rng.standard_normal((rows_x, k))
+                        np.save(self.path("x.npy"), x)
+                        digests = set()
+                        for band_rows in (16, 64, None):
+                            args = [self.path("A.npy"), "--x", self.path("x.npy"), "--out",
+                                    self.path("y.npy"), "--op", op, "--precision", precision,
+                                    "--leaf-rows", 16, "--device", "cuda", "-q"]
+                            if band_rows:
+                                args += ["--band-rows", band_rows]
+                            self.run_atax(args)
+                            y = np.load(self.path("y.npy"))
+                            digests.add(hashlib.sha256(y.tobytes()).hexdigest())
+                            self.assert_close(y.reshape(-1, k), reference(a, x, op),
+                                              precision, f"cuda {op} k={k} {precision}")
+                        self.assertEqual(len(digests), 1, f"cuda {op} k={k} {precision}")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + _REST)
