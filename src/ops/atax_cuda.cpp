@@ -64,7 +64,11 @@ class ProductCuda final : public CudaKernel {
  public:
   ProductCuda(const std::vector<int>& devices, const ImageSpec& a, const ProductParams& p, int kp,
               std::int64_t leaf, const std::vector<double>& x)
-      : ProductCuda(devices, a, p, kp, leaf, host_x(p, x)) {}
+      : ProductCuda(devices, a, p, kp, leaf, host_x(p, x)) {
+    // cuBLAS's first handle loads the library and its first calls load their kernels: tens of
+    // milliseconds that belong to the setup, not to the first bands.
+    for (int d : devices) warm_up(d);
+  }
 
   ~ProductCuda() override {
     for (auto& [stream, h] : handles_) {
@@ -126,6 +130,26 @@ class ProductCuda final : public CudaKernel {
       std::memcpy(bytes.data(), x.data(), bytes.size());
     }
     return bytes;
+  }
+
+  void warm_up(int device) {
+    OOC_CUDA_TRY(cudaSetDevice(device));
+    cublasHandle_t h = nullptr;
+    OOC_CUBLAS_TRY(cublasCreate(&h));
+    struct Destroy {
+      cublasHandle_t h;
+      ~Destroy() { cublasDestroy(h); }
+    } destroy{h};
+    const std::size_t acc = p_.f32 ? sizeof(float) : sizeof(double);
+    const int n = 64, m = 8, k = p_.k;
+    cuda::DeviceBuffer a(device, std::size_t(n) * m * acc), x(device, std::size_t(n) * kp_ * acc),
+        t(device, std::size_t(m) * kp_ * acc), y(device, std::size_t(n) * kp_ * acc);
+    OOC_CUDA_TRY(cudaMemset(a.data(), 0, a.size()));
+    OOC_CUDA_TRY(cudaMemset(x.data(), 0, x.size()));
+    OOC_CUDA_TRY(cudaMemset(t.data(), 0, t.size()));
+    gemm_t(h, n, m, k, a.data(), n, x.data(), t.data(), kp_);
+    gemm_y(h, n, m, k, a.data(), n, t.data(), kp_, y.data());
+    OOC_CUDA_TRY(cudaDeviceSynchronize());
   }
 
   // One handle per stream (slot): a handle is not safe to share between threads, and a fixed

@@ -27,6 +27,7 @@ p.add_argument("--out", default=None)
 p.add_argument("--gpu", action="store_true", help="also --device cuda, H2D ceiling, CuPy peer")
 p.add_argument("--cpu", action="store_true", help="also --device cpu (default without --gpu)")
 p.add_argument("--numpy", default="1", help="k values the NumPy memmap peer runs (slow)")
+p.add_argument("--cpu-ks", default=None, help="k values of --device cpu (default: --ks)")
 p.add_argument("--cold", action="store_true", help="also cold page cache runs (root)")
 p.add_argument("--cgroup-gib", type=float, default=0, help="memory cgroup case (root)")
 p.add_argument("--keep", action="store_true", help="keep the matrix file")
@@ -124,7 +125,8 @@ for k in ks:
     if k in numpy_ks:
         # NumPy peer in a fresh process, timing only the product; X as float32 (A's dtype, so
         # NumPy does not copy A to float64) and as float64 (what most scripts pass).
-        for xdt in ("float32", "float64"):
+        # float64 X makes NumPy copy A to float64 (twice A's size in memory): small A only.
+        for xdt in ("float32", "float64") if A_BYTES <= 2 << 30 else ("float32",):
             code = (f"import numpy as np, time, sys\n"
                     f"A = np.memmap('{A}', dtype=np.float32, mode='r', shape=({M}, {N}))\n"
                     f"x = np.load('{args.workdir}/x{k}.npy').astype(np.{xdt})\n"
@@ -133,8 +135,9 @@ for k in ks:
             secs = [float(timed([sys.executable, "-c", code])[1]) for _ in range(args.repeats)]
             record(f"numpy memmap A.T@(A@x), x {xdt}", k, "f32" if xdt == "float32" else "f64",
                    secs, floor=None)
-        ref = np.load(f"{args.workdir}/y_numpy_{k}_float64.npy")
-    for device in (["cpu"] if cpu else []) + (["cuda"] if args.gpu else []):
+        ref = np.load(f"{args.workdir}/y_numpy_{k}_float32.npy").astype(np.float64)
+    cpu_ks = [int(v) for v in args.cpu_ks.split(",")] if args.cpu_ks else ks
+    for device in (["cpu"] if cpu and k in cpu_ks else []) + (["cuda"] if args.gpu else []):
         for precision in ("f64", "f32"):
             secs = []
             for _ in range(args.repeats):
@@ -145,7 +148,7 @@ for k in ks:
             y = np.load(os.path.join(args.workdir, f"y_{device}_{k}_{precision}.npy"))
             note = "shares " + ",".join(f"{a}={b:.2f}" for a, b in st["time_shares"].items())
             if ref is not None:
-                note += f"; err vs numpy f64 {rel_err(y, ref):.1e}"
+                note += f"; diff from numpy (f32) {rel_err(y, ref):.1e}"
             if device == "cuda":
                 g = st.get("gpu_seconds", {})
                 if g.get("kernels"):
@@ -194,6 +197,14 @@ if args.cold:
             drop_caches()
             secs.append(timed(oocatax(1, device, "f64"))[0])
         record(f"oocatax --device {device} (cold)", 1, "f64", secs, floor=cold)
+    if 1 in numpy_ks:
+        drop_caches()
+        code = (f"import numpy as np, time\n"
+                f"A = np.memmap('{A}', dtype=np.float32, mode='r', shape=({M}, {N}))\n"
+                f"x = np.load('{args.workdir}/x1.npy').astype(np.float32)\n"
+                f"t = time.perf_counter(); y = A.T @ (A @ x); print(time.perf_counter() - t)")
+        record("numpy memmap A.T@(A@x), x float32 (cold)", 1, "f32",
+               [float(timed([sys.executable, "-c", code])[1])], floor=cold)
 
 if args.cgroup_gib:
     limit = int(args.cgroup_gib * 2**30)
