@@ -146,7 +146,8 @@ for k in ks:
                 stats_of[(device, k, precision)] = json.loads(out)
             st = stats_of[(device, k, precision)]
             y = np.load(os.path.join(args.workdir, f"y_{device}_{k}_{precision}.npy"))
-            note = "shares " + ",".join(f"{a}={b:.2f}" for a, b in st["time_shares"].items())
+            note = f"in-process {st['seconds']['total']:.3f} s (setup {st['seconds']['setup']:.3f}); "
+            note += "shares " + ",".join(f"{a}={b:.2f}" for a, b in st["time_shares"].items())
             if ref is not None:
                 note += f"; diff from numpy (f32) {rel_err(y, ref):.1e}"
             if device == "cuda":
