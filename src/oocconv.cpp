@@ -121,13 +121,9 @@ int main(int argc, char** argv) {
     ooc::cli::RunCli run_cli;
     ooc::cli::add_run_options(*app.add_option_group("Parts and resume"), run_cli);
 
-    ooc::cli::ProgressCli progress;
-    bool quiet = false;
-    std::string stats;
-    auto* g_r = app.add_option_group("Reporting");
-    ooc::cli::add_progress_options(*g_r, progress);
-    g_r->add_option("--stats", stats, "print a summary on stdout: json or text");
-    g_r->add_flag("-q,--quiet", quiet, "no summary line on stderr");
+    ooc::cli::ReportCli report_cli;
+    ooc::cli::add_report_options(*app.add_option_group("Reporting"), report_cli);
+    auto& [progress, quiet, stats] = report_cli;
 
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocconv")) return *code;
     using ooc::Error;
@@ -143,8 +139,7 @@ int main(int argc, char** argv) {
     }
     if (input.empty() || output.empty())
       throw Error(ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
-    if (!stats.empty() && stats != "json" && stats != "text")
-      throw Error(ErrorKind::usage, "--stats takes json or text, got '" + stats + "'");
+    ooc::cli::check_report_options(report_cli);
     hints.type = ooc::parse_sample_type(type);
     hints.type_given = type_opt->count() > 0;
     hints.channels_given = channels_opt->count() > 0;

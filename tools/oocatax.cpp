@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/common.hpp"
+#include "io/npy.hpp"
 #include "io/output_file.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
@@ -88,54 +89,33 @@ Matrix read_npy(const std::string& path, const std::string& bytes) {
   auto bad = [&](const std::string& why) {
     return Error(ErrorKind::input, "X file '" + path + "': " + why);
   };
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
-    throw bad("not a .npy file (no \\x93NUMPY magic)");
-  const int major = static_cast<unsigned char>(bytes[6]);
-  std::size_t hlen = 0, at = 0;
-  if (major == 1) {
-    hlen = static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
-    at = 10;
-  } else {
-    if (bytes.size() < 12) throw bad("truncated header");
-    for (int i = 0; i < 4; ++i)
-      hlen |= std::size_t{static_cast<unsigned char>(bytes[8 + i])} << 8 * i;
-    at = 12;
-  }
-  if (at + hlen > bytes.size()) throw bad("truncated header");
-  const std::string h = bytes.substr(at, hlen);
-  const std::size_t d = h.find("'descr'"), f = h.find("'fortran_order'"), s = h.find("'shape'");
-  if (d == std::string::npos || f == std::string::npos || s == std::string::npos)
-    throw bad("header lacks descr, fortran_order or shape");
-  const std::size_t q = h.find('\'', h.find(':', d) + 1);
-  const std::string descr = h.substr(q + 1, h.find('\'', q + 1) - q - 1);
-  if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|') ||
-      std::string("fiu").find(descr[1]) == std::string::npos)
+  const ooc::NpyArray h = ooc::parse_npy_array(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                               bytes.size(), path);
+  const std::string descr = std::string(1, h.order) + h.kind;
+  const char kind = h.kind.empty() ? '?' : h.kind[0];
+  const int size = h.kind.size() == 2 ? h.kind[1] - '0' : 0;
+  if ((h.order != '<' && h.order != '|') || std::string("fiu").find(kind) == std::string::npos)
     throw bad("dtype '" + descr + "' is not a little-endian int, uint or float; save it with " +
               "numpy.save(path, x.astype('<f8'))");
-  const int size = std::stoi(descr.substr(2));
-  if ((descr[1] == 'f' && size != 4 && size != 8) ||
-      (descr[1] != 'f' && size != 1 && size != 2 && size != 4 && size != 8))
+  if ((kind == 'f' && size != 4 && size != 8) ||
+      (kind != 'f' && size != 1 && size != 2 && size != 4 && size != 8))
     throw bad("dtype '" + descr + "' is not supported; use float64");
-  if (h.compare(h.find(':', f) + 1, 6, " True,") == 0 || h.find("True", f) < s)
+  if (h.fortran)
     throw bad("Fortran order; save it with numpy.save(path, numpy.ascontiguousarray(x))");
-  const std::string shape = h.substr(h.find('(', s) + 1, h.find(')', s) - h.find('(', s) - 1);
-  std::vector<std::int64_t> dims;
-  std::stringstream ss(shape);
-  for (std::string part; std::getline(ss, part, ',');)
-    if (part.find_first_not_of(" ") != std::string::npos) dims.push_back(std::stoll(part));
+  const std::vector<std::int64_t>& dims = h.dims;
   if (dims.empty() || dims.size() > 2 || dims[0] < 1 || (dims.size() == 2 && dims[1] < 1))
-    throw bad("shape (" + shape + ") is not (n,) or (n, k) with n, k >= 1");
+    throw bad("shape " + h.shape + " is not (n,) or (n, k) with n, k >= 1");
   Matrix m;
   m.rows = dims[0];
   m.cols = dims.size() == 2 ? static_cast<int>(std::min<std::int64_t>(dims[1], 1 << 20)) : 1;
   m.one_d = dims.size() == 1;
   const std::size_t n = static_cast<std::size_t>(m.rows) * m.cols;
-  if (bytes.size() - at - hlen < n * size)
-    throw bad("holds " + std::to_string((bytes.size() - at - hlen) / size) +
-              " values, its shape (" + shape + ") says " + std::to_string(n));
+  if (bytes.size() - h.data_offset < n * size)
+    throw bad("holds " + std::to_string((bytes.size() - h.data_offset) / size) +
+              " values, its shape " + h.shape + " says " + std::to_string(n));
   m.v.resize(n);
-  const char* p = bytes.data() + at + hlen;
-  for (std::size_t i = 0; i < n; ++i) m.v[i] = npy_value(p + i * size, descr[1], size);
+  const char* p = bytes.data() + h.data_offset;
+  for (std::size_t i = 0; i < n; ++i) m.v[i] = npy_value(p + i * size, kind, size);
   return m;
 }
 
@@ -207,15 +187,8 @@ void write_y(ooc::OutputFile& f, const std::vector<double>& y, std::int64_t rows
   const std::string& path = f.path();
   std::string data;
   if (ends_with(path, ".npy")) {
-    std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (" +
-                       std::to_string(rows) + (one_d ? "," : ", " + std::to_string(k)) + "), }";
-    const std::size_t total = (10 + dict.size() + 1 + 63) / 64 * 64;
-    dict.append(total - 10 - dict.size() - 1, ' ');
-    dict += '\n';
-    data = std::string("\x93NUMPY\x01\x00", 8);
-    data += static_cast<char>(dict.size() & 0xff);
-    data += static_cast<char>(dict.size() >> 8);
-    data += dict;
+    data = ooc::npy_array_header(
+        "<f8", one_d ? std::vector<std::int64_t>{rows} : std::vector<std::int64_t>{rows, k});
     data.append(reinterpret_cast<const char*>(y.data()), y.size() * sizeof(double));
   } else {
     char buf[32];
@@ -291,17 +264,12 @@ int main(int argc, char** argv) {
         ->default_str("auto");
     g_p->add_option("--devices", jo.devices, "GPUs to use: all, or a list like 0,1")
         ->default_str("all");
-    ooc::cli::ProgressCli progress;
-    bool quiet = false;
-    std::string stats;
-    auto* g_r = app.add_option_group("Reporting");
-    ooc::cli::add_progress_options(*g_r, progress);
-    g_r->add_option("--stats", stats, "print a summary on stdout: json or text");
-    g_r->add_flag("-q,--quiet", quiet, "no summary line on stderr");
+    ooc::cli::ReportCli report_cli;
+    ooc::cli::add_report_options(*app.add_option_group("Reporting"), report_cli);
+    auto& [progress, quiet, stats] = report_cli;
 
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocatax")) return *code;
-    if (!stats.empty() && stats != "json" && stats != "text")
-      throw Error(ErrorKind::usage, "--stats takes json or text, got '" + stats + "'");
+    ooc::cli::check_report_options(report_cli);
     if (precision != "f64" && precision != "f32")
       throw Error(ErrorKind::usage, "--precision takes f64 or f32, got '" + precision + "'");
     for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})

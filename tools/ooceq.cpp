@@ -41,10 +41,7 @@ void write_histogram(const std::string& path, const ooc::HistogramOp& h,
   std::string data;
   const bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
   if (npy) {
-    std::string header = ooc::npy_header(ooc::ImageSpec{bins, C, 1, ooc::SampleType::f64});
-    const auto at = header.find("'<f8'");
-    header.replace(at, 5, "'<u8'");
-    data = header;
+    data = ooc::npy_array_header("<u8", {C, bins});
     data.append(reinterpret_cast<const char*>(counts.data()),
                 counts.size() * sizeof(std::uint64_t));
   } else {
@@ -121,17 +118,12 @@ int main(int argc, char** argv) {
         ->default_str("auto");
     g_p->add_option("--devices", jo.devices, "GPUs to use: all, or a list like 0,1")
         ->default_str("all");
-    ooc::cli::ProgressCli progress;
-    bool quiet = false;
-    std::string stats;
-    auto* g_r = app.add_option_group("Reporting");
-    ooc::cli::add_progress_options(*g_r, progress);
-    g_r->add_option("--stats", stats, "print a summary on stdout: json or text");
-    g_r->add_flag("-q,--quiet", quiet, "no summary line on stderr");
+    ooc::cli::ReportCli report_cli;
+    ooc::cli::add_report_options(*app.add_option_group("Reporting"), report_cli);
+    auto& [progress, quiet, stats] = report_cli;
 
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "ooceq")) return *code;
-    if (!stats.empty() && stats != "json" && stats != "text")
-      throw ooc::Error(ooc::ErrorKind::usage, "--stats takes json or text, got '" + stats + "'");
+    ooc::cli::check_report_options(report_cli);
     jo.hints.type = ooc::parse_sample_type(type);
     jo.hints.type_given = type_opt->count() > 0;
     jo.hints.channels_given = channels_opt->count() > 0;

@@ -25,8 +25,14 @@ struct LeafArgs {
   void* y_scratch = nullptr;  // N x kp floats when f32 (the products before widening)
 };
 
-// Pads k to the vector width of the accumulator (1 stays 1: that case has kernels of its own).
-int atax_padded_k(int k, bool f32);
+// Pads k to the values of a 32-byte vector of the accumulator (1 stays 1: that case has kernels of
+// its own).
+inline int atax_padded_k(int k, bool f32) {
+  if (k == 1) return 1;
+  const int w = f32 ? 8 : 4;
+  return (k + w - 1) / w * w;
+}
+// Picked at run time for the instruction set (separable.cpp).
 // T = A_leaf X. Splits the rows over TBB threads.
 void atax_leaf_t(const LeafArgs& args);
 // Y = A_leaf^T T. Splits the columns over TBB threads.

@@ -1,7 +1,8 @@
 // Run-time choice between the kernel builds for different instruction sets (separable_impl.cpp:
-// the separable and the 2-D convolution).
+// the separable and the 2-D convolution; atax_impl.cpp: the matrix products' leaves).
 #include "separable.hpp"
 
+#include "atax.hpp"
 #include "conv2d.hpp"
 
 namespace ooc::cpu {
@@ -11,11 +12,17 @@ void separable_band(const SeparableArgs& args);
 std::size_t separable_scratch_bytes(const SeparableArgs& args);
 void conv2d_band(const Conv2dArgs& args);
 std::size_t conv2d_scratch_bytes(const Conv2dArgs& args);
+void atax_leaf_t(const LeafArgs& args);
+void atax_leaf_y(const LeafArgs& args);
+void atax_leaf_fused(const LeafArgs& args);
 }  // namespace baseline
 #if defined(__x86_64__)
 namespace avx2 {
 void separable_band(const SeparableArgs& args);
 void conv2d_band(const Conv2dArgs& args);
+void atax_leaf_t(const LeafArgs& args);
+void atax_leaf_y(const LeafArgs& args);
+void atax_leaf_fused(const LeafArgs& args);
 }  // namespace avx2
 #endif
 
@@ -42,6 +49,27 @@ void conv2d_band(const Conv2dArgs& args) {
   if (has_avx2()) return avx2::conv2d_band(args);
 #endif
   baseline::conv2d_band(args);
+}
+
+void atax_leaf_t(const LeafArgs& args) {
+#if defined(__x86_64__)
+  if (has_avx2()) return avx2::atax_leaf_t(args);
+#endif
+  baseline::atax_leaf_t(args);
+}
+
+void atax_leaf_y(const LeafArgs& args) {
+#if defined(__x86_64__)
+  if (has_avx2()) return avx2::atax_leaf_y(args);
+#endif
+  baseline::atax_leaf_y(args);
+}
+
+void atax_leaf_fused(const LeafArgs& args) {
+#if defined(__x86_64__)
+  if (has_avx2()) return avx2::atax_leaf_fused(args);
+#endif
+  baseline::atax_leaf_fused(args);
 }
 
 std::size_t conv2d_scratch_bytes(const Conv2dArgs& args) {

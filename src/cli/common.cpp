@@ -255,6 +255,17 @@ void add_progress_options(CLI::App& app, ProgressCli& p) {
   bar->excludes(log);
 }
 
+void add_report_options(CLI::App& app, ReportCli& r) {
+  add_progress_options(app, r.progress);
+  app.add_option("--stats", r.stats, "print a summary on stdout: json or text");
+  app.add_flag("-q,--quiet", r.quiet, "no summary line on stderr");
+}
+
+void check_report_options(const ReportCli& r) {
+  if (!r.stats.empty() && r.stats != "json" && r.stats != "text")
+    throw Error(ErrorKind::usage, "--stats takes json or text, got '" + r.stats + "'");
+}
+
 void add_run_options(CLI::App& app, RunCli& r) {
   auto* part = app.add_option("--part", r.part,
                               "I/N: run part I (0 to N-1) of N; auto: from Slurm "

@@ -70,6 +70,16 @@ class Progress {
   bool drawn_ = false;
 };
 
+// The group "Reporting" of the tools that run a job: the progress options, --stats json|text and
+// -q. check_report_options() throws a usage Error for a --stats other than json or text.
+struct ReportCli {
+  ProgressCli progress;
+  bool quiet = false;
+  std::string stats;
+};
+void add_report_options(CLI::App& app, ReportCli& r);
+void check_report_options(const ReportCli& r);
+
 // Parts and resume: --part I/N | auto, --rows A:B, --resume. apply_run_options() fills `jo`;
 // under an MPI launcher the ranks are the parts (and --part/--rows are refused).
 struct RunCli {

@@ -62,7 +62,7 @@ std::vector<std::int64_t> parse_shape(const std::string& shape, const std::strin
 
 }  // namespace
 
-NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::string& path) {
+NpyArray parse_npy_array(const unsigned char* p, std::size_t n, const std::string& path) {
   if (n < 10 || std::memcmp(p, "\x93NUMPY", 6) != 0)
     throw Error(ErrorKind::input, "'" + path + "' is not a .npy file (no NUMPY magic)");
   const int major = p[6];
@@ -88,13 +88,24 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
                                       "': malformed .npy header (not a {...} dictionary): the "
                                       "file is damaged or not written by NumPy");
 
-  NpyLayout out;
+  NpyArray out;
   out.data_offset = prefix + header_len;
   std::string descr = dict_value(dict, "descr", path);
   if (descr.size() < 2) throw Error(ErrorKind::input, "'" + path + "': bad .npy descr " + descr);
   descr = descr.substr(1, descr.size() - 2);  // strip quotes
-  const char order = descr.empty() ? '?' : descr[0];
-  const std::string kind = descr.size() > 1 ? descr.substr(1) : "";
+  out.order = descr.empty() ? '?' : descr[0];
+  out.kind = descr.size() > 1 ? descr.substr(1) : "";
+  out.fortran = dict_value(dict, "fortran_order", path) != "False";
+  out.shape = dict_value(dict, "shape", path);
+  out.dims = parse_shape(out.shape, path);
+  return out;
+}
+
+NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::string& path) {
+  const NpyArray a = parse_npy_array(p, n, path);
+  const std::string descr = std::string(1, a.order) + a.kind;
+  NpyLayout out;
+  out.data_offset = a.data_offset;
   struct Map {
     const char* kind;
     SampleType type;
@@ -105,17 +116,17 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
                                  {"f8", SampleType::f64}};
   bool found = false;
   for (const auto& m : maps)
-    if (kind == m.kind) out.spec.type = m.type, found = true;
-  if (!found || (order != '<' && order != '>' && order != '|' && order != '='))
+    if (a.kind == m.kind) out.spec.type = m.type, found = true;
+  if (!found || (a.order != '<' && a.order != '>' && a.order != '|' && a.order != '='))
     throw Error(ErrorKind::input, "'" + path + "': .npy dtype '" + descr +
                                       "' is not supported: use u1, u2, i2, u4, i4, f4 or f8");
-  out.big_endian = order == '>' && sample_bytes(out.spec.type) > 1;
-  if (dict_value(dict, "fortran_order", path) != "False")
+  out.big_endian = a.order == '>' && sample_bytes(out.spec.type) > 1;
+  if (a.fortran)
     throw Error(ErrorKind::input, "'" + path +
                                       "' is in Fortran order: save it with "
                                       "numpy.ascontiguousarray (C order)");
-  const std::string shape = dict_value(dict, "shape", path);
-  const std::vector<std::int64_t> dims = parse_shape(shape, path);
+  const std::string& shape = a.shape;
+  const std::vector<std::int64_t>& dims = a.dims;
   if (dims.size() == 2) {
     out.spec.height = dims[0], out.spec.width = dims[1], out.spec.channels = 1;
   } else if (dims.size() == 3 && dims[2] >= 1 && dims[2] <= 4) {
@@ -136,11 +147,15 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
 
 std::string npy_header(const ImageSpec& spec) {
   static constexpr const char* kDescr[] = {"|u1", "<u2", "<i2", "<u4", "<i4", "<f4", "<f8"};
-  std::string dict = std::string("{'descr': '") + kDescr[static_cast<int>(spec.type)] +
-                     "', 'fortran_order': False, 'shape': (" + std::to_string(spec.height) + ", " +
-                     std::to_string(spec.width) +
-                     (spec.channels > 1 ? ", " + std::to_string(spec.channels) : std::string()) +
-                     "), }";
+  std::vector<std::int64_t> dims{spec.height, spec.width};
+  if (spec.channels > 1) dims.push_back(spec.channels);
+  return npy_array_header(kDescr[static_cast<int>(spec.type)], dims);
+}
+
+std::string npy_array_header(const std::string& descr, const std::vector<std::int64_t>& dims) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (";
+  for (std::size_t i = 0; i < dims.size(); ++i) dict += (i ? ", " : "") + std::to_string(dims[i]);
+  dict += dims.size() == 1 ? ",), }" : "), }";
   // Pad with spaces and end with a newline so that the data starts on a multiple of 64 bytes.
   const bool v2 = dict.size() + 11 + 64 > 65535;
   const std::size_t prefix = v2 ? 12 : 10;

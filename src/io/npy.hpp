@@ -1,9 +1,11 @@
-// .npy header parsing, shared by the raw reader (an .npy file is a raw image after its header).
+// .npy headers, read and written: shared by the raw reader and writer (an .npy file is a raw image
+// after its header), 2-D kernel files, and oocatax's vectors and small matrices.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ooc/image.hpp"
 
@@ -15,7 +17,26 @@ struct NpyLayout {
   bool big_endian = false;  // samples need swapping on this (little-endian) machine
 };
 
-// Parses the first `n` bytes of a file (enough to hold its header); throws an input Error.
+// Any array's header, as written: descr split into its byte order ('<', '>', '|', '=') and kind
+// ("f8", "i2", ...), the Fortran flag and the dimensions.
+struct NpyArray {
+  char order = '<';
+  std::string kind;
+  bool fortran = false;
+  std::vector<std::int64_t> dims;
+  std::string shape;  // as the header writes it, for messages
+  std::uint64_t data_offset = 0;
+};
+
+// Parses the first `n` bytes of a file (enough to hold its header) as any array; throws an input
+// Error when the header is damaged.
+NpyArray parse_npy_array(const unsigned char* p, std::size_t n, const std::string& path);
+// The same, as an image (2-D, or 3-D with 1 to 4 channels, of a sample type, C order); throws an
+// input Error naming what is not.
 NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::string& path);
+
+// A version 1.0 (2.0 for huge dictionaries) header of a C-order array, padded so that the data
+// starts on a multiple of 64 bytes: descr such as "<f8", dims such as {n} or {rows, cols}.
+std::string npy_array_header(const std::string& descr, const std::vector<std::int64_t>& dims);
 
 }  // namespace ooc
