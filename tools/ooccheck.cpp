@@ -51,12 +51,36 @@
 #include "cli/filter_options.hpp"
 #include "ooc/border.hpp"
 #include "ooc/error.hpp"
+#include "ooc/hash.hpp"
 #include "ooc/io.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
 #include "ooc/sample_type.hpp"
 #include "ooccheck_atax.hpp"
+
+namespace ooc::check {
+
+// Floyd's algorithm on splitmix64, so that a seed picks the same indices in every build.
+std::vector<std::int64_t> pick_sample(std::int64_t n, std::int64_t sample, std::uint64_t seed) {
+  std::vector<std::int64_t> picked;
+  if (sample <= 0 || sample >= n) {
+    for (std::int64_t i = 0; i < n; ++i) picked.push_back(i);
+    return picked;
+  }
+  std::uint64_t state = seed;
+  auto next = [&state] { return ooc::mix(state += 0x9e3779b97f4a7c15ULL); };
+  std::set<std::int64_t> chosen;
+  for (std::int64_t j = n - sample; j < n; ++j) {
+    const auto t = static_cast<std::int64_t>(
+        (static_cast<unsigned __int128>(next()) * static_cast<std::uint64_t>(j + 1)) >> 64);
+    chosen.insert(chosen.count(t) ? j : t);
+  }
+  picked.assign(chosen.begin(), chosen.end());
+  return picked;
+}
+
+}  // namespace ooc::check
 
 namespace {
 
@@ -445,30 +469,12 @@ struct Tally {
   }
 };
 
-// First rows of the bands to check: all bands of [first, end), or `sample` of them picked at
-// random (Floyd's algorithm on splitmix64, so that a seed picks the same bands in every build).
+// First rows of the bands to check: all bands of [first, end), or `sample` of them (pick_sample).
 std::vector<std::int64_t> pick_bands(std::int64_t first, std::int64_t end, std::int64_t sample,
                                      std::uint64_t seed) {
   const std::int64_t bands = (end - first + kBandRows - 1) / kBandRows;
-  std::vector<std::int64_t> picked;
-  if (sample <= 0 || sample >= bands) {
-    for (std::int64_t b = 0; b < bands; ++b) picked.push_back(first + b * kBandRows);
-    return picked;
-  }
-  std::uint64_t state = seed;
-  auto next = [&state] {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  std::set<std::int64_t> chosen;
-  for (std::int64_t j = bands - sample; j < bands; ++j) {
-    const auto t = static_cast<std::int64_t>(
-        (static_cast<unsigned __int128>(next()) * static_cast<std::uint64_t>(j + 1)) >> 64);
-    chosen.insert(chosen.count(t) ? j : t);
-  }
-  for (const std::int64_t b : chosen) picked.push_back(first + b * kBandRows);
+  std::vector<std::int64_t> picked = ooc::check::pick_sample(bands, sample, seed);
+  for (std::int64_t& b : picked) b = first + b * kBandRows;
   return picked;
 }
 

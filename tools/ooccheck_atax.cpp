@@ -410,31 +410,6 @@ void row_times(const double* row, std::int64_t n, const double* x, const double*
   }
 }
 
-// Output rows to check: all of [0, n), or `sample` of them picked at random (Floyd's algorithm on
-// splitmix64, as --sample picks bands), ascending.
-std::vector<std::int64_t> pick_rows(std::int64_t n, std::int64_t sample, std::uint64_t seed) {
-  std::vector<std::int64_t> picked;
-  if (sample <= 0 || sample >= n) {
-    for (std::int64_t i = 0; i < n; ++i) picked.push_back(i);
-    return picked;
-  }
-  std::uint64_t state = seed;
-  auto next = [&state] {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  std::set<std::int64_t> chosen;
-  for (std::int64_t j = n - sample; j < n; ++j) {
-    const auto t = static_cast<std::int64_t>(
-        (static_cast<unsigned __int128>(next()) * static_cast<std::uint64_t>(j + 1)) >> 64);
-    chosen.insert(chosen.count(t) ? j : t);
-  }
-  picked.assign(chosen.begin(), chosen.end());
-  return picked;
-}
-
 // The float64 product for output rows `rows` of y (k values each, in that order), and the same
 // product on |A| and |X| (the scale of any order's rounding errors).
 void reference(ooc::Source& a, Op op, const Dense& x, const std::vector<std::int64_t>& rows,
@@ -600,7 +575,7 @@ int run_atax(const std::vector<std::string>& files, const ooc::RawHints& hints, 
                     shape_text(x.rows, k) + " gives " + shape_text(y_rows, k) +
                     ": check the order of FILES (Y, then A), --op, --x/--k and the geometry of A");
 
-  const std::vector<std::int64_t> rows = pick_rows(y_rows, sample, seed);
+  const std::vector<std::int64_t> rows = pick_sample(y_rows, sample, seed);
   std::printf("%s: y = %s, checked against ooccheck's own float64 product\n", cli.op.c_str(),
               formula(op));
   std::printf("A: %s, M = %lld rows, N = %lld columns\n", a->describe().c_str(),

@@ -15,6 +15,11 @@ class App;
 
 namespace ooc::check {
 
+// `sample` distinct indices of [0, n) picked at random from `seed`, ascending; all of them when
+// sample <= 0 or >= n. What --sample checks: bands (ooccheck.cpp, where it is defined) or rows of
+// y (--atax).
+std::vector<std::int64_t> pick_sample(std::int64_t n, std::int64_t sample, std::uint64_t seed);
+
 // The options of --atax, as given.
 struct AtaxCli {
   std::string op = "atax";        // atax, ax or atx

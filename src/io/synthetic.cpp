@@ -11,22 +11,11 @@
 #include <vector>
 
 #include "ooc/error.hpp"
+#include "ooc/hash.hpp"
 #include "ooc/io.hpp"
 
 namespace ooc {
 namespace {
-
-// A strong 64-bit mix (splitmix64's finalizer): neighbouring inputs give unrelated outputs.
-constexpr std::uint64_t mix(std::uint64_t z) noexcept {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-// Uniform in [0, 1) with 53 random bits.
-inline double unit(std::uint64_t h) noexcept {
-  return static_cast<double>(h >> 11) * 0x1.0p-53;
-}
 
 constexpr int kMaxLowRank = 4096;  // per sample R hashes: beyond this generation crawls
 constexpr const char* kLowRankTypes =
