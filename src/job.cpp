@@ -127,7 +127,17 @@ void Job::write_journal(std::int64_t done) const {
 
 void Job::start(const std::vector<const Operation*>& ops) {
   if (engine_) throw Error(ErrorKind::usage, "a job starts once");
-  backend_ = select_backend(options_.device, options_.devices, ops);
+  // --device auto weighs this job's share of the image.
+  const ImageSpec& spec = source_->spec();
+  const std::int64_t share_rows = options_.rows_end > 0 ? options_.rows_end - options_.rows_begin
+                                                        : (spec.height + options_.part_count - 1) /
+                                                              std::max(options_.part_count, 1);
+  Workload work;
+  work.samples = static_cast<std::uint64_t>(std::max<std::int64_t>(share_rows, 0)) *
+                 static_cast<std::uint64_t>(spec.row_samples());
+  work.bytes = work.samples * sample_bytes(spec.type);
+  work.threads = options_.pipeline.threads;
+  backend_ = select_backend(options_.device, options_.devices, ops, &work);
   const Operation* writer = nullptr;
   for (const Operation* op : ops)
     if (op->output()) writer = op;

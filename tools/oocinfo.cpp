@@ -81,7 +81,11 @@ Examples:
       std::printf("default --mem-limit: %s\n",
                   ooc::format_bytes(double(ooc::default_mem_limit())).c_str());
       std::printf("oocconv --device auto would use: %s\n",
-                  use_cuda ? ("cuda (" + gpus.front().name + ")").c_str() : "cpu");
+                  use_cuda ? ("cuda (" + gpus.front().name +
+                              ") for large images, the CPU where the GPU's start-up would cost "
+                              "more than it saves: give files for the estimate")
+                                 .c_str()
+                           : "cpu");
       return 0;
     }
 
@@ -122,12 +126,17 @@ Examples:
       }
       std::vector<const ooc::Operation*> views;
       for (const auto& op : ops) views.push_back(op.get());
-      const ooc::Backend backend = ooc::select_backend(device, "all", views);
+      ooc::Workload work;
+      work.samples =
+          static_cast<std::uint64_t>(s.height) * static_cast<std::uint64_t>(s.row_samples());
+      work.bytes = s.total_bytes();
+      work.threads = popt.threads;
+      const ooc::Backend backend = ooc::select_backend(device, "all", views, &work);
       const ooc::BandPlan plan = ooc::plan_bands(s, views, backend, popt, source.get());
       std::printf(
           "%s\n  %s\n%s  file %llu bytes, image %llu bytes (%lld x %lld pixels, %d channel(s) "
           "of %s)\n  %s\n  plan for %s on %s: %lld bands of %lld rows, %d slots, %d "
-          "threads, ring %s of --mem-limit %s\n",
+          "threads, ring %s of --mem-limit %s\n  backend: %s\n",
           path.c_str(), source->describe().c_str(),
           source->layout().empty() ? "" : ("  layout: " + source->layout() + "\n").c_str(),
           (unsigned long long)size, (unsigned long long)s.total_bytes(), (long long)s.width,
@@ -135,7 +144,7 @@ Examples:
           ops.front()->describe().c_str(), what.c_str(), backend.describe().c_str(),
           (long long)plan.bands, (long long)plan.band_rows, plan.slots, plan.threads,
           ooc::format_bytes(double(plan.ring_bytes)).c_str(),
-          ooc::format_bytes(double(plan.mem_limit)).c_str());
+          ooc::format_bytes(double(plan.mem_limit)).c_str(), backend.why.c_str());
     }
     return 0;
   });

@@ -134,8 +134,8 @@ struct SinkOptions {
 std::string output_format(const std::string& path, const SinkOptions& options);
 
 // Creates `path` for writing under a temporary name beside it; "null:" discards the rows.
-// Refuses an output that is the input (same file, also through links). Reserves the disk space
-// up front (raw, .npy) so that a full disk is reported before any work is done.
+// Refuses an output that is the input (same file, also through links). Checks the free space up
+// front (raw, .npy) so that a full disk is reported before any work is done.
 std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
                                   const std::string& input_path, const SinkOptions& options = {});
 

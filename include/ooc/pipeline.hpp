@@ -125,6 +125,10 @@ class Operation {
   virtual std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& /*devices*/) const {
     return nullptr;
   }
+  // What --device auto weighs (select_backend): nanoseconds per input sample for one CPU thread,
+  // and for the kernels on one GPU. Estimates from the benchmarks, not promises.
+  virtual double cpu_ns_per_sample() const { return 2.0; }
+  virtual double cuda_ns_per_sample() const { return 0.01; }
 };
 
 // Where the bands are computed.
@@ -132,11 +136,20 @@ struct Backend {
   bool cuda = false;
   std::vector<int> devices;      // CUDA devices the slots are spread over
   std::string describe() const;  // "cpu (avx2+fma)", "cuda:0,1 (NVIDIA H200)"
+  std::string why;               // how it was chosen ("--device cpu", or auto's estimate)
 };
-// `device`: auto (CUDA when a GPU is usable and every operation has a CUDA version), cpu or cuda;
-// `devices`: all, or a list like 0,1. Throws a usage or device Error naming the problem.
+// The size of a run, for --device auto's estimate.
+struct Workload {
+  std::uint64_t samples = 0;  // input samples each pass reads
+  std::uint64_t bytes = 0;    // input bytes each pass reads
+  int threads = 0;            // CPU threads (0: the default)
+};
+// `device`: auto, cpu or cuda; `devices`: all, or a list like 0,1. auto picks CUDA when a GPU is
+// usable, every operation has a CUDA version and, given `work`, the estimated time on the GPUs
+// (start-up, then the slower of the copies and the kernels) is below the CPU's (see
+// estimate_seconds in backend.cpp). Throws a usage or device Error naming the problem.
 Backend select_backend(const std::string& device, const std::string& devices,
-                       const std::vector<const Operation*>& ops);
+                       const std::vector<const Operation*>& ops, const Workload* work = nullptr);
 int cuda_device_count() noexcept;  // 0 in a build without CUDA, or without a driver or device
 std::string cuda_device_name(int device);
 

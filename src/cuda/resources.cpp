@@ -83,7 +83,9 @@ Replicated::Replicated(const std::vector<int>& devices, const void* host, std::s
 StreamEvent::StreamEvent(int device) : dev_(device) {
   OOC_CUDA_TRY(cudaSetDevice(device));
   OOC_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  OOC_CUDA_TRY(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  // Blocking sync: a TBB worker waiting for a band sleeps instead of spinning on a core that
+  // could read and pack the next bands.
+  OOC_CUDA_TRY(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming | cudaEventBlockingSync));
 }
 
 StreamEvent::~StreamEvent() {

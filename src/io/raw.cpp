@@ -148,8 +148,10 @@ class FileSink final : public Sink {
                                           "run to resume; run without --resume");
       return;
     }
-    // Reserve the blocks now: a full disk fails here, before any work, not halfway through. A
-    // part reserves its own rows (and, with the first, the header).
+    // A full disk fails here, before any work, not halfway through: the free space is checked
+    // now. The blocks are not reserved (posix_fallocate): on ext4 writing into reserved
+    // (unwritten) extents costs up to 4x a plain write, and the writes would then set the pace.
+    // A part checks its own rows (and, with the first, the header).
     const std::size_t begin = o.mode == OutputMode::shared && o.row_begin > 0
                                   ? lock_offset(header_.size(), spec, o.row_begin)
                                   : 0;
@@ -157,27 +159,18 @@ class FileSink final : public Sink {
         o.mode == OutputMode::shared
             ? lock_offset(header_.size(), spec, o.row_end > 0 ? o.row_end : spec.height)
             : total;
-    const int rc =
-        ::posix_fallocate(file_.fd(), static_cast<off_t>(begin), static_cast<off_t>(end - begin));
-    if (rc == EFBIG)
-      throw Error(ErrorKind::io, "output '" + path + "' (" + std::to_string(total) +
-                                     " bytes) is larger than this file system or the file size "
-                                     "limit (ulimit -f) allows: write elsewhere");
-    if (rc == ENOSPC) {
-      struct statvfs vfs {};
-      std::string avail;
-      if (::fstatvfs(file_.fd(), &vfs) == 0)
-        avail = ", " + std::to_string(std::uint64_t(vfs.f_bavail) * vfs.f_frsize) + " available";
-      throw Error(ErrorKind::io, "not enough space for output '" + path + "' (" +
-                                     std::to_string(end - begin) + " bytes needed" + avail +
-                                     "): free some space or write elsewhere");
-    }
+    check_space(path, end - begin);
     // Every part sizes the shared file to the whole image: the same size whoever comes first.
     struct stat st {};
     if (::fstat(file_.fd(), &st) == 0 && static_cast<std::size_t>(st.st_size) != total &&
-        ::ftruncate(file_.fd(), static_cast<off_t>(total)) != 0)
+        ::ftruncate(file_.fd(), static_cast<off_t>(total)) != 0) {
+      if (errno == EFBIG || errno == EINVAL)
+        throw Error(ErrorKind::io, "output '" + path + "' (" + std::to_string(total) +
+                                       " bytes) is larger than this file system or the file size "
+                                       "limit (ulimit -f) allows: write elsewhere");
       throw Error(ErrorKind::io,
                   system_message("cannot size output", file_.partial(), errno) + full_hint(errno));
+    }
     if (!header_.empty())
       write_all(reinterpret_cast<const std::byte*>(header_.data()), header_.size(), 0);
   }
@@ -205,6 +198,19 @@ class FileSink final : public Sink {
  private:
   static off_t lock_offset(std::size_t header, const ImageSpec& spec, std::int64_t row) {
     return static_cast<off_t>(header + static_cast<std::size_t>(row) * spec.row_bytes());
+  }
+
+  // Refuses an output the file system has no room for. Not a reservation: a disk that fills
+  // while the run goes on still fails its write, with the same advice.
+  void check_space(const std::string& path, std::size_t needed) const {
+    struct statvfs vfs {};
+    if (::fstatvfs(file_.fd(), &vfs) != 0) return;
+    const std::uint64_t avail = std::uint64_t(vfs.f_bavail) * vfs.f_frsize;
+    if (needed > avail)
+      throw Error(ErrorKind::io, "not enough space for output '" + path + "' (" +
+                                     std::to_string(needed) + " bytes needed, " +
+                                     std::to_string(avail) +
+                                     " available): free some space or write elsewhere");
   }
 
   void write_all(const std::byte* p, std::size_t bytes, std::size_t offset) {

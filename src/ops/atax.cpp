@@ -205,6 +205,13 @@ class Product final : public MatrixProductOp {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<ProductCpu>(a_, p_, kp_, leaf_, x_, x32_, read_ns_, compute_ns_);
   }
+  // Two FMAs per sample and column of X; memory-bound at small k (tools/bench/results/*-atax).
+  double cpu_ns_per_sample() const override {
+    return 1.0 + 0.25 * p_.k;
+  }
+  double cuda_ns_per_sample() const override {
+    return 0.002 + 0.0005 * p_.k;
+  }
   bool has_cuda() const override {
     return kCudaBuilt;
   }

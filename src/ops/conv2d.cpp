@@ -186,6 +186,13 @@ class Conv2d final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<Conv2dCpuKernel>(args_);
   }
+  // Fitted to tools/bench/results/gpu-h200-ops (K 3 to 31, 16 threads).
+  double cpu_ns_per_sample() const override {
+    return (args_.f64 ? 1.6 : 1.0) * (3.0 + 0.055 * double(corr_.size()));
+  }
+  double cuda_ns_per_sample() const override {
+    return (args_.f64 ? 2.0 : 1.0) * (0.005 + 0.0003 * double(corr_.size()));
+  }
   bool has_cuda() const override { return kCudaBuilt; }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
 #if defined(OOC_HAVE_CUDA)
@@ -219,6 +226,8 @@ class AsSeparable final : public Operation {
   }
   std::unique_ptr<CpuKernel> make_cpu() const override { return op_->make_cpu(); }
   bool has_cuda() const override { return op_->has_cuda(); }
+  double cpu_ns_per_sample() const override { return op_->cpu_ns_per_sample(); }
+  double cuda_ns_per_sample() const override { return op_->cuda_ns_per_sample(); }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& d) const override {
     return op_->make_cuda(d);
   }

@@ -1,4 +1,9 @@
-// Picking the backend: the CPU, or CUDA devices (--device, --devices).
+// Picking the backend: the CPU, or CUDA devices (--device, --devices), and --device auto's
+// estimate of which is faster for a run.
+#include <tbb/info.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "../../kernels/cpu/separable.hpp"
@@ -17,8 +22,44 @@ std::string Backend::describe() const {
   return s + " (" + cuda_device_name(devices.empty() ? 0 : devices[0]) + ")";
 }
 
+namespace {
+
+// What a GPU run pays before its first band: the CUDA context, pinned and device buffers, the
+// kernels' tables. Measured on an H200 (tools/bench/results): a 1 GiB radius-16 run took 0.71 s on
+// CUDA against 0.25 s on 16 CPU threads, of which the bands themselves took about 0.05 s.
+constexpr double kCudaStartSeconds = 0.45;
+// Bytes per second one GPU's slots stream (read into pinned memory, copied in and out), as
+// measured on the same machine (--stats: 24 GB/s while streaming).
+constexpr double kCudaStreamBytesPerSecond = 24e9;
+
+struct Estimate {
+  double cpu = 0, cuda = 0;
+};
+
+// Seconds for every pass of `ops` over `work` on `threads` CPU threads and on `gpus` devices.
+Estimate estimate_seconds(const std::vector<const Operation*>& ops, const Workload& work,
+                          int threads, std::size_t gpus) {
+  Estimate e;
+  const double samples = double(work.samples), n = double(std::max<std::size_t>(gpus, 1));
+  for (const Operation* op : ops) {
+    e.cpu += samples * op->cpu_ns_per_sample() * 1e-9 / std::max(threads, 1);
+    e.cuda += std::max(double(work.bytes) / (kCudaStreamBytesPerSecond * n),
+                       samples * op->cuda_ns_per_sample() * 1e-9 / n);
+  }
+  e.cuda += kCudaStartSeconds;
+  return e;
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s < 10 ? "%.2f s" : "%.0f s", s);
+  return buf;
+}
+
+}  // namespace
+
 Backend select_backend(const std::string& device, const std::string& devices,
-                       const std::vector<const Operation*>& ops) {
+                       const std::vector<const Operation*>& ops, const Workload* work) {
   if (device != "auto" && device != "cpu" && device != "cuda")
     throw Error(ErrorKind::usage, "--device takes auto, cpu or cuda, got '" + device + "'");
   std::vector<int> list;  // empty: all
@@ -40,6 +81,23 @@ Backend select_backend(const std::string& device, const std::string& devices,
   bool every_op_on_gpu = true;
   for (const Operation* op : ops) every_op_on_gpu = every_op_on_gpu && op->has_cuda();
   b.cuda = device == "cuda" || (device == "auto" && count > 0 && every_op_on_gpu);
+  if (device != "auto")
+    b.why = "--device " + device;
+  else if (count == 0)
+    b.why = "auto: no usable CUDA device";
+  else if (!every_op_on_gpu)
+    b.why = "auto: the operation has no CUDA version";
+  else
+    b.why = "auto: a CUDA device is usable";
+  if (b.cuda && device == "auto" && work != nullptr) {
+    const int threads = work->threads > 0 ? work->threads : tbb::info::default_concurrency();
+    const std::size_t gpus = devices == "all" ? std::size_t(count) : list.size();
+    const Estimate e = estimate_seconds(ops, *work, threads, gpus);
+    b.cuda = e.cuda < e.cpu;
+    b.why = "auto: estimated " + seconds(e.cpu) + " on " + std::to_string(threads) +
+            " CPU threads, " + seconds(e.cuda) + " on " + std::to_string(gpus) + " GPU" +
+            (gpus > 1 ? "s" : "") + " (" + seconds(kCudaStartSeconds) + " of it start-up)";
+  }
   if (!b.cuda) return b;
   if (count == 0)
     throw Error(ErrorKind::device,
