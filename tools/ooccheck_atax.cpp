@@ -31,7 +31,7 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/ops/atax_x.hpp"
-#include "ooc/sample_type.hpp"
+#include "ooc/detail/sample_type.hpp"
 
 namespace ooc::check {
 namespace {

@@ -9,10 +9,6 @@
 #include "ooc/error.hpp"
 #include "ooc/image.hpp"
 
-namespace boost::interprocess {
-class mapped_region;
-}
-
 namespace ooc {
 
 // Memory that rows handed out by a Source live in, owned by one pipeline slot and released when the
@@ -25,7 +21,8 @@ class RowArena {
   RowArena& operator=(RowArena&&) noexcept;
 
   std::byte* take(std::size_t bytes);  // from the reused buffer; valid until release()
-  void keep(boost::interprocess::mapped_region&& region);
+  // Holds a mapped window (or anything the rows live in) until release().
+  void keep(std::shared_ptr<const void> mapping);
   void release();  // unmaps windows and recycles the buffer
 
  private:
@@ -33,7 +30,7 @@ class RowArena {
   std::vector<std::vector<std::byte>> spare_;  // outgrown blocks still holding this band's rows
   std::size_t used_ = 0;
   std::size_t band_bytes_ = 0;
-  std::vector<boost::interprocess::mapped_region> regions_;
+  std::vector<std::shared_ptr<const void>> regions_;
 };
 
 // Descriptive tags an output carries over from its input (TIFF), each optional.

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "conv2d.hpp"
-#include "ooc/sample_type.hpp"
+#include "ooc/detail/sample_type.hpp"
 #include "separable.hpp"
 
 #ifndef OOC_ISA

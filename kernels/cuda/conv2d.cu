@@ -8,7 +8,7 @@
 #include "../../src/cuda/check.hpp"
 #include "common.cuh"
 #include "conv2d.cuh"
-#include "ooc/sample_type.hpp"
+#include "ooc/detail/sample_type.hpp"
 
 namespace ooc::cuda {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "../../src/cuda/check.hpp"
 #include "common.cuh"
-#include "ooc/sample_type.hpp"
+#include "ooc/detail/sample_type.hpp"
 #include "separable.cuh"
 
 namespace ooc::cuda {

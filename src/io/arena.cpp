@@ -1,6 +1,4 @@
 // RowArena: the memory a slot's input rows live in until the band is done; Source's defaults.
-#include <boost/interprocess/mapped_region.hpp>
-
 #include <cstring>
 
 #include "ooc/io.hpp"
@@ -37,8 +35,8 @@ void Source::read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) {
   std::memcpy(dst, p, static_cast<std::size_t>(n) * spec().row_bytes());
 }
 
-void RowArena::keep(boost::interprocess::mapped_region&& region) {
-  regions_.push_back(std::move(region));
+void RowArena::keep(std::shared_ptr<const void> mapping) {
+  regions_.push_back(std::move(mapping));
 }
 
 void RowArena::release() {

@@ -117,7 +117,7 @@ class RawSource final : public Source {
     // Start reading the whole window now: a cold file is read ahead while earlier bands compute.
     region.advise(bip::mapped_region::advice_willneed);
     auto* p = static_cast<const std::byte*>(region.get_address());
-    arena.keep(std::move(region));
+    arena.keep(std::make_shared<bip::mapped_region>(std::move(region)));
     return p;
   }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ooc/error.hpp"
-#include "ooc/hash.hpp"
+#include "ooc/detail/hash.hpp"
 #include "ooc/io.hpp"
 
 namespace ooc {

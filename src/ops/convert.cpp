@@ -10,7 +10,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "ooc/sample_type.hpp"
+#include "ooc/detail/sample_type.hpp"
 
 namespace ooc {
 namespace {

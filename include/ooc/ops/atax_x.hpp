@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "ooc/hash.hpp"
+#include "ooc/detail/hash.hpp"
 
 namespace ooc {
 
