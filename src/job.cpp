@@ -96,6 +96,8 @@ std::string journal_name(const std::string& temporary, int part, int parts, std:
 }  // namespace
 
 Job::Job(JobOptions options) : options_(std::move(options)) {
+  // A TIFF input decodes with as many threads as the job runs (--threads), not one per core.
+  if (options_.hints.threads == 0) options_.hints.threads = options_.pipeline.threads;
   source_ = open_source(options_.input, options_.hints, options_.seed);
 }
 
@@ -215,6 +217,12 @@ void Job::start(const std::vector<const Operation*>& ops) {
   }
   if (writer) {
     so.metadata = source_->metadata();
+    // Georeferencing maps pixel positions to the ground: true of an output on the input's pixel
+    // grid only. Every filter keeps it (same size; rows and columns in stored order, under the
+    // same Orientation); an output of another size (oocatax's y) must not claim it.
+    const ImageSpec& in = source_->spec();
+    const ImageSpec out = *writer->output();
+    if (out.width != in.width || out.height != in.height) so.metadata.geo = GeoTags{};
     so.mem_limit = options_.pipeline.mem_limit;
     so.threads = options_.pipeline.threads;
     so.row_begin = begin_;

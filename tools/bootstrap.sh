@@ -4,10 +4,14 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev libboost-dev
           libgtest-dev libcli11-dev nlohmann-json3-dev python3 python3-numpy python3-scipy
           python3-tifffile python3-opencv libtiff-tools libvips-tools libopenmpi-dev
-          openmpi-bin munge slurmctld slurmd slurm-client libpmix2 bc)
+          openmpi-bin munge slurmctld slurmd slurm-client libpmix2 bc
+          pybind11-dev python3-pytest python3-setuptools python3-pip python3-venv)
 # The tests read TIFFs written by libvips and tifffile, check big ones with tiffinfo, and compare
 # equalization with OpenCV's.
 [ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(gnuplot-nox)
+# Optional: gdalinfo lets cli.meta_check compare the coordinate system GDAL reads from the geo
+# tags ooc carries over; without it those comparisons are skipped.
+[ "${OOC_GDAL:-0}" = 1 ] && packages+=(gdal-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

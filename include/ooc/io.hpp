@@ -33,6 +33,25 @@ class RowArena {
   std::vector<std::shared_ptr<const void>> regions_;
 };
 
+// GeoTIFF's and GDAL's georeferencing tags, as stored (empty: none given). They stay true of an
+// output on the same pixel grid: same size, same orientation, rows in the same order.
+struct GeoTags {
+  std::vector<double> model_pixel_scale;         // 33550 ModelPixelScale, 3 values
+  std::vector<double> model_tiepoint;            // 33922 ModelTiepoint, 6 per point
+  std::vector<double> model_transformation;      // 34264 ModelTransformation, 16 values
+  std::vector<std::uint16_t> geo_key_directory;  // 34735 GeoKeyDirectory, 4 per key + header
+  std::vector<double> geo_double_params;         // 34736 GeoDoubleParams
+  std::string geo_ascii_params;                  // 34737 GeoAsciiParams
+  std::string gdal_metadata;                     // 42112 GDAL_METADATA (XML)
+  std::string gdal_nodata;                       // 42113 GDAL_NODATA (a number as text)
+
+  bool empty() const noexcept {
+    return model_pixel_scale.empty() && model_tiepoint.empty() && model_transformation.empty() &&
+           geo_key_directory.empty() && geo_double_params.empty() && geo_ascii_params.empty() &&
+           gdal_metadata.empty() && gdal_nodata.empty();
+  }
+};
+
 // Descriptive tags an output carries over from its input (TIFF), each optional.
 struct Metadata {
   int photometric = -1;                       // TIFF PhotometricInterpretation; -1: none given
@@ -41,6 +60,7 @@ struct Metadata {
   int resolution_unit = 0;                    // TIFF ResolutionUnit; 0: none given
   std::string description;                    // TIFF ImageDescription
   int orientation = 0;  // TIFF Orientation (filtering runs in stored order); 0: none given
+  GeoTags geo;
 };
 
 class Source {
@@ -91,6 +111,7 @@ struct RawHints {
   bool channels_given = false;
   std::string format = "auto";  // auto (magic bytes), raw, npy or tiff
   int page = 0;                 // TIFF: the image (directory) to read, from 0
+  int threads = 0;              // TIFF: threads that decode strips and tiles (0: all cores)
 };
 
 // Opens `path` for reading: .npy and TIFF are recognized by their magic bytes (hints.format

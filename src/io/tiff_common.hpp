@@ -1,18 +1,31 @@
-// What the TIFF reader and writer share: libtiff's error messages (per thread) and names.
+// What the TIFF reader and writer share: libtiff's error messages (per thread), names, and the
+// GeoTIFF / GDAL tags libtiff does not know by itself.
 #pragma once
 
 #include <tiffio.h>
 
 #include <string>
 
+#include "ooc/image.hpp"
+#include "ooc/io.hpp"
+
 namespace ooc {
 
 // The last message libtiff reported on this thread, cleared ("libtiff gave no reason" if none).
 std::string take_tiff_error();
 
-// Routes libtiff's errors to take_tiff_error() and silences its warnings (unknown tags and the
-// like); idempotent.
+// Routes libtiff's errors to take_tiff_error(), silences its warnings (unknown tags and the like)
+// and teaches every handle opened afterwards the GeoTIFF and GDAL tags (GeoTags); idempotent.
 void install_tiff_handlers();
+
+// The GeoTIFF and GDAL tags of the current directory. A malformed one (wrong count, or a key
+// directory whose keys point outside their parameters) is dropped with a warning on stderr: an
+// output must not carry georeferencing that says something else than the input meant.
+GeoTags read_geo_tags(TIFF* tif, const std::string& path);
+
+// Writes `geo` into the current directory of an output whose samples are of `type`: GDAL_NODATA
+// only when that type holds the value, GDAL_METADATA without its statistics (the pixels changed).
+void write_geo_tags(TIFF* tif, const GeoTags& geo, SampleType type);
 
 // Opens `path` for reading without libtiff's own mapping (reads go through the page cache, and a
 // huge file does not pin its pages); page >= 0 selects that directory. Throws an input Error.

@@ -15,6 +15,7 @@
 #include <exception>
 #include <functional>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -187,6 +188,7 @@ TiffInfo read_info(TIFF* tif, const std::string& path) {
   const char* description = nullptr;
   if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) && description)
     m.description = description;
+  m.geo = read_geo_tags(tif, path);
   return t;
 }
 
@@ -326,9 +328,10 @@ void scatter_samples(const std::byte* src, std::byte* dst, std::int64_t n, std::
   }
 }
 
-// Threads that decode strips and tiles ahead of the readers, one set per process. Plain threads,
-// not TBB tasks: readers block until a row of blocks is decoded, and a blocked TBB worker could
-// hold up the very task it waits for; these threads always make progress.
+// Threads that decode strips and tiles ahead of the readers, one set per source, as many as the
+// job's --threads (a batch job on a shared node must not start one per core). Plain threads, not
+// TBB tasks: readers block until a row of blocks is decoded, and a blocked TBB worker could hold
+// up the very task it waits for; these threads always make progress.
 class DecodeThreads {
  public:
   explicit DecodeThreads(unsigned count) {
@@ -389,18 +392,12 @@ class DecodeThreads {
   std::vector<std::thread> threads_;
 };
 
-DecodeThreads& decode_threads() {
-  static DecodeThreads threads(std::max(1u, std::thread::hardware_concurrency()));
-  return threads;
-}
-
 class TiffChunkSource final : public Source {
  public:
-  TiffChunkSource(std::string path, TiffInfo info, int page, TIFF* first)
+  TiffChunkSource(std::string path, TiffInfo info, int page, TIFF* first, unsigned threads)
       : path_(std::move(path)), t_(std::move(info)), page_(page), pool_(path_, page) {
     pool_.adopt(first);
     layout_ = describe_layout(t_, page_);
-    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
     // Rows of blocks decoded ahead: two blocks per thread, within kMaxAheadBytes.
     const std::uint64_t row_bytes = t_.spec.row_bytes() * std::uint64_t(t_.chunk_h);
     const std::int64_t per_row = t_.across * t_.planes;
@@ -408,6 +405,7 @@ class TiffChunkSource final : public Source {
                                       std::max<std::int64_t>(1, kMaxAheadBytes / row_bytes));
     slack_ = std::clamp<std::int64_t>(static_cast<std::int64_t>(kMaxAheadBytes / row_bytes), 1, 8);
     threads_ = threads;
+    decoders_ = std::make_unique<DecodeThreads>(threads);
   }
   // Decodes still queued become no-ops; the ones running finish first: none may outlive us.
   ~TiffChunkSource() override {
@@ -469,7 +467,7 @@ class TiffChunkSource final : public Source {
           std::unique_lock lock(mutex_);
           if (c.left == 0) break;
         }
-        if (decode_threads().help_one()) continue;
+        if (decoders_->help_one()) continue;
         // Nothing queued: the last blocks are being decoded by other threads.
         std::unique_lock lock(mutex_);
         decoded_.wait_for(lock, std::chrono::milliseconds(2), [&] { return c.left == 0; });
@@ -524,7 +522,7 @@ class TiffChunkSource final : public Source {
         --outstanding_;
         if (--c->left == 0 || outstanding_ == 0) decoded_.notify_all();
       });
-    decode_threads().post(std::move(jobs));
+    decoders_->post(std::move(jobs));
     return c;
   }
 
@@ -584,6 +582,8 @@ class TiffChunkSource final : public Source {
   std::list<std::shared_ptr<Cached>> cache_;  // most recently used first
   std::int64_t outstanding_ = 0;              // decode jobs posted and not finished
   bool closing_ = false;
+  // Last: its threads are joined first, while everything their jobs touch still exists.
+  std::unique_ptr<DecodeThreads> decoders_;
 };
 
 }  // namespace
@@ -636,7 +636,9 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
     TIFFClose(tif);
     throw;
   }
-  return std::make_unique<TiffChunkSource>(path, std::move(t), hints.page, tif);
+  const unsigned threads = hints.threads > 0 ? static_cast<unsigned>(hints.threads)
+                                             : std::max(1u, std::thread::hardware_concurrency());
+  return std::make_unique<TiffChunkSource>(path, std::move(t), hints.page, tif, threads);
 }
 
 }  // namespace ooc

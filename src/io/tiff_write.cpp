@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -71,6 +72,61 @@ int base_channels(int photometric) {
   }
 }
 
+// The output's array as tifffile reads it: one page of interleaved samples.
+std::vector<std::int64_t> output_shape(const ImageSpec& s) {
+  if (s.channels > 1) return {s.height, s.width, s.channels};
+  return {s.height, s.width};
+}
+
+// tifffile's JSON description ({"shape": [...], ...}) with its shape (and axes, if given) made the
+// output's; empty when it is not as tifffile writes it.
+std::string rewrite_json_shape(const std::string& text, const ImageSpec& s) {
+  const std::string key = "{\"shape\":";
+  const std::size_t open = text.find_first_not_of(' ', key.size());
+  const std::size_t close = open == std::string::npos ? open : text.find(']', open);
+  if (open == std::string::npos || text[open] != '[' || close == std::string::npos ||
+      text.back() != '}')
+    return {};
+  std::string list = "[";
+  for (const std::int64_t n : output_shape(s)) {
+    if (list.size() > 1) list += ", ";
+    list += std::to_string(n);
+  }
+  std::string out = key + " " + list + "]" + text.substr(close + 1);
+  const std::string axes_key = "\"axes\": \"";
+  if (const std::size_t a = out.find(axes_key); a != std::string::npos) {
+    const std::size_t from = a + axes_key.size(), to = out.find('"', from);
+    if (to == std::string::npos) return {};
+    out.replace(from, to - from, s.channels > 1 ? "YXS" : "YX");
+  }
+  return out;
+}
+
+// A description that is still true of the output. tifffile's shape descriptions (JSON, or the
+// older "shape=(...)") say how to reshape the pages, so they are rewritten to the output's array:
+// carried over from separate planes, or from a stack of pages, they would make tifffile read it
+// scrambled. An ImageJ description of more than one image (a stack, channels as pages) is dropped:
+// the output is one page. Any other text is the user's and is kept.
+std::string output_description(const std::string& text, const ImageSpec& s) {
+  if (text.rfind("{\"shape\":", 0) == 0) return rewrite_json_shape(text, s);
+  if (text.rfind("shape=(", 0) == 0) {
+    std::string out = "shape=(";
+    for (const std::int64_t n : output_shape(s)) {
+      if (out.size() > 7) out += ',';
+      out += std::to_string(n);
+    }
+    return out + ")";
+  }
+  if (text.rfind("ImageJ=", 0) == 0) {
+    for (const char* key : {"\nimages=", "\nchannels=", "\nslices=", "\nframes="}) {
+      const std::size_t at = text.find(key);
+      if (at != std::string::npos && std::atoll(text.c_str() + at + std::strlen(key)) != 1)
+        return {};
+    }
+  }
+  return text;
+}
+
 void set_tags(TIFF* tif, const TiffPlan& p) {
   const ImageSpec& s = p.spec;
   TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, static_cast<std::uint32_t>(s.width));
@@ -108,8 +164,8 @@ void set_tags(TIFF* tif, const TiffPlan& p) {
       TIFFSetField(tif, TIFFTAG_RESOLUTIONUNIT,
                    static_cast<std::uint16_t>(p.metadata.resolution_unit));
   }
-  if (!p.metadata.description.empty())
-    TIFFSetField(tif, TIFFTAG_IMAGEDESCRIPTION, p.metadata.description.c_str());
+  if (const std::string d = output_description(p.metadata.description, s); !d.empty())
+    TIFFSetField(tif, TIFFTAG_IMAGEDESCRIPTION, d.c_str());
   TIFFSetField(tif, TIFFTAG_SOFTWARE, "ooc");
   TIFFSetField(tif, TIFFTAG_COMPRESSION, static_cast<std::uint16_t>(p.compression));
   if (p.compression == COMPRESSION_LZW || p.compression == COMPRESSION_ADOBE_DEFLATE ||
@@ -125,6 +181,13 @@ void set_tags(TIFF* tif, const TiffPlan& p) {
   } else {
     TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, static_cast<std::uint32_t>(p.chunk_h));
   }
+}
+
+std::size_t geo_bytes(const GeoTags& g) {
+  return 8 * (g.model_pixel_scale.size() + g.model_tiepoint.size() + g.model_transformation.size() +
+              g.geo_double_params.size()) +
+         2 * g.geo_key_directory.size() + g.geo_ascii_params.size() + g.gdal_metadata.size() +
+         g.gdal_nodata.size();
 }
 
 // A private libtiff handle that writes into memory: TIFFWriteEncodedStrip/Tile on it runs the
@@ -233,7 +296,8 @@ class TiffSink final : public Sink {
     const std::uint64_t padded =
         plan_.chunk_bytes(0) * static_cast<std::uint64_t>(plan_.across * plan_.down);
     const double worst = double(plan_.tiled ? padded : spec.total_bytes()) * growth + blocks * 64 +
-                         16 * (1 << 20) + double(o.metadata.description.size());
+                         16 * (1 << 20) + double(o.metadata.description.size()) +
+                         double(geo_bytes(o.metadata.geo));
     // Memory: the batch of rows gathered for compression (at least one row of blocks), the
     // compressed blocks of one batch, and per thread a block being assembled and the codec's
     // buffers. Checked against --mem-limit before anything is allocated or created.
@@ -289,6 +353,8 @@ class TiffSink final : public Sink {
       throw failure("cannot start TIFF output");
     }
     set_tags(tif_, plan_);
+    // In the file only: the encoders' in-memory handles never write a directory.
+    write_geo_tags(tif_, plan_.metadata.geo, spec.type);
     batch_.resize(static_cast<std::size_t>(batch_rows_) * spec.row_bytes());
   }
 

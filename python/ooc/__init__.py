@@ -1,0 +1,452 @@
+"""ooc: out-of-core filtering of images larger than memory, from Python.
+
+Files to files, as the tools do (oocconv, ooceq), with the run's stats as a dict::
+
+    stats = ooc.convolve("in.tif", "out.tif", radius=16, border="reflect",
+                         mem_limit="4G", progress=lambda done, total: print(done, total))
+    ooc.equalize("scan.tif", "eq.tif")
+
+NumPy arrays with scipy.ndimage's semantics and names (correlate1d, convolve1d,
+gaussian_filter1d, gaussian_filter, uniform_filter1d, uniform_filter, correlate, convolve)::
+
+    big = numpy.load("big.npy", mmap_mode="r")          # or numpy.memmap, or a .npy path
+    out = numpy.lib.format.open_memmap("out.npy", "w+", big.dtype, big.shape)
+    ooc.gaussian_filter(big, 4.0, output=out, mem_limit="2G")
+
+An array (a memmap too) is streamed band by band through the same bounded pipeline as a file,
+so memory stays within mem_limit whatever its size. Arrays are 1-D, 2-D (H, W) or 3-D (H, W, C)
+with C <= 4 interleaved channels (filtered along axes 0 and 1 only); dtypes uint8, uint16, int16,
+uint32, int32, float32, float64. Sums are in float64 as scipy's; unlike scipy, integer results are
+rounded to nearest and saturated, not truncated. Every call releases the GIL while it runs.
+
+Errors are ooc.Error (a RuntimeError) carrying ooc's message, with .kind ("usage", "input", "io"
+or "device") and .exit_code (the tools' exit code for it). scipy's modes map to ooc's borders:
+reflect = grid-mirror (d c b a | a b c d), mirror (d c b | a b c d), nearest, wrap = grid-wrap,
+constant = grid-constant (cval).
+
+Extra keywords of every function: device ("auto", "cpu" or "cuda"), devices ("all" or "0,1"),
+mem_limit (bytes or "512M", "4G"), threads, band_rows, slots, and progress, a callable
+progress(done_rows, total_rows) called between bands; an exception raised there (or Ctrl-C) stops
+the run and propagates, and a file output's temporary is removed.
+"""
+
+import numbers
+import os
+
+import numpy as np
+
+from . import _core
+from ._core import Error
+
+__all__ = [
+    "Error", "convolve", "equalize", "correlate1d", "convolve1d", "gaussian_filter1d",
+    "gaussian_filter", "uniform_filter1d", "uniform_filter", "correlate", "cuda_device_count",
+]
+
+cuda_device_count = _core.cuda_device_count
+
+# scipy.ndimage's modes (filters) -> ooc's border rules.
+_MODES = {
+    "reflect": "reflect", "grid-mirror": "reflect", "mirror": "mirror", "nearest": "nearest",
+    "wrap": "wrap", "grid-wrap": "wrap", "constant": "constant", "grid-constant": "constant",
+}
+_RUN_KEYS = ("device", "devices", "mem_limit", "threads", "band_rows", "slots")
+
+
+def _usage(message):
+    e = Error(message)
+    e.kind, e.exit_code = "usage", 2
+    return e
+
+
+def _is_path(x):
+    return isinstance(x, (str, os.PathLike))
+
+
+def _run_options(options):
+    unknown = set(options) - set(_RUN_KEYS) - {"precision"}
+    if unknown:
+        raise TypeError("unexpected keyword argument(s): " + ", ".join(sorted(unknown)))
+    o = dict(options)
+    if isinstance(o.get("devices"), (list, tuple)):
+        o["devices"] = ",".join(str(int(d)) for d in o["devices"])
+    if o.get("mem_limit") is not None and not isinstance(o["mem_limit"], str):
+        o["mem_limit"] = int(o["mem_limit"])
+    return o
+
+
+def _check_progress(progress):
+    if progress is not None and not callable(progress):
+        raise _usage("progress must be a callable progress(done_rows, total_rows) or None")
+    return progress
+
+
+def _type_name(t):
+    return t if isinstance(t, str) else str(np.dtype(t))
+
+
+# ---- files to files ----
+
+def _taps_text(taps):
+    if taps is None:
+        return None
+    if isinstance(taps, str):
+        return taps
+    return ",".join(repr(float(t)) for t in np.asarray(taps, dtype=np.float64).ravel())
+
+
+def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", taps=None,
+                  row_taps=None, col_taps=None, taps_file=None, kernel=None, border="reflect",
+                  border_value=0.0, out_type=None, precision="auto", width=None, height=None,
+                  type=None, channels=None, in_format="auto", page=0, seed=1, format="auto",
+                  tile=0, compress="none", level=-1, bigtiff="auto", progress=None, **options):
+    """oocconv INPUT OUTPUT with the same options (see oocconv --help); returns --stats json.
+
+    radius / sigma / filter ("gaussian" or "box") make a separable filter; taps, row_taps,
+    col_taps (sequences or "a,b,c") or taps_file give explicit taps (scipy.ndimage.convolve1d);
+    kernel is a 2-D kernel: a 2-D array, a file, or a built-in ("box:N", "gaussian2d:S",
+    "laplace", "sobel-x", "sobel-y"), with scipy.ndimage.convolve's semantics. border takes
+    ooc's and scipy's mode names. width/height/type/channels describe a raw input; format, tile,
+    compress, level and bigtiff the output file. The output is written under a temporary name
+    and renamed when complete; on any error (or an exception from progress) nothing is left.
+    """
+    o = _run_options(options)
+    o.update(radius=radius, sigma=sigma, filter=filter, taps=_taps_text(taps),
+             row_taps=_taps_text(row_taps), col_taps=_taps_text(col_taps),
+             taps_file=None if taps_file is None else os.fspath(taps_file),
+             border=_MODES.get(border, border), border_value=float(border_value),
+             out_type=None if out_type is None else _type_name(out_type), precision=precision,
+             width=width, height=height, type=None if type is None else _type_name(type),
+             channels=channels, in_format=in_format, page=page, seed=seed, format=format,
+             tile=tile, compress=compress, level=level, bigtiff=bigtiff)
+    if isinstance(kernel, (str, os.PathLike)):
+        o["kernel"] = os.fspath(kernel)
+    elif kernel is not None:
+        o["kernel_array"] = np.asarray(kernel, dtype=np.float64)
+    return _core.convolve_file(os.fspath(input), os.fspath(output), o, _check_progress(progress))
+
+
+def equalize_file(input, output, *, width=None, height=None, type=None, channels=None,
+                  in_format="auto", page=0, seed=1, format="auto", tile=0, compress="none",
+                  level=-1, bigtiff="auto", progress=None, **options):
+    """ooceq INPUT OUTPUT: histogram equalization of u8/u16 (cv2.equalizeHist per channel);
+    returns --stats json (with "histogram" and "passes")."""
+    o = _run_options(options)
+    o.update(width=width, height=height, type=None if type is None else _type_name(type),
+             channels=channels, in_format=in_format, page=page, seed=seed, format=format,
+             tile=tile, compress=compress, level=level, bigtiff=bigtiff)
+    return _core.equalize_file(os.fspath(input), os.fspath(output), o, _check_progress(progress))
+
+
+# ---- NumPy arrays ----
+
+def _load(input):
+    """The array behind `input` (an ndarray, a memmap or a .npy path), C-contiguous and native,
+    without a copy where it already is."""
+    if _is_path(input):
+        input = np.load(os.fspath(input), mmap_mode="r")
+    a = np.asarray(input)
+    if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and not np.little_endian):
+        a = a.astype(a.dtype.newbyteorder("="))
+    if not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    if a.ndim not in (1, 2, 3) or a.size == 0:
+        raise _usage("input must be a non-empty 1-D, 2-D (H, W) or 3-D (H, W, C) array, got shape "
+                     + str(a.shape))
+    return a
+
+
+def _output(output, a):
+    """The array to write (and return): a new one, one of a given dtype, or `output` itself."""
+    if output is None:
+        return np.empty(a.shape, a.dtype)
+    if isinstance(output, (np.dtype, str, type)):
+        return np.empty(a.shape, np.dtype(output))
+    if not isinstance(output, np.ndarray):
+        raise _usage("output must be an array, a dtype or None")
+    if output.shape != a.shape:
+        raise _usage("output has shape %s, the input %s: give an output of the input's shape"
+                     % (output.shape, a.shape))
+    if not output.flags.c_contiguous:
+        raise _usage("output must be C-contiguous")
+    if not output.flags.writeable:
+        raise _usage("output is read-only: give a writeable array")
+    return output
+
+
+def _axis(axis, ndim):
+    if not -ndim <= axis < ndim:
+        raise _usage("axis %d is out of range for a %d-D array" % (axis, ndim))
+    axis %= ndim
+    if ndim == 3 and axis == 2:
+        raise _usage("axis 2 runs across the channels of an (H, W, C) array: ooc filters along "
+                     "axes 0 and 1")
+    return axis
+
+
+def _mode(mode):
+    if isinstance(mode, str):
+        modes = [mode]
+    else:
+        modes = list(mode)
+    try:
+        mapped = {_MODES[m] for m in modes}
+    except (KeyError, TypeError):
+        raise _usage("mode must be one of %s, got %r" % (", ".join(_MODES), mode)) from None
+    if len(mapped) != 1:
+        raise _usage("ooc takes one mode for every axis, got %r" % (mode,))
+    return mapped.pop()
+
+
+def _conv_taps(weights, origin):
+    """1-D correlation weights and origin (scipy.ndimage.correlate1d) -> taps of odd count in
+    convolution order, zero-padded so that the centre tap is the output sample."""
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or w.size == 0:
+        raise _usage("weights must be a non-empty 1-D sequence")
+    n = w.size
+    origin = int(origin)
+    if not -(n // 2) <= origin <= n - 1 - n // 2:
+        raise _usage("invalid origin %d for %d weights" % (origin, n))
+    offsets = np.arange(n) - n // 2 - origin
+    r = int(max(abs(offsets[0]), abs(offsets[-1])))
+    c = np.zeros(2 * r + 1)
+    c[offsets + r] = w
+    return c[::-1].copy()
+
+
+def _run_separable(input, output, taps_by_axis, mode, cval, progress, options):
+    """taps_by_axis: {axis: convolution-order taps} over axes 0 and 1 of the image."""
+    a = _load(input)
+    out = _output(output, a)
+    src, dst = a, out
+    if a.ndim == 1:  # a 1-D signal: one row
+        src, dst = a.reshape(1, -1), out.reshape(1, -1)
+        taps_by_axis = {1: taps_by_axis[0]} if 0 in taps_by_axis else {}
+    if np.may_share_memory(src, dst):
+        src = src.copy()  # bands are read ahead of the rows written
+    row = taps_by_axis.get(1, np.ones(1))
+    col = taps_by_axis.get(0, np.ones(1))
+    _core.filter_array(src, dst, row, col, _mode(mode), float(cval), _run_options(options),
+                       _check_progress(progress))
+    return out
+
+
+def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *,
+                progress=None, **options):
+    """scipy.ndimage.correlate1d."""
+    ndim = _load(input).ndim
+    return _run_separable(input, output, {_axis(axis, ndim): _conv_taps(weights, origin)}, mode,
+                          cval, progress, options)
+
+
+def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *,
+               progress=None, **options):
+    """scipy.ndimage.convolve1d."""
+    w = np.asarray(weights, dtype=np.float64)[::-1]
+    origin = -int(origin)
+    if not w.size & 1:
+        origin -= 1
+    return correlate1d(input, w, axis, output, mode, cval, origin, progress=progress, **options)
+
+
+def _sequence(value, n, name):
+    if isinstance(value, (str, numbers.Number)) or value is None:
+        return [value] * n
+    value = list(value)
+    if len(value) != n:
+        raise _usage("%s needs one value per axis (%d), got %d" % (name, n, len(value)))
+    return value
+
+
+def _axes(axes, ndim):
+    if axes is None:
+        return list(range(ndim))
+    axes = [int(x) for x in (axes if not isinstance(axes, numbers.Integral) else [axes])]
+    for x in axes:
+        if not -ndim <= x < ndim:
+            raise _usage("axis %d is out of range for a %d-D array" % (x, ndim))
+    axes = [x % ndim for x in axes]
+    if len(set(axes)) != len(axes):
+        raise _usage("axes must be unique")
+    return axes
+
+
+def _gaussian_kernel1d(sigma, order, radius):
+    """scipy.ndimage's _gaussian_kernel1d: the correlation weights of gaussian_filter1d are
+    this reversed."""
+    if order < 0:
+        raise _usage("order must be non-negative")
+    exponent_range = np.arange(order + 1)
+    sigma2 = sigma * sigma
+    x = np.arange(-radius, radius + 1)
+    phi_x = np.exp(-0.5 / sigma2 * x ** 2)
+    phi_x = phi_x / phi_x.sum()
+    if order == 0:
+        return phi_x
+    q = np.zeros(order + 1)
+    q[0] = 1
+    D = np.diag(exponent_range[1:], 1)
+    P = np.diag(np.ones(order) / -sigma2, -1)
+    Q_deriv = D + P
+    for _ in range(order):
+        q = Q_deriv.dot(q)
+    q = (x[:, None] ** exponent_range).dot(q)
+    return q * phi_x
+
+
+def _gaussian_taps(sigma, order, truncate, radius):
+    sigma = float(sigma)
+    r = int(float(truncate) * sigma + 0.5) if radius is None else int(radius)
+    if r < 0:
+        raise _usage("radius must be a nonnegative integer")
+    return _conv_taps(_gaussian_kernel1d(sigma, int(order), r)[::-1], 0)
+
+
+def _filter_axes(a_ndim, axes, per_axis, build, name):
+    """{axis: taps} for the axes that filter (build returns None for the identity); an (H, W, C)
+    array must leave axis 2 alone."""
+    taps = {}
+    for ax, params in zip(axes, per_axis):
+        t = build(*params)
+        if t is None:
+            continue
+        if a_ndim == 3 and ax == 2:
+            raise _usage("%s would filter across the channels (axis 2) of an (H, W, C) array: "
+                         "give axes=(0, 1), or 0 for axis 2" % name)
+        taps[ax] = t
+    return taps
+
+
+def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
+                      truncate=4.0, *, radius=None, progress=None, **options):
+    """scipy.ndimage.gaussian_filter1d."""
+    ndim = _load(input).ndim
+    return _run_separable(input, output,
+                          {_axis(axis, ndim): _gaussian_taps(sigma, order, truncate, radius)},
+                          mode, cval, progress, options)
+
+
+def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,
+                    *, radius=None, axes=None, progress=None, **options):
+    """scipy.ndimage.gaussian_filter (axes with sigma 0 are left alone)."""
+    ndim = _load(input).ndim
+    axes = _axes(axes, ndim)
+    n = len(axes)
+    per_axis = zip(_sequence(sigma, n, "sigma"), _sequence(order, n, "order"),
+                   _sequence(radius, n, "radius"))
+
+    def build(s, o, r):
+        return _gaussian_taps(s, o, truncate, r) if float(s) > 1e-15 else None
+
+    modes = _sequence(mode, n, "mode")
+    taps = _filter_axes(ndim, axes, per_axis, build, "sigma")
+    used = [m for ax, m in zip(axes, modes) if ax in taps] or [modes[0] if modes else "reflect"]
+    return _run_separable(input, output, taps, used, cval, progress, options)
+
+
+def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *,
+                     progress=None, **options):
+    """scipy.ndimage.uniform_filter1d (the mean over `size` samples)."""
+    if int(size) < 1:
+        raise _usage("incorrect filter size")
+    ndim = _load(input).ndim
+    taps = _conv_taps(np.full(int(size), 1.0 / int(size)), origin)
+    return _run_separable(input, output, {_axis(axis, ndim): taps}, mode, cval, progress,
+                          options)
+
+
+def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None,
+                   progress=None, **options):
+    """scipy.ndimage.uniform_filter (axes of size 1 are left alone)."""
+    ndim = _load(input).ndim
+    axes = _axes(axes, ndim)
+    n = len(axes)
+    per_axis = zip(_sequence(size, n, "size"), _sequence(origin, n, "origin"))
+
+    def build(s, o):
+        s = int(s)
+        if s < 1:
+            raise _usage("incorrect filter size")
+        return _conv_taps(np.full(s, 1.0 / s), o) if s > 1 else None
+
+    modes = _sequence(mode, n, "mode")
+    taps = _filter_axes(ndim, axes, per_axis, build, "size")
+    used = [m for ax, m in zip(axes, modes) if ax in taps] or [modes[0] if modes else "reflect"]
+    return _run_separable(input, output, taps, used, cval, progress, options)
+
+
+def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, progress=None,
+              **options):
+    """scipy.ndimage.correlate with 2-D weights (non-separable; (K, L, 1) for an (H, W, C)
+    array, each channel on its own)."""
+    a = _load(input)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != a.ndim:
+        raise _usage("weights have %d dimensions, the input %d: give one per input axis"
+                     % (w.ndim, a.ndim))
+    if a.ndim == 1:
+        return correlate1d(a, w, -1, output, mode, cval, origin, progress=progress, **options)
+    if a.ndim == 3:
+        if w.shape[2] != 1:
+            raise _usage("weights of an (H, W, C) array must be (K, L, 1): ooc filters each "
+                         "channel on its own")
+        w = w[:, :, 0]
+    origins = _sequence(origin, a.ndim, "origin")[:2]
+    if w.size == 0:
+        raise _usage("weights must not be empty")
+    # Each axis padded as _conv_taps pads one: the centre is the output sample.
+    rows = _conv_taps(np.ones(w.shape[0]), origins[0])
+    cols = _conv_taps(np.ones(w.shape[1]), origins[1])
+    c = np.zeros((rows.size, cols.size))
+    r0, r1 = rows.size // 2, cols.size // 2
+    off0 = np.arange(w.shape[0]) - w.shape[0] // 2 - int(origins[0]) + r0
+    off1 = np.arange(w.shape[1]) - w.shape[1] // 2 - int(origins[1]) + r1
+    c[np.ix_(off0, off1)] = w
+    kernel = c[::-1, ::-1].copy()  # convolution order
+    out = _output(output, a)
+    src = a.copy() if np.may_share_memory(a, out) else a
+    _core.conv2d_array(src, out, kernel, _mode(mode), float(cval), _run_options(options),
+                       _check_progress(progress))
+    return out
+
+
+def _convolve_array(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *,
+                    progress=None, **options):
+    w = np.asarray(weights, dtype=np.float64)
+    origins = _sequence(origin, w.ndim, "origin")
+    w = w[(slice(None, None, -1),) * w.ndim]
+    origins = [-int(o) - (0 if w.shape[i] & 1 else 1) for i, o in enumerate(origins)]
+    return correlate(input, w, output, mode, cval, origins, progress=progress, **options)
+
+
+def convolve(input, *args, **kwargs):
+    """Two forms, told apart by the second argument:
+
+    convolve("in.tif", "out.tif", radius=16, ...) -> dict: oocconv on files (see convolve_file).
+    convolve(array, weights, output=None, mode="reflect", cval=0.0, origin=0) -> array:
+    scipy.ndimage.convolve with 2-D weights (input: ndarray, memmap or .npy path).
+    """
+    second = args[0] if args else kwargs.get("output", kwargs.get("weights"))
+    if _is_path(second) and "weights" not in kwargs:
+        if args:
+            return convolve_file(input, *args, **kwargs)
+        return convolve_file(input, kwargs.pop("output"), **kwargs)
+    return _convolve_array(input, *args, **kwargs)
+
+
+def equalize(input, output=None, *, progress=None, **kwargs):
+    """Histogram equalization of uint8/uint16 images (cv2.equalizeHist, each channel on its own).
+
+    equalize("in.tif", "out.tif", ...) -> dict: ooceq on files (see equalize_file).
+    equalize(array, output=None) -> array (input: ndarray, memmap or .npy path).
+    """
+    if _is_path(input) and _is_path(output):
+        return equalize_file(input, output, progress=progress, **kwargs)
+    a = _load(input)
+    out = _output(output, a)
+    src, dst = (a.reshape(1, -1), out.reshape(1, -1)) if a.ndim == 1 else (a, out)
+    if np.may_share_memory(src, dst):
+        src = src.copy()
+    _core.equalize_array(src, dst, _run_options(kwargs), _check_progress(progress))
+    return out
