@@ -75,11 +75,15 @@ Examples:
                     g.pci_bus_id.c_str(), g.pcie_link.empty() ? "" : ", link ",
                     g.pcie_link.c_str());
       const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-      std::printf("CPU: %d threads, %s RAM, kernels %s\n", tbb::info::default_concurrency(),
+      const ooc::MachineLimits& limits = ooc::machine_limits_cached();
+      std::printf("CPU: %ld cores, %s RAM, kernels %s\n", ::sysconf(_SC_NPROCESSORS_ONLN),
                   ooc::format_bytes(double(pages) * double(page)).c_str(),
                   ooc::cpu::separable_isa());
-      std::printf("default --mem-limit: %s\n",
-                  ooc::format_bytes(double(ooc::default_mem_limit())).c_str());
+      std::printf("default --threads: %d, from %s\n", ooc::default_threads(),
+                  limits.cpus_from.c_str());
+      std::printf("default --mem-limit: %s, the smaller of 1 GiB and a quarter of %s (%s)\n",
+                  ooc::format_bytes(double(ooc::default_mem_limit())).c_str(),
+                  ooc::format_bytes(double(limits.memory)).c_str(), limits.memory_from.c_str());
       std::printf("oocconv --device auto would use: %s\n",
                   use_cuda ? ("cuda (" + gpus.front().name +
                               ") for large images, the CPU where the GPU's start-up would cost "

@@ -21,8 +21,8 @@ namespace ooc {
 
 // Tuning numbers live here and nowhere else; zeros mean "derive from the machine and the image".
 struct PipelineOptions {
-  std::size_t mem_limit = 0;   // bytes for the whole ring; 0: min(1 GiB, RAM / 4)
-  int threads = 0;             // 0: all cores
+  std::size_t mem_limit = 0;   // bytes for the whole ring; 0: default_mem_limit()
+  int threads = 0;             // 0: default_threads()
   std::int64_t band_rows = 0;  // 0: planned
   int slots = 0;               // 0: the operation's preference (CPU: threads + 2)
   // Largest slot the planner picks on its own. Small slots keep the working set in cache and the
@@ -41,8 +41,23 @@ struct PipelineOptions {
 void request_stop() noexcept;
 bool stop_requested() noexcept;
 
-// Default for --mem-limit: the smaller of 1 GiB and a quarter of physical memory.
+// What this process may use, and where each figure came from ("cgroup limit /sys/fs/cgroup/...",
+// "the CPU affinity mask (4 of 64 cores)"): the defaults below follow the job's limits, not the
+// node's. `proc` and `cgroup_root` are for tests.
+struct MachineLimits {
+  std::uint64_t memory = 0;  // bytes: physical memory, or the tightest cgroup limit (v1 or v2)
+  std::string memory_from;
+  int cpus = 1;  // cores: online, or the affinity mask, or the cgroup CPU quota, the fewest
+  std::string cpus_from;
+};
+MachineLimits machine_limits(const std::string& proc = "/proc",
+                             const std::string& cgroup_root = "/sys/fs/cgroup");
+const MachineLimits& machine_limits_cached();  // this process's, read once
+
+// Default for --mem-limit: the smaller of 1 GiB and a quarter of machine_limits().memory.
 std::size_t default_mem_limit();
+// Default for --threads: machine_limits().cpus.
+int default_threads();
 // "512M", "4G", "1.5GiB", "100000" -> bytes; throws a usage Error.
 std::size_t parse_size(const std::string& text, const std::string& option = "size");
 std::string format_bytes(double bytes);  // "1.5 GiB"

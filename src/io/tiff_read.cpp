@@ -24,6 +24,7 @@
 
 #include "formats.hpp"
 #include "ooc/error.hpp"
+#include "ooc/pipeline.hpp"
 #include "tiff_common.hpp"
 
 namespace ooc {
@@ -636,8 +637,8 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
     TIFFClose(tif);
     throw;
   }
-  const unsigned threads = hints.threads > 0 ? static_cast<unsigned>(hints.threads)
-                                             : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads =
+      static_cast<unsigned>(hints.threads > 0 ? hints.threads : default_threads());
   return std::make_unique<TiffChunkSource>(path, std::move(t), hints.page, tif, threads);
 }
 

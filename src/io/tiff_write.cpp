@@ -302,8 +302,8 @@ class TiffSink final : public Sink {
     // compressed blocks of one batch, and per thread a block being assembled and the codec's
     // buffers. Checked against --mem-limit before anything is allocated or created.
     const std::size_t limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
-    const std::uint64_t threads = static_cast<std::uint64_t>(
-        o.threads > 0 ? o.threads : tbb::this_task_arena::max_concurrency());
+    const std::uint64_t threads =
+        static_cast<std::uint64_t>(o.threads > 0 ? o.threads : default_threads());
     const bool encoded = plan_.compression != COMPRESSION_NONE || plan_.tiled;
     const double block_row = double(plan_.chunk_bytes(0)) * double(plan_.tiled ? plan_.across : 1);
     const double per_thread = encoded ? 3.0 * double(plan_.chunk_bytes(0)) : 0.0;

@@ -90,7 +90,7 @@ Backend select_backend(const std::string& device, const std::string& devices,
   else
     b.why = "auto: a CUDA device is usable";
   if (b.cuda && device == "auto" && work != nullptr) {
-    const int threads = work->threads > 0 ? work->threads : tbb::info::default_concurrency();
+    const int threads = work->threads > 0 ? work->threads : default_threads();
     const std::size_t gpus = devices == "all" ? std::size_t(count) : list.size();
     const Estimate e = estimate_seconds(ops, *work, threads, gpus);
     b.cuda = e.cuda < e.cpu;

@@ -13,14 +13,6 @@
 
 namespace ooc {
 
-std::size_t default_mem_limit() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  const std::size_t gib = std::size_t{1} << 30;
-  if (pages <= 0 || page <= 0) return gib;
-  return std::min(gib, static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4);
-}
-
 std::size_t parse_size(const std::string& text, const std::string& option) {
   auto bad = [&] {
     return Error(ErrorKind::usage, option + ": cannot read size '" + text +
@@ -73,7 +65,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   if (o.threads > kMaxThreads)
     throw Error(ErrorKind::usage, "--threads " + std::to_string(o.threads) + " is more than " +
                                       std::to_string(kMaxThreads) + ": use fewer threads");
-  plan.threads = o.threads > 0 ? o.threads : tbb::info::default_concurrency();
+  plan.threads = o.threads > 0 ? o.threads : default_threads();
   const int gpus =
       backend.cuda ? static_cast<int>(std::max<std::size_t>(backend.devices.size(), 1)) : 0;
   // CPU: enough bands in flight to keep every stage busy; GPU: read, copy in, compute, copy out

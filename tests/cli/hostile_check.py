@@ -1194,6 +1194,43 @@ class RealCgroup(HostileBase):
         self.assertNoPartial(r=r)
 
 
+    def test_defaults_follow_the_cgroup_limit(self):
+        # No --mem-limit: the default is a quarter of the cgroup's limit (not of the node's RAM),
+        # and oocinfo names the cgroup file it came from.
+        with MemoryCgroup(self.LIMIT) as cg:
+            r = self.oocconv("synth:noise", "null:", "--width", "4096", "--height", "4096",
+                             "--radius", "16", "--device", "cpu", "--stats", "json",
+                             preexec_fn=cg.preexec)
+            info = run([tool("oocinfo")], preexec_fn=cg.preexec)
+        self.assertExit(r, 0)
+        self.assertEqual(json.loads(r.out)["plan"]["mem_limit_bytes"], self.LIMIT // 4, str(r))
+        self.assertExit(info, 0)
+        self.assertIn("default --mem-limit: 50.0 MiB", info.out, str(info))
+        self.assertIn("cgroup limit /sys/fs/cgroup", info.out, str(info))
+
+
+class CpuAffinity(HostileBase):
+    def test_defaults_follow_the_affinity_mask(self):
+        # As Slurm's --cpus-per-task leaves it: one allowed core means one thread by default,
+        # for the pipeline and for TIFF decoding alike.
+        if len(os.sched_getaffinity(0)) < 2:
+            self.skipTest("this process may use one core only: nothing to narrow")
+        one = {min(os.sched_getaffinity(0))}
+        pin = lambda: os.sched_setaffinity(0, one)
+        r = self.oocconv("synth:noise", "null:", "--width", "512", "--height", "512",
+                         "--radius", "2", "--device", "cpu", "--stats", "json", preexec_fn=pin)
+        self.assertExit(r, 0)
+        self.assertEqual(json.loads(r.out)["plan"]["threads"], 1, str(r))
+        info = run([tool("oocinfo")], preexec_fn=pin)
+        self.assertIn("default --threads: 1, from the CPU affinity mask (1 of", info.out,
+                      str(info))
+        # --threads still wins over the mask (the user asked for it).
+        r = self.oocconv("synth:noise", "null:", "--width", "512", "--height", "512",
+                         "--radius", "2", "--device", "cpu", "--threads", "3", "--stats", "json",
+                         preexec_fn=pin)
+        self.assertEqual(json.loads(r.out)["plan"]["threads"], 3, str(r))
+
+
 # =============================================================================================
 # Further hostile cases (beyond the original list): odd names, unwritable places, nonsense
 # options, inputs and taps files that are not regular files, NaN borders, absurd geometry.
