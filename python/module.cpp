@@ -109,7 +109,8 @@ ooc::ProgressFn progress_fn(const py::object& progress) {
 
 // What the stats dict holds, gathered while the GIL is released.
 struct Report {
-  std::string input_path, input_description, output_path, output_type, operation, backend;
+  std::string input_path, input_description, output_path, output_type, operation, backend,
+      backend_choice;
   ooc::ImageSpec in;
   ooc::BandPlan plan;
   ooc::RunStats st;
@@ -131,6 +132,7 @@ py::dict stats_dict(const Report& r) {
                          py::arg("bytes") = st.bytes_written);
   d["operation"] = r.operation;
   d["backend"] = r.backend;
+  d["backend_choice"] = r.backend_choice;
   d["plan"] = py::dict(py::arg("band_rows") = r.plan.band_rows, py::arg("bands") = r.plan.bands,
                        py::arg("slots") = r.plan.slots, py::arg("threads") = r.plan.threads,
                        py::arg("mem_limit_bytes") = r.plan.mem_limit,
@@ -160,6 +162,7 @@ void report_job(Report& r, ooc::Job& job, const std::string& operation) {
   r.output_type = job.sink() ? std::string(ooc::name(job.sink()->spec().type)) : "none";
   r.operation = operation;
   r.backend = job.backend().describe();
+  r.backend_choice = job.backend().why;
   r.cuda = job.backend().cuda;
   r.plan = job.plan();
 }
@@ -458,6 +461,7 @@ py::dict run_passes(ArrayRun& a, const std::vector<ooc::Operation*>& passes, Bet
     r.output_path = "<array>";
     r.output_type = std::string(ooc::name(a.out.type));
     r.backend = backend.describe();
+    r.backend_choice = backend.why;
     r.cuda = backend.cuda;
     r.plan = plan;
   }

@@ -453,6 +453,7 @@ void report(const char* prog, const std::string& stats, bool quiet, Job& job,
     j["output"] = {{"path", job.options().output}, {"type", out_type}, {"bytes", st.bytes_written}};
     j["operation"] = operation;
     j["backend"] = job.backend().describe();
+    j["backend_choice"] = job.backend().why;  // how --device picked it (auto: both estimates)
     j["plan"] = {{"band_rows", plan.band_rows},
                  {"bands", plan.bands},
                  {"slots", plan.slots},

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "../../kernels/cpu/separable.hpp"
@@ -50,6 +52,21 @@ Estimate estimate_seconds(const std::vector<const Operation*>& ops, const Worklo
   return e;
 }
 
+// GPUs the NVIDIA kernel driver lists, without initializing CUDA; -1 when that cannot be told
+// (no /proc entry, as in some containers, or CUDA_VISIBLE_DEVICES narrowing the set).
+int listed_gpus() {
+  if (std::getenv("CUDA_VISIBLE_DEVICES") != nullptr) return -1;
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/proc/driver/nvidia/gpus", ec);
+  if (ec) return std::filesystem::exists("/dev/nvidiactl", ec) ? -1 : 0;
+  int n = 0;
+  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (ec) return -1;
+    ++n;
+  }
+  return n;
+}
+
 std::string seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, s < 10 ? "%.2f s" : "%.0f s", s);
@@ -77,9 +94,29 @@ Backend select_backend(const std::string& device, const std::string& devices,
     }
   }
   Backend b;
-  const int count = device == "cpu" ? 0 : cuda_device_count();
   bool every_op_on_gpu = true;
   for (const Operation* op : ops) every_op_on_gpu = every_op_on_gpu && op->has_cuda();
+  // A run the CPU wins never touches CUDA: initializing the driver just to count the devices
+  // costs about 0.15 s, more than a small image takes. The kernel driver's list of GPUs (when
+  // it can be read) stands in for the count until the GPU is chosen.
+  if (device == "auto" && work != nullptr) {
+    if (!every_op_on_gpu) {
+      b.why = "auto: the operation has no CUDA version";
+      return b;
+    }
+    const int threads = work->threads > 0 ? work->threads : default_threads();
+    const int guess = devices != "all" ? static_cast<int>(list.size()) : listed_gpus();
+    const Estimate e = estimate_seconds(ops, *work, threads, std::max(guess, 1));
+    if (guess == 0 || e.cpu <= e.cuda) {
+      b.why = guess == 0 ? "auto: no NVIDIA GPU in /proc/driver/nvidia/gpus"
+                         : "auto: estimated " + seconds(e.cpu) + " on " + std::to_string(threads) +
+                               " CPU threads, " + seconds(e.cuda) + " on the GPU" +
+                               (guess > 1 ? "s" : "") + " (" + seconds(kCudaStartSeconds) +
+                               " of it start-up)";
+      return b;
+    }
+  }
+  const int count = device == "cpu" ? 0 : cuda_device_count();
   b.cuda = device == "cuda" || (device == "auto" && count > 0 && every_op_on_gpu);
   if (device != "auto")
     b.why = "--device " + device;
