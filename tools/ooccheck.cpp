@@ -50,13 +50,13 @@
 #include "cli/common.hpp"
 #include "cli/filter_options.hpp"
 #include "ooc/border.hpp"
-#include "ooc/error.hpp"
 #include "ooc/detail/hash.hpp"
+#include "ooc/detail/sample_type.hpp"
+#include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
-#include "ooc/detail/sample_type.hpp"
 #include "ooccheck_atax.hpp"
 
 namespace ooc::check {

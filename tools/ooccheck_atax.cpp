@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/ops/atax_x.hpp"
-#include "ooc/detail/sample_type.hpp"
 
 namespace ooc::check {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "ooc/error.hpp"
 #include "ooc/detail/hash.hpp"
+#include "ooc/error.hpp"
 #include "ooc/io.hpp"
 
 namespace ooc {

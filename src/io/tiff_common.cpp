@@ -13,8 +13,8 @@
 #include <limits>
 #include <mutex>
 
-#include "ooc/error.hpp"
 #include "ooc/detail/sample_type.hpp"
+#include "ooc/error.hpp"
 
 namespace ooc {
 namespace {
