@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/filter_options.hpp"
+#include "cli/stats.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
@@ -42,19 +43,6 @@ const char* kind_name(ooc::ErrorKind k) {
       return "device";
   }
   return "usage";
-}
-
-// As the tools report it (common.cpp): VmHWM, the high-water mark of this address space.
-std::size_t peak_rss_bytes() {
-  unsigned long long kb = 0;
-  if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    bool found = false;
-    while (!found && std::fgets(line, sizeof line, f))
-      found = std::sscanf(line, "VmHWM: %llu kB", &kb) == 1;
-    std::fclose(f);
-  }
-  return static_cast<std::size_t>(kb) * 1024;
 }
 
 template <class T>
@@ -107,64 +95,9 @@ ooc::ProgressFn progress_fn(const py::object& progress) {
   };
 }
 
-// What the stats dict holds, gathered while the GIL is released.
-struct Report {
-  std::string input_path, input_description, output_path, output_type, operation, backend,
-      backend_choice;
-  ooc::ImageSpec in;
-  ooc::BandPlan plan;
-  ooc::RunStats st;
-  bool cuda = false;
-};
-
-// The keys of the tools' --stats json (cli::report).
-py::dict stats_dict(const Report& r) {
-  const ooc::RunStats& st = r.st;
-  const double secs = st.seconds > 0 ? st.seconds : 1e-9;
-  const double stream_s = std::max(st.seconds - st.setup_seconds, 1e-9);
-  py::dict d;
-  d["input"] = py::dict(py::arg("path") = r.input_path,
-                        py::arg("description") = r.input_description, py::arg("width") = r.in.width,
-                        py::arg("height") = r.in.height, py::arg("channels") = r.in.channels,
-                        py::arg("type") = std::string(ooc::name(r.in.type)),
-                        py::arg("bytes") = st.bytes_read);
-  d["output"] = py::dict(py::arg("path") = r.output_path, py::arg("type") = r.output_type,
-                         py::arg("bytes") = st.bytes_written);
-  d["operation"] = r.operation;
-  d["backend"] = r.backend;
-  d["backend_choice"] = r.backend_choice;
-  d["plan"] = py::dict(py::arg("band_rows") = r.plan.band_rows, py::arg("bands") = r.plan.bands,
-                       py::arg("slots") = r.plan.slots, py::arg("threads") = r.plan.threads,
-                       py::arg("mem_limit_bytes") = r.plan.mem_limit,
-                       py::arg("ring_bytes") = r.plan.ring_bytes);
-  d["seconds"] = py::dict(py::arg("total") = st.seconds, py::arg("setup") = st.setup_seconds,
-                          py::arg("read_stage") = st.read_seconds,
-                          py::arg("compute_stage") = st.compute_seconds,
-                          py::arg("write_stage") = st.write_seconds);
-  if (r.cuda)
-    d["gpu_seconds"] =
-        py::dict(py::arg("pack") = st.pack_seconds, py::arg("h2d") = st.h2d_seconds,
-                 py::arg("kernels") = st.kernel_seconds, py::arg("d2h") = st.d2h_seconds);
-  d["throughput"] =
-      py::dict(py::arg("mpixel_per_s") = double(st.pixels) / secs / 1e6,
-               py::arg("input_mb_per_s") = double(st.bytes_read) / secs / 1e6,
-               py::arg("streaming_input_mb_per_s") = double(st.bytes_read) / stream_s / 1e6);
-  d["pixels"] = st.pixels;
-  d["peak_rss_bytes"] = peak_rss_bytes();
-  return d;
-}
-
-void report_job(Report& r, ooc::Job& job, const std::string& operation) {
-  r.input_path = job.options().input;
-  r.input_description = job.source().describe();
-  r.in = job.source().spec();
-  r.output_path = job.options().output;
-  r.output_type = job.sink() ? std::string(ooc::name(job.sink()->spec().type)) : "none";
-  r.operation = operation;
-  r.backend = job.backend().describe();
-  r.backend_choice = job.backend().why;
-  r.cuda = job.backend().cuda;
-  r.plan = job.plan();
+// The stats dict: the tools' --stats json object (cli/stats.cpp), as Python objects.
+py::dict stats_dict(const ooc::cli::RunReport& r) {
+  return py::module_::import("json").attr("loads")(ooc::cli::stats_json(r).dump());
 }
 
 ooc::JobOptions job_options(const std::string& input, const std::string& output, const py::dict& o,
@@ -242,16 +175,16 @@ py::dict convolve_file(const std::string& input, const std::string& output, cons
   }
   const ooc::JobOptions jo = job_options(input, output, o, run, "f32");
   const ooc::ProgressFn fn = progress_fn(progress);
-  Report r;
+  ooc::cli::RunReport r;
   {
     py::gil_scoped_release release;
     ooc::Job job(jo);
     auto op = params2d ? ooc::make_conv2d(job.source().spec(), *params2d, run.pipeline)
                        : ooc::make_separable(job.source().spec(), params, run.pipeline);
     job.start({op.get()});
-    r.st = job.run(*op, fn);
+    const ooc::RunStats st = job.run(*op, fn);
     job.commit();
-    report_job(r, job, op->describe());
+    r = ooc::cli::run_report(job, op->describe(), st);
   }
   return stats_dict(r);
 }
@@ -262,7 +195,7 @@ py::dict equalize_file(const std::string& input, const std::string& output, cons
   const RunOptions run = run_options(o);
   const ooc::JobOptions jo = job_options(input, output, o, run, "u8");
   const ooc::ProgressFn fn = progress_fn(progress);
-  Report r;
+  ooc::cli::RunReport r;
   std::vector<std::uint64_t> counts;
   std::int64_t bins = 0;
   int channels = 0;
@@ -282,21 +215,21 @@ py::dict equalize_file(const std::string& input, const std::string& output, cons
     bins = hist->bins();
     channels = hist->channels();
     lut->set_lut(ooc::equalization_lut(counts, bins, channels));
-    r.st = job.run(*lut, [&](std::int64_t d, std::int64_t) { fn(H + d, 2 * H); });
+    ooc::RunStats st = job.run(*lut, [&](std::int64_t d, std::int64_t) { fn(H + d, 2 * H); });
     job.commit();
     hist_seconds = s1.seconds;
     hist_read = s1.bytes_read;
-    r.st.seconds += s1.seconds;
-    r.st.setup_seconds += s1.setup_seconds;
-    r.st.read_seconds += s1.read_seconds;
-    r.st.compute_seconds += s1.compute_seconds;
-    r.st.write_seconds += s1.write_seconds;
-    report_job(r, job, "histogram equalization (2 passes)");
+    st.seconds += s1.seconds;
+    st.setup_seconds += s1.setup_seconds;
+    st.read_seconds += s1.read_seconds;
+    st.compute_seconds += s1.compute_seconds;
+    st.write_seconds += s1.write_seconds;
+    r = ooc::cli::run_report(job, "histogram equalization (2 passes)", st);
   }
   py::dict d = stats_dict(r);
   d["passes"] = py::dict(py::arg("histogram_seconds") = hist_seconds,
-                         py::arg("map_seconds") = r.st.seconds - hist_seconds,
-                         py::arg("bytes_read") = hist_read + r.st.bytes_read);
+                         py::arg("map_seconds") = r.stats.seconds - hist_seconds,
+                         py::arg("bytes_read") = hist_read + r.stats.bytes_read);
   py::list per_channel;
   for (int c = 0; c < channels; ++c) {
     const std::uint64_t* h = counts.data() + c * bins;
@@ -426,13 +359,14 @@ ArrayRun array_run(const py::array& input, const py::array& output, const py::di
 
 template <class Between>
 py::dict run_passes(ArrayRun& a, const std::vector<ooc::Operation*>& passes, Between between) {
-  Report r;
+  ooc::cli::RunReport r;
   {
     py::gil_scoped_release release;
     ArraySource source(a.in, static_cast<const std::byte*>(a.input.data()));
     ArraySink sink(a.out, static_cast<std::byte*>(a.output.mutable_data()));
     const std::vector<const ooc::Operation*> ops(passes.begin(), passes.end());
-    const ooc::Backend backend = ooc::select_backend(a.run.device, a.run.devices, ops);
+    const ooc::Workload work = ooc::workload(a.in, a.in.height, a.run.pipeline.threads);
+    const ooc::Backend backend = ooc::select_backend(a.run.device, a.run.devices, ops, &work);
     ooc::PipelineOptions po = a.run.pipeline;
     po.row_begin = 0;
     po.row_end = a.in.height;
@@ -445,14 +379,14 @@ py::dict run_passes(ArrayRun& a, const std::vector<ooc::Operation*>& passes, Bet
           engine.run(*op, op->output() ? &sink : nullptr,
                      [&](std::int64_t d, std::int64_t) { a.progress(i * H + d, n * H); });
       if (i + 1 < n) between(i);
-      r.st.seconds += st.seconds;
-      r.st.setup_seconds += st.setup_seconds;
-      r.st.read_seconds += st.read_seconds;
-      r.st.compute_seconds += st.compute_seconds;
-      r.st.write_seconds += st.write_seconds;
-      r.st.bytes_read += st.bytes_read;
-      r.st.bytes_written += st.bytes_written;
-      r.st.pixels = st.pixels;
+      r.stats.seconds += st.seconds;
+      r.stats.setup_seconds += st.setup_seconds;
+      r.stats.read_seconds += st.read_seconds;
+      r.stats.compute_seconds += st.compute_seconds;
+      r.stats.write_seconds += st.write_seconds;
+      r.stats.bytes_read += st.bytes_read;
+      r.stats.bytes_written += st.bytes_written;
+      r.stats.pixels = st.pixels;
       r.operation = op->describe();
     }
     r.input_path = "<array>";

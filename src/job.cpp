@@ -134,11 +134,7 @@ void Job::start(const std::vector<const Operation*>& ops) {
   const std::int64_t share_rows = options_.rows_end > 0 ? options_.rows_end - options_.rows_begin
                                                         : (spec.height + options_.part_count - 1) /
                                                               std::max(options_.part_count, 1);
-  Workload work;
-  work.samples = static_cast<std::uint64_t>(std::max<std::int64_t>(share_rows, 0)) *
-                 static_cast<std::uint64_t>(spec.row_samples());
-  work.bytes = work.samples * sample_bytes(spec.type);
-  work.threads = options_.pipeline.threads;
+  const Workload work = workload(spec, share_rows, options_.pipeline.threads);
   backend_ = select_backend(options_.device, options_.devices, ops, &work);
   const Operation* writer = nullptr;
   for (const Operation* op : ops)

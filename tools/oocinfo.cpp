@@ -130,11 +130,7 @@ Examples:
       }
       std::vector<const ooc::Operation*> views;
       for (const auto& op : ops) views.push_back(op.get());
-      ooc::Workload work;
-      work.samples =
-          static_cast<std::uint64_t>(s.height) * static_cast<std::uint64_t>(s.row_samples());
-      work.bytes = s.total_bytes();
-      work.threads = popt.threads;
+      const ooc::Workload work = ooc::workload(s, s.height, popt.threads);
       const ooc::Backend backend = ooc::select_backend(device, "all", views, &work);
       const ooc::BandPlan plan = ooc::plan_bands(s, views, backend, popt, source.get());
       std::printf(

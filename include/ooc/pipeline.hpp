@@ -159,6 +159,8 @@ struct Workload {
   std::uint64_t bytes = 0;    // input bytes each pass reads
   int threads = 0;            // CPU threads (0: the default)
 };
+// `rows` rows of an image of `spec`, on `threads` threads (0: the default).
+Workload workload(const ImageSpec& spec, std::int64_t rows, int threads);
 // `device`: auto, cpu or cuda; `devices`: all, or a list like 0,1. auto picks CUDA when a GPU is
 // usable, every operation has a CUDA version and, given `work`, the estimated time on the GPUs
 // (start-up, then the slower of the copies and the kernels) is below the CPU's (see

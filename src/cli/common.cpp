@@ -22,6 +22,7 @@
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
 #include "ooc/pipeline.hpp"
+#include "stats.hpp"
 #include "world.hpp"
 
 namespace ooc::cli {
@@ -161,23 +162,6 @@ int guarded_main(const char* prog, const std::function<int()>& body) {
   } catch (const std::exception& e) {
     return failed(prog, e.what(), 1);
   }
-}
-
-std::size_t peak_rss_bytes() {
-  // VmHWM belongs to this program's address space; ru_maxrss carries over the high-water mark of
-  // whatever ran in the process before exec (a Python launcher, say).
-  if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    unsigned long long kb = 0;
-    bool found = false;
-    while (!found && std::fgets(line, sizeof line, f))
-      found = std::sscanf(line, "VmHWM: %llu kB", &kb) == 1;
-    std::fclose(f);
-    if (found) return static_cast<std::size_t>(kb) * 1024;
-  }
-  struct rusage ru {};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return static_cast<std::size_t>(ru.ru_maxrss) * 1024;
 }
 
 CLI::Validator positive() {
@@ -434,50 +418,14 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
 void report(const char* prog, const std::string& stats, bool quiet, Job& job,
             const std::string& operation, const RunStats& st, const nlohmann::json& extra) {
   const BandPlan& plan = job.plan();
-  const std::string out_type =
-      job.sink() ? std::string(ooc::name(job.sink()->spec().type)) : std::string("none");
   const double secs = st.seconds > 0 ? st.seconds : 1e-9;
   const double mpix = static_cast<double>(st.pixels) / secs / 1e6;
   const double mbps = static_cast<double>(st.bytes_read) / secs / 1e6;
   const std::size_t rss = ooc::cli::peak_rss_bytes();
   std::string report;
   if (stats == "json") {
-    nlohmann::json j;
-    j["input"] = {{"path", job.options().input},
-                  {"description", job.source().describe()},
-                  {"width", job.source().spec().width},
-                  {"height", job.source().spec().height},
-                  {"channels", job.source().spec().channels},
-                  {"type", std::string(ooc::name(job.source().spec().type))},
-                  {"bytes", st.bytes_read}};
-    j["output"] = {{"path", job.options().output}, {"type", out_type}, {"bytes", st.bytes_written}};
-    j["operation"] = operation;
-    j["backend"] = job.backend().describe();
-    j["backend_choice"] = job.backend().why;  // how --device picked it (auto: both estimates)
-    j["plan"] = {{"band_rows", plan.band_rows},
-                 {"bands", plan.bands},
-                 {"slots", plan.slots},
-                 {"threads", plan.threads},
-                 {"mem_limit_bytes", plan.mem_limit},
-                 {"ring_bytes", plan.ring_bytes}};
-    j["seconds"] = {{"total", st.seconds},
-                    {"setup", st.setup_seconds},
-                    {"read_stage", st.read_seconds},
-                    {"compute_stage", st.compute_seconds},
-                    {"write_stage", st.write_seconds}};
-    if (job.backend().cuda)
-      j["gpu_seconds"] = {{"pack", st.pack_seconds},
-                          {"h2d", st.h2d_seconds},
-                          {"kernels", st.kernel_seconds},
-                          {"d2h", st.d2h_seconds}};
-    // Streaming: bands only, without the one-off setup (pinned and GPU buffers).
-    const double stream_s = std::max(st.seconds - st.setup_seconds, 1e-9);
-    j["throughput"] = {{"mpixel_per_s", mpix},
-                       {"input_mb_per_s", mbps},
-                       {"streaming_input_mb_per_s", double(st.bytes_read) / stream_s / 1e6}};
-    j["pixels"] = st.pixels;
+    nlohmann::json j = stats_json(run_report(job, operation, st));
     if (!extra.is_null()) j.update(extra);
-    j["peak_rss_bytes"] = rss;
     report = j.dump(2) + "\n";
   } else if (stats == "text") {
     std::ostringstream t;

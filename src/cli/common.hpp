@@ -41,8 +41,6 @@ int guarded_main(const char* prog, const std::function<int()>& body);
 // stdout is gone (closed pipe, full disk). `done` says what was achieved regardless.
 void write_report(const std::string& text, const std::string& done);
 
-std::size_t peak_rss_bytes();
-
 // --progress (a bar), --progress-log (a line every few seconds, for batch logs), --no-progress.
 // Default: the bar on a terminal, log lines otherwise.
 inline constexpr int kLogSeconds = 10;

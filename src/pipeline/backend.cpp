@@ -75,6 +75,15 @@ std::string seconds(double s) {
 
 }  // namespace
 
+Workload workload(const ImageSpec& spec, std::int64_t rows, int threads) {
+  Workload w;
+  w.samples = static_cast<std::uint64_t>(std::max<std::int64_t>(rows, 0)) *
+              static_cast<std::uint64_t>(spec.row_samples());
+  w.bytes = w.samples * sample_bytes(spec.type);
+  w.threads = threads;
+  return w;
+}
+
 Backend select_backend(const std::string& device, const std::string& devices,
                        const std::vector<const Operation*>& ops, const Workload* work) {
   if (device != "auto" && device != "cpu" && device != "cuda")
@@ -96,27 +105,27 @@ Backend select_backend(const std::string& device, const std::string& devices,
   Backend b;
   bool every_op_on_gpu = true;
   for (const Operation* op : ops) every_op_on_gpu = every_op_on_gpu && op->has_cuda();
-  // A run the CPU wins never touches CUDA: initializing the driver just to count the devices
-  // costs about 0.15 s, more than a small image takes. The kernel driver's list of GPUs (when
-  // it can be read) stands in for the count until the GPU is chosen.
-  if (device == "auto" && work != nullptr) {
-    if (!every_op_on_gpu) {
-      b.why = "auto: the operation has no CUDA version";
+  int count = -1;  // CUDA devices, once asked
+  if (device == "cpu") {
+    count = 0;
+  } else if (device == "auto" && work != nullptr && every_op_on_gpu) {
+    // A run the CPU wins never touches CUDA: initializing the driver just to count the devices
+    // costs about 0.15 s, more than a small image takes. The kernel driver's list of GPUs (when
+    // it can be read) stands in for the count until the GPU is chosen.
+    int gpus = devices != "all" ? static_cast<int>(list.size()) : listed_gpus();
+    if (gpus < 0) gpus = count = cuda_device_count();
+    if (gpus == 0) {
+      b.why = "auto: no usable CUDA device";
       return b;
     }
     const int threads = work->threads > 0 ? work->threads : default_threads();
-    const int guess = devices != "all" ? static_cast<int>(list.size()) : listed_gpus();
-    const Estimate e = estimate_seconds(ops, *work, threads, std::max(guess, 1));
-    if (guess == 0 || e.cpu <= e.cuda) {
-      b.why = guess == 0 ? "auto: no NVIDIA GPU in /proc/driver/nvidia/gpus"
-                         : "auto: estimated " + seconds(e.cpu) + " on " + std::to_string(threads) +
-                               " CPU threads, " + seconds(e.cuda) + " on the GPU" +
-                               (guess > 1 ? "s" : "") + " (" + seconds(kCudaStartSeconds) +
-                               " of it start-up)";
-      return b;
-    }
+    const Estimate e = estimate_seconds(ops, *work, threads, static_cast<std::size_t>(gpus));
+    b.why = "auto: estimated " + seconds(e.cpu) + " on " + std::to_string(threads) +
+            " CPU threads, " + seconds(e.cuda) + " on " + std::to_string(gpus) + " GPU" +
+            (gpus > 1 ? "s" : "") + " (" + seconds(kCudaStartSeconds) + " of it start-up)";
+    if (e.cpu <= e.cuda) return b;
   }
-  const int count = device == "cpu" ? 0 : cuda_device_count();
+  if (count < 0) count = cuda_device_count();
   b.cuda = device == "cuda" || (device == "auto" && count > 0 && every_op_on_gpu);
   if (device != "auto")
     b.why = "--device " + device;
@@ -124,17 +133,8 @@ Backend select_backend(const std::string& device, const std::string& devices,
     b.why = "auto: no usable CUDA device";
   else if (!every_op_on_gpu)
     b.why = "auto: the operation has no CUDA version";
-  else
+  else if (b.why.empty())
     b.why = "auto: a CUDA device is usable";
-  if (b.cuda && device == "auto" && work != nullptr) {
-    const int threads = work->threads > 0 ? work->threads : default_threads();
-    const std::size_t gpus = devices == "all" ? std::size_t(count) : list.size();
-    const Estimate e = estimate_seconds(ops, *work, threads, gpus);
-    b.cuda = e.cuda < e.cpu;
-    b.why = "auto: estimated " + seconds(e.cpu) + " on " + std::to_string(threads) +
-            " CPU threads, " + seconds(e.cuda) + " on " + std::to_string(gpus) + " GPU" +
-            (gpus > 1 ? "s" : "") + " (" + seconds(kCudaStartSeconds) + " of it start-up)";
-  }
   if (!b.cuda) return b;
   if (count == 0)
     throw Error(ErrorKind::device,
