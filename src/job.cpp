@@ -134,8 +134,6 @@ void Job::start(const std::vector<const Operation*>& ops) {
   const std::int64_t share_rows = options_.rows_end > 0 ? options_.rows_end - options_.rows_begin
                                                         : (spec.height + options_.part_count - 1) /
                                                               std::max(options_.part_count, 1);
-  const Workload work = workload(spec, share_rows, options_.pipeline.threads);
-  backend_ = select_backend(options_.device, options_.devices, ops, &work);
   const Operation* writer = nullptr;
   for (const Operation* op : ops)
     if (op->output()) writer = op;
@@ -211,6 +209,13 @@ void Job::start(const std::vector<const Operation*>& ops) {
       if (!shared_) so.mode = OutputMode::resume;
     }
   }
+  // The first rows decode (TIFF) or come in from the disk while CUDA starts and the output is
+  // created.
+  const std::size_t mem_limit =
+      options_.pipeline.mem_limit > 0 ? options_.pipeline.mem_limit : default_mem_limit();
+  source_->prefetch(start_, mem_limit / 4);
+  const Workload work = workload(spec, share_rows, options_.pipeline.threads);
+  backend_ = select_backend(options_.device, options_.devices, ops, &work);
   if (writer) {
     so.metadata = source_->metadata();
     // Georeferencing maps pixel positions to the ground: true of an output on the input's pixel

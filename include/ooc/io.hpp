@@ -77,6 +77,13 @@ class Source {
   // Copies rows [y0, y0 + n) into dst (contiguous). Safe to call from several threads at once:
   // backends that stage rows themselves (pinned memory for a GPU) read in parallel through it.
   virtual void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst);
+  // False where rows come from a decoder that works ahead in order on its own threads
+  // (compressed TIFF): such a source is read one band at a time, in order, in one call.
+  virtual bool parallel_reads() const { return true; }
+  // The rows from y0 down will be read soon: start reading or decoding them now, holding at most
+  // max_bytes for it, so that the work overlaps the job's setup (a GPU context, pinned memory).
+  // A hint; it may do nothing.
+  virtual void prefetch(std::int64_t /*y0*/, std::size_t /*max_bytes*/) {}
   // Memory the source holds besides the rows it hands out (decoded blocks read ahead), at most,
   // while `readers` threads read bands of `band_rows` rows; the planner counts it.
   virtual std::size_t buffer_bytes(std::int64_t /*band_rows*/, int /*readers*/) const { return 0; }

@@ -51,17 +51,22 @@ class CudaSlotImpl final : public CudaSlot {
     const std::size_t row = in.row_bytes();
     const auto t0 = std::chrono::steady_clock::now();
     // Runs of consecutive image rows, read straight into place. Constant-border rows (-1) are
-    // left alone: the kernels know them.
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, in_rows, kRowsPerRead),
-                      [&](const tbb::blocked_range<std::int64_t>& r) {
-                        for (std::int64_t i = r.begin(); i < r.end();) {
-                          const std::int64_t src = source_rows[i];
-                          std::int64_t j = i + 1;
-                          while (j < r.end() && src >= 0 && source_rows[j] == src + (j - i)) ++j;
-                          if (src >= 0) source.read_rows(src, j - i, h_in_.data() + i * row);
-                          i = j;
-                        }
-                      });
+    // left alone: the kernels know them. A decoding source reads in order, with its own threads.
+    auto read_runs = [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end;) {
+        const std::int64_t src = source_rows[i];
+        std::int64_t j = i + 1;
+        while (j < end && src >= 0 && source_rows[j] == src + (j - i)) ++j;
+        if (src >= 0) source.read_rows(src, j - i, h_in_.data() + i * row);
+        i = j;
+      }
+    };
+    if (source.parallel_reads())
+      tbb::parallel_for(
+          tbb::blocked_range<std::int64_t>(0, in_rows, kRowsPerRead),
+          [&](const tbb::blocked_range<std::int64_t>& r) { read_runs(r.begin(), r.end()); });
+    else
+      read_runs(0, in_rows);
     pack_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const cudaStream_t s = stream_.stream();
     OOC_CUDA_TRY(cudaSetDevice(stream_.device()));

@@ -441,8 +441,9 @@ class TiffChunkSource final : public Source {
     return out;
   }
 
-  // Asks for the rows of blocks [y0, y0 + n) touches and for the next ahead_ ones, then copies
-  // the rows out as their blocks are decoded.
+  // Rows of blocks that lie wholly inside [y0, y0 + n) and are not decoded yet decode straight
+  // into dst; the others (shared with the next band, or read ahead) come from the cache. The
+  // next ahead_ rows of blocks are queued behind them, so the decoders work in file order.
   void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
     const std::size_t row = t_.spec.row_bytes();
     const std::int64_t cy0 = y0 / t_.chunk_h, cy1 = (y0 + n - 1) / t_.chunk_h;
@@ -451,7 +452,9 @@ class TiffChunkSource final : public Source {
       std::lock_guard lock(mutex_);
       const std::int64_t last = std::min(cy1 + ahead_, t_.down - 1);
       for (std::int64_t cy = cy0; cy <= last; ++cy) {
-        auto c = request(cy);
+        const std::int64_t top = cy * t_.chunk_h;
+        const bool inside = cy <= cy1 && top >= y0 && top + t_.rows_in(cy) <= y0 + n;
+        auto c = inside && !cached(cy) ? decode(cy, dst + (top - y0) * row) : request(cy);
         if (cy <= cy1) need.push_back(std::move(c));
       }
       // The rows just asked for, the ones ahead, and some slack for readers in other threads.
@@ -461,36 +464,66 @@ class TiffChunkSource final : public Source {
         if ((*it)->left == 0 && it->use_count() == 1) it = cache_.erase(it);
       }
     }
-    for (std::size_t i = 0; i < need.size(); ++i) {
-      Cached& c = *need[i];
-      for (;;) {
-        {
-          std::unique_lock lock(mutex_);
-          if (c.left == 0) break;
-        }
-        if (decoders_->help_one()) continue;
-        // Nothing queued: the last blocks are being decoded by other threads.
-        std::unique_lock lock(mutex_);
-        decoded_.wait_for(lock, std::chrono::milliseconds(2), [&] { return c.left == 0; });
-      }
-      if (c.error) std::rethrow_exception(c.error);
-      const std::int64_t top = c.cy * t_.chunk_h, bottom = top + t_.rows_in(c.cy);
+    // Every block must be done before returning, even after an error: some decode into dst.
+    for (const auto& c : need) wait_for(*c);
+    for (const auto& c : need)
+      if (c->error) std::rethrow_exception(c->error);
+    for (const auto& c : need) {
+      if (c->target) continue;
+      const std::int64_t top = c->cy * t_.chunk_h, bottom = top + t_.rows_in(c->cy);
       const std::int64_t a = std::max(top, y0), b = std::min(bottom, y0 + n);
-      std::memcpy(dst + (a - y0) * row, c.data.data() + (a - top) * row,
+      std::memcpy(dst + (a - y0) * row, c->data.data() + (a - top) * row,
                   static_cast<std::size_t>(b - a) * row);
     }
+  }
+
+  bool parallel_reads() const override { return false; }
+
+  // Rows of blocks that fit in max_bytes, with what their decoding holds, up to ahead_ of them.
+  void prefetch(std::int64_t y0, std::size_t max_bytes) override {
+    if (y0 < 0 || y0 >= t_.spec.height) return;
+    const std::uint64_t block_row = t_.spec.row_bytes() * std::uint64_t(t_.chunk_h);
+    const std::uint64_t decoding =
+        threads_ * (t_.largest_chunk + (t_.tiled ? t_.chunk_bytes(0) : 0));
+    if (block_row + decoding > max_bytes) return;
+    const std::int64_t rows = static_cast<std::int64_t>((max_bytes - decoding) / block_row);
+    std::lock_guard lock(mutex_);
+    const std::int64_t cy0 = y0 / t_.chunk_h;
+    const std::int64_t last = std::min({cy0 + ahead_, cy0 + rows - 1, t_.down - 1});
+    for (std::int64_t cy = cy0; cy <= last; ++cy) request(cy);
   }
 
  private:
   struct Cached {
     std::int64_t cy = 0;
-    std::vector<std::byte> data;  // the image rows of this row of blocks
+    std::vector<std::byte> data;  // the image rows of this row of blocks (cached ones)
+    std::byte* target = nullptr;  // or where they decode to, straight (a reader's buffer)
     std::int64_t left = 0;        // blocks still to decode (guarded by mutex_)
     std::exception_ptr error;
   };
 
+  // Blocks left to decode in c; the reader helps the decoders while it waits.
+  void wait_for(Cached& c) {
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        if (c.left == 0) return;
+      }
+      if (decoders_->help_one()) continue;
+      // Nothing queued: the last blocks are being decoded by other threads.
+      std::unique_lock lock(mutex_);
+      decoded_.wait_for(lock, std::chrono::milliseconds(2), [&] { return c.left == 0; });
+    }
+  }
+
+  // Called with mutex_ held, as are the two below.
+  bool cached(std::int64_t cy) const {
+    for (const auto& c : cache_)
+      if (c->cy == cy) return true;
+    return false;
+  }
+
   // The cache entry of row of blocks cy, most recently used first; posts its decode if new.
-  // Called with mutex_ held.
   std::shared_ptr<Cached> request(std::int64_t cy) {
     for (auto it = cache_.begin(); it != cache_.end(); ++it)
       if ((*it)->cy == cy) {
@@ -500,10 +533,25 @@ class TiffChunkSource final : public Source {
     auto c = std::make_shared<Cached>();
     c->cy = cy;
     c->data.resize(static_cast<std::size_t>(t_.rows_in(cy)) * t_.spec.row_bytes());
+    cache_.push_front(c);
+    post(c);
+    return c;
+  }
+
+  // Row of blocks cy decoded straight into `rows` (its image rows), outside the cache.
+  std::shared_ptr<Cached> decode(std::int64_t cy, std::byte* rows) {
+    auto c = std::make_shared<Cached>();
+    c->cy = cy;
+    c->target = rows;
+    post(c);
+    return c;
+  }
+
+  // Queues the decode of every block of c's row of blocks.
+  void post(const std::shared_ptr<Cached>& c) {
     const std::int64_t blocks = t_.across * t_.planes;
     c->left = blocks;
     outstanding_ += blocks;
-    cache_.push_front(c);
     std::vector<std::function<void()>> jobs;
     for (std::int64_t k = 0; k < blocks; ++k)
       jobs.emplace_back([this, c, k] {
@@ -514,7 +562,7 @@ class TiffChunkSource final : public Source {
         }
         std::exception_ptr error;
         try {
-          if (!closing) decode_into(c->cy, k, c->data.data());
+          if (!closing) decode_into(c->cy, k, c->target ? c->target : c->data.data());
         } catch (...) {
           error = std::current_exception();
         }
@@ -524,7 +572,6 @@ class TiffChunkSource final : public Source {
         if (--c->left == 0 || outstanding_ == 0) decoded_.notify_all();
       });
     decoders_->post(std::move(jobs));
-    return c;
   }
 
   // Decodes block k (cx + across * plane) of row of blocks cy into `rows`, the image rows of that

@@ -99,19 +99,26 @@ struct Engine::Impl {
   void make_slots() {
     if (!slots.empty()) return;
     slots.resize(static_cast<std::size_t>(plan.slots));
-    const ImageSpec& in = source.spec();
-    for (int i = 0; i < plan.slots; ++i) {
-      Slot& s = slots[static_cast<std::size_t>(i)];
-      if (backend.cuda) {
-        const int device = backend.devices[static_cast<std::size_t>(i) % backend.devices.size()];
-        s.gpu = detail::CudaSlot::make(
-            device, detail::SlotSizes{plan.band_rows, plan.halo, in.row_bytes(), plan.out_row_bytes,
-                                      plan.partial_bytes, plan.device_scratch_bytes});
-      } else {
-        s.out.resize(static_cast<std::size_t>(plan.band_rows) * plan.out_row_bytes);
-        s.partial.resize(plan.partial_bytes);
-      }
+    if (backend.cuda) return;  // see gpu_slot()
+    for (Slot& s : slots) {
+      s.out.resize(static_cast<std::size_t>(plan.band_rows) * plan.out_row_bytes);
+      s.partial.resize(plan.partial_bytes);
     }
+  }
+
+  // A GPU slot's pinned and device buffers are made when its first band arrives, in the parallel
+  // stage: pinning a slot costs about as much as filling it, so the first band starts after one
+  // slot's allocation instead of the whole ring's, and the others are made while it runs.
+  detail::CudaSlot& gpu_slot(Slot& s) {
+    if (!s.gpu) {
+      const std::size_t i = static_cast<std::size_t>(&s - slots.data());
+      const ImageSpec& in = source.spec();
+      s.gpu = detail::CudaSlot::make(
+          backend.devices[i % backend.devices.size()],
+          detail::SlotSizes{plan.band_rows, plan.halo, in.row_bytes(), plan.out_row_bytes,
+                            plan.partial_bytes, plan.device_scratch_bytes});
+    }
+    return *s.gpu;
   }
 };
 
@@ -151,6 +158,9 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   const BorderMode border = op.border();
   RunStats stats;
   const auto t0 = Clock::now();
+  e.source.prefetch(
+      std::max<std::int64_t>(0, plan.row_begin + plan.first_band * plan.band_rows - halo),
+      plan.mem_limit / 4);
   e.make_slots();
   std::unique_ptr<CpuKernel> cpu;
   std::unique_ptr<CudaKernel> gpu;
@@ -197,8 +207,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   auto compute_stage = [&](Slot* slot) {
     const auto t = Clock::now();
     if (gpu) {
-      slot->gpu->start(e.source, slot->source_rows.data(), slot->band, halo, in, *gpu, out_row,
-                       partial_bytes);
+      e.gpu_slot(*slot).start(e.source, slot->source_rows.data(), slot->band, halo, in, *gpu,
+                              out_row, partial_bytes);
     } else {
       CpuBand b;
       b.band = slot->band;

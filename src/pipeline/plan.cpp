@@ -129,7 +129,15 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     while (plan.slots > 1 && ring_total(smallest, plan.slots) > plan.mem_limit) --plan.slots;
   }
   // Tall bands on a GPU: PCIe moves each band's halo rows again, so the halo share must stay small.
-  const std::size_t target = backend.cuda ? std::size_t{256} << 20 : o.target_slot_bytes;
+  // But a small image still gets several bands per slot: the first band's read and the last one's
+  // write do not overlap anything, and the pinned ring, allocated before any work, costs time in
+  // proportion to its size.
+  std::size_t target = o.target_slot_bytes;
+  if (backend.cuda) {
+    const std::size_t span_bytes = static_cast<std::size_t>(span) * input.row_bytes();
+    target = std::clamp(span_bytes / (4 * static_cast<std::size_t>(plan.slots)),
+                        std::size_t{32} << 20, std::size_t{256} << 20);
+  }
   std::int64_t rows = 0;
   if (o.band_rows > 0) {
     rows = std::min(o.band_rows, span);
