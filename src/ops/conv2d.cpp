@@ -186,7 +186,7 @@ class Conv2d final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<Conv2dCpuKernel>(args_);
   }
-  // Fitted to tools/bench/results/gpu-h200-ops (K 3 to 31, 16 threads).
+  // Fitted to tools/bench/results/gpu-h200/ops.csv (K 3 to 31, 16 threads).
   double cpu_ns_per_sample() const override {
     return (args_.f64 ? 1.6 : 1.0) * (3.0 + 0.055 * double(corr_.size()));
   }

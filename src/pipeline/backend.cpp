@@ -27,8 +27,8 @@ std::string Backend::describe() const {
 namespace {
 
 // What a GPU run pays before its first band: the CUDA context, pinned and device buffers, the
-// kernels' tables. Measured on an H200 (tools/bench/results): a 1 GiB radius-16 run took 0.71 s on
-// CUDA against 0.25 s on 16 CPU threads, of which the bands themselves took about 0.05 s.
+// kernels' tables. Measured on an H200 (tools/bench/results/gpu-h200): a 1 GiB radius-16 run took
+// 0.71 s on CUDA against 0.25 s on 16 CPU threads, of which the bands themselves took about 0.05 s.
 constexpr double kCudaStartSeconds = 0.45;
 // Bytes per second one GPU's slots stream (read into pinned memory, copied in and out), as
 // measured on the same machine (--stats: 24 GB/s while streaming).

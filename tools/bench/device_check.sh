@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# device_check.sh: the correctness checks of the GPU machine (not benchmarks: those are
+# tools/bench/run). Run from anywhere after `bash tools/bench/stage.sh build/release` staged
+# ./stage (binaries in stage/bin, their libraries in stage/lib):
+#
+#   bash tools/bench/device_check.sh [SECTION ...]     (default: every section, in this order)
+#     device     nvidia-smi and oocinfo's device listing                       device.txt, oocinfo.txt
+#     tests      every GoogleTest binary staged in stage/bin (test_*)          test_*.log
+#     sanitizer  compute-sanitizer: memcheck of test_gpu sweeps (separable, 2-D, equalize, atax),
+#                racecheck, synccheck, and memcheck of one CUDA run of each operation (oocconv
+#                separable on raw, oocconv --kernel, ooceq, oocatax, oocconv on a tiled LZW TIFF)
+#     e2e        GPU against CPU end to end: .npy u16 x3, 32-bit integer output, a radius beyond the
+#                image, --sigma 700, --kernel laplace/box:5, ooceq u16, TIFF of every layout (and
+#                the float64 reference), --mem-limit and fixed-RSS runs                       e2e.log
+#     parts      MPI ranks (one per GPU) on a PARTS_GIB (8) GiB file: 1 rank vs N ranks identical,
+#                SIGTERM mid-run then --resume identical to an uninterrupted run (mpirun)  parts.log
+#     python     tests/cli/{hostile,ops,parts,atax}_check.py against the staged binaries (slowest:
+#                every GPU run pays the CUDA start-up)                              <name>.log
+# Logs go to $OUT (default /tmp/ooc-out); one summary line per step on stdout; exit 1 when any
+# step failed. STAGE=dir picks another staging folder (default stage); PYTHON a python3 with NumPy.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+S=${STAGE:-stage}
+case $S in /*) B=$S/bin ;; *) B=$PWD/$S/bin ;; esac
+OUT=${OUT:-/tmp/ooc-out}
+if [ ! -x "$B/oocconv" ]; then
+  echo "device_check: no $S/bin/oocconv: run 'bash tools/bench/stage.sh build/release' first" >&2
+  exit 2
+fi
+export LD_LIBRARY_PATH=$B/../lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export OOC_BIN_DIR=$B NCCL_NVLS_ENABLE=0
+PY=${PYTHON:-python3}  # with NumPy (the e2e inputs and the python section)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+mkdir -p "$OUT"
+T=$(mktemp -d "${TMPDIR:-/tmp}/ooc-check.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  echo "device_check: no GPU (nvidia-smi -L failed): the GPU checks would only skip" >&2
+  exit 2
+fi
+failed=0
+
+# step NAME CMD...: runs CMD with its output in $OUT/NAME.log; one summary line.
+step() {
+  local name=$1; shift
+  local t=$SECONDS
+  "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  [ $rc -ne 0 ] && failed=$((failed + 1))
+  echo "$name: rc=$rc $((SECONDS - t))s $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |ERROR SUMMARY|^(OK|FAILED)( |$)' \
+    "$OUT/$name.log" | tr -s ' ' | tr '\n' ' ')"
+}
+
+# check LABEL CMD...: inside the e2e/parts logs: prints the label and CMD's last line, counts failures.
+check() {
+  local label=$1; shift
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  [ $rc -ne 0 ] && failed=$((failed + 1))
+  echo "-- $label: rc=$rc $(echo "$out" | tail -1)"
+}
+
+section_device() {
+  nvidia-smi --query-gpu=index,name,memory.total,driver_version,pcie.link.gen.max,pcie.link.width.max \
+    --format=csv > "$OUT/device.txt" 2>&1
+  "$B/oocinfo" > "$OUT/oocinfo.txt" 2>&1
+  echo "NPP libraries in /usr/local/cuda/lib64: $(compgen -G '/usr/local/cuda/lib64/libnpp*' | wc -l)" >> "$OUT/device.txt"
+  echo "device: $(nvidia-smi -L | wc -l) GPU(s), $(nproc) cores; $(tail -n +2 "$OUT/device.txt" | head -1)"
+}
+
+section_tests() {
+  local t
+  for t in "$B"/test_*; do
+    [ -x "$t" ] && step "$(basename "$t")" "$t" --gtest_brief=1
+  done
+}
+
+section_sanitizer() {
+  local sweep='*f32_c3_reflect*:*u8_c1_constant*:*f64_c2_wrap*:*u16_c4_mirror*:Gpu.LargeBand*'
+  step memcheck_test_gpu "$SAN" --tool memcheck --error-exitcode 9 "$B/test_gpu" \
+    --gtest_filter="$sweep:GpuConv2d.*:GpuEqualize.*:GpuAtax*"
+  step racecheck_test_gpu "$SAN" --tool racecheck --error-exitcode 9 "$B/test_gpu" \
+    --gtest_filter='*f32_c3_reflect*:*i16_c2_nearest*'
+  step synccheck_test_gpu "$SAN" --tool synccheck --error-exitcode 9 "$B/test_gpu" --gtest_filter='*f32_c1_wrap*'
+  # One CUDA run of each operation through its tool.
+  "$B/oocgen" "$T/s.raw" --width 4099 --height 3001 --type f32 -q
+  "$B/oocgen" "$T/s16.raw" --width 4099 --height 3001 --type u16 --pattern gaussian-spots -q
+  "$B/oocgen" "$T/s.tif" --width 8191 --height 6007 --type u16 --channels 3 --compress lzw --tile 256 -q
+  "$B/oocgen" "$T/A.raw" --width 1031 --height 20011 --pattern low-rank -q
+  step memcheck_separable "$SAN" --tool memcheck --error-exitcode 9 \
+    "$B/oocconv" "$T/s.raw" "$T/o.raw" --width 4099 --radius 16 --device cuda -q
+  step memcheck_conv2d "$SAN" --tool memcheck --error-exitcode 9 \
+    "$B/oocconv" "$T/s.raw" "$T/o.raw" --width 4099 --kernel gaussian2d:2.5 --device cuda -q
+  step memcheck_equalize "$SAN" --tool memcheck --error-exitcode 9 \
+    "$B/ooceq" "$T/s16.raw" "$T/o.raw" --width 4099 --type u16 --device cuda -q
+  step memcheck_atax "$SAN" --tool memcheck --error-exitcode 9 \
+    "$B/oocatax" "$T/A.raw" --cols 1031 --x random --k 8 --out "$T/y.npy" --device cuda --no-progress
+  step memcheck_tiff "$SAN" --tool memcheck --error-exitcode 9 \
+    "$B/oocconv" "$T/s.tif" "$T/o.tif" --radius 5 --device cuda --compress lzw --tile 256 -q
+  rm -f "$T"/*
+}
+
+e2e() {
+  # .npy, u16 x 3 channels, radius 16: GPU equals CPU exactly.
+  "$B/oocgen" "$T/a.npy" --width 4099 --height 3001 --type u16 --channels 3 -q
+  "$B/oocconv" "$T/a.npy" "$T/g.npy" --radius 16 --device cuda -q
+  "$B/oocconv" "$T/a.npy" "$T/c.npy" --radius 16 --device cpu -q
+  check "npy u16 c3 r16: GPU vs CPU (tolerance 0)" "$B/ooccheck" --compare "$T/g.npy" "$T/c.npy" --tolerance 0
+  # The hardening cases: 32-bit integer output, a radius far beyond the image, a huge sigma.
+  "$PY" - "$T" <<'PY'
+import sys, numpy as np
+t = sys.argv[1]
+rng = np.random.default_rng(5)
+rng.uniform(1e7, 3e7, (3001, 4099)).astype(np.float32).tofile(t + "/big.raw")
+rng.uniform(-1, 1, (50, 100)).astype(np.float32).tofile(t + "/tiny.raw")
+PY
+  local c in ot d
+  for c in "big.raw --width 4099 --radius 3 --out-type i32" "tiny.raw --width 100 --radius 10000" \
+           "tiny.raw --width 100 --sigma 700 --out-type u16"; do
+    set -- $c
+    in=$1; shift
+    for d in cuda cpu; do "$B/oocconv" "$T/$in" "$T/$d.raw" "$@" --device $d -q || echo "rc=$? ($d)"; done
+    ot=f32; case "$c" in *i32*) ot=i32;; *u16*) ot=u16;; esac
+    check "$c: GPU vs CPU" "$B/ooccheck" --compare "$T/cuda.raw" "$T/cpu.raw" --width "$2" --type $ot
+    check "$c: GPU vs float64 reference" "$B/ooccheck" "$T/cuda.raw" "$T/$in" "$@"
+  done
+  # 2-D kernels and equalization: GPU against CPU.
+  "$B/oocgen" "$T/k.raw" --width 3001 --height 2001 --type f32 -q
+  for c in laplace box:5; do
+    for d in cuda cpu; do "$B/oocconv" "$T/k.raw" "$T/k$d.raw" --width 3001 --kernel $c --device $d -q; done
+    check "--kernel $c: GPU vs CPU" "$B/ooccheck" --compare "$T/kcuda.raw" "$T/kcpu.raw" --width 3001
+  done
+  "$B/oocgen" "$T/e.raw" --width 3001 --height 2001 --type u16 --pattern gaussian-spots -q
+  for d in cuda cpu; do "$B/ooceq" "$T/e.raw" "$T/e$d.raw" --width 3001 --type u16 --device $d -q; done
+  check "ooceq u16: GPU vs CPU (cmp)" cmp "$T/ecuda.raw" "$T/ecpu.raw"
+  # TIFF inputs of every layout on the GPU, against the CPU and the float64 reference.
+  local layout
+  for layout in "--compress none" "--compress none --tile 256" "--compress lzw --tile 256" \
+                "--compress zstd" "--compress deflate --tile 512"; do
+    # shellcheck disable=SC2086
+    "$B/oocgen" "$T/in.tif" --width 8191 --height 6007 --type u16 --channels 3 $layout -q
+    "$B/oocinfo" "$T/in.tif" --device cuda | grep -E "layout|plan"
+    # shellcheck disable=SC2086
+    "$B/oocconv" "$T/in.tif" "$T/g.tif" --radius 16 --device cuda $layout -q --stats text | grep -E "backend|throughput"
+    # shellcheck disable=SC2086
+    "$B/oocconv" "$T/in.tif" "$T/c.tif" --radius 16 --device cpu $layout -q
+    check "TIFF $layout: GPU vs CPU" "$B/ooccheck" --compare "$T/g.tif" "$T/c.tif" --tolerance 1
+    check "TIFF $layout: GPU vs float64 reference" "$B/ooccheck" "$T/g.tif" "$T/in.tif" --radius 16 --sample 12
+  done
+  "$B/oocgen" "$T/f.tif" --width 5000 --height 3001 --type f32 --compress zstd --tile 128 -q
+  "$B/oocconv" "$T/f.tif" "$T/fg.npy" --sigma 3 --device cuda -q
+  check "TIFF f32 zstd tiles 128 -> npy: GPU vs float64 reference" "$B/ooccheck" "$T/fg.npy" "$T/f.tif" --sigma 3
+  # Memory: the CUDA path's fixed RSS and the ring within --mem-limit.
+  "$B/oocconv" synth:noise null: --width 64 --height 64 --radius 1 --device cuda --stats json |
+    grep -E "peak_rss|setup" | tr -s ' ' | tr '\n' ' '; echo " (CUDA fixed RSS)"
+  local m rc
+  for m in 64M 256M; do
+    "$B/oocconv" synth:noise null: --width 65536 --height 40000 --radius 16 --mem-limit $m --device cuda \
+      --stats json > "$T/m.json"
+    rc=$?
+    [ $rc -ne 0 ] && failed=$((failed + 1))
+    echo "-- --mem-limit $m, 65536 x 40000 on the GPU: rc=$rc $("$PY" -c 'import json, sys
+j = json.load(open(sys.argv[1])); p = j["plan"]
+print("band_rows", p["band_rows"], "slots", p["slots"], "peak RSS MiB", j["peak_rss_bytes"] >> 20)' "$T/m.json" 2>&1)"
+  done
+  rm -f "$T"/*
+}
+
+section_e2e() {
+  local t=$SECONDS before=$failed
+  e2e > "$OUT/e2e.log" 2>&1
+  echo "e2e: $((failed - before)) failed of $(grep -c '^-- ' "$OUT/e2e.log") checks, $((SECONDS - t))s (e2e.log)"
+}
+
+parts() {
+  # An image of PARTS_GIB GiB (default 8), so that the SIGTERM after 3 s lands mid-run.
+  local n W=65536 H=$((${PARTS_GIB:-8} * 1024 * 1024 * 1024 / 4 / 65536))
+  n=$(nvidia-smi -L | wc -l)
+  if ! command -v mpirun > /dev/null; then echo "-- mpirun not installed: skipped"; return; fi
+  "$B/oocgen" "$T/in.raw" --width $W --height $H -q
+  for k in 1 "$n"; do
+    mpirun --bind-to none -np "$k" "$B/oocconv" "$T/in.raw" "$T/o$k.raw" --width $W --radius 16 -q
+  done
+  check "1 rank vs $n ranks (cmp)" cmp "$T/o1.raw" "$T/o$n.raw"
+  rm -f "$T/o$n.raw"
+  # Resume: SIGTERM mid-run, then --resume; the result equals the uninterrupted run's.
+  mpirun --bind-to none -np "$n" "$B/oocconv" "$T/in.raw" "$T/r.raw" --width $W --radius 16 --progress-log=1 &
+  local p=$!
+  sleep "${RESUME_AFTER:-3}"; kill -TERM $p; wait $p; echo "exit after SIGTERM: $?"
+  ls -la "$T"/r.raw*; cat "$T"/r.raw.partial.*journal 2>/dev/null | grep -E "part|done"
+  mpirun --bind-to none -np "$n" "$B/oocconv" "$T/in.raw" "$T/r.raw" --width $W --radius 16 --resume -q
+  check "stopped + resumed vs uninterrupted (cmp)" cmp "$T/o1.raw" "$T/r.raw"
+  rm -f "$T"/*
+}
+
+section_parts() {
+  local t=$SECONDS before=$failed
+  parts > "$OUT/parts.log" 2>&1
+  echo "parts: $((failed - before)) failed of $(grep -c '^-- ' "$OUT/parts.log") checks, $((SECONDS - t))s (parts.log)"
+}
+
+section_python() {
+  local py
+  for py in hostile_check atax_check parts_check ops_check; do
+    step "$py" "$PY" "tests/cli/$py.py" --bin-dir "$B"
+  done
+}
+
+sections=${*:-device tests sanitizer e2e parts python}
+for s in $sections; do
+  case $s in
+    device|tests|sanitizer|e2e|parts|python) "section_$s" ;;
+    *) echo "device_check: unknown section '$s' (device tests sanitizer e2e parts python)" >&2; exit 2 ;;
+  esac
+done
+echo "device_check: $failed failed step(s); logs in $OUT"
+[ "$failed" -eq 0 ]
