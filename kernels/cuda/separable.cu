@@ -1,12 +1,38 @@
-// CUDA kernels of the separable convolution. Row pass: a shared-memory tile of a row with its
-// horizontal halo (border rule by index mapping), one output sample per thread per step. Column
-// pass: each thread walks down one column, keeping kRun outputs in registers, so each row-pass
-// value is read once from memory instead of 2 ry + 1 times. Any width, any radius, 64-bit indexing.
+// CUDA kernels of the separable convolution, in two families that give the same bits.
+//
+// Generic kernels (any radius, float or double accumulation). Row pass: a shared-memory tile of a
+// row with its horizontal halo (border rule by index mapping), one output sample per thread per
+// step. Column pass: each thread walks down one column, keeping kRun outputs in registers, so each
+// row-pass value is read once from memory instead of 2 ry + 1 times.
+//
+// Kernels specialized on the radius (float accumulation, radii in kFastRadii, u8/u16/f32 samples,
+// up to kMaxChannels channels). The taps travel by value in the kernel's parameters (the launch's
+// constant bank: no global loads, safe for concurrent streams with different filters) and every
+// loop over taps is unrolled, so each tap is an FFMA operand. Register blocking: a thread computes
+// several outputs from a sliding window of inputs in registers, so there is less than one shared
+// (or global) load per FMA.
+//  - fused<T, U, R> (rx == ry <= kFusedMaxRadius, input type == output type): one block loads an
+//    input tile with its halo into shared memory, runs the row pass into a shared intermediate,
+//    then the column pass, and stores the output; the intermediate never goes to DRAM.
+//  - row<T, R> + column<U, R> (the other radii of kFastRadii, or rx != ry): two passes through
+//    the intermediate in global memory, as the generic kernels; each pass is specialized on its own
+//    radius, and a pass whose radius or type has no specialization runs its generic kernel.
+// Row pass in shared memory: each thread owns one row of the tile (lanes of a warp are consecutive
+// rows, the row stride is odd, so a warp's loads hit 32 different banks) and slides along it.
+//
+// Bit-identical by construction: every output sample sees the same sequence of roundings as in
+// the generic kernels. Row pass: acc = w[0] * v[0]; acc = fma(w[k], v[k], acc) for k = 1..2 rx,
+// values loaded with load_as and out-of-row samples mapped by the border rule; rows outside the
+// image in constant mode are rows of cval. Column pass: the same over the intermediate, then
+// store_as. All in explicit fma() calls and one plain product, which nvcc neither contracts nor
+// reorders. Any width, band heights from 1 row, 64-bit indexing.
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "../../src/cuda/check.hpp"
 #include "common.cuh"
@@ -16,11 +42,42 @@
 namespace ooc::cuda {
 namespace {
 
-constexpr int kRowThreads = 256;
-constexpr int kRowTile =
-    2048;  // samples of output per block (a multiple of 1..4 channels? see below)
-constexpr int kColThreads = 128;
-constexpr int kRun = 16;  // output rows per thread in the column pass
+// Launch constants of the separable family (CUB's style: one policy, no literals in kernels).
+struct SeparablePolicy {
+  // Generic kernels.
+  static constexpr int kRowThreads = 256;
+  static constexpr int kRowTile = 2048;  // output samples per block (whole pixels of it)
+  static constexpr int kColThreads = 128;
+  static constexpr int kRun = 16;  // output rows per thread in the column pass
+  // Specialized kernels.
+  static constexpr int kThreads = 256;      // fused and row kernels
+  static constexpr int kTileSamples = 128;  // a tile's output width in samples (rounded down to
+                                            // a multiple of channels x kRowJob)
+  static constexpr int kRowJob = 8;         // row outputs of one thread from one window
+  static constexpr int kFusedRows = 32;     // output rows of a fused tile
+  static constexpr int kFusedRun = 16;      // column outputs of one thread in the fused kernel
+  static constexpr int kRowRows = 32;       // rows of a row-kernel tile (a warp's lanes)
+  static constexpr int kColumnThreads = 128;
+  static constexpr int kColumnRun = 16;       // column outputs of one thread in the column kernel
+  static constexpr int kColumnMinBlocks = 4;  // resident blocks per SM: at most 128 registers
+  static constexpr int kColumnMinBlocksLarge = 3;  // radius >= 32: at most 168 registers
+  static constexpr int kMinBlocks = 4;             // fused and row kernels: at most 64 registers
+  static constexpr int kLoadBatch = 8;  // global loads in flight per thread when filling a tile
+  static constexpr int kFusedMaxRadius = 8;
+  static constexpr int kMaxChannels = kTileSamples / kRowJob;
+};
+using P = SeparablePolicy;
+static_assert(P::kFusedRows % P::kFusedRun == 0);
+static_assert(P::kRowRows == 32, "the row kernel gives each lane of a warp one row");
+
+// Radii with specialized kernels. Only the exact radius: padding taps with zeros would change
+// results with Inf or NaN samples (0 * Inf = NaN).
+template <int... R>
+using RadiusList = std::integer_sequence<int, R...>;
+using FastRadii = RadiusList<1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 48, 64>;
+
+// ------------------------------------------------------------------------------------------------
+// Generic kernels.
 
 // Row pass, fast path: block (tile, row). Shared memory holds the tile plus rx pixels each side.
 template <class T, class Acc>
@@ -32,7 +89,7 @@ __global__ void row_pass_tiled(const std::byte* __restrict__ in, std::size_t in_
   extern __shared__ unsigned char smem_raw[];
   Acc* sh = reinterpret_cast<Acc*>(smem_raw);
   const std::int64_t n = width * C;
-  const int tile = (kRowTile / C) * C;  // whole pixels, so a tap offset of k * C keeps the channel
+  const int tile = (P::kRowTile / C) * C;  // whole pixels: a tap offset of k * C keeps the channel
   const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * tile;
   const int halo = rx * C;
   const int span = tile + 2 * halo;
@@ -104,6 +161,7 @@ template <class U, class Acc>
 __global__ void column_pass(const std::byte* __restrict__ mid, std::size_t mid_stride,
                             std::byte* __restrict__ out, std::size_t out_stride, std::int64_t n,
                             std::int64_t out_rows, int ry, const Acc* __restrict__ w) {
+  constexpr int kRun = P::kRun;
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= n) return;
   const int taps = 2 * ry + 1;
@@ -134,16 +192,17 @@ void launch_row(const SeparableLaunch& a, cudaStream_t s) {
   const Acc cval = static_cast<Acc>(a.border_value);
   const auto* w = static_cast<const Acc*>(a.row_taps);
   if (a.rx <= kRowTileMaxRadius) {
-    const int tile = (kRowTile / a.channels) * a.channels;
+    const int tile = (P::kRowTile / a.channels) * a.channels;
     const dim3 grid(static_cast<unsigned>((n + tile - 1) / tile), grid_rows(rows));
     const std::size_t smem = (tile + 2 * a.rx * a.channels) * sizeof(Acc);
-    row_pass_tiled<T, Acc><<<grid, kRowThreads, smem, s>>>(
+    row_pass_tiled<T, Acc><<<grid, P::kRowThreads, smem, s>>>(
         static_cast<const std::byte*>(a.in), a.in_stride, static_cast<std::byte*>(a.mid),
         a.mid_stride, a.width, a.channels, static_cast<int>(a.rx), w, a.border, cval, rows,
         a.first_row, a.image_height);
   } else {
-    const dim3 grid(static_cast<unsigned>((n + kRowThreads - 1) / kRowThreads), grid_rows(rows));
-    row_pass_direct<T, Acc><<<grid, kRowThreads, 0, s>>>(
+    const dim3 grid(static_cast<unsigned>((n + P::kRowThreads - 1) / P::kRowThreads),
+                    grid_rows(rows));
+    row_pass_direct<T, Acc><<<grid, P::kRowThreads, 0, s>>>(
         static_cast<const std::byte*>(a.in), a.in_stride, static_cast<std::byte*>(a.mid),
         a.mid_stride, a.width, a.channels, a.rx, w, a.border, cval, rows, a.first_row,
         a.image_height);
@@ -154,27 +213,487 @@ void launch_row(const SeparableLaunch& a, cudaStream_t s) {
 template <class U, class Acc>
 void launch_column(const SeparableLaunch& a, cudaStream_t s) {
   const std::int64_t n = a.width * a.channels;
-  const dim3 grid(static_cast<unsigned>((n + kColThreads - 1) / kColThreads),
-                  grid_rows((a.out_rows + kRun - 1) / kRun));
-  column_pass<U, Acc><<<grid, kColThreads, 0, s>>>(
+  const dim3 grid(static_cast<unsigned>((n + P::kColThreads - 1) / P::kColThreads),
+                  grid_rows((a.out_rows + P::kRun - 1) / P::kRun));
+  column_pass<U, Acc><<<grid, P::kColThreads, 0, s>>>(
       static_cast<const std::byte*>(a.mid), a.mid_stride, static_cast<std::byte*>(a.out),
       a.out_stride, n, a.out_rows, static_cast<int>(a.ry), static_cast<const Acc*>(a.col_taps));
   OOC_CUDA_TRY(cudaGetLastError());
 }
 
+// ------------------------------------------------------------------------------------------------
+// Kernels specialized on the radius (float accumulation).
+
+// 2 R + 1 taps, by value: a kernel parameter, so in the launch's constant bank.
+template <int R>
+struct Taps {
+  float w[2 * R + 1];
+};
+
+// What the fused and row kernels share, by value.
+struct TileArgs {
+  const std::byte* in;
+  std::size_t in_stride;
+  std::byte* out;  // the output (fused) or the intermediate (row kernel)
+  std::size_t out_stride;
+  std::int64_t width;
+  std::int64_t n;  // samples of a row: width * C
+  int C;
+  BorderMode border;
+  float cval;
+  std::int64_t rows;       // fused: output rows; row kernel: input (= intermediate) rows
+  std::int64_t first_row;  // image row of input row 0
+  std::int64_t height;     // image height
+  int tile_w;              // output samples of a tile: a multiple of C * kRowJob
+};
+
+// Shared-memory geometry of a tile of `rows` rows of radius R (host and device).
+struct TileShape {
+  int tile_w, span, s_in, s_mid, rows;
+  __host__ __device__ static TileShape make(int C, int R, int rows) {
+    TileShape t{};
+    t.tile_w = (P::kTileSamples / (C * P::kRowJob)) * C * P::kRowJob;
+    t.span = t.tile_w + 2 * R * C;  // input samples of a tile row, halo included
+    t.s_in = t.span | 1;            // odd strides: a warp's lanes on 32 rows hit 32 banks
+    t.s_mid = t.tile_w | 1;
+    t.rows = rows;
+    return t;
+  }
+  __host__ __device__ std::size_t smem_bytes() const {
+    return static_cast<std::size_t>(rows) * static_cast<std::size_t>(s_in + s_mid) * sizeof(float);
+  }
+};
+
+// e / d for 0 <= e, 2 <= d and e * d < 2^32, by a multiply-high. Exact: m = ceil(2^32 / d), so
+// m d = 2^32 + eps with 0 <= eps < d and e m / 2^32 = e / d + e eps / (d 2^32), where the second
+// term is below e / 2^32 < 1 / d and so never carries e / d past the next integer. The tiles keep
+// e d far below 2^32 (e < rows x span <= 48 x 2176, d <= 2176).
+struct FastDiv {
+  unsigned d, m;
+  __host__ __device__ explicit FastDiv(unsigned divisor)
+      : d(divisor), m(0xFFFFFFFFu / divisor + 1u) {}
+  __device__ __forceinline__ int div(int e) const {
+    return static_cast<int>(__umulhi(static_cast<unsigned>(e), m));
+  }
+};
+
+__device__ __forceinline__ bool constant_row(const TileArgs& a, std::int64_t band_row) {
+  const std::int64_t image_row = a.first_row + band_row;
+  return a.border == BorderMode::constant && (image_row < 0 || image_row >= a.height);
+}
+
+// One input sample as the generic row pass loads it: flat index f of band row y (f may be
+// outside the row: the border rule maps it).
+template <class T>
+__device__ __forceinline__ float tile_sample(const TileArgs& a, std::int64_t y, std::int64_t f,
+                                             bool interior) {
+  const T* src = reinterpret_cast<const T*>(a.in + y * a.in_stride);
+  if (interior || (f >= 0 && f < a.n)) return load_as<T, float>(src + f);
+  // Pixel x = floor(f / C) and channel c; f is within a tile's span of the row's ends, so the
+  // distance d fits an int (and 32-bit division is no subroutine call).
+  std::int64_t x;
+  int c;
+  if (f < 0) {
+    const int d = static_cast<int>(-f);
+    const int back = (d + a.C - 1) / a.C;  // pixels before the row
+    x = -back;
+    c = back * a.C - d;
+  } else {
+    const int d = static_cast<int>(f - a.n);
+    x = a.width + d / a.C;
+    c = d % a.C;
+  }
+  const std::int64_t xm = map_index(x, a.width, a.border);
+  return xm < 0 ? a.cval : load_as<T, float>(src + xm * a.C + c);
+}
+
+// Fills sh (rows_valid rows of span samples, stride s_in) with band rows y0.. and flat samples
+// f0.., kLoadBatch loads in flight per thread. Rows of cval (constant border) are not read.
+template <class T>
+__device__ __forceinline__ void load_tile(const TileArgs& a, const TileShape& t, float* sh,
+                                          std::int64_t y0, int rows_valid, std::int64_t f0) {
+  const int total = rows_valid * t.span;
+  const FastDiv by_span(static_cast<unsigned>(t.span));
+  const bool interior = f0 >= 0 && f0 + t.span <= a.n;
+  for (int base = threadIdx.x; base < total; base += blockDim.x * P::kLoadBatch) {
+    float v[P::kLoadBatch];
+#pragma unroll
+    for (int u = 0; u < P::kLoadBatch; ++u) {
+      const int e = base + u * static_cast<int>(blockDim.x);
+      v[u] = 0;
+      if (e < total) {
+        const int r = by_span.div(e);
+        const int c = e - r * t.span;
+        if (!constant_row(a, y0 + r)) v[u] = tile_sample<T>(a, y0 + r, f0 + c, interior);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < P::kLoadBatch; ++u) {
+      const int e = base + u * static_cast<int>(blockDim.x);
+      if (e < total) {
+        const int r = by_span.div(e);
+        sh[r * t.s_in + (e - r * t.span)] = v[u];
+      }
+    }
+  }
+}
+
+// acc[m] = sum over k of w[k] * v(m + k), k ascending, the first term a plain product: for each
+// window value i (ascending) every output m with 0 <= i - m <= 2R takes its tap i - m.
+template <int R, int M, class Load>
+__device__ __forceinline__ void slide(float (&acc)[M], const float (&w)[2 * R + 1], Load load) {
+#pragma unroll
+  for (int i = 0; i < M + 2 * R; ++i) {
+    const float v = load(i);
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      const int k = i - m;
+      if (k == 0) {
+        acc[m] = w[0] * v;
+      } else if (k > 0 && k <= 2 * R) {
+        acc[m] = fmaf(w[k], v, acc[m]);
+      }
+    }
+  }
+}
+
+// Row pass of a tile in shared memory: rows_valid rows of tile_w outputs into sh_mid. A job is
+// kRowJob outputs C samples apart (one channel) of one row; consecutive threads take consecutive
+// rows. Rows outside the image in constant mode become rows of cval.
+template <int R>
+__device__ __forceinline__ void row_phase(const TileArgs& a, const TileShape& t, const float* sh_in,
+                                          float* sh_mid, std::int64_t y0, int rows_valid,
+                                          const Taps<R>& w) {
+  constexpr int N = P::kRowJob;
+  const int C = a.C;
+  const int jobs = (t.tile_w / N) * t.rows;
+  for (int it = threadIdx.x; it < jobs; it += blockDim.x) {
+    const int r = it % t.rows;
+    const int j = it / t.rows;
+    if (r >= rows_valid) continue;
+    const int q0 = (j / C) * (C * N) + (j % C);
+    float* dst = sh_mid + r * t.s_mid + q0;
+    if (constant_row(a, y0 + r)) {
+#pragma unroll
+      for (int m = 0; m < N; ++m) dst[m * C] = a.cval;
+      continue;
+    }
+    const float* src = sh_in + r * t.s_in + q0;
+    float acc[N];
+    slide<R, N>(acc, w.w, [&](int i) { return src[i * C]; });
+#pragma unroll
+    for (int m = 0; m < N; ++m) dst[m * C] = acc[m];
+  }
+}
+
+// The fused kernel: block (tile of tile_w samples, tile of kFusedRows output rows).
+template <class T, class U, int R>
+__global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
+    fused_kernel(const TileArgs a, const Taps<R> row_w, const Taps<R> col_w) {
+  constexpr int M = P::kFusedRun;
+  constexpr int TH = P::kFusedRows;
+  extern __shared__ float smem_f[];
+  const TileShape t = TileShape::make(a.C, R, TH + 2 * R);
+  float* sh_in = smem_f;
+  float* sh_mid = smem_f + t.rows * t.s_in;
+  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * t.tile_w;
+  const std::int64_t f0 = i0 - static_cast<std::int64_t>(R) * a.C;
+  const FastDiv by_width(static_cast<unsigned>(t.tile_w));
+  const std::int64_t tiles_y = (a.rows + TH - 1) / TH;
+  for (std::int64_t ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
+    const std::int64_t y0 = ty * TH;  // first output row = first input row of the tile
+    const std::int64_t in_rows = a.rows + 2 * R;
+    const int rows_valid = static_cast<int>(in_rows - y0 < t.rows ? in_rows - y0 : t.rows);
+    __syncthreads();  // the previous tile's shared data is no longer read
+    load_tile<T>(a, t, sh_in, y0, rows_valid, f0);
+    __syncthreads();
+    row_phase<R>(a, t, sh_in, sh_mid, y0, rows_valid, row_w);
+    __syncthreads();
+    // Column pass: thread (column q, run of M output rows).
+    const int items = t.tile_w * (TH / M);
+    for (int it = threadIdx.x; it < items; it += blockDim.x) {
+      const int chunk = by_width.div(it);
+      const int q = it - chunk * t.tile_w;
+      const std::int64_t col = i0 + q;
+      const std::int64_t yo = y0 + chunk * M;
+      if (col >= a.n || yo >= a.rows) continue;
+      const float* src = sh_mid + chunk * M * t.s_mid + q;
+      float acc[M];
+      slide<R, M>(acc, col_w.w, [&](int i) { return src[i * t.s_mid]; });
+      const int run = static_cast<int>(a.rows - yo < M ? a.rows - yo : M);
+      U* dst = reinterpret_cast<U*>(a.out + yo * a.out_stride) + col;
+#pragma unroll
+      for (int o = 0; o < M; ++o) {
+        if (o < run) {
+          *dst = store_as<U, float>(acc[o]);
+          dst = reinterpret_cast<U*>(reinterpret_cast<std::byte*>(dst) + a.out_stride);
+        }
+      }
+    }
+  }
+}
+
+// The row kernel of the two-pass path: block (tile of tile_w samples, kRowRows rows); the tile's
+// intermediate goes through shared memory so that the stores to global memory are coalesced.
+template <class T, int R>
+__global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
+    row_kernel(const TileArgs a, const Taps<R> w) {
+  extern __shared__ float smem_r[];
+  const TileShape t = TileShape::make(a.C, R, P::kRowRows);
+  float* sh_in = smem_r;
+  float* sh_mid = smem_r + t.rows * t.s_in;
+  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * t.tile_w;
+  const std::int64_t f0 = i0 - static_cast<std::int64_t>(R) * a.C;
+  const FastDiv by_width(static_cast<unsigned>(t.tile_w));
+  const std::int64_t tiles_y = (a.rows + t.rows - 1) / t.rows;
+  const int cols_valid = static_cast<int>(a.n - i0 < t.tile_w ? a.n - i0 : t.tile_w);
+  for (std::int64_t ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
+    const std::int64_t y0 = ty * t.rows;
+    const int rows_valid = static_cast<int>(a.rows - y0 < t.rows ? a.rows - y0 : t.rows);
+    __syncthreads();
+    load_tile<T>(a, t, sh_in, y0, rows_valid, f0);
+    __syncthreads();
+    row_phase<R>(a, t, sh_in, sh_mid, y0, rows_valid, w);
+    __syncthreads();
+    const int total = rows_valid * t.tile_w;
+    for (int e = threadIdx.x; e < total; e += blockDim.x) {
+      const int r = by_width.div(e);
+      const int q = e - r * t.tile_w;
+      if (q < cols_valid)
+        reinterpret_cast<float*>(a.out + (y0 + r) * a.out_stride)[i0 + q] = sh_mid[r * t.s_mid + q];
+    }
+  }
+}
+
+// The column kernel of the two-pass path: thread (column j, run of kColumnRun output rows), the
+// intermediate read straight from global memory (each value once per run).
+template <class U, int R>
+__global__ void __launch_bounds__(P::kColumnThreads,
+                                  R >= 32 ? P::kColumnMinBlocksLarge : P::kColumnMinBlocks)
+    column_kernel(const std::byte* __restrict__ mid, std::size_t mid_stride,
+                  std::byte* __restrict__ out, std::size_t out_stride, std::int64_t n,
+                  std::int64_t out_rows, const Taps<R> w) {
+  constexpr int M = P::kColumnRun;
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  for (std::int64_t y0 = static_cast<std::int64_t>(blockIdx.y) * M; y0 < out_rows;
+       y0 += static_cast<std::int64_t>(gridDim.y) * M) {
+    const int run = static_cast<int>(out_rows - y0 < M ? out_rows - y0 : M);
+    const int loads = run + 2 * R;  // rows of the intermediate this run reads
+    const float* src = reinterpret_cast<const float*>(mid + y0 * mid_stride) + j;
+    float acc[M];
+    slide<R, M>(acc, w.w, [&](int i) {
+      return i < loads ? __ldg(reinterpret_cast<const float*>(
+                             reinterpret_cast<const std::byte*>(src) + i * mid_stride))
+                       : 0.0f;
+    });
+    U* dst = reinterpret_cast<U*>(out + y0 * out_stride) + j;
+#pragma unroll
+    for (int o = 0; o < M; ++o) {
+      if (o < run) {
+        *dst = store_as<U, float>(acc[o]);
+        dst = reinterpret_cast<U*>(reinterpret_cast<std::byte*>(dst) + out_stride);
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Host side of the specialized kernels.
+
+// f(std::integral_constant<int, R>{}) for r in FastRadii; false when r has no specialization.
+template <class F, int... R>
+bool with_radius_impl(std::int64_t r, F&& f, std::integer_sequence<int, R...>) {
+  bool done = false;
+  ((r == R ? (f(std::integral_constant<int, R>{}), done = true) : false), ...);
+  return done;
+}
+template <class F>
+bool with_radius(std::int64_t r, F&& f) {
+  return with_radius_impl(r, std::forward<F>(f), FastRadii{});
+}
+bool is_fast_radius(std::int64_t r) {
+  return with_radius(r, [](auto) {});
+}
+
+// f(T{}) for the sample types with specialized kernels.
+template <class F>
+bool with_fast_type(SampleType t, F&& f) {
+  switch (t) {
+    case SampleType::u8:
+      f(std::uint8_t{});
+      return true;
+    case SampleType::u16:
+      f(std::uint16_t{});
+      return true;
+    case SampleType::f32:
+      f(float{});
+      return true;
+    default:
+      return false;
+  }
+}
+bool is_fast_type(SampleType t) {
+  return with_fast_type(t, [](auto) {});
+}
+
+template <int R>
+Taps<R> taps_of(const void* host) {
+  Taps<R> t{};
+  std::memcpy(t.w, host, sizeof t.w);
+  return t;
+}
+
+std::size_t max_dynamic_smem() {
+  int dev = 0, bytes = 0;
+  OOC_CUDA_TRY(cudaGetDevice(&dev));
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return static_cast<std::size_t>(bytes);
+}
+
+// Shared memory of the fused kernel (or the row kernel) for these arguments.
+std::size_t fused_smem(const SeparableLaunch& a) {
+  const int R = static_cast<int>(a.rx);
+  return TileShape::make(a.channels, R, P::kFusedRows + 2 * R).smem_bytes();
+}
+std::size_t row_smem(const SeparableLaunch& a) {
+  return TileShape::make(a.channels, static_cast<int>(a.rx), P::kRowRows).smem_bytes();
+}
+
+bool specialized_ok(const SeparableLaunch& a) {
+  return !a.generic && !a.f64 && a.row_taps_host != nullptr && a.col_taps_host != nullptr &&
+         a.channels >= 1 && a.channels <= P::kMaxChannels;
+}
+bool fast_row_ok(const SeparableLaunch& a, std::size_t smem_limit) {
+  return specialized_ok(a) && is_fast_radius(a.rx) && is_fast_type(a.in_type) &&
+         row_smem(a) <= smem_limit;
+}
+bool fast_column_ok(const SeparableLaunch& a) {
+  return specialized_ok(a) && is_fast_radius(a.ry) && is_fast_type(a.out_type);
+}
+bool fused_ok(const SeparableLaunch& a, std::size_t smem_limit) {
+  return specialized_ok(a) && a.rx == a.ry && a.rx >= 1 && a.rx <= P::kFusedMaxRadius &&
+         a.in_type == a.out_type && is_fast_type(a.in_type) && fused_smem(a) <= smem_limit;
+}
+
+TileArgs tile_args(const SeparableLaunch& a, void* out, std::size_t out_stride, std::int64_t rows) {
+  TileArgs t{};
+  t.in = static_cast<const std::byte*>(a.in);
+  t.in_stride = a.in_stride;
+  t.out = static_cast<std::byte*>(out);
+  t.out_stride = out_stride;
+  t.width = a.width;
+  t.n = a.width * a.channels;
+  t.C = a.channels;
+  t.border = a.border;
+  t.cval = static_cast<float>(a.border_value);
+  t.rows = rows;
+  t.first_row = a.first_row;
+  t.height = a.image_height;
+  t.tile_w = TileShape::make(a.channels, 0, 1).tile_w;
+  return t;
+}
+
+template <class Kernel>
+void allow_smem(Kernel k, std::size_t smem) {
+  if (smem > 48 * 1024)
+    OOC_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(smem)));
+}
+
+void launch_fused(const SeparableLaunch& a, cudaStream_t s) {
+  const TileArgs t = tile_args(a, a.out, a.out_stride, a.out_rows);
+  const std::size_t smem = fused_smem(a);
+  const dim3 grid(static_cast<unsigned>((t.n + t.tile_w - 1) / t.tile_w),
+                  grid_rows((a.out_rows + P::kFusedRows - 1) / P::kFusedRows));
+  with_fast_type(a.in_type, [&](auto tv) {
+    using T = decltype(tv);
+    with_radius(a.rx, [&](auto rc) {
+      constexpr int R = decltype(rc)::value;
+      if constexpr (R <= P::kFusedMaxRadius) {
+        auto* k = &fused_kernel<T, T, R>;
+        allow_smem(k, smem);
+        k<<<grid, P::kThreads, smem, s>>>(t, taps_of<R>(a.row_taps_host),
+                                          taps_of<R>(a.col_taps_host));
+      }
+    });
+  });
+  OOC_CUDA_TRY(cudaGetLastError());
+}
+
+void launch_fast_row(const SeparableLaunch& a, cudaStream_t s) {
+  const std::int64_t rows = a.out_rows + 2 * a.ry;
+  const TileArgs t = tile_args(a, a.mid, a.mid_stride, rows);
+  const std::size_t smem = row_smem(a);
+  const dim3 grid(static_cast<unsigned>((t.n + t.tile_w - 1) / t.tile_w),
+                  grid_rows((rows + P::kRowRows - 1) / P::kRowRows));
+  with_fast_type(a.in_type, [&](auto tv) {
+    using T = decltype(tv);
+    with_radius(a.rx, [&](auto rc) {
+      constexpr int R = decltype(rc)::value;
+      auto* k = &row_kernel<T, R>;
+      allow_smem(k, smem);
+      k<<<grid, P::kThreads, smem, s>>>(t, taps_of<R>(a.row_taps_host));
+    });
+  });
+  OOC_CUDA_TRY(cudaGetLastError());
+}
+
+void launch_fast_column(const SeparableLaunch& a, cudaStream_t s) {
+  const std::int64_t n = a.width * a.channels;
+  const dim3 grid(static_cast<unsigned>((n + P::kColumnThreads - 1) / P::kColumnThreads),
+                  grid_rows((a.out_rows + P::kColumnRun - 1) / P::kColumnRun));
+  with_fast_type(a.out_type, [&](auto uv) {
+    using U = decltype(uv);
+    with_radius(a.ry, [&](auto rc) {
+      constexpr int R = decltype(rc)::value;
+      column_kernel<U, R><<<grid, P::kColumnThreads, 0, s>>>(
+          static_cast<const std::byte*>(a.mid), a.mid_stride, static_cast<std::byte*>(a.out),
+          a.out_stride, n, a.out_rows, taps_of<R>(a.col_taps_host));
+    });
+  });
+  OOC_CUDA_TRY(cudaGetLastError());
+}
+
 template <class Acc>
-void launch(const SeparableLaunch& a, cudaStream_t s) {
+void launch_generic(const SeparableLaunch& a, cudaStream_t s) {
   dispatch_type(a.in_type, [&](auto t) { launch_row<decltype(t), Acc>(a, s); });
   dispatch_type(a.out_type, [&](auto u) { launch_column<decltype(u), Acc>(a, s); });
 }
 
 }  // namespace
 
+SeparablePath separable_path(const SeparableLaunch& a) {
+  if (!specialized_ok(a)) return SeparablePath::generic;
+  const std::size_t limit = max_dynamic_smem();
+  if (fused_ok(a, limit)) return SeparablePath::fused;
+  if (fast_row_ok(a, limit) || fast_column_ok(a)) return SeparablePath::two_pass;
+  return SeparablePath::generic;
+}
+
 void separable_band_async(const SeparableLaunch& a, cudaStream_t stream) {
   if (a.f64) {
-    launch<double>(a, stream);
+    launch_generic<double>(a, stream);
+    return;
+  }
+  if (!specialized_ok(a)) {
+    launch_generic<float>(a, stream);
+    return;
+  }
+  const std::size_t limit = max_dynamic_smem();
+  if (fused_ok(a, limit)) {
+    launch_fused(a, stream);
+    return;
+  }
+  if (fast_row_ok(a, limit)) {
+    launch_fast_row(a, stream);
   } else {
-    launch<float>(a, stream);
+    dispatch_type(a.in_type, [&](auto t) { launch_row<decltype(t), float>(a, stream); });
+  }
+  if (fast_column_ok(a)) {
+    launch_fast_column(a, stream);
+  } else {
+    dispatch_type(a.out_type, [&](auto u) { launch_column<decltype(u), float>(a, stream); });
   }
 }
 

@@ -31,7 +31,21 @@ struct SeparableLaunch {
   std::int64_t first_row = 0;     // image row of input row 0 (y0 - ry)
   std::int64_t image_height = 0;  // rows outside [0, height) are constant rows in constant mode
   bool f64 = false;               // accumulate in double
+  // Host copies of the same taps (accumulator type, 2 rx + 1 and 2 ry + 1 values). The kernels
+  // specialized on the radius take them by value, in the launch's parameter constant bank; without
+  // them (null) only the generic kernels run.
+  const void* row_taps_host = nullptr;
+  const void* col_taps_host = nullptr;
+  bool generic = false;  // force the generic kernels (for comparison; same results)
 };
+
+// Which kernels separable_band_async would run for `args` on the current device.
+enum class SeparablePath {
+  generic,   // generic row pass + generic column pass
+  two_pass,  // row and column passes apart, at least one of them specialized on its radius
+  fused,     // one kernel: row pass into shared memory, then the column pass
+};
+SeparablePath separable_path(const SeparableLaunch& args);
 
 // Enqueues the row pass and the column pass on `stream`; returns at once.
 void separable_band_async(const SeparableLaunch& args, cudaStream_t stream);

@@ -10,9 +10,14 @@
 #include <boost/interprocess/mapped_region.hpp>
 #include <cctype>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "formats.hpp"
@@ -139,6 +144,72 @@ class RawSource final : public Source {
   int mapped_slot_ = -1;
 };
 
+// Starts the disk writing each stretch of output just written, from a thread of its own, and
+// never waits for it: the output then reaches the disk while later bands compute instead of all
+// at the final sync, and the write stage never waits on the disk's queue (sync_file_range may
+// block when it is full). Stopping abandons what is queued: a run that does not sync must not
+// wait for the disk.
+class Writeback {
+ public:
+  explicit Writeback(int fd) : fd_(fd) {}
+  ~Writeback() { stop(); }
+  Writeback(const Writeback&) = delete;
+  Writeback& operator=(const Writeback&) = delete;
+
+  void wrote(std::size_t offset, std::size_t bytes) {
+    if (bytes_ > 0 && offset != from_ + bytes_) post();
+    if (bytes_ == 0) from_ = offset;
+    bytes_ += bytes;
+    if (bytes_ >= kStretch) post();
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  static constexpr std::size_t kStretch = std::size_t{32} << 20;
+
+  void post() {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.emplace_back(from_, bytes_);
+    }
+    bytes_ = 0;
+    wake_.notify_one();
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  }
+
+  void run() {
+    for (;;) {
+      std::pair<std::size_t, std::size_t> r;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        r = queue_.front();
+        queue_.pop_front();
+      }
+      // Errors surface where they always did: at the final sync or close.
+      ::sync_file_range(fd_, static_cast<off_t>(r.first), static_cast<off_t>(r.second),
+                        SYNC_FILE_RANGE_WRITE);
+    }
+  }
+
+  int fd_;
+  std::size_t from_ = 0, bytes_ = 0;  // the stretch written since the last post
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::pair<std::size_t, std::size_t>> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 class FileSink final : public Sink {
  public:
   FileSink(const std::string& path, const ImageSpec& spec, const std::string& input_path,
@@ -198,11 +269,18 @@ class FileSink final : public Sink {
     } else {
       for (std::int64_t y = 0; y < n; ++y) write_all(data + y * stride, row, base + (y0 + y) * row);
     }
+    writeback_.wrote(base + y0 * row, row * static_cast<std::size_t>(n));
   }
 
   // A part's rows are done; the output is finished by whoever checks every part (--finish).
-  void commit() override { file_.shared() ? file_.keep() : file_.commit(); }
-  void keep() override { file_.keep(); }
+  void commit() override {
+    writeback_.stop();
+    file_.shared() ? file_.keep() : file_.commit();
+  }
+  void keep() override {
+    writeback_.stop();
+    file_.keep();
+  }
 
  private:
   static off_t lock_offset(std::size_t header, const ImageSpec& spec, std::int64_t row) {
@@ -239,7 +317,8 @@ class FileSink final : public Sink {
 
   OutputFile file_;
   ImageSpec spec_;
-  std::string header_;  // written before the rows (.npy), or empty (raw)
+  std::string header_;               // written before the rows (.npy), or empty (raw)
+  Writeback writeback_{file_.fd()};  // after file_: stopped before the file closes
 };
 
 class NullSink final : public Sink {

@@ -2,6 +2,7 @@
 // launch of kernels/cuda on a band the engine staged in device memory.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -13,6 +14,15 @@
 
 namespace ooc {
 namespace {
+
+// OOC_CUDA_GENERIC_KERNELS=1 forces the generic kernels (same results, slower): for comparison.
+bool generic_kernels_forced() {
+  static const bool forced = [] {
+    const char* v = std::getenv("OOC_CUDA_GENERIC_KERNELS");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return forced;
+}
 
 class SeparableCudaKernel final : public CudaKernel {
  public:
@@ -35,6 +45,7 @@ class SeparableCudaKernel final : public CudaKernel {
     put(row_taps, 0);
     put(col_taps, row_taps.size() * acc);
     taps_.emplace(devices, taps.data(), taps.size());
+    host_taps_ = std::move(taps);  // the radius-specialized kernels take them by value
     base_.width = out.width;
     base_.channels = out.channels;
     base_.out_type = out.type;
@@ -43,6 +54,7 @@ class SeparableCudaKernel final : public CudaKernel {
     base_.border = p.border;
     base_.border_value = p.border_value;
     base_.f64 = f64;
+    base_.generic = generic_kernels_forced();
     col_offset_ = row_taps.size() * acc;
     acc_ = acc;
   }
@@ -52,6 +64,8 @@ class SeparableCudaKernel final : public CudaKernel {
     const std::byte* taps = taps_->on(b.device);
     l.row_taps = taps;
     l.col_taps = taps + col_offset_;
+    l.row_taps_host = host_taps_.data();
+    l.col_taps_host = host_taps_.data() + col_offset_;
     l.in = b.in;
     l.in_stride = b.in_stride;
     l.in_type = b.in_spec.type;
@@ -67,6 +81,7 @@ class SeparableCudaKernel final : public CudaKernel {
 
  private:
   std::optional<cuda::Replicated> taps_;
+  std::vector<std::byte> host_taps_;  // the same bytes as taps_, on the host
   cuda::SeparableLaunch base_;
   std::size_t col_offset_ = 0, acc_ = 4;
 };

@@ -2,8 +2,17 @@
 // Skips, with the reason, where no CUDA device is usable (CI has none).
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <limits>
 #include <random>
 #include <tuple>
+
+#if defined(OOC_HAVE_CUDA)
+#include <cuda_runtime.h>
+
+#include "../../kernels/cuda/separable.cuh"
+#include "../../src/cuda/resources.hpp"
+#endif
 
 #include "gpu_support.hpp"
 #include "ooc/error.hpp"
@@ -135,6 +144,257 @@ TEST(Gpu, LargeBandMatchesCpu) {
     ASSERT_LE(std::abs(g - h), 1e-5 * (std::abs(h) + 1000.0)) << "sample " << i;
   }
 }
+
+#if defined(OOC_HAVE_CUDA)
+// The kernels specialized on the radius against the generic kernels, called directly on one band
+// in device memory: byte-identical outputs, every sample written (each fast run starts from two
+// different poisons), over radii with and without a specialization, rx != ry, widths, band
+// heights, channels, sample types and every border rule, with bands touching the image's top and
+// bottom (constant rows) and a few infinities in the float inputs.
+struct BandCase {
+  SampleType in = SampleType::f32, out = SampleType::f32;
+  int channels = 1;
+  std::int64_t width = 1, out_rows = 1, rx = 1, ry = 1;
+  BorderMode border = BorderMode::reflect;
+  int place = 0;  // 0: the band is the whole image, 1: at its top, 2: at its bottom
+
+  std::string describe() const {
+    return std::string(name(in)) + "->" + std::string(name(out)) + " c" + std::to_string(channels) +
+           " w" + std::to_string(width) + " rows" + std::to_string(out_rows) + " rx" +
+           std::to_string(rx) + " ry" + std::to_string(ry) + " " + std::string(name(border)) +
+           " place" + std::to_string(place);
+  }
+};
+
+void cuda_check(cudaError_t e, const char* what) {
+  ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
+}
+
+class BandRunner {
+ public:
+  explicit BandRunner(const BandCase& c) : c_(c) {
+    const std::int64_t n = c.width * c.channels;
+    in_rows_ = c.out_rows + 2 * c.ry;
+    in_row_bytes_ = static_cast<std::size_t>(n) * sample_bytes(c.in);
+    out_row_bytes_ = static_cast<std::size_t>(n) * sample_bytes(c.out);
+    // Row strides with padding, as a pitched allocation would have.
+    in_stride_ = in_row_bytes_ + 64;
+    out_stride_ = out_row_bytes_ + 32;
+    mid_stride_ = static_cast<std::size_t>(n) * 4 + 16;
+    in_ = cuda::DeviceBuffer(0, in_stride_ * static_cast<std::size_t>(in_rows_));
+    mid_ = cuda::DeviceBuffer(0, mid_stride_ * static_cast<std::size_t>(in_rows_));
+    out_ = cuda::DeviceBuffer(0, out_stride_ * static_cast<std::size_t>(c.out_rows));
+
+    // Input: random non-zero samples; two infinities in float inputs.
+    const ImageSpec spec{c.width, in_rows_, c.channels, c.in};
+    auto data = test::random_image(spec, 1000 + static_cast<std::uint64_t>(n + 7 * c.rx + c.ry));
+    if (c.in == SampleType::f32) {
+      const std::size_t total = static_cast<std::size_t>(n * in_rows_);
+      test::put(data, c.in, total / 3, std::numeric_limits<double>::infinity());
+      test::put(data, c.in, 2 * total / 3, -std::numeric_limits<double>::infinity());
+    }
+    cuda_check(cudaMemcpy2D(in_.data(), in_stride_, data.data(), in_row_bytes_, in_row_bytes_,
+                            static_cast<std::size_t>(in_rows_), cudaMemcpyHostToDevice),
+               "upload");
+    // Taps: random, non-zero, not symmetric (the order of the sums shows).
+    std::mt19937_64 rng(static_cast<std::uint64_t>(c.rx * 131 + c.ry));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    row_.resize(static_cast<std::size_t>(2 * c.rx + 1));
+    col_.resize(static_cast<std::size_t>(2 * c.ry + 1));
+    for (float& t : row_) t = u(rng) + (u(rng) > 0 ? 1e-3f : -1e-3f);
+    for (float& t : col_) t = u(rng) + (u(rng) > 0 ? 1e-3f : -1e-3f);
+    taps_ = cuda::DeviceBuffer(0, (row_.size() + col_.size()) * 4);
+    cuda_check(cudaMemcpy(taps_.data(), row_.data(), row_.size() * 4, cudaMemcpyHostToDevice),
+               "taps");
+    cuda_check(cudaMemcpy(taps_.data() + row_.size() * 4, col_.data(), col_.size() * 4,
+                          cudaMemcpyHostToDevice),
+               "taps");
+
+    a_.in = in_.data();
+    a_.in_stride = in_stride_;
+    a_.mid = mid_.data();
+    a_.mid_stride = mid_stride_;
+    a_.out = out_.data();
+    a_.out_stride = out_stride_;
+    a_.width = c.width;
+    a_.channels = c.channels;
+    a_.in_type = c.in;
+    a_.out_type = c.out;
+    a_.out_rows = c.out_rows;
+    a_.rx = c.rx;
+    a_.ry = c.ry;
+    a_.row_taps = taps_.data();
+    a_.col_taps = taps_.data() + row_.size() * 4;
+    a_.row_taps_host = row_.data();
+    a_.col_taps_host = col_.data();
+    a_.border = c.border;
+    a_.border_value = -37.625;  // non-zero, inside every type's range after rounding
+    a_.f64 = false;
+    // Output rows [y0, y0 + out_rows) of an image; input row 0 is image row y0 - ry.
+    const std::int64_t extra = 7;
+    a_.image_height = c.place == 0 ? c.out_rows : c.out_rows + extra;
+    const std::int64_t y0 = c.place == 2 ? extra : 0;
+    a_.first_row = y0 - c.ry;
+  }
+
+  cuda::SeparablePath path(bool generic) {
+    cuda::SeparableLaunch a = a_;
+    a.generic = generic;
+    return cuda::separable_path(a);
+  }
+
+  // The output band's bytes (row padding left out), starting from `poison` bytes.
+  std::vector<std::byte> run(bool generic, int poison) {
+    cuda::SeparableLaunch a = a_;
+    a.generic = generic;
+    std::vector<std::byte> host(out_row_bytes_ * static_cast<std::size_t>(c_.out_rows));
+    if (cudaMemset(out_.data(), poison, out_.size()) != cudaSuccess) return {};
+    if (cudaMemset(mid_.data(), poison, mid_.size()) != cudaSuccess) return {};
+    cuda::separable_band_async(a, nullptr);
+    if (cudaDeviceSynchronize() != cudaSuccess || cudaGetLastError() != cudaSuccess) return {};
+    if (cudaMemcpy2D(host.data(), out_row_bytes_, out_.data(), out_stride_, out_row_bytes_,
+                     static_cast<std::size_t>(c_.out_rows), cudaMemcpyDeviceToHost) != cudaSuccess)
+      return {};
+    return host;
+  }
+
+ private:
+  BandCase c_;
+  std::int64_t in_rows_ = 0;
+  std::size_t in_row_bytes_ = 0, out_row_bytes_ = 0, in_stride_ = 0, out_stride_ = 0,
+              mid_stride_ = 0;
+  cuda::DeviceBuffer in_, mid_, out_, taps_;
+  std::vector<float> row_, col_;
+  cuda::SeparableLaunch a_;
+};
+
+bool fast_type(SampleType t) {
+  return t == SampleType::u8 || t == SampleType::u16 || t == SampleType::f32;
+}
+bool fast_radius(std::int64_t r) {
+  for (std::int64_t f : {1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 48, 64})
+    if (r == f) return true;
+  return false;
+}
+
+// The path the dispatch must take for this case (as documented in separable.cu).
+cuda::SeparablePath expected_path(const BandCase& c) {
+  if (c.channels > 16) return cuda::SeparablePath::generic;
+  if (c.rx == c.ry && c.rx >= 1 && c.rx <= 8 && c.in == c.out && fast_type(c.in))
+    return cuda::SeparablePath::fused;
+  if ((fast_radius(c.rx) && fast_type(c.in)) || (fast_radius(c.ry) && fast_type(c.out)))
+    return cuda::SeparablePath::two_pass;
+  return cuda::SeparablePath::generic;
+}
+
+// Returns the path taken; a failure is reported through gtest.
+cuda::SeparablePath check_band(const BandCase& c) {
+  BandRunner b(c);
+  const std::string what = c.describe();
+  EXPECT_EQ(b.path(true), cuda::SeparablePath::generic) << what;
+  const cuda::SeparablePath path = b.path(false);
+  EXPECT_EQ(static_cast<int>(path), static_cast<int>(expected_path(c))) << what;
+  const auto want = b.run(true, 0xA5);
+  EXPECT_FALSE(want.empty()) << what << ": CUDA failure in the generic kernels";
+  for (int poison : {0xA5, 0x5A}) {
+    const auto got = b.run(false, poison);
+    EXPECT_FALSE(got.empty()) << what << ": CUDA failure in the fast kernels";
+    if (got.size() != want.size()) continue;
+    const std::size_t s = sample_bytes(c.out);
+    for (std::size_t i = 0; i < got.size(); i += s)
+      if (std::memcmp(got.data() + i, want.data() + i, s) != 0) {
+        ADD_FAILURE() << what << " poison " << poison << ": first differing sample " << i / s
+                      << " (row " << i / s / static_cast<std::size_t>(c.width * c.channels)
+                      << "): fast " << test::get(got, c.out, i / s) << " generic "
+                      << test::get(want, c.out, i / s);
+        break;
+      }
+  }
+  return path;
+}
+
+TEST(Gpu, SpecializedKernelsBitIdenticalToGeneric) {
+  OOC_REQUIRE_GPU();
+  const std::pair<SampleType, SampleType> types[] = {
+      {SampleType::f32, SampleType::f32}, {SampleType::u8, SampleType::u8},
+      {SampleType::u16, SampleType::u16}, {SampleType::u8, SampleType::f32},
+      {SampleType::f32, SampleType::u16}, {SampleType::i16, SampleType::i16}};
+  const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                                BorderMode::wrap, BorderMode::constant};
+  int counts[3] = {0, 0, 0};
+  auto check = [&](const BandCase& c) {
+    const auto path = check_band(c);
+    ++counts[static_cast<int>(path)];
+    return !::testing::Test::HasFailure();
+  };
+  int k = 0;
+  // 1. Every specialized radius and its unspecialized neighbours, square and rx != ry, every
+  // border, 1/3/4 channels; the types, widths, heights and places cycle along.
+  std::vector<std::pair<std::int64_t, std::int64_t>> radii;
+  for (std::int64_t r :
+       {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16, 17, 24, 25, 32, 33, 47, 48, 63, 64, 65})
+    radii.emplace_back(r, r);
+  for (auto p : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {3, 5}, {5, 3}, {1, 16}, {64, 2}, {8, 9}, {9, 8}, {5, 0}, {0, 5}, {12, 10}, {10, 12}})
+    radii.push_back(p);
+  const std::int64_t widths[] = {37, 2999, 2, 1, 37};
+  const std::int64_t heights[] = {5, 300, 1, 5};
+  for (const auto& [rx, ry] : radii)
+    for (BorderMode border : borders)
+      for (int channels : {1, 3, 4}) {
+        BandCase c;
+        std::tie(c.in, c.out) = types[static_cast<std::size_t>(k) % std::size(types)];
+        c.channels = channels;
+        c.width = widths[static_cast<std::size_t>(k) % std::size(widths)];
+        c.out_rows = heights[static_cast<std::size_t>(k / 3) % std::size(heights)];
+        c.rx = rx;
+        c.ry = ry;
+        c.border = border;
+        c.place = k % 3;
+        ++k;
+        if (!check(c)) return;
+      }
+  // 2. Geometry: every width (one wider than 65536 samples), band height, channel count, type
+  // pair and border, at radii of each kernel (fused, two-pass, both at their limits).
+  for (std::int64_t r : {1, 3, 8, 16, 64})
+    for (std::int64_t width : {1, 2, 37, 2999, 70000})
+      for (std::int64_t rows : {1, 5, 300}) {
+        if (width == 70000 && rows == 300 && r != 16) continue;  // one tall wide band is enough
+        for (int channels : {1, 3, 4})
+          for (BorderMode border : borders) {
+            BandCase c;
+            std::tie(c.in, c.out) = types[static_cast<std::size_t>(k) % std::size(types)];
+            c.channels = channels;
+            c.width = width;
+            c.out_rows = rows;
+            c.rx = c.ry = r;
+            c.border = border;
+            c.place = k % 3;
+            ++k;
+            if (width == 70000 && border != BorderMode::reflect && border != BorderMode::constant)
+              continue;
+            if (width == 70000 && rows == 300 && (channels != 1 || border != BorderMode::reflect))
+              continue;
+            if (!check(c)) return;
+          }
+      }
+  // 3. Many channels: the specialized kernels' limit (16) and past it (generic).
+  for (int channels : {5, 16, 17})
+    for (std::int64_t r : {2, 24}) {
+      BandCase c;
+      c.channels = channels;
+      c.width = 301;
+      c.out_rows = 40;
+      c.rx = c.ry = r;
+      c.border = BorderMode::constant;
+      c.place = 0;
+      if (!check(c)) return;
+    }
+  EXPECT_GT(counts[static_cast<int>(cuda::SeparablePath::fused)], 0);
+  EXPECT_GT(counts[static_cast<int>(cuda::SeparablePath::two_pass)], 0);
+  EXPECT_GT(counts[static_cast<int>(cuda::SeparablePath::generic)], 0);
+}
+#endif  // OOC_HAVE_CUDA
 
 TEST(Gpu, BadDeviceIndexIsADeviceError) {
   OOC_REQUIRE_GPU();

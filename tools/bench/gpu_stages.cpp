@@ -4,9 +4,15 @@
 // cudaMemcpy of the same run), NPP's row + column filters on the same band, and pwrite + fsync of
 // the output. The slowest of these bounds what the whole pipeline can reach. One line per stage,
 // "stage GB/s (median of N)" plus details; --csv writes the same rows as CSV. GB = 1e9 bytes.
+// The kernels run twice side by side on the same band: the path the pipeline takes (kernels
+// specialized on the radius where there are some) and the generic kernels (kernels-generic);
+// their outputs are compared byte for byte. Each kernel row also gives the time of its bounds
+// over its time: memory (the DRAM bytes it must move / --dram-peak) and FMA (2 (2r + 1) FMAs per
+// output pixel / the device's fp32 FMA rate, SMs x 128 x clock): 1.00 = at the bound.
 //
 // Usage: ooc_gpu_stages --file PATH [--width 65536] [--rows 256] [--radius 16] [--type f32|u8]
 //                       [--repeats 10] [--threads 8] [--device 0] [--csv PATH]
+//                       [--dram-peak 3900]
 // PATH is an existing file of at least 2 GiB (its content does not matter); it is read once
 // before the read stage so that it is in the page cache. The write stage writes as many bytes to
 // PATH.stagewrite and deletes it. Without --file, the read and write stages are skipped.
@@ -70,15 +76,17 @@ struct Options {
   int device = 0;
   std::string file;
   std::string csv;
+  double dram_peak_gbps = 3900;  // the device's DRAM bandwidth, GB/s (H200: 3.9e12 B/s)
 };
 
 const char* kUsage =
     "usage: ooc_gpu_stages --file PATH [--width 65536] [--rows 256] [--radius 16]\n"
     "                      [--type f32|u8] [--repeats 10] [--threads 8] [--device 0] [--csv PATH]\n"
+    "                      [--dram-peak 3900]\n"
     "Measures each GPU pipeline stage's own ceiling for one band of width x rows samples\n"
     "(input band: rows + 2 radius rows). PATH: a file of at least 2 GiB, read through the page\n"
     "cache; PATH.stagewrite is written and deleted. Without --file the read and write stages are\n"
-    "skipped.\n";
+    "skipped. --dram-peak: the device's DRAM bandwidth in GB/s, for the kernels' memory bound.\n";
 
 std::int64_t parse_int(std::string_view opt, const std::string& v, std::int64_t lo,
                        std::int64_t hi) {
@@ -130,6 +138,11 @@ bool parse_options(int argc, char** argv, Options& o) {
       o.file = value;
     } else if (arg == "--csv") {
       o.csv = value;
+    } else if (arg == "--dram-peak") {
+      char* end = nullptr;
+      o.dram_peak_gbps = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(o.dram_peak_gbps > 0) || o.dram_peak_gbps > 1e6)
+        throw Error(ErrorKind::usage, "--dram-peak wants GB/s in (0, 1e6], got '" + value + "'");
     } else {
       throw Error(ErrorKind::usage, "unknown option '" + arg + "' (see --help)");
     }
@@ -162,14 +175,21 @@ class Report {
     csv_.open(csv_path, std::ios::out | std::ios::trunc);
     if (!csv_) throw Error(ErrorKind::io, io_message("cannot write the CSV", csv_path, errno));
     csv_path_ = csv_path;
-    csv_ << "stage,gb_per_s,median_of,ms,gpixel_per_s,bytes,note\n";
+    csv_ << "stage,gb_per_s,median_of,ms,gpixel_per_s,bytes,note,mem_bound_fraction,"
+            "fma_bound_fraction\n";
     csv_.flush();
   }
 
-  // gbps < 0: not measured ("n/a"); ms and gpix < 0: not applicable.
+  // gbps < 0: not measured ("n/a"); ms, gpix and the bound fractions < 0: not applicable.
+  // mem_frac, fma_frac: the time of the kernel's memory (FMA) bound over its measured time.
   void row(const std::string& stage, double gbps, int n, double ms, double gpix, double bytes,
-           const std::string& note) {
-    if (gbps >= 0) {
+           const std::string& note, double mem_frac = -1, double fma_frac = -1) {
+    if (gbps >= 0 && mem_frac >= 0) {
+      std::printf(
+          "%-14s %9.2f GB/s (median of %d)  [%.2f of its memory bound, %.2f of its FMA "
+          "bound]  %s\n",
+          stage.c_str(), gbps, n, mem_frac, fma_frac, note.c_str());
+    } else if (gbps >= 0) {
       std::printf("%-14s %9.2f GB/s (median of %d)  %s\n", stage.c_str(), gbps, n, note.c_str());
     } else {
       std::printf("%-14s %9s                    %s\n", stage.c_str(), "n/a", note.c_str());
@@ -184,7 +204,8 @@ class Report {
     auto num = [](double x, const char* f) { return x < 0 ? std::string() : fmt(f, x); };
     csv_ << stage << ',' << (gbps < 0 ? "n/a" : fmt("%.3f", gbps)) << ','
          << (gbps < 0 ? std::string() : std::to_string(n)) << ',' << num(ms, "%.4f") << ','
-         << num(gpix, "%.4f") << ',' << num(bytes, "%.0f") << ",\"" << quoted << "\"\n";
+         << num(gpix, "%.4f") << ',' << num(bytes, "%.0f") << ",\"" << quoted << "\","
+         << num(mem_frac, "%.4f") << ',' << num(fma_frac, "%.4f") << "\n";
     csv_.flush();
     if (!csv_) throw Error(ErrorKind::io, "writing the CSV '" + csv_path_ + "' failed");
   }
@@ -515,7 +536,7 @@ int run(const Options& o) {
                 " MB, counting read + write bytes");
   }
 
-  // 4. kernels alone
+  // 4. kernels alone: the path the pipeline takes, then the generic kernels, on the same band.
   const std::vector<float> taps = gaussian_taps(r);
   DeviceBuffer d_taps(o.device, taps.size() * sizeof(float));
   OOC_CUDA_TRY(
@@ -536,26 +557,93 @@ int run(const Options& o) {
   a.ry = r;
   a.row_taps = d_taps.data();
   a.col_taps = d_taps.data();
+  a.row_taps_host = taps.data();
+  a.col_taps_host = taps.data();
   a.border = ooc::BorderMode::reflect;
   a.first_row = 0;  // a band inside the image: every input row is a real row
   a.image_height = in_rows;
   a.f64 = false;
-  const auto kernel_ms = time_on_stream(
-      s1.get(), o.repeats, [&](cudaStream_t s) { ooc::cuda::separable_band_async(a, s); });
+  ooc::cuda::SeparableLaunch g = a;
+  g.generic = true;
+  DeviceBuffer d_out_generic(o.device, out_bytes);
+  g.out = d_out_generic.data();
+  const auto path = ooc::cuda::separable_path(a);
+  const char* path_name = path == ooc::cuda::SeparablePath::fused      ? "fused"
+                          : path == ooc::cuda::SeparablePath::two_pass ? "two-pass specialized"
+                                                                       : "generic";
+  // Poison both outputs, so that a sample one of them leaves unwritten shows as a difference.
+  OOC_CUDA_TRY(cudaMemsetAsync(d_out.data(), 0xA5, out_bytes, s1.get()));
+  OOC_CUDA_TRY(cudaMemsetAsync(d_out_generic.data(), 0x5A, out_bytes, s1.get()));
+  // Interleaved: fast, generic, fast, generic... so that clocks and caches treat both alike.
+  std::vector<double> kernel_ms, generic_ms;
+  for (int i = 0; i < o.repeats; ++i) {
+    const auto f =
+        time_on_stream(s1.get(), 1, [&](cudaStream_t s) { ooc::cuda::separable_band_async(a, s); });
+    const auto gm =
+        time_on_stream(s1.get(), 1, [&](cudaStream_t s) { ooc::cuda::separable_band_async(g, s); });
+    kernel_ms.push_back(f[0]);
+    generic_ms.push_back(gm[0]);
+  }
+  bool identical = false;
+  {
+    std::vector<unsigned char> x(out_bytes), y(out_bytes);
+    OOC_CUDA_TRY(cudaMemcpy(x.data(), d_out.data(), out_bytes, cudaMemcpyDeviceToHost));
+    OOC_CUDA_TRY(cudaMemcpy(y.data(), d_out_generic.data(), out_bytes, cudaMemcpyDeviceToHost));
+    identical = std::memcmp(x.data(), y.data(), out_bytes) == 0;
+  }
   const double ours_ms = median(kernel_ms);
+  const double generic_med = median(generic_ms);
   const double pixels = static_cast<double>(W) * static_cast<double>(B);
+  // Bounds: DRAM bytes a kernel must move at --dram-peak, and 2 (2r + 1) FMAs per output pixel
+  // at the device's fp32 rate (SMs x 128 FMA per clock x clock).
+  int clock_khz = 0;
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, o.device));
+  const double fma_rate = static_cast<double>(prop.multiProcessorCount) * 128.0 * clock_khz * 1e3;
+  const double fmas = pixels * 2.0 * static_cast<double>(2 * r + 1);
+  const double peak = o.dram_peak_gbps * kGB;
+  const double two_pass_bytes = static_cast<double>(in_bytes + 2 * mid_bytes + out_bytes);
+  const double fused_bytes = static_cast<double>(in_bytes + out_bytes);
+  auto mem_frac = [&](double bytes, double ms) { return bytes / peak / (ms * 1e-3); };
+  auto fma_frac = [&](double ms) { return fmas / fma_rate / (ms * 1e-3); };
+  std::printf(
+      "%s: bounds: DRAM %.0f GB/s (--dram-peak), fp32 FMA %.1f TFMA/s (%d SMs x 128 x "
+      "%.0f MHz); %.0f FMAs per output pixel\n",
+      kProg, o.dram_peak_gbps, fma_rate / 1e12, prop.multiProcessorCount, clock_khz / 1e3,
+      2.0 * static_cast<double>(2 * r + 1));
+  std::printf("%s: path taken: %s; outputs of the two paths %s\n", kProg, path_name,
+              identical ? "byte-identical" : "DIFFER (a bug: they must be byte-identical)");
+  std::fflush(stdout);
   {
     const double io_bytes = static_cast<double>(in_bytes + out_bytes);
-    const double moved = static_cast<double>(in_bytes + 2 * mid_bytes + out_bytes);
-    const double moved_gbps = median(gbps_of(kernel_ms, moved));
+    const bool fused = path == ooc::cuda::SeparablePath::fused;
+    const double must = fused ? fused_bytes : two_pass_bytes;
     rep.row("kernels", median(gbps_of(kernel_ms, io_bytes)), o.repeats, ours_ms,
             pixels / (ours_ms * 1e-3) / 1e9, io_bytes,
-            "separable_band_async, f32 accumulate, reflect, Gaussian sigma r/3: " +
-                fmt("%.3f", ours_ms) + " ms/band, " + fmt("%.2f", pixels / (ours_ms * 1e-3) / 1e9) +
-                " Gpixel/s; bytes = input + output band");
+            std::string("separable_band_async (") + path_name +
+                "), f32 accumulate, reflect, Gaussian sigma r/3: " + fmt("%.3f", ours_ms) +
+                " ms/band, " + fmt("%.2f", pixels / (ours_ms * 1e-3) / 1e9) +
+                " Gpixel/s; bytes = input + output band; generic/this time = " +
+                fmt("%.2f", generic_med / ours_ms) + "x; outputs " +
+                (identical ? "byte-identical to the generic kernels"
+                           : "DIFFER from the generic kernels"),
+            mem_frac(must, ours_ms), fma_frac(ours_ms));
+    const double moved = must;
+    const double moved_gbps = median(gbps_of(kernel_ms, moved));
     rep.row("kernels-moved", moved_gbps, o.repeats, ours_ms, pixels / (ours_ms * 1e-3) / 1e9, moved,
-            "same runs, bytes = input + 2 x f32 intermediate + output = " +
-                fmt("%.0f", 100.0 * moved_gbps / d2d_gbps) + "% of d2d-memcpy");
+            std::string("same runs, bytes = ") +
+                (fused ? "input + output (fused: no intermediate in DRAM)"
+                       : "input + 2 x f32 intermediate + output") +
+                " = " + fmt("%.0f", 100.0 * moved_gbps / d2d_gbps) + "% of d2d-memcpy",
+            mem_frac(must, ours_ms), fma_frac(ours_ms));
+    rep.row("kernels-generic", median(gbps_of(generic_ms, io_bytes)), o.repeats, generic_med,
+            pixels / (generic_med * 1e-3) / 1e9, io_bytes,
+            "the generic kernels (SeparableLaunch::generic) on the same band, runs interleaved "
+            "with the row above: " +
+                fmt("%.3f", generic_med) + " ms/band, " +
+                fmt("%.2f", pixels / (generic_med * 1e-3) / 1e9) +
+                " Gpixel/s; bytes = input + output band; memory bound counts input + 2 x f32 "
+                "intermediate + output",
+            mem_frac(two_pass_bytes, generic_med), fma_frac(generic_med));
   }
 
   // 5. NPP on the same band
@@ -610,7 +698,10 @@ int run(const Options& o) {
             "has no reflect): " +
                 fmt("%.3f", t) + " ms/band, " + fmt("%.2f", pixels / (t * 1e-3) / 1e9) +
                 " Gpixel/s, npp/ours time = " + fmt("%.2f", t / ours_ms) +
-                "x, max |npp - ours| off the edges = " + fmt("%.2g", max_diff));
+                "x, npp/generic time = " + fmt("%.2f", t / generic_med) +
+                "x, max |npp - ours| off the edges = " + fmt("%.2g", max_diff) +
+                "; memory bound counts input + 2 x f32 intermediate + output",
+            mem_frac(two_pass_bytes, t), fma_frac(t));
   }
 #else
   rep.row("npp", -1, 0, -1, -1, -1,
