@@ -26,13 +26,14 @@ std::string Backend::describe() const {
 
 namespace {
 
-// What a GPU run pays before its first band: the CUDA context, pinned and device buffers, the
-// kernels' tables. Measured on an H200 (tools/bench/results/gpu-h200): a 1 GiB radius-16 run took
-// 0.71 s on CUDA against 0.25 s on 16 CPU threads, of which the bands themselves took about 0.05 s.
-constexpr double kCudaStartSeconds = 0.45;
+// What a GPU run pays before its first band: mostly the CUDA context (0.22-0.29 s alone on an
+// H200); the first slot's buffers follow, the others are made while bands run. Measured there
+// (tools/bench/results/gpu-h200/startup.csv): a 64 x 64 image takes 0.24-0.31 s on CUDA.
+constexpr double kCudaStartSeconds = 0.3;
 // Bytes per second one GPU's slots stream (read into pinned memory, copied in and out), as
-// measured on the same machine (--stats: 24 GB/s while streaming).
-constexpr double kCudaStreamBytesPerSecond = 24e9;
+// measured on the same machine: 32 GiB f32 from the page cache to null: in 1.79 s (radius 3)
+// and 2.07 s (radius 16), start-up included.
+constexpr double kCudaStreamBytesPerSecond = 21e9;
 
 struct Estimate {
   double cpu = 0, cuda = 0;

@@ -154,8 +154,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     // ...and the backend's preferred size, but tall enough that the halo stays a small overhead.
     std::int64_t want = 1;
     while (want < span && slot_total(want * 2) <= target) want *= 2;
-    // A GPU sends the halo rows again with every band: there they must be a smaller share.
-    want = std::max(want, o.min_rows_per_halo * 2 * halo * (backend.cuda ? 4 : 1));
+    want = std::max(want, o.min_rows_per_halo * 2 * halo);
     rows = std::max<std::int64_t>(1, std::min({lo, want, span}));
   }
   if (backend.cuda) {
