@@ -101,22 +101,9 @@ int main(int argc, char** argv) {
     ooc::SinkOptions out_options;
     ooc::cli::add_output_options(*app.add_option_group("Output file"), out_options);
 
-    ooc::PipelineOptions popt;
-    std::optional<std::string> mem_limit;
-    std::string device = "auto", devices = "all";
-    auto* g_p = app.add_option_group("Pipeline");
-    g_p->add_option("--mem-limit", mem_limit,
-                    "memory for the band ring, e.g. 512M, 4G (default: min(1G, RAM/4))");
-    g_p->add_option("--threads", popt.threads, "worker threads (default: all cores)")
-        ->check(CLI::Range(1, ooc::kMaxThreads));
-    g_p->add_option("--band-rows", popt.band_rows, "output rows per band (default: planned)")
-        ->check(ooc::cli::positive());
-    g_p->add_option("--slots", popt.slots, "bands in flight (default: threads + 2)")
-        ->check(CLI::Range(1, 1 << 16));
-    g_p->add_option("--device", device, "auto (CUDA when a GPU is usable), cpu or cuda")
-        ->default_str("auto");
-    g_p->add_option("--devices", devices, "GPUs to use: all, or a list like 0,1")
-        ->default_str("all");
+    ooc::cli::PipelineCli pipeline_cli;
+    ooc::cli::add_pipeline_options(*app.add_option_group("Pipeline"), pipeline_cli,
+                                   "output rows per band (default: planned)");
 
     ooc::cli::RunCli run_cli;
     ooc::cli::add_run_options(*app.add_option_group("Parts and resume"), run_cli);
@@ -143,7 +130,9 @@ int main(int argc, char** argv) {
     hints.type = ooc::parse_sample_type(type);
     hints.type_given = type_opt->count() > 0;
     hints.channels_given = channels_opt->count() > 0;
-    if (mem_limit) popt.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
+    ooc::JobOptions jo;
+    ooc::cli::apply_pipeline_options(pipeline_cli, jo);
+    const ooc::PipelineOptions& popt = jo.pipeline;
 
     // Options are checked before the input is opened: a bad filter is a usage error first.
     std::optional<ooc::Conv2dParams> params2d;
@@ -152,15 +141,11 @@ int main(int argc, char** argv) {
       params2d = ooc::cli::conv2d_params(filter, popt.mem_limit);
     else
       params = ooc::cli::filter_params(filter, popt.mem_limit);
-    ooc::JobOptions jo;
     jo.input = input;
     jo.hints = hints;
     jo.seed = seed;
     jo.output = output;
     jo.sink = out_options;
-    jo.pipeline = popt;
-    jo.device = device;
-    jo.devices = devices;
     ooc::cli::apply_run_options(run_cli, jo);
     jo.journal = true;  // resumable
     ooc::Job job(jo);

@@ -249,21 +249,12 @@ int main(int argc, char** argv) {
     g_x->add_option("--out", out, "y: FILE.npy or FILE.txt (ax: FILE.npy or raw)")->required();
     g_x->add_option("--precision", precision, "f64 (default) or f32 products")->default_str("f64");
 
-    std::optional<std::string> mem_limit;
+    ooc::cli::PipelineCli pipeline_cli;
     auto* g_p = app.add_option_group("Pipeline");
-    g_p->add_option("--mem-limit", mem_limit, "memory for the band ring (default: min(1G, RAM/4))");
-    g_p->add_option("--threads", jo.pipeline.threads, "worker threads (default: all cores)")
-        ->check(CLI::Range(1, ooc::kMaxThreads));
-    g_p->add_option("--band-rows", jo.pipeline.band_rows,
-                    "rows per band (rounded down to leaves x a power of 2)")
-        ->check(ooc::cli::positive());
+    ooc::cli::add_pipeline_options(*g_p, pipeline_cli,
+                                   "rows per band (rounded down to leaves x a power of 2)");
     g_p->add_option("--leaf-rows", params.leaf_rows,
                     "rows summed before the tree, a power of 2 (default: 16 MiB of A)");
-    g_p->add_option("--slots", jo.pipeline.slots, "bands in flight")->check(CLI::Range(1, 1 << 16));
-    g_p->add_option("--device", jo.device, "auto (CUDA when a GPU is usable), cpu or cuda")
-        ->default_str("auto");
-    g_p->add_option("--devices", jo.devices, "GPUs to use: all, or a list like 0,1")
-        ->default_str("all");
     ooc::cli::ReportCli report_cli;
     ooc::cli::add_report_options(*app.add_option_group("Reporting"), report_cli);
     auto& [progress, quiet, stats] = report_cli;
@@ -281,7 +272,7 @@ int main(int argc, char** argv) {
     params.f32 = precision == "f32";
     jo.hints.type = ooc::parse_sample_type(type);
     jo.hints.type_given = type_opt->count() > 0;
-    if (mem_limit) jo.pipeline.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
+    ooc::cli::apply_pipeline_options(pipeline_cli, jo);
     if (params.kind == ooc::ProductKind::ax) {
       if (ends_with(out, ".txt"))
         throw Error(ErrorKind::usage,

@@ -106,18 +106,9 @@ int main(int argc, char** argv) {
     std::string histogram;
     app.add_option("--histogram", histogram, "also write the histogram: FILE.csv or FILE.npy");
 
-    std::optional<std::string> mem_limit;
-    auto* g_p = app.add_option_group("Pipeline");
-    g_p->add_option("--mem-limit", mem_limit, "memory for the band ring (default: min(1G, RAM/4))");
-    g_p->add_option("--threads", jo.pipeline.threads, "worker threads (default: all cores)")
-        ->check(CLI::Range(1, ooc::kMaxThreads));
-    g_p->add_option("--band-rows", jo.pipeline.band_rows, "rows per band (default: planned)")
-        ->check(ooc::cli::positive());
-    g_p->add_option("--slots", jo.pipeline.slots, "bands in flight")->check(CLI::Range(1, 1 << 16));
-    g_p->add_option("--device", jo.device, "auto (CUDA when a GPU is usable), cpu or cuda")
-        ->default_str("auto");
-    g_p->add_option("--devices", jo.devices, "GPUs to use: all, or a list like 0,1")
-        ->default_str("all");
+    ooc::cli::PipelineCli pipeline_cli;
+    ooc::cli::add_pipeline_options(*app.add_option_group("Pipeline"), pipeline_cli,
+                                   "rows per band (default: planned)");
     ooc::cli::ReportCli report_cli;
     ooc::cli::add_report_options(*app.add_option_group("Reporting"), report_cli);
     auto& [progress, quiet, stats] = report_cli;
@@ -127,7 +118,7 @@ int main(int argc, char** argv) {
     jo.hints.type = ooc::parse_sample_type(type);
     jo.hints.type_given = type_opt->count() > 0;
     jo.hints.channels_given = channels_opt->count() > 0;
-    if (mem_limit) jo.pipeline.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
+    ooc::cli::apply_pipeline_options(pipeline_cli, jo);
 
     // Under mpirun/srun each rank takes its rows; the histograms are summed over the ranks.
     ooc::cli::World& world = ooc::cli::World::get();

@@ -250,6 +250,27 @@ void check_report_options(const ReportCli& r) {
     throw Error(ErrorKind::usage, "--stats takes json or text, got '" + r.stats + "'");
 }
 
+void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& band_rows_help) {
+  group.add_option("--mem-limit", p.mem_limit,
+                   "memory for the band ring, e.g. 512M, 4G (default: min(1G, RAM/4))");
+  group.add_option("--threads", p.options.threads, "worker threads (default: all cores)")
+      ->check(CLI::Range(1, ooc::kMaxThreads));
+  group.add_option("--band-rows", p.options.band_rows, band_rows_help)->check(positive());
+  group.add_option("--slots", p.options.slots, "bands in flight (default: planned)")
+      ->check(CLI::Range(1, 1 << 16));
+  group.add_option("--device", p.device, "auto (CUDA when a GPU is usable), cpu or cuda")
+      ->default_str("auto");
+  group.add_option("--devices", p.devices, "GPUs to use: all, or a list like 0,1")
+      ->default_str("all");
+}
+
+void apply_pipeline_options(const PipelineCli& p, ooc::JobOptions& jo) {
+  jo.pipeline = p.options;
+  if (p.mem_limit) jo.pipeline.mem_limit = ooc::parse_size(*p.mem_limit, "--mem-limit");
+  jo.device = p.device;
+  jo.devices = p.devices;
+}
+
 void add_run_options(CLI::App& app, RunCli& r) {
   auto* part = app.add_option("--part", r.part,
                               "I/N: run part I (0 to N-1) of N; auto: from Slurm "

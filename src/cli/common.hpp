@@ -17,6 +17,8 @@ class App;
 }
 #include <nlohmann/json.hpp>
 
+#include "ooc/pipeline.hpp"
+
 namespace ooc {
 struct SinkOptions;
 struct RunStats;
@@ -77,6 +79,16 @@ struct ReportCli {
 };
 void add_report_options(CLI::App& app, ReportCli& r);
 void check_report_options(const ReportCli& r);
+
+// The group "Pipeline" of the tools that run a job: --mem-limit, --threads, --band-rows, --slots,
+// --device, --devices. apply_pipeline_options() parses --mem-limit and fills `jo`.
+struct PipelineCli {
+  std::optional<std::string> mem_limit;
+  ooc::PipelineOptions options;
+  std::string device = "auto", devices = "all";
+};
+void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& band_rows_help);
+void apply_pipeline_options(const PipelineCli& p, ooc::JobOptions& jo);
 
 // Parts and resume: --part I/N | auto, --rows A:B, --resume. apply_run_options() fills `jo`;
 // under an MPI launcher the ranks are the parts (and --part/--rows are refused).
