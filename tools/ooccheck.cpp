@@ -61,6 +61,23 @@
 
 namespace ooc::check {
 
+std::vector<std::string> line_tokens(std::string line) {
+  line.erase(std::min(line.find('#'), line.size()));
+  auto separator = [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); };
+  std::vector<std::string> tokens;
+  for (std::size_t i = 0; i < line.size();) {
+    if (separator(line[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < line.size() && !separator(line[j])) ++j;
+    tokens.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return tokens;
+}
+
 // Floyd's algorithm on splitmix64, so that a seed picks the same indices in every build.
 std::vector<std::int64_t> pick_sample(std::int64_t n, std::int64_t sample, std::uint64_t seed) {
   std::vector<std::int64_t> picked;
@@ -999,20 +1016,11 @@ OwnKernel own_text_kernel(const std::string& path) {
   if (!in) throw Error(ErrorKind::input, "cannot read kernel file '" + path + "'");
   OwnKernel k;
   k.recipe = "text file " + path;
-  auto separator = [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); };
   std::int64_t line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
-    line.erase(std::min(line.find('#'), line.size()));
-    std::int64_t count = 0;
-    for (std::size_t i = 0; i < line.size();) {
-      if (separator(line[i])) {
-        ++i;
-        continue;
-      }
-      std::size_t j = i;
-      while (j < line.size() && !separator(line[j])) ++j;
-      const std::string token = line.substr(i, j - i);
+    const std::vector<std::string> tokens = ooc::check::line_tokens(line);
+    for (const std::string& token : tokens) {
       char* end = nullptr;
       const double v = std::strtod(token.c_str(), &end);
       const bool number_ok = end == token.c_str() + token.size();
@@ -1021,9 +1029,8 @@ OwnKernel own_text_kernel(const std::string& path) {
                                           ": '" + token + "' is not " +
                                           (number_ok ? "finite" : "a number"));
       k.taps.push_back(v);
-      ++count;
-      i = j;
     }
+    const auto count = static_cast<std::int64_t>(tokens.size());
     if (count == 0) continue;
     if (k.rows > 0 && count != k.cols)
       throw Error(ErrorKind::usage, "kernel file '" + path + "' line " + std::to_string(line_no) +

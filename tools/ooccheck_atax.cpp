@@ -290,20 +290,11 @@ Dense read_text(const std::string& path, const std::string& role) {
   if (!in) throw Error(ErrorKind::input, "cannot read " + role + " '" + path + "'");
   Dense d;
   int most_digits = 0;
-  auto separator = [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); };
   std::int64_t line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
-    line.erase(std::min(line.find('#'), line.size()));
-    std::int64_t count = 0;
-    for (std::size_t i = 0; i < line.size();) {
-      if (separator(line[i])) {
-        ++i;
-        continue;
-      }
-      std::size_t j = i;
-      while (j < line.size() && !separator(line[j])) ++j;
-      const std::string token = line.substr(i, j - i);
+    const std::vector<std::string> tokens = line_tokens(line);
+    for (const std::string& token : tokens) {
       char* end = nullptr;
       const double v = std::strtod(token.c_str(), &end);
       if (end != token.c_str() + token.size())
@@ -311,9 +302,8 @@ Dense read_text(const std::string& path, const std::string& role) {
                                           ": '" + token + "' is not a number");
       d.v.push_back(v);
       most_digits = std::max(most_digits, significant_digits(token));
-      ++count;
-      i = j;
     }
+    const auto count = static_cast<std::int64_t>(tokens.size());
     if (count == 0) continue;
     if (d.rows > 0 && count != d.cols)
       throw Error(ErrorKind::input, role + " '" + path + "' line " + std::to_string(line_no) +

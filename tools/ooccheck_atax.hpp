@@ -20,6 +20,10 @@ namespace ooc::check {
 // y (--atax).
 std::vector<std::int64_t> pick_sample(std::int64_t n, std::int64_t sample, std::uint64_t seed);
 
+// The words of a line of a text file of numbers (a kernel, X): what lies between commas and white
+// space, with everything from a '#' on dropped. Defined in ooccheck.cpp.
+std::vector<std::string> line_tokens(std::string line);
+
 // The options of --atax, as given.
 struct AtaxCli {
   std::string op = "atax";        // atax, ax or atx
