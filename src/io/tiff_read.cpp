@@ -454,7 +454,8 @@ class TiffChunkSource final : public Source {
       for (std::int64_t cy = cy0; cy <= last; ++cy) {
         const std::int64_t top = cy * t_.chunk_h;
         const bool inside = cy <= cy1 && top >= y0 && top + t_.rows_in(cy) <= y0 + n;
-        auto c = inside && !cached(cy) ? decode(cy, dst + (top - y0) * row) : request(cy);
+        auto c = find(cy);
+        if (!c) c = inside ? decode(cy, dst + (top - y0) * row) : request(cy);
         if (cy <= cy1) need.push_back(std::move(c));
       }
       // The rows just asked for, the ones ahead, and some slack for readers in other threads.
@@ -517,19 +518,19 @@ class TiffChunkSource final : public Source {
   }
 
   // Called with mutex_ held, as are the two below.
-  bool cached(std::int64_t cy) const {
-    for (const auto& c : cache_)
-      if (c->cy == cy) return true;
-    return false;
-  }
-
-  // The cache entry of row of blocks cy, most recently used first; posts its decode if new.
-  std::shared_ptr<Cached> request(std::int64_t cy) {
+  // The cache entry of row of blocks cy, made the most recently used; null if there is none.
+  std::shared_ptr<Cached> find(std::int64_t cy) {
     for (auto it = cache_.begin(); it != cache_.end(); ++it)
       if ((*it)->cy == cy) {
         cache_.splice(cache_.begin(), cache_, it);
         return cache_.front();
       }
+    return nullptr;
+  }
+
+  // The cache entry of row of blocks cy (see find); posts its decode if new.
+  std::shared_ptr<Cached> request(std::int64_t cy) {
+    if (auto c = find(cy)) return c;
     auto c = std::make_shared<Cached>();
     c->cy = cy;
     c->data.resize(static_cast<std::size_t>(t_.rows_in(cy)) * t_.spec.row_bytes());

@@ -158,9 +158,6 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   const BorderMode border = op.border();
   RunStats stats;
   const auto t0 = Clock::now();
-  e.source.prefetch(
-      std::max<std::int64_t>(0, plan.row_begin + plan.first_band * plan.band_rows - halo),
-      plan.mem_limit / 4);
   e.make_slots();
   std::unique_ptr<CpuKernel> cpu;
   std::unique_ptr<CudaKernel> gpu;

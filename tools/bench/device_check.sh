@@ -168,11 +168,14 @@ print("band_rows", p["band_rows"], "slots", p["slots"], "peak RSS MiB", j["peak_
   rm -f "$T"/*
 }
 
-section_e2e() {
+# Runs the checks of function $1 into $OUT/$1.log; one summary line.
+logged_section() {
   local t=$SECONDS before=$failed
-  e2e > "$OUT/e2e.log" 2>&1
-  echo "e2e: $((failed - before)) failed of $(grep -c '^-- ' "$OUT/e2e.log") checks, $((SECONDS - t))s (e2e.log)"
+  "$1" > "$OUT/$1.log" 2>&1
+  echo "$1: $((failed - before)) failed of $(grep -c '^-- ' "$OUT/$1.log") checks, $((SECONDS - t))s ($1.log)"
 }
+
+section_e2e() { logged_section e2e; }
 
 parts() {
   # An image of PARTS_GIB GiB (default 8), so that the SIGTERM after 3 s lands mid-run.
@@ -195,11 +198,7 @@ parts() {
   rm -f "$T"/*
 }
 
-section_parts() {
-  local t=$SECONDS before=$failed
-  parts > "$OUT/parts.log" 2>&1
-  echo "parts: $((failed - before)) failed of $(grep -c '^-- ' "$OUT/parts.log") checks, $((SECONDS - t))s (parts.log)"
-}
+section_parts() { logged_section parts; }
 
 section_python() {
   local py
