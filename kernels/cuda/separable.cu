@@ -43,6 +43,27 @@ namespace ooc::cuda {
 namespace {
 
 // Launch constants of the separable family (CUB's style: one policy, no literals in kernels).
+// OOC_TUNE_* override the specialized kernels' shape for a tuning sweep
+// (tools/bench/tune_kernels.sh builds one benchmark per setting); the defaults are its choice.
+#ifndef OOC_TUNE_THREADS
+#define OOC_TUNE_THREADS 256
+#endif
+#ifndef OOC_TUNE_TILE_SAMPLES
+#define OOC_TUNE_TILE_SAMPLES 128
+#endif
+#ifndef OOC_TUNE_FUSED_ROWS
+#define OOC_TUNE_FUSED_ROWS 32
+#endif
+#ifndef OOC_TUNE_FUSED_RUN
+#define OOC_TUNE_FUSED_RUN 16
+#endif
+#ifndef OOC_TUNE_MIN_BLOCKS
+#define OOC_TUNE_MIN_BLOCKS 4
+#endif
+#ifndef OOC_TUNE_LOAD_BATCH
+#define OOC_TUNE_LOAD_BATCH 8
+#endif
+
 struct SeparablePolicy {
   // Generic kernels.
   static constexpr int kRowThreads = 256;
@@ -50,19 +71,22 @@ struct SeparablePolicy {
   static constexpr int kColThreads = 128;
   static constexpr int kRun = 16;  // output rows per thread in the column pass
   // Specialized kernels.
-  static constexpr int kThreads = 256;      // fused and row kernels
-  static constexpr int kTileSamples = 128;  // a tile's output width in samples (rounded down to
-                                            // a multiple of channels x kRowJob)
-  static constexpr int kRowJob = 8;         // row outputs of one thread from one window
-  static constexpr int kFusedRows = 32;     // output rows of a fused tile
-  static constexpr int kFusedRun = 16;      // column outputs of one thread in the fused kernel
-  static constexpr int kRowRows = 32;       // rows of a row-kernel tile (a warp's lanes)
+  static constexpr int kThreads = OOC_TUNE_THREADS;  // fused and row kernels
+  // A tile's output width in samples (rounded down to a multiple of channels x kRowJob).
+  static constexpr int kTileSamples = OOC_TUNE_TILE_SAMPLES;
+  static constexpr int kRowJob = 8;  // row outputs of one thread from one window
+  static constexpr int kFusedRows = OOC_TUNE_FUSED_ROWS;  // output rows of a fused tile
+  static constexpr int kFusedRun =
+      OOC_TUNE_FUSED_RUN;              // column outputs of one thread, fused kernel
+  static constexpr int kRowRows = 32;  // rows of a row-kernel tile (a warp's lanes)
   static constexpr int kColumnThreads = 128;
   static constexpr int kColumnRun = 16;       // column outputs of one thread in the column kernel
   static constexpr int kColumnMinBlocks = 4;  // resident blocks per SM: at most 128 registers
   static constexpr int kColumnMinBlocksLarge = 3;  // radius >= 32: at most 168 registers
-  static constexpr int kMinBlocks = 4;             // fused and row kernels: at most 64 registers
-  static constexpr int kLoadBatch = 8;  // global loads in flight per thread when filling a tile
+  // Fused and row kernels: 4 resident blocks of 256 threads allow at most 64 registers.
+  static constexpr int kMinBlocks = OOC_TUNE_MIN_BLOCKS;
+  static constexpr int kLoadBatch = OOC_TUNE_LOAD_BATCH;  // global loads in flight per thread
+                                                          // when filling a tile
   static constexpr int kFusedMaxRadius = 8;
   static constexpr int kMaxChannels = kTileSamples / kRowJob;
 };
@@ -74,7 +98,11 @@ static_assert(P::kRowRows == 32, "the row kernel gives each lane of a warp one r
 // results with Inf or NaN samples (0 * Inf = NaN).
 template <int... R>
 using RadiusList = std::integer_sequence<int, R...>;
+#ifdef OOC_TUNE_FEW_RADII  // a tuning sweep's build: only the radii it measures
+using FastRadii = RadiusList<1, 3, 16>;
+#else
 using FastRadii = RadiusList<1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 48, 64>;
+#endif
 
 // ------------------------------------------------------------------------------------------------
 // Generic kernels.
