@@ -80,14 +80,6 @@ class Source {
   // False where rows come from a decoder that works ahead in order on its own threads
   // (compressed TIFF): such a source is read one band at a time, in order, in one call.
   virtual bool parallel_reads() const { return true; }
-  // Where the rows lie in a file exactly as a band needs them (raw, .npy in the machine's byte
-  // order): its descriptor and the offset of row 0, rows spec().row_bytes() apart. The GPU staging
-  // then copies resident rows to the device from the page cache itself. fd -1: rows must be read.
-  struct FileRows {
-    int fd = -1;
-    std::uint64_t offset = 0;
-  };
-  virtual FileRows file_rows() const { return {}; }
   // The rows from y0 down will be read soon: start reading or decoding them now, holding at most
   // max_bytes for it, so that the work overlaps the job's setup (a GPU context, pinned memory).
   // A hint; it may do nothing.

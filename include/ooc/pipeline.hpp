@@ -207,9 +207,6 @@ struct RunStats {
   // GPU: reading the bands' rows into pinned memory (wall time, summed over slots), and the
   // device's time for the copies in, the kernels and the copies out (summed over slots).
   double pack_seconds = 0, h2d_seconds = 0, kernel_seconds = 0, d2h_seconds = 0;
-  // GPU: bands whose rows were copied to the device from the page cache in place (the rest went
-  // through pinned memory).
-  std::int64_t bands_from_page_cache = 0;
   std::int64_t rows_done = 0;  // output rows written, from the range's first row on, in order
   bool stopped = false;        // request_stop() ended the run before its last band
 };

@@ -70,7 +70,6 @@ nlohmann::json stats_json(const RunReport& r) {
                         {"h2d", st.h2d_seconds},
                         {"kernels", st.kernel_seconds},
                         {"d2h", st.d2h_seconds}};
-  if (r.cuda) j["gpu_bands_from_page_cache"] = st.bands_from_page_cache;
   // Streaming: bands only, without the one-off setup (pinned and GPU buffers).
   const double stream_s = std::max(st.seconds - st.setup_seconds, 1e-9);
   j["throughput"] = {{"mpixel_per_s", double(st.pixels) / secs / 1e6},

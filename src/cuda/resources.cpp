@@ -1,9 +1,6 @@
 // CUDA resource owners and device queries (see resources.hpp).
 #include "resources.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cctype>
 
 #include <fstream>
@@ -81,49 +78,6 @@ Replicated::Replicated(const std::vector<int>& devices, const void* host, std::s
     b = DeviceBuffer(d, bytes);
     if (bytes > 0) OOC_CUDA_TRY(cudaMemcpy(b.data(), host, bytes, cudaMemcpyHostToDevice));
   }
-}
-
-MappedPages MappedPages::map(int fd, std::uint64_t offset, std::size_t bytes, bool* refused) {
-  *refused = false;
-  static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  MappedPages m;
-  const std::uint64_t start = offset / page * page;
-  const std::size_t len = static_cast<std::size_t>(offset - start) + bytes;
-  void* p = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
-  if (p == MAP_FAILED) return m;
-  m.base_ = static_cast<std::byte*>(p);
-  m.len_ = len;
-  m.lead_ = static_cast<std::size_t>(offset - start);
-  // mincore of a file mapping reports the page cache, also for pages not yet touched here.
-  std::vector<unsigned char> resident((len + page - 1) / page);
-  if (::mincore(p, len, resident.data()) != 0) {
-    m.reset();
-    return m;
-  }
-  for (const unsigned char r : resident)
-    if (!(r & 1)) {
-      m.reset();
-      return m;
-    }
-  // Read-only: the mapping has no write permission, and the device only reads it.
-  if (cudaHostRegister(p, len, cudaHostRegisterPortable | cudaHostRegisterReadOnly) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    *refused = true;
-    m.reset();
-    return m;
-  }
-  m.registered_ = true;
-  return m;
-}
-
-void MappedPages::reset() noexcept {
-  if (!base_) return;
-  if (registered_) cudaHostUnregister(base_);
-  ::munmap(base_, len_);
-  base_ = nullptr;
-  len_ = lead_ = 0;
-  registered_ = false;
 }
 
 StreamEvent::StreamEvent(int device) : dev_(device) {

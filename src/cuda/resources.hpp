@@ -5,9 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace ooc::cuda {
@@ -75,38 +73,6 @@ class Replicated {
 
  private:
   std::vector<DeviceBuffer> by_device_;  // indexed by device number
-};
-
-// A stretch of a file mapped read-only and registered for DMA where it lies: a copy to the device
-// reads the page cache's own pages, with no copy through pinned memory first. Each band maps its
-// own stretch, so bands that share halo rows never register the same addresses twice.
-class MappedPages {
- public:
-  MappedPages() = default;
-  // Maps `bytes` at `offset` of `fd` and registers them. Empty when a page is not in the page
-  // cache (pinning would read it from the disk on one thread: reading it in parallel is faster) or
-  // the driver refuses; then *refused says whether the driver did (no use trying again).
-  static MappedPages map(int fd, std::uint64_t offset, std::size_t bytes, bool* refused);
-  ~MappedPages() { reset(); }
-  MappedPages(MappedPages&& o) noexcept { swap(o); }
-  MappedPages& operator=(MappedPages&& o) noexcept {
-    swap(o);
-    return *this;
-  }
-  explicit operator bool() const noexcept { return base_ != nullptr; }
-  const std::byte* data() const noexcept { return base_ + lead_; }  // the byte at `offset`
-  void reset() noexcept;  // unregisters and unmaps; no copy from it may still be in flight
-
- private:
-  void swap(MappedPages& o) noexcept {
-    std::swap(base_, o.base_);
-    std::swap(len_, o.len_);
-    std::swap(lead_, o.lead_);
-    std::swap(registered_, o.registered_);
-  }
-  std::byte* base_ = nullptr;
-  std::size_t len_ = 0, lead_ = 0;
-  bool registered_ = false;
 };
 
 // A non-blocking stream and a timing-free event on one device.

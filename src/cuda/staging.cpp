@@ -7,10 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <limits>
-#include <string>
-#include <utility>
 
 #include "../pipeline/staging.hpp"
 #include "check.hpp"
@@ -21,27 +18,6 @@ namespace ooc::detail {
 namespace {
 
 constexpr std::int64_t kRowsPerRead = 4;  // ~1 MiB reads for 65536-wide f32 rows
-// Below this a run is read into pinned memory: mapping and registering cost a fixed time.
-constexpr std::size_t kMinMappedBytes = std::size_t{1} << 20;
-
-// OOC_CUDA_COPY_STAGING=1 reads every band into pinned memory (the same results): to compare.
-bool map_in_place_enabled() {
-  const char* v = std::getenv("OOC_CUDA_COPY_STAGING");
-  return !(v && *v && std::string(v) != "0");
-}
-
-// The longest stretch [begin, end) of input rows that are consecutive image rows.
-std::pair<std::int64_t, std::int64_t> longest_run(const std::int64_t* source_rows, std::int64_t n) {
-  std::pair<std::int64_t, std::int64_t> best{0, 0};
-  for (std::int64_t i = 0; i < n;) {
-    std::int64_t j = i + 1;
-    if (source_rows[i] >= 0)
-      while (j < n && source_rows[j] == source_rows[i] + (j - i)) ++j;
-    if (source_rows[i] >= 0 && j - i > best.second - best.first) best = {i, j};
-    i = j;
-  }
-  return best;
-}
 
 // The partial sits after the largest output the slot holds, aligned for any element type (a
 // histogram's 64-bit atomics fault on an odd address: rows of odd width end anywhere).
@@ -54,6 +30,7 @@ class CudaSlotImpl final : public CudaSlot {
  public:
   CudaSlotImpl(int device, const SlotSizes& z)
       : stream_(device),
+        h_in_(static_cast<std::size_t>(z.band_rows + 2 * z.halo) * z.in_row),
         h_out_(partial_offset(z) + z.partial),
         d_in_(device, h_in_.size()),
         d_out_(device, h_out_.size()),
@@ -63,10 +40,6 @@ class CudaSlotImpl final : public CudaSlot {
   }
   ~CudaSlotImpl() override {
     cudaSetDevice(stream_.device());
-    // A band abandoned by an error may still be copying from the registered pages.
-    cudaStreamSynchronize(stream_.stream());
-    (void)cudaGetLastError();
-    mapped_.reset();
     for (cudaEvent_t e : marks_)
       if (e) cudaEventDestroy(e);
   }
@@ -77,71 +50,30 @@ class CudaSlotImpl final : public CudaSlot {
     const std::int64_t in_rows = band.rows + 2 * halo;
     const std::size_t row = in.row_bytes();
     const auto t0 = std::chrono::steady_clock::now();
-    // Runs of consecutive image rows in [begin, end), read straight into place at dst (where row
-    // `begin` goes). Constant-border rows (-1) are left alone: the kernels know them. A decoding
-    // source reads in order, with its own threads.
-    auto read_runs = [&](std::int64_t begin, std::int64_t end, std::byte* dst) {
+    // Runs of consecutive image rows, read straight into place. Constant-border rows (-1) are
+    // left alone: the kernels know them. A decoding source reads in order, with its own threads.
+    auto read_runs = [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t i = begin; i < end;) {
         const std::int64_t src = source_rows[i];
         std::int64_t j = i + 1;
         while (j < end && src >= 0 && source_rows[j] == src + (j - i)) ++j;
-        if (src >= 0) source.read_rows(src, j - i, dst + (i - begin) * row);
+        if (src >= 0) source.read_rows(src, j - i, h_in_.data() + i * row);
         i = j;
       }
     };
-    // Away from the image's edges every input row is in one run: its pages go to the device from
-    // the page cache where they lie. The border rows around it (at most the halo) are read.
-    const auto [run_begin, run_end] = longest_run(source_rows, in_rows);
-    mapped_.reset();
-    const Source::FileRows file = source.file_rows();
-    const std::size_t run_bytes = static_cast<std::size_t>(run_end - run_begin) * row;
-    if (map_allowed_ && file.fd >= 0 && run_bytes >= kMinMappedBytes) {
-      bool refused = false;
-      mapped_ = cuda::MappedPages::map(
-          file.fd, file.offset + static_cast<std::uint64_t>(source_rows[run_begin]) * row,
-          run_bytes, &refused);
-      if (refused) map_allowed_ = false;
-    }
-    std::size_t edge_top = 0, edge_bottom = 0;  // bytes read into edge_ above and below the run
-    if (mapped_) {
-      edge_top = static_cast<std::size_t>(run_begin) * row;
-      edge_bottom = static_cast<std::size_t>(in_rows - run_end) * row;
-      if (edge_top + edge_bottom > edge_.size())
-        edge_ = cuda::PinnedBuffer(
-            std::max(edge_top + edge_bottom, static_cast<std::size_t>(2 * sizes_.halo) * row));
-      read_runs(0, run_begin, edge_.data());
-      read_runs(run_end, in_rows, edge_.data() + edge_top);
-    } else {
-      if (h_in_.size() == 0)
-        h_in_ = cuda::PinnedBuffer(static_cast<std::size_t>(sizes_.band_rows + 2 * sizes_.halo) *
-                                   sizes_.in_row);
-      if (source.parallel_reads())
-        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, in_rows, kRowsPerRead),
-                          [&](const tbb::blocked_range<std::int64_t>& r) {
-                            read_runs(r.begin(), r.end(), h_in_.data() + r.begin() * row);
-                          });
-      else
-        read_runs(0, in_rows, h_in_.data());
-    }
-    from_page_cache_ = static_cast<bool>(mapped_);
+    if (source.parallel_reads())
+      tbb::parallel_for(
+          tbb::blocked_range<std::int64_t>(0, in_rows, kRowsPerRead),
+          [&](const tbb::blocked_range<std::int64_t>& r) { read_runs(r.begin(), r.end()); });
+    else
+      read_runs(0, in_rows);
     pack_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const cudaStream_t s = stream_.stream();
     OOC_CUDA_TRY(cudaSetDevice(stream_.device()));
     OOC_CUDA_TRY(cudaEventRecord(marks_[0], s));
-    if (mapped_) {
-      std::byte* d = d_in_.data();
-      if (edge_top > 0)
-        OOC_CUDA_TRY(cudaMemcpyAsync(d, edge_.data(), edge_top, cudaMemcpyHostToDevice, s));
-      OOC_CUDA_TRY(
-          cudaMemcpyAsync(d + edge_top, mapped_.data(), run_bytes, cudaMemcpyHostToDevice, s));
-      if (edge_bottom > 0)
-        OOC_CUDA_TRY(cudaMemcpyAsync(d + edge_top + run_bytes, edge_.data() + edge_top, edge_bottom,
-                                     cudaMemcpyHostToDevice, s));
-    } else {
-      OOC_CUDA_TRY(cudaMemcpyAsync(d_in_.data(), h_in_.data(),
-                                   static_cast<std::size_t>(in_rows) * row, cudaMemcpyHostToDevice,
-                                   s));
-    }
+    OOC_CUDA_TRY(cudaMemcpyAsync(d_in_.data(), h_in_.data(),
+                                 static_cast<std::size_t>(in_rows) * row, cudaMemcpyHostToDevice,
+                                 s));
     OOC_CUDA_TRY(cudaEventRecord(marks_[1], s));
     const std::size_t out_bytes = static_cast<std::size_t>(band.rows) * out_row;
     const std::size_t partial_at = partial_offset(sizes_);
@@ -173,23 +105,17 @@ class CudaSlotImpl final : public CudaSlot {
 
   void wait(const std::byte*& out, const std::byte*& partial, SlotTimes& times) override {
     stream_.synchronize();
-    mapped_.reset();
     out = h_out_.data();
     partial = h_out_.data() + partial_offset(sizes_);
     float ms[3] = {};
     for (int i = 0; i < 3; ++i)
       OOC_CUDA_TRY(cudaEventElapsedTime(&ms[i], marks_[i], marks_[i + 1]));
-    times = SlotTimes{pack_s_, 1e-3 * ms[0], 1e-3 * ms[1], 1e-3 * ms[2], from_page_cache_};
+    times = SlotTimes{pack_s_, 1e-3 * ms[0], 1e-3 * ms[1], 1e-3 * ms[2]};
   }
 
  private:
   cuda::StreamEvent stream_;
-  // h_in_: the band's input rows, made at the first band that is not mapped in place; edge_: the
-  // border rows around a mapped run; h_out_: the output rows, then the partial.
-  cuda::PinnedBuffer h_in_, edge_, h_out_;
-  cuda::MappedPages mapped_;  // the current band's run of rows, until its copy in is done
-  bool map_allowed_ = map_in_place_enabled();
-  bool from_page_cache_ = false;
+  cuda::PinnedBuffer h_in_, h_out_;  // h_out_: the output rows, then the partial
   cuda::DeviceBuffer d_in_, d_out_, d_scratch_;
   SlotSizes sizes_;
   // Timing marks: before the copy in, after it, after the kernels, after the copies out.

@@ -101,11 +101,6 @@ class RawSource final : public Source {
       reverse_bytes(first, bytes / sample_bytes(spec_.type), sample_bytes(spec_.type));
   }
 
-  FileRows file_rows() const override {
-    if (layout_.swap || fd_ < 0) return {};
-    return {fd_, static_cast<std::uint64_t>(layout_.offset)};
-  }
-
   // A cold file starts coming in from the disk while the job sets up.
   // (The page cache holds it: nothing of ours.)
   void prefetch(std::int64_t y0, std::size_t /*max_bytes*/) override {

@@ -235,7 +235,6 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       stats.h2d_seconds += t.h2d;
       stats.kernel_seconds += t.kernels;
       stats.d2h_seconds += t.d2h;
-      stats.bands_from_page_cache += t.from_page_cache ? 1 : 0;
     }
     slot->arena.release();
     if (out_spec) sink->write_rows(slot->band.y0, slot->band.rows, out, out_row);

@@ -28,7 +28,6 @@ struct SlotSizes {
 // and the device's time for the copy in, the operation's kernels and the copies out.
 struct SlotTimes {
   double pack = 0, h2d = 0, kernels = 0, d2h = 0;
-  bool from_page_cache = false;  // the band's rows went to the device from the page cache
 };
 
 // One ring slot on a GPU, made once per job.
@@ -37,8 +36,7 @@ class CudaSlot {
   static std::unique_ptr<CudaSlot> make(int device, const SlotSizes& sizes);
   virtual ~CudaSlot() = default;
   // Reads the band's rows (source_rows: image row of each input row, -1 for the constant border)
-  // straight into pinned memory from several threads, or registers them where they lie in the
-  // page cache (Source::file_rows, all resident), then enqueues the copy in, the kernels, and
+  // straight into pinned memory from several threads, then enqueues the copy in, the kernels, and
   // the copies out of the output rows (when out_row > 0) and of the partial (partial bytes).
   virtual void start(Source& source, const std::int64_t* source_rows, const Band& band,
                      std::int64_t halo, const ImageSpec& in, CudaKernel& kernel,

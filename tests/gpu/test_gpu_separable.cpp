@@ -2,12 +2,7 @@
 // Skips, with the reason, where no CUDA device is usable (CI has none).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -22,7 +17,6 @@
 #include "gpu_support.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
-#include "ooc/io.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
 #include "reference.hpp"
@@ -148,85 +142,6 @@ TEST(Gpu, LargeBandMatchesCpu) {
   for (std::size_t i = 0; i < gpu.data.size() / 4; ++i) {
     const double g = test::get(gpu.data, spec.type, i), h = test::get(cpu.data, spec.type, i);
     ASSERT_LE(std::abs(g - h), 1e-5 * (std::abs(h) + 1000.0)) << "sample " << i;
-  }
-}
-
-// Raw and .npy inputs go to the device from the page cache where their rows lie (registered in
-// place, border rows read beside them): the same bytes as the staging through pinned memory, which
-// OOC_CUDA_COPY_STAGING=1 forces, and the float64 reference. Row sizes that are not whole pages,
-// a header that shifts every row, bands of a few rows to the whole image, every border.
-TEST(Gpu, PageCacheStagingMatchesPinnedStagingAndReference) {
-  OOC_REQUIRE_GPU();
-  struct FileCase {
-    ImageSpec spec;
-    bool npy;
-    std::int64_t radius;
-  };
-  const std::vector<FileCase> cases = {
-      {{4099, 700, 1, SampleType::f32}, false, 16},  // 16396-byte rows
-      {{5003, 900, 3, SampleType::u8}, true, 3},     // odd rows after a 128-byte header
-      {{65536, 40, 1, SampleType::f32}, false, 1},   // rows of 64 pages
-  };
-  const auto dir = std::filesystem::temp_directory_path();
-  for (const FileCase& c : cases) {
-    const auto data = test::random_image(c.spec, 77 + c.spec.width);
-    const auto path =
-        dir / ("ooc_gpu_map_" + std::to_string(::getpid()) + (c.npy ? ".npy" : ".raw"));
-    {
-      std::ofstream f(path, std::ios::binary);
-      if (c.npy) {
-        const std::string header = npy_header(c.spec);
-        f.write(header.data(), static_cast<std::streamsize>(header.size()));
-      }
-      f.write(reinterpret_cast<const char*>(data.data()),
-              static_cast<std::streamsize>(data.size()));
-    }
-    RawHints hints;
-    hints.width = c.spec.width;
-    hints.channels = c.spec.channels;
-    hints.type = c.spec.type;
-    for (BorderMode border : {BorderMode::reflect, BorderMode::constant, BorderMode::wrap}) {
-      SeparableParams p;
-      p.filter.row = p.filter.col = gaussian_taps(c.radius, 0);
-      p.border = border;
-      p.border_value = 3.5;
-      const auto ref =
-          test::reference(c.spec, data, p.filter.row, p.filter.col, border, p.border_value);
-      for (std::int64_t band_rows : {std::int64_t{7}, std::int64_t{100}, c.spec.height}) {
-        PipelineOptions o;
-        o.band_rows = band_rows;
-        o.slots = 3;
-        std::vector<std::byte> outputs[2];
-        for (int copy = 0; copy < 2; ++copy) {
-          ::setenv("OOC_CUDA_COPY_STAGING", copy ? "1" : "0", 1);
-          auto source = open_source(path.string(), hints);
-          ASSERT_FALSE(source->file_rows().fd < 0);
-          auto op = make_separable(source->spec(), p, o);
-          const Backend backend = select_backend("cuda", "all", {op.get()});
-          MemorySink sink(*op->output());
-          Engine engine(*source, backend, plan_bands(source->spec(), {op.get()}, backend, o));
-          const RunStats st = engine.run(*op, &sink);
-          const std::string what = std::string(c.npy ? "npy " : "raw ") + c.spec.describe() + " r" +
-                                   std::to_string(c.radius) + " " + std::string(name(border)) +
-                                   " band_rows " + std::to_string(band_rows) +
-                                   (copy ? " pinned" : " mapped");
-          // The file was just written: every band of 1 MiB or more is resident and mapped.
-          const std::size_t band_bytes =
-              static_cast<std::size_t>(std::min(band_rows, c.spec.height)) * c.spec.row_bytes();
-          if (copy || band_bytes < (std::size_t{1} << 20))
-            EXPECT_EQ(st.bands_from_page_cache, 0) << what;
-          else
-            EXPECT_EQ(st.bands_from_page_cache, engine.plan().bands) << what;
-          test::expect_matches(sink, ref, accumulates_in_f64(c.spec.type, c.spec.type, p.precision),
-                               what);
-          outputs[copy] = sink.data;
-        }
-        ASSERT_TRUE(outputs[0] == outputs[1])
-            << "mapped and pinned staging differ: " << c.spec.describe();
-      }
-    }
-    ::unsetenv("OOC_CUDA_COPY_STAGING");
-    std::filesystem::remove(path);
   }
 }
 
