@@ -107,9 +107,10 @@ typedef double F64x4 __attribute__((vector_size(32)));
 template <class Acc>
 using Vec32 = std::conditional_t<std::is_same_v<Acc, float>, F32x8, F64x4>;
 
+// Columns [begin, n) only, where given.
 template <class Acc>
-void weighted_sum(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* dst,
-                  std::int64_t n) {
+void weighted_sum(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* dst, std::int64_t n,
+                  std::int64_t begin = 0) {
   using V = Vec32<Acc>;
   constexpr int kLanes = 32 / sizeof(Acc);
   constexpr int kUnroll = 8;  // 8 independent accumulators cover the FMA latency
@@ -118,7 +119,7 @@ void weighted_sum(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* d
     std::memcpy(&v, p, sizeof v);  // an unaligned vector load
     return v;
   };
-  std::int64_t i = 0;
+  std::int64_t i = begin;
   for (; i + kUnroll * kLanes <= n; i += kUnroll * kLanes) {
     V acc[kUnroll];
     const V w0 = V{} + w[0];
@@ -142,6 +143,62 @@ void weighted_sum(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* d
   }
 }
 
+// The column pass's sum for kColumnRows output rows at once: dst[m] = sum_t w[t] src[m + t],
+// t ascending for every output (the same roundings as weighted_sum row by row). Each source row
+// is loaded once for all the outputs it feeds, so the pass reads its rows from the cache
+// kColumnRows times less often. Needs taps >= kColumnRows.
+constexpr int kColumnRows = 6;
+
+template <class Acc>
+void column_sums(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* const* dst,
+                 std::int64_t n) {
+  using V = Vec32<Acc>;
+  constexpr int kLanes = 32 / sizeof(Acc);
+  constexpr int M = kColumnRows,
+                U = 2;  // M x U accumulators, U loaded vectors, a tap: 15 registers
+  auto load = [](const Acc* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  // Row k feeds output m with tap t = k - m. Every "+=" below must stay one fused multiply-add,
+  // as in weighted_sum: no product is shared between statements.
+  auto rows_at = [&](std::int64_t k, std::int64_t i, V(&v)[U]) {
+    for (int u = 0; u < U; ++u) v[u] = load(src[k] + i + u * kLanes);
+  };
+  std::int64_t i = 0;
+  for (; i + U * kLanes <= n; i += U * kLanes) {
+    V acc[M][U], v[U];
+    for (int k = 0; k < M; ++k) {  // row k: the first tap of output k, later taps of those above
+      rows_at(k, i, v);
+      for (int m = 0; m < k; ++m) {
+        const V wt = V{} + w[k - m];
+        for (int u = 0; u < U; ++u) acc[m][u] += wt * v[u];
+      }
+      const V w0 = V{} + w[0];
+      for (int u = 0; u < U; ++u) acc[k][u] = w0 * v[u];
+    }
+    for (std::int64_t k = M; k < taps; ++k) {  // the hot loop: a tap of every output
+      rows_at(k, i, v);
+      for (int m = 0; m < M; ++m) {
+        const V wt = V{} + w[k - m];
+        for (int u = 0; u < U; ++u) acc[m][u] += wt * v[u];
+      }
+    }
+    for (std::int64_t k = taps; k < taps + M - 1; ++k) {  // the last taps of the lower outputs
+      rows_at(k, i, v);
+      for (int m = static_cast<int>(k - taps) + 1; m < M; ++m) {
+        const V wt = V{} + w[k - m];
+        for (int u = 0; u < U; ++u) acc[m][u] += wt * v[u];
+      }
+    }
+    for (int m = 0; m < M; ++m)
+      for (int u = 0; u < U; ++u) std::memcpy(dst[m] + i + u * kLanes, &acc[m][u], sizeof(V));
+  }
+  if (i < n)
+    for (int m = 0; m < M; ++m) weighted_sum<Acc>(src + m, w, taps, dst[m], n, i);
+}
+
 struct Geometry {
   std::int64_t strip_px;  // pixels per strip
   std::int64_t strips;
@@ -155,7 +212,7 @@ Geometry geometry(const SeparableArgs& a) {
   g.strips = (a.width + g.strip_px - 1) / g.strip_px;
   g.in_rows = a.out_rows + 2 * a.ry;
   const std::int64_t strip_n = g.strip_px * a.channels;
-  g.scratch_n = g.in_rows * strip_n + (g.strip_px + 2 * a.rx) * a.channels + strip_n +
+  g.scratch_n = g.in_rows * strip_n + (g.strip_px + 2 * a.rx) * a.channels + kColumnRows * strip_n +
                 2 * (std::max(a.rx, a.ry) + 1);
   return g;
 }
@@ -169,6 +226,8 @@ void run_band(const SeparableArgs& a) {
   const LoadFn<Acc> load = loader<Acc>(a.in_type);
   const StoreFn<Acc> store = storer<Acc>(a.out_type);
   const Acc cval = static_cast<Acc>(a.border_value);
+  const bool direct =
+      a.out_type == (std::is_same_v<Acc, float> ? SampleType::f32 : SampleType::f64);
 
   std::vector<Acc> wr(a.row_taps, a.row_taps + 2 * a.rx + 1);
   std::vector<Acc> wc(a.col_taps, a.col_taps + 2 * a.ry + 1);
@@ -180,14 +239,14 @@ void run_band(const SeparableArgs& a) {
     thread_local std::vector<Acc> scratch;
     thread_local std::vector<const Acc*> taps_src;
     if (scratch.size() < static_cast<std::size_t>(g.scratch_n)) scratch.resize(g.scratch_n);
-    taps_src.resize(2 * std::max(a.rx, a.ry) + 1);
+    taps_src.resize(2 * std::max(a.rx, a.ry) + kColumnRows);
 
     const std::int64_t p0 = strip * g.strip_px;
     const std::int64_t p1 = std::min(a.width, p0 + g.strip_px);
     const std::int64_t n = (p1 - p0) * C;
-    Acc* rowpass = scratch.data();                  // in_rows x n
-    Acc* pad = rowpass + g.in_rows * n;             // (p1 - p0 + 2 rx) x C
-    Acc* out_row = pad + (p1 - p0 + 2 * a.rx) * C;  // n
+    Acc* rowpass = scratch.data();                   // in_rows x n
+    Acc* pad = rowpass + g.in_rows * n;              // (p1 - p0 + 2 rx) x C
+    Acc* out_rows = pad + (p1 - p0 + 2 * a.rx) * C;  // kColumnRows x n
 
     // Row pass over every input row of the band, this strip's columns only.
     const std::int64_t q0 = p0 - a.rx, q1 = p1 + a.rx;  // padded pixel range
@@ -203,11 +262,28 @@ void run_band(const SeparableArgs& a) {
       weighted_sum<Acc>(taps_src.data(), wr.data(), 2 * a.rx + 1, dst, n);
     }
 
-    // Column pass: output row y reads row-pass rows y .. y + 2 ry, all still in cache.
-    for (std::int64_t y = 0; y < a.out_rows; ++y) {
-      for (std::int64_t k = 0; k <= 2 * a.ry; ++k) taps_src[k] = rowpass + same[y + k] * n;
-      weighted_sum<Acc>(taps_src.data(), wc.data(), 2 * a.ry + 1, out_row, n);
-      store(out_row, a.out + y * a.out_stride + p0 * C * out_sample, n);
+    // Column pass: output row y reads row-pass rows y .. y + 2 ry, all still in cache;
+    // kColumnRows output rows at a time where the filter has as many taps.
+    // Outputs of the accumulator's type are summed straight into the band's output rows.
+    const std::int64_t col_taps = 2 * a.ry + 1;
+    const std::int64_t run = col_taps >= kColumnRows ? kColumnRows : 1;
+    for (std::int64_t y = 0; y < a.out_rows; y += run) {
+      const std::int64_t rows = std::min(run, a.out_rows - y);
+      for (std::int64_t k = 0; k < col_taps + rows - 1; ++k)
+        taps_src[k] = rowpass + same[y + k] * n;
+      Acc* dst[kColumnRows];
+      for (std::int64_t m = 0; m < rows; ++m)
+        dst[m] = direct
+                     ? reinterpret_cast<Acc*>(a.out + (y + m) * a.out_stride + p0 * C * out_sample)
+                     : out_rows + m * n;
+      if (rows == kColumnRows)
+        column_sums<Acc>(taps_src.data(), wc.data(), col_taps, dst, n);
+      else
+        for (std::int64_t m = 0; m < rows; ++m)
+          weighted_sum<Acc>(taps_src.data() + m, wc.data(), col_taps, dst[m], n);
+      if (!direct)
+        for (std::int64_t m = 0; m < rows; ++m)
+          store(out_rows + m * n, a.out + (y + m) * a.out_stride + p0 * C * out_sample, n);
     }
   });
 }

@@ -61,7 +61,7 @@ namespace {
 #define OOC_TUNE_MIN_BLOCKS 4
 #endif
 #ifndef OOC_TUNE_LOAD_BATCH
-#define OOC_TUNE_LOAD_BATCH 8
+#define OOC_TUNE_LOAD_BATCH 4
 #endif
 
 struct SeparablePolicy {
