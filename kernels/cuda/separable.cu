@@ -76,8 +76,8 @@ struct SeparablePolicy {
   static constexpr int kTileSamples = OOC_TUNE_TILE_SAMPLES;
   static constexpr int kRowJob = 8;  // row outputs of one thread from one window
   static constexpr int kFusedRows = OOC_TUNE_FUSED_ROWS;  // output rows of a fused tile
-  static constexpr int kFusedRun =
-      OOC_TUNE_FUSED_RUN;              // column outputs of one thread, fused kernel
+  // Column outputs of one thread in the fused kernel.
+  static constexpr int kFusedRun = OOC_TUNE_FUSED_RUN;
   static constexpr int kRowRows = 32;  // rows of a row-kernel tile (a warp's lanes)
   static constexpr int kColumnThreads = 128;
   static constexpr int kColumnRun = 16;       // column outputs of one thread in the column kernel
@@ -85,8 +85,8 @@ struct SeparablePolicy {
   static constexpr int kColumnMinBlocksLarge = 3;  // radius >= 32: at most 168 registers
   // Fused and row kernels: 4 resident blocks of 256 threads allow at most 64 registers.
   static constexpr int kMinBlocks = OOC_TUNE_MIN_BLOCKS;
-  static constexpr int kLoadBatch = OOC_TUNE_LOAD_BATCH;  // global loads in flight per thread
-                                                          // when filling a tile
+  // Global loads in flight per thread when filling a tile.
+  static constexpr int kLoadBatch = OOC_TUNE_LOAD_BATCH;
   static constexpr int kFusedMaxRadius = 8;
   static constexpr int kMaxChannels = kTileSamples / kRowJob;
 };
