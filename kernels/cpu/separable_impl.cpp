@@ -226,8 +226,9 @@ void run_band(const SeparableArgs& a) {
   const LoadFn<Acc> load = loader<Acc>(a.in_type);
   const StoreFn<Acc> store = storer<Acc>(a.out_type);
   const Acc cval = static_cast<Acc>(a.border_value);
-  const bool direct =
-      a.out_type == (std::is_same_v<Acc, float> ? SampleType::f32 : SampleType::f64);
+  constexpr SampleType acc_type = std::is_same_v<Acc, float> ? SampleType::f32 : SampleType::f64;
+  const bool direct = a.out_type == acc_type;    // outputs summed straight into the band
+  const bool direct_in = a.in_type == acc_type;  // inputs read where they lie
 
   std::vector<Acc> wr(a.row_taps, a.row_taps + 2 * a.rx + 1);
   std::vector<Acc> wc(a.col_taps, a.col_taps + 2 * a.ry + 1);
@@ -249,8 +250,10 @@ void run_band(const SeparableArgs& a) {
     Acc* out_rows = pad + (p1 - p0 + 2 * a.rx) * C;  // kColumnRows x n
 
     // Row pass over every input row of the band, this strip's columns only.
+    // A strip away from the row's ends, of samples of the accumulator's type, is read where it
+    // lies; others are copied into pad first, through the border rule and the conversion.
     const std::int64_t q0 = p0 - a.rx, q1 = p1 + a.rx;  // padded pixel range
-    for (std::int64_t k = 0; k <= 2 * a.rx; ++k) taps_src[k] = pad + k * C;
+    const bool in_place = direct_in && q0 >= 0 && q1 <= a.width;
     for (std::int64_t j = 0; j < g.in_rows; ++j) {
       if (same[j] != j) continue;
       Acc* dst = rowpass + j * n;
@@ -258,7 +261,12 @@ void run_band(const SeparableArgs& a) {
         std::fill(dst, dst + n, cval);
         continue;
       }
-      load_padded<Acc>(a.rows[j], load, in_pixel, a.width, C, a.border, cval, q0, q1, pad);
+      const Acc* src = pad;
+      if (in_place)
+        src = reinterpret_cast<const Acc*>(a.rows[j] + q0 * in_pixel);
+      else
+        load_padded<Acc>(a.rows[j], load, in_pixel, a.width, C, a.border, cval, q0, q1, pad);
+      for (std::int64_t k = 0; k <= 2 * a.rx; ++k) taps_src[k] = src + k * C;
       weighted_sum<Acc>(taps_src.data(), wr.data(), 2 * a.rx + 1, dst, n);
     }
 
