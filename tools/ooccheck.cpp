@@ -61,21 +61,27 @@
 
 namespace ooc::check {
 
-std::vector<std::string> line_tokens(std::string line) {
-  line.erase(std::min(line.find('#'), line.size()));
-  auto separator = [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); };
+// The runs of characters of `text` between the characters that `separator` accepts.
+template <class Separator>
+std::vector<std::string> split_tokens(const std::string& text, Separator separator) {
   std::vector<std::string> tokens;
-  for (std::size_t i = 0; i < line.size();) {
-    if (separator(line[i])) {
+  for (std::size_t i = 0; i < text.size();) {
+    if (separator(text[i])) {
       ++i;
       continue;
     }
     std::size_t j = i;
-    while (j < line.size() && !separator(line[j])) ++j;
-    tokens.push_back(line.substr(i, j - i));
+    while (j < text.size() && !separator(text[j])) ++j;
+    tokens.push_back(text.substr(i, j - i));
     i = j;
   }
   return tokens;
+}
+
+std::vector<std::string> line_tokens(std::string line) {
+  line.erase(std::min(line.find('#'), line.size()));
+  return split_tokens(
+      line, [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); });
 }
 
 // Floyd's algorithm on splitmix64, so that a seed picks the same indices in every build.
@@ -227,20 +233,12 @@ std::vector<double> own_parse_taps(const std::string& text, const std::string& o
     return c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n';
   };
   std::vector<double> taps;
-  for (std::size_t i = 0; i < text.size();) {
-    if (separator(text[i])) {
-      ++i;
-      continue;
-    }
-    std::size_t j = i;
-    while (j < text.size() && !separator(text[j])) ++j;
-    const std::string token = text.substr(i, j - i);
+  for (const std::string& token : ooc::check::split_tokens(text, separator)) {
     char* end = nullptr;
     const double v = std::strtod(token.c_str(), &end);
     if (end != token.c_str() + token.size() || !std::isfinite(v))
       throw Error(ErrorKind::usage, origin + ": '" + token + "' is not a finite number");
     taps.push_back(v);
-    i = j;
   }
   if (taps.empty()) throw Error(ErrorKind::usage, origin + ": no taps given");
   if (taps.size() % 2 == 0)

@@ -3,8 +3,7 @@
 
 #include <cctype>
 
-#include <fstream>
-
+#include "../pipeline/text_file.hpp"
 #include "check.hpp"
 #include "ooc/device.hpp"
 #include "ooc/pipeline.hpp"
@@ -106,15 +105,6 @@ void StreamEvent::synchronize() {
 
 namespace ooc {
 
-namespace {
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-}  // namespace
-
 std::vector<DeviceInfo> cuda_devices() noexcept {
   std::vector<DeviceInfo> out;
   try {
@@ -135,8 +125,8 @@ std::vector<DeviceInfo> cuda_devices() noexcept {
         info.pci_bus_id = bus;
         for (char& c : info.pci_bus_id) c = static_cast<char>(std::tolower(c));
         const std::string sys = "/sys/bus/pci/devices/" + info.pci_bus_id + "/";
-        const std::string speed = read_line(sys + "current_link_speed");
-        const std::string width = read_line(sys + "current_link_width");
+        const std::string speed = detail::first_line(sys + "current_link_speed");
+        const std::string width = detail::first_line(sys + "current_link_width");
         if (!speed.empty()) info.pcie_link = speed + " x" + width;
       }
       out.push_back(std::move(info));

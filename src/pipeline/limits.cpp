@@ -11,16 +11,12 @@
 #include <string>
 
 #include "ooc/pipeline.hpp"
+#include "text_file.hpp"
 
 namespace ooc {
 namespace {
 
-std::string first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
+using detail::first_line;
 
 // A byte count from a cgroup file; 0 for "max", absent or unreadable (no limit).
 std::uint64_t limit_from(const std::string& path) {

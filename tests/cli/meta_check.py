@@ -210,6 +210,26 @@ def image(dtype, h, w, c):
 print("== 1. Layouts: tifffile, libvips and libtiff read every output as the same array")
 H, W = 37, 45
 outputs = [[], ["--tile", 32], ["--compress", "deflate"], ["--tile", 16, "--compress", "deflate"]]
+
+
+def filter_and_check(label, src, name, img, dtype, c, oo):
+    """oocconv (and ooceq, for integer samples) on src, written with the options oo; each output
+    read back and compared with the reference of img (H x W x c samples of dtype)."""
+    out = p(f"{name}_out.tif")
+    problem = must([OOCCONV, src, out, *TAPS, "-q", *oo])
+    if problem:
+        report("oocconv " + label, [problem])
+    else:
+        check_output("oocconv " + label, out, dtype, H, W, c, reference=separable_reference(img))
+    if dtype in ("u1", "u2"):
+        out = p(f"{name}_eq.tif")
+        problem = must([OOCEQ, src, out, "-q", *oo])
+        if problem:
+            report("ooceq " + label, [problem])
+        else:
+            check_output("ooceq " + label, out, dtype, H, W, c, exact=eq_reference(img))
+
+
 k = 0
 for dtype in ("u1", "u2", "f4"):
     for c, planar in ((1, None), (3, "separate"), (3, "contig"), (4, "separate"), (4, "contig")):
@@ -230,20 +250,7 @@ for dtype in ("u1", "u2", "f4"):
             # predictor ooc writes with Deflate
         label = f"tifffile {dtype} c{c} {planar or ''} {' '.join(map(str, store))} -> " \
                 f"{' '.join(map(str, oo)) or 'strips'}"
-        out = p(f"tf{k}_out.tif")
-        problem = must([OOCCONV, src, out, *TAPS, "-q", *oo])
-        if problem:
-            report("oocconv " + label, [problem])
-        else:
-            check_output("oocconv " + label, out, dtype, H, W, c,
-                         reference=separable_reference(img))
-        if dtype in ("u1", "u2"):
-            out = p(f"tf{k}_eq.tif")
-            problem = must([OOCEQ, src, out, "-q", *oo])
-            if problem:
-                report("ooceq " + label, [problem])
-            else:
-                check_output("ooceq " + label, out, dtype, H, W, c, exact=eq_reference(img))
+        filter_and_check(label, src, f"tf{k}", img, dtype, c, oo)
 
 if not VIPS:
     skip("libvips inputs and readback", "no vips (libvips-tools)")
@@ -264,20 +271,7 @@ else:
             continue
         oo = outputs[(k + 1) % len(outputs)] if dtype != "f4" else ["--tile", 32]
         label = f"vips {dtype} c{c} {' '.join(map(str, opts))} -> {' '.join(map(str, oo)) or 'strips'}"
-        out = p(f"v{k}_out.tif")
-        problem = must([OOCCONV, src, out, *TAPS, "-q", *oo])
-        if problem:
-            report("oocconv " + label, [problem])
-        else:
-            check_output("oocconv " + label, out, dtype, H, W, c,
-                         reference=separable_reference(img))
-        if dtype in ("u1", "u2"):
-            out = p(f"v{k}_eq.tif")
-            problem = must([OOCEQ, src, out, "-q", *oo])
-            if problem:
-                report("ooceq " + label, [problem])
-            else:
-                check_output("ooceq " + label, out, dtype, H, W, c, exact=eq_reference(img))
+        filter_and_check(label, src, f"v{k}", img, dtype, c, oo)
 
 
 # =============================================================================================
