@@ -21,6 +21,7 @@
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
+#include "pipeline/trace.hpp"
 
 namespace {
 
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
     ooc::cli::apply_run_options(run_cli, jo);
     jo.journal = true;  // resumable
     ooc::Job job(jo);
+    ooc::detail::trace_mark("job made");
     auto op = params2d ? ooc::make_conv2d(job.source().spec(), *params2d, popt)
                        : ooc::make_separable(job.source().spec(), params, popt);
     // What makes the output's bytes: checked when a run resumes or parts are finished.
@@ -160,6 +162,7 @@ int main(int argc, char** argv) {
     const std::string format = ooc::output_format(output, out_options);
     if (format != "tiff") ooc::cli::stop_gracefully_on_signals();
     job.start({op.get()});
+    ooc::detail::trace_mark("job started");
     if (jo.resume && !quiet)
       std::fprintf(
           stderr, "oocconv: %s at row %lld of rows %lld:%lld\n",
@@ -171,8 +174,10 @@ int main(int argc, char** argv) {
     const ooc::RunStats st =
         job.run(*op, [&](std::int64_t done, std::int64_t total) { bar.update(done, total); });
     bar.finish();
+    ooc::detail::trace_mark("job ran");
     if (st.stopped) return ooc::cli::stopped("oocconv", job, st);
     job.commit();
+    ooc::detail::trace_mark("committed");
     nlohmann::json summary;
     if (!ooc::cli::finish_parts("oocconv", job, st, quiet, summary)) {
       if (ooc::cli::World::get().rank() == 0)
@@ -184,6 +189,7 @@ int main(int argc, char** argv) {
     if (ooc::cli::World::get().rank() == 0)
       ooc::cli::report("oocconv", stats, quiet || ooc::cli::World::get().mpi(), job, op->describe(),
                        st, summary.empty() ? nlohmann::json() : summary);
+    ooc::detail::trace_mark("reported");
     return 0;
   });
 }

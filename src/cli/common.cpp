@@ -14,10 +14,12 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
 
+#include "../pipeline/trace.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
@@ -150,6 +152,8 @@ int failed(const char* prog, const char* what, int code) {
 }  // namespace
 
 int guarded_main(const char* prog, const std::function<int()>& body) {
+  detail::trace_mark("main");
+  if (std::getenv("OOC_TRACE")) std::atexit([] { detail::trace_mark("atexit"); });
   reserve_standard_fds();
   install_signal_handlers(prog);
   try {

@@ -1,6 +1,8 @@
 // CUDA resource owners and device queries (see resources.hpp).
 #include "resources.hpp"
 
+#include <sys/mman.h>
+
 #include <cctype>
 
 #include "../pipeline/text_file.hpp"
@@ -42,16 +44,49 @@ void device_memory(int device, std::size_t& free_bytes, std::size_t& total_bytes
   OOC_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
 }
 
+// Pinned host memory, made as anonymous memory on transparent huge pages, filled in by the
+// kernel, then registered with the driver: on the H200 machine this took 20 ms for a 142 MB slot
+// where cudaHostAlloc took 60-70 ms, and cudaHostAlloc held the driver's lock all the while,
+// stalling the first band's kernel launch behind the next slot's allocation
+// (tools/bench/results/gpu-h200/logs/startup-trace.md). cudaHostAlloc remains the fallback.
 PinnedBuffer::PinnedBuffer(std::size_t bytes) : n_(bytes) {
   if (bytes == 0) return;
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const std::size_t n = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* m = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m != MAP_FAILED) {
+    (void)::madvise(m, n, MADV_HUGEPAGE);  // a hint: where THP is off, 4 KiB pages do
+    // A fork (Python's subprocess) must not make the pages copy-on-write under a running DMA.
+    (void)::madvise(m, n, MADV_DONTFORK);
+#ifdef MADV_POPULATE_WRITE
+    const bool populated = ::madvise(m, n, MADV_POPULATE_WRITE) == 0;
+#else
+    const bool populated = false;
+#endif
+    if (!populated)  // kernels before 5.14: touch every page
+      for (std::size_t i = 0; i < n; i += 4096) static_cast<volatile char*>(m)[i] = 0;
+    // Portable: usable from every device's stream when slots span several GPUs.
+    if (cudaHostRegister(m, n, cudaHostRegisterPortable) == cudaSuccess) {
+      p_ = static_cast<std::byte*>(m);
+      mapped_ = n;
+      return;
+    }
+    (void)cudaGetLastError();  // not sticky; fall back below
+    ::munmap(m, n);
+  }
   void* p = nullptr;
-  // Portable: usable from every device's stream when slots span several GPUs.
   OOC_CUDA_TRY(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
   p_ = static_cast<std::byte*>(p);
 }
 
 PinnedBuffer::~PinnedBuffer() {
-  if (p_) cudaFreeHost(p_);
+  if (!p_) return;
+  if (mapped_ > 0) {
+    cudaHostUnregister(p_);
+    ::munmap(p_, mapped_);
+  } else {
+    cudaFreeHost(p_);
+  }
 }
 
 DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : n_(bytes), dev_(device) {

@@ -33,9 +33,11 @@ class PinnedBuffer {
   void swap(PinnedBuffer& o) noexcept {
     std::swap(p_, o.p_);
     std::swap(n_, o.n_);
+    std::swap(mapped_, o.mapped_);
   }
   std::byte* p_ = nullptr;
   std::size_t n_ = 0;
+  std::size_t mapped_ = 0;  // > 0: mmap'd and registered (that many bytes), not cudaHostAlloc'd
 };
 
 class DeviceBuffer {

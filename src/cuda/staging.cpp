@@ -19,6 +19,10 @@ namespace {
 
 constexpr std::int64_t kRowsPerRead = 4;  // ~1 MiB reads for 65536-wide f32 rows
 
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // The partial sits after the largest output the slot holds, aligned for any element type (a
 // histogram's 64-bit atomics fault on an odd address: rows of odd width end anywhere).
 std::size_t partial_offset(const SlotSizes& z) {
@@ -37,19 +41,33 @@ class CudaSlotImpl final : public CudaSlot {
         d_scratch_(device, z.scratch),
         sizes_(z) {
     for (cudaEvent_t& e : marks_) OOC_CUDA_TRY(cudaEventCreate(&e));
+    OOC_CUDA_TRY(cudaEventCreateWithFlags(&halo_taken_, cudaEventDisableTiming));
+    // The slot's zero: device event times are mapped onto the host's clock from here.
+    OOC_CUDA_TRY(cudaEventCreate(&base_));
+    OOC_CUDA_TRY(cudaEventRecord(base_, stream_.stream()));
+    OOC_CUDA_TRY(cudaEventSynchronize(base_));
+    base_host_ = now_s();
   }
   ~CudaSlotImpl() override {
     cudaSetDevice(stream_.device());
     for (cudaEvent_t e : marks_)
       if (e) cudaEventDestroy(e);
+    if (base_) cudaEventDestroy(base_);
+    if (halo_taken_) cudaEventDestroy(halo_taken_);
   }
 
   void start(Source& source, const std::int64_t* source_rows, const Band& band, std::int64_t halo,
-             const ImageSpec& in, CudaKernel& kernel, std::size_t out_row,
-             std::size_t partial) override {
+             const ImageSpec& in, CudaKernel& kernel, std::size_t out_row, std::size_t partial,
+             CudaSlot* prev_slot, std::int64_t reuse_rows) override {
     const std::int64_t in_rows = band.rows + 2 * halo;
     const std::size_t row = in.row_bytes();
-    const auto t0 = std::chrono::steady_clock::now();
+    auto* prev = static_cast<CudaSlotImpl*>(prev_slot);
+    const std::int64_t reuse = prev && prev != this && prev->stream_.device() == stream_.device() &&
+                                       prev->in_row_ == row && reuse_rows <= prev->in_rows_ &&
+                                       reuse_rows <= in_rows
+                                   ? std::max<std::int64_t>(reuse_rows, 0)
+                                   : 0;
+    pack_at_ = now_s();
     // Runs of consecutive image rows, read straight into place. Constant-border rows (-1) are
     // left alone: the kernels know them. A decoding source reads in order, with its own threads.
     auto read_runs = [&](std::int64_t begin, std::int64_t end) {
@@ -63,18 +81,34 @@ class CudaSlotImpl final : public CudaSlot {
     };
     if (source.parallel_reads())
       tbb::parallel_for(
-          tbb::blocked_range<std::int64_t>(0, in_rows, kRowsPerRead),
+          tbb::blocked_range<std::int64_t>(reuse, in_rows, kRowsPerRead),
           [&](const tbb::blocked_range<std::int64_t>& r) { read_runs(r.begin(), r.end()); });
     else
-      read_runs(0, in_rows);
-    pack_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      read_runs(reuse, in_rows);
+    pack_s_ = now_s() - pack_at_;
     const cudaStream_t s = stream_.stream();
     OOC_CUDA_TRY(cudaSetDevice(stream_.device()));
+    // The next band copied its halo out of d_in_: that copy must be done before d_in_ is refilled.
+    if (reader_) OOC_CUDA_TRY(cudaStreamWaitEvent(s, reader_, 0));
+    reader_ = nullptr;
     OOC_CUDA_TRY(cudaEventRecord(marks_[0], s));
-    OOC_CUDA_TRY(cudaMemcpyAsync(d_in_.data(), h_in_.data(),
-                                 static_cast<std::size_t>(in_rows) * row, cudaMemcpyHostToDevice,
-                                 s));
+    if (reuse > 0) {
+      // After prev's copy in (marks_[1] is recorded again only at prev's next start, which comes
+      // after this one: bands start in order).
+      OOC_CUDA_TRY(cudaStreamWaitEvent(s, prev->marks_[1], 0));
+      OOC_CUDA_TRY(cudaMemcpyAsync(
+          d_in_.data(), prev->d_in_.data() + static_cast<std::size_t>(prev->in_rows_ - reuse) * row,
+          static_cast<std::size_t>(reuse) * row, cudaMemcpyDeviceToDevice, s));
+      OOC_CUDA_TRY(cudaEventRecord(halo_taken_, s));
+      prev->reader_ = halo_taken_;
+    }
+    const std::size_t at = static_cast<std::size_t>(reuse) * row;
+    OOC_CUDA_TRY(cudaMemcpyAsync(d_in_.data() + at, h_in_.data() + at,
+                                 static_cast<std::size_t>(in_rows - reuse) * row,
+                                 cudaMemcpyHostToDevice, s));
     OOC_CUDA_TRY(cudaEventRecord(marks_[1], s));
+    in_rows_ = in_rows;
+    in_row_ = row;
     const std::size_t out_bytes = static_cast<std::size_t>(band.rows) * out_row;
     const std::size_t partial_at = partial_offset(sizes_);
     if (partial > 0) OOC_CUDA_TRY(cudaMemsetAsync(d_out_.data() + partial_at, 0, partial, s));
@@ -107,10 +141,15 @@ class CudaSlotImpl final : public CudaSlot {
     stream_.synchronize();
     out = h_out_.data();
     partial = h_out_.data() + partial_offset(sizes_);
-    float ms[3] = {};
+    // Durations between neighbouring marks (exact); the marks' times from the slot's zero, which a
+    // float of milliseconds holds to about a microsecond per 10 s the slot has lived.
+    float ms[3] = {}, from_base[4] = {};
     for (int i = 0; i < 3; ++i)
       OOC_CUDA_TRY(cudaEventElapsedTime(&ms[i], marks_[i], marks_[i + 1]));
-    times = SlotTimes{pack_s_, 1e-3 * ms[0], 1e-3 * ms[1], 1e-3 * ms[2]};
+    for (int i = 0; i < 4; ++i) OOC_CUDA_TRY(cudaEventElapsedTime(&from_base[i], base_, marks_[i]));
+    times = SlotTimes{pack_s_, 1e-3 * ms[0], 1e-3 * ms[1], 1e-3 * ms[2], {}};
+    times.at[0] = pack_at_;
+    for (int i = 0; i < 4; ++i) times.at[i + 1] = base_host_ + 1e-3 * from_base[i];
   }
 
  private:
@@ -120,7 +159,13 @@ class CudaSlotImpl final : public CudaSlot {
   SlotSizes sizes_;
   // Timing marks: before the copy in, after it, after the kernels, after the copies out.
   cudaEvent_t marks_[4] = {};
-  double pack_s_ = 0;
+  cudaEvent_t base_ = nullptr;
+  // Recorded after this slot copied its first rows out of the previous slot's d_in_; reader_: the
+  // event of the slot that copies out of this one's, waited for before d_in_ is written again.
+  cudaEvent_t halo_taken_ = nullptr, reader_ = nullptr;
+  std::int64_t in_rows_ = 0;  // input rows of the band last started here
+  std::size_t in_row_ = 0;    // and their size
+  double base_host_ = 0, pack_at_ = 0, pack_s_ = 0;
 };
 
 }  // namespace

@@ -7,14 +7,20 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "ooc/error.hpp"
 #include "ooc/pipeline.hpp"
 #include "staging.hpp"
+#include "trace.hpp"
 
 namespace ooc {
 namespace {
@@ -94,36 +100,61 @@ struct Engine::Impl {
   Backend backend;
   BandPlan plan;
   std::vector<Slot> slots;
+  // GPU slots, made in slot order by one thread of their own (see make_slots).
+  std::vector<std::future<std::unique_ptr<detail::CudaSlot>>> gpu_made;
+  std::thread gpu_maker;
+  std::atomic<bool> gpu_cancel{false};
+
+  Impl(Source& s, Backend b, BandPlan p) : source(s), backend(std::move(b)), plan(p) {}
+  ~Impl() {
+    gpu_cancel = true;
+    if (gpu_maker.joinable()) gpu_maker.join();
+  }
 
   // Made at the first run, for the largest of the job's operations (the plan says how large).
+  // Pinning a GPU slot costs about as much as filling it, so its buffers are made in the
+  // background, slot 0 first: the first band starts after one slot's allocation instead of the
+  // whole ring's, and the others are made while it runs.
   void make_slots() {
     if (!slots.empty()) return;
     slots.resize(static_cast<std::size_t>(plan.slots));
-    if (backend.cuda) return;  // see gpu_slot()
+    if (backend.cuda) {
+      std::vector<std::promise<std::unique_ptr<detail::CudaSlot>>> promises(slots.size());
+      for (auto& p : promises) gpu_made.push_back(p.get_future());
+      const ImageSpec& in = source.spec();
+      const detail::SlotSizes sizes{plan.band_rows,     plan.halo,
+                                    in.row_bytes(),     plan.out_row_bytes,
+                                    plan.partial_bytes, plan.device_scratch_bytes};
+      gpu_maker = std::thread([this, sizes, promises = std::move(promises)]() mutable {
+        for (std::size_t i = 0; i < promises.size(); ++i) {
+          try {
+            if (gpu_cancel) throw Error(ErrorKind::usage, "the engine stopped");
+            promises[i].set_value(
+                detail::CudaSlot::make(backend.devices[i % backend.devices.size()], sizes));
+          } catch (...) {
+            // This slot and every later one fail with the same error.
+            for (std::size_t j = i; j < promises.size(); ++j)
+              promises[j].set_exception(std::current_exception());
+            return;
+          }
+        }
+      });
+      return;
+    }
     for (Slot& s : slots) {
       s.out.resize(static_cast<std::size_t>(plan.band_rows) * plan.out_row_bytes);
       s.partial.resize(plan.partial_bytes);
     }
   }
 
-  // A GPU slot's pinned and device buffers are made when its first band arrives, in the parallel
-  // stage: pinning a slot costs about as much as filling it, so the first band starts after one
-  // slot's allocation instead of the whole ring's, and the others are made while it runs.
   detail::CudaSlot& gpu_slot(Slot& s) {
-    if (!s.gpu) {
-      const std::size_t i = static_cast<std::size_t>(&s - slots.data());
-      const ImageSpec& in = source.spec();
-      s.gpu = detail::CudaSlot::make(
-          backend.devices[i % backend.devices.size()],
-          detail::SlotSizes{plan.band_rows, plan.halo, in.row_bytes(), plan.out_row_bytes,
-                            plan.partial_bytes, plan.device_scratch_bytes});
-    }
+    if (!s.gpu) s.gpu = gpu_made[static_cast<std::size_t>(&s - slots.data())].get();
     return *s.gpu;
   }
 };
 
 Engine::Engine(Source& source, Backend backend, BandPlan plan)
-    : impl_(std::make_unique<Impl>(Impl{source, std::move(backend), plan, {}})) {
+    : impl_(std::make_unique<Impl>(source, std::move(backend), plan)) {
   if (impl_->backend.cuda && impl_->backend.devices.empty())
     throw Error(ErrorKind::device, "the CUDA backend needs at least one device");
 }
@@ -157,6 +188,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
                                       std::to_string(plan.bands) + " bands");
   const BorderMode border = op.border();
   RunStats stats;
+  detail::trace_mark("engine run");
   const auto t0 = Clock::now();
   e.make_slots();
   std::unique_ptr<CpuKernel> cpu;
@@ -178,9 +210,18 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       (plan.row_begin + plan.first_band * plan.band_rows);
   double read_s = 0, write_s = 0;
   std::atomic<std::int64_t> compute_ns{0};
+  // OOC_TRACE=FILE: when each GPU band's steps began, in seconds from the run's start, one CSV line
+  // per band: for finding where the pipeline waits.
+  const char* trace_path = std::getenv("OOC_TRACE");
+  std::optional<std::vector<std::array<double, 7>>> trace;
+  if (trace_path && *trace_path && gpu) trace.emplace();
+  const double t0_s = std::chrono::duration<double>(t0.time_since_epoch()).count();
 
-  // Serial, in order: which rows the band needs, mapped on the CPU (the GPU slot reads its own,
-  // in parallel, straight into pinned memory).
+  // Serial, in order: which rows the band needs, mapped on the CPU. On a GPU the slot reads them
+  // here too, straight into pinned memory with every thread, and enqueues the band's copies and
+  // kernels: one band packed at a time, in order, so each band's copy in starts as early as it
+  // can (bands packed side by side finish together and then queue for the one copy engine).
+  Slot* last = nullptr;  // the slot of the band read just before (GPU halo reuse)
   auto read_stage = [&](tbb::flow_control& fc) -> Slot* {
     if (next >= plan.last_band || stop_requested()) {
       fc.stop();
@@ -195,18 +236,31 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     slot.source_rows.resize(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i)
       slot.source_rows[i] = map_border(first + i, in.height, border);
-    if (!e.backend.cuda) map_rows(e.source, slot);
+    if (gpu) {
+      // The halo this band shares with the one before (the same image rows, border included).
+      std::int64_t reuse = 0;
+      if (last && last != &slot && last->band.index == next - 1) {
+        reuse = std::min<std::int64_t>(2 * halo, count);
+        const auto& before = last->source_rows;
+        if (static_cast<std::int64_t>(before.size()) < reuse ||
+            !std::equal(before.end() - reuse, before.end(), slot.source_rows.begin()))
+          reuse = 0;
+      }
+      e.gpu_slot(slot).start(e.source, slot.source_rows.data(), slot.band, halo, in, *gpu, out_row,
+                             partial_bytes, last ? last->gpu.get() : nullptr, reuse);
+      last = &slot;
+    } else {
+      map_rows(e.source, slot);
+    }
     ++next;
     read_s += seconds_since(t);
     return &slot;
   };
-  // Parallel: the operation's work on the band (on a GPU: enqueued, not finished).
+  // Parallel: the operation's work on the band on the CPU (a GPU band was enqueued by the read
+  // stage).
   auto compute_stage = [&](Slot* slot) {
     const auto t = Clock::now();
-    if (gpu) {
-      e.gpu_slot(*slot).start(e.source, slot->source_rows.data(), slot->band, halo, in, *gpu,
-                              out_row, partial_bytes);
-    } else {
+    if (!gpu) {
       CpuBand b;
       b.band = slot->band;
       b.rows = slot->table.data();
@@ -231,6 +285,12 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     if (slot->gpu) {
       detail::SlotTimes t;
       slot->gpu->wait(out, partial, t);
+      if (trace) {
+        std::array<double, 7> line{double(slot->band.index)};
+        for (int i = 0; i < 5; ++i) line[i + 1] = t.at[i] - t0_s;
+        line[6] = seconds_since(t0);
+        trace->push_back(line);
+      }
       stats.pack_seconds += t.pack;
       stats.h2d_seconds += t.h2d;
       stats.kernel_seconds += t.kernels;
@@ -260,6 +320,15 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   });
 
   stats.seconds = seconds_since(t0);
+  if (trace) {
+    if (std::FILE* f = std::fopen(trace_path, "w")) {
+      std::fputs("band,pack,h2d,kernels,d2h,done,written\n", f);
+      for (const auto& l : *trace)
+        std::fprintf(f, "%.0f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", l[0], l[1], l[2], l[3], l[4], l[5],
+                     l[6]);
+      std::fclose(f);
+    }
+  }
   stats.read_seconds = read_s;
   stats.compute_seconds = static_cast<double>(compute_ns.load()) * 1e-9;
   stats.write_seconds = write_s;

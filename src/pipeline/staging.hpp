@@ -25,9 +25,12 @@ struct SlotSizes {
 };
 
 // Where a GPU band's time went: packing its rows into pinned memory (the file read, host wall time)
-// and the device's time for the copy in, the operation's kernels and the copies out.
+// and the device's time for the copy in, the operation's kernels and the copies out. at: when each
+// step began and the last one ended, in steady_clock seconds (device events mapped to the host's
+// clock through one event per slot recorded at its start): pack, H2D, kernels, D2H, done.
 struct SlotTimes {
   double pack = 0, h2d = 0, kernels = 0, d2h = 0;
+  double at[5] = {};
 };
 
 // One ring slot on a GPU, made once per job.
@@ -38,9 +41,13 @@ class CudaSlot {
   // Reads the band's rows (source_rows: image row of each input row, -1 for the constant border)
   // straight into pinned memory from several threads, then enqueues the copy in, the kernels, and
   // the copies out of the output rows (when out_row > 0) and of the partial (partial bytes).
+  // reuse_rows > 0: this band's first reuse_rows input rows are the last ones of the band started
+  // just before on prev (the halo two bands share): when prev is on the same device they are
+  // copied there, device to device, instead of read and sent again.
   virtual void start(Source& source, const std::int64_t* source_rows, const Band& band,
                      std::int64_t halo, const ImageSpec& in, CudaKernel& kernel,
-                     std::size_t out_row, std::size_t partial) = 0;
+                     std::size_t out_row, std::size_t partial, CudaSlot* prev,
+                     std::int64_t reuse_rows) = 0;
   // Waits for the band; host copies of its output rows and partial, and the band's times.
   virtual void wait(const std::byte*& out, const std::byte*& partial, SlotTimes& times) = 0;
 };
