@@ -26,14 +26,16 @@ std::string Backend::describe() const {
 
 namespace {
 
-// What a GPU run pays before its first band: mostly the CUDA context (0.22-0.29 s alone on an
-// H200); the first slot's buffers follow, the others are made while bands run. Measured there
-// (tools/bench/results/gpu-h200/startup.csv): a 64 x 64 image takes 0.24-0.31 s on CUDA.
-constexpr double kCudaStartSeconds = 0.3;
+// What a GPU run pays besides streaming: mostly the CUDA context, made before the first band
+// (0.19-0.31 s on an H200) and torn down at exit (about 0.1 s); the first slots' buffers add 0.02 s
+// each (tools/bench/results/gpu-h200/logs/startup-trace.md). Measured there: a 1 GiB image takes
+// 0.35-0.40 s on CUDA.
+constexpr double kCudaStartSeconds = 0.33;
 // Bytes per second one GPU's slots stream (read into pinned memory, copied in and out), as
-// measured on the same machine: 32 GiB f32 from the page cache to null: in 1.79 s (radius 3)
-// and 2.07 s (radius 16), start-up included.
-constexpr double kCudaStreamBytesPerSecond = 21e9;
+// measured on the same machine: 32 GiB f32 from the page cache to null: in 1.41-1.54 s (radius 16)
+// and 1.42-1.51 s (radius 3), start-up included; the host's memory bandwidth, shared by the read
+// and both copies, bounds it (about 36-44 GB/s of reads while H2D and D2H run).
+constexpr double kCudaStreamBytesPerSecond = 30e9;
 
 struct Estimate {
   double cpu = 0, cuda = 0;
