@@ -327,6 +327,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
         std::fprintf(f, "%.0f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", l[0], l[1], l[2], l[3], l[4], l[5],
                      l[6]);
       std::fclose(f);
+    } else {
+      std::fprintf(stderr, "ooc: OOC_TRACE: cannot write '%s'\n", trace_path);
     }
   }
   stats.read_seconds = read_s;
