@@ -26,6 +26,7 @@
 // image in constant mode are rows of cval. Column pass: the same over the intermediate, then
 // store_as. All in explicit fma() calls and one plain product, which nvcc neither contracts nor
 // reorders. Any width, band heights from 1 row, 64-bit indexing.
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -343,6 +344,27 @@ __device__ __forceinline__ void load_tile(const TileArgs& a, const TileShape& t,
   const int total = rows_valid * t.span;
   const FastDiv by_span(static_cast<unsigned>(t.span));
   const bool interior = f0 >= 0 && f0 + t.span <= a.n;
+  if constexpr (std::is_same_v<T, float>) {
+    // f32 away from the row ends: the samples go to shared memory as they are, by asynchronous
+    // copies that hold no registers, so the whole tile is in flight at once instead of
+    // kLoadBatch loads per thread (the load phase was several DRAM round trips long).
+    if (interior) {
+      for (int e = threadIdx.x; e < total; e += blockDim.x) {
+        const int r = by_span.div(e);
+        const int c = e - r * t.span;
+        float* dst = sh + r * t.s_in + c;
+        if (constant_row(a, y0 + r)) {
+          *dst = 0;
+        } else {
+          const float* src = reinterpret_cast<const float*>(a.in + (y0 + r) * a.in_stride);
+          __pipeline_memcpy_async(dst, src + f0 + c, sizeof(float));
+        }
+      }
+      __pipeline_commit();
+      __pipeline_wait_prior(0);
+      return;
+    }
+  }
   for (int base = threadIdx.x; base < total; base += blockDim.x * P::kLoadBatch) {
     float v[P::kLoadBatch];
 #pragma unroll
