@@ -622,7 +622,7 @@ bool fast_column_ok(const SeparableLaunch& a) {
   return specialized_ok(a) && is_fast_radius(a.ry) && is_fast_type(a.out_type);
 }
 bool fused_ok(const SeparableLaunch& a, std::size_t smem_limit) {
-  return specialized_ok(a) && a.rx == a.ry && a.rx >= 1 && a.rx <= P::kFusedMaxRadius &&
+  return specialized_ok(a) && a.rx == a.ry && a.rx <= P::kFusedMaxRadius && is_fast_radius(a.rx) &&
          a.in_type == a.out_type && is_fast_type(a.in_type) && fused_smem(a) <= smem_limit;
 }
 
