@@ -1,6 +1,7 @@
 // The TBB pipeline over bands: serial in-order read (the band's rows and halo, through the border
-// rule), parallel compute (the operation's kernel on the CPU, or the engine's GPU staging around
-// its CUDA kernel), serial in-order write (output rows to the sink, partials to the reduction).
+// rule; on a GPU also the pack into pinned memory with every thread and the enqueued copies and
+// kernels), parallel compute (the operation's kernel on the CPU), serial in-order write (waits for
+// a GPU band; output rows to the sink, partials to the reduction).
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
