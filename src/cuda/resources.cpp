@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cctype>
+#include <cstdint>
 
 #include "../pipeline/text_file.hpp"
 #include "check.hpp"
@@ -49,12 +50,31 @@ void device_memory(int device, std::size_t& free_bytes, std::size_t& total_bytes
 // where cudaHostAlloc took 60-70 ms, and cudaHostAlloc held the driver's lock all the while,
 // stalling the first band's kernel launch behind the next slot's allocation
 // (tools/bench/results/gpu-h200/logs/startup-trace.md). cudaHostAlloc remains the fallback.
+namespace {
+
+// Anonymous memory of n bytes (a multiple of 4 KiB), its start on a 2 MiB boundary when n is at
+// least that (so that transparent huge pages can back it), or nullptr. Only the n bytes stay
+// mapped: a small buffer costs its pages, not a huge page (--slots can be large).
+void* map_anonymous(std::size_t n) {
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const std::size_t extra = n >= kHuge ? kHuge : 0;
+  void* m = ::mmap(nullptr, n + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  if (extra == 0) return m;
+  const auto at = reinterpret_cast<std::uintptr_t>(m);
+  const std::uintptr_t aligned = (at + kHuge - 1) / kHuge * kHuge;
+  if (aligned > at) ::munmap(m, aligned - at);
+  if (const std::size_t tail = at + n + extra - (aligned + n); tail > 0)
+    ::munmap(reinterpret_cast<void*>(aligned + n), tail);
+  return reinterpret_cast<void*>(aligned);
+}
+
+}  // namespace
+
 PinnedBuffer::PinnedBuffer(std::size_t bytes) : n_(bytes) {
   if (bytes == 0) return;
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
-  const std::size_t n = (bytes + kHuge - 1) / kHuge * kHuge;
-  void* m = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m != MAP_FAILED) {
+  const std::size_t n = (bytes + 4095) / 4096 * 4096;
+  if (void* m = map_anonymous(n)) {
     (void)::madvise(m, n, MADV_HUGEPAGE);  // a hint: where THP is off, 4 KiB pages do
     // A fork (Python's subprocess) must not make the pages copy-on-write under a running DMA.
     (void)::madvise(m, n, MADV_DONTFORK);
