@@ -122,20 +122,28 @@ struct Engine::Impl {
     if (backend.cuda) {
       std::vector<std::promise<std::unique_ptr<detail::CudaSlot>>> promises(slots.size());
       for (auto& p : promises) gpu_made.push_back(p.get_future());
+      // The slots the plan's bands use, in the order they first do (band b uses slot b % slots):
+      // a run of fewer bands than slots makes only those. A slot never made is never asked for
+      // (its future would say broken_promise, not hang).
+      std::vector<std::size_t> order;
+      const std::int64_t bands = std::max<std::int64_t>(plan.last_band - plan.first_band, 1);
+      for (std::int64_t k = 0; k < std::min<std::int64_t>(bands, plan.slots); ++k)
+        order.push_back(static_cast<std::size_t>((plan.first_band + k) % plan.slots));
       const ImageSpec& in = source.spec();
       const detail::SlotSizes sizes{plan.band_rows,     plan.halo,
                                     in.row_bytes(),     plan.out_row_bytes,
                                     plan.partial_bytes, plan.device_scratch_bytes};
-      gpu_maker = std::thread([this, sizes, promises = std::move(promises)]() mutable {
-        for (std::size_t i = 0; i < promises.size(); ++i) {
+      gpu_maker = std::thread([this, sizes, order, promises = std::move(promises)]() mutable {
+        for (std::size_t k = 0; k < order.size(); ++k) {
           try {
             if (gpu_cancel) throw Error(ErrorKind::usage, "the engine stopped");
+            const std::size_t i = order[k];
             promises[i].set_value(
                 detail::CudaSlot::make(backend.devices[i % backend.devices.size()], sizes));
           } catch (...) {
             // This slot and every later one fail with the same error.
-            for (std::size_t j = i; j < promises.size(); ++j)
-              promises[j].set_exception(std::current_exception());
+            for (std::size_t j = k; j < order.size(); ++j)
+              promises[order[j]].set_exception(std::current_exception());
             return;
           }
         }
