@@ -153,7 +153,7 @@ int failed(const char* prog, const char* what, int code) {
 
 int guarded_main(const char* prog, const std::function<int()>& body) {
   detail::trace_mark("main");
-  if (std::getenv("OOC_TRACE")) std::atexit([] { detail::trace_mark("atexit"); });
+  if (detail::trace_path()) std::atexit([] { detail::trace_mark("atexit"); });
   reserve_standard_fds();
   install_signal_handlers(prog);
   try {

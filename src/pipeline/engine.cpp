@@ -12,7 +12,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <future>
 #include <optional>
 #include <thread>
@@ -221,9 +220,9 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   std::atomic<std::int64_t> compute_ns{0};
   // OOC_TRACE=FILE: when each GPU band's steps began, in seconds from the run's start, one CSV line
   // per band: for finding where the pipeline waits.
-  const char* trace_path = std::getenv("OOC_TRACE");
+  const char* trace_path = detail::trace_path();
   std::optional<std::vector<std::array<double, 7>>> trace;
-  if (trace_path && *trace_path && gpu) trace.emplace();
+  if (trace_path && gpu) trace.emplace();
   const double t0_s = std::chrono::duration<double>(t0.time_since_epoch()).count();
 
   // Serial, in order: which rows the band needs, mapped on the CPU. On a GPU the slot reads them

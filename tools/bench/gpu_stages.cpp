@@ -361,19 +361,17 @@ class CopyLoad {
   void loop() {
     try {
       OOC_CUDA_TRY(cudaSetDevice(device_));
-      cudaStream_t a = nullptr, b = nullptr;
-      OOC_CUDA_TRY(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
-      OOC_CUDA_TRY(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+      Stream a, b;
       const std::size_t n = h_in_.size();
       while (!stop_.load()) {
-        OOC_CUDA_TRY(cudaMemcpyAsync(d_in_.data(), h_in_.data(), n, cudaMemcpyHostToDevice, a));
-        OOC_CUDA_TRY(cudaMemcpyAsync(h_out_.data(), d_out_.data(), n, cudaMemcpyDeviceToHost, b));
-        OOC_CUDA_TRY(cudaStreamSynchronize(a));
-        OOC_CUDA_TRY(cudaStreamSynchronize(b));
+        OOC_CUDA_TRY(
+            cudaMemcpyAsync(d_in_.data(), h_in_.data(), n, cudaMemcpyHostToDevice, a.get()));
+        OOC_CUDA_TRY(
+            cudaMemcpyAsync(h_out_.data(), d_out_.data(), n, cudaMemcpyDeviceToHost, b.get()));
+        OOC_CUDA_TRY(cudaStreamSynchronize(a.get()));
+        OOC_CUDA_TRY(cudaStreamSynchronize(b.get()));
         bytes_.store(bytes_.load() + 2.0 * static_cast<double>(n));
       }
-      cudaStreamDestroy(a);
-      cudaStreamDestroy(b);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mutex_);
       error_ = e.what();
