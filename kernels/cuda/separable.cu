@@ -68,7 +68,7 @@ namespace {
 #define OOC_TUNE_MIN_BLOCKS 4
 #endif
 #ifndef OOC_TUNE_ROLL_ROWS
-#define OOC_TUNE_ROLL_ROWS 32
+#define OOC_TUNE_ROLL_ROWS 16
 #endif
 #ifndef OOC_TUNE_LOAD_BATCH
 #define OOC_TUNE_LOAD_BATCH 4
@@ -101,6 +101,7 @@ struct SeparablePolicy {
   // Rolling kernel: 4 columns per thread, so the horizontal halo of R <= 4 is one lane away.
   static constexpr int kRollThreads = 128;
   static constexpr int kRollMaxRadius = 4;
+  static constexpr int kRollWarpColumns = 120;          // output columns of a warp: lanes 1-30
   static constexpr int kRollRows = OOC_TUNE_ROLL_ROWS;  // output rows of a thread's strip
   static constexpr int kMaxChannels = kTileSamples / kRowJob;
 };
@@ -599,21 +600,90 @@ __device__ __forceinline__ float component(const float4& v, int c) {
   return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;  // c is a constant after unrolling
 }
 
-// The rolling kernel: thread (4 columns x0 .. x0 + 3, strip of a.strip output rows). Rows are
-// taken in groups of K = 2 R + 1: the group's loads are all issued before its first use, and
-// output row o of the strip sums into accumulator slot o mod K, so that within a group every
-// slot's tap index is a constant: row j of the group feeds slot s with tap (j - s) mod K.
+// Rows ys + base .. ys + base + K - 1 of the strip (those below `ins`) for the rolling kernel.
+template <int K>
+__device__ __forceinline__ void roll_fetch(const RollArgs& a, float4 (&v)[K], std::int64_t ys,
+                                           int base, int ins, std::int64_t x0, bool inside) {
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    v[j] = make_float4(0, 0, 0, 0);
+    if (base + j < ins && !constant_row(a, ys + base + j)) {
+      const auto* row = reinterpret_cast<const float*>(a.in + (ys + base + j) * a.in_stride);
+      v[j] = roll_load(a, row, x0, inside);
+    }
+  }
+}
+
+// Both passes over one group of K = 2 R + 1 fetched rows (strip rows base .. base + K - 1).
+// Output row o of the strip sums into accumulator slot o mod K; base is a multiple of K, so
+// row j of the group feeds slot s with the constant tap (j - s) mod K.
+template <int R>
+__device__ __forceinline__ void roll_sums(const RollArgs& a, const float4 (&v)[2 * R + 1],
+                                          float (&acc)[2 * R + 1][4], std::int64_t ys, int base,
+                                          int ins, std::int64_t x0, bool inside, bool store,
+                                          const Taps<R>& row_w, const Taps<R>& col_w) {
+  constexpr int K = 2 * R + 1;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const int t = base + j;  // input row of the strip; the same in the whole block
+    if (t >= ins) break;
+    // Row pass of this row's 4 columns, as slide() sums them; the R columns each side come from
+    // the neighbouring lanes (lanes 0 and 31 get their own values back: they store nothing).
+    float h[4];
+    if (constant_row(a, ys + t)) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) h[c] = a.cval;
+    } else {
+      float win[4 + 2 * R];  // columns x0 - R .. x0 + 3 + R
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        win[i] = __shfl_up_sync(0xFFFFFFFFu, component(v[j], 4 - R + i), 1);
+        win[R + 4 + i] = __shfl_down_sync(0xFFFFFFFFu, component(v[j], i), 1);
+      }
+#pragma unroll
+      for (int c = 0; c < 4; ++c) win[R + c] = component(v[j], c);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        h[c] = row_w.w[0] * win[c];
+#pragma unroll
+        for (int k = 1; k <= 2 * R; ++k) h[c] = fmaf(row_w.w[k], win[c + k], h[c]);
+      }
+    }
+    // Column pass: this row is tap k of output row t - k, in slot (j - k) mod K.
+#pragma unroll
+    for (int slot = 0; slot < K; ++slot) {
+      const int k = (j - slot + K) % K;
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        acc[slot][c] = k == 0 ? col_w.w[0] * h[c] : fmaf(col_w.w[k], h[c], acc[slot][c]);
+      if (store && k == 2 * R && t >= 2 * R) {
+        auto* dst = reinterpret_cast<float*>(a.out + (ys + t - 2 * R) * a.out_stride) + x0;
+        if (inside) {
+          *reinterpret_cast<float4*>(dst) =
+              make_float4(acc[slot][0], acc[slot][1], acc[slot][2], acc[slot][3]);
+        } else {
+#pragma unroll
+          for (int c = 0; c < 4; ++c)
+            if (x0 + c < a.width) dst[c] = acc[slot][c];
+        }
+      }
+    }
+  }
+}
+
+// The rolling kernel. Warp w owns output columns 120 w .. 120 w + 119; its lane l holds columns
+// x0 .. x0 + 3 with x0 = 120 w - 4 + 4 l, so lanes 0 and 31 hold only the horizontal halo of
+// lanes 1 and 30 (R <= 4) and store nothing. A thread walks down a strip of a.strip output rows,
+// two groups of K rows in flight: the next group's loads are issued before this group's sums.
 template <int R>
 __global__ void __launch_bounds__(P::kRollThreads)
     rolling_kernel(const RollArgs a, const Taps<R> row_w, const Taps<R> col_w) {
   constexpr int K = 2 * R + 1;
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const std::int64_t x0 = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
-  // Lanes 0 and 31 also load the 4 samples past their warp's ends: the halo of the warp.
-  const bool edge_lane = lane == 0 || lane == 31;
-  const std::int64_t xe = lane == 0 ? x0 - 4 : x0 + 4;
-  const bool inside = x0 + 3 < a.width;
-  const bool edge_inside = xe >= 0 && xe + 3 < a.width;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t x0 = warp * P::kRollWarpColumns - 4 + 4 * lane;
+  const bool inside = x0 >= 0 && x0 + 3 < a.width;
+  const bool store = lane >= 1 && lane <= 30 && x0 < a.width;
   const std::int64_t strips = (a.rows + a.strip - 1) / a.strip;
   for (std::int64_t s = blockIdx.y; s < strips; s += gridDim.y) {
     const std::int64_t ys = s * a.strip;  // first output row = first input row of the strip
@@ -624,64 +694,13 @@ __global__ void __launch_bounds__(P::kRollThreads)
     for (int k = 0; k < K; ++k)
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[k][c] = 0;
-    for (int base = 0; base < ins; base += K) {
-      float4 v[K], e[K];
-#pragma unroll
-      for (int j = 0; j < K; ++j) {
-        v[j] = e[j] = make_float4(0, 0, 0, 0);
-        if (base + j < ins && !constant_row(a, ys + base + j)) {
-          const auto* row = reinterpret_cast<const float*>(a.in + (ys + base + j) * a.in_stride);
-          v[j] = roll_load(a, row, x0, inside);
-          if (edge_lane) e[j] = roll_load(a, row, xe, edge_inside);
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < K; ++j) {
-        const int t = base + j;  // input row of the strip; the same in the whole block
-        if (t >= ins) break;
-        // Row pass of this row's 4 columns, as slide() sums them.
-        float h[4];
-        if (constant_row(a, ys + t)) {
-#pragma unroll
-          for (int c = 0; c < 4; ++c) h[c] = a.cval;
-        } else {
-          float win[4 + 2 * R];  // columns x0 - R .. x0 + 3 + R
-#pragma unroll
-          for (int i = 0; i < R; ++i) {
-            const float left = __shfl_up_sync(0xFFFFFFFFu, component(v[j], 4 - R + i), 1);
-            win[i] = lane == 0 ? component(e[j], 4 - R + i) : left;
-            const float right = __shfl_down_sync(0xFFFFFFFFu, component(v[j], i), 1);
-            win[R + 4 + i] = lane == 31 ? component(e[j], i) : right;
-          }
-#pragma unroll
-          for (int c = 0; c < 4; ++c) win[R + c] = component(v[j], c);
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            h[c] = row_w.w[0] * win[c];
-#pragma unroll
-            for (int k = 1; k <= 2 * R; ++k) h[c] = fmaf(row_w.w[k], win[c + k], h[c]);
-          }
-        }
-        // Column pass: this row is tap k of output row t - k, in slot (j - k) mod K.
-#pragma unroll
-        for (int slot = 0; slot < K; ++slot) {
-          const int k = (j - slot + K) % K;
-#pragma unroll
-          for (int c = 0; c < 4; ++c)
-            acc[slot][c] = k == 0 ? col_w.w[0] * h[c] : fmaf(col_w.w[k], h[c], acc[slot][c]);
-          if (k == 2 * R && t >= 2 * R) {
-            auto* dst = reinterpret_cast<float*>(a.out + (ys + t - 2 * R) * a.out_stride) + x0;
-            if (inside) {
-              *reinterpret_cast<float4*>(dst) =
-                  make_float4(acc[slot][0], acc[slot][1], acc[slot][2], acc[slot][3]);
-            } else {
-#pragma unroll
-              for (int c = 0; c < 4; ++c)
-                if (x0 + c < a.width) dst[c] = acc[slot][c];
-            }
-          }
-        }
-      }
+    float4 g0[K], g1[K];
+    roll_fetch<K>(a, g0, ys, 0, ins, x0, inside);
+    for (int base = 0; base < ins; base += 2 * K) {
+      roll_fetch<K>(a, g1, ys, base + K, ins, x0, inside);
+      roll_sums<R>(a, g0, acc, ys, base, ins, x0, inside, store, row_w, col_w);
+      roll_fetch<K>(a, g0, ys, base + 2 * K, ins, x0, inside);
+      roll_sums<R>(a, g1, acc, ys, base + K, ins, x0, inside, store, row_w, col_w);
     }
   }
 }
@@ -833,7 +852,7 @@ void launch_rolling(const SeparableLaunch& a, cudaStream_t s) {
   r.first_row = a.first_row;
   r.height = a.image_height;
   r.strip = a.roll_rows > 0 ? a.roll_rows : P::kRollRows;
-  const std::int64_t threads = (a.width + 3) / 4;
+  const std::int64_t threads = (a.width + P::kRollWarpColumns - 1) / P::kRollWarpColumns * 32;
   const dim3 grid(static_cast<unsigned>((threads + P::kRollThreads - 1) / P::kRollThreads),
                   grid_rows((a.out_rows + r.strip - 1) / r.strip));
   with_radius(a.rx, [&](auto rc) {
