@@ -14,12 +14,6 @@
 //  - fused<T, U, R> (rx == ry <= kFusedMaxRadius, input type == output type): one block loads an
 //    input tile with its halo into shared memory, runs the row pass into a shared intermediate,
 //    then the column pass, and stores the output; the intermediate never goes to DRAM.
-//  - rolling<R> (f32 to f32, one channel, rx == ry <= kRollMaxRadius, rows 16-byte aligned):
-//    no shared memory and no barrier. A thread owns 4 adjacent columns and walks down a strip of
-//    rows: one 16-byte load per input row, the horizontal neighbours from the adjacent lanes by
-//    warp shuffles, the row pass in registers, and each row-pass value added at once to the
-//    2 R + 1 outputs it feeds (accumulators in registers). Why: at these radii the tiled kernel's
-//    phases (load, barrier, row pass, barrier, column pass) leave DRAM idle for part of each tile.
 //  - row<T, R> + column<U, R> (the other radii of kFastRadii, or rx != ry): two passes through
 //    the intermediate in global memory, as the generic kernels; each pass is specialized on its own
 //    radius, and a pass whose radius or type has no specialization runs its generic kernel.
@@ -67,9 +61,6 @@ namespace {
 #ifndef OOC_TUNE_MIN_BLOCKS
 #define OOC_TUNE_MIN_BLOCKS 4
 #endif
-#ifndef OOC_TUNE_ROLL_ROWS
-#define OOC_TUNE_ROLL_ROWS 16
-#endif
 #ifndef OOC_TUNE_LOAD_BATCH
 #define OOC_TUNE_LOAD_BATCH 4
 #endif
@@ -98,11 +89,6 @@ struct SeparablePolicy {
   // Global loads in flight per thread when filling a tile.
   static constexpr int kLoadBatch = OOC_TUNE_LOAD_BATCH;
   static constexpr int kFusedMaxRadius = 8;
-  // Rolling kernel: 4 columns per thread, so the horizontal halo of R <= 4 is one lane away.
-  static constexpr int kRollThreads = 128;
-  static constexpr int kRollMaxRadius = 4;
-  static constexpr int kRollWarpColumns = 120;          // output columns of a warp: lanes 1-30
-  static constexpr int kRollRows = OOC_TUNE_ROLL_ROWS;  // output rows of a thread's strip
   static constexpr int kMaxChannels = kTileSamples / kRowJob;
 };
 using P = SeparablePolicy;
@@ -562,149 +548,6 @@ __global__ void __launch_bounds__(P::kColumnThreads,
   }
 }
 
-// What the rolling kernel needs, by value.
-struct RollArgs {
-  const std::byte* in;
-  std::size_t in_stride;
-  std::byte* out;
-  std::size_t out_stride;
-  std::int64_t width;
-  BorderMode border;
-  float cval;
-  std::int64_t rows;       // output rows
-  std::int64_t first_row;  // image row of input row 0
-  std::int64_t height;     // image height
-  int strip;               // output rows of a thread's strip
-};
-
-__device__ __forceinline__ bool constant_row(const RollArgs& a, std::int64_t band_row) {
-  const std::int64_t image_row = a.first_row + band_row;
-  return a.border == BorderMode::constant && (image_row < 0 || image_row >= a.height);
-}
-
-// Samples x .. x + 3 of a row: one 16-byte load when all four are inside the row, else each
-// by the border rule (the row's ends, and lanes past the end that only lend their halo).
-__device__ __forceinline__ float4 roll_load(const RollArgs& a, const float* row, std::int64_t x,
-                                            bool inside) {
-  if (inside) return __ldg(reinterpret_cast<const float4*>(row + x));
-  float v[4];
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const std::int64_t xm = map_index(x + c, a.width, a.border);
-    v[c] = xm < 0 ? a.cval : __ldg(row + xm);
-  }
-  return make_float4(v[0], v[1], v[2], v[3]);
-}
-
-__device__ __forceinline__ float component(const float4& v, int c) {
-  return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;  // c is a constant after unrolling
-}
-
-// Rows ys + base .. ys + base + K - 1 of the strip (those below `ins`) for the rolling kernel.
-template <int K>
-__device__ __forceinline__ void roll_fetch(const RollArgs& a, float4 (&v)[K], std::int64_t ys,
-                                           int base, int ins, std::int64_t x0, bool inside) {
-#pragma unroll
-  for (int j = 0; j < K; ++j) {
-    v[j] = make_float4(0, 0, 0, 0);
-    if (base + j < ins && !constant_row(a, ys + base + j)) {
-      const auto* row = reinterpret_cast<const float*>(a.in + (ys + base + j) * a.in_stride);
-      v[j] = roll_load(a, row, x0, inside);
-    }
-  }
-}
-
-// Both passes over one group of K = 2 R + 1 fetched rows (strip rows base .. base + K - 1).
-// Output row o of the strip sums into accumulator slot o mod K; base is a multiple of K, so
-// row j of the group feeds slot s with the constant tap (j - s) mod K.
-template <int R>
-__device__ __forceinline__ void roll_sums(const RollArgs& a, const float4 (&v)[2 * R + 1],
-                                          float (&acc)[2 * R + 1][4], std::int64_t ys, int base,
-                                          int ins, std::int64_t x0, bool inside, bool store,
-                                          const Taps<R>& row_w, const Taps<R>& col_w) {
-  constexpr int K = 2 * R + 1;
-#pragma unroll
-  for (int j = 0; j < K; ++j) {
-    const int t = base + j;  // input row of the strip; the same in the whole block
-    if (t >= ins) break;
-    // Row pass of this row's 4 columns, as slide() sums them; the R columns each side come from
-    // the neighbouring lanes (lanes 0 and 31 get their own values back: they store nothing).
-    float h[4];
-    if (constant_row(a, ys + t)) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) h[c] = a.cval;
-    } else {
-      float win[4 + 2 * R];  // columns x0 - R .. x0 + 3 + R
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-        win[i] = __shfl_up_sync(0xFFFFFFFFu, component(v[j], 4 - R + i), 1);
-        win[R + 4 + i] = __shfl_down_sync(0xFFFFFFFFu, component(v[j], i), 1);
-      }
-#pragma unroll
-      for (int c = 0; c < 4; ++c) win[R + c] = component(v[j], c);
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        h[c] = row_w.w[0] * win[c];
-#pragma unroll
-        for (int k = 1; k <= 2 * R; ++k) h[c] = fmaf(row_w.w[k], win[c + k], h[c]);
-      }
-    }
-    // Column pass: this row is tap k of output row t - k, in slot (j - k) mod K.
-#pragma unroll
-    for (int slot = 0; slot < K; ++slot) {
-      const int k = (j - slot + K) % K;
-#pragma unroll
-      for (int c = 0; c < 4; ++c)
-        acc[slot][c] = k == 0 ? col_w.w[0] * h[c] : fmaf(col_w.w[k], h[c], acc[slot][c]);
-      if (store && k == 2 * R && t >= 2 * R) {
-        auto* dst = reinterpret_cast<float*>(a.out + (ys + t - 2 * R) * a.out_stride) + x0;
-        if (inside) {
-          *reinterpret_cast<float4*>(dst) =
-              make_float4(acc[slot][0], acc[slot][1], acc[slot][2], acc[slot][3]);
-        } else {
-#pragma unroll
-          for (int c = 0; c < 4; ++c)
-            if (x0 + c < a.width) dst[c] = acc[slot][c];
-        }
-      }
-    }
-  }
-}
-
-// The rolling kernel. Warp w owns output columns 120 w .. 120 w + 119; its lane l holds columns
-// x0 .. x0 + 3 with x0 = 120 w - 4 + 4 l, so lanes 0 and 31 hold only the horizontal halo of
-// lanes 1 and 30 (R <= 4) and store nothing. A thread walks down a strip of a.strip output rows,
-// two groups of K rows in flight: the next group's loads are issued before this group's sums.
-template <int R>
-__global__ void __launch_bounds__(P::kRollThreads)
-    rolling_kernel(const RollArgs a, const Taps<R> row_w, const Taps<R> col_w) {
-  constexpr int K = 2 * R + 1;
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  const std::int64_t x0 = warp * P::kRollWarpColumns - 4 + 4 * lane;
-  const bool inside = x0 >= 0 && x0 + 3 < a.width;
-  const bool store = lane >= 1 && lane <= 30 && x0 < a.width;
-  const std::int64_t strips = (a.rows + a.strip - 1) / a.strip;
-  for (std::int64_t s = blockIdx.y; s < strips; s += gridDim.y) {
-    const std::int64_t ys = s * a.strip;  // first output row = first input row of the strip
-    const int outs = static_cast<int>(a.rows - ys < a.strip ? a.rows - ys : a.strip);
-    const int ins = outs + 2 * R;
-    float acc[K][4];
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[k][c] = 0;
-    float4 g0[K], g1[K];
-    roll_fetch<K>(a, g0, ys, 0, ins, x0, inside);
-    for (int base = 0; base < ins; base += 2 * K) {
-      roll_fetch<K>(a, g1, ys, base + K, ins, x0, inside);
-      roll_sums<R>(a, g0, acc, ys, base, ins, x0, inside, store, row_w, col_w);
-      roll_fetch<K>(a, g0, ys, base + 2 * K, ins, x0, inside);
-      roll_sums<R>(a, g1, acc, ys, base + K, ins, x0, inside, store, row_w, col_w);
-    }
-  }
-}
-
 // ------------------------------------------------------------------------------------------------
 // Host side of the specialized kernels.
 
@@ -783,17 +626,6 @@ bool fused_ok(const SeparableLaunch& a, std::size_t smem_limit) {
          a.in_type == a.out_type && is_fast_type(a.in_type) && fused_smem(a) <= smem_limit;
 }
 
-// The rolling kernel's 16-byte loads and stores need 16-byte aligned rows.
-bool rolling_ok(const SeparableLaunch& a) {
-  const auto aligned = [](const void* p, std::size_t stride) {
-    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && stride % 16 == 0;
-  };
-  return specialized_ok(a) && !a.tiled && a.rx == a.ry && a.rx >= 1 && a.rx <= P::kRollMaxRadius &&
-         is_fast_radius(a.rx) && a.channels == 1 && a.in_type == SampleType::f32 &&
-         a.out_type == SampleType::f32 && aligned(a.in, a.in_stride) &&
-         aligned(a.out, a.out_stride);
-}
-
 TileArgs tile_args(const SeparableLaunch& a, void* out, std::size_t out_stride, std::int64_t rows) {
   TileArgs t{};
   t.in = static_cast<const std::byte*>(a.in);
@@ -835,31 +667,6 @@ void launch_fused(const SeparableLaunch& a, cudaStream_t s) {
                                           taps_of<R>(a.col_taps_host));
       }
     });
-  });
-  OOC_CUDA_TRY(cudaGetLastError());
-}
-
-void launch_rolling(const SeparableLaunch& a, cudaStream_t s) {
-  RollArgs r{};
-  r.in = static_cast<const std::byte*>(a.in);
-  r.in_stride = a.in_stride;
-  r.out = static_cast<std::byte*>(a.out);
-  r.out_stride = a.out_stride;
-  r.width = a.width;
-  r.border = a.border;
-  r.cval = static_cast<float>(a.border_value);
-  r.rows = a.out_rows;
-  r.first_row = a.first_row;
-  r.height = a.image_height;
-  r.strip = a.roll_rows > 0 ? a.roll_rows : P::kRollRows;
-  const std::int64_t threads = (a.width + P::kRollWarpColumns - 1) / P::kRollWarpColumns * 32;
-  const dim3 grid(static_cast<unsigned>((threads + P::kRollThreads - 1) / P::kRollThreads),
-                  grid_rows((a.out_rows + r.strip - 1) / r.strip));
-  with_radius(a.rx, [&](auto rc) {
-    constexpr int R = decltype(rc)::value;
-    if constexpr (R <= P::kRollMaxRadius)
-      rolling_kernel<R><<<grid, P::kRollThreads, 0, s>>>(r, taps_of<R>(a.row_taps_host),
-                                                         taps_of<R>(a.col_taps_host));
   });
   OOC_CUDA_TRY(cudaGetLastError());
 }
@@ -908,7 +715,6 @@ void launch_generic(const SeparableLaunch& a, cudaStream_t s) {
 
 SeparablePath separable_path(const SeparableLaunch& a) {
   if (!specialized_ok(a)) return SeparablePath::generic;
-  if (rolling_ok(a)) return SeparablePath::rolling;
   const std::size_t limit = max_dynamic_smem();
   if (fused_ok(a, limit)) return SeparablePath::fused;
   if (fast_row_ok(a, limit) || fast_column_ok(a)) return SeparablePath::two_pass;
@@ -922,10 +728,6 @@ void separable_band_async(const SeparableLaunch& a, cudaStream_t stream) {
   }
   if (!specialized_ok(a)) {
     launch_generic<float>(a, stream);
-    return;
-  }
-  if (rolling_ok(a)) {
-    launch_rolling(a, stream);
     return;
   }
   const std::size_t limit = max_dynamic_smem();

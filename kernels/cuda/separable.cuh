@@ -37,8 +37,6 @@ struct SeparableLaunch {
   const void* row_taps_host = nullptr;
   const void* col_taps_host = nullptr;
   bool generic = false;  // force the generic kernels (for comparison; same results)
-  bool tiled = false;    // the tiled fused kernel where the rolling one would run (same results)
-  int roll_rows = 0;     // the rolling kernel's strip height; 0: its default (for tuning)
 };
 
 // Which kernels separable_band_async would run for `args` on the current device.
@@ -46,7 +44,6 @@ enum class SeparablePath {
   generic,   // generic row pass + generic column pass
   two_pass,  // row and column passes apart, at least one of them specialized on its radius
   fused,     // one kernel: row pass into shared memory, then the column pass
-  rolling,   // one kernel: a thread walks down its columns, both passes in registers
 };
 SeparablePath separable_path(const SeparableLaunch& args);
 

@@ -76,7 +76,6 @@ struct Options {
   SampleType type = SampleType::f32;
   int repeats = 10;
   std::vector<int> threads{8};
-  std::vector<int> strips;  // the rolling kernel's strip heights to time (kernels stage)
   std::vector<std::string> stages{"read", "copies", "kernels", "write"};
   int device = 0;
   std::string file;
@@ -88,14 +87,12 @@ const char* kUsage =
     "usage: ooc_gpu_stages --file PATH [--width 65536] [--rows 256] [--radius 16]\n"
     "                      [--type f32|u8] [--repeats 10] [--threads 8[,16...]] [--device 0]\n"
     "                      [--csv PATH] [--dram-peak 3900] [--stages read,copies,kernels,write]\n"
-    "                      [--strips 8,16,32]\n"
     "Measures each GPU pipeline stage's own ceiling for one band of width x rows samples\n"
     "(input band: rows + 2 radius rows). PATH: a file of at least 2 GiB, read through the page\n"
     "cache; PATH.stagewrite is written and deleted. Without --file the read and write stages are\n"
     "skipped. --threads: the read stage's thread counts. --stages: which stages to run (copies:\n"
     "H2D, D2H, both, device-to-device; kernels: ours, NPP's).\n"
-    "--dram-peak: the device's DRAM bandwidth in GB/s, for the kernels' memory bound.\n"
-    "--strips: where the rolling kernel runs, also time it with these strip heights.\n";
+    "--dram-peak: the device's DRAM bandwidth in GB/s, for the kernels' memory bound.\n";
 
 std::int64_t parse_int(std::string_view opt, const std::string& v, std::int64_t lo,
                        std::int64_t hi) {
@@ -158,10 +155,6 @@ bool parse_options(int argc, char** argv, Options& o) {
       o.threads.clear();
       for (const std::string& t : split_list(value))
         o.threads.push_back(static_cast<int>(parse_int(arg, t, 1, 1024)));
-    } else if (arg == "--strips") {
-      o.strips.clear();
-      for (const std::string& t : split_list(value))
-        o.strips.push_back(static_cast<int>(parse_int(arg, t, 1, 1 << 20)));
     } else if (arg == "--stages") {
       o.stages = split_list(value);
       for (const std::string& st : o.stages)
@@ -681,40 +674,29 @@ int run(const Options& o) {
     DeviceBuffer d_out_generic(o.device, out_bytes);
     g.out = d_out_generic.data();
     const auto path = ooc::cuda::separable_path(a);
-    const bool rolling = path == ooc::cuda::SeparablePath::rolling;
-    const char* path_name = rolling                                      ? "rolling"
-                            : path == ooc::cuda::SeparablePath::fused    ? "fused"
+    const char* path_name = path == ooc::cuda::SeparablePath::fused      ? "fused"
                             : path == ooc::cuda::SeparablePath::two_pass ? "two-pass specialized"
                                                                          : "generic";
-    // Where the rolling kernel runs, the tiled fused kernel it replaced runs beside it.
-    ooc::cuda::SeparableLaunch tl = a;
-    tl.tiled = true;
-    DeviceBuffer d_out_tiled(o.device, rolling ? out_bytes : 1);
-    tl.out = d_out_tiled.data();
     // Poison both outputs, so that a sample one of them leaves unwritten shows as a difference.
     OOC_CUDA_TRY(cudaMemsetAsync(d_out.data(), 0xA5, out_bytes, s1.get()));
     OOC_CUDA_TRY(cudaMemsetAsync(d_out_generic.data(), 0x5A, out_bytes, s1.get()));
-    if (rolling) OOC_CUDA_TRY(cudaMemsetAsync(d_out_tiled.data(), 0x3C, out_bytes, s1.get()));
     // Interleaved: fast, generic, fast, generic... so that clocks and caches treat both alike.
-    std::vector<double> kernel_ms, generic_ms, tiled_ms;
-    auto time_one = [&](const ooc::cuda::SeparableLaunch& l) {
-      return time_on_stream(s1.get(), 1,
-                            [&](cudaStream_t s) { ooc::cuda::separable_band_async(l, s); })[0];
-    };
+    std::vector<double> kernel_ms, generic_ms;
     for (int i = 0; i < o.repeats; ++i) {
-      kernel_ms.push_back(time_one(a));
-      generic_ms.push_back(time_one(g));
-      if (rolling) tiled_ms.push_back(time_one(tl));
+      const auto f = time_on_stream(s1.get(), 1,
+                                    [&](cudaStream_t s) { ooc::cuda::separable_band_async(a, s); });
+      const auto gm = time_on_stream(
+          s1.get(), 1, [&](cudaStream_t s) { ooc::cuda::separable_band_async(g, s); });
+      kernel_ms.push_back(f[0]);
+      generic_ms.push_back(gm[0]);
     }
-    std::vector<unsigned char> generic_bytes(out_bytes);
-    OOC_CUDA_TRY(
-        cudaMemcpy(generic_bytes.data(), d_out_generic.data(), out_bytes, cudaMemcpyDeviceToHost));
-    auto same_as_generic = [&](const DeviceBuffer& d) {
-      std::vector<unsigned char> x(out_bytes);
-      OOC_CUDA_TRY(cudaMemcpy(x.data(), d.data(), out_bytes, cudaMemcpyDeviceToHost));
-      return std::memcmp(x.data(), generic_bytes.data(), out_bytes) == 0;
-    };
-    const bool identical = same_as_generic(d_out) && (!rolling || same_as_generic(d_out_tiled));
+    bool identical = false;
+    {
+      std::vector<unsigned char> x(out_bytes), y(out_bytes);
+      OOC_CUDA_TRY(cudaMemcpy(x.data(), d_out.data(), out_bytes, cudaMemcpyDeviceToHost));
+      OOC_CUDA_TRY(cudaMemcpy(y.data(), d_out_generic.data(), out_bytes, cudaMemcpyDeviceToHost));
+      identical = std::memcmp(x.data(), y.data(), out_bytes) == 0;
+    }
     const double ours_ms = median(kernel_ms);
     const double generic_med = median(generic_ms);
     const double pixels = static_cast<double>(W) * static_cast<double>(B);
@@ -734,12 +716,12 @@ int run(const Options& o) {
         "%.0f MHz); %.0f FMAs per output pixel\n",
         kProg, o.dram_peak_gbps, fma_rate / 1e12, prop.multiProcessorCount, clock_khz / 1e3,
         2.0 * static_cast<double>(2 * r + 1));
-    std::printf("%s: path taken: %s; outputs of the paths %s\n", kProg, path_name,
+    std::printf("%s: path taken: %s; outputs of the two paths %s\n", kProg, path_name,
                 identical ? "byte-identical" : "DIFFER (a bug: they must be byte-identical)");
     std::fflush(stdout);
     {
       const double io_bytes = static_cast<double>(in_bytes + out_bytes);
-      const bool fused = path == ooc::cuda::SeparablePath::fused || rolling;
+      const bool fused = path == ooc::cuda::SeparablePath::fused;
       const double must = fused ? fused_bytes : two_pass_bytes;
       rep.row("kernels", median(gbps_of(kernel_ms, io_bytes)), o.repeats, ours_ms,
               pixels / (ours_ms * 1e-3) / 1e9, io_bytes,
@@ -769,32 +751,6 @@ int run(const Options& o) {
                   " Gpixel/s; bytes = input + output band; memory bound counts input + 2 x f32 "
                   "intermediate + output",
               mem_frac(two_pass_bytes, generic_med), fma_frac(generic_med));
-      if (rolling) {
-        const double tiled_med = median(tiled_ms);
-        rep.row("kernels-tiled", median(gbps_of(tiled_ms, io_bytes)), o.repeats, tiled_med,
-                pixels / (tiled_med * 1e-3) / 1e9, io_bytes,
-                "the tiled fused kernel (SeparableLaunch::tiled) on the same band, runs "
-                "interleaved with the rows above: " +
-                    fmt("%.3f", tiled_med) +
-                    " ms/band; rolling/tiled speed = " + fmt("%.2f", tiled_med / ours_ms) + "x",
-                mem_frac(fused_bytes, tiled_med), fma_frac(tiled_med));
-      }
-      // The rolling kernel's strip heights, each timed with the default's runs interleaved.
-      for (int strip : rolling ? o.strips : std::vector<int>{}) {
-        ooc::cuda::SeparableLaunch st = a;
-        st.roll_rows = strip;
-        std::vector<double> strip_ms, base_ms;
-        for (int i = 0; i < o.repeats; ++i) {
-          strip_ms.push_back(time_one(st));
-          base_ms.push_back(time_one(a));
-        }
-        const double ms = median(strip_ms);
-        rep.row("kernels-strip-" + std::to_string(strip), median(gbps_of(strip_ms, io_bytes)),
-                o.repeats, ms, pixels / (ms * 1e-3) / 1e9, io_bytes,
-                "rolling kernel, strips of " + std::to_string(strip) + " rows: " + fmt("%.3f", ms) +
-                    " ms/band; default/this time = " + fmt("%.2f", median(base_ms) / ms) + "x",
-                mem_frac(fused_bytes, ms), fma_frac(ms));
-      }
     }
 
     // 5. NPP on the same band
