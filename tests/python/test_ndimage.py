@@ -1,6 +1,7 @@
 # ooc's NumPy functions against scipy.ndimage, computed in float64 from the same input: shapes
 # (1 x N, N x 1, odd, smaller than the radius), every mode, axes, dtypes, origins, poisoned outputs,
-# memmaps and .npy paths in and out, 1-D and (H, W, C) arrays.
+# memmaps and .npy paths in and out, 1-D and (H, W, C) arrays. The three sweeps run on the CPU and,
+# where there is a CUDA device, on the GPU, against the same float64 reference.
 import numpy as np
 import pytest
 import scipy.ndimage as ndi
@@ -11,6 +12,12 @@ MODES = ["reflect", "mirror", "nearest", "wrap", "constant", "grid-mirror", "gri
          "grid-constant"]
 SHAPES = [(1, 37), (41, 1), (17, 23), (4, 3), (64, 51)]
 DTYPES = [np.float32, np.float64, np.uint16]
+DEVICES = ["cpu", "cuda"]
+
+
+def skip_without(device):
+    if device == "cuda" and ooc.cuda_device_count() == 0:
+        pytest.skip("no CUDA device on this machine")
 
 
 def image(shape, dtype, seed=0):
@@ -46,7 +53,9 @@ def poisoned(shape, dtype):
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode", MODES)
-def test_correlate1d_convolve1d(shape, dtype, mode):
+@pytest.mark.parametrize("device", DEVICES)
+def test_correlate1d_convolve1d(shape, dtype, mode, device):
+    skip_without(device)
     x = image(shape, dtype)
     rng = np.random.default_rng(1)
     for axis in (0, 1, -1):
@@ -57,7 +66,8 @@ def test_correlate1d_convolve1d(shape, dtype, mode):
                 ref = theirs(x.astype(np.float64), w, axis=axis, mode=mode, cval=0.25,
                              origin=origin)
                 out = poisoned(shape, dtype)
-                got = ours(x, w, axis=axis, output=out, mode=mode, cval=0.25, origin=origin)
+                got = ours(x, w, axis=axis, output=out, mode=mode, cval=0.25, origin=origin,
+                           device=device)
                 assert got is out
                 check(got, ref, dtype)
 
@@ -65,30 +75,36 @@ def test_correlate1d_convolve1d(shape, dtype, mode):
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode", MODES)
-def test_gaussian_uniform(shape, dtype, mode):
+@pytest.mark.parametrize("device", DEVICES)
+def test_gaussian_uniform(shape, dtype, mode, device):
+    skip_without(device)
     x = image(shape, dtype, seed=2)
     x64 = x.astype(np.float64)
     # sigma 6 (radius 24) is larger than most of these images: the border rule repeats.
     for sigma in (0.8, (2.0, 1.0), 6.0):
         ref = ndi.gaussian_filter(x64, sigma, mode=mode, cval=1.5)
-        check(ooc.gaussian_filter(x, sigma, mode=mode, cval=1.5), ref, dtype)
+        check(ooc.gaussian_filter(x, sigma, mode=mode, cval=1.5, device=device), ref, dtype)
     ref = ndi.gaussian_filter(x64, 1.5, mode=mode, truncate=2.0, order=(1, 0))
     if np.dtype(dtype).kind == "f":
-        check(ooc.gaussian_filter(x, 1.5, mode=mode, truncate=2.0, order=(1, 0)), ref, dtype)
+        check(ooc.gaussian_filter(x, 1.5, mode=mode, truncate=2.0, order=(1, 0), device=device),
+              ref, dtype)
     for axis in (0, -1):
         ref = ndi.gaussian_filter1d(x64, 2.5, axis=axis, mode=mode)
-        check(ooc.gaussian_filter1d(x, 2.5, axis=axis, mode=mode), ref, dtype)
+        check(ooc.gaussian_filter1d(x, 2.5, axis=axis, mode=mode, device=device), ref, dtype)
         ref = ndi.uniform_filter1d(x64, 4, axis=axis, mode=mode, origin=1)
-        check(ooc.uniform_filter1d(x, 4, axis=axis, mode=mode, origin=1), ref, dtype)
+        check(ooc.uniform_filter1d(x, 4, axis=axis, mode=mode, origin=1, device=device), ref,
+              dtype)
     for size, origin in ((3, 0), ((2, 5), (0, -2)), (7, 0)):
         ref = ndi.uniform_filter(x64, size, mode=mode, origin=origin)
-        check(ooc.uniform_filter(x, size, mode=mode, origin=origin), ref, dtype)
+        check(ooc.uniform_filter(x, size, mode=mode, origin=origin, device=device), ref, dtype)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode", MODES[:5])
-def test_correlate_convolve_2d(shape, dtype, mode):
+@pytest.mark.parametrize("device", DEVICES)
+def test_correlate_convolve_2d(shape, dtype, mode, device):
+    skip_without(device)
     x = image(shape, dtype, seed=3)
     rng = np.random.default_rng(4)
     for wshape, origin in (((3, 5), 0), ((4, 2), (1, 0)), ((5, 5), (-2, 1))):
@@ -96,7 +112,8 @@ def test_correlate_convolve_2d(shape, dtype, mode):
         for ours, theirs in ((ooc.correlate, ndi.correlate), (ooc.convolve, ndi.convolve)):
             ref = theirs(x.astype(np.float64), w, mode=mode, cval=-1.0, origin=origin)
             out = poisoned(shape, dtype)
-            check(ours(x, w, output=out, mode=mode, cval=-1.0, origin=origin), ref, dtype)
+            check(ours(x, w, output=out, mode=mode, cval=-1.0, origin=origin, device=device), ref,
+                  dtype)
 
 
 def test_radius_override_and_output_dtype():
@@ -174,3 +191,10 @@ def test_cuda_matches_cpu(needs_cuda):
     a = ooc.gaussian_filter(x, 3.0, device="cpu")
     b = ooc.gaussian_filter(x, 3.0, device="cuda")
     np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)
+
+
+def test_equalize_cuda_matches_cpu(needs_cuda):
+    x = image((300, 257), np.uint16)
+    a = ooc.equalize(x, device="cpu")
+    b = ooc.equalize(x, device="cuda")
+    assert a.tobytes() == b.tobytes()

@@ -16,6 +16,8 @@
 #                SIGTERM mid-run then --resume identical to an uninterrupted run (mpirun)  parts.log
 #     python     tests/cli/{hostile,ops,parts,atax}_check.py against the staged binaries (slowest:
 #                every GPU run pays the CUDA start-up)                              <name>.log
+#     module     tests/python (the Python module, its GPU tests included) with the Python that
+#                `stage.sh --python` packed into stage/python.tar.xz             pytest_module.log
 # Logs go to $OUT (default /tmp/ooc-out); one summary line per step on stdout; exit 1 when any
 # step failed. STAGE=dir picks another staging folder (default stage); PYTHON a python3 with NumPy.
 set -u
@@ -209,11 +211,26 @@ section_python() {
   done
 }
 
-sections=${*:-device tests sanitizer e2e parts python}
+# The Python module's own tests on the GPU, in the interpreter it was built for.
+section_module() {
+  if [ ! -f "$S/python.tar.xz" ]; then
+    echo "module: no $S/python.tar.xz: run 'bash tools/bench/stage.sh --python build/release'"
+    failed=$((failed + 1))
+    return
+  fi
+  mkdir -p "$T/py" && tar -C "$T/py" -xJf "$S/python.tar.xz"
+  step pytest_module env PYTHONHOME="$T/py" PYTHONPATH="$T/py/site" PYTHONDONTWRITEBYTECODE=1 \
+    LD_LIBRARY_PATH="$T/py/lib:$LD_LIBRARY_PATH" "$T/py/bin/python3.11" -m pytest -v -p no:cacheprovider \
+    tests/python
+  echo "module: $(grep -E "^=+ .*(passed|failed|error)" "$OUT/pytest_module.log" | tail -1)"
+  rm -rf "$T/py"
+}
+
+sections=${*:-device tests sanitizer e2e parts python module}
 for s in $sections; do
   case $s in
-    device|tests|sanitizer|e2e|parts|python) "section_$s" ;;
-    *) echo "device_check: unknown section '$s' (device tests sanitizer e2e parts python)" >&2; exit 2 ;;
+    device|tests|sanitizer|e2e|parts|python|module) "section_$s" ;;
+    *) echo "device_check: unknown section '$s' (device tests sanitizer e2e parts python module)" >&2; exit 2 ;;
   esac
 done
 echo "device_check: $failed failed step(s); logs in $OUT"
