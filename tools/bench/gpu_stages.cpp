@@ -15,12 +15,15 @@
 // Usage: ooc_gpu_stages --file PATH [--width 65536] [--rows 256] [--radius 16] [--type f32|u8]
 //                       [--repeats 10] [--threads 8[,16...]] [--device 0] [--csv PATH]
 //                       [--dram-peak 3900] [--stages read,copies,kernels,write]
+//                       [--read-methods pread,mmap,mmap-nt]
 // PATH is an existing file of at least 2 GiB (its content does not matter); it is read once
 // before the read stage so that it is in the page cache. The write stage writes as many bytes to
 // PATH.stagewrite and deletes it. Without --file, the read and write stages are skipped.
 // Exit codes: 0 ok, 1 unexpected failure, 2 usage, 3 input file, 4 I/O, 5 no/failed GPU.
 #include <cuda_runtime.h>
+#include <emmintrin.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,6 +79,7 @@ struct Options {
   SampleType type = SampleType::f32;
   int repeats = 10;
   std::vector<int> threads{8};
+  std::vector<std::string> read_methods{"pread"};  // how the read stage copies the file
   std::vector<std::string> stages{"read", "copies", "kernels", "write"};
   int device = 0;
   std::string file;
@@ -87,12 +91,15 @@ const char* kUsage =
     "usage: ooc_gpu_stages --file PATH [--width 65536] [--rows 256] [--radius 16]\n"
     "                      [--type f32|u8] [--repeats 10] [--threads 8[,16...]] [--device 0]\n"
     "                      [--csv PATH] [--dram-peak 3900] [--stages read,copies,kernels,write]\n"
+    "                      [--read-methods pread,mmap,mmap-nt]\n"
     "Measures each GPU pipeline stage's own ceiling for one band of width x rows samples\n"
     "(input band: rows + 2 radius rows). PATH: a file of at least 2 GiB, read through the page\n"
     "cache; PATH.stagewrite is written and deleted. Without --file the read and write stages are\n"
     "skipped. --threads: the read stage's thread counts. --stages: which stages to run (copies:\n"
     "H2D, D2H, both, device-to-device; kernels: ours, NPP's).\n"
-    "--dram-peak: the device's DRAM bandwidth in GB/s, for the kernels' memory bound.\n";
+    "--dram-peak: the device's DRAM bandwidth in GB/s, for the kernels' memory bound.\n"
+    "--read-methods: pread into the pinned buffer; mmap: the file mapped (once per pass) and\n"
+    "copied with memcpy; mmap-nt: the same with non-temporal 16-byte stores.\n";
 
 std::int64_t parse_int(std::string_view opt, const std::string& v, std::int64_t lo,
                        std::int64_t hi) {
@@ -155,6 +162,12 @@ bool parse_options(int argc, char** argv, Options& o) {
       o.threads.clear();
       for (const std::string& t : split_list(value))
         o.threads.push_back(static_cast<int>(parse_int(arg, t, 1, 1024)));
+    } else if (arg == "--read-methods") {
+      o.read_methods = split_list(value);
+      for (const std::string& m : o.read_methods)
+        if (m != "pread" && m != "mmap" && m != "mmap-nt")
+          throw Error(ErrorKind::usage,
+                      "--read-methods wants names from pread, mmap, mmap-nt; got '" + m + "'");
     } else if (arg == "--stages") {
       o.stages = split_list(value);
       for (const std::string& st : o.stages)
@@ -413,8 +426,27 @@ void stage_warmup(const Options& o, Report& rep) {
 // Stage 1b. `repeats` passes over the file band by band into one pinned band buffer, each band
 // split into T slices read in parallel with pread; threads meet at a barrier after each band.
 // With copies, H2D and D2H of band-sized buffers run all the while (CopyLoad).
+// Copies n bytes with non-temporal stores (no read for ownership of the destination's lines);
+// dst and src 16-byte aligned, n a multiple of 16 (the read stage's slices are 4 KiB multiples
+// but the last).
+void copy_nt(std::byte* dst, const std::byte* src, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m128i a = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i));
+    const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+    const __m128i c = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+    const __m128i d = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+  }
+  std::memcpy(dst + i, src + i, n - i);
+  _mm_sfence();
+}
+
 void stage_read(const Options& o, std::int64_t file_bytes, PinnedBuffer& band, int T, bool copies,
-                Report& rep) {
+                const std::string& method, Report& rep) {
   const std::string& path = o.file;
   Fd fd(::open(path.c_str(), O_RDONLY));
   if (fd.get() < 0) throw Error(ErrorKind::input, io_message("cannot open", path, errno));
@@ -431,6 +463,14 @@ void stage_read(const Options& o, std::int64_t file_bytes, PinnedBuffer& band, i
     std::barrier sync(T);
     std::atomic<int> error{0};
     const auto t0 = std::chrono::steady_clock::now();
+    // mmap methods: the whole file mapped in each pass, so that the page faults are counted.
+    const std::byte* map = nullptr;
+    if (method != "pread") {
+      void* m =
+          ::mmap(nullptr, static_cast<std::size_t>(file_bytes), PROT_READ, MAP_SHARED, fd.get(), 0);
+      if (m == MAP_FAILED) throw Error(ErrorKind::io, io_message("cannot map", path, errno));
+      map = static_cast<const std::byte*>(m);
+    }
     std::vector<std::thread> pool;
     for (int t = 0; t < T; ++t) {
       pool.emplace_back([&, t] {
@@ -441,6 +481,13 @@ void stage_read(const Options& o, std::int64_t file_bytes, PinnedBuffer& band, i
           auto edge = [&](int i) { return i == T ? len : (len * i / T) & ~std::int64_t{4095}; };
           std::int64_t pos = edge(t);
           const std::int64_t end = edge(t + 1);
+          if (map && method == "mmap-nt") {
+            copy_nt(band.data() + pos, map + off + pos, static_cast<std::size_t>(end - pos));
+            pos = end;
+          } else if (map) {
+            std::memcpy(band.data() + pos, map + off + pos, static_cast<std::size_t>(end - pos));
+            pos = end;
+          }
           while (pos < end && error.load(std::memory_order_relaxed) == 0) {
             const ssize_t n = ::pread(fd.get(), band.data() + pos,
                                       static_cast<std::size_t>(end - pos), off + pos);
@@ -457,6 +504,7 @@ void stage_read(const Options& o, std::int64_t file_bytes, PinnedBuffer& band, i
       });
     }
     for (auto& th : pool) th.join();
+    if (map) ::munmap(const_cast<std::byte*>(map), static_cast<std::size_t>(file_bytes));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (load) {
       dma_gbps.push_back((load->bytes() - dma0) / s / kGB);
@@ -468,11 +516,16 @@ void stage_read(const Options& o, std::int64_t file_bytes, PinnedBuffer& band, i
     ms.push_back(s * 1e3);
   }
   const double bytes = static_cast<double>(file_bytes);
-  rep.row(copies ? "read+copies" : "read", median(gbps_of(ms, bytes)), o.repeats, median(ms), -1,
-          bytes,
+  const std::string suffix = method == "pread" ? "" : "-" + method;
+  rep.row((copies ? "read+copies" : "read") + suffix, median(gbps_of(ms, bytes)), o.repeats,
+          median(ms), -1, bytes,
           "page cache -> pinned band buffer (" + fmt("%.1f", band_bytes / 1e6) + " MB), " +
-              std::to_string(T) + " threads pread, " + std::to_string(nbands) +
-              " bands, whole file " + fmt("%.2f", bytes / kGB) + " GB" +
+              std::to_string(T) + " threads " +
+              (method == "pread"  ? std::string("pread")
+               : method == "mmap" ? std::string("memcpy from the mapped file")
+                                  : std::string("non-temporal copy from the mapped file")) +
+              ", " + std::to_string(nbands) + " bands, whole file " + fmt("%.2f", bytes / kGB) +
+              " GB" +
               (copies ? "; meanwhile H2D + D2H of band-sized buffers without pause: " +
                             fmt("%.1f", median(dma_gbps)) + " GB/s both ways together"
                       : std::string()));
@@ -565,7 +618,8 @@ int run(const Options& o) {
   } else {
     stage_warmup(o, rep);
     for (const int T : o.threads)
-      for (const bool copies : {false, true}) stage_read(o, file_bytes, h_in, T, copies, rep);
+      for (const std::string& m : o.read_methods)
+        for (const bool copies : {false, true}) stage_read(o, file_bytes, h_in, T, copies, m, rep);
   }
 
   // Random non-zero input (after the read stage, which overwrote h_in with file bytes).
