@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
 
 #include "../pipeline/staging.hpp"
@@ -17,7 +18,8 @@
 namespace ooc::detail {
 namespace {
 
-constexpr std::int64_t kRowsPerRead = 4;  // ~1 MiB reads for 65536-wide f32 rows
+constexpr std::int64_t kRowsPerRead = 4;                  // ~1 MiB reads for 65536-wide f32 rows
+constexpr std::size_t kCopyGrain = std::size_t{1} << 20;  // bytes per task, copying from a mapping
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -68,23 +70,37 @@ class CudaSlotImpl final : public CudaSlot {
                                    ? std::max<std::int64_t>(reuse_rows, 0)
                                    : 0;
     pack_at_ = now_s();
-    // Runs of consecutive image rows, read straight into place. Constant-border rows (-1) are
-    // left alone: the kernels know them. A decoding source reads in order, with its own threads.
-    auto read_runs = [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end;) {
-        const std::int64_t src = source_rows[i];
-        std::int64_t j = i + 1;
-        while (j < end && src >= 0 && source_rows[j] == src + (j - i)) ++j;
-        if (src >= 0) source.read_rows(src, j - i, h_in_.data() + i * row);
-        i = j;
+    // Runs of consecutive image rows, copied straight into place with every thread: from the
+    // file's mapping where the source has one in the page cache, else by read_rows.
+    // Constant-border rows (-1) are left alone: the kernels know them. A decoding source reads in
+    // order, with its own threads.
+    RowArena mappings;
+    for (std::int64_t i = reuse; i < in_rows;) {
+      const std::int64_t src = source_rows[i];
+      std::int64_t j = i + 1;
+      while (j < in_rows && src >= 0 && source_rows[j] == src + (j - i)) ++j;
+      std::byte* dst = h_in_.data() + static_cast<std::size_t>(i) * row;
+      const std::int64_t n = j - i;
+      if (src >= 0 && !source.parallel_reads()) {
+        source.read_rows(src, n, dst);
+      } else if (src >= 0) {
+        if (const std::byte* mapped = source.mapped_rows(src, n, mappings)) {
+          tbb::parallel_for(
+              tbb::blocked_range<std::size_t>(0, static_cast<std::size_t>(n) * row, kCopyGrain),
+              [&](const tbb::blocked_range<std::size_t>& r) {
+                std::memcpy(dst + r.begin(), mapped + r.begin(), r.size());
+              });
+        } else {
+          tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, kRowsPerRead),
+                            [&](const tbb::blocked_range<std::int64_t>& r) {
+                              source.read_rows(src + r.begin(), r.end() - r.begin(),
+                                               dst + static_cast<std::size_t>(r.begin()) * row);
+                            });
+        }
       }
-    };
-    if (source.parallel_reads())
-      tbb::parallel_for(
-          tbb::blocked_range<std::int64_t>(reuse, in_rows, kRowsPerRead),
-          [&](const tbb::blocked_range<std::int64_t>& r) { read_runs(r.begin(), r.end()); });
-    else
-      read_runs(reuse, in_rows);
+      i = j;
+    }
+    mappings.release();
     pack_s_ = now_s() - pack_at_;
     const cudaStream_t s = stream_.stream();
     OOC_CUDA_TRY(cudaSetDevice(stream_.device()));
