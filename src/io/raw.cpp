@@ -124,10 +124,16 @@ class RawSource final : public Source {
 
   // Only where the rows are in the page cache (a few pages sampled): a cold band reads faster by
   // pread, whose read-ahead makes large disk reads where page faults read 128 KiB at a time.
+  // Where the window cannot be mapped (an address-space limit), pread needs no mapping.
   const std::byte* mapped_rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
     if (layout_.swap) return nullptr;
     const std::size_t bytes = static_cast<std::size_t>(n) * spec_.row_bytes();
-    const std::byte* p = map(y0, bytes, arena, false);
+    const std::byte* p = nullptr;
+    try {
+      p = map(y0, bytes, arena, false);
+    } catch (const Error&) {
+      return nullptr;
+    }
     return resident(p, bytes) ? p : nullptr;
   }
 
