@@ -128,15 +128,17 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     const std::int64_t smallest = std::min<std::int64_t>(span, std::max<std::int64_t>(1, 2 * halo));
     while (plan.slots > 1 && ring_total(smallest, plan.slots) > plan.mem_limit) --plan.slots;
   }
-  // Tall bands on a GPU: PCIe moves each band's halo rows again, so the halo share must stay small.
-  // But a small image still gets several bands per slot: the first band's read and the last one's
-  // write do not overlap anything, and the pinned ring, allocated before any work, costs time in
-  // proportion to its size.
+  // Bands on a GPU: tall enough that each band's fixed costs (a parallel pack, copies, launches)
+  // stay small, but at most 64 MiB a slot: on the H200 machine bands of 17-50 MB streamed 1-8%
+  // faster than 67 MB ones (tools/bench/results/gpu-h200/logs/band-height.md); the halo rows a
+  // band shares with the one before stay on the device. A small image still gets several bands
+  // per slot: the first band's read and the last one's write do not overlap anything, and the
+  // pinned ring, allocated before any work, costs time in proportion to its size.
   std::size_t target = o.target_slot_bytes;
   if (backend.cuda) {
     const std::size_t span_bytes = static_cast<std::size_t>(span) * input.row_bytes();
     target = std::clamp(span_bytes / (4 * static_cast<std::size_t>(plan.slots)),
-                        std::size_t{32} << 20, std::size_t{256} << 20);
+                        std::size_t{32} << 20, std::size_t{64} << 20);
   }
   std::int64_t rows = 0;
   if (o.band_rows > 0) {
