@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,7 @@ namespace {
 
 char g_prog[64] = "ooc";  // read by the signal handler: a plain buffer, no allocation there
 volatile sig_atomic_t g_graceful = 0, g_stopping = 0;
+std::atomic_flag g_fatal = ATOMIC_FLAG_INIT;  // a thread is reporting a fatal signal
 volatile time_t g_first_stop = 0;  // when the first SIGTERM came (seconds, CLOCK_MONOTONIC)
 
 void write_str(const char* s) {
@@ -60,6 +62,10 @@ extern "C" void on_fatal_signal(int sig) {
   }
   const bool error = sig == SIGBUS || sig == SIGSEGV || sig == SIGABRT || sig == SIGILL ||
                      sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS;
+  // Several threads copying from a file cut short all fault at once: one reports and exits, the
+  // others wait for that (their messages interleaved with its own).
+  if (error && g_fatal.test_and_set())
+    for (;;) ::pause();
   ooc::remove_temporary_outputs(!error);
   if (sig == SIGBUS) {
     write_str(g_prog);
