@@ -63,7 +63,7 @@ extern "C" void on_fatal_signal(int sig) {
   const bool error = sig == SIGBUS || sig == SIGSEGV || sig == SIGABRT || sig == SIGILL ||
                      sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS;
   // Several threads copying from a file cut short all fault at once: one reports and exits, the
-  // others wait for that (their messages interleaved with its own).
+  // others wait for its exit instead of printing over its message.
   if (error && g_fatal.test_and_set())
     for (;;) ::pause();
   ooc::remove_temporary_outputs(!error);
