@@ -12,6 +12,15 @@ cd "$(dirname "$0")/../.."
 python=0
 if [ "${1:-}" = "--python" ]; then python=1; shift; fi
 build=${1:-build/sm90}
+if [ ! -x "$build/oocconv" ]; then
+  echo "stage.sh: no $build/oocconv: build for sm_90 first (cmake --preset release &&" \
+       "cmake --build build/release) and name that folder" >&2
+  exit 2
+fi
+if [ "$python" = 1 ] && ! compgen -G "$build/python/ooc/_core*.so" > /dev/null; then
+  echo "stage.sh: no Python module in $build/python/ooc: configure with pybind11-dev installed" >&2
+  exit 2
+fi
 rm -rf stage && mkdir -p stage/bin
 for f in oocconv oocgen ooccheck oocinfo ooceq oocatax tests/unit/test_unit tests/gpu/test_gpu tests/cli/test_cli \
          tests/cli/test_ooccheck tools/bench/ooc_gpu_stages tools/bench/ooc_gpu_ops_peers; do
