@@ -81,22 +81,22 @@ class CudaSlotImpl final : public CudaSlot {
       while (j < in_rows && src >= 0 && source_rows[j] == src + (j - i)) ++j;
       std::byte* dst = h_in_.data() + static_cast<std::size_t>(i) * row;
       const std::int64_t n = j - i;
-      if (src >= 0 && !source.parallel_reads()) {
+      if (src < 0) {
+        // Constant-border rows: nothing to read.
+      } else if (!source.parallel_reads()) {
         source.read_rows(src, n, dst);
-      } else if (src >= 0) {
-        if (const std::byte* mapped = source.mapped_rows(src, n, mappings)) {
-          tbb::parallel_for(
-              tbb::blocked_range<std::size_t>(0, static_cast<std::size_t>(n) * row, kCopyGrain),
-              [&](const tbb::blocked_range<std::size_t>& r) {
-                std::memcpy(dst + r.begin(), mapped + r.begin(), r.size());
-              });
-        } else {
-          tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, kRowsPerRead),
-                            [&](const tbb::blocked_range<std::int64_t>& r) {
-                              source.read_rows(src + r.begin(), r.end() - r.begin(),
-                                               dst + static_cast<std::size_t>(r.begin()) * row);
-                            });
-        }
+      } else if (const std::byte* mapped = source.mapped_rows(src, n, mappings)) {
+        tbb::parallel_for(
+            tbb::blocked_range<std::size_t>(0, static_cast<std::size_t>(n) * row, kCopyGrain),
+            [&](const tbb::blocked_range<std::size_t>& r) {
+              std::memcpy(dst + r.begin(), mapped + r.begin(), r.size());
+            });
+      } else {
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, kRowsPerRead),
+                          [&](const tbb::blocked_range<std::int64_t>& r) {
+                            source.read_rows(src + r.begin(), r.end() - r.begin(),
+                                             dst + static_cast<std::size_t>(r.begin()) * row);
+                          });
       }
       i = j;
     }

@@ -12,12 +12,8 @@ MODES = ["reflect", "mirror", "nearest", "wrap", "constant", "grid-mirror", "gri
          "grid-constant"]
 SHAPES = [(1, 37), (41, 1), (17, 23), (4, 3), (64, 51)]
 DTYPES = [np.float32, np.float64, np.uint16]
-DEVICES = ["cpu", "cuda"]
-
-
-def skip_without(device):
-    if device == "cuda" and ooc.cuda_device_count() == 0:
-        pytest.skip("no CUDA device on this machine")
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    ooc.cuda_device_count() == 0, reason="no CUDA device on this machine"))]
 
 
 def image(shape, dtype, seed=0):
@@ -55,7 +51,6 @@ def poisoned(shape, dtype):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("device", DEVICES)
 def test_correlate1d_convolve1d(shape, dtype, mode, device):
-    skip_without(device)
     x = image(shape, dtype)
     rng = np.random.default_rng(1)
     for axis in (0, 1, -1):
@@ -77,7 +72,6 @@ def test_correlate1d_convolve1d(shape, dtype, mode, device):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("device", DEVICES)
 def test_gaussian_uniform(shape, dtype, mode, device):
-    skip_without(device)
     x = image(shape, dtype, seed=2)
     x64 = x.astype(np.float64)
     # sigma 6 (radius 24) is larger than most of these images: the border rule repeats.
@@ -104,7 +98,6 @@ def test_gaussian_uniform(shape, dtype, mode, device):
 @pytest.mark.parametrize("mode", MODES[:5])
 @pytest.mark.parametrize("device", DEVICES)
 def test_correlate_convolve_2d(shape, dtype, mode, device):
-    skip_without(device)
     x = image(shape, dtype, seed=3)
     rng = np.random.default_rng(4)
     for wshape, origin in (((3, 5), 0), ((4, 2), (1, 0)), ((5, 5), (-2, 1))):
