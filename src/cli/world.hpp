@@ -22,6 +22,8 @@ class World {
   int size() const noexcept { return size_; }
   int local_rank() const noexcept { return local_rank_; }
   bool mpi() const noexcept { return size_ > 1; }
+  // MPI_Init was called (under mpirun, one rank included): MPI_Finalize must be too.
+  bool mpi_initialized() const noexcept { return initialized_; }
 
   // Whether every rank got here with ok; a collective, so it also waits for all of them.
   bool all_ok(bool ok);

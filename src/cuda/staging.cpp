@@ -4,6 +4,8 @@
 // blocks on the slot's event.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,8 +20,10 @@
 namespace ooc::detail {
 namespace {
 
-constexpr std::int64_t kRowsPerRead = 4;                  // ~1 MiB reads for 65536-wide f32 rows
-constexpr std::size_t kCopyGrain = std::size_t{1} << 20;  // bytes per task, copying from a mapping
+constexpr std::int64_t kRowsPerRead = 4;  // ~1 MiB reads for 65536-wide f32 rows
+// Copying from a mapping: tasks per arena thread, and the smallest task in bytes.
+constexpr std::size_t kTasksPerThread = 8;
+constexpr std::size_t kMinGrain = std::size_t{64} << 10;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -86,11 +90,19 @@ class CudaSlotImpl final : public CudaSlot {
       } else if (!source.parallel_reads()) {
         source.read_rows(src, n, dst);
       } else if (const std::byte* mapped = source.mapped_rows(src, n, mappings)) {
+        // Equal tasks, 8 per thread: in tasks of 1 MiB a 34 MB band ended with a round that
+        // kept only a few of the 16 threads busy, and the pack ran at 28 GB/s instead of 42
+        // (tools/bench/results/gpu-h200/logs/streaming-ceiling.md).
+        const std::size_t bytes = static_cast<std::size_t>(n) * row;
+        const std::size_t tasks =
+            static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()) * kTasksPerThread;
+        const std::size_t grain = std::max(kMinGrain, (bytes + tasks - 1) / tasks);
         tbb::parallel_for(
-            tbb::blocked_range<std::size_t>(0, static_cast<std::size_t>(n) * row, kCopyGrain),
+            tbb::blocked_range<std::size_t>(0, bytes, grain),
             [&](const tbb::blocked_range<std::size_t>& r) {
               std::memcpy(dst + r.begin(), mapped + r.begin(), r.size());
-            });
+            },
+            tbb::simple_partitioner());
       } else {
         tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, kRowsPerRead),
                           [&](const tbb::blocked_range<std::int64_t>& r) {

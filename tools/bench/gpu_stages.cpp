@@ -15,7 +15,7 @@
 // Usage: ooc_gpu_stages --file PATH [--width 65536] [--rows 256] [--radius 16] [--type f32|u8]
 //                       [--repeats 10] [--threads 8[,16...]] [--device 0] [--csv PATH]
 //                       [--dram-peak 3900] [--stages read,copies,kernels,write]
-//                       [--read-methods pread,mmap,mmap-nt]
+//                       [--read-methods pread,mmap,mmap-nt,register]
 // PATH is an existing file of at least 2 GiB (its content does not matter); it is read once
 // before the read stage so that it is in the page cache. The write stage writes as many bytes to
 // PATH.stagewrite and deletes it. Without --file, the read and write stages are skipped.
@@ -91,7 +91,7 @@ const char* kUsage =
     "usage: ooc_gpu_stages --file PATH [--width 65536] [--rows 256] [--radius 16]\n"
     "                      [--type f32|u8] [--repeats 10] [--threads 8[,16...]] [--device 0]\n"
     "                      [--csv PATH] [--dram-peak 3900] [--stages read,copies,kernels,write]\n"
-    "                      [--read-methods pread,mmap,mmap-nt]\n"
+    "                      [--read-methods pread,mmap,mmap-nt,register]\n"
     "Measures each GPU pipeline stage's own ceiling for one band of width x rows samples\n"
     "(input band: rows + 2 radius rows). PATH: a file of at least 2 GiB, read through the page\n"
     "cache; PATH.stagewrite is written and deleted. Without --file the read and write stages are\n"
@@ -99,7 +99,9 @@ const char* kUsage =
     "H2D, D2H, both, device-to-device; kernels: ours, NPP's).\n"
     "--dram-peak: the device's DRAM bandwidth in GB/s, for the kernels' memory bound.\n"
     "--read-methods: pread into the pinned buffer; mmap: the file mapped (once per pass) and\n"
-    "copied with memcpy; mmap-nt: the same with non-temporal 16-byte stores.\n";
+    "copied with memcpy; mmap-nt: the same with non-temporal 16-byte stores; register: no copy on\n"
+    "the host: each band's pages of the mapping registered read-only (T threads, a slice each)\n"
+    "and sent to the device straight from the page cache (H2D, and D2H alongside with copies).\n";
 
 std::int64_t parse_int(std::string_view opt, const std::string& v, std::int64_t lo,
                        std::int64_t hi) {
@@ -165,9 +167,10 @@ bool parse_options(int argc, char** argv, Options& o) {
     } else if (arg == "--read-methods") {
       o.read_methods = split_list(value);
       for (const std::string& m : o.read_methods)
-        if (m != "pread" && m != "mmap" && m != "mmap-nt")
-          throw Error(ErrorKind::usage,
-                      "--read-methods wants names from pread, mmap, mmap-nt; got '" + m + "'");
+        if (m != "pread" && m != "mmap" && m != "mmap-nt" && m != "register")
+          throw Error(
+              ErrorKind::usage,
+              "--read-methods wants names from pread, mmap, mmap-nt, register; got '" + m + "'");
     } else if (arg == "--stages") {
       o.stages = split_list(value);
       for (const std::string& st : o.stages)
@@ -531,6 +534,145 @@ void stage_read(const Options& o, std::int64_t file_bytes, PinnedBuffer& band, i
                       : std::string()));
 }
 
+// Stage 1c. No copy on the host: the file mapped once per pass, each band's pages registered with
+// the driver read-only (pinning page-cache pages; T threads register a slice each, the next band
+// while this band's H2D runs) and copied to the device straight from them, then unregistered.
+// With copies: a band-sized D2H into pinned memory alongside each band, as the pipeline's copy
+// out. The question it answers: does pinning cost less than the pack's memcpy?
+void stage_register(const Options& o, std::int64_t file_bytes, std::size_t band_size, int T,
+                    bool copies, Report& rep) {
+  const std::string name = copies ? "read+d2h-register" : "read-register";
+  int ro = 0, pageable = 0, host_pt = 0;
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&ro, cudaDevAttrHostRegisterReadOnlySupported, o.device));
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, o.device));
+  OOC_CUDA_TRY(cudaDeviceGetAttribute(&host_pt, cudaDevAttrPageableMemoryAccessUsesHostPageTables,
+                                      o.device));
+  const std::string attrs = "(device: read-only register " + std::to_string(ro) +
+                            ", pageable access " + std::to_string(pageable) +
+                            ", via host page tables " + std::to_string(host_pt) + ")";
+  if (!ro) {
+    rep.row(name, -1, 0, -1, -1, -1, "skipped: no read-only host register " + attrs);
+    return;
+  }
+  const std::string& path = o.file;
+  Fd fd(::open(path.c_str(), O_RDONLY));
+  if (fd.get() < 0) throw Error(ErrorKind::input, io_message("cannot open", path, errno));
+  const std::int64_t band_bytes = static_cast<std::int64_t>(band_size) & ~std::int64_t{4095};
+  const std::int64_t nbands = (file_bytes + band_bytes - 1) / band_bytes;
+  DeviceBuffer d_in0(o.device, static_cast<std::size_t>(band_bytes)),
+      d_in1(o.device, static_cast<std::size_t>(band_bytes)),
+      d_out(o.device, static_cast<std::size_t>(band_bytes));
+  PinnedBuffer h_out(copies ? static_cast<std::size_t>(band_bytes) : 0);
+  std::byte* d_in[2] = {d_in0.data(), d_in1.data()};
+  Stream s, s2;
+  cudaEvent_t done[2] = {};
+  for (cudaEvent_t& e : done) OOC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  std::vector<double> ms, reg_ms, unreg_ms;
+  std::string failure;
+  for (int rep_i = 0; rep_i < o.repeats && failure.empty(); ++rep_i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    void* m =
+        ::mmap(nullptr, static_cast<std::size_t>(file_bytes), PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (m == MAP_FAILED) throw Error(ErrorKind::io, io_message("cannot map", path, errno));
+    std::byte* map = static_cast<std::byte*>(m);
+    // Slice t of band b: [lo, hi) bytes of the file, on 4 KiB multiples.
+    auto slice = [&](std::int64_t b, int t, std::int64_t& lo, std::int64_t& hi) {
+      const std::int64_t off = b * band_bytes, len = std::min(band_bytes, file_bytes - off);
+      auto edge = [&](int i) { return i == T ? len : (len * i / T) & ~std::int64_t{4095}; };
+      lo = off + edge(t);
+      hi = off + edge(t + 1);
+    };
+    // registered[b % 3][t]: whether slice t of band b is registered (three bands at most: one
+    // being registered, one in flight, one waiting to be unregistered).
+    std::vector<std::vector<char>> registered(3, std::vector<char>(static_cast<std::size_t>(T)));
+    std::mutex fail_mutex;
+    std::atomic<double> reg_s{0};
+    std::barrier sync(T + 1);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < T; ++t) {
+      pool.emplace_back([&, t] {
+        for (std::int64_t b = 0; b < nbands; ++b) {
+          std::int64_t lo = 0, hi = 0;
+          slice(b, t, lo, hi);
+          const auto r0 = std::chrono::steady_clock::now();
+          bool ok = hi <= lo;
+          if (!ok) {
+            const cudaError_t e = cudaHostRegister(map + lo, static_cast<std::size_t>(hi - lo),
+                                                   cudaHostRegisterReadOnly);
+            ok = e == cudaSuccess;
+            if (!ok) {
+              (void)cudaGetLastError();
+              std::lock_guard<std::mutex> lock(fail_mutex);
+              if (failure.empty())
+                failure =
+                    std::string("cudaHostRegister(read-only) failed: ") + cudaGetErrorString(e);
+            }
+          }
+          if (t == 0)
+            reg_s.store(
+                reg_s.load() +
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count());
+          registered[static_cast<std::size_t>(b % 3)][static_cast<std::size_t>(t)] = ok && hi > lo;
+          sync.arrive_and_wait();
+        }
+      });
+    }
+    double unreg_s = 0;
+    auto unregister = [&](std::int64_t b) {
+      OOC_CUDA_TRY(cudaEventSynchronize(done[b % 2]));
+      const auto u0 = std::chrono::steady_clock::now();
+      for (int t = 0; t < T; ++t) {
+        char& on = registered[static_cast<std::size_t>(b % 3)][static_cast<std::size_t>(t)];
+        if (!on) continue;
+        std::int64_t lo = 0, hi = 0;
+        slice(b, t, lo, hi);
+        OOC_CUDA_TRY(cudaHostUnregister(map + lo));
+        on = 0;
+      }
+      unreg_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - u0).count();
+    };
+    for (std::int64_t b = 0; b < nbands; ++b) {
+      sync.arrive_and_wait();  // band b registered; the workers go on to band b + 1
+      std::byte* dst = d_in[b % 2];
+      for (int t = 0; t < T && failure.empty(); ++t) {
+        std::int64_t lo = 0, hi = 0;
+        slice(b, t, lo, hi);
+        if (hi > lo)
+          OOC_CUDA_TRY(cudaMemcpyAsync(dst + (lo - b * band_bytes), map + lo,
+                                       static_cast<std::size_t>(hi - lo), cudaMemcpyHostToDevice,
+                                       s.get()));
+      }
+      OOC_CUDA_TRY(cudaEventRecord(done[b % 2], s.get()));
+      if (copies)
+        OOC_CUDA_TRY(cudaMemcpyAsync(h_out.data(), d_out.data(), h_out.size(),
+                                     cudaMemcpyDeviceToHost, s2.get()));
+      if (b > 0) unregister(b - 1);
+    }
+    for (auto& th : pool) th.join();
+    if (nbands > 0) unregister(nbands - 1);
+    OOC_CUDA_TRY(cudaStreamSynchronize(s2.get()));
+    ::munmap(m, static_cast<std::size_t>(file_bytes));
+    ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() *
+                 1e3);
+    reg_ms.push_back(reg_s.load() * 1e3 / static_cast<double>(nbands));
+    unreg_ms.push_back(unreg_s * 1e3 / static_cast<double>(nbands));
+  }
+  for (cudaEvent_t e : done) cudaEventDestroy(e);
+  if (!failure.empty()) {
+    rep.row(name, -1, 0, -1, -1, -1, "failed: " + failure + " " + attrs);
+    return;
+  }
+  const double bytes = static_cast<double>(file_bytes);
+  rep.row(name, median(gbps_of(ms, bytes)), o.repeats, median(ms), -1, bytes,
+          "page cache -> device, no host copy: bands of " + fmt("%.1f", band_bytes / 1e6) +
+              " MB of the mapping registered read-only by " + std::to_string(T) +
+              " threads (per band: register " + fmt("%.2f", median(reg_ms)) +
+              " ms by thread 0's slice, unregister " + fmt("%.2f", median(unreg_ms)) +
+              " ms, all slices, one thread), H2D from the registered pages" +
+              (copies ? std::string(", and a band-sized D2H alongside") : std::string()) +
+              ", whole file " + fmt("%.2f", bytes / kGB) + " GB " + attrs);
+}
+
 // Stage 6. The pinned output band written with pwrite, again and again, until as many bytes as
 // the input file are written, then fsync; a fresh file each repeat; deleted at the end.
 void stage_write(const Options& o, std::int64_t total, const PinnedBuffer& band, Report& rep) {
@@ -619,7 +761,12 @@ int run(const Options& o) {
     stage_warmup(o, rep);
     for (const int T : o.threads)
       for (const std::string& m : o.read_methods)
-        for (const bool copies : {false, true}) stage_read(o, file_bytes, h_in, T, copies, m, rep);
+        for (const bool copies : {false, true}) {
+          if (m == "register")
+            stage_register(o, file_bytes, h_in.size(), T, copies, rep);
+          else
+            stage_read(o, file_bytes, h_in, T, copies, m, rep);
+        }
   }
 
   // Random non-zero input (after the read stage, which overwrote h_in with file bytes).
