@@ -132,22 +132,21 @@ void weighted_sum(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* d
   using V = Vec32<Acc>;
   constexpr int kLanes = 32 / sizeof(Acc);
   constexpr int kUnroll = 8;  // 8 independent accumulators cover the FMA latency
-  auto load = [](const Acc* p) { return load_vec(p); };
   std::int64_t i = begin;
   for (; i + kUnroll * kLanes <= n; i += kUnroll * kLanes) {
     V acc[kUnroll];
     const V w0 = V{} + w[0];
-    for (int u = 0; u < kUnroll; ++u) acc[u] = w0 * load(src[0] + i + u * kLanes);
+    for (int u = 0; u < kUnroll; ++u) acc[u] = w0 * load_vec(src[0] + i + u * kLanes);
     for (std::int64_t k = 1; k < taps; ++k) {
       const V wk = V{} + w[k];
       const Acc* s = src[k] + i;
-      for (int u = 0; u < kUnroll; ++u) acc[u] += wk * load(s + u * kLanes);
+      for (int u = 0; u < kUnroll; ++u) acc[u] += wk * load_vec(s + u * kLanes);
     }
     for (int u = 0; u < kUnroll; ++u) store_vec(dst + i + u * kLanes, acc[u]);
   }
   for (; i + kLanes <= n; i += kLanes) {
-    V acc = (V{} + w[0]) * load(src[0] + i);
-    for (std::int64_t k = 1; k < taps; ++k) acc += (V{} + w[k]) * load(src[k] + i);
+    V acc = (V{} + w[0]) * load_vec(src[0] + i);
+    for (std::int64_t k = 1; k < taps; ++k) acc += (V{} + w[k]) * load_vec(src[k] + i);
     store_vec(dst + i, acc);
   }
   for (; i < n; ++i) {
@@ -170,11 +169,10 @@ void column_sums(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* co
   constexpr int kLanes = 32 / sizeof(Acc);
   constexpr int M = kColumnRows,
                 U = 2;  // M x U accumulators, U loaded vectors, a tap: 15 registers
-  auto load = [](const Acc* p) { return load_vec(p); };
   // Row k feeds output m with tap t = k - m. Every "+=" below must stay one fused multiply-add,
   // as in weighted_sum: no product is shared between statements.
   auto rows_at = [&](std::int64_t k, std::int64_t i, V(&v)[U]) {
-    for (int u = 0; u < U; ++u) v[u] = load(src[k] + i + u * kLanes);
+    for (int u = 0; u < U; ++u) v[u] = load_vec(src[k] + i + u * kLanes);
   };
   std::int64_t i = 0;
   for (; i + U * kLanes <= n; i += U * kLanes) {

@@ -448,6 +448,11 @@ void copy_nt(std::byte* dst, const std::byte* src, std::size_t n) {
   _mm_sfence();
 }
 
+// The start of slice i of T of a band of len bytes (slice T: the end), on 4 KiB multiples.
+std::int64_t slice_edge(std::int64_t len, int T, int i) {
+  return i == T ? len : (len * i / T) & ~std::int64_t{4095};
+}
+
 void stage_read(const Options& o, std::int64_t file_bytes, PinnedBuffer& band, int T, bool copies,
                 const std::string& method, Report& rep) {
   const std::string& path = o.file;
@@ -480,10 +485,8 @@ void stage_read(const Options& o, std::int64_t file_bytes, PinnedBuffer& band, i
         for (std::int64_t b = 0; b < nbands; ++b) {
           const std::int64_t off = b * band_bytes;
           const std::int64_t len = std::min(band_bytes, file_bytes - off);
-          // Slice boundaries on 4 KiB multiples.
-          auto edge = [&](int i) { return i == T ? len : (len * i / T) & ~std::int64_t{4095}; };
-          std::int64_t pos = edge(t);
-          const std::int64_t end = edge(t + 1);
+          std::int64_t pos = slice_edge(len, T, t);
+          const std::int64_t end = slice_edge(len, T, t + 1);
           if (map && method == "mmap-nt") {
             copy_nt(band.data() + pos, map + off + pos, static_cast<std::size_t>(end - pos));
             pos = end;
@@ -565,8 +568,7 @@ void stage_register(const Options& o, std::int64_t file_bytes, std::size_t band_
   PinnedBuffer h_out(copies ? static_cast<std::size_t>(band_bytes) : 0);
   std::byte* d_in[2] = {d_in0.data(), d_in1.data()};
   Stream s, s2;
-  cudaEvent_t done[2] = {};
-  for (cudaEvent_t& e : done) OOC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  Event done[2];
   std::vector<double> ms, reg_ms, unreg_ms;
   std::string failure;
   for (int rep_i = 0; rep_i < o.repeats && failure.empty(); ++rep_i) {
@@ -578,9 +580,8 @@ void stage_register(const Options& o, std::int64_t file_bytes, std::size_t band_
     // Slice t of band b: [lo, hi) bytes of the file, on 4 KiB multiples.
     auto slice = [&](std::int64_t b, int t, std::int64_t& lo, std::int64_t& hi) {
       const std::int64_t off = b * band_bytes, len = std::min(band_bytes, file_bytes - off);
-      auto edge = [&](int i) { return i == T ? len : (len * i / T) & ~std::int64_t{4095}; };
-      lo = off + edge(t);
-      hi = off + edge(t + 1);
+      lo = off + slice_edge(len, T, t);
+      hi = off + slice_edge(len, T, t + 1);
     };
     // registered[b % 3][t]: whether slice t of band b is registered (three bands at most: one
     // being registered, one in flight, one waiting to be unregistered).
@@ -619,7 +620,7 @@ void stage_register(const Options& o, std::int64_t file_bytes, std::size_t band_
     }
     double unreg_s = 0;
     auto unregister = [&](std::int64_t b) {
-      OOC_CUDA_TRY(cudaEventSynchronize(done[b % 2]));
+      OOC_CUDA_TRY(cudaEventSynchronize(done[b % 2].get()));
       const auto u0 = std::chrono::steady_clock::now();
       for (int t = 0; t < T; ++t) {
         char& on = registered[static_cast<std::size_t>(b % 3)][static_cast<std::size_t>(t)];
@@ -642,7 +643,7 @@ void stage_register(const Options& o, std::int64_t file_bytes, std::size_t band_
                                        static_cast<std::size_t>(hi - lo), cudaMemcpyHostToDevice,
                                        s.get()));
       }
-      OOC_CUDA_TRY(cudaEventRecord(done[b % 2], s.get()));
+      OOC_CUDA_TRY(cudaEventRecord(done[b % 2].get(), s.get()));
       if (copies)
         OOC_CUDA_TRY(cudaMemcpyAsync(h_out.data(), d_out.data(), h_out.size(),
                                      cudaMemcpyDeviceToHost, s2.get()));
@@ -657,7 +658,6 @@ void stage_register(const Options& o, std::int64_t file_bytes, std::size_t band_
     reg_ms.push_back(reg_s.load() * 1e3 / static_cast<double>(nbands));
     unreg_ms.push_back(unreg_s * 1e3 / static_cast<double>(nbands));
   }
-  for (cudaEvent_t e : done) cudaEventDestroy(e);
   if (!failure.empty()) {
     rep.row(name, -1, 0, -1, -1, -1, "failed: " + failure + " " + attrs);
     return;

@@ -6,7 +6,7 @@
 # With --python it also packs stage/python.tar.xz: the Python module of the build with this
 # machine's Python 3.11, NumPy, the parts of SciPy the tests import, and pytest (the GPU machine's
 # Python is another version, which cannot load the module). There, tools/bench/device_check.sh
-# python unpacks it and runs tests/python.
+# module unpacks it and runs tests/python.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 python=0
