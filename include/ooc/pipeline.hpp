@@ -19,6 +19,10 @@
 
 namespace ooc {
 
+namespace detail {
+class CudaStart;
+}
+
 // Tuning numbers live here and nowhere else; zeros mean "derive from the machine and the image".
 struct PipelineOptions {
   std::size_t mem_limit = 0;   // bytes for the whole ring; 0: default_mem_limit()
@@ -33,6 +37,10 @@ struct PipelineOptions {
   // The rows a job covers, [row_begin, row_end); row_end 0: to the bottom. A part of a
   // multi-process run, or what is left of a resumed one.
   std::int64_t row_begin = 0, row_end = 0;
+  // CUDA backend: bands the CPU filters while CUDA starts. -1: every band until the GPU is ready
+  // (when the memory limit leaves room for CPU buffers too); 0: none, wait for the GPU; N: the
+  // first N bands, then wait.
+  std::int64_t cpu_start_bands = -1;
 };
 
 // Asks every running Engine to stop taking new bands: the bands in flight are finished and
@@ -152,6 +160,12 @@ struct Backend {
   std::vector<int> devices;      // CUDA devices the slots are spread over
   std::string describe() const;  // "cpu (avx2+fma)", "cuda:0,1 (NVIDIA H200)"
   std::string why;               // how it was chosen ("--device cpu", or auto's estimate)
+  // CUDA starting in the background (see detail::CudaStart), and whether the run goes on with the
+  // CPU if it fails (--device auto) instead of failing.
+  std::shared_ptr<detail::CudaStart> start;
+  bool cpu_if_cuda_fails = false;
+  // The CUDA backend whose start failed, the run done on the CPU: its error.
+  std::string start_error() const;
 };
 // The size of a run, for --device auto's estimate.
 struct Workload {
@@ -182,6 +196,9 @@ struct BandPlan {
   // What each slot holds, the largest over the job's operations.
   std::int64_t halo = 0;
   std::size_t out_row_bytes = 0, partial_bytes = 0, device_scratch_bytes = 0;
+  // CUDA: bands the CPU may filter while CUDA starts (PipelineOptions::cpu_start_bands, 0 when
+  // the memory limit leaves no room for their buffers beside the pinned ring).
+  std::int64_t cpu_start_bands = 0;
 };
 
 // The plan for a job of one or several passes (`ops`, each over the same bands) on `backend`:
@@ -209,6 +226,7 @@ struct RunStats {
   // device's time for the copies in, the kernels and the copies out (summed over slots).
   double pack_seconds = 0, h2d_seconds = 0, kernel_seconds = 0, d2h_seconds = 0;
   std::int64_t rows_done = 0;  // output rows written, from the range's first row on, in order
+  std::int64_t cpu_bands = 0;  // CUDA backend: bands the CPU filtered while CUDA started
   bool stopped = false;        // request_stop() ended the run before its last band
 };
 

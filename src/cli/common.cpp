@@ -20,6 +20,7 @@
 #include <exception>
 #include <new>
 
+#include "../pipeline/staging.hpp"
 #include "../pipeline/trace.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
@@ -162,25 +163,30 @@ int guarded_main(const char* prog, const std::function<int()>& body) {
   if (detail::trace_path()) std::atexit([] { detail::trace_mark("atexit"); });
   reserve_standard_fds();
   install_signal_handlers(prog);
+  // The process leaves with _exit (below), so a thread still starting CUDA when the work is done
+  // need not be waited for: a 1 GiB image can be done on the CPU before the GPU is ready. Under
+  // MPI (World turns this off) MPI_Finalize must run; with OOC_TRACE the trace marks the exit.
+  const bool quick_exit = !detail::trace_path();
+  detail::set_background_may_outlive(quick_exit);
+  int rc = 0;
   try {
-    const int rc = body();
-    // Done, the output in place: leave without the static destructors and atexit handlers. On
-    // the H200 the CUDA runtime's teardown of its context took 50-70 ms of a 1.6 s run
-    // (tools/bench/results/gpu-h200/logs/streaming-ceiling.md). Under MPI the World's destructor
-    // must still finalize; with OOC_TRACE the trace marks the exit.
-    if (rc == 0 && !detail::trace_path() && !(World::started() && World::get().mpi_initialized())) {
-      std::fflush(nullptr);
-      ::_exit(0);
-    }
-    return rc;
+    rc = body();
   } catch (const Error& e) {
-    return failed(prog, e.what(), e.exit_code());
+    rc = failed(prog, e.what(), e.exit_code());
   } catch (const std::bad_alloc&) {
-    return failed(prog, "out of memory: lower --mem-limit or --slots",
-                  static_cast<int>(ErrorKind::io));
+    rc = failed(prog, "out of memory: lower --mem-limit or --slots",
+                static_cast<int>(ErrorKind::io));
   } catch (const std::exception& e) {
-    return failed(prog, e.what(), 1);
+    rc = failed(prog, e.what(), 1);
   }
+  // Done, the output in place or removed: leave without the static destructors and atexit
+  // handlers. On the H200 the CUDA runtime's teardown of its context took 50-70 ms of a 1.6 s
+  // run (tools/bench/results/gpu-h200/logs/streaming-ceiling.md).
+  if (quick_exit && detail::background_may_outlive()) {
+    std::fflush(nullptr);
+    ::_exit(rc);
+  }
+  return rc;
 }
 
 CLI::Validator positive() {
@@ -281,6 +287,11 @@ void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& ba
       ->default_str("auto");
   group.add_option("--devices", p.devices, "GPUs to use: all, or a list like 0,1")
       ->default_str("all");
+  group
+      .add_option("--cpu-start", p.cpu_start,
+                  "bands the CPU filters while CUDA starts: auto (until the GPU is ready), off, "
+                  "or the first N")
+      ->default_str("auto");
 }
 
 void apply_pipeline_options(const PipelineCli& p, ooc::JobOptions& jo) {
@@ -288,6 +299,24 @@ void apply_pipeline_options(const PipelineCli& p, ooc::JobOptions& jo) {
   if (p.mem_limit) jo.pipeline.mem_limit = ooc::parse_size(*p.mem_limit, "--mem-limit");
   jo.device = p.device;
   jo.devices = p.devices;
+  if (p.cpu_start == "auto") {
+    jo.pipeline.cpu_start_bands = -1;
+  } else if (p.cpu_start == "off") {
+    jo.pipeline.cpu_start_bands = 0;
+  } else {
+    std::size_t pos = 0;
+    long long n = -1;
+    try {
+      n = std::stoll(p.cpu_start, &pos);
+    } catch (const std::exception&) {
+      pos = std::string::npos;
+    }
+    if (pos != p.cpu_start.size() || n < 1)
+      throw ooc::Error(
+          ooc::ErrorKind::usage,
+          "--cpu-start takes auto, off or a number of bands, got '" + p.cpu_start + "'");
+    jo.pipeline.cpu_start_bands = n;
+  }
 }
 
 void add_run_options(CLI::App& app, RunCli& r) {
@@ -472,8 +501,12 @@ void report(const char* prog, const std::string& stats, bool quiet, Job& job,
     t << "input        " << job.source().describe() << "\n"
       << "output       " << (job.sink() ? job.sink()->describe() : std::string("none")) << "\n"
       << "operation    " << operation << "\n"
-      << "backend      " << job.backend().describe() << "\n"
-      << "plan         " << plan.bands << " bands of " << plan.band_rows << " rows, " << plan.slots
+      << "backend      " << job.backend().describe() << "\n";
+    if (const std::string err = job.backend().start_error(); !err.empty())
+      t << "cuda start   failed, ran on the CPU: " << err << "\n";
+    else if (job.backend().cuda)
+      t << "cpu start    " << st.cpu_bands << " bands on the CPU while CUDA started\n";
+    t << "plan         " << plan.bands << " bands of " << plan.band_rows << " rows, " << plan.slots
       << " slots, " << plan.threads << " threads, ring "
       << ooc::format_bytes(double(plan.ring_bytes)) << " of "
       << ooc::format_bytes(double(plan.mem_limit)) << "\n"

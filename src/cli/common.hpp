@@ -85,7 +85,7 @@ void check_report_options(const ReportCli& r);
 struct PipelineCli {
   std::optional<std::string> mem_limit;
   ooc::PipelineOptions options;
-  std::string device = "auto", devices = "all";
+  std::string device = "auto", devices = "all", cpu_start = "auto";
 };
 void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& band_rows_help);
 void apply_pipeline_options(const PipelineCli& p, ooc::JobOptions& jo);

@@ -35,6 +35,7 @@ RunReport run_report(Job& job, const std::string& operation, const RunStats& sta
   r.operation = operation;
   r.backend = job.backend().describe();
   r.backend_choice = job.backend().why;
+  r.start_error = job.backend().start_error();
   r.cuda = job.backend().cuda;
   r.plan = job.plan();
   r.stats = stats;
@@ -54,6 +55,7 @@ nlohmann::json stats_json(const RunReport& r) {
   j["operation"] = r.operation;
   j["backend"] = r.backend;
   j["backend_choice"] = r.backend_choice;  // how --device picked it (auto: both estimates)
+  if (!r.start_error.empty()) j["cuda_start_error"] = r.start_error;  // auto went on on the CPU
   j["plan"] = {{"band_rows", plan.band_rows},
                {"bands", plan.bands},
                {"slots", plan.slots},
@@ -65,11 +67,13 @@ nlohmann::json stats_json(const RunReport& r) {
                   {"read_stage", st.read_seconds},
                   {"compute_stage", st.compute_seconds},
                   {"write_stage", st.write_seconds}};
-  if (r.cuda)
+  if (r.cuda) {
     j["gpu_seconds"] = {{"pack", st.pack_seconds},
                         {"h2d", st.h2d_seconds},
                         {"kernels", st.kernel_seconds},
                         {"d2h", st.d2h_seconds}};
+    j["cpu_bands"] = st.cpu_bands;  // done on the CPU while CUDA started
+  }
   // Streaming: bands only, without the one-off setup (pinned and GPU buffers).
   const double stream_s = std::max(st.seconds - st.setup_seconds, 1e-9);
   j["throughput"] = {{"mpixel_per_s", double(st.pixels) / secs / 1e6},

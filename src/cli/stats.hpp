@@ -17,6 +17,7 @@ namespace ooc::cli {
 struct RunReport {
   std::string input_path, input_description, output_path, output_type = "none", operation;
   std::string backend, backend_choice;  // Backend::describe() and Backend::why
+  std::string start_error;              // Backend::start_error()
   bool cuda = false;
   ImageSpec in;
   BandPlan plan;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "../pipeline/staging.hpp"
 #include "ooc/error.hpp"
 
 #if defined(OOC_HAVE_MPI)
@@ -50,6 +51,8 @@ World::World() {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   initialized_ = true;
+  // MPI_Finalize runs at exit: every thread must be joined before it (see guarded_main).
+  detail::set_background_may_outlive(false);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   // The node-local rank picks the GPU: ranks that share a node share its devices.

@@ -8,9 +8,13 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 #include "../pipeline/staging.hpp"
 #include "check.hpp"
@@ -202,15 +206,92 @@ std::unique_ptr<CudaSlot> CudaSlot::make(int device, const SlotSizes& sizes) {
   return std::make_unique<CudaSlotImpl>(device, sizes);
 }
 
+namespace {
+
+class CudaStartImpl final : public CudaStart {
+ public:
+  explicit CudaStartImpl(const std::vector<int>& devices) : state_(std::make_shared<State>()) {
+    state_->devices = devices;
+    // The thread owns the state with the object: it may outlive it (background_may_outlive).
+    thread_ = std::thread([s = state_] { s->run(); });
+  }
+  ~CudaStartImpl() override {
+    if (background_may_outlive())
+      thread_.detach();
+    else
+      thread_.join();
+  }
+  bool ready() const override { return state_->done.load(std::memory_order_acquire); }
+  bool failed() const override { return ready() && state_->error != nullptr; }
+  void wait() const override {
+    std::unique_lock<std::mutex> lock(state_->m);
+    state_->cv.wait(lock, [&] { return state_->done.load(std::memory_order_acquire); });
+    if (state_->error) std::rethrow_exception(state_->error);
+  }
+  std::size_t free_bytes(std::size_t i) const override {
+    wait();
+    return state_->free.at(i);
+  }
+
+ private:
+  struct State {
+    std::vector<int> devices;
+    std::vector<std::size_t> free;
+    std::exception_ptr error;
+    std::atomic<bool> done{false};
+    std::mutex m;
+    std::condition_variable cv;
+
+    void run() {
+      try {
+        const int count = cuda::device_count();
+        if (count == 0)
+          throw Error(ErrorKind::device,
+                      "--device cuda: no usable CUDA device (driver missing, no GPU, or no CUDA in "
+                      "this build); use --device cpu or auto");
+        for (const int d : devices)
+          if (d < 0 || d >= count)
+            throw Error(ErrorKind::device,
+                        "--devices: device " + std::to_string(d) + " does not exist; CUDA sees " +
+                            std::to_string(count) + " (0 to " + std::to_string(count - 1) + ")");
+        for (const int d : devices) {
+          std::size_t f = 0, total = 0;
+          cuda::device_memory(d, f, total);  // makes the device's context
+          free.push_back(f);
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(m);
+        done.store(true, std::memory_order_release);
+      }
+      cv.notify_all();
+    }
+  };
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::shared_ptr<CudaStart> CudaStart::begin(const std::vector<int>& devices) {
+  return std::make_shared<CudaStartImpl>(devices);
+}
+
 std::int64_t cuda_max_band_rows(const std::vector<int>& devices, int slots, std::int64_t height,
-                                const std::function<std::size_t(std::int64_t)>& bytes) {
+                                const std::function<std::size_t(std::int64_t)>& bytes,
+                                const CudaStart* start) {
   std::int64_t best = std::numeric_limits<std::int64_t>::max();
   const int n = static_cast<int>(devices.size());
   for (int i = 0; i < n; ++i) {
     const int on_device = (slots - i + n - 1) / n;
     if (on_device == 0) continue;
     std::size_t free_b = 0, total_b = 0;
-    cuda::device_memory(devices[static_cast<std::size_t>(i)], free_b, total_b);
+    if (start)
+      free_b = start->free_bytes(static_cast<std::size_t>(i));
+    else
+      cuda::device_memory(devices[static_cast<std::size_t>(i)], free_b, total_b);
     // Leave room for the CUDA context's own needs, the kernels' tables and other users.
     const std::size_t usable = free_b / 10 * 9;
     const std::size_t per_slot = usable / static_cast<std::size_t>(on_device);

@@ -1,7 +1,8 @@
 // The TBB pipeline over bands: serial in-order read (the band's rows and halo, through the border
 // rule; on a GPU also the pack into pinned memory with every thread and the enqueued copies and
 // kernels), parallel compute (the operation's kernel on the CPU), serial in-order write (waits for
-// a GPU band; output rows to the sink, partials to the reduction).
+// a GPU band; output rows to the sink, partials to the reduction). On the CUDA backend the bands
+// read while CUDA is still starting go through the CPU's kernels instead (see Engine::run).
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
@@ -40,13 +41,25 @@ static_assert(std::atomic<bool>::is_always_lock_free);
 struct Slot {
   Band band;
   std::vector<std::int64_t> source_rows;  // image row of each input row; -1: constant border
-  // CPU: the rows mapped for the band, the table of them, the output rows and the partial.
+  // A band on the CPU: the rows mapped for it, the table of them, the output rows (allocated
+  // without being filled: the kernels' threads touch the pages first) and the partial.
   RowArena arena;
   std::vector<const std::byte*> table;
-  std::vector<std::byte> out, partial;
-  // GPU: everything lives in the staging slot.
+  std::unique_ptr<std::byte[]> out;
+  std::vector<std::byte> partial;
+  // A band on a GPU: everything lives in the staging slot.
   std::unique_ptr<detail::CudaSlot> gpu;
+  bool on_gpu = false;  // the band now in the slot
 };
+
+// The GPU slots a background thread makes, shared with it: the thread may outlive the engine
+// (detail::background_may_outlive).
+struct SlotMaker {
+  std::vector<std::promise<std::unique_ptr<detail::CudaSlot>>> promises;
+  std::atomic<bool> cancel{false};
+};
+
+std::atomic<bool> g_may_outlive{false};
 
 // Fills slot.table with the rows the band needs: source rows in as few contiguous runs as
 // possible (one, away from the edges), halo rows outside the image mapped through the border rule.
@@ -95,6 +108,15 @@ bool stop_requested() noexcept {
   return g_stop.load(std::memory_order_relaxed);
 }
 
+namespace detail {
+void set_background_may_outlive(bool allowed) noexcept {
+  g_may_outlive.store(allowed);
+}
+bool background_may_outlive() noexcept {
+  return g_may_outlive.load();
+}
+}  // namespace detail
+
 struct Engine::Impl {
   Source& source;
   Backend backend;
@@ -102,13 +124,17 @@ struct Engine::Impl {
   std::vector<Slot> slots;
   // GPU slots, made in slot order by one thread of their own (see make_slots).
   std::vector<std::future<std::unique_ptr<detail::CudaSlot>>> gpu_made;
+  std::shared_ptr<SlotMaker> maker;
   std::thread gpu_maker;
-  std::atomic<bool> gpu_cancel{false};
 
   Impl(Source& s, Backend b, BandPlan p) : source(s), backend(std::move(b)), plan(p) {}
   ~Impl() {
-    gpu_cancel = true;
-    if (gpu_maker.joinable()) gpu_maker.join();
+    if (maker) maker->cancel = true;
+    if (!gpu_maker.joinable()) return;
+    if (detail::background_may_outlive())
+      gpu_maker.detach();
+    else
+      gpu_maker.join();
   }
 
   // Made at the first run, for the largest of the job's operations (the plan says how large).
@@ -119,8 +145,9 @@ struct Engine::Impl {
     if (!slots.empty()) return;
     slots.resize(static_cast<std::size_t>(plan.slots));
     if (backend.cuda) {
-      std::vector<std::promise<std::unique_ptr<detail::CudaSlot>>> promises(slots.size());
-      for (auto& p : promises) gpu_made.push_back(p.get_future());
+      maker = std::make_shared<SlotMaker>();
+      maker->promises.resize(slots.size());
+      for (auto& p : maker->promises) gpu_made.push_back(p.get_future());
       // The slots the plan's bands use, in the order they first do (band b uses slot b % slots):
       // a run of fewer bands than slots makes only those. A slot never made is never asked for
       // (its future would say broken_promise, not hang).
@@ -132,27 +159,38 @@ struct Engine::Impl {
       const detail::SlotSizes sizes{plan.band_rows,     plan.halo,
                                     in.row_bytes(),     plan.out_row_bytes,
                                     plan.partial_bytes, plan.device_scratch_bytes};
-      gpu_maker = std::thread([this, sizes, order, promises = std::move(promises)]() mutable {
+      gpu_maker = std::thread([m = maker, start = backend.start, devices = backend.devices, sizes,
+                               order] {
         for (std::size_t k = 0; k < order.size(); ++k) {
           try {
-            if (gpu_cancel) throw Error(ErrorKind::usage, "the engine stopped");
+            if (start && k == 0) start->wait();
+            if (m->cancel) throw Error(ErrorKind::usage, "the engine stopped");
             const std::size_t i = order[k];
-            promises[i].set_value(
-                detail::CudaSlot::make(backend.devices[i % backend.devices.size()], sizes));
+            m->promises[i].set_value(detail::CudaSlot::make(devices[i % devices.size()], sizes));
           } catch (...) {
             // This slot and every later one fail with the same error.
             for (std::size_t j = k; j < order.size(); ++j)
-              promises[order[j]].set_exception(std::current_exception());
+              m->promises[order[j]].set_exception(std::current_exception());
             return;
           }
         }
       });
       return;
     }
-    for (Slot& s : slots) {
-      s.out.resize(static_cast<std::size_t>(plan.band_rows) * plan.out_row_bytes);
-      s.partial.resize(plan.partial_bytes);
-    }
+    for (Slot& s : slots) cpu_buffers(s);
+  }
+
+  void cpu_buffers(Slot& s) const {
+    if (!s.out)
+      s.out.reset(new std::byte[static_cast<std::size_t>(plan.band_rows) * plan.out_row_bytes]);
+    s.partial.resize(plan.partial_bytes);
+  }
+
+  // Whether the GPU could take the band in `s` now, without waiting.
+  bool gpu_ready(Slot& s) {
+    if (backend.start && !backend.start->ready()) return false;
+    auto& made = gpu_made[static_cast<std::size_t>(&s - slots.data())];
+    return s.gpu || made.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   }
 
   detail::CudaSlot& gpu_slot(Slot& s) {
@@ -199,16 +237,41 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   detail::trace_mark("engine run");
   const auto t0 = Clock::now();
   e.make_slots();
+  const detail::CudaStart* start = e.backend.start.get();
+  auto no_cuda_version = [&] {
+    return Error(ErrorKind::device, "operation '" + op.describe() +
+                                        "' has no CUDA version in this build: use --device cpu");
+  };
+  // Where the bands go. CUDA backend: while CUDA starts (0.2-0.3 s on the H200 machine, more than
+  // a 1 GiB image takes on the CPU), bands go through the CPU's kernels, which give the same
+  // results; the first band read once the GPU is ready, and every one after it, goes to the GPU.
+  // A start that failed under --device auto leaves every band on the CPU.
+  enum class Mode { cpu, starting, gpu };
+  Mode mode = Mode::cpu;
+  if (e.backend.cuda) {
+    if (!op.has_cuda()) throw no_cuda_version();
+    const bool failed_over = start && start->failed() && e.backend.cpu_if_cuda_fails;
+    mode = failed_over ? Mode::cpu : plan.cpu_start_bands != 0 ? Mode::starting : Mode::gpu;
+  }
   std::unique_ptr<CpuKernel> cpu;
   std::unique_ptr<CudaKernel> gpu;
-  if (e.backend.cuda) {
-    if (op.has_cuda()) gpu = op.make_cuda(e.backend.devices);
-    if (!gpu)
-      throw Error(ErrorKind::device, "operation '" + op.describe() +
-                                         "' has no CUDA version in this build: use --device cpu");
-  } else {
-    cpu = op.make_cpu();
-  }
+  if (mode != Mode::gpu) cpu = op.make_cpu();
+  // To the GPU from this band on: its kernel object (it needs the context), or, when the start
+  // failed under --device auto, the CPU for good.
+  auto go_gpu = [&] {
+    if (start && e.backend.cpu_if_cuda_fails) {
+      try {
+        start->wait();
+      } catch (const Error&) {
+        mode = Mode::cpu;
+        if (!cpu) cpu = op.make_cpu();
+        return;
+      }
+    }
+    mode = Mode::gpu;
+    gpu = op.make_cuda(e.backend.devices);
+    if (!gpu) throw no_cuda_version();
+  };
   stats.setup_seconds = seconds_since(t0);
 
   std::int64_t next = plan.first_band;
@@ -222,7 +285,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // per band: for finding where the pipeline waits.
   const char* trace_path = detail::trace_path();
   std::optional<std::vector<std::array<double, 7>>> trace;
-  if (trace_path && gpu) trace.emplace();
+  if (trace_path && e.backend.cuda) trace.emplace();
   const double t0_s = std::chrono::duration<double>(t0.time_since_epoch()).count();
 
   // Serial, in order: which rows the band needs, mapped on the CPU. On a GPU the slot reads them
@@ -244,7 +307,14 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     slot.source_rows.resize(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i)
       slot.source_rows[i] = map_border(first + i, in.height, border);
-    if (gpu) {
+    if (mode == Mode::starting) {
+      const std::int64_t k = next - plan.first_band;
+      if (plan.cpu_start_bands > 0 ? k >= plan.cpu_start_bands : e.gpu_ready(slot)) go_gpu();
+    } else if (mode == Mode::gpu && !gpu) {
+      go_gpu();
+    }
+    slot.on_gpu = mode == Mode::gpu;
+    if (slot.on_gpu) {
       // The halo this band shares with the one before (the same image rows, border included).
       std::int64_t reuse = 0;
       if (last && last != &slot && last->band.index == next - 1) {
@@ -258,7 +328,10 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
                              partial_bytes, last ? last->gpu.get() : nullptr, reuse);
       last = &slot;
     } else {
+      e.cpu_buffers(slot);
       map_rows(e.source, slot);
+      last = nullptr;
+      if (e.backend.cuda) ++stats.cpu_bands;
     }
     ++next;
     read_s += seconds_since(t);
@@ -268,14 +341,14 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // stage).
   auto compute_stage = [&](Slot* slot) {
     const auto t = Clock::now();
-    if (!gpu) {
+    if (!slot->on_gpu) {
       CpuBand b;
       b.band = slot->band;
       b.rows = slot->table.data();
       b.halo = halo;
       b.in = in;
       if (out_spec)
-        b.out = BandView{slot->out.data(),   out_row,       slot->band.rows, out_spec->width,
+        b.out = BandView{slot->out.get(),    out_row,       slot->band.rows, out_spec->width,
                          out_spec->channels, out_spec->type};
       b.partial = partial_bytes > 0 ? slot->partial.data() : nullptr;
       if (b.partial) std::fill_n(b.partial, partial_bytes, std::byte{0});
@@ -288,9 +361,9 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // partial.
   auto write_stage = [&](Slot* slot) {
     const auto t = Clock::now();
-    const std::byte* out = slot->out.data();
+    const std::byte* out = slot->out.get();
     const std::byte* partial = slot->partial.data();
-    if (slot->gpu) {
+    if (slot->on_gpu) {
       detail::SlotTimes t;
       slot->gpu->wait(out, partial, t);
       if (trace) {
@@ -328,6 +401,11 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   });
 
   stats.seconds = seconds_since(t0);
+  if (e.backend.cuda && mode == Mode::gpu)
+    for (Slot& s : e.slots) {  // the CPU's buffers of the start, beside the pinned ring
+      s.out.reset();
+      std::vector<std::byte>().swap(s.partial);
+    }
   if (trace) {
     if (std::FILE* f = std::fopen(trace_path, "w")) {
       std::fputs("band,pack,h2d,kernels,d2h,done,written\n", f);

@@ -57,6 +57,10 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
+// Device memory every GPU this runs on has free with room to spare (the H100 and H200 have
+// 80-141 GB): a plan needing no more per device need not wait for CUDA's start to know.
+constexpr std::size_t kDeviceBytesSure = std::size_t{2} << 30;
+
 BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>& ops,
                     const Backend& backend, const PipelineOptions& o, const Source* source,
                     const Sink* sink) {
@@ -166,8 +170,23 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
              static_cast<std::size_t>(r) * plan.out_row_bytes + plan.partial_bytes +
              device_scratch(r);
     };
+    // CUDA may still be starting: a ring that needs less device memory than any GPU this runs on
+    // has free is planned without waiting for the figures (the slots' allocation would fail
+    // with CUDA's own error if it did not fit). A start that failed: the run goes on the CPU
+    // (--device auto), or fails here with the start's error.
+    const detail::CudaStart* start = backend.start.get();
+    const std::size_t per_device = static_cast<std::size_t>((plan.slots + gpus - 1) / gpus);
+    bool check = true;
+    if (start && start->failed()) {
+      if (!backend.cpu_if_cuda_fails) start->wait();
+      check = false;
+    } else if (start && !start->ready() &&
+               per_device * device_bytes(std::min(rows, span)) <= kDeviceBytesSure) {
+      check = false;
+    }
     const std::int64_t device_rows =
-        detail::cuda_max_band_rows(backend.devices, plan.slots, span, device_bytes);
+        check ? detail::cuda_max_band_rows(backend.devices, plan.slots, span, device_bytes, start)
+              : rows;
     if (o.band_rows > 0 && rows > device_rows)
       throw Error(ErrorKind::usage, "--band-rows " + std::to_string(rows) +
                                         " does not fit in GPU memory with " +
@@ -191,6 +210,26 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   plan.band_rows = rows;
   plan.device_scratch_bytes = backend.cuda ? device_scratch(rows) : 0;
   plan.ring_bytes = ring_total(rows, plan.slots);
+  if (backend.cuda && o.cpu_start_bands != 0 && plan.ring_bytes <= plan.mem_limit) {
+    // Buffers for the bands the CPU filters while CUDA starts, beside the pinned ring: each
+    // slot's rows as on the CPU backend, and the threads' scratch.
+    const std::size_t cpu_slot =
+        static_cast<std::size_t>(std::min(rows + 2 * halo, H)) * input.row_bytes() +
+        static_cast<std::size_t>(rows) * plan.out_row_bytes + plan.partial_bytes +
+        static_cast<std::size_t>(rows + 2 * halo) * (sizeof(void*) + sizeof(std::int64_t));
+    const std::size_t head = static_cast<std::size_t>(plan.slots) * cpu_slot +
+                             static_cast<std::size_t>(plan.threads) * cpu_scratch(rows);
+    if (plan.ring_bytes + head <= plan.mem_limit) {
+      plan.cpu_start_bands = o.cpu_start_bands;
+      plan.ring_bytes += head;
+    } else if (o.cpu_start_bands > 0) {
+      throw Error(ErrorKind::usage, "--cpu-start " + std::to_string(o.cpu_start_bands) +
+                                        ": the CPU's buffers (" + format_bytes(double(head)) +
+                                        ") do not fit beside the GPU's ring under --mem-limit " +
+                                        format_bytes(double(plan.mem_limit)) +
+                                        ": raise --mem-limit or use --cpu-start off");
+    }
+  }
   if (plan.ring_bytes > plan.mem_limit) {
     const std::int64_t r = o.band_rows > 0 ? rows : 1;
     const std::size_t need = ring_total(r, plan.slots);

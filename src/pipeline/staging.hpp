@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -14,10 +15,33 @@
 
 namespace ooc::detail {
 
+// Starting CUDA (the driver, then a context on each device: 0.2-0.3 s on the H200 machine, more
+// than the CPU needs for a 1 GiB image) on a thread of its own, begun as soon as the backend is
+// chosen, so that the plan, the output file and the first bands (on the CPU) need not wait for it.
+class CudaStart {
+ public:
+  // Checks that CUDA sees every one of `devices` and makes a context on each.
+  static std::shared_ptr<CudaStart> begin(const std::vector<int>& devices);
+  virtual ~CudaStart() = default;
+  virtual bool ready() const = 0;   // done, or failed
+  virtual bool failed() const = 0;  // ready, with an error
+  virtual void wait() const = 0;    // blocks until ready; rethrows the error
+  // Free bytes of devices[i] when the context was made (after wait()).
+  virtual std::size_t free_bytes(std::size_t i) const = 0;
+};
+
+// Whether threads still starting CUDA when their engine (or CudaStart) goes away may be left
+// running instead of joined. Only a process that leaves with _exit (the command-line tools) may
+// allow it: exit()'s static destructors would tear the CUDA runtime down under them. Default: no.
+void set_background_may_outlive(bool allowed) noexcept;
+bool background_may_outlive() noexcept;
+
 // Tallest band whose device memory, bytes(rows) per slot, fits `slots` slots spread round robin
 // over `devices` (at most `height`). Throws a device Error when not even one row fits.
+// `start`: the free memory it found (after waiting for it); without one, asks the devices.
 std::int64_t cuda_max_band_rows(const std::vector<int>& devices, int slots, std::int64_t height,
-                                const std::function<std::size_t(std::int64_t)>& bytes);
+                                const std::function<std::size_t(std::int64_t)>& bytes,
+                                const CudaStart* start = nullptr);
 
 struct SlotSizes {
   std::int64_t band_rows = 0, halo = 0;

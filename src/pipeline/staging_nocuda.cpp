@@ -25,7 +25,10 @@ std::vector<DeviceInfo> cuda_devices() noexcept {
 
 namespace detail {
 std::int64_t cuda_max_band_rows(const std::vector<int>&, int, std::int64_t,
-                                const std::function<std::size_t(std::int64_t)>&) {
+                                const std::function<std::size_t(std::int64_t)>&, const CudaStart*) {
+  throw no_cuda();
+}
+std::shared_ptr<CudaStart> CudaStart::begin(const std::vector<int>&) {
   throw no_cuda();
 }
 std::unique_ptr<CudaSlot> CudaSlot::make(int, const SlotSizes&) {

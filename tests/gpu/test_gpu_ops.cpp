@@ -82,12 +82,15 @@ TEST(GpuEqualize, HistogramAndTableEqualTheCpuExactly) {
       const auto d = test::random_image(s, 12);
       std::vector<std::vector<std::byte>> outs;
       std::vector<std::vector<std::uint64_t>> counts;
-      for (bool cuda : {false, true}) {
+      // The CPU; the GPU; the GPU with its first 2 bands on the CPU (as while CUDA starts).
+      for (int cpu_start : {-2, 0, 2}) {
+        const bool cuda = cpu_start >= 0;
         test::MemorySource src(s, d);
         auto h = make_histogram(s);
         auto l = make_lut(s);
         PipelineOptions o;
         o.band_rows = 50;
+        o.cpu_start_bands = cpu_start;
         const Backend be = cuda ? gpu(*h) : Backend{};
         Engine e(src, be, plan_bands(s, {h.get(), l.get()}, be, o));
         e.run(*h, nullptr);
@@ -97,8 +100,10 @@ TEST(GpuEqualize, HistogramAndTableEqualTheCpuExactly) {
         outs.push_back(sink.data);
         counts.push_back(h->counts());
       }
-      EXPECT_EQ(counts[0], counts[1]) << name(t) << " c" << channels;
-      EXPECT_TRUE(outs[0] == outs[1]) << name(t) << " c" << channels;
+      for (std::size_t i = 1; i < outs.size(); ++i) {
+        EXPECT_EQ(counts[0], counts[i]) << name(t) << " c" << channels << " run " << i;
+        EXPECT_TRUE(outs[0] == outs[i]) << name(t) << " c" << channels << " run " << i;
+      }
     }
 }
 

@@ -129,6 +129,48 @@ TEST(Gpu, BitIdenticalAcrossBandsSlotsAndDevices) {
   }
 }
 
+// The CUDA backend's first bands on the CPU (as while CUDA starts), the rest on the GPU: the same
+// bytes as the GPU alone, since both kernels round every sample the same way (FMA in tap order,
+// float intermediate, round-to-nearest-even store). Also --cpu-start auto, whatever it picks.
+TEST(Gpu, CpuStartBandsGiveTheGpuBits) {
+  OOC_REQUIRE_GPU();
+  for (SampleType type : {SampleType::f32, SampleType::u8, SampleType::u16})
+    for (std::int64_t r : {1, 3, 16})
+      for (BorderMode border : {BorderMode::reflect, BorderMode::constant, BorderMode::wrap}) {
+        const ImageSpec spec{1031, 97, 2, type};
+        const auto data = test::random_image(spec, 21 + static_cast<int>(r));
+        SeparableParams p;
+        p.filter.row = p.filter.col = gaussian_taps(r, 0);
+        p.border = border;
+        p.border_value = 3.5;
+        auto op = make_separable(spec, p, PipelineOptions{});
+        const std::string what =
+            std::string(name(type)) + " r" + std::to_string(r) + " " + std::string(name(border));
+        std::vector<std::byte> gpu_only;
+        for (std::int64_t n : {0, 1, 4, 13, -1}) {  // 13 bands of 8 rows: all on the CPU
+          PipelineOptions o;
+          o.band_rows = 8;
+          o.slots = 3;
+          o.cpu_start_bands = n;
+          const Backend backend = select_backend("cuda", "all", {op.get()});
+          test::MemorySource src(spec, data);
+          test::MemorySink sink(spec);
+          std::fill(sink.data.begin(), sink.data.end(), std::byte{0x5a});  // poison
+          Engine engine(src, backend, plan_bands(spec, {op.get()}, backend, o));
+          const RunStats st = engine.run(*op, &sink);
+          if (n >= 0) {
+            EXPECT_EQ(st.cpu_bands, std::min<std::int64_t>(n, 13)) << what;
+          }
+          if (n == 0) {
+            gpu_only = sink.data;
+            continue;
+          }
+          ASSERT_TRUE(sink.data == gpu_only)
+              << what << " cpu_start_bands " << n << " (" << st.cpu_bands << " on the CPU)";
+        }
+      }
+}
+
 TEST(Gpu, LargeBandMatchesCpu) {
   OOC_REQUIRE_GPU();
   // A band of 65536-wide rows: 64-bit offsets, many tiles, the planner's own band height.

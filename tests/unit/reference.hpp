@@ -129,7 +129,10 @@ inline MemorySink run_in_memory(Operation& op, const ImageSpec& spec,
                                 const Backend& backend = {}) {
   MemorySource src(spec, data);
   MemorySink sink(*op.output());
-  Engine engine(src, backend, plan_bands(spec, {&op}, backend, o));
+  // A GPU run here tests the GPU: no bands on the CPU while CUDA starts, unless asked for.
+  PipelineOptions po = o;
+  if (backend.cuda && po.cpu_start_bands < 0) po.cpu_start_bands = 0;
+  Engine engine(src, backend, plan_bands(spec, {&op}, backend, po));
   engine.run(op, &sink);
   return sink;
 }

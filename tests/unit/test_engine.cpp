@@ -4,13 +4,19 @@
 // (a float64 direct convolution; counts and the equalization formula written out here).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 
+#include "../../src/pipeline/staging.hpp"
 #include "ooc/error.hpp"
+#include "ooc/filter.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/convert.hpp"
 #include "ooc/ops/equalize.hpp"
+#include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
 #include "reference.hpp"
 
@@ -218,6 +224,129 @@ TEST(Conv2d, RankOneKernelsRunSeparableAndSaySo) {
 TEST(Conv2d, BadKernelsAreUsageErrors) {
   for (const char* k : {"box:4", "box:0", "gaussian2d:-1", "gaussian2d:nan", "nope", "box:x"})
     EXPECT_THROW(parse_kernel(k, 1 << 30), Error) << k;
+}
+
+// A CUDA start that this test controls: it stays "starting" until finish() (then fails, as on
+// a machine without a GPU), so that the engine's CUDA backend runs its bands on the CPU.
+class HeldStart final : public detail::CudaStart {
+ public:
+  bool ready() const override { return done_; }
+  bool failed() const override { return done_.load(); }
+  void wait() const override {
+    std::unique_lock<std::mutex> lock(m_);
+    cv_.wait(lock, [&] { return done_.load(); });
+    throw Error(ErrorKind::device, "held start: no GPU here");
+  }
+  std::size_t free_bytes(std::size_t) const override { return std::size_t{1} << 40; }
+  void finish() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  mutable std::mutex m_;
+  mutable std::condition_variable cv_;
+  std::atomic<bool> done_{false};
+};
+
+Backend held_cuda(const std::shared_ptr<HeldStart>& start, bool cpu_if_fails) {
+  Backend b;
+  b.cuda = true;
+  b.devices = {0};
+  b.start = start;
+  b.cpu_if_cuda_fails = cpu_if_fails;
+  return b;
+}
+
+// While CUDA starts, the CUDA backend's bands go through the CPU's kernels: every band, when the
+// GPU never becomes ready in time, with the CPU backend's exact bytes; the plan counts their
+// buffers. A start that fails under --device auto leaves the whole run on the CPU; under
+// --device cuda it is the run's error.
+TEST(Engine, BandsRunOnTheCpuWhileCudaStarts) {
+  const ImageSpec spec{517, 203, 2, SampleType::f32};
+  const auto data = test::random_image(spec, 31);
+  SeparableParams p;
+  p.filter.row = p.filter.col = gaussian_taps(5, 0);
+  p.border = BorderMode::reflect;
+  auto op = make_separable(spec, p, PipelineOptions{});
+  PipelineOptions o;
+  o.band_rows = 16;
+  o.threads = 2;
+  const auto cpu = test::run_in_memory(*op, spec, data, o);
+  const std::int64_t bands = (spec.height + 15) / 16;
+
+  for (const std::int64_t n : {std::int64_t{-1}, bands}) {
+    auto start = std::make_shared<HeldStart>();
+    const Backend b = held_cuda(start, false);
+    PipelineOptions po = o;
+    po.cpu_start_bands = n;
+    const BandPlan plan = plan_bands(spec, {op.get()}, b, po);
+    EXPECT_EQ(plan.cpu_start_bands, n);
+    EXPECT_LE(plan.ring_bytes, plan.mem_limit);
+    {
+      MemorySource src(spec, data);
+      MemorySink sink(spec);
+      Engine e(src, b, plan);
+      const RunStats st = e.run(*op, &sink);
+      EXPECT_EQ(st.cpu_bands, bands) << "cpu_start_bands " << n;
+      EXPECT_EQ(st.rows_done, spec.height);
+      EXPECT_TRUE(sink.data == cpu.data) << "cpu_start_bands " << n;
+      start->finish();  // lets the engine's slot maker end (with the start's error)
+    }
+  }
+
+  // No room for the CPU's buffers beside the pinned ring: none on the CPU (auto), an error (N).
+  {
+    auto start = std::make_shared<HeldStart>();
+    const Backend b = held_cuda(start, false);
+    PipelineOptions po = o;
+    const BandPlan roomy = plan_bands(spec, {op.get()}, b, po);
+    po.cpu_start_bands = 0;
+    const BandPlan gpu_only = plan_bands(spec, {op.get()}, b, po);
+    EXPECT_EQ(gpu_only.cpu_start_bands, 0);
+    EXPECT_GT(roomy.ring_bytes, gpu_only.ring_bytes);
+    po.mem_limit = gpu_only.ring_bytes;
+    po.cpu_start_bands = -1;
+    EXPECT_EQ(plan_bands(spec, {op.get()}, b, po).cpu_start_bands, 0);
+    po.cpu_start_bands = 3;
+    try {
+      plan_bands(spec, {op.get()}, b, po);
+      ADD_FAILURE() << "--cpu-start 3 without the memory for it was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--mem-limit"), std::string::npos) << e.what();
+    }
+    start->finish();
+  }
+
+  // The start fails: --device auto goes on with the CPU, --device cuda fails with its error.
+  for (const bool auto_device : {true, false}) {
+    auto start = std::make_shared<HeldStart>();
+    start->finish();
+    const Backend b = held_cuda(start, auto_device);
+    PipelineOptions po = o;
+    po.cpu_start_bands = 0;
+    MemorySource src(spec, data);
+    MemorySink sink(spec);
+    if (auto_device) {
+      Engine e(src, b, plan_bands(spec, {op.get()}, b, po));
+      const RunStats st = e.run(*op, &sink);
+      EXPECT_TRUE(sink.data == cpu.data);
+      EXPECT_EQ(st.rows_done, spec.height);
+      EXPECT_NE(b.start_error().find("no GPU here"), std::string::npos) << b.start_error();
+      EXPECT_EQ(b.describe().rfind("cpu", 0), 0u) << b.describe();
+    } else {
+      try {
+        Engine e(src, b, plan_bands(spec, {op.get()}, b, po));
+        e.run(*op, &sink);
+        ADD_FAILURE() << "a failed CUDA start under --device cuda ran";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("no GPU here"), std::string::npos) << e.what();
+      }
+    }
+  }
 }
 
 }  // namespace
