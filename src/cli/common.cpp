@@ -524,11 +524,18 @@ void report(const char* prog, const std::string& stats, bool quiet, Job& job,
                                        ? std::string("the run itself succeeded")
                                        : "output '" + job.options().output + "' is complete");
   if (!quiet && stats.empty()) {
+    // Which bands the CPU did on the CUDA backend, and why: a GPU benchmark must not mistake them.
+    std::string backend = job.backend().describe();
+    if (const std::string err = job.backend().start_error(); !err.empty())
+      backend += " (CUDA failed to start: " + err + ")";
+    else if (st.cpu_bands > 0)
+      backend += " (" + std::to_string(st.cpu_bands) + " of " +
+                 std::to_string(plan.last_band - plan.first_band) +
+                 " bands on the CPU while CUDA started; --cpu-start off for none)";
     std::fprintf(stderr, "%s: %s -> %s: %.2f s, %.1f Mpixel/s, %.1f MB/s, %s, peak RSS %s\n", prog,
                  job.source().describe().c_str(),
                  job.options().output.empty() ? "(no output)" : job.options().output.c_str(),
-                 st.seconds, mpix, mbps, job.backend().describe().c_str(),
-                 ooc::format_bytes(double(rss)).c_str());
+                 st.seconds, mpix, mbps, backend.c_str(), ooc::format_bytes(double(rss)).c_str());
   }
 }
 
