@@ -144,6 +144,10 @@ class Operation {
   virtual std::unique_ptr<CpuKernel> make_cpu() const = 0;
   // Whether make_cuda() works: the operation has CUDA kernels and this build has CUDA.
   virtual bool has_cuda() const { return false; }
+  // Whether the CPU kernel gives the CUDA kernels' bytes (outputs and partials): then the CUDA
+  // backend lets the CPU take bands while CUDA starts (--cpu-start auto) without the result
+  // depending on how long the start took.
+  virtual bool cpu_gives_cuda_bits() const { return false; }
   // Uploads what the kernels need (taps, tables) to each device.
   virtual std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& /*devices*/) const {
     return nullptr;

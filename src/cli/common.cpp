@@ -291,7 +291,8 @@ void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& ba
       .add_option("--cpu-start", p.cpu_start,
                   "bands the CPU filters while CUDA starts: auto (until the GPU is ready), off, "
                   "or the first N")
-      ->default_str("auto");
+      ->default_str("auto")
+      ->envname("OOC_CPU_START");
 }
 
 void apply_pipeline_options(const PipelineCli& p, ooc::JobOptions& jo) {

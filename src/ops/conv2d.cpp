@@ -226,6 +226,7 @@ class AsSeparable final : public Operation {
   }
   std::unique_ptr<CpuKernel> make_cpu() const override { return op_->make_cpu(); }
   bool has_cuda() const override { return op_->has_cuda(); }
+  bool cpu_gives_cuda_bits() const override { return op_->cpu_gives_cuda_bits(); }
   double cpu_ns_per_sample() const override { return op_->cpu_ns_per_sample(); }
   double cuda_ns_per_sample() const override { return op_->cuda_ns_per_sample(); }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& d) const override {

@@ -67,6 +67,7 @@ class Histogram final : public HistogramOp {
     return std::make_unique<HistogramCpu>(bins_);
   }
   bool has_cuda() const override { return kCudaBuilt; }
+  bool cpu_gives_cuda_bits() const override { return true; }  // integer counts and lookups
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
 #if defined(OOC_HAVE_CUDA)
     return make_histogram_cuda(devices, bins_);
@@ -135,6 +136,7 @@ class Lut final : public LutOp {
     return std::make_unique<LutCpu>(bins_, lut_);
   }
   bool has_cuda() const override { return kCudaBuilt; }
+  bool cpu_gives_cuda_bits() const override { return true; }  // integer counts and lookups
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
 #if defined(OOC_HAVE_CUDA)
     check();

@@ -2,6 +2,7 @@
 // kernel; the CUDA kernel is made in separable_cuda.cpp.
 #include "ooc/ops/separable.hpp"
 
+#include <string_view>
 #include <vector>
 
 #include "../../kernels/cpu/separable.hpp"
@@ -87,6 +88,12 @@ class Separable final : public Operation {
     return (args_.f64 ? 2.0 : 1.0) * (0.005 + 0.0004 * double(row_taps_.size() + col_taps_.size()));
   }
   bool has_cuda() const override { return kCudaBuilt; }
+  // Both round every sample the same way: FMA in tap order from a plain first product, a float
+  // (or double) intermediate, round-to-nearest-even stores. Without FMA the CPU rounds each
+  // product (tools/bench/results/gpu-h200/logs/cpu-start: byte-identical on the H200 machine).
+  bool cpu_gives_cuda_bits() const override {
+    return std::string_view(cpu::separable_isa()) != "baseline";
+  }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
 #if defined(OOC_HAVE_CUDA)
     return separable_cuda_scratch(band_rows, args_.ry, out_spec_.row_samples(), args_.f64);

@@ -251,7 +251,10 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   if (e.backend.cuda) {
     if (!op.has_cuda()) throw no_cuda_version();
     const bool failed_over = start && start->failed() && e.backend.cpu_if_cuda_fails;
-    mode = failed_over ? Mode::cpu : plan.cpu_start_bands != 0 ? Mode::starting : Mode::gpu;
+    // auto only where the CPU gives the GPU's bytes: the output must not depend on the timing.
+    const bool start_on_cpu =
+        plan.cpu_start_bands > 0 || (plan.cpu_start_bands < 0 && op.cpu_gives_cuda_bits());
+    mode = failed_over ? Mode::cpu : start_on_cpu ? Mode::starting : Mode::gpu;
   }
   std::unique_ptr<CpuKernel> cpu;
   std::unique_ptr<CudaKernel> gpu;

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <tuple>
 
@@ -134,18 +135,35 @@ TEST(Gpu, BitIdenticalAcrossBandsSlotsAndDevices) {
 // float intermediate, round-to-nearest-even store). Also --cpu-start auto, whatever it picks.
 TEST(Gpu, CpuStartBandsGiveTheGpuBits) {
   OOC_REQUIRE_GPU();
-  for (SampleType type : {SampleType::f32, SampleType::u8, SampleType::u16})
+  struct Types {
+    SampleType in;
+    std::optional<SampleType> out;
+    Precision precision;
+  };
+  const Types types[] = {{SampleType::f32, {}, Precision::automatic},
+                         {SampleType::u8, {}, Precision::automatic},
+                         {SampleType::u16, {}, Precision::automatic},
+                         {SampleType::i16, SampleType::i32, Precision::automatic},  // f64 sums
+                         {SampleType::f64, {}, Precision::automatic},
+                         {SampleType::u8, SampleType::f32, Precision::f64}};
+  for (const Types& t : types)
     for (std::int64_t r : {1, 3, 16})
       for (BorderMode border : {BorderMode::reflect, BorderMode::constant, BorderMode::wrap}) {
-        const ImageSpec spec{1031, 97, 2, type};
+        const ImageSpec spec{1031, 97, 2, t.in};
         const auto data = test::random_image(spec, 21 + static_cast<int>(r));
         SeparableParams p;
         p.filter.row = p.filter.col = gaussian_taps(r, 0);
         p.border = border;
         p.border_value = 3.5;
+        p.out_type = t.out;
+        p.precision = t.precision;
         auto op = make_separable(spec, p, PipelineOptions{});
-        const std::string what =
-            std::string(name(type)) + " r" + std::to_string(r) + " " + std::string(name(border));
+        ASSERT_TRUE(op->cpu_gives_cuda_bits())
+            << "a CPU without FMA: the CUDA bits are not claimed";
+        const ImageSpec out_spec = *op->output();
+        const std::string what = std::string(name(t.in)) + " -> " +
+                                 std::string(name(out_spec.type)) + " r" + std::to_string(r) + " " +
+                                 std::string(name(border));
         std::vector<std::byte> gpu_only;
         for (std::int64_t n : {0, 1, 4, 13, -1}) {  // 13 bands of 8 rows: all on the CPU
           PipelineOptions o;
@@ -154,8 +172,7 @@ TEST(Gpu, CpuStartBandsGiveTheGpuBits) {
           o.cpu_start_bands = n;
           const Backend backend = select_backend("cuda", "all", {op.get()});
           test::MemorySource src(spec, data);
-          test::MemorySink sink(spec);
-          std::fill(sink.data.begin(), sink.data.end(), std::byte{0x5a});  // poison
+          test::MemorySink sink(out_spec);  // poisoned
           Engine engine(src, backend, plan_bands(spec, {op.get()}, backend, o));
           const RunStats st = engine.run(*op, &sink);
           if (n >= 0) {

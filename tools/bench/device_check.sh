@@ -30,7 +30,9 @@ if [ ! -x "$B/oocconv" ]; then
   exit 2
 fi
 export LD_LIBRARY_PATH=$B/../lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export OOC_BIN_DIR=$B NCCL_NVLS_ENABLE=0
+# The GPU checks compare the GPU's own results: no bands on the CPU while CUDA starts (the e2e
+# section checks that mode on its own).
+export OOC_BIN_DIR=$B NCCL_NVLS_ENABLE=0 OOC_CPU_START=off
 PY=${PYTHON:-python3}  # with NumPy (the e2e inputs and the python section)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -110,6 +112,12 @@ e2e() {
   "$B/oocconv" "$T/a.npy" "$T/g.npy" --radius 16 --device cuda -q
   "$B/oocconv" "$T/a.npy" "$T/c.npy" --radius 16 --device cpu -q
   check "npy u16 c3 r16: GPU vs CPU (tolerance 0)" "$B/ooccheck" --compare "$T/g.npy" "$T/c.npy" --tolerance 0
+  # Bands on the CPU while CUDA starts (the first 3 of 12, then as many as the start takes): the
+  # GPU's bytes.
+  OOC_CPU_START=3 "$B/oocconv" "$T/a.npy" "$T/m.npy" --radius 16 --device cuda --band-rows 256 -q
+  check "npy u16 c3 r16, 3 bands on the CPU: vs GPU (cmp)" cmp "$T/m.npy" "$T/g.npy"
+  OOC_CPU_START=auto "$B/oocconv" "$T/a.npy" "$T/m.npy" --radius 16 --device cuda --band-rows 64 -q
+  check "npy u16 c3 r16, --cpu-start auto: vs GPU (cmp)" cmp "$T/m.npy" "$T/g.npy"
   # The hardening cases: 32-bit integer output, a radius far beyond the image, a huge sigma.
   "$PY" - "$T" <<'PY'
 import sys, numpy as np
