@@ -403,6 +403,9 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
             tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order, write_stage));
   });
 
+  // --device cuda whose bands all went to the CPU: a CUDA that failed to start meanwhile is still
+  // the run's error (one still starting is not waited for).
+  if (e.backend.cuda && !e.backend.cpu_if_cuda_fails && start && start->failed()) start->wait();
   stats.seconds = seconds_since(t0);
   if (e.backend.cuda && mode == Mode::gpu)
     for (Slot& s : e.slots) {  // the CPU's buffers of the start, beside the pinned ring

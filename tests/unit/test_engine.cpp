@@ -317,6 +317,31 @@ TEST(Engine, BandsRunOnTheCpuWhileCudaStarts) {
     }
   }
 
+  // The start fails while the CPU does every band: --device cuda fails with its error, --device
+  // auto has the CPU's result.
+  for (const bool auto_device : {false, true}) {
+    auto start = std::make_shared<HeldStart>();
+    const Backend b = held_cuda(start, auto_device);
+    PipelineOptions po = o;
+    po.cpu_start_bands = bands;
+    const BandPlan plan = plan_bands(spec, {op.get()}, b, po);
+    start->finish();
+    MemorySource src(spec, data);
+    MemorySink sink(spec);
+    Engine e(src, b, plan);
+    if (auto_device) {
+      EXPECT_EQ(e.run(*op, &sink).rows_done, spec.height);
+      EXPECT_TRUE(sink.data == cpu.data);
+    } else {
+      try {
+        e.run(*op, &sink);
+        ADD_FAILURE() << "--device cuda succeeded although CUDA failed to start";
+      } catch (const Error& err) {
+        EXPECT_NE(std::string(err.what()).find("no GPU here"), std::string::npos) << err.what();
+      }
+    }
+  }
+
   // No room for the CPU's buffers beside the pinned ring: none on the CPU (auto), an error (N).
   {
     auto start = std::make_shared<HeldStart>();
