@@ -78,11 +78,13 @@ class Separable final : public Operation {
     return std::make_unique<SeparableCpuKernel>(args_);
   }
 
-  // Fitted to the benchmarks (16-core H200 host, 32 GiB from the page cache at radius 3 and 16:
-  // 3.0 and 8.1 ns per sample and thread): a fixed cost per sample, then one per tap of both
-  // passes; f64 accumulation runs half as many lanes.
+  // Fitted to the benchmarks (16-core H200 host, f32 from the page cache to null:, 1-32 GiB at
+  // radius 3 and 16: 3.2-3.7 and 6.2-7.0 ns per sample and thread, tools/bench/results/gpu-h200/
+  // startup.csv of 2026-11-22 10:32 and 10:58): a fixed cost per sample, then one per tap of both
+  // passes; f64 accumulation runs half as many lanes. The older fit (1.6 + 0.1 per tap) made radius
+  // 16 on 4 GiB look slower on the CPU than it is, and auto picked CUDA: 12% slower.
   double cpu_ns_per_sample() const override {
-    return (args_.f64 ? 1.6 : 1.0) * (1.6 + 0.1 * double(row_taps_.size() + col_taps_.size()));
+    return (args_.f64 ? 1.6 : 1.0) * (2.4 + 0.062 * double(row_taps_.size() + col_taps_.size()));
   }
   double cuda_ns_per_sample() const override {
     return (args_.f64 ? 2.0 : 1.0) * (0.005 + 0.0004 * double(row_taps_.size() + col_taps_.size()));
