@@ -145,6 +145,22 @@ Examples:
           (long long)plan.bands, (long long)plan.band_rows, plan.slots, plan.threads,
           ooc::format_bytes(double(plan.ring_bytes)).c_str(),
           ooc::format_bytes(double(plan.mem_limit)).c_str(), backend.why.c_str());
+      if (backend.cuda) {
+        bool same_bits = true;
+        for (const auto& op : ops) same_bits = same_bits && op->cpu_gives_cuda_bits();
+        std::string start;
+        if (plan.cpu_start_bands > 0)
+          start = "the first " + std::to_string(plan.cpu_start_bands) + " band(s) (--cpu-start)";
+        else if (plan.cpu_start_bands < 0 && same_bits)
+          start = "every band until the GPU is ready (--cpu-start auto)";
+        else if (plan.cpu_start_bands < 0)
+          start = "none: the CPU's kernels do not give the GPU's bytes for this operation";
+        else if (popt.cpu_start_bands != 0)
+          start = "none: its buffers do not fit beside the pinned ring under --mem-limit";
+        else
+          start = "none (--cpu-start off)";
+        std::printf("  on the CPU while CUDA starts: %s\n", start.c_str());
+      }
     }
     return 0;
   });

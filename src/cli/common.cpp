@@ -315,7 +315,8 @@ void apply_pipeline_options(const PipelineCli& p, ooc::JobOptions& jo) {
     if (pos != p.cpu_start.size() || n < 1)
       throw ooc::Error(
           ooc::ErrorKind::usage,
-          "--cpu-start takes auto, off or a number of bands, got '" + p.cpu_start + "'");
+          "--cpu-start (or OOC_CPU_START) takes auto, off or a number of bands, got '" +
+              p.cpu_start + "'");
     jo.pipeline.cpu_start_bands = n;
   }
 }
