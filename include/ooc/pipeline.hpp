@@ -221,8 +221,8 @@ struct RunStats {
   std::size_t bytes_written = 0;  // bytes of output written
   std::int64_t pixels = 0;
   double seconds = 0;          // wall clock, setup included
-  double setup_seconds = 0;    // before the first band (CPU: the slots' buffers; GPU slots are
-                               // made in the background while the first bands run)
+  double setup_seconds = 0;    // before the first band (CPU: the slots' buffers), and on a GPU
+                               // the waits for CUDA's start and for slots being made
   double read_seconds = 0;     // summed over the stage's calls
   double compute_seconds = 0;  // summed over threads
   double write_seconds = 0;

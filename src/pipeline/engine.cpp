@@ -276,6 +276,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     if (!gpu) throw no_cuda_version();
   };
   stats.setup_seconds = seconds_since(t0);
+  double gpu_wait_s = 0;
 
   std::int64_t next = plan.first_band;
   std::int64_t rows_done = 0;
@@ -310,6 +311,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     slot.source_rows.resize(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i)
       slot.source_rows[i] = map_border(first + i, in.height, border);
+    const auto waited_from = Clock::now();  // waits for CUDA's start and for slots count as setup
     if (mode == Mode::starting) {
       const std::int64_t k = next - plan.first_band;
       if (plan.cpu_start_bands > 0 ? k >= plan.cpu_start_bands : e.gpu_ready(slot)) go_gpu();
@@ -318,6 +320,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     }
     slot.on_gpu = mode == Mode::gpu;
     if (slot.on_gpu) {
+      e.gpu_slot(slot);
+      gpu_wait_s += seconds_since(waited_from);
       // The halo this band shares with the one before (the same image rows, border included).
       std::int64_t reuse = 0;
       if (last && last != &slot && last->band.index == next - 1) {
@@ -423,7 +427,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       std::fprintf(stderr, "ooc: OOC_TRACE: cannot write '%s'\n", trace_path);
     }
   }
-  stats.read_seconds = read_s;
+  stats.setup_seconds += gpu_wait_s;
+  stats.read_seconds = read_s - gpu_wait_s;
   stats.compute_seconds = static_cast<double>(compute_ns.load()) * 1e-9;
   stats.write_seconds = write_s;
   stats.rows_done = rows_done;
