@@ -215,12 +215,7 @@ class CudaStartImpl final : public CudaStart {
     // The thread owns the state with the object: it may outlive it (background_may_outlive).
     thread_ = std::thread([s = state_] { s->run(); });
   }
-  ~CudaStartImpl() override {
-    if (background_may_outlive())
-      thread_.detach();
-    else
-      thread_.join();
-  }
+  ~CudaStartImpl() override { end_background(thread_); }
   bool ready() const override { return state_->done.load(std::memory_order_acquire); }
   bool failed() const override { return ready() && state_->error != nullptr; }
   void wait() const override {

@@ -115,6 +115,13 @@ void set_background_may_outlive(bool allowed) noexcept {
 bool background_may_outlive() noexcept {
   return g_may_outlive.load();
 }
+void end_background(std::thread& t) {
+  if (!t.joinable()) return;
+  if (background_may_outlive())
+    t.detach();
+  else
+    t.join();
+}
 }  // namespace detail
 
 struct Engine::Impl {
@@ -130,11 +137,7 @@ struct Engine::Impl {
   Impl(Source& s, Backend b, BandPlan p) : source(s), backend(std::move(b)), plan(p) {}
   ~Impl() {
     if (maker) maker->cancel = true;
-    if (!gpu_maker.joinable()) return;
-    if (detail::background_may_outlive())
-      gpu_maker.detach();
-    else
-      gpu_maker.join();
+    detail::end_background(gpu_maker);
   }
 
   // Made at the first run, for the largest of the job's operations (the plan says how large).
@@ -250,11 +253,10 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   Mode mode = Mode::cpu;
   if (e.backend.cuda) {
     if (!op.has_cuda()) throw no_cuda_version();
-    const bool failed_over = start && start->failed() && e.backend.cpu_if_cuda_fails;
     // auto only where the CPU gives the GPU's bytes: the output must not depend on the timing.
     const bool start_on_cpu =
         plan.cpu_start_bands > 0 || (plan.cpu_start_bands < 0 && op.cpu_gives_cuda_bits());
-    mode = failed_over ? Mode::cpu : start_on_cpu ? Mode::starting : Mode::gpu;
+    mode = start_on_cpu ? Mode::starting : Mode::gpu;
   }
   std::unique_ptr<CpuKernel> cpu;
   std::unique_ptr<CudaKernel> gpu;

@@ -106,20 +106,24 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   // Host memory of one slot. CPU: the band's input rows (mapped; never more than the image has,
   // since a halo beyond the image repeats rows through the border rule), the output rows, the
   // partial and the row table. GPU: pinned input rows with the halo, output rows and partial.
-  auto slot_total = [&](std::int64_t rows) {
-    const std::int64_t in_rows = backend.cuda ? rows + 2 * halo : std::min(rows + 2 * halo, H);
+  // `on_gpu`: for the slots of the backend's own bands, or (false) for bands the CPU filters.
+  auto slot_bytes = [&](std::int64_t rows, bool on_gpu) {
+    const std::int64_t in_rows = on_gpu ? rows + 2 * halo : std::min(rows + 2 * halo, H);
     return static_cast<std::size_t>(in_rows) * input.row_bytes() +
            static_cast<std::size_t>(rows) * plan.out_row_bytes + plan.partial_bytes +
            static_cast<std::size_t>(rows + 2 * halo) * (sizeof(void*) + sizeof(std::int64_t));
   };
+  auto slot_total = [&](std::int64_t rows) { return slot_bytes(rows, backend.cuda); };
   // Blocks the source decodes ahead and the sink gathers for compression.
   auto buffers = [&](std::int64_t rows, int slots) {
     const int readers = backend.cuda ? slots : 1;
     return (source ? source->buffer_bytes(rows, readers) : 0) + (sink ? sink->buffer_bytes() : 0);
   };
+  auto threads_scratch = [&](std::int64_t rows) {
+    return static_cast<std::size_t>(plan.threads) * cpu_scratch(rows);
+  };
   auto shared = [&](std::int64_t rows) {
-    return backend.cuda ? std::size_t{0}
-                        : static_cast<std::size_t>(plan.threads) * cpu_scratch(rows);
+    return backend.cuda ? std::size_t{0} : threads_scratch(rows);
   };
   auto ring_total = [&](std::int64_t rows, int slots) {
     return static_cast<std::size_t>(slots) * slot_total(rows) + shared(rows) + buffers(rows, slots);
@@ -180,8 +184,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     if (start && start->failed()) {
       if (!backend.cpu_if_cuda_fails) start->wait();
       check = false;
-    } else if (start && !start->ready() &&
-               per_device * device_bytes(std::min(rows, span)) <= kDeviceBytesSure) {
+    } else if (start && !start->ready() && per_device * device_bytes(rows) <= kDeviceBytesSure) {
       check = false;
     }
     const std::int64_t device_rows =
@@ -213,12 +216,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   if (backend.cuda && o.cpu_start_bands != 0 && plan.ring_bytes <= plan.mem_limit) {
     // Buffers for the bands the CPU filters while CUDA starts, beside the pinned ring: each
     // slot's rows as on the CPU backend, and the threads' scratch.
-    const std::size_t cpu_slot =
-        static_cast<std::size_t>(std::min(rows + 2 * halo, H)) * input.row_bytes() +
-        static_cast<std::size_t>(rows) * plan.out_row_bytes + plan.partial_bytes +
-        static_cast<std::size_t>(rows + 2 * halo) * (sizeof(void*) + sizeof(std::int64_t));
-    const std::size_t head = static_cast<std::size_t>(plan.slots) * cpu_slot +
-                             static_cast<std::size_t>(plan.threads) * cpu_scratch(rows);
+    const std::size_t head =
+        static_cast<std::size_t>(plan.slots) * slot_bytes(rows, false) + threads_scratch(rows);
     if (plan.ring_bytes + head <= plan.mem_limit) {
       plan.cpu_start_bands = o.cpu_start_bands;
       plan.ring_bytes += head;

@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "ooc/image.hpp"
@@ -35,6 +36,8 @@ class CudaStart {
 // allow it: exit()'s static destructors would tear the CUDA runtime down under them. Default: no.
 void set_background_may_outlive(bool allowed) noexcept;
 bool background_may_outlive() noexcept;
+// Joins such a thread, or leaves it running where that is allowed.
+void end_background(std::thread& t);
 
 // Tallest band whose device memory, bytes(rows) per slot, fits `slots` slots spread round robin
 // over `devices` (at most `height`). Throws a device Error when not even one row fits.
