@@ -62,7 +62,13 @@ namespace {
 #define OOC_TUNE_MIN_BLOCKS 4
 #endif
 #ifndef OOC_TUNE_LOAD_BATCH
-#define OOC_TUNE_LOAD_BATCH 4
+#define OOC_TUNE_LOAD_BATCH 6
+#endif
+#ifndef OOC_TUNE_MIN_BLOCKS_U8
+#define OOC_TUNE_MIN_BLOCKS_U8 5
+#endif
+#ifndef OOC_TUNE_LOAD_BATCH_U8
+#define OOC_TUNE_LOAD_BATCH_U8 3
 #endif
 
 struct SeparablePolicy {
@@ -84,10 +90,19 @@ struct SeparablePolicy {
   static constexpr int kColumnRun = 16;       // column outputs of one thread in the column kernel
   static constexpr int kColumnMinBlocks = 4;  // resident blocks per SM: at most 128 registers
   static constexpr int kColumnMinBlocksLarge = 3;  // radius >= 32: at most 168 registers
-  // Fused and row kernels: 4 resident blocks of 256 threads allow at most 64 registers.
-  static constexpr int kMinBlocks = OOC_TUNE_MIN_BLOCKS;
-  // Global loads in flight per thread when filling a tile.
-  static constexpr int kLoadBatch = OOC_TUNE_LOAD_BATCH;
+  // Fused and row kernels: 4 resident blocks of 256 threads allow at most 64 registers, 5 at
+  // most 51. Global loads in flight per thread when filling a tile: with f32 and u16 samples
+  // all of a thread's tile rows at radius <= 8, one round trip to DRAM. u8 tiles hold few
+  // 16-byte vectors, so a fifth resident block gains more there (tools/bench/tune_kernels.sh,
+  // logs/kernels-vector-loads.md).
+  template <class T>
+  static constexpr int min_blocks() {
+    return sizeof(T) == 1 ? OOC_TUNE_MIN_BLOCKS_U8 : OOC_TUNE_MIN_BLOCKS;
+  }
+  template <class T>
+  static constexpr int load_batch() {
+    return sizeof(T) == 1 ? OOC_TUNE_LOAD_BATCH_U8 : OOC_TUNE_LOAD_BATCH;
+  }
   static constexpr int kFusedMaxRadius = 8;
   static constexpr int kMaxChannels = kTileSamples / kRowJob;
 };
@@ -274,6 +289,7 @@ struct TileArgs {
   std::int64_t first_row;  // image row of input row 0
   std::int64_t height;     // image height
   int tile_w;              // output samples of a tile: a multiple of C * kRowJob
+  bool vec_rows;           // every input row starts 16-byte aligned (in and in_stride)
 };
 
 // Shared-memory geometry of a tile of `rows` rows of radius R (host and device).
@@ -336,11 +352,66 @@ __device__ __forceinline__ float tile_sample(const TileArgs& a, std::int64_t y, 
   return xm < 0 ? a.cval : load_as<T, float>(src + xm * a.C + c);
 }
 
+// load_tile's common case: a tile inside the row and the image, rows 16-byte aligned. Each
+// thread owns one 16-byte column of the tile (the vectors from the aligned start at or before f0)
+// and walks down the rows, kLoadBatch loads in flight, storing the samples the tile holds: no
+// division or border test per sample, where the per-sample path below spends about 30
+// instructions on them (once most of the fused kernel's instructions at small radii). False,
+// having loaded nothing, elsewhere.
+template <class T>
+__device__ __forceinline__ bool load_tile_vectors(const TileArgs& a, const TileShape& t, float* sh,
+                                                  std::int64_t y0, int rows_valid,
+                                                  std::int64_t f0) {
+  constexpr int K = 16 / sizeof(T);  // samples per vector
+  if (!a.vec_rows || f0 < 0) return false;
+  if (a.border == BorderMode::constant &&
+      (a.first_row + y0 < 0 || a.first_row + y0 + rows_valid > a.height))
+    return false;
+  const int shift = static_cast<int>(f0 % K);          // samples before f0 in its vector
+  const int nv = (shift + t.span + K - 1) / K;         // vectors per tile row
+  const int step = static_cast<int>(blockDim.x) / nv;  // rows loaded at once by the block
+  const std::int64_t fa = f0 - shift;
+  if (step == 0 || fa + static_cast<std::int64_t>(nv) * K > a.n) return false;
+  const int c = static_cast<int>(threadIdx.x) % nv;
+  int r = static_cast<int>(threadIdx.x) / nv;
+  if (r >= step) return true;       // the threads past step x nv load nothing
+  const int first = c * K - shift;  // the tile column of the vector's first sample
+  const bool whole = first >= 0 && first + K <= t.span;
+  const std::byte* src =
+      a.in + (y0 + r) * a.in_stride + (fa + static_cast<std::int64_t>(c) * K) * sizeof(T);
+  float* dst = sh + r * t.s_in + first;
+  const std::size_t src_step = static_cast<std::size_t>(step) * a.in_stride;
+  const int dst_step = step * t.s_in;
+  constexpr int B = P::load_batch<T>();
+  for (; r < rows_valid; r += B * step) {
+    uint4 v[B];
+#pragma unroll
+    for (int u = 0; u < B; ++u)
+      if (r + u * step < rows_valid)
+        v[u] = __ldg(reinterpret_cast<const uint4*>(src + u * src_step));
+#pragma unroll
+    for (int u = 0; u < B; ++u) {
+      if (r + u * step < rows_valid) {
+        T e[K];
+        std::memcpy(e, &v[u], sizeof e);
+        float* d = dst + u * dst_step;
+#pragma unroll
+        for (int j = 0; j < K; ++j)
+          if (whole || (first + j >= 0 && first + j < t.span)) d[j] = static_cast<float>(e[j]);
+      }
+    }
+    src += B * src_step;
+    dst += B * dst_step;
+  }
+  return true;
+}
+
 // Fills sh (rows_valid rows of span samples, stride s_in) with band rows y0.. and flat samples
 // f0.., kLoadBatch loads in flight per thread. Rows of cval (constant border) are not read.
 template <class T>
 __device__ __forceinline__ void load_tile(const TileArgs& a, const TileShape& t, float* sh,
                                           std::int64_t y0, int rows_valid, std::int64_t f0) {
+  if (load_tile_vectors<T>(a, t, sh, y0, rows_valid, f0)) return;
   const int total = rows_valid * t.span;
   const FastDiv by_span(static_cast<unsigned>(t.span));
   const bool interior = f0 >= 0 && f0 + t.span <= a.n;
@@ -365,10 +436,11 @@ __device__ __forceinline__ void load_tile(const TileArgs& a, const TileShape& t,
       return;
     }
   }
-  for (int base = threadIdx.x; base < total; base += blockDim.x * P::kLoadBatch) {
-    float v[P::kLoadBatch];
+  constexpr int B = P::load_batch<T>();
+  for (int base = threadIdx.x; base < total; base += blockDim.x * B) {
+    float v[B];
 #pragma unroll
-    for (int u = 0; u < P::kLoadBatch; ++u) {
+    for (int u = 0; u < B; ++u) {
       const int e = base + u * static_cast<int>(blockDim.x);
       v[u] = 0;
       if (e < total) {
@@ -378,7 +450,7 @@ __device__ __forceinline__ void load_tile(const TileArgs& a, const TileShape& t,
       }
     }
 #pragma unroll
-    for (int u = 0; u < P::kLoadBatch; ++u) {
+    for (int u = 0; u < B; ++u) {
       const int e = base + u * static_cast<int>(blockDim.x);
       if (e < total) {
         const int r = by_span.div(e);
@@ -407,15 +479,23 @@ __device__ __forceinline__ void slide(float (&acc)[M], const float (&w)[2 * R + 
   }
 }
 
+// The channel count of a kernel specialized on it (CC > 0), else the launch's. One channel is
+// the common case; there the taps' shared-memory offsets are immediates and no index is divided
+// by C.
+template <int CC>
+__device__ __forceinline__ int channels_of(const TileArgs& a) {
+  return CC > 0 ? CC : a.C;
+}
+
 // Row pass of a tile in shared memory: rows_valid rows of tile_w outputs into sh_mid. A job is
 // kRowJob outputs C samples apart (one channel) of one row; consecutive threads take consecutive
 // rows. Rows outside the image in constant mode become rows of cval.
-template <int R>
+template <int R, int CC>
 __device__ __forceinline__ void row_phase(const TileArgs& a, const TileShape& t, const float* sh_in,
                                           float* sh_mid, std::int64_t y0, int rows_valid,
                                           const Taps<R>& w) {
   constexpr int N = P::kRowJob;
-  const int C = a.C;
+  const int C = channels_of<CC>(a);
   const int jobs = (t.tile_w / N) * t.rows;
   for (int it = threadIdx.x; it < jobs; it += blockDim.x) {
     const int r = it % t.rows;
@@ -436,18 +516,20 @@ __device__ __forceinline__ void row_phase(const TileArgs& a, const TileShape& t,
   }
 }
 
-// The fused kernel: block (tile of tile_w samples, tile of kFusedRows output rows).
-template <class T, class U, int R>
-__global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
+// The fused kernel: block (tile of tile_w samples, tile of kFusedRows output rows); CC: the
+// channel count, or 0 for any.
+template <class T, class U, int R, int CC>
+__global__ void __launch_bounds__(P::kThreads, P::min_blocks<T>())
     fused_kernel(const TileArgs a, const Taps<R> row_w, const Taps<R> col_w) {
   constexpr int M = P::kFusedRun;
   constexpr int TH = P::kFusedRows;
   extern __shared__ float smem_f[];
-  const TileShape t = TileShape::make(a.C, R, TH + 2 * R);
+  const int C = channels_of<CC>(a);
+  const TileShape t = TileShape::make(C, R, TH + 2 * R);
   float* sh_in = smem_f;
   float* sh_mid = smem_f + t.rows * t.s_in;
   const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * t.tile_w;
-  const std::int64_t f0 = i0 - static_cast<std::int64_t>(R) * a.C;
+  const std::int64_t f0 = i0 - static_cast<std::int64_t>(R) * C;
   const FastDiv by_width(static_cast<unsigned>(t.tile_w));
   const std::int64_t tiles_y = (a.rows + TH - 1) / TH;
   for (std::int64_t ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
@@ -457,7 +539,7 @@ __global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
     __syncthreads();  // the previous tile's shared data is no longer read
     load_tile<T>(a, t, sh_in, y0, rows_valid, f0);
     __syncthreads();
-    row_phase<R>(a, t, sh_in, sh_mid, y0, rows_valid, row_w);
+    row_phase<R, CC>(a, t, sh_in, sh_mid, y0, rows_valid, row_w);
     __syncthreads();
     // Column pass: thread (column q, run of M output rows).
     const int items = t.tile_w * (TH / M);
@@ -472,12 +554,19 @@ __global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
       slide<R, M>(acc, col_w.w, [&](int i) { return src[i * t.s_mid]; });
       const int run = static_cast<int>(a.rows - yo < M ? a.rows - yo : M);
       U* dst = reinterpret_cast<U*>(a.out + yo * a.out_stride) + col;
+      auto next = [&] {
+        dst = reinterpret_cast<U*>(reinterpret_cast<std::byte*>(dst) + a.out_stride);
+      };
+      if (run == M) {  // all but the band's last rows: no test per store
 #pragma unroll
-      for (int o = 0; o < M; ++o) {
-        if (o < run) {
-          *dst = store_as<U, float>(acc[o]);
-          dst = reinterpret_cast<U*>(reinterpret_cast<std::byte*>(dst) + a.out_stride);
-        }
+        for (int o = 0; o < M; ++o, next()) *dst = store_as<U, float>(acc[o]);
+      } else {
+#pragma unroll
+        for (int o = 0; o < M; ++o)
+          if (o < run) {
+            *dst = store_as<U, float>(acc[o]);
+            next();
+          }
       }
     }
   }
@@ -485,15 +574,16 @@ __global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
 
 // The row kernel of the two-pass path: block (tile of tile_w samples, kRowRows rows); the tile's
 // intermediate goes through shared memory so that the stores to global memory are coalesced.
-template <class T, int R>
-__global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
+template <class T, int R, int CC>
+__global__ void __launch_bounds__(P::kThreads, P::min_blocks<T>())
     row_kernel(const TileArgs a, const Taps<R> w) {
   extern __shared__ float smem_r[];
-  const TileShape t = TileShape::make(a.C, R, P::kRowRows);
+  const int C = channels_of<CC>(a);
+  const TileShape t = TileShape::make(C, R, P::kRowRows);
   float* sh_in = smem_r;
   float* sh_mid = smem_r + t.rows * t.s_in;
   const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * t.tile_w;
-  const std::int64_t f0 = i0 - static_cast<std::int64_t>(R) * a.C;
+  const std::int64_t f0 = i0 - static_cast<std::int64_t>(R) * C;
   const FastDiv by_width(static_cast<unsigned>(t.tile_w));
   const std::int64_t tiles_y = (a.rows + t.rows - 1) / t.rows;
   const int cols_valid = static_cast<int>(a.n - i0 < t.tile_w ? a.n - i0 : t.tile_w);
@@ -503,7 +593,7 @@ __global__ void __launch_bounds__(P::kThreads, P::kMinBlocks)
     __syncthreads();
     load_tile<T>(a, t, sh_in, y0, rows_valid, f0);
     __syncthreads();
-    row_phase<R>(a, t, sh_in, sh_mid, y0, rows_valid, w);
+    row_phase<R, CC>(a, t, sh_in, sh_mid, y0, rows_valid, w);
     __syncthreads();
     const int total = rows_valid * t.tile_w;
     for (int e = threadIdx.x; e < total; e += blockDim.x) {
@@ -641,6 +731,7 @@ TileArgs tile_args(const SeparableLaunch& a, void* out, std::size_t out_stride, 
   t.first_row = a.first_row;
   t.height = a.image_height;
   t.tile_w = TileShape::make(a.channels, 0, 1).tile_w;
+  t.vec_rows = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0 && a.in_stride % 16 == 0;
   return t;
 }
 
@@ -661,7 +752,7 @@ void launch_fused(const SeparableLaunch& a, cudaStream_t s) {
     with_radius(a.rx, [&](auto rc) {
       constexpr int R = decltype(rc)::value;
       if constexpr (R <= P::kFusedMaxRadius) {
-        auto* k = &fused_kernel<T, T, R>;
+        auto* k = a.channels == 1 ? &fused_kernel<T, T, R, 1> : &fused_kernel<T, T, R, 0>;
         allow_smem(k, smem);
         k<<<grid, P::kThreads, smem, s>>>(t, taps_of<R>(a.row_taps_host),
                                           taps_of<R>(a.col_taps_host));
@@ -681,7 +772,7 @@ void launch_fast_row(const SeparableLaunch& a, cudaStream_t s) {
     using T = decltype(tv);
     with_radius(a.rx, [&](auto rc) {
       constexpr int R = decltype(rc)::value;
-      auto* k = &row_kernel<T, R>;
+      auto* k = a.channels == 1 ? &row_kernel<T, R, 1> : &row_kernel<T, R, 0>;
       allow_smem(k, smem);
       k<<<grid, P::kThreads, smem, s>>>(t, taps_of<R>(a.row_taps_host));
     });

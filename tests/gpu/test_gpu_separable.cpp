@@ -420,10 +420,11 @@ TEST(Gpu, SpecializedKernelsBitIdenticalToGeneric) {
         ++k;
         if (!check(c)) return;
       }
-  // 2. Geometry: every width (one wider than 65536 samples), band height, channel count, type
-  // pair and border, at radii of each kernel (fused, two-pass, both at their limits).
+  // 2. Geometry: every width (one wider than 65536 samples; 4096 and 70000 give 16-byte aligned
+  // rows, which the tile loads read in vectors), band height, channel count, type pair and
+  // border, at radii of each kernel (fused, two-pass, both at their limits).
   for (std::int64_t r : {1, 3, 8, 16, 64})
-    for (std::int64_t width : {1, 2, 37, 2999, 70000})
+    for (std::int64_t width : {1, 2, 37, 2999, 4096, 70000})
       for (std::int64_t rows : {1, 5, 300}) {
         if (width == 70000 && rows == 300 && r != 16) continue;  // one tall wide band is enough
         for (int channels : {1, 3, 4})

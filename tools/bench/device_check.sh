@@ -6,8 +6,9 @@
 #   bash tools/bench/device_check.sh [SECTION ...]     (default: every section, in this order)
 #     device     nvidia-smi and oocinfo's device listing                       device.txt, oocinfo.txt
 #     tests      every GoogleTest binary staged in stage/bin (test_*)          test_*.log
-#     sanitizer  compute-sanitizer: memcheck of test_gpu sweeps (separable, 2-D, equalize, atax),
-#                racecheck, synccheck, and memcheck of one CUDA run of each operation (oocconv
+#     sanitizer  compute-sanitizer: memcheck of test_gpu sweeps (separable, 2-D, equalize, atax,
+#                the specialized kernels), racecheck, synccheck, racecheck of the fused kernel on
+#                aligned rows, and memcheck of one CUDA run of each operation (oocconv
 #                separable on raw, oocconv --kernel, ooceq, oocatax, oocconv on a tiled LZW TIFF)
 #     e2e        GPU against CPU end to end: .npy u16 x3, 32-bit integer output, a radius beyond the
 #                image, --sigma 700, --kernel laplace/box:5, ooceq u16, TIFF of every layout (and
@@ -88,6 +89,10 @@ section_sanitizer() {
   step racecheck_test_gpu "$SAN" --tool racecheck --error-exitcode 9 "$B/test_gpu" \
     --gtest_filter='*f32_c3_reflect*:*i16_c2_nearest*'
   step synccheck_test_gpu "$SAN" --tool synccheck --error-exitcode 9 "$B/test_gpu" --gtest_filter='*f32_c1_wrap*'
+  # The specialized kernels on every radius, border and geometry, 16-byte aligned rows included
+  # (their tiles load in vectors).
+  step memcheck_specialized "$SAN" --tool memcheck --error-exitcode 9 "$B/test_gpu" \
+    --gtest_filter='Gpu.SpecializedKernelsBitIdenticalToGeneric'
   # One CUDA run of each operation through its tool.
   "$B/oocgen" "$T/s.raw" --width 4099 --height 3001 --type f32 -q
   "$B/oocgen" "$T/s16.raw" --width 4099 --height 3001 --type u16 --pattern gaussian-spots -q
@@ -95,6 +100,9 @@ section_sanitizer() {
   "$B/oocgen" "$T/A.raw" --width 1031 --height 20011 --pattern low-rank -q
   step memcheck_separable "$SAN" --tool memcheck --error-exitcode 9 \
     "$B/oocconv" "$T/s.raw" "$T/o.raw" --width 4099 --radius 16 --device cuda -q
+  "$B/oocgen" "$T/a.raw" --width 4096 --height 3001 --type u8 -q
+  step racecheck_fused_aligned "$SAN" --tool racecheck --error-exitcode 9 \
+    "$B/oocconv" "$T/a.raw" "$T/o.raw" --width 4096 --type u8 --radius 3 --device cuda -q
   step memcheck_conv2d "$SAN" --tool memcheck --error-exitcode 9 \
     "$B/oocconv" "$T/s.raw" "$T/o.raw" --width 4099 --kernel gaussian2d:2.5 --device cuda -q
   step memcheck_equalize "$SAN" --tool memcheck --error-exitcode 9 \
