@@ -102,13 +102,14 @@ class RawSource final : public Source {
       reverse_bytes(first, bytes / sample_bytes(spec_.type), sample_bytes(spec_.type));
   }
 
-  // A cold file starts coming in from the disk while the job sets up.
-  // (The page cache holds it: nothing of ours.)
-  void prefetch(std::int64_t y0, std::size_t /*max_bytes*/) override {
-    constexpr std::size_t kAhead = std::size_t{64} << 20;
-    if (fd_ < 0) return;
+  // The disk starts reading max_bytes from row y0 on and this returns: a cold file comes in
+  // while the job sets up, or while the band before is being read. (The page cache holds the
+  // rows: nothing of ours.)
+  void prefetch(std::int64_t y0, std::size_t max_bytes) override {
+    if (fd_ < 0 || y0 < 0 || y0 >= spec_.height) return;
     const std::size_t at = layout_.offset + static_cast<std::size_t>(y0) * spec_.row_bytes();
-    ::posix_fadvise(fd_, static_cast<off_t>(at), static_cast<off_t>(kAhead), POSIX_FADV_WILLNEED);
+    ::posix_fadvise(fd_, static_cast<off_t>(at), static_cast<off_t>(max_bytes),
+                    POSIX_FADV_WILLNEED);
   }
 
   const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
