@@ -3,7 +3,8 @@
 # kernels/cuda/separable.cu): one ooc_gpu_stages per setting, built here, run on the GPU machine.
 #
 #   tune_kernels.sh build BUILD OUT NAME=THREADS,TILE,ROWS,RUN,MINBLOCKS,BATCH[,MINBLOCKS_U8,BATCH_U8] ...
-#       compiles separable.cu with each setting (BUILD: a configured CUDA build, already built)
+#       compiles separable.cu with each setting (BUILD: a configured CUDA build, already built;
+#       RUN and BATCH apply to f32/u16, u8 has its own MINBLOCKS_U8 and BATCH_U8 and keeps a run of 16)
 #       and links OUT/NAME/ooc_gpu_stages against a copy of libooc.a holding that object. Only
 #       radii 1, 3 and 16 get specialized kernels there (OOC_TUNE_FEW_RADII), to keep them small.
 #   tune_kernels.sh run OUT RADII TYPES [REPEATS]
