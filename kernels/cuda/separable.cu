@@ -11,12 +11,17 @@
 // loop over taps is unrolled, so each tap is an FFMA operand. Register blocking: a thread computes
 // several outputs from a sliding window of inputs in registers, so there is less than one shared
 // (or global) load per FMA.
-//  - fused<T, U, R> (rx == ry <= kFusedMaxRadius, input type == output type): one block loads an
-//    input tile with its halo into shared memory, runs the row pass into a shared intermediate,
-//    then the column pass, and stores the output; the intermediate never goes to DRAM.
-//  - row<T, R> + column<U, R> (the other radii of kFastRadii, or rx != ry): two passes through
+//  - fused<T, U, R, CC> (rx == ry <= kFusedMaxRadius, input type == output type): one block
+//    loads an input tile with its halo into shared memory, runs the row pass into a shared
+//    intermediate, then the column pass, and stores the output; the intermediate never goes to
+//    DRAM.
+//  - row<T, R, CC> + column<U, R> (the other radii of kFastRadii, or rx != ry): two passes through
 //    the intermediate in global memory, as the generic kernels; each pass is specialized on its own
 //    radius, and a pass whose radius or type has no specialization runs its generic kernel.
+// Tile loads: where the rows start 16-byte aligned, each thread owns a 16-byte column of the tile
+// and walks down its rows with all its loads in flight; elsewhere (row ends, constant-border
+// rows, unaligned strides) sample by sample, through the border rule. The fused and row kernels
+// are also instantiated for one channel (CC = 1: immediate shared-memory offsets).
 // Row pass in shared memory: each thread owns one row of the tile (lanes of a warp are consecutive
 // rows, the row stride is odd, so a warp's loads hit 32 different banks) and slides along it.
 //
@@ -425,9 +430,9 @@ __device__ __forceinline__ void load_tile(const TileArgs& a, const TileShape& t,
   const FastDiv by_span(static_cast<unsigned>(t.span));
   const bool interior = f0 >= 0 && f0 + t.span <= a.n;
   if constexpr (std::is_same_v<T, float>) {
-    // f32 away from the row ends: the samples go to shared memory as they are, by asynchronous
-    // copies that hold no registers, so the whole tile is in flight at once instead of
-    // kLoadBatch loads per thread (the load phase was several DRAM round trips long).
+    // f32 away from the row ends on unaligned rows: the samples go to shared memory as they
+    // are, by asynchronous copies that hold no registers, so the whole tile is in flight at
+    // once instead of a batch of loads per thread.
     if (interior) {
       for (int e = threadIdx.x; e < total; e += blockDim.x) {
         const int r = by_span.div(e);
