@@ -213,7 +213,7 @@ void Job::start(const std::vector<const Operation*>& ops) {
   // created.
   const std::size_t mem_limit =
       options_.pipeline.mem_limit > 0 ? options_.pipeline.mem_limit : default_mem_limit();
-  source_->prefetch(start_, std::min(mem_limit / 4, std::size_t{64} << 20));
+  source_->prefetch(start_, mem_limit / 4);
   const Workload work = workload(spec, share_rows, options_.pipeline.threads);
   backend_ = select_backend(options_.device, options_.devices, ops, &work);
   if (writer) {

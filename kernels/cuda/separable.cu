@@ -368,7 +368,7 @@ __device__ __forceinline__ float tile_sample(const TileArgs& a, std::int64_t y, 
 
 // load_tile's common case: a tile inside the row and the image, rows 16-byte aligned. Each
 // thread owns one 16-byte column of the tile (the vectors from the aligned start at or before f0)
-// and walks down the rows, kLoadBatch loads in flight, storing the samples the tile holds: no
+// and walks down the rows, load_batch<T>() loads in flight, storing the samples the tile holds: no
 // division or border test per sample, where the per-sample path below spends about 30
 // instructions on them (once most of the fused kernel's instructions at small radii). False,
 // having loaded nothing, elsewhere.
