@@ -78,15 +78,6 @@ namespace {
 #ifndef OOC_TUNE_LOAD_BATCH_U8
 #define OOC_TUNE_LOAD_BATCH_U8 3
 #endif
-#ifndef OOC_TUNE_STREAM  // 0: one-channel aligned bands take the tiled fused kernel too
-#define OOC_TUNE_STREAM 1
-#endif
-#ifndef OOC_TUNE_STREAM_SETS
-#define OOC_TUNE_STREAM_SETS 3
-#endif
-#ifndef OOC_TUNE_STREAM_SETS_U8
-#define OOC_TUNE_STREAM_SETS_U8 4
-#endif
 
 struct SeparablePolicy {
   // Generic kernels.
@@ -126,11 +117,6 @@ struct SeparablePolicy {
     return sizeof(T) == 1 ? OOC_TUNE_LOAD_BATCH_U8 : OOC_TUNE_LOAD_BATCH;
   }
   static constexpr int kFusedMaxRadius = 8;
-  // Streaming fused kernel: sets of input rows in shared memory, so loads run sets - 1 steps ahead.
-  template <class T>
-  static constexpr int stream_sets() {
-    return sizeof(T) == 1 ? OOC_TUNE_STREAM_SETS_U8 : OOC_TUNE_STREAM_SETS;
-  }
   static constexpr int kMaxChannels = kTileSamples / kRowJob;
 };
 using P = SeparablePolicy;
@@ -544,43 +530,23 @@ __device__ __forceinline__ void row_phase(const TileArgs& a, const TileShape& t,
   }
 }
 
-// Stores a column run of `run` (<= M) outputs, rows yo.. of sample column col.
-template <class U, int M>
-__device__ __forceinline__ void store_run(const TileArgs& a, const float (&acc)[M], std::int64_t yo,
-                                          std::int64_t col, int run) {
-  U* dst = reinterpret_cast<U*>(a.out + yo * a.out_stride) + col;
-  auto next = [&] { dst = reinterpret_cast<U*>(reinterpret_cast<std::byte*>(dst) + a.out_stride); };
-  if (run == M) {  // all but the band's last rows: no test per store
-#pragma unroll
-    for (int o = 0; o < M; ++o, next()) *dst = store_as<U, float>(acc[o]);
-  } else {
-#pragma unroll
-    for (int o = 0; o < M; ++o)
-      if (o < run) {
-        *dst = store_as<U, float>(acc[o]);
-        next();
-      }
-  }
-}
-
-// The fused kernel's work on tiles tx x [ty_begin, ty_end) (step ty_step) of kFusedRows output
-// rows each: load, row pass into shared memory, column pass, store. CC: the channel count, or 0
-// for any.
+// The fused kernel: block (tile of tile_w samples, tile of kFusedRows output rows); CC: the
+// channel count, or 0 for any.
 template <class T, class U, int R, int CC>
-__device__ __forceinline__ void fused_tiles(const TileArgs& a, const Taps<R>& row_w,
-                                            const Taps<R>& col_w, float* smem, std::int64_t tx,
-                                            std::int64_t ty_begin, std::int64_t ty_end,
-                                            std::int64_t ty_step) {
+__global__ void __launch_bounds__(P::kThreads, P::min_blocks<T>())
+    fused_kernel(const TileArgs a, const Taps<R> row_w, const Taps<R> col_w) {
   constexpr int M = P::fused_run<T>();
   constexpr int TH = P::kFusedRows;
+  extern __shared__ float smem_f[];
   const int C = channels_of<CC>(a);
   const TileShape t = TileShape::make(C, R, TH + 2 * R);
-  float* sh_in = smem;
-  float* sh_mid = smem + t.rows * t.s_in;
-  const std::int64_t i0 = tx * t.tile_w;
+  float* sh_in = smem_f;
+  float* sh_mid = smem_f + t.rows * t.s_in;
+  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * t.tile_w;
   const std::int64_t f0 = i0 - static_cast<std::int64_t>(R) * C;
   const FastDiv by_width(static_cast<unsigned>(t.tile_w));
-  for (std::int64_t ty = ty_begin; ty < ty_end; ty += ty_step) {
+  const std::int64_t tiles_y = (a.rows + TH - 1) / TH;
+  for (std::int64_t ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
     const std::int64_t y0 = ty * TH;  // first output row = first input row of the tile
     const std::int64_t in_rows = a.rows + 2 * R;
     const int rows_valid = static_cast<int>(in_rows - y0 < t.rows ? in_rows - y0 : t.rows);
@@ -601,210 +567,21 @@ __device__ __forceinline__ void fused_tiles(const TileArgs& a, const Taps<R>& ro
       float acc[M];
       slide<R, M>(acc, col_w.w, [&](int i) { return src[i * t.s_mid]; });
       const int run = static_cast<int>(a.rows - yo < M ? a.rows - yo : M);
-      store_run<U, M>(a, acc, yo, col, run);
-    }
-  }
-}
-
-// The fused kernel: block (tile of tile_w samples, tile of kFusedRows output rows).
-template <class T, class U, int R, int CC>
-__global__ void __launch_bounds__(P::kThreads, P::min_blocks<T>())
-    fused_kernel(const TileArgs a, const Taps<R> row_w, const Taps<R> col_w) {
-  extern __shared__ float smem_f[];
-  const std::int64_t tiles_y = (a.rows + P::kFusedRows - 1) / P::kFusedRows;
-  fused_tiles<T, U, R, CC>(a, row_w, col_w, smem_f, blockIdx.x, blockIdx.y, tiles_y, gridDim.y);
-}
-
-// ------------------------------------------------------------------------------------------------
-// The streaming fused kernel (one channel, rows 16-byte aligned): a block owns a strip of kTileW
-// output columns and walks down a segment of the band's rows, kStep rows per step. The input
-// rows of step s + 1 travel from global to shared memory by cp.async (raw samples, 16-byte
-// vectors, no registers held) while the block runs step s's row and column passes, so each
-// block keeps its own loads in flight instead of waiting on them between tiles; the 2 R rows a
-// step's column pass shares with the next are kept, not reloaded and refiltered. The grid is
-// about one wave of resident blocks (segments as short as that needs). Strips whose vectors
-// would leave the row (the row ends) run fused_tiles on their segment instead. Same roundings as
-// fused_tiles, in the same order: bit-identical.
-template <class T, int R>
-struct Stream {
-  static constexpr int kTileW = (P::kTileSamples / P::kRowJob) * P::kRowJob;
-  static constexpr int K = 16 / static_cast<int>(sizeof(T));  // samples per 16-byte vector
-  // The tile's first input sample f0 = i0 - R sits kShift samples into its vector (i0 is a
-  // multiple of 16 samples).
-  static constexpr int kShift = (K - R % K) % K;
-  static constexpr int kVectors = (kShift + kTileW + 2 * R + K - 1) / K;  // per input row
-  // Input row stride in bytes, 16 mod 128: the 8 rows of a quarter warp's 16-byte shared loads
-  // fall in 8 different groups of banks.
-  static constexpr int kInStride = kVectors * 16 + (16 - kVectors * 16 % 128 + 128) % 128;
-  static constexpr int kStep = 16;                   // rows per step
-  static constexpr int kRun = 8;                     // column outputs per thread
-  static constexpr int kJobs = kTileW / P::kRowJob;  // row jobs per row
-  static constexpr int kMidRows = kStep + 2 * R;
-  static constexpr int kMidStride = kTileW | 1;  // odd: a warp's lanes on 32 columns
-  static constexpr std::size_t kSetBytes = static_cast<std::size_t>(kStep) * kInStride;
-  static constexpr std::size_t kMidFloats = static_cast<std::size_t>(kMidRows) * kMidStride;
-  static constexpr int kSets = P::stream_sets<T>();
-  // Sets of input rows (one filtered, the others loading) and two intermediates (this step's,
-  // the next's).
-  static constexpr std::size_t smem_bytes() { return kSets * kSetBytes + 2 * kMidFloats * 4; }
-  static_assert(kTileW % 16 == 0 && 2 * R <= kStep && kStep % kRun == 0 && kJobs % 4 == 0 &&
-                kSets >= 2);
-};
-
-// Issues the cp.async copies of band rows y.. (rows of them) into a set; one commit per thread.
-template <class T, int R>
-__device__ __forceinline__ void stream_issue(const TileArgs& a, std::byte* set, std::int64_t y,
-                                             int rows, std::int64_t fa) {
-  using S = Stream<T, R>;
-  const std::byte* src = a.in + fa * static_cast<std::int64_t>(sizeof(T));
-  for (int e = threadIdx.x; e < rows * S::kVectors; e += blockDim.x) {
-    const int r = e / S::kVectors;
-    const int c = e - r * S::kVectors;
-    if (!constant_row(a, y + r))
-      __pipeline_memcpy_async(set + r * S::kInStride + c * 16, src + (y + r) * a.in_stride + c * 16,
-                              16);
-  }
-  __pipeline_commit();
-}
-
-// One row job: kRowJob outputs from the window starting SUB samples into the vector at vec.
-template <class T, int R, int SUB>
-__device__ __forceinline__ void stream_row_job(const std::byte* vec, const Taps<R>& w, float* dst,
-                                               float* dst2) {
-  constexpr int K = 16 / static_cast<int>(sizeof(T));
-  constexpr int N = P::kRowJob;
-  constexpr int NV = (SUB + N + 2 * R + K - 1) / K;
-  T e[NV * K];
+      U* dst = reinterpret_cast<U*>(a.out + yo * a.out_stride) + col;
+      auto next = [&] {
+        dst = reinterpret_cast<U*>(reinterpret_cast<std::byte*>(dst) + a.out_stride);
+      };
+      if (run == M) {  // all but the band's last rows: no test per store
 #pragma unroll
-  for (int i = 0; i < NV; ++i) {
-    const uint4 v = reinterpret_cast<const uint4*>(vec)[i];
-    std::memcpy(e + i * K, &v, sizeof v);
-  }
-  float acc[N];
-  slide<R, N>(acc, w.w, [&](int i) { return static_cast<float>(e[SUB + i]); });
+        for (int o = 0; o < M; ++o, next()) *dst = store_as<U, float>(acc[o]);
+      } else {
 #pragma unroll
-  for (int m = 0; m < N; ++m) dst[m] = acc[m];
-  if (dst2 != nullptr) {
-#pragma unroll
-    for (int m = 0; m < N; ++m) dst2[m] = acc[m];
-  }
-}
-
-// Row pass of `rows` rows of a set (band rows y..) into rows lr0.. of the intermediate mid; rows
-// from kStep on also go to rows 0.. of next, the next step's intermediate. Job mapping: the 16
-// lanes of a half warp take 16 rows of one job, the other half the job two further on: so a
-// quarter warp's loads hit 8 rows (kInStride), the halves' stores 32 banks (kMidStride odd), and
-// a warp's windows start at the same offset in their vectors (u8: K = 16 = 2 jobs).
-template <class T, int R>
-__device__ __forceinline__ void stream_row_phase(const TileArgs& a, const std::byte* set,
-                                                 float* mid, float* next, int lr0, std::int64_t y,
-                                                 int rows, const Taps<R>& w) {
-  using S = Stream<T, R>;
-  constexpr int N = P::kRowJob;
-  for (int it = threadIdx.x; it < S::kStep * S::kJobs; it += blockDim.x) {
-    const int r = it % S::kStep;
-    const int half = (it / S::kStep) % 2;
-    const int warp = it / (2 * S::kStep);
-    const int j = (warp / 2) * 4 + warp % 2 + 2 * half;
-    if (r >= rows) continue;
-    const int lr = lr0 + r;
-    float* dst = mid + lr * S::kMidStride + j * N;
-    float* dst2 = lr >= S::kStep ? next + (lr - S::kStep) * S::kMidStride + j * N : nullptr;
-    if (constant_row(a, y + r)) {
-#pragma unroll
-      for (int m = 0; m < N; ++m) dst[m] = a.cval;
-      if (dst2 != nullptr) {
-#pragma unroll
-        for (int m = 0; m < N; ++m) dst2[m] = a.cval;
+        for (int o = 0; o < M; ++o)
+          if (o < run) {
+            *dst = store_as<U, float>(acc[o]);
+            next();
+          }
       }
-      continue;
-    }
-    const int e = S::kShift + j * N;  // the window's first sample in the row
-    const std::byte* vec = set + r * S::kInStride + (e / S::K) * 16;
-    if constexpr (S::K > N) {  // u8: a window starts at one of two offsets in its vector
-      if (j % 2 != 0)
-        stream_row_job<T, R, (S::kShift + N) % S::K>(vec, w, dst, dst2);
-      else
-        stream_row_job<T, R, S::kShift>(vec, w, dst, dst2);
-    } else {
-      stream_row_job<T, R, S::kShift>(vec, w, dst, dst2);
-    }
-  }
-}
-
-// Column pass of a step: output rows yo0.. (below ye) of the strip at i0, from mid.
-template <class T, int R>
-__device__ __forceinline__ void stream_column_phase(const TileArgs& a, const float* mid,
-                                                    std::int64_t i0, std::int64_t yo0,
-                                                    std::int64_t ye, const Taps<R>& w) {
-  using S = Stream<T, R>;
-  constexpr int M = S::kRun;
-  for (int it = threadIdx.x; it < S::kTileW * (S::kStep / M); it += blockDim.x) {
-    const int q = it % S::kTileW;
-    const int chunk = it / S::kTileW;
-    const std::int64_t yo = yo0 + chunk * M;
-    if (yo >= ye) continue;
-    const float* src = mid + chunk * M * S::kMidStride + q;
-    float acc[M];
-    slide<R, M>(acc, w.w, [&](int i) { return src[i * S::kMidStride]; });
-    store_run<T, M>(a, acc, yo, i0 + q, static_cast<int>(ye - yo < M ? ye - yo : M));
-  }
-}
-
-template <class T, int R>
-__global__ void __launch_bounds__(P::kThreads, P::min_blocks<T>())
-    stream_kernel(const TileArgs a, const Taps<R> row_w, const Taps<R> col_w,
-                  std::int64_t seg_rows) {
-  using S = Stream<T, R>;
-  extern __shared__ __align__(16) float smem_s[];
-  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * S::kTileW;
-  const std::int64_t fa = i0 - R - S::kShift;  // the first vector's first sample
-  const bool vectors =
-      a.vec_rows && i0 >= R && fa + static_cast<std::int64_t>(S::kVectors) * S::K <= a.n;
-  std::byte* in = reinterpret_cast<std::byte*>(smem_s);
-  float* mid = reinterpret_cast<float*>(in + S::kSets * S::kSetBytes);
-  constexpr int D = S::kSets;
-  const std::int64_t segments = (a.rows + seg_rows - 1) / seg_rows;
-  for (std::int64_t sg = blockIdx.y; sg < segments; sg += gridDim.y) {
-    const std::int64_t ys = sg * seg_rows;
-    const std::int64_t ye = ys + seg_rows < a.rows ? ys + seg_rows : a.rows;
-    if (!vectors) {  // seg_rows is a multiple of kFusedRows
-      fused_tiles<T, T, R, 1>(a, row_w, col_w, smem_s, blockIdx.x, ys / P::kFusedRows,
-                              (ye + P::kFusedRows - 1) / P::kFusedRows, 1);
-      continue;
-    }
-    // Step s: input rows ys + 2 R + s kStep.. into set s % D, output rows ys + s kStep.., as many
-    // of each (none past the segment: the copy groups stay one per step).
-    auto step_rows = [&](int s) {
-      const std::int64_t left = ye - ys - static_cast<std::int64_t>(s) * S::kStep;
-      return static_cast<int>(left <= 0 ? 0 : (left < S::kStep ? left : S::kStep));
-    };
-    auto issue = [&](int s) {
-      stream_issue<T, R>(a, in + (s % D) * S::kSetBytes,
-                         ys + 2 * R + static_cast<std::int64_t>(s) * S::kStep, step_rows(s), fa);
-    };
-    const int steps = static_cast<int>((ye - ys + S::kStep - 1) / S::kStep);
-    __syncthreads();  // the previous segment's shared data is no longer read
-    // Copy groups: the first step's upper halo (into set D - 1, whose step is issued later), then
-    // steps 0 .. D - 2.
-    stream_issue<T, R>(a, in + (D - 1) * S::kSetBytes, ys, 2 * R, fa);
-    for (int s = 0; s < D - 1; ++s) issue(s);
-    __pipeline_wait_prior(D - 2);  // the halo and step 0
-    __syncthreads();
-    stream_row_phase<T, R>(a, in + (D - 1) * S::kSetBytes, mid, nullptr, 0, ys, 2 * R, row_w);
-    for (int s = 0; s < steps; ++s) {
-      const int b = s % 2;
-      float* mid_b = mid + b * S::kMidFloats;
-      float* mid_n = mid + (1 - b) * S::kMidFloats;
-      __pipeline_wait_prior(D - 2);  // this thread's copies of step s
-      __syncthreads();  // everyone's; and step s - 1 no longer reads set (s - 1) % D or mid_n
-      issue(s + D - 1);
-      stream_row_phase<T, R>(a, in + (s % D) * S::kSetBytes, mid_b, mid_n, 2 * R,
-                             ys + 2 * R + static_cast<std::int64_t>(s) * S::kStep, step_rows(s),
-                             row_w);
-      __syncthreads();
-      stream_column_phase<T, R>(a, mid_b, i0, ys + static_cast<std::int64_t>(s) * S::kStep, ye,
-                                col_w);
     }
   }
 }
@@ -929,30 +706,9 @@ std::size_t max_dynamic_smem() {
 }
 
 // Shared memory of the fused kernel (or the row kernel) for these arguments.
-// The streaming kernel takes one-channel bands whose rows start 16-byte aligned.
-bool stream_ok(const SeparableLaunch& a, const TileArgs& t) {
-  return OOC_TUNE_STREAM && a.channels == 1 && t.vec_rows;
-}
-
-// Shared memory of the tiled fused kernel, and of either fused kernel (the streaming one holds
-// either layout).
-std::size_t tile_smem(const SeparableLaunch& a) {
+std::size_t fused_smem(const SeparableLaunch& a) {
   const int R = static_cast<int>(a.rx);
   return TileShape::make(a.channels, R, P::kFusedRows + 2 * R).smem_bytes();
-}
-std::size_t fused_smem(const SeparableLaunch& a) {
-  std::size_t bytes = tile_smem(a);
-  if (a.channels == 1)
-    with_fast_type(a.in_type, [&](auto tv) {
-      with_radius(a.rx, [&](auto rc) {
-        constexpr int RR = decltype(rc)::value;
-        if constexpr (RR <= P::kFusedMaxRadius) {
-          const std::size_t b = Stream<decltype(tv), RR>::smem_bytes();
-          if (b > bytes) bytes = b;
-        }
-      });
-    });
-  return bytes;
 }
 std::size_t row_smem(const SeparableLaunch& a) {
   return TileShape::make(a.channels, static_cast<int>(a.rx), P::kRowRows).smem_bytes();
@@ -1000,36 +756,9 @@ void allow_smem(Kernel k, std::size_t smem) {
                                       static_cast<int>(smem)));
 }
 
-// Resident blocks of kernel k on the current device: one wave.
-template <class Kernel>
-std::int64_t resident_blocks(Kernel k, std::size_t smem) {
-  int dev = 0, sms = 0, per_sm = 0;
-  OOC_CUDA_TRY(cudaGetDevice(&dev));
-  OOC_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  OOC_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, P::kThreads, smem));
-  return static_cast<std::int64_t>(per_sm > 0 ? per_sm : 1) * sms;
-}
-
-// The streaming kernel's grid: every strip, and the band's rows cut into segments (multiples of
-// kFusedRows) so that the grid fills about one wave; each segment re-reads and refilters 2 R
-// rows, so no more segments than that.
-template <class T, int R>
-void launch_stream(const SeparableLaunch& a, const TileArgs& t, std::size_t smem, cudaStream_t s) {
-  auto* k = &stream_kernel<T, R>;
-  allow_smem(k, smem);
-  const std::int64_t strips = (t.n + Stream<T, R>::kTileW - 1) / Stream<T, R>::kTileW;
-  const std::int64_t tiles = (a.out_rows + P::kFusedRows - 1) / P::kFusedRows;
-  const std::int64_t wave = resident_blocks(k, smem);
-  std::int64_t segments = wave / strips;  // whole waves: a partial second one would run alone
-  segments = segments < 1 ? 1 : (segments > tiles ? tiles : segments);
-  const std::int64_t seg_rows = (tiles + segments - 1) / segments * P::kFusedRows;
-  const dim3 grid(static_cast<unsigned>(strips), grid_rows((a.out_rows + seg_rows - 1) / seg_rows));
-  k<<<grid, P::kThreads, smem, s>>>(t, taps_of<R>(a.row_taps_host), taps_of<R>(a.col_taps_host),
-                                    seg_rows);
-}
-
 void launch_fused(const SeparableLaunch& a, cudaStream_t s) {
   const TileArgs t = tile_args(a, a.out, a.out_stride, a.out_rows);
+  const std::size_t smem = fused_smem(a);
   const dim3 grid(static_cast<unsigned>((t.n + t.tile_w - 1) / t.tile_w),
                   grid_rows((a.out_rows + P::kFusedRows - 1) / P::kFusedRows));
   with_fast_type(a.in_type, [&](auto tv) {
@@ -1037,12 +766,7 @@ void launch_fused(const SeparableLaunch& a, cudaStream_t s) {
     with_radius(a.rx, [&](auto rc) {
       constexpr int R = decltype(rc)::value;
       if constexpr (R <= P::kFusedMaxRadius) {
-        if (stream_ok(a, t)) {
-          launch_stream<T, R>(a, t, fused_smem(a), s);
-          return;
-        }
         auto* k = a.channels == 1 ? &fused_kernel<T, T, R, 1> : &fused_kernel<T, T, R, 0>;
-        const std::size_t smem = tile_smem(a);
         allow_smem(k, smem);
         k<<<grid, P::kThreads, smem, s>>>(t, taps_of<R>(a.row_taps_host),
                                           taps_of<R>(a.col_taps_host));
@@ -1097,9 +821,7 @@ void launch_generic(const SeparableLaunch& a, cudaStream_t s) {
 SeparablePath separable_path(const SeparableLaunch& a) {
   if (!specialized_ok(a)) return SeparablePath::generic;
   const std::size_t limit = max_dynamic_smem();
-  if (fused_ok(a, limit))
-    return stream_ok(a, tile_args(a, a.out, a.out_stride, a.out_rows)) ? SeparablePath::streamed
-                                                                       : SeparablePath::fused;
+  if (fused_ok(a, limit)) return SeparablePath::fused;
   if (fast_row_ok(a, limit) || fast_column_ok(a)) return SeparablePath::two_pass;
   return SeparablePath::generic;
 }

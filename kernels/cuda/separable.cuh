@@ -44,7 +44,6 @@ enum class SeparablePath {
   generic,   // generic row pass + generic column pass
   two_pass,  // row and column passes apart, at least one of them specialized on its radius
   fused,     // one kernel: row pass into shared memory, then the column pass
-  streamed,  // fused, one channel, rows 16-byte aligned: blocks stream down strips of the band
 };
 SeparablePath separable_path(const SeparableLaunch& args);
 

@@ -346,12 +346,8 @@ bool fast_radius(std::int64_t r) {
 // The path the dispatch must take for this case (as documented in separable.cu).
 cuda::SeparablePath expected_path(const BandCase& c) {
   if (c.channels > 16) return cuda::SeparablePath::generic;
-  if (c.rx == c.ry && c.rx >= 1 && c.rx <= 8 && c.in == c.out && fast_type(c.in)) {
-    // BandRunner's rows: 64 bytes of padding, so aligned where the samples fill 16-byte vectors.
-    const bool aligned =
-        c.width * c.channels * static_cast<std::int64_t>(sample_bytes(c.in)) % 16 == 0;
-    return c.channels == 1 && aligned ? cuda::SeparablePath::streamed : cuda::SeparablePath::fused;
-  }
+  if (c.rx == c.ry && c.rx >= 1 && c.rx <= 8 && c.in == c.out && fast_type(c.in))
+    return cuda::SeparablePath::fused;
   if ((fast_radius(c.rx) && fast_type(c.in)) || (fast_radius(c.ry) && fast_type(c.out)))
     return cuda::SeparablePath::two_pass;
   return cuda::SeparablePath::generic;
@@ -391,7 +387,7 @@ TEST(Gpu, SpecializedKernelsBitIdenticalToGeneric) {
       {SampleType::f32, SampleType::u16}, {SampleType::i16, SampleType::i16}};
   const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
                                 BorderMode::wrap, BorderMode::constant};
-  int counts[4] = {0, 0, 0, 0};
+  int counts[3] = {0, 0, 0};
   auto check = [&](const BandCase& c) {
     const auto path = check_band(c);
     ++counts[static_cast<int>(path)];
@@ -461,9 +457,9 @@ TEST(Gpu, SpecializedKernelsBitIdenticalToGeneric) {
       c.place = 0;
       if (!check(c)) return;
     }
-  // 4. The streaming fused kernel (one channel, 16-byte aligned rows): every fused radius and
-  // type, band heights around its 16-row steps and its segments (a narrow band is cut into many
-  // segments, a tall one into few), rows at both image ends in constant mode.
+  // 4. The fused kernel on one-channel, 16-byte aligned rows (tiles load in vectors): every fused
+  // radius and type, band heights around its 32-row tiles and its column runs, narrow and wide
+  // bands, rows at both image ends in constant mode.
   for (std::int64_t r : {1, 2, 3, 4, 5, 6, 7, 8})
     for (std::int64_t width : {4096, 4112, 65536})
       for (std::int64_t rows : {1, 15, 16, 17, 33, 95, 1000}) {
@@ -481,7 +477,6 @@ TEST(Gpu, SpecializedKernelsBitIdenticalToGeneric) {
         if (!check(c)) return;
       }
   EXPECT_GT(counts[static_cast<int>(cuda::SeparablePath::fused)], 0);
-  EXPECT_GT(counts[static_cast<int>(cuda::SeparablePath::streamed)], 0);
   EXPECT_GT(counts[static_cast<int>(cuda::SeparablePath::two_pass)], 0);
   EXPECT_GT(counts[static_cast<int>(cuda::SeparablePath::generic)], 0);
 }

@@ -2,11 +2,9 @@
 # A tuning sweep of the specialized separable kernels' shape (OOC_TUNE_* in
 # kernels/cuda/separable.cu): one ooc_gpu_stages per setting, built here, run on the GPU machine.
 #
-#   tune_kernels.sh build BUILD OUT NAME=THREADS,TILE,ROWS,RUN,MINBLOCKS,BATCH[,MINBLOCKS_U8,BATCH_U8[,STREAM[,SETS,SETS_U8]]] ...
+#   tune_kernels.sh build BUILD OUT NAME=THREADS,TILE,ROWS,RUN,MINBLOCKS,BATCH[,MINBLOCKS_U8,BATCH_U8] ...
 #       compiles separable.cu with each setting (BUILD: a configured CUDA build, already built;
-#       RUN and BATCH apply to f32/u16, u8 has its own MINBLOCKS_U8 and BATCH_U8 and keeps a run of 16;
-#       STREAM 0 sends one-channel aligned bands to the tiled fused kernel instead of the streaming
-#       one; SETS: the streaming kernel's sets of input rows)
+#       RUN and BATCH apply to f32/u16, u8 has its own MINBLOCKS_U8 and BATCH_U8 and keeps a run of 16)
 #       and links OUT/NAME/ooc_gpu_stages against a copy of libooc.a holding that object. Only
 #       radii 1, 3 and 16 get specialized kernels there (OOC_TUNE_FEW_RADII), to keep them small.
 #   tune_kernels.sh run OUT RADII TYPES [REPEATS]
@@ -25,13 +23,11 @@ build)
   link=$(grep -- '-o tools/bench/ooc_gpu_stages ' <<<"$cmds" | sed -E 's/^: && //; s/ && :$//')
   for v in "$@"; do
     name=${v%%=*}
-    IFS=, read -r threads tile rows run blocks batch blocks8 batch8 stream sets sets8 <<<"${v#*=}"
+    IFS=, read -r threads tile rows run blocks batch blocks8 batch8 <<<"${v#*=}"
     defs="-DOOC_TUNE_THREADS=$threads -DOOC_TUNE_TILE_SAMPLES=$tile -DOOC_TUNE_FUSED_ROWS=$rows"
     defs+=" -DOOC_TUNE_FUSED_RUN=$run -DOOC_TUNE_MIN_BLOCKS=$blocks -DOOC_TUNE_LOAD_BATCH=$batch"
     [ -n "$blocks8" ] && defs+=" -DOOC_TUNE_MIN_BLOCKS_U8=$blocks8"
     [ -n "$batch8" ] && defs+=" -DOOC_TUNE_LOAD_BATCH_U8=$batch8"
-    [ -n "$stream" ] && defs+=" -DOOC_TUNE_STREAM=$stream"
-    [ -n "$sets" ] && defs+=" -DOOC_TUNE_STREAM_SETS=$sets -DOOC_TUNE_STREAM_SETS_U8=$sets8"
     defs+=" -DOOC_TUNE_FEW_RADII"
     mkdir -p "$out/obj/$name" "$out/$name"
     obj="$out/obj/$name/separable.cu.o"  # the archive member's name
