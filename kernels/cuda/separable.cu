@@ -421,7 +421,8 @@ __device__ __forceinline__ bool load_tile_vectors(const TileArgs& a, const TileS
 }
 
 // Fills sh (rows_valid rows of span samples, stride s_in) with band rows y0.. and flat samples
-// f0.., kLoadBatch loads in flight per thread. Rows of cval (constant border) are not read.
+// f0.., load_batch<T>() loads in flight per thread (f32 interiors: the whole tile by cp.async).
+// Rows of cval (constant border) are not read.
 template <class T>
 __device__ __forceinline__ void load_tile(const TileArgs& a, const TileShape& t, float* sh,
                                           std::int64_t y0, int rows_valid, std::int64_t f0) {
