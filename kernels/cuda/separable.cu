@@ -587,6 +587,226 @@ __global__ void __launch_bounds__(P::kThreads, P::min_blocks<T>())
   }
 }
 
+
+// ------------------------------------------------------------------------------------------------
+// The fused kernel for one-channel f32 bands by bulk copies (Hopper's cp.async.bulk): one thread per
+// tile row asks the copy engine of the SM for the row's bytes, so a tile load costs a few
+// instructions and no registers instead of a load and four shared stores per 16-byte vector, and
+// with OOC_TUNE_BULK_DEPTH 2 the next tile loads while this one is filtered. The row pass reads
+// its windows in 16-byte shared loads: row pitches whose quad count is odd keep a quarter-warp's
+// 8 rows on 8 different bank groups. Tiles the copies cannot take (row ends, constant-border rows,
+// unaligned rows) load through load_tile into the same layout.
+
+#ifndef OOC_TUNE_BULK
+#define OOC_TUNE_BULK 0
+#endif
+#ifndef OOC_TUNE_BULK_DEPTH
+#define OOC_TUNE_BULK_DEPTH 1
+#endif
+#ifndef OOC_TUNE_BULK_TILES
+#define OOC_TUNE_BULK_TILES 1
+#endif
+#ifndef OOC_TUNE_BULK_MIN_BLOCKS
+#define OOC_TUNE_BULK_MIN_BLOCKS 4
+#endif
+
+// Smallest multiple of 4 samples at or above n whose count of 16-byte quads is odd.
+constexpr int odd_quads(int n) {
+  return (((n + 3) / 4) | 1) * 4;
+}
+
+template <int R>
+struct BulkTile {
+  static constexpr int kW = (P::kTileSamples / P::kRowJob) * P::kRowJob;  // output samples
+  static constexpr int kShift = (4 - R % 4) % 4;  // f0 = i0 - R sits kShift samples into its quad
+  static constexpr int kSpan = kW + 2 * R;
+  static constexpr int kQuads = (kShift + kSpan + 3) / 4;  // 16-byte copies of a row
+  static constexpr int kPitch = odd_quads(kShift + kSpan);
+  static constexpr int kMidPitch = odd_quads(kW);
+  static constexpr int kRows = P::kFusedRows + 2 * R;
+  static constexpr int kDepth = OOC_TUNE_BULK_DEPTH;
+  static constexpr std::size_t smem_bytes() {
+    return sizeof(float) * static_cast<std::size_t>(kDepth * kRows * kPitch + kRows * kMidPitch);
+  }
+  // The layout load_tile fills for the tiles the copies do not take.
+  __device__ static TileShape shape() {
+    TileShape t{};
+    t.tile_w = kW;
+    t.span = kSpan;
+    t.s_in = kPitch;
+    t.s_mid = kMidPitch;
+    t.rows = kRows;
+    return t;
+  }
+};
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, "
+        "p; }"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes,
+                                          std::uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+
+// Row pass of a bulk tile: job (row r, 8 outputs from sample 8 j), its window in 16-byte loads.
+template <int R>
+__device__ __forceinline__ void row_phase_quads(const TileArgs& a, const float* sh_in,
+                                                float* sh_mid, std::int64_t y0, int rows_valid,
+                                                const Taps<R>& w) {
+  using G = BulkTile<R>;
+  constexpr int N = P::kRowJob;
+  static_assert(N == 8, "two 16-byte stores per job");
+  constexpr int V = (G::kShift + N + 2 * R + 3) / 4;
+  constexpr int jobs = (G::kW / N) * G::kRows;
+  for (int it = threadIdx.x; it < jobs; it += blockDim.x) {
+    const int r = it % G::kRows;
+    const int j = it / G::kRows;
+    if (r >= rows_valid) continue;
+    float4* dst = reinterpret_cast<float4*>(sh_mid + r * G::kMidPitch + j * N);
+    if (constant_row(a, y0 + r)) {
+      dst[0] = dst[1] = make_float4(a.cval, a.cval, a.cval, a.cval);
+      continue;
+    }
+    const float4* src = reinterpret_cast<const float4*>(sh_in + r * G::kPitch + j * N);
+    float v[4 * V];
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+      const float4 q = src[u];
+      v[4 * u] = q.x;
+      v[4 * u + 1] = q.y;
+      v[4 * u + 2] = q.z;
+      v[4 * u + 3] = q.w;
+    }
+    float acc[N];
+    slide<R, N>(acc, w.w, [&](int i) { return v[G::kShift + i]; });
+    dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+  }
+}
+
+template <int R>
+__global__ void __launch_bounds__(P::kThreads, OOC_TUNE_BULK_MIN_BLOCKS)
+    fused_bulk_kernel(const TileArgs a, const Taps<R> row_w, const Taps<R> col_w) {
+  using G = BulkTile<R>;
+  constexpr int M = P::fused_run<float>();
+  constexpr int TH = P::kFusedRows;
+  constexpr int D = G::kDepth;
+  constexpr unsigned kRowBytes = G::kQuads * 16;
+  extern __shared__ __align__(16) float smem_b[];
+  __shared__ __align__(8) std::uint64_t bars[D];
+  float* sh_mid = smem_b + D * G::kRows * G::kPitch;
+  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * G::kW;
+  const std::int64_t f0 = i0 - R;
+  const std::int64_t fa = f0 - G::kShift;  // the quad-aligned start of the copies
+  const std::int64_t tiles_y = (a.rows + TH - 1) / TH;
+  const std::int64_t in_rows = a.rows + 2 * R;
+  const bool copies_x = a.vec_rows && fa >= 0 && fa + G::kQuads * 4 <= a.n;
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int d = 0; d < D; ++d) mbar_init(&bars[d], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  auto rows_of = [&](std::int64_t y0) {
+    return static_cast<int>(in_rows - y0 < G::kRows ? in_rows - y0 : G::kRows);
+  };
+  auto by_copies = [&](std::int64_t y0, int rows) {
+    return copies_x && !(a.border == BorderMode::constant &&
+                         (a.first_row + y0 < 0 || a.first_row + y0 + rows > a.height));
+  };
+  // Warp 0 asks for the tile's rows; the barrier's phase completes when all bytes have landed.
+  auto issue = [&](int buf, std::int64_t y0, int rows) {
+    if (threadIdx.x >= 32) return;
+    if (threadIdx.x == 0) {
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      mbar_arrive_expect_tx(&bars[buf], kRowBytes * static_cast<unsigned>(rows));
+    }
+    __syncwarp();
+    float* dst = smem_b + buf * G::kRows * G::kPitch;
+    for (int r = threadIdx.x; r < rows; r += 32)
+      bulk_copy(dst + r * G::kPitch, a.in + (y0 + r) * a.in_stride + fa * sizeof(float), kRowBytes,
+                &bars[buf]);
+  };
+  unsigned parity = 0;  // bit d: the phase of bars[d] to wait for
+  std::int64_t ty = blockIdx.y;
+  if (D == 2 && ty < tiles_y && by_copies(ty * TH, rows_of(ty * TH)))
+    issue(0, ty * TH, rows_of(ty * TH));
+  for (int k = 0; ty < tiles_y; ty += gridDim.y, ++k) {
+    const int buf = D == 2 ? (k & 1) : 0;
+    const std::int64_t y0 = ty * TH;
+    const int rows_valid = rows_of(y0);
+    const bool copied = by_copies(y0, rows_valid);
+    float* sh_in = smem_b + buf * G::kRows * G::kPitch;
+    __syncthreads();  // the previous tile's shared data is no longer read
+    if (D == 2) {
+      const std::int64_t y1 = y0 + static_cast<std::int64_t>(gridDim.y) * TH;
+      if (y1 < a.rows && by_copies(y1, rows_of(y1))) issue(buf ^ 1, y1, rows_of(y1));
+    } else if (copied) {
+      issue(0, y0, rows_valid);
+    }
+    if (copied) {
+      mbar_wait(&bars[buf], (parity >> buf) & 1u);
+      parity ^= 1u << buf;
+    } else {
+      load_tile<float>(a, G::shape(), sh_in + G::kShift, y0, rows_valid, f0);
+      __syncthreads();
+    }
+    row_phase_quads<R>(a, sh_in, sh_mid, y0, rows_valid, row_w);
+    __syncthreads();
+    // Column pass: thread (column q, run of M output rows), as in fused_kernel.
+    constexpr int items = G::kW * (TH / M);
+    for (int it = threadIdx.x; it < items; it += blockDim.x) {
+      const int chunk = it / G::kW;
+      const int q = it - chunk * G::kW;
+      const std::int64_t col = i0 + q;
+      const std::int64_t yo = y0 + chunk * M;
+      if (col >= a.n || yo >= a.rows) continue;
+      const float* src = sh_mid + chunk * M * G::kMidPitch + q;
+      float acc[M];
+      slide<R, M>(acc, col_w.w, [&](int i) { return src[i * G::kMidPitch]; });
+      const int run = static_cast<int>(a.rows - yo < M ? a.rows - yo : M);
+      float* dst = reinterpret_cast<float*>(a.out + yo * a.out_stride) + col;
+      auto next = [&] {
+        dst = reinterpret_cast<float*>(reinterpret_cast<std::byte*>(dst) + a.out_stride);
+      };
+      if (run == M) {
+#pragma unroll
+        for (int o = 0; o < M; ++o, next()) *dst = acc[o];
+      } else {
+#pragma unroll
+        for (int o = 0; o < M; ++o)
+          if (o < run) {
+            *dst = acc[o];
+            next();
+          }
+      }
+    }
+  }
+}
 // The row kernel of the two-pass path: block (tile of tile_w samples, kRowRows rows); the tile's
 // intermediate goes through shared memory so that the stores to global memory are coalesced.
 template <class T, int R, int CC>
@@ -767,6 +987,18 @@ void launch_fused(const SeparableLaunch& a, cudaStream_t s) {
     with_radius(a.rx, [&](auto rc) {
       constexpr int R = decltype(rc)::value;
       if constexpr (R <= P::kFusedMaxRadius) {
+        if constexpr (std::is_same_v<T, float> && OOC_TUNE_BULK) {
+          if (a.channels == 1) {
+            using G = BulkTile<R>;
+            const std::int64_t tiles_y = (a.out_rows + P::kFusedRows - 1) / P::kFusedRows;
+            const dim3 bgrid(grid.x, grid_rows((tiles_y + OOC_TUNE_BULK_TILES - 1) /
+                                               OOC_TUNE_BULK_TILES));
+            allow_smem(&fused_bulk_kernel<R>, G::smem_bytes());
+            fused_bulk_kernel<R><<<bgrid, P::kThreads, G::smem_bytes(), s>>>(
+                t, taps_of<R>(a.row_taps_host), taps_of<R>(a.col_taps_host));
+            return;
+          }
+        }
         auto* k = a.channels == 1 ? &fused_kernel<T, T, R, 1> : &fused_kernel<T, T, R, 0>;
         allow_smem(k, smem);
         k<<<grid, P::kThreads, smem, s>>>(t, taps_of<R>(a.row_taps_host),
