@@ -7,8 +7,9 @@
 #     device     nvidia-smi and oocinfo's device listing                       device.txt, oocinfo.txt
 #     tests      every GoogleTest binary staged in stage/bin (test_*)          test_*.log
 #     sanitizer  compute-sanitizer: memcheck of test_gpu sweeps (separable, 2-D, equalize, atax,
-#                the specialized kernels), racecheck, synccheck, racecheck of the fused kernel on
-#                aligned rows, and memcheck of one CUDA run of each operation (oocconv
+#                the specialized kernels), racecheck, synccheck, racecheck of the fused kernels on
+#                aligned rows (u8, and f32's quad kernel; memcheck of it with a constant border),
+#                and memcheck of one CUDA run of each operation (oocconv
 #                separable on raw, oocconv --kernel, ooceq, oocatax, oocconv on a tiled LZW TIFF)
 #     e2e        GPU against CPU end to end: .npy u16 x3, 32-bit integer output, a radius beyond the
 #                image, --sigma 700, --kernel laplace/box:5, ooceq u16, TIFF of every layout (and
@@ -103,6 +104,14 @@ section_sanitizer() {
   "$B/oocgen" "$T/a.raw" --width 4096 --height 3001 --type u8 -q
   step racecheck_fused_aligned "$SAN" --tool racecheck --error-exitcode 9 \
     "$B/oocconv" "$T/a.raw" "$T/o.raw" --width 4096 --type u8 --radius 3 --device cuda -q
+  # One-channel f32 on aligned rows: the quad kernel (cp.async into shared rows), its fallback
+  # tiles at the row ends and, with the constant border, at the image's top and bottom.
+  "$B/oocgen" "$T/f.raw" --width 4096 --height 3001 --type f32 -q
+  step racecheck_fused_quad "$SAN" --tool racecheck --error-exitcode 9 \
+    "$B/oocconv" "$T/f.raw" "$T/o.raw" --width 4096 --type f32 --radius 3 --device cuda -q
+  step memcheck_fused_quad_constant "$SAN" --tool memcheck --error-exitcode 9 \
+    "$B/oocconv" "$T/f.raw" "$T/o.raw" --width 4096 --type f32 --radius 8 --border constant \
+    --device cuda -q
   step memcheck_conv2d "$SAN" --tool memcheck --error-exitcode 9 \
     "$B/oocconv" "$T/s.raw" "$T/o.raw" --width 4099 --kernel gaussian2d:2.5 --device cuda -q
   step memcheck_equalize "$SAN" --tool memcheck --error-exitcode 9 \
