@@ -342,6 +342,12 @@ __device__ __forceinline__ bool constant_row(const TileArgs& a, std::int64_t ban
   return a.border == BorderMode::constant && (image_row < 0 || image_row >= a.height);
 }
 
+// Whether any of band rows y0 .. y0 + rows - 1 is a row of cval (constant_row).
+__device__ __forceinline__ bool constant_rows_in(const TileArgs& a, std::int64_t y0, int rows) {
+  return a.border == BorderMode::constant &&
+         (a.first_row + y0 < 0 || a.first_row + y0 + rows > a.height);
+}
+
 // One input sample as the generic row pass loads it: flat index f of band row y (f may be
 // outside the row: the border rule maps it).
 template <class T>
@@ -378,10 +384,7 @@ __device__ __forceinline__ bool load_tile_vectors(const TileArgs& a, const TileS
                                                   std::int64_t y0, int rows_valid,
                                                   std::int64_t f0) {
   constexpr int K = 16 / sizeof(T);  // samples per vector
-  if (!a.vec_rows || f0 < 0) return false;
-  if (a.border == BorderMode::constant &&
-      (a.first_row + y0 < 0 || a.first_row + y0 + rows_valid > a.height))
-    return false;
+  if (!a.vec_rows || f0 < 0 || constant_rows_in(a, y0, rows_valid)) return false;
   const int shift = static_cast<int>(f0 % K);          // samples before f0 in its vector
   const int nv = (shift + t.span + K - 1) / K;         // vectors per tile row
   const int step = static_cast<int>(blockDim.x) / nv;  // rows loaded at once by the block
@@ -534,6 +537,41 @@ __device__ __forceinline__ void row_phase(const TileArgs& a, const TileShape& t,
   }
 }
 
+// Column pass of a fused tile: thread (column q, run of M output rows) over sh_mid (rows of
+// pitch s_mid), outputs stored from band row y0 and flat sample i0. chunk_of(it) = it / tile_w.
+template <class U, int R, int M, class ChunkOf>
+__device__ __forceinline__ void column_phase(const TileArgs& a, const float* sh_mid, int s_mid,
+                                             int tile_w, ChunkOf chunk_of, std::int64_t i0,
+                                             std::int64_t y0, const Taps<R>& w) {
+  const int items = tile_w * (P::kFusedRows / M);
+  for (int it = threadIdx.x; it < items; it += blockDim.x) {
+    const int chunk = chunk_of(it);
+    const int q = it - chunk * tile_w;
+    const std::int64_t col = i0 + q;
+    const std::int64_t yo = y0 + chunk * M;
+    if (col >= a.n || yo >= a.rows) continue;
+    const float* src = sh_mid + chunk * M * s_mid + q;
+    float acc[M];
+    slide<R, M>(acc, w.w, [&](int i) { return src[i * s_mid]; });
+    const int run = static_cast<int>(a.rows - yo < M ? a.rows - yo : M);
+    U* dst = reinterpret_cast<U*>(a.out + yo * a.out_stride) + col;
+    auto next = [&] {
+      dst = reinterpret_cast<U*>(reinterpret_cast<std::byte*>(dst) + a.out_stride);
+    };
+    if (run == M) {  // all but the band's last rows: no test per store
+#pragma unroll
+      for (int o = 0; o < M; ++o, next()) *dst = store_as<U, float>(acc[o]);
+    } else {
+#pragma unroll
+      for (int o = 0; o < M; ++o)
+        if (o < run) {
+          *dst = store_as<U, float>(acc[o]);
+          next();
+        }
+    }
+  }
+}
+
 // The fused kernel: block (tile of tile_w samples, tile of kFusedRows output rows); CC: the
 // channel count, or 0 for any.
 template <class T, class U, int R, int CC>
@@ -559,34 +597,8 @@ __global__ void __launch_bounds__(P::kThreads, P::min_blocks<T>())
     __syncthreads();
     row_phase<R, CC>(a, t, sh_in, sh_mid, y0, rows_valid, row_w);
     __syncthreads();
-    // Column pass: thread (column q, run of M output rows).
-    const int items = t.tile_w * (TH / M);
-    for (int it = threadIdx.x; it < items; it += blockDim.x) {
-      const int chunk = by_width.div(it);
-      const int q = it - chunk * t.tile_w;
-      const std::int64_t col = i0 + q;
-      const std::int64_t yo = y0 + chunk * M;
-      if (col >= a.n || yo >= a.rows) continue;
-      const float* src = sh_mid + chunk * M * t.s_mid + q;
-      float acc[M];
-      slide<R, M>(acc, col_w.w, [&](int i) { return src[i * t.s_mid]; });
-      const int run = static_cast<int>(a.rows - yo < M ? a.rows - yo : M);
-      U* dst = reinterpret_cast<U*>(a.out + yo * a.out_stride) + col;
-      auto next = [&] {
-        dst = reinterpret_cast<U*>(reinterpret_cast<std::byte*>(dst) + a.out_stride);
-      };
-      if (run == M) {  // all but the band's last rows: no test per store
-#pragma unroll
-        for (int o = 0; o < M; ++o, next()) *dst = store_as<U, float>(acc[o]);
-      } else {
-#pragma unroll
-        for (int o = 0; o < M; ++o)
-          if (o < run) {
-            *dst = store_as<U, float>(acc[o]);
-            next();
-          }
-      }
-    }
+    column_phase<U, R, M>(
+        a, sh_mid, t.s_mid, t.tile_w, [&](int it) { return by_width.div(it); }, i0, y0, col_w);
   }
 }
 
@@ -630,76 +642,68 @@ struct QuadGeom {
     return sizeof(float) * static_cast<std::size_t>(rows) *
            static_cast<std::size_t>(pitch + mid_pitch);
   }
-};
-
-template <int R>
-struct QuadTile {
-  static constexpr QuadGeom g{R};
-  static constexpr int kW = QuadGeom::kW;
-  static constexpr int kShift = g.shift;
-  static constexpr int kSpan = g.span;
-  static constexpr int kQuads = g.quads;
-  static constexpr int kPitch = g.pitch;
-  static constexpr int kMidPitch = g.mid_pitch;
-  static constexpr int kRows = g.rows;
-  // 5 resident blocks (at most 51 registers) where the shared memory allows 5, else 4.
-  static constexpr int kMinBlocks = R <= 4 ? OOC_TUNE_QUAD_MIN_BLOCKS : 4;
-  // The layout as load_tile fills it (from sample f0, at kShift into the shared row).
-  __device__ static TileShape shape() {
+  // The layout as load_tile fills it (from sample f0, at `shift` into the shared row).
+  __device__ TileShape shape() const {
     TileShape t{};
     t.tile_w = kW;
-    t.span = kSpan;
-    t.s_in = kPitch;
-    t.s_mid = kMidPitch;
-    t.rows = kRows;
+    t.span = span;
+    t.s_in = pitch;
+    t.s_mid = mid_pitch;
+    t.rows = rows;
     return t;
   }
 };
+
+// Resident blocks of the quad kernel: 5 (at most 48 registers) where the shared memory allows 5,
+// that is up to radius 4, else 4.
+constexpr int quad_min_blocks(int R) {
+  return R <= 4 ? OOC_TUNE_QUAD_MIN_BLOCKS : 4;
+}
 
 // The tile's rows_valid input rows from band row y0, quads from flat sample fa (quad-aligned): each
 // thread owns one quad column and walks down the rows.
 template <int R>
 __device__ __forceinline__ void load_quads(const TileArgs& a, float* sh_in, std::int64_t y0,
                                            int rows_valid, std::int64_t fa) {
-  using G = QuadTile<R>;
-  constexpr int step = P::kThreads / G::kQuads;  // rows loaded at once by the block
+  constexpr QuadGeom g(R);
+  constexpr int step = P::kThreads / g.quads;  // rows loaded at once by the block
   static_assert(step >= 1, "a block's threads cover a tile row");
-  const int c = static_cast<int>(threadIdx.x) % G::kQuads;
-  int r = static_cast<int>(threadIdx.x) / G::kQuads;
-  if (r >= step) return;  // the threads past step x kQuads load nothing
+  const int c = static_cast<int>(threadIdx.x) % g.quads;
+  int r = static_cast<int>(threadIdx.x) / g.quads;
+  if (r >= step) return;  // the threads past step x quads load nothing
   const std::byte* src = a.in + (y0 + r) * a.in_stride + (fa + 4 * c) * sizeof(float);
-  float* dst = sh_in + r * G::kPitch + 4 * c;
+  float* dst = sh_in + r * g.pitch + 4 * c;
   const std::size_t src_step = static_cast<std::size_t>(step) * a.in_stride;
   for (; r < rows_valid; r += step) {
     __pipeline_memcpy_async(dst, src, 16);
     src += src_step;
-    dst += step * G::kPitch;
+    dst += step * g.pitch;
   }
   __pipeline_commit();
   __pipeline_wait_prior(0);
 }
 
 // Row pass of a quad tile: job (row r, 8 outputs from output sample 8 j), consecutive threads on
-// consecutive rows; sh_in holds input sample f0 + k at column kShift + k.
+// consecutive rows; sh_in holds input sample f0 + k at column shift + k.
 template <int R>
 __device__ __forceinline__ void row_phase_quads(const TileArgs& a, const float* sh_in,
                                                 float* sh_mid, std::int64_t y0, int rows_valid,
                                                 const Taps<R>& w) {
-  using G = QuadTile<R>;
+  constexpr QuadGeom g(R);
   constexpr int N = P::kRowJob;
   static_assert(N == 8, "a job's outputs are two quads");
-  constexpr int V = (G::kShift + N + 2 * R + 3) / 4;  // quads of a job's window
-  constexpr int jobs = (G::kW / N) * G::kRows;
+  constexpr int V = (g.shift + N + 2 * R + 3) / 4;  // quads of a job's window
+  constexpr int jobs = (g.kW / N) * g.rows;
   for (int it = threadIdx.x; it < jobs; it += blockDim.x) {
-    const int r = it % G::kRows;
-    const int j = it / G::kRows;
+    const int r = it % g.rows;
+    const int j = it / g.rows;
     if (r >= rows_valid) continue;
-    float4* dst = reinterpret_cast<float4*>(sh_mid + r * G::kMidPitch + j * N);
+    float4* dst = reinterpret_cast<float4*>(sh_mid + r * g.mid_pitch + j * N);
     if (constant_row(a, y0 + r)) {
       dst[0] = dst[1] = make_float4(a.cval, a.cval, a.cval, a.cval);
       continue;
     }
-    const float4* src = reinterpret_cast<const float4*>(sh_in + r * G::kPitch + j * N);
+    const float4* src = reinterpret_cast<const float4*>(sh_in + r * g.pitch + j * N);
     float v[4 * V];
 #pragma unroll
     for (int u = 0; u < V; ++u) {
@@ -710,7 +714,7 @@ __device__ __forceinline__ void row_phase_quads(const TileArgs& a, const float* 
       v[4 * u + 3] = q.w;
     }
     float acc[N];
-    slide<R, N>(acc, w.w, [&](int i) { return v[G::kShift + i]; });
+    slide<R, N>(acc, w.w, [&](int i) { return v[g.shift + i]; });
     dst[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
     dst[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
   }
@@ -718,60 +722,32 @@ __device__ __forceinline__ void row_phase_quads(const TileArgs& a, const float* 
 
 // Block (tile of kW samples, tile of kFusedRows output rows), as fused_kernel<float, float, R, 1>.
 template <int R>
-__global__ void __launch_bounds__(P::kThreads, QuadTile<R>::kMinBlocks)
+__global__ void __launch_bounds__(P::kThreads, quad_min_blocks(R))
     fused_quad_kernel(const TileArgs a, const Taps<R> row_w, const Taps<R> col_w) {
-  using G = QuadTile<R>;
-  constexpr int M = P::fused_run<float>();
+  constexpr QuadGeom g(R);
   constexpr int TH = P::kFusedRows;
   extern __shared__ __align__(16) float smem_q[];
   float* sh_in = smem_q;
-  float* sh_mid = smem_q + G::kRows * G::kPitch;
-  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * G::kW;
+  float* sh_mid = smem_q + g.rows * g.pitch;
+  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x) * g.kW;
   const std::int64_t f0 = i0 - R;
-  const std::int64_t fa = f0 - G::kShift;  // quad-aligned when the rows are
-  const bool quads_x = a.vec_rows && fa >= 0 && fa + G::kQuads * 4 <= a.n;
+  const std::int64_t fa = f0 - g.shift;  // quad-aligned when the rows are
+  const bool quads_x = a.vec_rows && fa >= 0 && fa + g.quads * 4 <= a.n;
   const std::int64_t tiles_y = (a.rows + TH - 1) / TH;
   const std::int64_t in_rows = a.rows + 2 * R;
   for (std::int64_t ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
     const std::int64_t y0 = ty * TH;
-    const int rows_valid = static_cast<int>(in_rows - y0 < G::kRows ? in_rows - y0 : G::kRows);
+    const int rows_valid = static_cast<int>(in_rows - y0 < g.rows ? in_rows - y0 : g.rows);
     __syncthreads();  // the previous tile's shared data is no longer read
-    if (quads_x && !(a.border == BorderMode::constant &&
-                     (a.first_row + y0 < 0 || a.first_row + y0 + rows_valid > a.height)))
+    if (quads_x && !constant_rows_in(a, y0, rows_valid))
       load_quads<R>(a, sh_in, y0, rows_valid, fa);
     else  // never a vector tile (those are quad tiles): leave that path out of the registers
-      load_tile<float, false>(a, G::shape(), sh_in + G::kShift, y0, rows_valid, f0);
+      load_tile<float, false>(a, g.shape(), sh_in + g.shift, y0, rows_valid, f0);
     __syncthreads();
     row_phase_quads<R>(a, sh_in, sh_mid, y0, rows_valid, row_w);
     __syncthreads();
-    // Column pass: thread (column q, run of M output rows), as in fused_kernel.
-    constexpr int items = G::kW * (TH / M);
-    for (int it = threadIdx.x; it < items; it += blockDim.x) {
-      const int chunk = it / G::kW;
-      const int q = it - chunk * G::kW;
-      const std::int64_t col = i0 + q;
-      const std::int64_t yo = y0 + chunk * M;
-      if (col >= a.n || yo >= a.rows) continue;
-      const float* src = sh_mid + chunk * M * G::kMidPitch + q;
-      float acc[M];
-      slide<R, M>(acc, col_w.w, [&](int i) { return src[i * G::kMidPitch]; });
-      const int run = static_cast<int>(a.rows - yo < M ? a.rows - yo : M);
-      float* dst = reinterpret_cast<float*>(a.out + yo * a.out_stride) + col;
-      auto next = [&] {
-        dst = reinterpret_cast<float*>(reinterpret_cast<std::byte*>(dst) + a.out_stride);
-      };
-      if (run == M) {
-#pragma unroll
-        for (int o = 0; o < M; ++o, next()) *dst = acc[o];
-      } else {
-#pragma unroll
-        for (int o = 0; o < M; ++o)
-          if (o < run) {
-            *dst = acc[o];
-            next();
-          }
-      }
-    }
+    column_phase<float, R, P::fused_run<float>()>(
+        a, sh_mid, g.mid_pitch, g.kW, [](int it) { return it / QuadGeom::kW; }, i0, y0, col_w);
   }
 }
 
@@ -894,10 +870,15 @@ std::size_t max_dynamic_smem() {
   return static_cast<std::size_t>(bytes);
 }
 
+// One-channel f32 takes the quad kernel.
+bool quad_fused(const SeparableLaunch& a) {
+  return a.in_type == SampleType::f32 && a.channels == 1;
+}
+
 // Shared memory of the fused kernel (or the row kernel) for these arguments.
 std::size_t fused_smem(const SeparableLaunch& a) {
   const int R = static_cast<int>(a.rx);
-  if (a.in_type == SampleType::f32 && a.channels == 1) return QuadGeom(R).smem_bytes();
+  if (quad_fused(a)) return QuadGeom(R).smem_bytes();
   return TileShape::make(a.channels, R, P::kFusedRows + 2 * R).smem_bytes();
 }
 std::size_t row_smem(const SeparableLaunch& a) {
@@ -958,7 +939,7 @@ void launch_fused(const SeparableLaunch& a, cudaStream_t s) {
       if constexpr (R <= P::kFusedMaxRadius) {
         auto* k = &fused_kernel<T, T, R, 0>;
         if constexpr (std::is_same_v<T, float>) {
-          if (a.channels == 1) k = &fused_quad_kernel<R>;  // smem: fused_smem's quad case
+          if (quad_fused(a)) k = &fused_quad_kernel<R>;
         } else {
           if (a.channels == 1) k = &fused_kernel<T, T, R, 1>;
         }
