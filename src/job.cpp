@@ -14,16 +14,21 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "io/output_file.hpp"
 #include "ooc/error.hpp"
+#include "pipeline/digest.hpp"
 
 namespace fs = std::filesystem;
 
 namespace ooc {
 namespace {
 
-constexpr const char* kMagic = "ooc-journal 1";
+// Version 2 added the checksum and the input's ctime.
+constexpr const char* kMagic = "ooc-journal 2";
+constexpr const char* kManifestMagic = "ooc-job 1";
 
 // Where the temporary of `output` lives: beside the file a link points to, as OutputFile does.
 std::string temporary_of(const std::string& output) {
@@ -35,51 +40,86 @@ std::string temporary_of(const std::string& output) {
   return partial_path(output);
 }
 
-// What identifies the input's content without reading it: a changed file gets a new mtime, a
-// replaced one a new inode.
+// What identifies the input's content without reading it: a changed file gets a new mtime and
+// ctime (ctime cannot be set back by a user, as `touch -r` sets mtime), a replaced one a new inode.
 std::string input_identity(const std::string& input, std::uint64_t seed) {
   struct stat st {};
   if (input.rfind("synth:", 0) == 0) return input + " seed " + std::to_string(seed);
   if (::stat(input.c_str(), &st) != 0) return input;
   std::ostringstream o;
   o << input << " size " << st.st_size << " mtime " << st.st_mtim.tv_sec << "."
-    << st.st_mtim.tv_nsec << " inode " << st.st_ino;
+    << st.st_mtim.tv_nsec << " ctime " << st.st_ctim.tv_sec << "." << st.st_ctim.tv_nsec
+    << " inode " << st.st_ino;
   return o.str();
 }
 
-struct JournalRecord {
-  std::string input, options;
-  int part = 0, parts = 1;
-  std::int64_t begin = 0, end = 0, done = 0, height = 0;
-};
-
-std::string read_line_value(std::istream& in, const std::string& key) {
-  std::string line;
-  if (!std::getline(in, line) || line.rfind(key + " ", 0) != 0)
-    throw Error(ErrorKind::input, "no '" + key + "' line");
-  return line.substr(key.size() + 1);
+// The text with a last line "check DIGEST" over everything before it.
+std::string with_check(const std::string& body) {
+  return body + "check " + detail::Digest().add(body).hex() + "\n";
 }
 
+// A journal or manifest, its checksum verified; throws an input Error naming what is wrong.
+std::vector<std::string> read_checked(const std::string& path, const char* magic) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::io, system_message("cannot read", path, errno));
+  std::string text(64 * 1024 + 1, '\0');  // ours are a few hundred bytes
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  const std::size_t check = text.rfind("check ");
+  if (text.rfind(magic, 0) != 0) {
+    if (text.rfind("ooc-journal ", 0) == 0)
+      throw Error(ErrorKind::input, "it was written by another version of ooc");
+    throw Error(ErrorKind::input, "not an ooc journal");
+  }
+  if (check == std::string::npos || (check > 0 && text[check - 1] != '\n') ||
+      text.compare(check + 6, std::string::npos,
+                   detail::Digest().add(std::string_view(text).substr(0, check)).hex() + "\n") != 0)
+    throw Error(ErrorKind::input, "its checksum does not match: it was edited or cut short");
+  std::vector<std::string> lines;
+  std::istringstream s(text.substr(0, check));
+  for (std::string line; std::getline(s, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string line_value(const std::vector<std::string>& lines, std::size_t i,
+                       const std::string& key) {
+  if (i >= lines.size() || lines[i].rfind(key + " ", 0) != 0)
+    throw Error(ErrorKind::input, "no '" + key + "' line");
+  return lines[i].substr(key.size() + 1);
+}
+
+struct JournalRecord {
+  std::string path, input, options;
+  int part = 0, parts = 1;
+  // Rows [begin, done) of this job's rows [begin, end) are on disk, from this run or others of
+  // the same job (every run of one job writes the same bytes to a row).
+  std::int64_t begin = 0, end = 0, done = 0, height = 0;
+  std::string what() const {
+    return (parts > 1 ? "part " + std::to_string(part) + "/" + std::to_string(parts)
+                      : std::string("the run")) +
+           " (rows " + std::to_string(begin) + ":" + std::to_string(end) + ")";
+  }
+};
+
 JournalRecord read_journal(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(ErrorKind::io, system_message("cannot read journal", path, errno));
   try {
-    std::string magic;
-    std::getline(in, magic);
-    if (magic != kMagic) throw Error(ErrorKind::input, "not an ooc journal");
+    const std::vector<std::string> lines = read_checked(path, kMagic);
     JournalRecord r;
-    r.input = read_line_value(in, "input");
-    r.options = read_line_value(in, "options");
-    std::istringstream part(read_line_value(in, "part")), rows(read_line_value(in, "rows")),
-        done(read_line_value(in, "done"));
+    r.path = path;
+    r.input = line_value(lines, 1, "input");
+    r.options = line_value(lines, 2, "options");
+    std::istringstream part(line_value(lines, 3, "part")), rows(line_value(lines, 4, "rows")),
+        done(line_value(lines, 5, "done"));
     if (!(part >> r.part >> r.parts) || !(rows >> r.begin >> r.end >> r.height) ||
         !(done >> r.done) || r.parts < 1 || r.begin < 0 || r.end <= r.begin || r.height < r.end ||
         r.done < r.begin || r.done > r.end)
       throw Error(ErrorKind::input, "bad numbers");
     return r;
   } catch (const Error& e) {
-    throw Error(ErrorKind::input, "journal '" + path + "' is damaged (" + e.what() +
-                                      "): remove it and its temporary, and run again");
+    throw Error(ErrorKind::input,
+                "journal '" + path + "' cannot be trusted (" + e.what() +
+                    "): remove it and run its rows again (without --resume), or remove '" +
+                    path.substr(0, path.rfind(".partial") + 8) + "*' to start over");
   }
 }
 
@@ -91,6 +131,92 @@ std::string journal_name(const std::string& temporary, int part, int parts, std:
     return temporary + ".part-" + std::to_string(part) + "-of-" + std::to_string(parts) +
            ".journal";
   return temporary + ".journal";
+}
+
+// The journals beside `temporary` (TEMP.journal, TEMP.part-I-of-N.journal, TEMP.rows-A-B.journal).
+std::vector<std::string> journal_paths(const std::string& temporary) {
+  const fs::path tp(temporary);
+  const fs::path dir = tp.has_parent_path() ? tp.parent_path() : fs::path(".");
+  const std::string stem = tp.filename().string() + ".";
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(stem, 0) == 0 && name.size() >= stem.size() + 7 &&
+        name.compare(name.size() - 8, 8, ".journal") == 0)
+      paths.push_back(entry.path().string());
+  }
+  if (ec) throw Error(ErrorKind::io, system_message("cannot list", dir.string(), ec.value()));
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+std::string manifest_path(const std::string& temporary) {
+  return temporary + ".job";
+}
+
+// Binds the temporary to one job (input, options, height): the first run of a job creates the
+// manifest, atomically (link() fails when another made it first); every later part, resumed
+// run or finish compares with it. Parts of another input or other options are refused before
+// they touch the file.
+void claim_manifest(const std::string& temporary, const std::string& output,
+                    const std::string& input, const std::string& options, std::int64_t height) {
+  const std::string path = manifest_path(temporary);
+  std::ostringstream o;
+  o << kManifestMagic << "\ninput " << input << "\noptions " << options << "\nheight " << height
+    << "\n";
+  const std::string text = with_check(o.str());
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<std::string> lines;
+    try {
+      lines = read_checked(path, kManifestMagic);
+    } catch (const Error&) {
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) == 0)
+        throw Error(ErrorKind::input, "'" + path + "', which says which job '" + output +
+                                          "' belongs to, is damaged: remove '" + temporary +
+                                          "*' to start over");
+    }
+    if (!lines.empty()) {
+      const std::string was_input = lines.size() > 1 ? line_value(lines, 1, "input") : "";
+      const std::string was_options = lines.size() > 2 ? line_value(lines, 2, "options") : "";
+      const std::string was_height = lines.size() > 3 ? line_value(lines, 3, "height") : "";
+      std::string differs;
+      if (was_input != input)
+        differs = "another input (was: " + was_input + "; now: " + input + ")";
+      else if (was_options != options)
+        differs = "other options (was: " + was_options + "; now: " + options + ")";
+      else if (was_height != std::to_string(height))
+        differs = "another height (was: " + was_height + "; now: " + std::to_string(height) + ")";
+      // A manifest without a temporary or journals is what an ended job left: not a job.
+      struct stat st {};
+      if (!differs.empty() && attempt == 0 && ::lstat(temporary.c_str(), &st) != 0 &&
+          journal_paths(temporary).empty()) {
+        ::unlink(path.c_str());
+        continue;
+      }
+      if (!differs.empty())
+        throw Error(ErrorKind::usage,
+                    "output '" + output + "' is being made by another job, with " + differs +
+                        ": finish that job (oocconv --finish " + output + "), remove '" +
+                        temporary + "*' to start over, or name another output");
+      return;
+    }
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) throw Error(ErrorKind::io, system_message("cannot write", tmp, errno));
+    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    const int err = errno;
+    ::close(fd);
+    const int rc = ok ? ::link(tmp.c_str(), path.c_str()) : -1;
+    const int link_err = errno;
+    ::unlink(tmp.c_str());
+    if (!ok) throw Error(ErrorKind::io, system_message("cannot write", tmp, err));
+    if (rc == 0) return;
+    if (link_err != EEXIST)
+      throw Error(ErrorKind::io, system_message("cannot create", path, link_err));
+    // Another part made it first: compare with it.
+  }
 }
 
 }  // namespace
@@ -105,7 +231,10 @@ Job::~Job() {
   unregister_temporary(journal_slot_);
   // An error ended the job: its output is gone (the sink removed it), so is its journal. A
   // part's journal stays: the shared temporary holds its rows, and --resume goes on from it.
-  if (!journal_.empty() && !kept_ && !shared_) ::unlink(journal_.c_str());
+  if (!journal_.empty() && !kept_ && !shared_) {
+    ::unlink(journal_.c_str());
+    if (owns_manifest_) ::unlink(manifest_path(temporary_of(options_.output)).c_str());
+  }
 }
 
 void Job::write_journal(std::int64_t done) const {
@@ -114,7 +243,7 @@ void Job::write_journal(std::int64_t done) const {
   o << kMagic << "\ninput " << identity_ << "\noptions " << options_.fingerprint << "\npart "
     << options_.part_index << " " << options_.part_count << "\nrows " << begin_ << " " << end_
     << " " << source_->spec().height << "\ndone " << done << "\n";
-  const std::string text = o.str(), tmp = journal_ + ".tmp";
+  const std::string text = with_check(o.str()), tmp = journal_ + ".tmp";
   // Written beside and renamed over: a journal is always whole, whenever the process dies.
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) throw Error(ErrorKind::io, system_message("cannot write journal", tmp, errno));
@@ -170,6 +299,7 @@ void Job::start(const std::vector<const Operation*>& ops) {
   }
   shared_ = explicit_rows || options_.part_count > 1;
   start_ = begin_;
+  run_end_ = end_;
 
   SinkOptions so = options_.sink;
   std::string format = "null";
@@ -185,29 +315,57 @@ void Job::start(const std::vector<const Operation*>& ops) {
                 "--resume continues raw or .npy outputs only (a TIFF is "
                 "written in one go): drop --resume, or write raw or .npy");
   so.mode = shared_ ? OutputMode::shared : OutputMode::fresh;
+  std::string temporary;
   if (journaled) {
     identity_ = input_identity(options_.input, options_.seed);
-    journal_ = journal_name(temporary_of(options_.output), options_.part_index, options_.part_count,
-                            begin_, end_, explicit_rows);
+    temporary = temporary_of(options_.output);
+    journal_ = journal_name(temporary, options_.part_index, options_.part_count, begin_, end_,
+                            explicit_rows);
     so.keep_on_signal = true;
     journal_slot_ = register_temporary(journal_, 0, 0, true);
-    struct stat st {};
-    if (options_.resume && ::stat(journal_.c_str(), &st) == 0) {
-      const JournalRecord r = read_journal(journal_);
+    std::vector<std::string> others = journal_paths(temporary);
+    others.erase(std::remove(others.begin(), others.end(), journal_), others.end());
+    // A whole-image run would replace the shared temporary that parts are filling.
+    if (!shared_ && !others.empty())
+      throw Error(ErrorKind::usage,
+                  "output '" + options_.output + "' is being made in parts ('" + others.front() +
+                      "'" +
+                      (others.size() > 1 ? " and " + std::to_string(others.size() - 1) + " more"
+                                         : std::string()) +
+                      "): run the remaining parts (--part or --rows, with --resume) and then "
+                      "oocconv --finish " +
+                      options_.output + ", or remove '" + temporary + "*' to start over");
+    if (options_.resume) {
+      // Rows on disk are those of every journal of this job, whatever split wrote them: a run
+      // resumed with another number of parts (or ranks) skips the rows done by the earlier one.
+      std::vector<std::pair<std::int64_t, std::int64_t>> done;
       auto differs = [&](const std::string& what, const std::string& was, const std::string& now) {
         return Error(ErrorKind::usage,
                      "cannot resume: the " + what + " differ from the interrupted run's (was: " +
                          was + "; now: " + now + "); run without --resume to start over");
       };
-      if (r.input != identity_) throw differs("input", r.input, identity_);
-      if (r.options != options_.fingerprint)
-        throw differs("options", r.options, options_.fingerprint);
-      if (r.begin != begin_ || r.end != end_ || r.height != H)
-        throw differs("rows", std::to_string(r.begin) + ":" + std::to_string(r.end),
-                      std::to_string(begin_) + ":" + std::to_string(end_));
-      start_ = r.done;
-      if (!shared_) so.mode = OutputMode::resume;
+      std::vector<std::string> paths = others;
+      struct stat st {};
+      if (::stat(journal_.c_str(), &st) == 0) paths.push_back(journal_);
+      for (const std::string& path : paths) {
+        const JournalRecord r = read_journal(path);
+        if (r.input != identity_) throw differs("input", r.input, identity_);
+        if (r.options != options_.fingerprint)
+          throw differs("options", r.options, options_.fingerprint);
+        if (r.height != H)
+          throw differs("image heights", std::to_string(r.height), std::to_string(H));
+        if (r.done > r.begin) done.emplace_back(r.begin, r.done);
+      }
+      std::sort(done.begin(), done.end());
+      for (const auto& [a, b] : done)
+        if (a <= start_ && b > start_) start_ = std::min(b, end_);
+      // The rows at the end of the range that others wrote need not be written again.
+      for (auto it = done.rbegin(); it != done.rend(); ++it)
+        if (it->first < run_end_ && it->second >= run_end_) run_end_ = std::max(it->first, start_);
+      if (!shared_ && start_ > begin_) so.mode = OutputMode::resume;
     }
+    if (shared_ || options_.resume)
+      claim_manifest(temporary, options_.output, identity_, options_.fingerprint, H);
   }
   // The first rows decode (TIFF) or come in from the disk while CUDA starts and the output is
   // created.
@@ -229,12 +387,19 @@ void Job::start(const std::vector<const Operation*>& ops) {
     so.row_begin = begin_;
     so.row_end = end_;
     sink_ = create_sink(options_.output, *writer->output(), options_.input, so);
+    // A fresh whole-image run owns the temporary now (it holds its lock): the job it belongs to
+    // is this one.
+    if (journaled && !shared_ && so.mode == OutputMode::fresh) {
+      ::unlink(manifest_path(temporary).c_str());
+      claim_manifest(temporary, options_.output, identity_, options_.fingerprint, H);
+      owns_manifest_ = true;
+    }
   }
   write_journal(start_);
   if (nothing_left()) return;
   PipelineOptions po = options_.pipeline;
   po.row_begin = start_;
-  po.row_end = end_;
+  po.row_end = run_end_;
   plan_ = plan_bands(source_->spec(), ops, backend_, po, source_.get(), sink_.get());
   engine_ = std::make_unique<Engine>(*source_, backend_, plan_);
 }
@@ -271,67 +436,82 @@ void Job::commit() {
     write_journal(end_);
   } else if (!journal_.empty()) {
     ::unlink(journal_.c_str());
+    ::unlink(manifest_path(temporary_of(options_.output)).c_str());
   }
   kept_ = true;  // nothing for the destructor to remove
 }
 
 std::string finish_output(const std::string& output) {
   const std::string temporary = temporary_of(output);
-  const fs::path tp(temporary);
-  const fs::path dir = tp.has_parent_path() ? tp.parent_path() : fs::path(".");
-  const std::string stem = tp.filename().string() + ".";
-  std::vector<std::pair<std::string, JournalRecord>> journals;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(stem, 0) != 0 || name.size() < 8 ||
-        name.compare(name.size() - 8, 8, ".journal") != 0)
-      continue;
-    journals.emplace_back(entry.path().string(), read_journal(entry.path().string()));
-  }
-  if (ec) throw Error(ErrorKind::io, system_message("cannot list", dir.string(), ec.value()));
+  std::vector<JournalRecord> journals;
+  for (const std::string& path : journal_paths(temporary)) journals.push_back(read_journal(path));
   if (journals.empty())
     throw Error(ErrorKind::input, "output '" + output + "' has no parts to finish (no '" +
                                       temporary + ".*.journal'): run the parts first");
-  const JournalRecord& first = journals.front().second;
-  for (const auto& [path, r] : journals)
+  // A part still writing holds a lock on its rows: say so, rather than that it stopped.
+  if (const pid_t pid = temporary_writer(temporary); pid > 0)
+    throw Error(ErrorKind::io,
+                "output '" + output + "' is still being written: a part is running (pid " +
+                    std::to_string(pid) + " holds '" + temporary +
+                    "'); wait for every part to end, then --finish again",
+                true);
+  const JournalRecord& first = journals.front();
+  for (const JournalRecord& r : journals)
     if (r.input != first.input || r.options != first.options || r.height != first.height)
-      throw Error(ErrorKind::input,
-                  "the parts of '" + output + "' come from different inputs or options ('" +
-                      journals.front().first + "' and '" + path + "'): run them again alike");
-  std::sort(journals.begin(), journals.end(),
-            [](const auto& a, const auto& b) { return a.second.begin < b.second.begin; });
-  std::string missing;
-  auto add = [&](const std::string& what) { missing += (missing.empty() ? "" : "; ") + what; };
+      throw Error(ErrorKind::input, "the parts of '" + output +
+                                        "' come from different inputs or options ('" + first.path +
+                                        "' and '" + r.path + "'): run them again alike");
+  claim_manifest(temporary, output, first.input, first.options, first.height);
+  // The rows on disk are the union of what every journal says is done, whichever split (parts,
+  // --rows, MPI ranks of an earlier run with another count) wrote them.
+  std::vector<std::pair<std::int64_t, std::int64_t>> done;
+  for (const JournalRecord& r : journals)
+    if (r.done > r.begin) done.emplace_back(r.begin, r.done);
+  std::sort(done.begin(), done.end());
+  std::vector<std::pair<std::int64_t, std::int64_t>> gaps;
   std::int64_t covered = 0;
-  for (const auto& [path, r] : journals) {
-    if (r.begin > covered && first.parts == 1)
-      add("rows " + std::to_string(covered) + ":" + std::to_string(r.begin) + " have no part");
-    if (r.done < r.end)
-      add((r.parts > 1 ? "part " + std::to_string(r.part) + "/" + std::to_string(r.parts)
-                       : std::string("the run")) +
-          " (rows " + std::to_string(r.begin) + ":" + std::to_string(r.end) + ") stopped at row " +
-          std::to_string(r.done));
-    covered = std::max(covered, r.end);
+  for (const auto& [a, b] : done) {
+    if (a > covered) gaps.emplace_back(covered, a);
+    covered = std::max(covered, b);
   }
-  // Parts of one split that never started are named by their number.
-  if (first.parts > 1) {
-    std::vector<bool> seen(static_cast<std::size_t>(first.parts));
-    for (const auto& [path, r] : journals)
-      if (r.parts == first.parts && r.part < r.parts) seen[static_cast<std::size_t>(r.part)] = true;
-    for (int i = 0; i < first.parts; ++i)
-      if (!seen[static_cast<std::size_t>(i)])
-        add("part " + std::to_string(i) + "/" + std::to_string(first.parts) + " has not run");
+  if (covered < first.height) gaps.emplace_back(covered, first.height);
+  if (!gaps.empty()) {
+    std::string missing;
+    auto add = [&](const std::string& what) { missing += (missing.empty() ? "" : "; ") + what; };
+    std::sort(journals.begin(), journals.end(),
+              [](const auto& x, const auto& y) { return x.begin < y.begin; });
+    for (const auto& [a, b] : gaps) {
+      bool named = false;
+      for (const JournalRecord& r : journals)
+        if (r.done < r.end && r.begin < b && r.end > a) {
+          add(r.what() + " stopped at row " + std::to_string(r.done));
+          named = true;
+        }
+      if (named) continue;
+      std::string which;
+      // Parts of the first journal's split that never started are named by their number.
+      if (first.parts > 1)
+        for (int i = 0; i < first.parts; ++i) {
+          const auto cut = [&](int k) {
+            return static_cast<std::int64_t>(static_cast<__int128>(first.height) * k / first.parts);
+          };
+          if (cut(i) < b && cut(i + 1) > a)
+            which += (which.empty() ? " (part " : ", part ") + std::to_string(i) + "/" +
+                     std::to_string(first.parts);
+        }
+      add("rows " + std::to_string(a) + ":" + std::to_string(b) + " have no part" +
+          (which.empty() ? "" : which + " has not run)"));
+    }
+    throw Error(ErrorKind::input,
+                "output '" + output + "' is not complete: " + missing +
+                    ". Run those parts (with --resume), then --finish again",
+                true);
   }
-  if (covered < first.height && first.parts == 1)
-    add("rows " + std::to_string(covered) + ":" + std::to_string(first.height) + " have no part");
-  if (!missing.empty())
-    throw Error(ErrorKind::input, "output '" + output + "' is not complete: " + missing +
-                                      ". Run those parts (with --resume), then --finish again");
-  // Locking the whole temporary waits for no one: a part still writing makes this fail.
+  // Locking the whole temporary waits for no one: a part starting now makes this fail.
   OutputFile file(output, "", OutputMode::resume, 0, 0, true);
   file.commit();
-  for (const auto& [path, r] : journals) ::unlink(path.c_str());
+  for (const JournalRecord& r : journals) ::unlink(r.path.c_str());
+  ::unlink(manifest_path(temporary).c_str());
   return "finished '" + output + "' from " + std::to_string(journals.size()) + " part(s), " +
          std::to_string(first.height) + " rows";
 }

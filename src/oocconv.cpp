@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
                        : ooc::make_separable(job.source().spec(), params, popt);
     // What makes the output's bytes: checked when a run resumes or parts are finished.
     const auto out_spec = op->output();
-    job.set_fingerprint(op->describe() + "; output " + out_spec->describe() + " " +
+    job.set_fingerprint(op->fingerprint() + "; output " + out_spec->describe() + " " +
                         ooc::output_format(output, out_options));
     // Before start(), which creates the temporary: a signal from then on stops cleanly. A raw or
     // .npy output is resumable; a TIFF is written in one go, so a signal ends it at once.

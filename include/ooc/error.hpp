@@ -17,12 +17,18 @@ enum class ErrorKind {
 // Messages say what is wrong, which file or value, and what to do about it.
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  // resumable: running the job again (with --resume) can succeed, as when parts stopped or have
+  // not run yet; under MPI a tool then exits 75 so that a batch system requeues it, and never
+  // for an error that no rerun mends.
+  Error(ErrorKind kind, const std::string& message, bool resumable = false)
+      : std::runtime_error(message), kind_(kind), resumable_(resumable) {}
   ErrorKind kind() const noexcept { return kind_; }
   int exit_code() const noexcept { return static_cast<int>(kind_); }
+  bool resumable() const noexcept { return resumable_; }
 
  private:
   ErrorKind kind_;
+  bool resumable_ = false;
 };
 
 // strerror(errno) with the file it concerns, for I/O failures.

@@ -160,6 +160,9 @@ struct SinkOptions {
   // Whether the temporary outlives a signal (a journaled, resumable run): then only an error
   // removes it, and a killed run leaves it for --resume.
   bool keep_on_signal = false;
+  // Whether to go on where the file system cannot lock (--no-locks): by default such a file
+  // system is refused, since two writers of one output would then go unnoticed.
+  bool no_locks = false;
 };
 
 // "raw", "npy", "tiff" (by --format, else the extension) or "null" (null:); throws a usage Error

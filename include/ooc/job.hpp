@@ -69,7 +69,7 @@ class Job {
   std::int64_t resumed_from() const noexcept { return start_; }
   bool is_part() const noexcept { return shared_; }
   // Nothing was left to do (a resumed run whose rows were all done).
-  bool nothing_left() const noexcept { return start_ >= end_; }
+  bool nothing_left() const noexcept { return start_ >= run_end_; }
   const std::string& journal_path() const noexcept { return journal_; }
 
   const Backend& backend() const noexcept { return backend_; }
@@ -83,12 +83,15 @@ class Job {
   Backend backend_;
   BandPlan plan_;
   std::unique_ptr<Engine> engine_;
-  std::int64_t begin_ = 0, end_ = 0, start_ = 0;
+  // This job's rows [begin_, end_); it writes [start_, run_end_), the rest being on disk already
+  // (a resumed run).
+  std::int64_t begin_ = 0, end_ = 0, start_ = 0, run_end_ = 0;
   bool shared_ = false;
   std::string journal_;  // empty: the output keeps none
   std::string identity_;
-  int journal_slot_ = -1;  // in the registry of temporaries (removed on errors and SIGBUS)
-  bool kept_ = false;      // committed, or stopped for --resume
+  int journal_slot_ = -1;       // in the registry of temporaries (removed on errors and SIGBUS)
+  bool kept_ = false;           // committed, or stopped for --resume
+  bool owns_manifest_ = false;  // a whole-image run's: removed with its journal on an error
   void write_journal(std::int64_t done) const;
 };
 

@@ -125,6 +125,9 @@ class Operation {
  public:
   virtual ~Operation() = default;
   virtual std::string describe() const = 0;
+  // What makes the output's bytes, exactly (describe() rounds and leaves values out): a resumed
+  // run or a part with another fingerprint would mix two results in one file.
+  virtual std::string fingerprint() const { return describe(); }
   virtual std::optional<ImageSpec> output() const = 0;  // none: a reduction only
   virtual std::int64_t halo() const { return 0; }       // rows of context above and below
   virtual BorderMode border() const { return BorderMode::reflect; }

@@ -94,14 +94,24 @@ pid_t lock_holder(int fd, off_t begin = 0, off_t end = 0) {
   return fl.l_type == F_UNLCK ? 0 : fl.l_pid;
 }
 
-bool try_lock(int fd, off_t begin = 0, off_t end = 0) {
+// True when locked; false when another process holds a lock on these bytes. A file system that
+// cannot lock at all is refused unless the user said --no-locks: there two writers of one output
+// (two runs, or parts with overlapping rows) would go unnoticed and mix their rows.
+bool try_lock(int fd, const std::string& partial, bool no_locks, off_t begin = 0, off_t end = 0) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
   fl.l_start = begin;
   fl.l_len = end > begin ? end - begin : 0;  // 0: the whole file
   if (::fcntl(fd, F_SETLK, &fl) == 0) return true;
-  return no_locking(errno);
+  const int err = errno;
+  if (!no_locking(err)) return false;
+  if (no_locks) return true;
+  throw Error(ErrorKind::usage,
+              system_message("cannot lock", partial, err) +
+                  ": this file system has no fcntl byte-range locks, so another writer of the "
+                  "same output would go unnoticed; write to a file system with locks, or pass "
+                  "--no-locks if you are sure that one process writes each row");
 }
 
 Error busy(const std::string& path, const std::string& partial, pid_t pid) {
@@ -147,9 +157,21 @@ void write_mapped_inputs(int fd) noexcept {
   }
 }
 
+pid_t temporary_writer(const std::string& partial) {
+  const int fd = ::open(partial.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const pid_t pid = lock_holder(fd);
+  ::close(fd);
+  return pid > 0 ? pid : 0;
+}
+
+bool OutputFile::lock(int fd, off_t begin, off_t end) const {
+  return try_lock(fd, partial_, no_locks_, begin, end);
+}
+
 OutputFile::OutputFile(const std::string& path, const std::string& input_path, OutputMode mode,
-                       off_t lock_begin, off_t lock_end, bool keep_on_signal)
-    : path_(path), mode_(mode) {
+                       off_t lock_begin, off_t lock_end, bool keep_on_signal, bool no_locks)
+    : path_(path), mode_(mode), no_locks_(no_locks) {
   if (path.empty())
     throw Error(ErrorKind::usage, "the output path is empty: name a file (or null: to discard)");
   target_ = path;
@@ -204,7 +226,15 @@ OutputFile::OutputFile(const std::string& path, const std::string& input_path, O
     const int fd =
         ::open(partial_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd >= 0) {
-      if (!try_lock(fd)) {
+      bool locked = false;
+      try {
+        locked = lock(fd);
+      } catch (...) {
+        ::close(fd);
+        ::unlink(partial_.c_str());
+        throw;
+      }
+      if (!locked) {
         const pid_t holder = lock_holder(fd);
         ::close(fd);
         throw busy(path, partial_, holder);
@@ -245,7 +275,15 @@ OutputFile::OutputFile(const std::string& path, const std::string& input_path, O
       ::close(old_fd);
       continue;
     }
-    if (const pid_t holder = lock_holder(old_fd); holder > 0 || !try_lock(old_fd)) {
+    bool locked = false;
+    const pid_t holder = lock_holder(old_fd);
+    try {
+      locked = holder <= 0 && lock(old_fd);
+    } catch (...) {
+      ::close(old_fd);
+      throw;
+    }
+    if (!locked) {
       ::close(old_fd);
       throw busy(path, partial_, holder);
     }
@@ -290,7 +328,14 @@ void OutputFile::open_existing(const std::string& path, off_t lock_begin, off_t 
   }
   // Parts lock their own rows, a resumed run the whole file: two writers of the same rows
   // collide here, not in the file.
-  if (!(shared ? try_lock(fd, lock_begin, lock_end) : try_lock(fd))) {
+  bool locked = false;
+  try {
+    locked = shared ? lock(fd, lock_begin, lock_end) : lock(fd);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (!locked) {
     const pid_t holder = shared ? lock_holder(fd, lock_begin, lock_end) : lock_holder(fd);
     ::close(fd);
     throw busy(path, partial_, holder);

@@ -21,9 +21,10 @@ class OutputFile {
   // Modes (see OutputMode): resume opens the existing temporary and locks it whole; shared
   // creates it or opens it, and locks only bytes [lock_begin, lock_end) (one writer per part).
   // keep_on_signal: not registered for removal by the signal handlers.
+  // no_locks: go on where the file system cannot lock (else such a file system is refused).
   OutputFile(const std::string& path, const std::string& input_path,
              OutputMode mode = OutputMode::fresh, off_t lock_begin = 0, off_t lock_end = 0,
-             bool keep_on_signal = false);
+             bool keep_on_signal = false, bool no_locks = false);
   ~OutputFile();  // removes the temporary unless committed
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
@@ -44,6 +45,7 @@ class OutputFile {
 
  private:
   void open_existing(const std::string& path, off_t lock_begin, off_t lock_end);
+  bool lock(int fd, off_t begin = 0, off_t end = 0) const;
 
   std::string path_, target_, partial_;
   int fd_ = -1;
@@ -52,6 +54,7 @@ class OutputFile {
   int slot_ = -1;  // in the registry of temporaries (signal-time removal)
   bool committed_ = false;
   OutputMode mode_ = OutputMode::fresh;
+  bool no_locks_ = false;
 };
 
 // Async-signal-safe registries for a process's fatal-signal handlers (the library installs no
@@ -64,5 +67,9 @@ int register_temporary(const std::string& path, dev_t dev, ino_t ino,
 void unregister_temporary(int slot) noexcept;
 int register_mapped_input(const std::string& path) noexcept;  // slot or -1
 void unregister_mapped_input(int slot) noexcept;
+
+// The pid of a process holding a write lock on any part of the temporary `partial`; 0 when
+// none holds one (or the file does not exist).
+pid_t temporary_writer(const std::string& partial);
 
 }  // namespace ooc

@@ -250,7 +250,7 @@ class FileSink final : public Sink {
            std::string header, const SinkOptions& o)
       : file_(path, input_path, o.mode, lock_offset(header.size(), spec, o.row_begin),
               lock_offset(header.size(), spec, o.row_end > 0 ? o.row_end : spec.height),
-              o.keep_on_signal),
+              o.keep_on_signal, o.no_locks),
         spec_(spec),
         header_(std::move(header)) {
     const std::size_t total = header_.size() + spec.total_bytes();
@@ -274,8 +274,17 @@ class FileSink final : public Sink {
             ? lock_offset(header_.size(), spec, o.row_end > 0 ? o.row_end : spec.height)
             : total;
     check_space(path, end - begin);
-    // Every part sizes the shared file to the whole image: the same size whoever comes first.
+    // Every part sizes the shared file to the whole image: the same size whoever comes first. A
+    // file of another size belongs to another job: sizing it would cut off (or shift) its rows.
     struct stat st {};
+    if (o.mode == OutputMode::shared && ::fstat(file_.fd(), &st) == 0 && st.st_size != 0 &&
+        static_cast<std::size_t>(st.st_size) != total)
+      throw Error(ErrorKind::usage,
+                  "'" + file_.partial() + "' is " + std::to_string(st.st_size) +
+                      " bytes, but this part's output is " + std::to_string(total) +
+                      ": it holds the rows of parts of another image; finish or remove those "
+                      "parts (rm '" +
+                      file_.partial() + "'*), or name another output");
     if (::fstat(file_.fd(), &st) == 0 && static_cast<std::size_t>(st.st_size) != total &&
         ::ftruncate(file_.fd(), static_cast<off_t>(total)) != 0) {
       if (errno == EFBIG || errno == EINVAL)

@@ -342,7 +342,8 @@ class TiffSink final : public Sink {
       throw Error(ErrorKind::usage, "--bigtiff takes auto, yes or no, got '" + o.bigtiff + "'");
     }
 
-    file_ = std::make_unique<OutputFile>(path, input_path);
+    file_ =
+        std::make_unique<OutputFile>(path, input_path, OutputMode::fresh, 0, 0, false, o.no_locks);
     fd_ = file_->fd();
     install_tiff_handlers();
     tif_ = TIFFClientOpen(file_->partial().c_str(), bigtiff_ ? "w8" : "w", this, &TiffSink::read,

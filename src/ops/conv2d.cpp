@@ -15,6 +15,7 @@
 #include "../io/npy.hpp"
 #include "cuda_kernels.hpp"
 #include "ooc/error.hpp"
+#include "pipeline/digest.hpp"
 
 namespace ooc {
 namespace {
@@ -175,6 +176,15 @@ class Conv2d final : public Operation {
            std::to_string(params_.kernel.cols) + " kernel " + params_.kernel.name + ", border " +
            std::string(name(params_.border)) + ", accumulate " + (args_.f64 ? "f64" : "f32");
   }
+  std::string fingerprint() const override {
+    return describe() + ", values " +
+           detail::Digest()
+               .add(params_.kernel.taps)
+               .add(double(params_.kernel.rows))
+               .add(params_.border_value)
+               .add(std::string(name(params_.border)))
+               .hex();
+  }
   std::optional<ImageSpec> output() const override { return out_spec_; }
   std::int64_t halo() const override { return args_.ry; }
   BorderMode border() const override { return params_.border; }
@@ -217,6 +227,7 @@ class AsSeparable final : public Operation {
   AsSeparable(std::unique_ptr<Operation> op, std::string what)
       : op_(std::move(op)), what_(std::move(what)) {}
   std::string describe() const override { return what_ + ", run as " + op_->describe(); }
+  std::string fingerprint() const override { return what_ + ", run as " + op_->fingerprint(); }
   std::optional<ImageSpec> output() const override { return op_->output(); }
   std::int64_t halo() const override { return op_->halo(); }
   BorderMode border() const override { return op_->border(); }

@@ -8,6 +8,7 @@
 #include "../../kernels/cpu/separable.hpp"
 #include "cuda_kernels.hpp"
 #include "ooc/error.hpp"
+#include "pipeline/digest.hpp"
 
 namespace ooc {
 
@@ -64,6 +65,15 @@ class Separable final : public Operation {
   std::string describe() const override {
     return params_.filter.describe() + ", border " + std::string(name(params_.border)) +
            ", accumulate " + (args_.f64 ? "f64" : "f32");
+  }
+  std::string fingerprint() const override {
+    return describe() + ", values " +
+           detail::Digest()
+               .add(params_.filter.row)
+               .add(params_.filter.col)
+               .add(params_.border_value)
+               .add(std::string(name(params_.border)))
+               .hex();
   }
   std::optional<ImageSpec> output() const override { return out_spec_; }
   std::int64_t halo() const override { return args_.ry; }
