@@ -229,6 +229,16 @@ Job::Job(JobOptions options) : options_(std::move(options)) {
 
 Job::~Job() {
   unregister_temporary(journal_slot_);
+  // A part that failed before it wrote anything leaves no manifest binding the output to it.
+  if (shared_ && !kept_ && !journal_.empty()) {
+    const std::string temporary = temporary_of(options_.output);
+    struct stat st {};
+    try {
+      if (::lstat(temporary.c_str(), &st) != 0 && journal_paths(temporary).empty())
+        ::unlink(manifest_path(temporary).c_str());
+    } catch (const Error&) {
+    }
+  }
   // An error ended the job: its output is gone (the sink removed it), so is its journal. A
   // part's journal stays: the shared temporary holds its rows, and --resume goes on from it.
   if (!journal_.empty() && !kept_ && !shared_) {
@@ -308,8 +318,9 @@ void Job::start(const std::vector<const Operation*>& ops) {
       writer && (format == "raw" || format == "npy") && (options_.journal || shared_);
   if (shared_ && writer && !journaled && format != "null")
     throw Error(ErrorKind::usage,
-                "--part and --rows write raw or .npy outputs (TIFF parts are "
-                "not supported yet): name the output .raw or .npy");
+                "a run in parts (--part, --rows, or several ranks under mpirun or srun) "
+                "writes raw or .npy outputs; TIFF parts are not supported yet: name the "
+                "output .raw or .npy, or run one process");
   if (options_.resume && writer && !journaled && format != "null")
     throw Error(ErrorKind::usage,
                 "--resume continues raw or .npy outputs only (a TIFF is "

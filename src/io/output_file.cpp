@@ -306,8 +306,15 @@ OutputFile::OutputFile(const std::string& path, const std::string& input_path, O
 
 void OutputFile::open_existing(const std::string& path, off_t lock_begin, off_t lock_end) {
   const bool shared = mode_ == OutputMode::shared;
-  const int fd =
-      ::open(partial_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | (shared ? O_CREAT : 0), 0666);
+  // A part that creates the shared file removes it again when it cannot lock it.
+  bool created = false;
+  int fd = shared
+               ? ::open(partial_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_CREAT | O_EXCL, 0666)
+               : -1;
+  if (fd >= 0)
+    created = true;
+  else
+    fd = ::open(partial_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | (shared ? O_CREAT : 0), 0666);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT)
@@ -333,6 +340,7 @@ void OutputFile::open_existing(const std::string& path, off_t lock_begin, off_t 
     locked = shared ? lock(fd, lock_begin, lock_end) : lock(fd);
   } catch (...) {
     ::close(fd);
+    if (created) ::unlink(partial_.c_str());
     throw;
   }
   if (!locked) {

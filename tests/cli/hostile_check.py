@@ -1469,6 +1469,56 @@ class FurtherHostile(HostileBase):
             self.assertIn(f.read(4), (b"II+\x00", b"MM\x00+"), str(r))
 
 
+# =============================================================================================
+# File systems without fcntl locks (some network file systems): refused unless --no-locks
+# =============================================================================================
+
+_NOLOCK_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+static int nolock(int fd, int cmd, void *arg, const char *name) {
+  if (cmd == F_SETLK || cmd == F_SETLKW || cmd == F_GETLK) { errno = ENOLCK; return -1; }
+  int (*real)(int, int, ...) = (int (*)(int, int, ...))dlsym(RTLD_NEXT, name);
+  return real(fd, cmd, arg);
+}
+int fcntl(int fd, int cmd, ...) { va_list a; va_start(a, cmd); void *p = va_arg(a, void *);
+  va_end(a); return nolock(fd, cmd, p, "fcntl"); }
+int fcntl64(int fd, int cmd, ...) { va_list a; va_start(a, cmd); void *p = va_arg(a, void *);
+  va_end(a); return nolock(fd, cmd, p, "fcntl64"); }
+"""
+
+
+class NoLocks(HostileBase):
+    def test_lockless_file_system_is_refused_unless_no_locks(self):
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            self.skipTest("no C compiler for the lock shim")
+        src, shim = self.p("shim.c"), self.p("nolock.so")
+        with open(src, "w") as f:
+            f.write(_NOLOCK_SHIM)
+        r = run([cc, "-shared", "-fPIC", "-o", shim, src, "-ldl"])
+        self.assertEqual(r.rc, 0, str(r))
+        a, arr = self.raw_f32("a.raw", 60, 100)
+        env = dict(os.environ, LD_PRELOAD=shim)
+        for extra in ([], ["--part", "0/2"]):
+            with self.subTest(extra=extra):
+                out = self.p("o%d.raw" % len(extra))
+                r = self.oocconv(a, out, "--width", "100", "--radius", "2", *extra, env=env)
+                self.assertExit(r, 2)
+                self.assertMentions(r, "--no-locks")
+                self.assertAbsent(out)
+                self.assertNoPartial(r=r)
+        out = self.p("ok.raw")
+        r = self.oocconv(a, out, "--width", "100", "--radius", "2", "--no-locks", env=env)
+        self.assertExit(r, 0)
+        want = scipy_separable(arr.astype(np.float64), gaussian_taps(2))
+        got = np.fromfile(out, np.float32).reshape(arr.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
 def main():
     global BIN_DIR
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -475,6 +475,10 @@ class PartsTest(unittest.TestCase):
         r = mpirun(2, [tool("oocconv"), self.inp, out] + self.opts, timeout=120)
         self.assertNotIn(r.returncode, (0, RESUMABLE), r.stderr)
         self.assertFalse(os.path.exists(out))
+        # A TIFF output under mpirun: the message names mpirun, not a --part never given.
+        r = mpirun(2, [tool("oocconv"), self.inp, self.p("m.tif")] + self.opts, timeout=120)
+        self.assertNotIn(r.returncode, (0, RESUMABLE), r.stderr)
+        self.assertIn("mpirun", r.stderr)
 
     # --- MPI -----------------------------------------------------------------------------------
 
