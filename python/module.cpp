@@ -1,17 +1,21 @@
 // The Python extension ooc._core: oocconv's and ooceq's file-to-file runs, and ooc's filters over
 // NumPy arrays (the array's memory, a numpy.memmap included, is the image the bounded band
-// pipeline streams through). Every run releases the GIL. python/ooc/__init__.py is the documented
+// pipeline streams through: strided views and big-endian dtypes are gathered band by band, never
+// copied whole). Every run releases the GIL. python/ooc/__init__.py is the documented
 // front: it normalizes arguments (scipy.ndimage names, modes, origins) and calls these.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cli/filter_options.hpp"
@@ -45,12 +49,27 @@ const char* kind_name(ooc::ErrorKind k) {
   return "usage";
 }
 
+std::string repr_of(const py::handle& v) {
+  return py::repr(v).cast<std::string>();
+}
+
+// A keyword of the wrong type is the user's mistake: say which one, not pybind11's "Unable to
+// cast".
 template <class T>
 std::optional<T> get(const py::dict& d, const char* key) {
   if (!d.contains(key)) return std::nullopt;
   const py::object v = d[key];
   if (v.is_none()) return std::nullopt;
-  return v.cast<T>();
+  try {
+    return v.cast<T>();
+  } catch (const py::cast_error&) {
+    const char* want = std::is_same_v<T, std::string> ? "a string"
+                       : std::is_floating_point_v<T>  ? "a number"
+                       : std::is_unsigned_v<T>        ? "a non-negative integer"
+                                                      : "an integer";
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     std::string(key) + " must be " + want + ", got " + repr_of(v));
+  }
 }
 template <class T>
 T get(const py::dict& d, const char* key, T fallback) {
@@ -66,9 +85,20 @@ RunOptions run_options(const py::dict& o) {
   RunOptions r;
   if (o.contains("mem_limit") && !o["mem_limit"].is_none()) {
     const py::object m = o["mem_limit"];
-    r.pipeline.mem_limit = py::isinstance<py::str>(m)
-                               ? ooc::parse_size(m.cast<std::string>(), "mem_limit")
-                               : m.cast<std::size_t>();
+    if (py::isinstance<py::str>(m)) {
+      r.pipeline.mem_limit = ooc::parse_size(m.cast<std::string>(), "mem_limit");
+    } else {
+      // The same range as a size string (parse_size): positive, at most 2^62 bytes.
+      const bool integer = py::isinstance<py::int_>(m) && !py::isinstance<py::bool_>(m);
+      const bool in_range = integer && m.cast<py::int_>() > py::int_(0) &&
+                            m.cast<py::int_>() <= py::int_(std::uint64_t{1} << 62);
+      if (!in_range)
+        throw ooc::Error(ooc::ErrorKind::usage,
+                         "mem_limit " + repr_of(m) +
+                             " is not a memory size: give a positive number of bytes (at most "
+                             "2**62) or a string such as '512M' or '4G'");
+      r.pipeline.mem_limit = m.cast<std::size_t>();
+    }
   }
   r.pipeline.threads = get<int>(o, "threads", 0);
   r.pipeline.band_rows = get<std::int64_t>(o, "band_rows", 0);
@@ -253,8 +283,6 @@ py::dict equalize_file(const std::string& input, const std::string& output, cons
 // ---- NumPy arrays ----
 
 ooc::SampleType sample_type_of(const py::dtype& dt) {
-  if (dt.byteorder() == '>')
-    throw ooc::Error(ooc::ErrorKind::usage, "big-endian arrays are not supported: convert first");
   const char k = dt.kind();
   const auto size = dt.itemsize();
   if (k == 'u' && size == 1) return ooc::SampleType::u8;
@@ -270,15 +298,27 @@ ooc::SampleType sample_type_of(const py::dtype& dt) {
                        "float64");
 }
 
-// (H, W) or (H, W, C), C-contiguous: the image the array holds.
-ooc::ImageSpec spec_of(const py::array& a, const char* what) {
+// Where the samples of an (H, W) or (H, W, C) array live: any strides (a strided view, a
+// transposed or reversed array), any byte order. The image itself is C-contiguous and native.
+struct ArrayLayout {
+  ooc::ImageSpec spec;
+  std::byte* data = nullptr;                // sample (0, 0, 0)
+  std::ptrdiff_t row = 0, col = 0, ch = 0;  // byte strides of the axes
+  bool swap = false;                        // samples stored in the other byte order
+  // Rows are stored as the image's rows: they can be handed out and written in place.
+  bool dense_rows = false;
+  bool dense = false;  // the whole image as well, rows row_bytes() apart
+
+  std::byte* row_at(std::int64_t y) const { return data + static_cast<std::ptrdiff_t>(y) * row; }
+};
+
+ArrayLayout layout_of(const py::array& a, const char* what) {
   if (a.ndim() != 2 && a.ndim() != 3)
     throw ooc::Error(ooc::ErrorKind::usage, std::string(what) +
                                                 " must be 2-D (H, W) or 3-D (H, W, C), got " +
                                                 std::to_string(a.ndim()) + " dimensions");
-  if (!(a.flags() & py::array::c_style))
-    throw ooc::Error(ooc::ErrorKind::usage, std::string(what) + " must be C-contiguous");
-  ooc::ImageSpec s;
+  ArrayLayout l;
+  ooc::ImageSpec& s = l.spec;
   s.height = a.shape(0);
   s.width = a.shape(1);
   s.channels = a.ndim() == 3 ? static_cast<int>(a.shape(2)) : 1;
@@ -288,91 +328,219 @@ ooc::ImageSpec spec_of(const py::array& a, const char* what) {
                                                 std::to_string(a.shape(2)) +
                                                 " channels (last axis): ooc takes 1 to 4");
   ooc::validate(s);
-  return s;
+  const auto item = static_cast<std::ptrdiff_t>(a.itemsize());
+  // data() is the first sample whatever the strides' signs. Not const: an output's rows are
+  // written through it (array_run checks that the output is writeable).
+  l.data = static_cast<std::byte*>(const_cast<void*>(a.data()));
+  l.row = a.strides(0);
+  l.col = a.strides(1);
+  l.ch = a.ndim() == 3 ? a.strides(2) : item;
+  const char order = a.dtype().byteorder();
+  l.swap = item > 1 && (order == '>' || order == '<') &&
+           (order == '>') != (std::endian::native == std::endian::big);
+  l.dense_rows =
+      !l.swap && (s.channels == 1 || l.ch == item) && (s.width == 1 || l.col == item * s.channels);
+  l.dense = l.dense_rows && (s.height == 1 || l.row == static_cast<std::ptrdiff_t>(s.row_bytes()));
+  return l;
 }
 
-// An array as the image: rows are handed out in place (no copy; a memmap's pages are read as
-// the bands reach them).
+// One row, sample by sample, between any two layouts (N: the sample's bytes).
+template <std::size_t N>
+void copy_row_samples(const std::byte* src, std::ptrdiff_t src_col, std::ptrdiff_t src_ch,
+                      std::byte* dst, std::ptrdiff_t dst_col, std::ptrdiff_t dst_ch,
+                      std::int64_t width, int channels, bool swap) {
+  for (std::int64_t x = 0; x < width; ++x) {
+    const std::byte* s = src + x * src_col;
+    std::byte* d = dst + x * dst_col;
+    for (int c = 0; c < channels; ++c) {
+      std::byte v[N];
+      std::memcpy(v, s + c * src_ch, N);
+      if (swap) std::reverse(v, v + N);
+      std::memcpy(d + c * dst_ch, v, N);
+    }
+  }
+}
+
+// f(std::integral_constant<std::size_t, N>) for the sample size N of `type`.
+template <class F>
+void with_sample_bytes(ooc::SampleType type, F f) {
+  switch (ooc::sample_bytes(type)) {
+    case 1:
+      return f(std::integral_constant<std::size_t, 1>{});
+    case 2:
+      return f(std::integral_constant<std::size_t, 2>{});
+    case 4:
+      return f(std::integral_constant<std::size_t, 4>{});
+    default:
+      return f(std::integral_constant<std::size_t, 8>{});
+  }
+}
+
+// Row `y` of the array into `dst`, the image's native, contiguous row.
+void read_row(const ArrayLayout& l, std::int64_t y, std::byte* dst) {
+  const ooc::ImageSpec& s = l.spec;
+  if (l.dense_rows) {
+    std::memcpy(dst, l.row_at(y), s.row_bytes());
+    return;
+  }
+  const auto item = static_cast<std::ptrdiff_t>(ooc::sample_bytes(s.type));
+  with_sample_bytes(s.type, [&](auto n) {
+    copy_row_samples<decltype(n)::value>(l.row_at(y), l.col, l.ch, dst, item * s.channels, item,
+                                         s.width, s.channels, l.swap);
+  });
+}
+
+// The image's row `src` into row `y` of the array.
+void write_row(const ArrayLayout& l, std::int64_t y, const std::byte* src) {
+  const ooc::ImageSpec& s = l.spec;
+  if (l.dense_rows) {
+    std::memcpy(l.row_at(y), src, s.row_bytes());
+    return;
+  }
+  const auto item = static_cast<std::ptrdiff_t>(ooc::sample_bytes(s.type));
+  with_sample_bytes(s.type, [&](auto n) {
+    copy_row_samples<decltype(n)::value>(src, item * s.channels, item, l.row_at(y), l.col, l.ch,
+                                         s.width, s.channels, l.swap);
+  });
+}
+
+// An array as the image. Dense rows are handed out in place (no copy; a memmap's pages are read
+// as the bands reach them); others are gathered into the band's own buffer, which the plan counts
+// as the band's input rows, so a strided view of a memmap streams within mem_limit as well.
 class ArraySource final : public ooc::Source {
  public:
-  ArraySource(const ooc::ImageSpec& spec, const std::byte* data) : spec_(spec), data_(data) {}
-  const ooc::ImageSpec& spec() const noexcept override { return spec_; }
-  std::string describe() const override { return "array " + spec_.describe(); }
-  const std::byte* rows(std::int64_t y0, std::int64_t, ooc::RowArena&) override {
-    return data_ + static_cast<std::size_t>(y0) * spec_.row_bytes();
+  explicit ArraySource(const ArrayLayout& layout) : l_(layout) {}
+  const ooc::ImageSpec& spec() const noexcept override { return l_.spec; }
+  std::string describe() const override { return "array " + l_.spec.describe(); }
+  const std::byte* rows(std::int64_t y0, std::int64_t n, ooc::RowArena& arena) override {
+    if (l_.dense) return l_.row_at(y0);
+    std::byte* dst = arena.take(static_cast<std::size_t>(n) * l_.spec.row_bytes());
+    read_rows(y0, n, dst);
+    return dst;
   }
   void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
-    std::memcpy(dst, rows_at(y0), static_cast<std::size_t>(n) * spec_.row_bytes());
+    const std::size_t row = l_.spec.row_bytes();
+    for (std::int64_t i = 0; i < n; ++i)
+      read_row(l_, y0 + i, dst + static_cast<std::size_t>(i) * row);
   }
 
  private:
-  const std::byte* rows_at(std::int64_t y) const {
-    return data_ + static_cast<std::size_t>(y) * spec_.row_bytes();
-  }
-  ooc::ImageSpec spec_;
-  const std::byte* data_;
+  ArrayLayout l_;
 };
 
 class ArraySink final : public ooc::Sink {
  public:
-  ArraySink(const ooc::ImageSpec& spec, std::byte* data) : spec_(spec), data_(data) {}
-  const ooc::ImageSpec& spec() const noexcept override { return spec_; }
-  std::string describe() const override { return "array " + spec_.describe(); }
+  explicit ArraySink(const ArrayLayout& layout) : l_(layout) {}
+  const ooc::ImageSpec& spec() const noexcept override { return l_.spec; }
+  std::string describe() const override { return "array " + l_.spec.describe(); }
   void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
                   std::size_t stride) override {
-    const std::size_t row = spec_.row_bytes();
     for (std::int64_t i = 0; i < n; ++i)
-      std::memcpy(data_ + static_cast<std::size_t>(y0 + i) * row, data + i * stride, row);
+      write_row(l_, y0 + i, data + static_cast<std::size_t>(i) * stride);
   }
   void commit() override {}
 
  private:
-  ooc::ImageSpec spec_;
-  std::byte* data_;
+  ArrayLayout l_;
 };
 
-// One or more passes over an array into an array, on the same plan and slots. `between` runs
-// after each pass but the last (equalization sets its table there).
+// One or more passes over an array into an array, on the same plan and slots. `alias` (from
+// ooc/__init__.py) says how the output shares the input's bytes, empty where it does not.
 struct ArrayRun {
   py::array input, output;
-  ooc::ImageSpec in, out;
+  ArrayLayout in, out;
   RunOptions run;
   ooc::ProgressFn progress;
+  std::string alias;
 };
 
 ArrayRun array_run(const py::array& input, const py::array& output, const py::dict& o,
                    const py::object& progress) {
-  ArrayRun a{input,
-             output,
-             spec_of(input, "input"),
-             spec_of(output, "output"),
-             run_options(o),
-             progress_fn(progress)};
-  if (a.in.width != a.out.width || a.in.height != a.out.height || a.in.channels != a.out.channels)
-    throw ooc::Error(ooc::ErrorKind::usage, "output has shape " + a.out.describe() +
-                                                ", the input " + a.in.describe() +
-                                                ": give an output of the input's shape");
   if (!output.writeable())
     throw ooc::Error(ooc::ErrorKind::usage, "output is read-only: give a writeable array");
+  ArrayRun a{input,
+             output,
+             layout_of(input, "input"),
+             layout_of(output, "output"),
+             run_options(o),
+             progress_fn(progress),
+             get<std::string>(o, "alias", "")};
+  const ooc::ImageSpec &in = a.in.spec, &out = a.out.spec;
+  if (in.width != out.width || in.height != out.height || in.channels != out.channels)
+    throw ooc::Error(ooc::ErrorKind::usage, "output has shape " + out.describe() + ", the input " +
+                                                in.describe() +
+                                                ": give an output of the input's shape");
   return a;
 }
 
+// An output that shares the input's bytes would overwrite rows that later bands still read (the
+// halo, and bands read ahead): the input is copied first, and the copy counts against mem_limit
+// like the bands do. Returns the budget left for the bands; throws where the copy does not fit.
+std::size_t budget_after_copy(const ArrayRun& a, const std::vector<const ooc::Operation*>& ops,
+                              const ooc::Backend& backend, ooc::PipelineOptions po) {
+  const std::size_t limit = po.mem_limit > 0 ? po.mem_limit : ooc::default_mem_limit();
+  const std::size_t copy = a.in.spec.total_bytes();
+  // The smallest ring the planner could fall back to: one slot of its smallest bands.
+  po.mem_limit = std::size_t{1} << 62;
+  po.band_rows = po.band_rows > 0 ? po.band_rows : 1;
+  po.slots = po.slots > 0 ? po.slots : 1;
+  const std::size_t bands = ooc::plan_bands(a.in.spec, ops, backend, po).ring_bytes;
+  if (copy + bands <= limit) return limit - copy;
+  const std::string need = ooc::format_bytes(double(copy + bands));
+  // Rounded up, so that the figure given works (2.0 GiB shown may be 2.0024 GiB needed).
+  const std::string need_m =
+      std::to_string((copy + bands + (std::size_t{1} << 20) - 1) >> 20) + "M";
+  throw ooc::Error(
+      ooc::ErrorKind::usage,
+      "the output shares memory with the input (" + a.alias +
+          "): filtering in place needs a copy of the input, " + ooc::format_bytes(double(copy)) +
+          ", besides at least " + ooc::format_bytes(double(bands)) + " for the bands: " + need +
+          " in all, more than mem_limit " + ooc::format_bytes(double(limit)) +
+          ". Give a separate output (a new array, or numpy.lib.format.open_memmap(path, 'w+', "
+          "dtype, shape) for one on disk), or mem_limit='" +
+          need_m + "' or more");
+}
+
+// The passes of `a`, on one plan and one set of slots; `between` runs after each pass but the
+// last (equalization sets its table there).
 template <class Between>
 py::dict run_passes(ArrayRun& a, const std::vector<ooc::Operation*>& passes, Between between) {
   ooc::cli::RunReport r;
   {
     py::gil_scoped_release release;
-    ArraySource source(a.in, static_cast<const std::byte*>(a.input.data()));
-    ArraySink sink(a.out, static_cast<std::byte*>(a.output.mutable_data()));
     const std::vector<const ooc::Operation*> ops(passes.begin(), passes.end());
-    const ooc::Workload work = ooc::workload(a.in, a.in.height, a.run.pipeline.threads);
+    const ooc::ImageSpec& in = a.in.spec;
+    const ooc::Workload work = ooc::workload(in, in.height, a.run.pipeline.threads);
     const ooc::Backend backend = ooc::select_backend(a.run.device, a.run.devices, ops, &work);
     ooc::PipelineOptions po = a.run.pipeline;
     po.row_begin = 0;
-    po.row_end = a.in.height;
-    const ooc::BandPlan plan = ooc::plan_bands(a.in, ops, backend, po, &source, &sink);
+    po.row_end = in.height;
+    ArrayLayout source_layout = a.in;
+    std::unique_ptr<std::byte[]> copy;
+    // A pointwise pass (no halo) over an output laid out exactly as the input reads each band's
+    // rows before it writes them, and no other band reads them: in place needs no copy.
+    const bool pointwise = std::all_of(ops.begin(), ops.end(),
+                                       [](const ooc::Operation* op) { return op->halo() == 0; });
+    const bool same_layout = a.in.data == a.out.data && a.in.row == a.out.row &&
+                             a.in.col == a.out.col && a.in.ch == a.out.ch &&
+                             a.in.swap == a.out.swap && in.type == a.out.spec.type;
+    if (!a.alias.empty() && !(pointwise && same_layout)) {
+      po.mem_limit = budget_after_copy(a, ops, backend, po);
+      // Not zeroed: every byte is written below, and untouched pages would only cost time.
+      copy.reset(new std::byte[in.total_bytes()]);
+      ArraySource(a.in).read_rows(0, in.height, copy.get());
+      source_layout.data = copy.get();
+      source_layout.row = static_cast<std::ptrdiff_t>(in.row_bytes());
+      source_layout.col = static_cast<std::ptrdiff_t>(in.pixel_bytes());
+      source_layout.ch = static_cast<std::ptrdiff_t>(ooc::sample_bytes(in.type));
+      source_layout.swap = false;
+      source_layout.dense_rows = source_layout.dense = true;
+    }
+    ArraySource source(source_layout);
+    ArraySink sink(a.out);
+    const ooc::BandPlan plan = ooc::plan_bands(in, ops, backend, po, &source, &sink);
     ooc::Engine engine(source, backend, plan);
-    const std::int64_t n = static_cast<std::int64_t>(passes.size()), H = a.in.height;
+    const std::int64_t n = static_cast<std::int64_t>(passes.size()), H = in.height;
     for (std::int64_t i = 0; i < n; ++i) {
       ooc::Operation* op = passes[static_cast<std::size_t>(i)];
       const ooc::RunStats st =
@@ -391,9 +559,9 @@ py::dict run_passes(ArrayRun& a, const std::vector<ooc::Operation*>& passes, Bet
     }
     r.input_path = "<array>";
     r.input_description = source.describe();
-    r.in = a.in;
+    r.in = in;
     r.output_path = "<array>";
-    r.output_type = std::string(ooc::name(a.out.type));
+    r.output_type = std::string(ooc::name(a.out.spec.type));
     r.backend = backend.describe();
     r.backend_choice = backend.why;
     r.cuda = backend.cuda;
@@ -422,9 +590,9 @@ py::dict filter_array(const py::array& input, const py::array& output, std::vect
   p.filter.col = std::move(col);
   p.border = ooc::parse_border_mode(mode);
   p.border_value = cval;
-  p.out_type = a.out.type;
+  p.out_type = a.out.spec.type;
   p.precision = precision_of(o);
-  auto op = ooc::make_separable(a.in, p, a.run.pipeline);
+  auto op = ooc::make_separable(a.in.spec, p, a.run.pipeline);
   return run_passes(a, {op.get()}, [](std::int64_t) {});
 }
 
@@ -436,19 +604,19 @@ py::dict conv2d_array(const py::array& input, const py::array& output, const F64
   p.kernel = kernel_of(kernel, "weights");
   p.border = ooc::parse_border_mode(mode);
   p.border_value = cval;
-  p.out_type = a.out.type;
+  p.out_type = a.out.spec.type;
   p.precision = precision_of(o);
-  auto op = ooc::make_conv2d(a.in, p, a.run.pipeline);
+  auto op = ooc::make_conv2d(a.in.spec, p, a.run.pipeline);
   return run_passes(a, {op.get()}, [](std::int64_t) {});
 }
 
 py::dict equalize_array(const py::array& input, const py::array& output, const py::dict& o,
                         const py::object& progress) {
   ArrayRun a = array_run(input, output, o, progress);
-  if (a.out.type != a.in.type)
+  if (a.out.spec.type != a.in.spec.type)
     throw ooc::Error(ooc::ErrorKind::usage, "equalize writes the input's dtype");
-  auto hist = ooc::make_histogram(a.in);
-  auto lut = ooc::make_lut(a.in);
+  auto hist = ooc::make_histogram(a.in.spec);
+  auto lut = ooc::make_lut(a.in.spec);
   return run_passes(a, {hist.get(), lut.get()}, [&](std::int64_t) {
     lut->set_lut(ooc::equalization_lut(hist->counts(), hist->bins(), hist->channels()));
   });

@@ -13,8 +13,11 @@ gaussian_filter1d, gaussian_filter, uniform_filter1d, uniform_filter, correlate,
     out = numpy.lib.format.open_memmap("out.npy", "w+", big.dtype, big.shape)
     ooc.gaussian_filter(big, 4.0, output=out, mem_limit="2G")
 
-An array (a memmap too) is streamed band by band through the same bounded pipeline as a file,
-so memory stays within mem_limit whatever its size. Arrays are 1-D, 2-D (H, W) or 3-D (H, W, C)
+An array (a memmap too, or a strided view of one such as big[:, ::2]) is streamed band by band
+through the same bounded pipeline as a file, so memory stays within mem_limit whatever its size.
+An output that shares the input's memory or file (output=input, or two mappings of one file) gets
+a copy of the input first, counted in mem_limit; where that does not fit, ooc.Error says how much
+memory it would need. Arrays are 1-D, 2-D (H, W) or 3-D (H, W, C)
 with C <= 4 interleaved channels (filtered along axes 0 and 1 only); dtypes uint8, uint16, int16,
 uint32, int32, float32, float64. Sums are in float64 as scipy's; unlike scipy, integer results are
 rounded to nearest and saturated, not truncated. Every call releases the GIL while it runs.
@@ -70,8 +73,14 @@ def _run_options(options):
     o = dict(options)
     if isinstance(o.get("devices"), (list, tuple)):
         o["devices"] = ",".join(str(int(d)) for d in o["devices"])
-    if o.get("mem_limit") is not None and not isinstance(o["mem_limit"], str):
-        o["mem_limit"] = int(o["mem_limit"])
+    m = o.get("mem_limit")
+    # Whole floats (2e9) and NumPy integers are byte counts too; _core checks the range and says
+    # what is valid for anything else.
+    if isinstance(m, numbers.Real) and not isinstance(m, (bool, numbers.Integral)):
+        if float(m).is_integer():
+            o["mem_limit"] = int(m)
+    elif isinstance(m, numbers.Integral) and not isinstance(m, bool):
+        o["mem_limit"] = int(m)
     return o
 
 
@@ -141,15 +150,12 @@ def equalize_file(input, output, *, width=None, height=None, type=None, channels
 # ---- NumPy arrays ----
 
 def _load(input):
-    """The array behind `input` (an ndarray, a memmap or a .npy path), C-contiguous and native,
-    without a copy where it already is."""
+    """The array behind `input` (an ndarray, a memmap or a .npy path), as it is: never a copy,
+    since the image may be larger than memory. _core gathers strided or byte-swapped rows band by
+    band."""
     if _is_path(input):
         input = np.load(os.fspath(input), mmap_mode="r")
     a = np.asarray(input)
-    if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and not np.little_endian):
-        a = a.astype(a.dtype.newbyteorder("="))
-    if not a.flags.c_contiguous:
-        a = np.ascontiguousarray(a)
     if a.ndim not in (1, 2, 3) or a.size == 0:
         raise _usage("input must be a non-empty 1-D, 2-D (H, W) or 3-D (H, W, C) array, got shape "
                      + str(a.shape))
@@ -167,11 +173,80 @@ def _output(output, a):
     if output.shape != a.shape:
         raise _usage("output has shape %s, the input %s: give an output of the input's shape"
                      % (output.shape, a.shape))
-    if not output.flags.c_contiguous:
-        raise _usage("output must be C-contiguous")
     if not output.flags.writeable:
         raise _usage("output is read-only: give a writeable array")
     return output
+
+
+def _byte_bounds(a):
+    """[lo, hi): the addresses a's samples span, whatever the signs of its strides."""
+    lo = hi = a.__array_interface__["data"][0]
+    for n, stride in zip(a.shape, a.strides):
+        if stride < 0:
+            lo += (n - 1) * stride
+        else:
+            hi += (n - 1) * stride
+    return lo, hi + a.itemsize
+
+
+def _owns_memory(a):
+    """Whether a's memory was allocated by NumPy (not a file's mapping, nor anyone else's)."""
+    while isinstance(a, np.ndarray):
+        if a.flags.owndata:
+            return True
+        a = a.base
+    return False
+
+
+def _mapped_files(*ranges):
+    """For each address range [lo, hi), the files mapped over it, from /proc/self/maps: a list of
+    ((device, inode), path, first byte, end byte) in the file. Empty where nothing is mapped from
+    a file, or on a system without /proc."""
+    found = [[] for _ in ranges]
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                # start-end perms offset major:minor inode [path]
+                fields = line.split(None, 5)
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                for (lo, hi), files in zip(ranges, found):
+                    if end <= lo or start >= hi or fields[4] == "0":
+                        continue
+                    offset = int(fields[2], 16)
+                    path = fields[5].strip() if len(fields) > 5 else "?"
+                    files.append(((fields[3], int(fields[4])), path,
+                                  offset + max(lo, start) - start, offset + min(hi, end) - start))
+    except (OSError, ValueError, IndexError):
+        return [[] for _ in ranges]
+    return found
+
+
+def _shared(a, out):
+    """How `out` shares bytes with `a`, or None: the same memory (out is a, or a view of it), or
+    the same bytes of one file through two mappings (np.load(p, mmap_mode="r") and
+    np.load(p, mmap_mode="r+") are one array: same device and inode, overlapping file ranges).
+    Writing such an output would overwrite rows that later bands still read."""
+    if np.may_share_memory(a, out):
+        try:
+            if np.shares_memory(a, out, max_work=100000):
+                return "both use the same addresses"
+        except np.TooHardError:
+            return "both may use the same addresses, as far as numpy can tell"
+    # Memory NumPy allocated is nobody's mapping: the scan of the maps is for the others.
+    if _owns_memory(a) or _owns_memory(out):
+        return None
+    ins, outs = _mapped_files(_byte_bounds(a), _byte_bounds(out))
+    for key, path, lo, hi in outs:
+        for key2, _, lo2, hi2 in ins:
+            if key == key2 and lo < hi2 and lo2 < hi:
+                return "both map bytes %d to %d of %s" % (max(lo, lo2), min(hi, hi2), path)
+    return None
+
+
+def _array_options(a, out, options):
+    o = _run_options(options)
+    o["alias"] = _shared(a, out)
+    return o
 
 
 def _axis(axis, ndim):
@@ -184,17 +259,23 @@ def _axis(axis, ndim):
     return axis
 
 
-def _mode(mode):
-    if isinstance(mode, str):
-        modes = [mode]
-    else:
-        modes = list(mode)
+def _mode(mode, used=None):
+    """ooc's border for `mode` (a name, or one per axis): all of them must be scipy's names, and
+    the axes that filter (`used`, a list of the modes given for them) must share one border. The
+    messages echo `mode` as the user gave it."""
+    modes = [mode] if isinstance(mode, str) else mode
     try:
-        mapped = {_MODES[m] for m in modes}
-    except (KeyError, TypeError):
-        raise _usage("mode must be one of %s, got %r" % (", ".join(_MODES), mode)) from None
+        modes = list(modes)
+        bad = [m for m in modes if not isinstance(m, str) or m not in _MODES]
+    except TypeError:
+        modes, bad = [], [mode]
+    if bad or not modes:
+        raise _usage("mode must be one of %s (or one per axis), got %r"
+                     % (", ".join(_MODES), mode)) from None
+    mapped = {_MODES[m] for m in (modes if used is None else used)}
     if len(mapped) != 1:
-        raise _usage("ooc takes one mode for every axis, got %r" % (mode,))
+        raise _usage("ooc takes one border for every axis that filters, got mode=%r: give one "
+                     "mode" % (mode,))
     return mapped.pop()
 
 
@@ -215,20 +296,19 @@ def _conv_taps(weights, origin):
     return c[::-1].copy()
 
 
-def _run_separable(input, output, taps_by_axis, mode, cval, progress, options):
-    """taps_by_axis: {axis: convolution-order taps} over axes 0 and 1 of the image."""
+def _run_separable(input, output, taps_by_axis, mode, cval, progress, options, used=None):
+    """taps_by_axis: {axis: convolution-order taps} over axes 0 and 1 of the image; used: the
+    modes of the axes that filter (see _mode)."""
     a = _load(input)
     out = _output(output, a)
     src, dst = a, out
-    if a.ndim == 1:  # a 1-D signal: one row
-        src, dst = a.reshape(1, -1), out.reshape(1, -1)
+    if a.ndim == 1:  # a 1-D signal: one row (a view, whatever the stride)
+        src, dst = a[np.newaxis], out[np.newaxis]
         taps_by_axis = {1: taps_by_axis[0]} if 0 in taps_by_axis else {}
-    if np.may_share_memory(src, dst):
-        src = src.copy()  # bands are read ahead of the rows written
     row = taps_by_axis.get(1, np.ones(1))
     col = taps_by_axis.get(0, np.ones(1))
-    _core.filter_array(src, dst, row, col, _mode(mode), float(cval), _run_options(options),
-                       _check_progress(progress))
+    _core.filter_array(src, dst, row, col, _mode(mode, used), float(cval),
+                       _array_options(a, out, options), _check_progress(progress))
     return out
 
 
@@ -341,8 +421,8 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
 
     modes = _sequence(mode, n, "mode")
     taps = _filter_axes(ndim, axes, per_axis, build, "sigma")
-    used = [m for ax, m in zip(axes, modes) if ax in taps] or [modes[0] if modes else "reflect"]
-    return _run_separable(input, output, taps, used, cval, progress, options)
+    used = [m for ax, m in zip(axes, modes) if ax in taps] or modes[:1]
+    return _run_separable(input, output, taps, mode, cval, progress, options, used)
 
 
 def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *,
@@ -372,8 +452,8 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
 
     modes = _sequence(mode, n, "mode")
     taps = _filter_axes(ndim, axes, per_axis, build, "size")
-    used = [m for ax, m in zip(axes, modes) if ax in taps] or [modes[0] if modes else "reflect"]
-    return _run_separable(input, output, taps, used, cval, progress, options)
+    used = [m for ax, m in zip(axes, modes) if ax in taps] or modes[:1]
+    return _run_separable(input, output, taps, mode, cval, progress, options, used)
 
 
 def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, progress=None,
@@ -405,8 +485,7 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
     c[np.ix_(off0, off1)] = w
     kernel = c[::-1, ::-1].copy()  # convolution order
     out = _output(output, a)
-    src = a.copy() if np.may_share_memory(a, out) else a
-    _core.conv2d_array(src, out, kernel, _mode(mode), float(cval), _run_options(options),
+    _core.conv2d_array(a, out, kernel, _mode(mode), float(cval), _array_options(a, out, options),
                        _check_progress(progress))
     return out
 
@@ -445,8 +524,6 @@ def equalize(input, output=None, *, progress=None, **kwargs):
         return equalize_file(input, output, progress=progress, **kwargs)
     a = _load(input)
     out = _output(output, a)
-    src, dst = (a.reshape(1, -1), out.reshape(1, -1)) if a.ndim == 1 else (a, out)
-    if np.may_share_memory(src, dst):
-        src = src.copy()
-    _core.equalize_array(src, dst, _run_options(kwargs), _check_progress(progress))
+    src, dst = (a[np.newaxis], out[np.newaxis]) if a.ndim == 1 else (a, out)
+    _core.equalize_array(src, dst, _array_options(a, out, kwargs), _check_progress(progress))
     return out
