@@ -2,13 +2,16 @@
 // in one streaming pass over A's rows, on the CPU or GPUs (cuBLAS). X comes from .npy, text, or is
 // generated; y goes to .npy or text (A X, which has a row per row of A, to .npy or raw through the
 // engine's output file).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -43,8 +46,10 @@ or .txt (a row per line, 17 significant digits). ax writes .npy of shape (M, k),
 Precision: products and sums in double by default; --precision f32 computes each leaf's products
 in float (faster on GPUs, about 1e-6 relative) and still sums the leaves in double. The result has
 the same bits for every --band-rows, --slots and --threads: rows are summed in leaves of a fixed
-size, the leaves as a fixed binary tree (see oocatax --stats json: leaf_rows).
-NaN or Inf in X are computed with (IEEE rules) and counted in the summary.
+size, the leaves as a fixed binary tree (see oocatax --stats json: leaf_rows). The default leaf
+(16 MiB of A) is halved until a band of one leaf fits --mem-limit; --leaf-rows fixes it.
+NaN or Inf in X or A are computed with (IEEE rules), warned about on stderr (also under -q) and
+counted in --stats json (x_nonfinite, a_nonfinite and the first one's row and column).
 
 Examples:
   oocgen A.raw --width 16384 --height 65536 --pattern low-rank
@@ -211,6 +216,132 @@ std::int64_t count_nonfinite(const std::vector<double>& v) {
   return n;
 }
 
+// Column counts near `cols` that divide `samples` (what a raw file of that many values could be).
+std::string cols_that_fit(std::uint64_t samples, std::int64_t cols) {
+  std::vector<std::uint64_t> d;
+  for (std::uint64_t i = 1; i * i <= samples; ++i)
+    if (samples % i == 0) {
+      d.push_back(i);
+      if (i != samples / i) d.push_back(samples / i);
+    }
+  const auto off = [&](std::uint64_t v) {
+    const auto c = static_cast<std::uint64_t>(cols);
+    return v > c ? v - c : c - v;
+  };
+  std::sort(d.begin(), d.end(), [&](auto a, auto b) { return off(a) < off(b); });
+  d.resize(std::min<std::size_t>(d.size(), 6));
+  std::sort(d.begin(), d.end());
+  std::string out;
+  for (auto v : d) out += (out.empty() ? "" : ", ") + std::to_string(v);
+  return out;
+}
+
+// A raw A, in oocatax's words: the library's messages name the image options (--width, --height,
+// --channels), which oocatax calls --cols and --rows and does without.
+void check_raw_matrix(const std::string& path, const ooc::RawHints& h) {
+  if (h.width <= 0)
+    throw Error(ErrorKind::usage, "raw matrix '" + path +
+                                      "' needs --cols (N, the values in a row) and its --type "
+                                      "(f32, the default, or f64); --rows is then optional");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // opening it tells why
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const std::uint64_t value = ooc::sample_bytes(h.type);
+  const std::string type(ooc::name(h.type));
+  if (size == 0) throw Error(ErrorKind::input, "matrix '" + path + "' is empty");
+  const auto row = static_cast<unsigned __int128>(h.width) * value;
+  if (size % row != 0) {
+    std::string msg = "the size of matrix '" + path + "', " + std::to_string(size) +
+                      " bytes, is not a whole number of rows of --cols " + std::to_string(h.width) +
+                      " values of " + std::to_string(value) + " bytes (" + type + ")";
+    if (size % value == 0) msg += "; --cols that fit: " + cols_that_fit(size / value, h.width);
+    throw Error(ErrorKind::input, msg + "; check --cols and --type");
+  }
+  const auto rows = static_cast<std::int64_t>(size / static_cast<std::uint64_t>(row));
+  if (h.height > 0 && h.height != rows)
+    throw Error(ErrorKind::input, "matrix '" + path + "' holds " + std::to_string(rows) +
+                                      " rows of " + std::to_string(h.width) + " " + type +
+                                      " values, but --rows says " + std::to_string(h.height) +
+                                      ": drop --rows, or check --cols and --type");
+}
+
+// Whether the job plans within `limit` bytes: the planner's own arithmetic (plan_bands) on the
+// CPU backend. A GPU's ring holds no scratch per thread, and its planner checks the devices.
+bool plans_within(const ooc::Operation& op, ooc::Source& source, ooc::PipelineOptions po,
+                  std::size_t limit) {
+  po.mem_limit = limit;
+  try {
+    ooc::plan_bands(source.spec(), {&op}, ooc::Backend{}, po, &source);
+    return true;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::usage) throw;
+    return false;
+  }
+}
+
+// `bytes` as --mem-limit takes it, rounded up to a tenth of its unit: "9.5K".
+std::string size_rounded_up(std::size_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes);
+  const char* units = "KMGT";
+  int u = 0;
+  double unit = 1024;
+  while (u < 3 && double(bytes) >= 1024 * unit) unit *= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%c", std::ceil(double(bytes) * 10 / unit) / 10, units[u]);
+  return buf;
+}
+
+// The least --mem-limit above `low` (too small) that `fits`, as a figure that itself fits: the
+// planner's slot count grows with the limit, so a rounded-up figure is checked, not assumed.
+std::string least_limit(std::size_t low, std::size_t huge,
+                        const std::function<bool(std::size_t)>& fits) {
+  for (;;) {
+    std::size_t hi = low;
+    do hi = std::min(hi * 2 + 1, huge);
+    while (!fits(hi));
+    while (hi - low > 1) {
+      const std::size_t mid = low + (hi - low) / 2;
+      (fits(mid) ? hi : low) = mid;
+    }
+    const std::string text = size_rounded_up(hi);
+    const std::size_t shown = ooc::parse_size(text, "--mem-limit");
+    if (fits(shown)) return text;
+    low = shown;
+  }
+}
+
+// Leaves and bands for --mem-limit: the planner takes a band of at least one leaf, and the
+// kernels' scratch grows with the leaf (T is leaf x k per thread), so an automatic leaf is halved
+// until one fits. When none does (or --leaf-rows or --band-rows asks for too much), the error
+// names a limit the run then fits, not the planner's one-row floor that a leaf raises.
+void fit_to_memory(ooc::MatrixProductOp& op, ooc::Source& source, const ooc::JobOptions& jo,
+                   bool leaf_given) {
+  const ooc::PipelineOptions& po = jo.pipeline;
+  const std::size_t limit = po.mem_limit > 0 ? po.mem_limit : ooc::default_mem_limit();
+  constexpr std::size_t kHuge = std::size_t{1} << 62;
+  // Not a matter of memory (--threads): the job's own plan says what.
+  if (!plans_within(op, source, po, kHuge)) return;
+  const auto fits = [&](std::size_t l) { return plans_within(op, source, po, l); };
+  if (!leaf_given)
+    while (op.leaf_rows() > 1 && !fits(limit)) op.set_leaf_rows(op.leaf_rows() / 2);
+  // A GPU's ring is not this arithmetic's: there the planner has the last word.
+  if (fits(limit) || (jo.device != "cpu" && op.has_cuda())) return;
+  const std::string need = least_limit(limit, kHuge, fits);
+  const ooc::ImageSpec& a = source.spec();
+  std::string lower;
+  if (leaf_given) lower += ", or lower --leaf-rows (by default the leaf shrinks to fit)";
+  if (po.band_rows > 0) lower += ", or lower --band-rows";
+  if (po.slots > 0) lower += ", or lower --slots";
+  if (po.threads > 0) lower += ", or use fewer --threads";
+  throw Error(ErrorKind::usage,
+              "--mem-limit " + ooc::format_bytes(double(limit)) + " is too small: this job needs " +
+                  "--mem-limit " + need + " or more (each slot holds a band of at least one leaf " +
+                  "of " + std::to_string(std::min(op.leaf_rows(), a.height)) + " row(s) of " +
+                  std::to_string(a.width) + " " + std::string(ooc::name(a.type)) +
+                  " values, each thread the leaf's products and the partial sums of y); raise " +
+                  "--mem-limit to " + need + lower);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -282,8 +413,29 @@ int main(int argc, char** argv) {
     }
     if (out == "null:" && params.kind != ooc::ProductKind::ax) out.clear();
 
+    // Raw and synthetic A are checked here, with oocatax's option names; a .npy or TIFF header
+    // is checked against --rows and --cols once it is read.
+    const std::int64_t rows_given = jo.hints.height, cols_given = jo.hints.width;
+    const bool synthetic = jo.input.rfind("synth:", 0) == 0;
+    const std::string format =
+        jo.hints.format == "auto" && !synthetic ? ooc::detect_format(jo.input) : jo.hints.format;
+    if (synthetic && (rows_given <= 0 || cols_given <= 0))
+      throw Error(ErrorKind::usage, "a synth: matrix needs --rows and --cols");
+    if (!synthetic && format == "raw") check_raw_matrix(jo.input, jo.hints);
+    if (!synthetic && format != "raw") jo.hints.width = jo.hints.height = 0;
+
     ooc::Job job(jo);
     const ooc::ImageSpec& spec = job.source().spec();
+    auto contradicts = [&](const char* option, std::int64_t given, std::int64_t is,
+                           const char* what) {
+      return Error(ErrorKind::usage, std::string(option) + " " + std::to_string(given) +
+                                         " contradicts '" + jo.input + "', which holds " +
+                                         std::to_string(is) + " " + what + ": drop " + option);
+    };
+    if (cols_given > 0 && cols_given != spec.width)
+      throw contradicts("--cols", cols_given, spec.width, "columns");
+    if (rows_given > 0 && rows_given != spec.height)
+      throw contradicts("--rows", rows_given, spec.height, "rows");
     const std::int64_t x_rows = ooc::product_x_rows(spec, params.kind);
     Matrix x = load_x(x_spec, x_rows, k, seed);
     if (x.rows != x_rows)
@@ -296,7 +448,9 @@ int main(int argc, char** argv) {
     params.k = x.cols;
     const std::int64_t x_nonfinite = count_nonfinite(x.v);
     params.x = std::move(x.v);
+    const bool leaf_given = params.leaf_rows > 0;
     auto op = ooc::make_matrix_product(spec, std::move(params));
+    fit_to_memory(*op, job.source(), jo, leaf_given);
     // y's temporary now: a bad --out is refused before the pass over A, not after it.
     std::optional<ooc::OutputFile> y_file;
     if (!op->output() && !out.empty()) y_file.emplace(out, jo.input);
@@ -315,11 +469,36 @@ int main(int argc, char** argv) {
       y_nonfinite = count_nonfinite(y);
       if (y_file) write_y(*y_file, y, spec.width, x.cols, x.one_d);
     }
-    if (x_nonfinite > 0 && !quiet)
+    // Even under -q (which silences the summary and progress): y is not what a finite input
+    // gives, and rc stays 0 since IEEE arithmetic did what was asked.
+    const ooc::NonFiniteA a_bad = op->a_nonfinite();
+    const std::string in_y =
+        ax ? std::string() : " (" + std::to_string(y_nonfinite) + " non-finite value(s) in y)";
+    if (x_nonfinite > 0) {
+      std::fprintf(
+          stderr,
+          "oocatax: warning: X holds %lld NaN or Inf value(s); y was computed with them%s\n",
+          static_cast<long long>(x_nonfinite), in_y.c_str());
+    } else if (a_bad.count > 0) {
       std::fprintf(stderr,
-                   "oocatax: warning: X holds %lld NaN or Inf value(s); y was computed with them "
-                   "(%lld non-finite value(s) in y)\n",
-                   static_cast<long long>(x_nonfinite), static_cast<long long>(y_nonfinite));
+                   "oocatax: warning: A holds %s%lld NaN or Inf value(s), the first at row %lld, "
+                   "column %lld (from 0); y was computed with them%s\n",
+                   a_bad.searched ? "" : "at least ", static_cast<long long>(a_bad.count),
+                   static_cast<long long>(a_bad.row), static_cast<long long>(a_bad.col),
+                   in_y.c_str());
+    } else if (y_nonfinite > 0 && a_bad.searched) {
+      std::fprintf(stderr,
+                   "oocatax: warning: y holds %lld NaN or Inf value(s), though A and X are "
+                   "finite: the products overflowed %s\n",
+                   static_cast<long long>(y_nonfinite),
+                   precision == "f32" ? "float; use --precision f64" : "double; scale A or X down");
+    } else if (y_nonfinite > 0) {
+      std::fprintf(stderr,
+                   "oocatax: warning: y holds %lld NaN or Inf value(s), though X is finite: A "
+                   "holds NaN or Inf, or the products overflowed (--device cpu finds the first "
+                   "NaN or Inf of A)\n",
+                   static_cast<long long>(y_nonfinite));
+    }
 
     // Where the time went, as shares of the busy time summed over threads or slots.
     nlohmann::json shares;
@@ -340,9 +519,14 @@ int main(int argc, char** argv) {
                         {"k", x.cols},
                         {"precision", precision},
                         {"leaf_rows", op->leaf_rows()},
+                        {"leaf_rows_default", ooc::default_leaf_rows(spec)},
                         {"y", out.empty() ? std::string("(not written)") : out},
                         {"x_nonfinite", x_nonfinite},
-                        {"y_nonfinite", y_nonfinite}};
+                        {"y_nonfinite", y_nonfinite},
+                        {"a_nonfinite", a_bad.searched ? nlohmann::json(a_bad.count) : nullptr},
+                        {"a_first_nonfinite",
+                         a_bad.count > 0 ? nlohmann::json{{"row", a_bad.row}, {"col", a_bad.col}}
+                                         : nlohmann::json(nullptr)}};
     extra["bytes_read"] = st.bytes_read;
     extra["gb_per_s"] = double(st.bytes_read) / std::max(st.seconds, 1e-9) / 1e9;
     extra["time_shares"] = shares;

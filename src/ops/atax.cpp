@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "../../kernels/cpu/atax.hpp"
 #include "cuda_kernels.hpp"
@@ -33,11 +34,27 @@ void add_into(double* dst, const double* src, std::size_t n) {
   });
 }
 
+// The search for NaN and Inf in A (NonFiniteA), shared by the bands' CPU kernels.
+struct NonFiniteSearch {
+  bool on = false;  // X is finite in the products' type: a product that is not points at A
+  std::atomic<std::int64_t> rows{0};  // rows of A the CPU kernels covered
+  std::atomic<std::int64_t> count{0};
+  std::atomic<std::uint64_t> first{std::numeric_limits<std::uint64_t>::max()};  // row * N + col
+};
+
+template <class T>
+bool any_nonfinite(const T* v, std::int64_t n) {
+  bool bad = false;
+  for (std::int64_t i = 0; i < n; ++i) bad |= !std::isfinite(v[i]);
+  return bad;
+}
+
 class ProductCpu final : public CpuKernel {
  public:
   ProductCpu(const ImageSpec& a, const ProductParams& p, int kp, std::int64_t leaf,
              const std::vector<double>& x, const std::vector<float>& x32,
-             std::atomic<std::int64_t>& read_ns, std::atomic<std::int64_t>& compute_ns)
+             std::atomic<std::int64_t>& read_ns, std::atomic<std::int64_t>& compute_ns,
+             NonFiniteSearch& nonfinite)
       : a_(a),
         p_(p),
         kp_(kp),
@@ -45,7 +62,8 @@ class ProductCpu final : public CpuKernel {
         x_(x),
         x32_(x32),
         read_ns_(read_ns),
-        compute_ns_(compute_ns) {}
+        compute_ns_(compute_ns),
+        nonfinite_(nonfinite) {}
 
   void run(const CpuBand& b) override {
     const auto t0 = Clock::now();
@@ -54,6 +72,7 @@ class ProductCpu final : public CpuKernel {
     const std::int64_t leaves = (b.band.rows + leaf_ - 1) / leaf_;
     auto* y = reinterpret_cast<double*>(b.partial);
     tree(b, 0, leaves, y);
+    nonfinite_.rows += b.band.rows;
     read_ns_ += std::chrono::nanoseconds(t1 - t0).count();
     compute_ns_ += std::chrono::nanoseconds(Clock::now() - t1).count();
   }
@@ -111,11 +130,64 @@ class ProductCpu final : public CpuKernel {
       args.t = t.data();
       // One column: a single pass, as the leaf's rows are still in cache (leaves of a band and
       // bands in flight keep the threads busy).
-      if (kp_ == 1 && p_.kind == ProductKind::atax) return cpu::atax_leaf_fused(args);
+      if (kp_ == 1 && p_.kind == ProductKind::atax) {
+        cpu::atax_leaf_fused(args);
+        return search_t(b, r0, rows, t.data());
+      }
       cpu::atax_leaf_t(args);
+      search_t(b, r0, rows, t.data());
     }
     if (p_.kind == ProductKind::ax) return store_t(b, r0, rows, t.data());
     cpu::atax_leaf_y(args);
+    if (p_.kind == ProductKind::atx) search_y(b, r0, rows, y);
+  }
+
+  // Row r of T = A X is finite unless row r of A holds NaN or Inf (or the products overflow): a
+  // scan of T (k values a row) finds the rows of A worth searching.
+  void search_t(const CpuBand& b, std::int64_t r0, std::int64_t rows, const std::byte* t) const {
+    if (!nonfinite_.on) return;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::size_t at = static_cast<std::size_t>(r) * kp_;
+      const bool bad = p_.f32 ? any_nonfinite(reinterpret_cast<const float*>(t) + at, p_.k)
+                              : any_nonfinite(reinterpret_cast<const double*>(t) + at, p_.k);
+      if (bad) search_row(b, r0 + r);
+    }
+  }
+
+  // atx: T is X's rows, so only the leaf's y (N x k) tells whether its rows of A are finite.
+  void search_y(const CpuBand& b, std::int64_t r0, std::int64_t rows, const double* y) const {
+    if (!nonfinite_.on) return;
+    bool bad = false;
+    for (std::int64_t c = 0; c < a_.width && !bad; ++c)
+      bad = any_nonfinite(y + static_cast<std::size_t>(c) * kp_, p_.k);
+    if (bad)
+      for (std::int64_t r = 0; r < rows; ++r) search_row(b, r0 + r);
+  }
+
+  // Counts the NaN and Inf of the band's row r and keeps the first one of A seen so far.
+  void search_row(const CpuBand& b, std::int64_t r) const {
+    const std::byte* row = b.rows[b.halo + r];
+    std::int64_t count = 0, first = -1;
+    for (std::int64_t c = 0; c < a_.width; ++c) {
+      double v;
+      if (a_.type == SampleType::f32) {
+        float f;
+        std::memcpy(&f, row + c * sizeof(float), sizeof f);
+        v = f;
+      } else {
+        std::memcpy(&v, row + c * sizeof(double), sizeof v);
+      }
+      if (std::isfinite(v)) continue;
+      if (count++ == 0) first = c;
+    }
+    if (count == 0) return;  // the products overflowed: y's count tells
+    nonfinite_.count += count;
+    const std::uint64_t at =
+        static_cast<std::uint64_t>(b.band.y0 + r) * static_cast<std::uint64_t>(a_.width) +
+        static_cast<std::uint64_t>(first);
+    std::uint64_t seen = nonfinite_.first.load();
+    while (at < seen && !nonfinite_.first.compare_exchange_weak(seen, at)) {
+    }
   }
 
   // ax: the leaf's rows of T are its rows of the output (k values, double or float).
@@ -134,25 +206,23 @@ class ProductCpu final : public CpuKernel {
   const std::vector<float>& x32_;
   std::atomic<std::int64_t>& read_ns_;
   std::atomic<std::int64_t>& compute_ns_;
+  NonFiniteSearch& nonfinite_;
 };
 
 class Product final : public MatrixProductOp {
  public:
   Product(const ImageSpec& a, ProductParams p)
       : a_(a), p_(std::move(p)), kp_(cpu::atax_padded_k(p_.k, p_.f32)) {
-    // Leaves of at least 16 MiB of A: each leaf's partial is added once in the tree, so the
-    // additions stay small beside the products.
-    leaf_ = p_.leaf_rows;
-    if (leaf_ == 0) {
-      leaf_ = 1;
-      while (static_cast<std::size_t>(leaf_) * a_.row_bytes() < (std::size_t{16} << 20)) leaf_ *= 2;
-    }
+    leaf_ = p_.leaf_rows > 0 ? p_.leaf_rows : default_leaf_rows(a_);
     const std::int64_t rows_x = product_x_rows(a_, p_.kind);
     x_.assign(static_cast<std::size_t>(rows_x) * kp_, 0.0);
     for (std::int64_t i = 0; i < rows_x; ++i)
       for (int j = 0; j < p_.k; ++j)
         x_[static_cast<std::size_t>(i) * kp_ + j] = p_.x[static_cast<std::size_t>(i) * p_.k + j];
     if (p_.f32) x32_.assign(x_.begin(), x_.end());
+    // In the products' type: a double X beyond float's range is Inf in float products.
+    nonfinite_.on = p_.f32 ? !any_nonfinite(x32_.data(), std::int64_t(x32_.size()))
+                           : !any_nonfinite(x_.data(), std::int64_t(x_.size()));
   }
   std::string describe() const override {
     const std::string what = p_.kind == ProductKind::atax ? "A^T (A X)"
@@ -173,7 +243,8 @@ class Product final : public MatrixProductOp {
     if (rows >= span) return rows;
     std::int64_t fit = leaf_;
     while (fit * 2 <= rows) fit *= 2;
-    return fit;
+    // A leaf taller than the job is one band of all its rows: the same single leaf.
+    return std::min(fit, span);
   }
   void merge(const std::byte* partial, const Band& band) override {
     const std::int64_t leaves = (band.rows + leaf_ - 1) / leaf_;
@@ -203,7 +274,8 @@ class Product final : public MatrixProductOp {
 #endif
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<ProductCpu>(a_, p_, kp_, leaf_, x_, x32_, read_ns_, compute_ns_);
+    return std::make_unique<ProductCpu>(a_, p_, kp_, leaf_, x_, x32_, read_ns_, compute_ns_,
+                                        nonfinite_);
   }
   // Two FMAs per sample and column of X; memory-bound at small k (tools/bench/results/*/atax.csv).
   double cpu_ns_per_sample() const override {
@@ -225,6 +297,12 @@ class Product final : public MatrixProductOp {
   }
   std::int64_t leaf_rows() const override {
     return leaf_;
+  }
+  void set_leaf_rows(std::int64_t rows) override {
+    if (rows < 1 || (rows & (rows - 1)) != 0)
+      throw Error(ErrorKind::usage,
+                  "leaves of " + std::to_string(rows) + " rows: a leaf is a power of two of rows");
+    leaf_ = rows;
   }
   std::vector<double> result() const override {
     if (p_.kind == ProductKind::ax) return {};
@@ -248,6 +326,17 @@ class Product final : public MatrixProductOp {
   double cpu_compute_seconds() const override {
     return 1e-9 * double(compute_ns_.load());
   }
+  NonFiniteA a_nonfinite() const override {
+    NonFiniteA r;
+    r.searched = nonfinite_.on && nonfinite_.rows.load() == a_.height;
+    r.count = nonfinite_.count.load();
+    if (r.count > 0) {
+      const std::uint64_t at = nonfinite_.first.load();
+      r.row = static_cast<std::int64_t>(at / static_cast<std::uint64_t>(a_.width));
+      r.col = static_cast<std::int64_t>(at % static_cast<std::uint64_t>(a_.width));
+    }
+    return r;
+  }
 
  private:
   struct Sum {
@@ -262,6 +351,7 @@ class Product final : public MatrixProductOp {
   std::vector<float> x32_;
   std::vector<Sum> stack_;
   mutable std::atomic<std::int64_t> read_ns_{0}, compute_ns_{0};
+  mutable NonFiniteSearch nonfinite_;
 };
 
 }  // namespace
@@ -283,6 +373,14 @@ const char* name(ProductKind kind) noexcept {
       break;
   }
   return "atax";
+}
+
+std::int64_t default_leaf_rows(const ImageSpec& a) {
+  std::int64_t leaf = 1;
+  while (leaf < a.height &&
+         static_cast<std::size_t>(leaf) * a.row_bytes() < (std::size_t{16} << 20))
+    leaf *= 2;
+  return leaf;
 }
 
 std::int64_t product_x_rows(const ImageSpec& a, ProductKind kind) {

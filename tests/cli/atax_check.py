@@ -16,6 +16,15 @@ D. Bad input: a raw size that does not match the file, X of the wrong length or 
    M x N that overflows 64 bits, an integer A, a bad --leaf-rows, --op ax to .txt: exit code 2 or
    3, a message naming the problem, no y and no .partial left; A is never modified.
 E. --device cuda against NumPy where `oocinfo` lists a CUDA device; skipped, saying so, without.
+F. Memory (issue 29): k = 4096 (the documented maximum) on a narrow matrix, and a 2000 x 301 f64
+   matrix under --mem-limit 1M, run (the leaf shrinks to fit the limit) and match NumPy; when not
+   even one row fits, or --leaf-rows asks for more, the error states a --mem-limit under which the
+   same run then succeeds (and 0.9 of it does not: the figure is the need, not a guess).
+G. Raw-input messages name oocatax's options (--cols, --rows, --type), never --width, --height or
+   --channels, which it does not have.
+H. NaN/Inf in A: rc 0, y as NumPy computes it, and a warning on stderr (even under -q) with how
+   many and where the first is (row, column), also in --stats json; overflowing products are
+   named as such; a finite A gives no warning.
 
 Usage: atax_check.py --bin-dir DIR [unittest options, e.g. -v or a test name]
 """
@@ -23,6 +32,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -327,6 +337,162 @@ class BadInputTest(AtaxCase):
                            self.path("v.npy"), "--device", "cpu", "-q"])
             v = a.T @ (a @ v)
         self.assert_close(np.load(self.path("v.npy")), v, "f64", "three steps")
+
+
+def need_stated(stderr):
+    """The --mem-limit figure an error says the job needs, as --mem-limit takes it: "needs
+    --mem-limit 9.5K or more" (or "needs at least 9.4 KiB", the planner's words)."""
+    m = re.search(r"needs (?:--mem-limit |at least )([0-9.]+)\s*([KMGT]?)", stderr)
+    return m.group(1) + m.group(2) if m else None
+
+
+def size_bytes(text):
+    units = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
+
+
+class MemoryLimitTest(AtaxCase):
+    def atax_ref(self, a, x):
+        # A^T (A X) in float64, a block of rows at a time (A X whole would be M x k doubles).
+        y = np.zeros((a.shape[1], x.shape[1]))
+        for r in range(0, a.shape[0], 1000):
+            b = a[r:r + 1000].astype(np.float64)
+            y += b.T @ (b @ x)
+        return y
+
+    def run_limit(self, a_path, x_path, limit, extra=(), expect=0):
+        out = self.path("y.npy")
+        r = self.run_atax([a_path, "--x", x_path, "--out", out, "--mem-limit", limit,
+                           "--threads", 2, "--device", "cpu", "--stats", "json"] + list(extra),
+                          expect=expect)
+        if expect != 0:
+            self.assertFalse(os.path.exists(out))
+        return r
+
+    def test_k4096_narrow(self):
+        # 16 columns, k = 4096: T = leaf x k per thread is 512 times A's leaf. The default leaf
+        # (one of all 4000 rows) needs 2 x 125 MiB; under 64M the leaf shrinks instead of
+        # failing with a floor ("needs at least 1.6 MiB") that the run could never meet.
+        a = self.matrix(4000, 16, np.float32)
+        np.save(self.path("A.npy"), a)
+        x = self.rng.standard_normal((16, 4096))
+        np.save(self.path("x.npy"), x)
+        r = self.run_limit(self.path("A.npy"), self.path("x.npy"), "64M")
+        product = json.loads(r.stdout)["product"]
+        self.assertLess(product["leaf_rows"], product["leaf_rows_default"])
+        self.assert_close(np.load(self.path("y.npy")), self.atax_ref(a, x), "f64", "k=4096")
+
+    def test_small_limit_f64(self):
+        a = self.matrix(2000, 301, np.float64)
+        np.save(self.path("A.npy"), a)
+        x = self.rng.standard_normal(301)
+        np.save(self.path("x.npy"), x)
+        self.run_limit(self.path("A.npy"), self.path("x.npy"), "1M")
+        self.assert_close(np.load(self.path("y.npy")), a.T @ (a @ x), "f64", "1M")
+
+    def check_stated_need(self, a, x, limit, extra=()):
+        np.save(self.path("A.npy"), a)
+        np.save(self.path("x.npy"), x)
+        args = (self.path("A.npy"), self.path("x.npy"))
+        r = self.run_limit(*args, limit, extra, expect=2)
+        need = need_stated(r.stderr)
+        self.assertIsNotNone(need, r.stderr)
+        for word in ("--width", "--channels"):
+            self.assertNotIn(word, r.stderr)
+        self.assertGreater(size_bytes(need), size_bytes(limit), r.stderr)
+        self.run_limit(*args, need, extra)
+        ref = self.atax_ref(a, x.reshape(x.shape[0], -1))
+        self.assert_close(np.load(self.path("y.npy")).reshape(ref.shape), ref, "f64",
+                          f"at the stated {need}")
+        os.remove(self.path("y.npy"))
+        self.run_limit(*args, str(int(0.9 * size_bytes(need))), extra, expect=2)
+        return r
+
+    def test_stated_need_suffices(self):
+        a = self.matrix(2000, 301, np.float64)
+        x = self.rng.standard_normal(301)
+        self.check_stated_need(a, x, "4K")
+        r = self.check_stated_need(a, x, "64K", ["--leaf-rows", 64])
+        self.assertIn("--leaf-rows", r.stderr)
+        # k = 4096: even one-row leaves need the y partial sums (16 x 4096 doubles) per thread.
+        self.check_stated_need(self.matrix(300, 16, np.float32),
+                               self.rng.standard_normal((16, 4096)), "1M")
+
+
+class RawMessageTest(AtaxCase):
+    """oocatax's raw-input errors name its own options."""
+
+    def expect(self, args, code, words):
+        r = self.run_atax(args + ["--x", "ones", "--out", self.path("y.npy"), "-q"], expect=code)
+        for w in words:
+            self.assertIn(w, r.stderr, f"{args}: {r.stderr}")
+        for w in ("--width", "--height", "--channels", "channel(s)"):
+            self.assertNotIn(w, r.stderr, f"{args}: {r.stderr}")
+        self.assertFalse(os.path.exists(self.path("y.npy")))
+
+    def test_names(self):
+        a = self.matrix(50, 20, np.float32)
+        a.tofile(self.path("A.raw"))
+        np.save(self.path("A.npy"), a)
+        A = self.path("A.raw")
+        self.expect([A], 2, ["--cols", "--type"])
+        self.expect([A, "--cols", 21], 3, ["--cols 21", "--type", "size", "20"])
+        self.expect([A, "--cols", 30, "--type", "f64"], 3, ["--cols 30", "(f64)", "25"])
+        self.expect([A, "--cols", 20, "--rows", 51], 3, ["--rows says 51", "50 rows"])
+        self.expect([self.path("A.npy"), "--cols", 21], 2, ["--cols 21", "20 columns"])
+        self.expect([self.path("A.npy"), "--rows", 51], 2, ["--rows 51", "50 rows"])
+        self.expect(["synth:low-rank", "--cols", 20], 2, ["--rows and --cols"])
+        # Agreeing options are fine.
+        self.run_atax([self.path("A.npy"), "--rows", 50, "--cols", 20, "--x", "ones", "--out",
+                       self.path("y.npy"), "-q"])
+
+
+class NonFiniteATest(AtaxCase):
+    def test_warned_and_counted(self):
+        for dtype in (np.float32, np.float64):
+            for op in ("atax", "atx", "ax"):
+                for k, precision in ((1, "f64"), (3, "f32")):
+                    a = self.matrix(61, 23, dtype)
+                    a[37, 5] = np.nan
+                    a[9, 17] = np.inf  # the first by row, in a later column and another band
+                    a[9, 20] = -np.inf
+                    np.save(self.path("A.npy"), a)
+                    x = self.rng.standard_normal((61 if op == "atx" else 23, k))
+                    np.save(self.path("x.npy"), x)
+                    what = f"{np.dtype(dtype).name} {op} k={k} {precision}"
+                    r = self.run_atax([self.path("A.npy"), "--x", self.path("x.npy"), "--out",
+                                       self.path("y.npy"), "--op", op, "--precision", precision,
+                                       "--leaf-rows", 4, "--band-rows", 8, "--device", "cpu",
+                                       "--stats", "json", "-q"])
+                    self.assertIn("warning: A holds 3 NaN or Inf value(s), the first at row 9, "
+                                  "column 17", r.stderr, what)
+                    product = json.loads(r.stdout)["product"]
+                    self.assertEqual(product["a_nonfinite"], 3, what)
+                    self.assertEqual(product["a_first_nonfinite"], {"row": 9, "col": 17}, what)
+                    with np.errstate(invalid="ignore", over="ignore"):
+                        ref = reference(a, x, op)
+                    got = np.load(self.path("y.npy")).reshape(ref.shape)
+                    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(ref), what)
+                    os.remove(self.path("y.npy"))
+
+    def test_finite_is_quiet(self):
+        a = self.matrix(61, 23, np.float64)
+        np.save(self.path("A.npy"), a)
+        r = self.run_atax([self.path("A.npy"), "--x", "random", "--k", 3, "--out",
+                           self.path("y.npy"), "--leaf-rows", 4, "--device", "cpu", "--stats",
+                           "json", "-q"])
+        self.assertEqual(r.stderr, "")
+        product = json.loads(r.stdout)["product"]
+        self.assertEqual(product["a_nonfinite"], 0)
+        self.assertIsNone(product["a_first_nonfinite"])
+
+    def test_overflow_named(self):
+        # Finite values whose products are not: y is Inf, and the warning says why.
+        np.save(self.path("A.npy"), np.full((30, 4), 1e200))
+        r = self.run_atax([self.path("A.npy"), "--x", "ones", "--out", self.path("y.npy"),
+                           "--device", "cpu", "-q"])
+        self.assertIn("though A and X are finite: the products overflowed", r.stderr)
+        self.assertFalse(np.isfinite(np.load(self.path("y.npy"))).any())
 
 
 @unittest.skipUnless(has_gpu(), "no CUDA device listed by oocinfo: GPU cases run on the GPU machine")
