@@ -1,0 +1,97 @@
+// Pipelines: stages run in one pass over the image ("gaussian sigma=2 ! convert type=u8"), fused
+// per band on the CPU and on a GPU. Each stage is declared once (its name, typed parameters with
+// defaults, ranges and help); from the declarations come the parser, oocrun --help/--list and the
+// Python keywords. Each stage applies the border rule to its own input (the previous stage's
+// image), so a fused pipeline gives the bytes of its stages run one by one through intermediate
+// files. A reduction (equalize) splits the pipeline into passes; the prefix is recomputed in the
+// later pass, never stored.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ooc/border.hpp"
+#include "ooc/image.hpp"
+#include "ooc/ops/separable.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace ooc {
+
+// One parameter of a stage.
+struct StageParam {
+  enum class Kind { number, integer, taps, type, text };
+  std::string name;
+  Kind kind = Kind::number;
+  std::string fallback;  // the default as text; empty: required
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  bool min_open = false;  // min itself excluded (sigma > 0)
+  std::string help;
+};
+
+struct StageDecl {
+  std::string name;
+  std::string help;
+  std::vector<StageParam> params;
+  bool reduction = false;  // needs a pass of its own over the image before it can map
+};
+
+// Every stage, in the order oocrun --list shows them.
+const std::vector<StageDecl>& stage_declarations();
+// The declarations as text: one stage a paragraph, its parameters with default, range and help.
+std::string stage_list();
+
+// A stage as written: its name and key=value arguments.
+struct StageCall {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> args;
+  std::string text() const;  // "gaussian sigma=2"
+};
+
+// Stages separated by `!`, from one string or several words (`a k=v ! b`, `a k=v` `!` `b`).
+// Throws a usage Error naming the stage and the parameter: unknown stage or parameter, a value of
+// the wrong kind or out of range, a missing required parameter, an empty stage.
+std::vector<StageCall> parse_pipeline(const std::vector<std::string>& words);
+
+// What the whole pipeline shares.
+struct PipelineSettings {
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0;
+  Precision precision = Precision::automatic;  // f64: intermediates in f64, else f32
+  std::optional<SampleType> out_type;          // default: the input's (unless the last stage
+                                               // is a convert)
+};
+
+// The passes of a pipeline over an image of `input`: each pass is one operation for the engine
+// (the stages fused); the last writes the output.
+class PipelinePlan {
+ public:
+  PipelinePlan(const ImageSpec& input, const std::vector<StageCall>& stages,
+               const PipelineSettings& settings, const PipelineOptions& options = {});
+  ~PipelinePlan();
+  PipelinePlan(const PipelinePlan&) = delete;
+  PipelinePlan& operator=(const PipelinePlan&) = delete;
+
+  int passes() const noexcept;
+  Operation& pass(int i);
+  std::vector<const Operation*> operations() const;  // every pass's, for Job::start
+  bool has_reduction() const noexcept { return passes() > 1; }
+  // After pass i (not the last): `sum` adds its reductions (histogram counts) over the processes
+  // of a run in parts (MPI), in place; then the next pass is prepared.
+  void end_pass(int i, const std::function<void(std::vector<std::uint64_t>&)>& sum = {});
+  ImageSpec output() const;
+  std::string describe() const;     // "gaussian sigma=2 ! convert type=u8"
+  std::string fingerprint() const;  // exact: what the output's bytes depend on
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ooc

@@ -1,0 +1,67 @@
+// What the pipeline's CPU side (chain.cpp) and CUDA side (chain_cuda.cpp) share: the rows each
+// stage computes for a band, and the factories of the CUDA kernels.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "../../kernels/cpu/pointwise.hpp"
+#include "ooc/border.hpp"
+#include "ooc/image.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace ooc::detail {
+
+struct ChainStage {
+  Operation* op = nullptr;  // a histogram's merge() takes the band's counts
+  ImageSpec in;             // the previous stage's output (the image for the first stage)
+  std::int64_t halo = 0;
+};
+
+// The rows of the stages of a fused band.
+struct ChainGeometry {
+  std::vector<ChainStage> stages;
+  BorderMode border = BorderMode::reflect;
+  std::int64_t height = 0;
+
+  std::int64_t halo() const noexcept;
+  // Rows [first, second) of stage k's output that the band of output rows [y0, y1) needs.
+  // Each stage's input outside the image comes from the border rule on the previous stage's
+  // image rows, so those are computed (clipped to the image), except under wrap, where a
+  // stage's output is periodic like its input and the rows outside are computed directly.
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges(std::int64_t y0, std::int64_t y1) const;
+  // Most rows stage k's output can span for bands of `band_rows` rows (halos of the later
+  // stages on both sides), and the rows of stage k+1's input (its halo added).
+  std::int64_t max_out_rows(std::size_t k, std::int64_t band_rows) const noexcept;
+  std::int64_t max_in_rows(std::size_t k, std::int64_t band_rows) const noexcept;
+  // The row of the previous stage's output that input row r is: r itself under wrap (computed
+  // outside the image too) or inside the image, the border's row, or none (the constant).
+  std::optional<std::int64_t> source_row(std::int64_t r) const noexcept {
+    if (border == BorderMode::wrap) return r;
+    const std::int64_t m = map_border(r, height, border);
+    return m < 0 ? std::nullopt : std::optional<std::int64_t>(m);
+  }
+};
+
+std::unique_ptr<CudaKernel> make_chain_cuda(const std::vector<int>& devices,
+                                            const ChainGeometry& g);
+std::size_t chain_cuda_scratch(const ChainGeometry& g, std::int64_t band_rows);
+std::unique_ptr<CudaKernel> make_point_cuda(const kernels::PointParams& p, SampleType in,
+                                            SampleType out);
+// g1 (and g2) filter the stage's input with halos h1 (h2) of the stage's halo `halo`.
+std::unique_ptr<CudaKernel> make_combine_cuda(const std::vector<int>& devices,
+                                              kernels::CombineKind kind, double amount,
+                                              const Operation* g1, const Operation* g2,
+                                              std::int64_t halo, SampleType in, bool f64);
+std::size_t combine_cuda_scratch(const Operation* g1, const Operation* g2, std::int64_t band_rows,
+                                 std::int64_t row_samples, bool f64);
+
+inline constexpr std::size_t kDeviceAlign = 256;
+inline std::size_t align_up(std::size_t n) {
+  return (n + kDeviceAlign - 1) / kDeviceAlign * kDeviceAlign;
+}
+
+}  // namespace ooc::detail

@@ -1,0 +1,441 @@
+#!/usr/bin/env python3
+"""oocrun pipelines end to end (issue 30).
+
+A. Each stage against scipy.ndimage in float64 (gaussian, uniform, correlate1d, separable,
+   convolve, gradient-magnitude, dog, unsharp, subtract-background, scale, abs, clamp, threshold,
+   convert, equalize against cv2.equalizeHist), over u8 / u16 / i16 / f32 inputs, 1 and 3
+   channels, the five borders, odd sizes and band heights that do not divide the height; outputs
+   poisoned first. Tolerance: f32 intermediates, 2e-5 x the data's scale; integer outputs within
+   1 of the rounded reference.
+B. A seeded sweep of 240 random pipelines of 2-4 stages: the fused run is bit-identical (cmp) to
+   the stages run one by one through intermediate files of the intermediate type, with random
+   borders and band heights.
+C. A one-stage pipeline gives oocconv's and ooceq's bytes; --part and mpirun give one process's.
+D. Bad pipelines (unknown stage or parameter, bad value, missing value, equalize on f32, empty
+   stage, '!' at either end): exit 2, a message naming the stage and the parameter, no output.
+E. With a CUDA device (oocinfo lists one): pipelines on --device cuda bit-identical to the CPU.
+
+Usage: pipeline_check.py --bin-dir DIR [unittest options]
+"""
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import scipy.ndimage as ndi
+
+try:
+    import cv2
+except ImportError:
+    cv2 = None
+
+_ap = argparse.ArgumentParser(add_help=False)
+_ap.add_argument("--bin-dir", required=True)
+ARGS, _REST = _ap.parse_known_args()
+BIN = os.path.abspath(ARGS.bin_dir)
+MPIRUN = shutil.which("mpirun")
+NP = {"u8": np.uint8, "u16": np.uint16, "i16": np.int16, "u32": np.uint32, "i32": np.int32,
+      "f32": np.float32, "f64": np.float64}
+BORDERS = ["reflect", "mirror", "nearest", "wrap", "constant"]
+
+
+def tool(name):
+    return os.path.join(BIN, name)
+
+
+def run(cmd, **kw):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_COMM_WORLD", "PMI_", "PMIX_", "SLURM_"))}
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300,
+                          env=env, **kw)
+
+
+def gauss_taps(sigma, radius=None):
+    r = int(np.ceil(3 * sigma - 1e-9)) if radius is None else radius
+    k = np.arange(-r, r + 1, dtype=np.float64)
+    w = np.exp(-0.5 * (k / sigma) ** 2)
+    return w / w.sum()
+
+
+def sep(x, row, col, mode, cval):
+    y = ndi.convolve1d(x, row, axis=1, mode=mode, cval=cval)
+    return ndi.convolve1d(y, col, axis=0, mode=mode, cval=cval)
+
+
+def per_channel(f, x):
+    if x.ndim == 2:
+        return f(x)
+    return np.stack([f(x[..., c]) for c in range(x.shape[2])], axis=-1)
+
+
+def reference(stage, x, mode, cval):
+    """float64 result of one stage on float64 (or integer) data x."""
+    name, args = stage
+    a = dict(args)
+    xf = x.astype(np.float64)
+    g = lambda s: per_channel(lambda c: sep(c, gauss_taps(s), gauss_taps(s), mode, cval), xf)
+    if name == "gaussian":
+        t = gauss_taps(float(a["sigma"]), int(a["radius"]) if "radius" in a else None)
+        return per_channel(lambda c: sep(c, t, t, mode, cval), xf)
+    if name == "uniform":
+        n = int(a["size"])
+        return per_channel(lambda c: ndi.uniform_filter(c, n, mode=mode, cval=cval), xf)
+    if name == "correlate1d":
+        t = [float(v) for v in a["taps"].split(",")]
+        ax = int(a.get("axis", "1"))  # 1: along x, numpy's axis 1
+        return per_channel(lambda c: ndi.correlate1d(c, t, axis=ax, mode=mode, cval=cval), xf)
+    if name == "separable":
+        r = [float(v) for v in a.get("row", "1").split(",")]
+        co = [float(v) for v in a.get("col", "1").split(",")]
+        return per_channel(lambda c: sep(c, r, co, mode, cval), xf)
+    if name == "convolve":
+        k = {"laplace": np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], float),
+             "sobel-x": np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], float)}[a["kernel"]]
+        return per_channel(lambda c: ndi.convolve(c, k, mode=mode, cval=cval), xf)
+    if name == "gradient-magnitude":
+        return per_channel(lambda c: np.hypot(ndi.sobel(c, 1, mode=mode, cval=cval),
+                                              ndi.sobel(c, 0, mode=mode, cval=cval)), xf)
+    if name == "dog":
+        return g(float(a["sigma1"])) - g(float(a["sigma2"]))
+    if name == "unsharp":
+        return xf + float(a.get("amount", "1")) * (xf - g(float(a["sigma"])))
+    if name == "subtract-background":
+        return xf - g(float(a["sigma"]))
+    if name == "scale":
+        return xf * float(a.get("mul", "1")) + float(a.get("add", "0"))
+    if name == "abs":
+        return np.abs(xf)
+    if name == "clamp":
+        return np.clip(xf, float(a["min"]), float(a["max"]))
+    if name == "threshold":
+        return (xf > float(a["value"])).astype(np.float64)
+    raise AssertionError(name)
+
+
+def to_type(x, t):
+    if t in ("f32", "f64"):
+        return x.astype(NP[t])
+    info = np.iinfo(NP[t])
+    return np.clip(np.rint(np.nan_to_num(x)), info.min, info.max).astype(NP[t])
+
+
+def stage_text(stage):
+    name, args = stage
+    return " ".join([name] + ["%s=%s" % kv for kv in args])
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="ooc-pipe-")
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def p(self, name):
+        return os.path.join(self.d, name)
+
+    def image(self, h, w, c, t, seed=1):
+        rng = np.random.default_rng(seed)
+        shape = (h, w) if c == 1 else (h, w, c)
+        if t in ("f32", "f64"):
+            x = rng.uniform(0.5, 200.0, shape)
+        else:
+            info = np.iinfo(NP[t])
+            x = rng.integers(max(info.min, -3000), min(info.max, 3000) + 1, shape)
+            if t == "u8":
+                x = rng.integers(1, 256, shape)
+        return x.astype(NP[t])
+
+    def write(self, name, x):
+        path = self.p(name)
+        x.tofile(path)
+        return path
+
+    def oocrun(self, inp, out, x, pipeline, *extra, itype=None):
+        h, w = x.shape[:2]
+        c = 1 if x.ndim == 2 else x.shape[2]
+        t = itype or [k for k, v in NP.items() if v == x.dtype.type][0]
+        with open(out, "wb") as f:  # poison: every sample must be written
+            f.write(b"\x5a" * 64)
+        return run([tool("oocrun"), inp, out, pipeline, "--width", w, "--type", t,
+                    "--channels", c, "-q"] + list(extra))
+
+
+class Stages(Base):
+    CASES = [
+        ("gaussian", [("sigma", "1.5")]),
+        ("gaussian", [("sigma", "2"), ("radius", "3")]),
+        ("uniform", [("size", "5")]),
+        ("correlate1d", [("taps", "1,-2,4"), ("axis", "0")]),
+        ("correlate1d", [("taps", "1,-2,4"), ("axis", "1")]),
+        ("separable", [("row", "1,2,1"), ("col", "-1,0,3,0,1")]),
+        ("convolve", [("kernel", "laplace")]),
+        ("convolve", [("kernel", "sobel-x")]),
+        ("gradient-magnitude", []),
+        ("dog", [("sigma1", "1"), ("sigma2", "2.5")]),
+        ("unsharp", [("sigma", "1"), ("amount", "0.7")]),
+        ("subtract-background", [("sigma", "3")]),
+        ("scale", [("mul", "-0.5"), ("add", "7")]),
+        ("abs", []),
+        ("clamp", [("min", "40"), ("max", "120")]),
+        ("threshold", [("value", "90")]),
+    ]
+
+    def test_each_stage_against_scipy(self):
+        rng = random.Random(7)
+        for i, stage in enumerate(self.CASES):
+            for t, c in (("f32", 1), ("u16", 3), ("u8", 1), ("i16", 2)):
+                mode = BORDERS[(i + len(t) + c) % 5]
+                # gradient-magnitude's y derivative smooths along x first: under a constant
+                # other than 0 its edge rows differ from scipy.ndimage.sobel(axis=0)'s order.
+                cval = 5.0 if mode == "constant" and stage[0] != "gradient-magnitude" else 0.0
+                h, w = 37 + i, 29 + 2 * c
+                with self.subTest(stage=stage_text(stage), type=t, channels=c, border=mode):
+                    x = self.image(h, w, c, t, seed=i)
+                    if stage[0] == "abs":
+                        x = (x.astype(np.float64) - x.mean()).astype(np.float32)
+                        t2 = "f32"
+                    else:
+                        t2 = t
+                    inp = self.write("in.raw", x)
+                    out = self.p("out.raw")
+                    r = self.oocrun(inp, out, x, stage_text(stage), "--border", mode,
+                                    "--border-value", cval, "--band-rows",
+                                    rng.choice([1, 4, 7, 11]), "--out-type", "f32", itype=t2)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    got = np.fromfile(out, np.float32).reshape(x.shape)
+                    want = reference(stage, x, mode, cval)
+                    scale = max(1.0, float(np.abs(want).max()), float(np.abs(x).max()))
+                    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * scale)
+
+    def test_integer_outputs_round_and_saturate(self):
+        x = self.image(41, 33, 1, "u8", seed=3)
+        inp = self.write("in.raw", x)
+        for pipeline, ref in (("scale mul=3 add=-100", lambda v: v * 3.0 - 100),
+                              ("unsharp sigma=1 amount=2", None)):
+            with self.subTest(pipeline=pipeline):
+                out = self.p("o.raw")
+                r = self.oocrun(inp, out, x, pipeline)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                got = np.fromfile(out, np.uint8).reshape(x.shape)
+                want = ref(x.astype(np.float64)) if ref else reference(
+                    ("unsharp", [("sigma", "1"), ("amount", "2")]), x, "reflect", 0)
+                want = to_type(want, "u8").astype(int)
+                self.assertLessEqual(int(np.abs(got.astype(int) - want).max()), 1)
+                self.assertGreater(len(np.unique(got)), 10)
+
+    @unittest.skipUnless(cv2 is not None, "OpenCV (python3-opencv) not installed")
+    def test_equalize_against_opencv(self):
+        x = self.image(53, 47, 2, "u8", seed=5) // 3 + 40
+        inp = self.write("in.raw", x)
+        out = self.p("eq.raw")
+        r = self.oocrun(inp, out, x, "equalize", "--band-rows", "7")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = np.fromfile(out, np.uint8).reshape(x.shape)
+        want = np.stack([cv2.equalizeHist(np.ascontiguousarray(x[..., c])) for c in range(2)], -1)
+        np.testing.assert_array_equal(got, want)
+        # After a filter and a convert: the histogram of the converted image.
+        out2 = self.p("eq2.raw")
+        r = self.oocrun(inp, out2, x, "gaussian sigma=1 ! convert type=u8 ! equalize")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = to_type(reference(("gaussian", [("sigma", "1")]), x, "reflect", 0), "u8")
+        want = np.stack([cv2.equalizeHist(np.ascontiguousarray(g[..., c])) for c in range(2)], -1)
+        got = np.fromfile(out2, np.uint8).reshape(x.shape)
+        # A value of g may differ by one rounding from the reference: compare most samples.
+        self.assertGreater(np.mean(got == want), 0.97)
+
+
+def random_stage(rng, current):
+    """A random stage valid on an input of type `current`, and the type it outputs."""
+    choices = [
+        lambda: (("gaussian", [("sigma", rng.choice(["0.8", "1.5", "2"]))]), "f32"),
+        lambda: (("uniform", [("size", rng.choice(["3", "5"]))]), "f32"),
+        lambda: (("correlate1d", [("taps", "1,-2,4"), ("axis", rng.choice("01"))]), "f32"),
+        lambda: (("convolve", [("kernel", rng.choice(["laplace", "sobel-x"]))]), "f32"),
+        lambda: (("gradient-magnitude", []), "f32"),
+        lambda: (("dog", [("sigma1", "1"), ("sigma2", "2")]), "f32"),
+        lambda: (("unsharp", [("sigma", "1"), ("amount", "0.7")]), "f32"),
+        lambda: (("subtract-background", [("sigma", "2.5")]), "f32"),
+        lambda: (("scale", [("mul", "0.5"), ("add", "3")]), "f32"),
+        lambda: (("abs", []), "f32"),
+        lambda: (("clamp", [("min", "10"), ("max", "150")]), "f32"),
+        lambda: (("threshold", [("value", "60")]), "f32"),
+        lambda: (("convert", [("type", rng.choice(["u8", "u16", "i16"]))]), None),
+    ]
+    if current in ("u8", "u16"):
+        choices.append(lambda: (("equalize", []), current))
+    stage, out = rng.choice(choices)()
+    if out is None:
+        out = dict(stage[1])["type"]
+    return stage, out
+
+
+class Fusion(Base):
+    def test_fused_equals_stage_by_stage(self):
+        rng = random.Random(2026)
+        count = 0
+        for case in range(240):
+            t = rng.choice(["u8", "u16", "f32"])
+            c = rng.choice([1, 1, 3])
+            h, w = rng.randint(5, 40), rng.randint(3, 37)
+            mode = rng.choice(BORDERS)
+            x = self.image(h, w, c, t, seed=case)
+            inp = self.write("in%d.raw" % case, x)
+            stages, types = [], [t]
+            for _ in range(rng.randint(2, 4)):
+                s, o = random_stage(rng, types[-1])
+                stages.append(s)
+                types.append(o)
+            pipeline = " ! ".join(stage_text(s) for s in stages)
+            common = ["--border", mode, "--border-value", "3", "-q", "--channels", c]
+            with self.subTest(case=case, pipeline=pipeline, type=t, border=mode, size=(h, w)):
+                fused = self.p("fused%d.raw" % case)
+                r = run([tool("oocrun"), inp, fused, pipeline, "--width", w, "--type", t,
+                         "--band-rows", rng.choice([1, 3, 8, 64])] + common)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                # One by one through files of each stage's own output type.
+                cur, cur_t = inp, t
+                for k, s in enumerate(stages):
+                    nxt = self.p("seq%d_%d.raw" % (case, k))
+                    r = run([tool("oocrun"), cur, nxt, stage_text(s), "--width", w, "--type",
+                             cur_t, "--out-type", types[k + 1]] + common)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    cur, cur_t = nxt, types[k + 1]
+                final_t = types[-1] if stages[-1][0] == "convert" else t
+                if cur_t != final_t:
+                    nxt = self.p("seq%d_final.raw" % case)
+                    r = run([tool("oocrun"), cur, nxt, "convert type=" + final_t, "--width", w,
+                             "--type", cur_t] + common)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    cur = nxt
+                with open(fused, "rb") as a, open(cur, "rb") as b:
+                    self.assertTrue(a.read() == b.read(), "fused differs from stage by stage")
+                count += 1
+        self.assertGreaterEqual(count, 200)
+
+    def test_one_stage_gives_oocconv_and_ooceq_bytes(self):
+        for t, c in (("u16", 3), ("f32", 1), ("u8", 2)):
+            x = self.image(61, 45, c, t, seed=9)
+            inp = self.write("in.raw", x)
+            common = ["--width", 45, "--type", t, "--channels", c, "-q"]
+            for ours, theirs in (("gaussian sigma=2.5", ["--sigma", "2.5"]),
+                                 ("uniform size=7", ["--filter", "box", "--radius", "3"]),
+                                 ("convolve kernel=laplace", ["--kernel", "laplace"]),
+                                 ("separable row=1,2,1 col=1,-1,3", ["--row-taps", "1,2,1",
+                                                                     "--col-taps", "1,-1,3"])):
+                with self.subTest(type=t, stage=ours):
+                    a, b = self.p("a.raw"), self.p("b.raw")
+                    r = run([tool("oocrun"), inp, a, ours, "--border", "mirror"] + common)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    r = run([tool("oocconv"), inp, b, "--border", "mirror"] + theirs + common)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    with open(a, "rb") as fa, open(b, "rb") as fb:
+                        self.assertTrue(fa.read() == fb.read(), "differs from oocconv")
+            if t in ("u8", "u16"):
+                a, b = self.p("ea.raw"), self.p("eb.raw")
+                self.assertEqual(run([tool("oocrun"), inp, a, "equalize"] + common).returncode, 0)
+                self.assertEqual(run([tool("ooceq"), inp, b] + common).returncode, 0)
+                with open(a, "rb") as fa, open(b, "rb") as fb:
+                    self.assertTrue(fa.read() == fb.read(), "differs from ooceq")
+
+    def test_parts_and_mpi_equal_one_process(self):
+        x = self.image(203, 97, 1, "u16", seed=4)
+        inp = self.write("in.raw", x)
+        pipe = "gaussian sigma=1.5 ! unsharp sigma=1 amount=0.7 ! gradient-magnitude ! convert type=u8"
+        common = ["--width", 97, "--type", "u16", "-q"]
+        one = self.p("one.raw")
+        self.assertEqual(run([tool("oocrun"), inp, one, pipe] + common).returncode, 0)
+        parts = self.p("parts.raw")
+        for i in (2, 0, 1):
+            r = run([tool("oocrun"), inp, parts, pipe, "--part", "%d/3" % i] + common)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        r = run([tool("oocconv"), "--finish", parts])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(one, "rb") as a, open(parts, "rb") as b:
+            self.assertTrue(a.read() == b.read())
+        if not MPIRUN:
+            self.skipTest("mpirun not installed")
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
+                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        for pipe2 in (pipe, "gaussian sigma=1 ! convert type=u16 ! equalize"):
+            ref = self.p("ref.raw")
+            self.assertEqual(run([tool("oocrun"), inp, ref, pipe2] + common).returncode, 0)
+            out = self.p("mpi.raw")
+            r = subprocess.run([MPIRUN, "-np", "3", tool("oocrun"), inp, out, pipe2] +
+                               [str(v) for v in common], capture_output=True, text=True,
+                               env=env, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(ref, "rb") as a, open(out, "rb") as b:
+                self.assertTrue(a.read() == b.read(), pipe2)
+
+
+class BadPipelines(Base):
+    def test_bad_pipelines_name_stage_and_parameter(self):
+        x = self.image(20, 20, 1, "f32")
+        inp = self.write("in.raw", x)
+        for pipeline, words in (
+                ("gausian sigma=2", ["stage 1", "gausian", "gaussian"]),
+                ("gaussian sigma=2 ! scale mul=x", ["stage 2 (scale)", "mul"]),
+                ("gaussian sgma=2", ["stage 1 (gaussian)", "sgma"]),
+                ("gaussian", ["stage 1 (gaussian)", "sigma", "required"]),
+                ("gaussian sigma=-1", ["stage 1 (gaussian)", "sigma", "> 0"]),
+                ("gaussian sigma=", ["stage 1 (gaussian)", "sigma", "value"]),
+                ("equalize", ["stage 1 (equalize)", "f32", "convert"]),
+                ("gaussian sigma=1 ! ! abs", ["stage 2", "empty"]),
+                ("gaussian sigma=1 !", ["stage 2", "empty"]),
+                ("! gaussian sigma=1", ["stage 1", "empty"]),
+                ("uniform size=4", ["stage 1 (uniform)", "odd"]),
+                ("clamp min=5 max=1", ["stage 1 (clamp)", "min"]),
+                ("convert type=u9", ["stage 1 (convert)", "type"])):
+            with self.subTest(pipeline=pipeline):
+                out = self.p("bad.raw")
+                r = run([tool("oocrun"), inp, out, pipeline, "--width", 20, "-q"])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                for w in words:
+                    self.assertIn(w, r.stderr)
+                self.assertFalse(os.path.exists(out))
+                self.assertEqual([f for f in os.listdir(self.d) if "partial" in f], [])
+
+
+def cuda_device():
+    r = run([tool("oocinfo")])
+    return r.returncode == 0 and "cuda:0" in r.stdout
+
+
+class Cuda(Base):
+    def test_cuda_equals_cpu(self):
+        if not cuda_device():
+            self.skipTest("no CUDA device (oocinfo lists none)")
+        rng = random.Random(11)
+        for case in range(40):
+            t = rng.choice(["u8", "u16", "f32"])
+            x = self.image(rng.randint(30, 300), rng.randint(20, 257), rng.choice([1, 3]), t,
+                           seed=case)
+            inp = self.write("in.raw", x)
+            stages, types = [], [t]
+            for _ in range(rng.randint(1, 5)):
+                s, o = random_stage(rng, types[-1])
+                stages.append(s)
+                types.append(o)
+            pipeline = " ! ".join(stage_text(s) for s in stages)
+            mode = rng.choice(BORDERS)
+            with self.subTest(case=case, pipeline=pipeline, border=mode):
+                outs = []
+                for dev in ("cpu", "cuda"):
+                    out = self.p("%s.raw" % dev)
+                    r = self.oocrun(inp, out, x, pipeline, "--device", dev, "--border", mode,
+                                    "--band-rows", rng.choice([5, 16, 0]) or 64)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    outs.append(out)
+                with open(outs[0], "rb") as a, open(outs[1], "rb") as b:
+                    self.assertTrue(a.read() == b.read(), "cuda differs from cpu")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + _REST)

@@ -1,0 +1,186 @@
+// oocrun: a pipeline of stages ("gaussian sigma=2 ! convert type=u8") in one pass over an image
+// of any size (a pass more for each equalize), fused band by band on the CPU or a GPU.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/common.hpp"
+#include "cli/world.hpp"
+#include "ooc/error.hpp"
+#include "ooc/io.hpp"
+#include "ooc/job.hpp"
+#include "ooc/ops/chain.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace {
+
+constexpr const char* kExamples = R"(
+Examples:
+  oocrun mosaic.tif view.tif 'gaussian sigma=1.5 ! subtract-background sigma=60 ! convert type=u8'
+  oocrun in.raw edges.raw --width 65536 gradient-magnitude ! threshold value=40
+      (quote a '!' that your shell reads as history, or give the pipeline as one argument)
+  oocrun scan.raw eq.raw --width 20000 --type u16 'gaussian sigma=2 ! equalize'
+      equalize adds a histogram pass; the stages before it run in both passes
+  oocrun --list                       every stage, its parameters, defaults and ranges
+
+Each stage filters the previous stage's image, with the border rule applied to that image (as
+running the stages one by one, scipy.ndimage semantics); intermediate values are f32 (f64 with
+--precision f64); the output has the input's type unless a last convert or --out-type says.
+Parts, MPI and resume as in oocconv (a pipeline with equalize: MPI only, no --part or --resume).
+
+Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O, 5 GPU, 75 stopped by a signal: --resume.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ooc::cli::guarded_main("oocrun", [&]() -> int {
+    CLI::App app{
+        "oocrun: a pipeline of filters over an image larger than memory, in one pass.\n"
+        "Usage: oocrun INPUT OUTPUT PIPELINE [options], PIPELINE = STAGE [! STAGE ...], "
+        "STAGE = NAME [key=value ...]"};
+    app.footer(kExamples);
+    app.get_formatter()->column_width(34);
+    app.allow_extras(false);
+
+    std::vector<std::string> words;
+    app.add_option("INPUT OUTPUT PIPELINE", words,
+                   "input (raw, .npy, TIFF, synth:PATTERN), output (raw, .npy, .tif, null:), "
+                   "then the stages");
+    bool list = false;
+    app.add_flag("--list", list, "list every stage and its parameters, then exit");
+
+    ooc::JobOptions jo;
+    std::string type = "f32";
+    auto* g_in = app.add_option_group("Input");
+    g_in->add_option("--width", jo.hints.width, "samples per row (raw input: required)")
+        ->check(ooc::cli::positive());
+    g_in->add_option("--height", jo.hints.height, "rows (raw: checked against the file size)")
+        ->check(ooc::cli::positive());
+    auto* type_opt = g_in->add_option("--type", type, "sample type: u8 u16 i16 u32 i32 f32 f64")
+                         ->default_str("f32");
+    auto* channels_opt =
+        g_in->add_option("--channels", jo.hints.channels, "interleaved channels, 1 to 4")
+            ->default_str("1");
+    g_in->add_option("--seed", jo.seed, "seed of a synth: input")->default_str("1");
+    g_in->add_option("--in-format", jo.hints.format, "auto (magic bytes), raw, npy or tiff")
+        ->default_str("auto");
+    g_in->add_option("--page", jo.hints.page, "TIFF: the page (image) to read, from 0")
+        ->default_str("0")
+        ->check(CLI::NonNegativeNumber);
+
+    std::string border = "reflect", out_type, precision = "auto";
+    double border_value = 0;
+    auto* g_f = app.add_option_group("Stages");
+    g_f->add_option("--border", border,
+                    "reflect, mirror, nearest, wrap or constant (scipy.ndimage modes), for "
+                    "every stage")
+        ->default_str("reflect");
+    g_f->add_option("--border-value", border_value, "the constant of --border constant")
+        ->default_str("0");
+    g_f->add_option("--out-type", out_type,
+                    "output sample type (default: a last convert's, else the input's)");
+    g_f->add_option("--precision", precision,
+                    "auto (f32 intermediates) or f64 (f64 intermediates and sums)")
+        ->default_str("auto");
+
+    ooc::cli::add_output_options(*app.add_option_group("Output file"), jo.sink);
+    ooc::cli::PipelineCli pipeline_cli;
+    ooc::cli::add_pipeline_options(*app.add_option_group("Pipeline"), pipeline_cli,
+                                   "output rows per band (default: planned)");
+    ooc::cli::RunCli run_cli;
+    ooc::cli::add_run_options(*app.add_option_group("Parts and resume"), run_cli);
+    ooc::cli::ReportCli report_cli;
+    ooc::cli::add_report_options(*app.add_option_group("Reporting"), report_cli);
+    auto& [progress, quiet, stats] = report_cli;
+
+    if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocrun")) return *code;
+    using ooc::Error;
+    using ooc::ErrorKind;
+    if (list) {
+      std::fputs(ooc::stage_list().c_str(), stdout);
+      return 0;
+    }
+    if (words.size() < 3)
+      throw Error(ErrorKind::usage,
+                  "give INPUT, OUTPUT and a pipeline, e.g. oocrun in.tif out.tif 'gaussian "
+                  "sigma=2' (oocrun --list shows the stages)");
+    jo.input = words[0];
+    jo.output = words[1];
+    const auto stages = ooc::parse_pipeline({words.begin() + 2, words.end()});
+    ooc::cli::check_report_options(report_cli);
+    jo.hints.type = ooc::parse_sample_type(type);
+    jo.hints.type_given = type_opt->count() > 0;
+    jo.hints.channels_given = channels_opt->count() > 0;
+    ooc::PipelineSettings settings;
+    settings.border = ooc::parse_border_mode(border);
+    settings.border_value = border_value;
+    if (!out_type.empty()) settings.out_type = ooc::parse_sample_type(out_type);
+    if (precision == "f64")
+      settings.precision = ooc::Precision::f64;
+    else if (precision != "auto" && precision != "f32")
+      throw Error(ErrorKind::usage, "--precision takes auto or f64, got '" + precision + "'");
+    ooc::cli::apply_pipeline_options(pipeline_cli, jo);
+    ooc::cli::apply_run_options(run_cli, jo);
+
+    ooc::Job job(jo);
+    ooc::PipelinePlan plan(job.source().spec(), stages, settings, jo.pipeline);
+    ooc::cli::World& world = ooc::cli::World::get();
+    if (plan.has_reduction() && (!run_cli.part.empty() || !run_cli.rows.empty()))
+      throw Error(ErrorKind::usage,
+                  "equalize needs the histogram of the whole image: a pipeline with it runs "
+                  "in one process or as MPI ranks (mpirun), not as --part or --rows");
+    if (plan.has_reduction() && jo.resume)
+      throw Error(ErrorKind::usage,
+                  "a pipeline with equalize cannot resume (its histogram needs every row): run "
+                  "it again without --resume");
+    const std::string format = ooc::output_format(jo.output, jo.sink);
+    job.set_fingerprint(plan.fingerprint() + "; output " + plan.output().describe() + " " + format);
+    if (format != "tiff") ooc::cli::stop_gracefully_on_signals();
+    job.start(plan.operations());
+    if (jo.resume && !quiet)
+      std::fprintf(
+          stderr, "oocrun: %s at row %lld of rows %lld:%lld\n",
+          job.resumed_from() > job.row_begin() ? "resuming" : "nothing to resume: starting",
+          static_cast<long long>(job.resumed_from()), static_cast<long long>(job.row_begin()),
+          static_cast<long long>(job.row_end()));
+
+    const int passes = plan.passes();
+    ooc::cli::Progress bar(progress, passes * job.source().spec().total_bytes(), "oocrun");
+    const std::int64_t rows = job.row_end() - job.row_begin();
+    ooc::RunStats total;
+    nlohmann::json pass_stats = nlohmann::json::array();
+    for (int i = 0; i < passes; ++i) {
+      const ooc::RunStats st = job.run(plan.pass(i), [&](std::int64_t d, std::int64_t) {
+        bar.update(i * rows + d, passes * rows);
+      });
+      if (st.stopped) {
+        bar.finish();
+        return ooc::cli::stopped("oocrun", job, st);
+      }
+      if (i + 1 < passes) plan.end_pass(i, [&](std::vector<std::uint64_t>& v) { world.sum(v); });
+      pass_stats.push_back({{"seconds", st.seconds}, {"bytes_read", st.bytes_read}});
+      if (i == 0) {
+        total = st;
+      } else {
+        total.seconds += st.seconds;
+        total.setup_seconds += st.setup_seconds;
+        total.read_seconds += st.read_seconds;
+        total.compute_seconds += st.compute_seconds;
+        total.write_seconds += st.write_seconds;
+        total.bytes_written = st.bytes_written;
+        total.rows_done = st.rows_done;
+      }
+    }
+    bar.finish();
+    job.commit();
+    nlohmann::json extra;
+    if (passes > 1) extra["passes"] = pass_stats;
+    if (!ooc::cli::finish_parts("oocrun", job, total, quiet, extra)) return ooc::kExitResumable;
+    if (world.rank() == 0)
+      ooc::cli::report("oocrun", stats, quiet || world.mpi(), job, plan.describe(), total, extra);
+    return 0;
+  });
+}
