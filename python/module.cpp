@@ -1,14 +1,15 @@
-// The Python extension ooc._core: oocconv's and ooceq's file-to-file runs, and ooc's filters over
-// NumPy arrays (the array's memory, a numpy.memmap included, is the image the bounded band
-// pipeline streams through: strided views and big-endian dtypes are gathered band by band, never
-// copied whole). Every run releases the GIL. python/ooc/__init__.py is the documented
-// front: it normalizes arguments (scipy.ndimage names, modes, origins) and calls these.
+// The Python extension ooc._core: oocconv's, ooceq's and oocrun's file-to-file runs, and ooc's
+// filters and pipelines over NumPy arrays (the array's memory, a numpy.memmap included, is the
+// image the bounded band pipeline streams through: strided views and big-endian dtypes are gathered
+// band by band, never copied whole). Every run releases the GIL. python/ooc/__init__.py is the
+// documented front: it normalizes arguments (scipy.ndimage names, modes, origins) and calls these.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cli/filter_options.hpp"
@@ -23,6 +25,7 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
+#include "ooc/ops/chain.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/ops/separable.hpp"
@@ -622,6 +625,162 @@ py::dict equalize_array(const py::array& input, const py::array& output, const p
   });
 }
 
+// ---- Pipelines (ooc/ops/chain.hpp): oocrun's stages, over files and arrays ----
+
+// oocrun's --border, --border-value, --out-type and --precision under their Python names
+// (ooc/__init__.py has mapped scipy's mode names onto ooc's borders). The default precision is
+// oocrun's, not the array filters' f64: a pipeline gives oocrun's bytes.
+ooc::PipelineSettings pipeline_settings(const py::dict& o) {
+  ooc::PipelineSettings s;
+  s.border = ooc::parse_border_mode(get<std::string>(o, "mode", "reflect"));
+  s.border_value = get<double>(o, "cval", 0.0);
+  if (const auto t = get<std::string>(o, "out_type")) s.out_type = ooc::parse_sample_type(*t);
+  const std::string p = get<std::string>(o, "precision", "auto");
+  if (p == "f64")
+    s.precision = ooc::Precision::f64;
+  else if (p != "auto" && p != "f32")
+    throw ooc::Error(ooc::ErrorKind::usage, "precision takes auto or f64, got '" + p + "'");
+  return s;
+}
+
+std::vector<ooc::Operation*> passes_of(ooc::PipelinePlan& plan) {
+  std::vector<ooc::Operation*> passes;
+  for (int i = 0; i < plan.passes(); ++i) passes.push_back(&plan.pass(i));
+  return passes;
+}
+
+// oocrun INPUT OUTPUT PIPELINE: the same job, passes and stats as the tool (one process, no
+// parts), so that both write the same bytes.
+py::dict run_file(const std::string& input, const std::string& output,
+                  const std::vector<std::string>& words, const py::dict& o,
+                  const py::object& progress) {
+  // The pipeline and the settings first: a bad stage is reported before any file is opened.
+  const std::vector<ooc::StageCall> stages = ooc::parse_pipeline(words);
+  const ooc::PipelineSettings settings = pipeline_settings(o);
+  const RunOptions run = run_options(o);
+  const ooc::JobOptions jo = job_options(input, output, o, run, "f32");
+  const ooc::ProgressFn fn = progress_fn(progress);
+  ooc::cli::RunReport r;
+  std::vector<std::pair<double, std::size_t>> per_pass;  // seconds and bytes read of each pass
+  {
+    py::gil_scoped_release release;
+    ooc::Job job(jo);
+    ooc::PipelinePlan plan(job.source().spec(), stages, settings, jo.pipeline);
+    job.set_fingerprint(plan.fingerprint() + "; output " + plan.output().describe() + " " +
+                        ooc::output_format(jo.output, jo.sink));
+    job.start(plan.operations());
+    const int passes = plan.passes();
+    const std::int64_t rows = job.row_end() - job.row_begin();
+    ooc::RunStats total;
+    for (int i = 0; i < passes; ++i) {
+      const ooc::RunStats st = job.run(
+          plan.pass(i), [&](std::int64_t d, std::int64_t) { fn(i * rows + d, passes * rows); });
+      if (i + 1 < passes) plan.end_pass(i);
+      per_pass.emplace_back(st.seconds, st.bytes_read);
+      // Summed as oocrun sums them, for the same stats.
+      if (i == 0) {
+        total = st;
+      } else {
+        total.seconds += st.seconds;
+        total.setup_seconds += st.setup_seconds;
+        total.read_seconds += st.read_seconds;
+        total.compute_seconds += st.compute_seconds;
+        total.write_seconds += st.write_seconds;
+        total.bytes_written = st.bytes_written;
+        total.rows_done = st.rows_done;
+      }
+    }
+    job.commit();
+    r = ooc::cli::run_report(job, plan.describe(), total);
+  }
+  py::dict d = stats_dict(r);
+  if (per_pass.size() > 1) {  // oocrun's "passes"
+    py::list pass_stats;
+    for (const auto& [seconds, bytes] : per_pass)
+      pass_stats.append(py::dict(py::arg("seconds") = seconds, py::arg("bytes_read") = bytes));
+    d["passes"] = pass_stats;
+  }
+  return d;
+}
+
+py::dtype numpy_dtype(ooc::SampleType t) {
+  switch (t) {
+    case ooc::SampleType::u8:
+      return py::dtype::of<std::uint8_t>();
+    case ooc::SampleType::u16:
+      return py::dtype::of<std::uint16_t>();
+    case ooc::SampleType::i16:
+      return py::dtype::of<std::int16_t>();
+    case ooc::SampleType::u32:
+      return py::dtype::of<std::uint32_t>();
+    case ooc::SampleType::i32:
+      return py::dtype::of<std::int32_t>();
+    case ooc::SampleType::f32:
+      return py::dtype::of<float>();
+    case ooc::SampleType::f64:
+      break;
+  }
+  return py::dtype::of<double>();
+}
+
+// A pipeline over an array, on the array runs' sources, sinks and aliasing rules. `output` is an
+// array (ooc/__init__.py has made its dtype the out_type) or None: then a new array of the
+// pipeline's output type, allocated only once the pipeline is known to be valid. Returns
+// (output, stats).
+py::tuple pipeline_array(const py::array& input, py::object output,
+                         const std::vector<std::string>& words, const py::dict& o,
+                         const py::object& progress) {
+  const ooc::ImageSpec in = layout_of(input, "input").spec;
+  if (!output.is_none()) {
+    if (!py::isinstance<py::array>(output))
+      throw ooc::Error(ooc::ErrorKind::usage, "output must be an array or None");
+    (void)layout_of(output.cast<py::array>(), "output");  // its dtype before the out_type's
+  }
+  const std::vector<ooc::StageCall> stages = ooc::parse_pipeline(words);
+  const ooc::PipelineSettings settings = pipeline_settings(o);
+  ooc::PipelinePlan plan(in, stages, settings, run_options(o).pipeline);
+  const ooc::ImageSpec out = plan.output();
+  if (output.is_none()) {
+    output = py::array(numpy_dtype(out.type),
+                       std::vector<py::ssize_t>(input.shape(), input.shape() + input.ndim()));
+  }
+  ArrayRun a = array_run(input, output.cast<py::array>(), o, progress);
+  if (a.out.spec.type != out.type)
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     "output has samples " + std::string(ooc::name(a.out.spec.type)) +
+                         ", the pipeline makes " + std::string(ooc::name(out.type)) +
+                         ": give out_type of the output's dtype");
+  py::dict stats =
+      run_passes(a, passes_of(plan), [&](std::int64_t i) { plan.end_pass(static_cast<int>(i)); });
+  return py::make_tuple(output, stats);
+}
+
+// The stage declarations (oocrun --list) as Python objects: a list of dicts {name, help,
+// reduction, params: [{name, kind, default, min, max, min_exclusive, help}]}. A default is the
+// text a pipeline would take ("auto" for a computed one), None where the parameter is required;
+// an unbounded min or max is None.
+py::list stage_declarations() {
+  static constexpr const char* kinds[] = {"number", "integer", "taps", "type", "text"};
+  py::list out;
+  for (const ooc::StageDecl& d : ooc::stage_declarations()) {
+    py::list params;
+    for (const ooc::StageParam& p : d.params) {
+      const auto bound = [](double v) -> py::object {
+        return std::isinf(v) ? py::object(py::none()) : py::object(py::float_(v));
+      };
+      params.append(
+          py::dict(py::arg("name") = p.name, py::arg("kind") = kinds[static_cast<int>(p.kind)],
+                   py::arg("default") = p.fallback.empty() ? py::object(py::none())
+                                                           : py::object(py::str(p.fallback)),
+                   py::arg("min") = bound(p.min), py::arg("max") = bound(p.max),
+                   py::arg("min_exclusive") = p.min_open, py::arg("help") = p.help));
+    }
+    out.append(py::dict(py::arg("name") = d.name, py::arg("help") = d.help,
+                        py::arg("reduction") = d.reduction, py::arg("params") = params));
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -651,6 +810,11 @@ PYBIND11_MODULE(_core, m) {
         py::arg("mode"), py::arg("cval"), py::arg("options"), py::arg("progress"));
   m.def("equalize_array", &equalize_array, py::arg("input"), py::arg("output"), py::arg("options"),
         py::arg("progress"));
+  m.def("run_file", &run_file, py::arg("input"), py::arg("output"), py::arg("pipeline"),
+        py::arg("options"), py::arg("progress"));
+  m.def("pipeline_array", &pipeline_array, py::arg("input"), py::arg("output"), py::arg("pipeline"),
+        py::arg("options"), py::arg("progress"));
+  m.def("stage_declarations", &stage_declarations);
   m.def("cuda_device_count", &ooc::cuda_device_count);
   m.def("partial_path", &ooc::partial_path, py::arg("output"));
   m.def("default_mem_limit", &ooc::default_mem_limit);

@@ -22,6 +22,12 @@ with C <= 4 interleaved channels (filtered along axes 0 and 1 only); dtypes uint
 uint32, int32, float32, float64. Sums are in float64 as scipy's; unlike scipy, integer results are
 rounded to nearest and saturated, not truncated. Every call releases the GIL while it runs.
 
+Pipelines of oocrun's stages in one pass (a pass more for each equalize), on files and on arrays;
+ooc.stages() lists the stages and their parameters::
+
+    ooc.run("in.tif", "out.tif", "gaussian sigma=2 ! unsharp sigma=1 amount=0.7 ! convert type=u8")
+    view = ooc.pipeline(big, "subtract-background sigma=60 ! scale mul=4 ! convert type=u8")
+
 Errors are ooc.Error (a RuntimeError) carrying ooc's message, with .kind ("usage", "input", "io"
 or "device") and .exit_code (the tools' exit code for it). scipy's modes map to ooc's borders:
 reflect = grid-mirror (d c b a | a b c d), mirror (d c b | a b c d), nearest, wrap = grid-wrap,
@@ -44,6 +50,7 @@ from ._core import Error
 __all__ = [
     "Error", "convolve", "equalize", "correlate1d", "convolve1d", "gaussian_filter1d",
     "gaussian_filter", "uniform_filter1d", "uniform_filter", "correlate", "cuda_device_count",
+    "run", "pipeline", "stages",
 ]
 
 cuda_device_count = _core.cuda_device_count
@@ -527,3 +534,107 @@ def equalize(input, output=None, *, progress=None, **kwargs):
     src, dst = (a[np.newaxis], out[np.newaxis]) if a.ndim == 1 else (a, out)
     _core.equalize_array(src, dst, _array_options(a, out, kwargs), _check_progress(progress))
     return out
+
+
+# ---- pipelines (oocrun) ----
+
+def stages():
+    """oocrun --list as data: a list of {"name", "help", "reduction", "params"}, each parameter
+    {"name", "kind", "default", "min", "max", "min_exclusive", "help"}. A default is the text a
+    pipeline takes ("auto" where it is computed), None where the parameter is required; an
+    unbounded min or max is None. A reduction (equalize) adds a pass over the image."""
+    return _core.stage_declarations()
+
+
+def _pipeline_words(pipeline):
+    """A pipeline as oocrun takes it: one string, or its words ("gaussian sigma=2", "!", ...)."""
+    if isinstance(pipeline, str):
+        return [pipeline]
+    try:
+        words = list(pipeline)
+    except TypeError:
+        words = None
+    if not words or not all(isinstance(w, str) for w in words):
+        raise _usage("pipeline must be a string such as 'gaussian sigma=2 ! convert type=u8' (or "
+                     "a list of its words), got %r" % (pipeline,))
+    return words
+
+
+# ooc's names of sample types, which a pipeline's convert takes too (NumPy reads "u8" as uint64).
+_OOC_TYPES = {"u8": "uint8", "u16": "uint16", "i16": "int16", "u32": "uint32", "i32": "int32",
+              "f32": "float32", "f64": "float64"}
+
+
+def _sample_name(t, what):
+    """NumPy's name of a sample type given as ooc's name or anything numpy.dtype takes; _core
+    refuses the types it does not have (float16...) with the list of those it has."""
+    if isinstance(t, str) and t in _OOC_TYPES:
+        return _OOC_TYPES[t]
+    try:
+        return np.dtype(t).newbyteorder("=").name
+    except TypeError:
+        raise _usage("%s must be a dtype or a type name such as 'u8' or 'float32', got %r"
+                     % (what, t)) from None
+
+
+def _pipeline_options(options, mode, cval, out_type, precision):
+    o = _run_options(options)
+    # cval and precision go to _core as given: it names them when they are of the wrong type.
+    o.update(mode=_mode(mode), cval=cval, precision=precision,
+             out_type=None if out_type is None else _sample_name(out_type, "out_type"))
+    return o
+
+
+def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, precision="auto",
+        width=None, height=None, type=None, channels=None, in_format="auto", page=0, seed=1,
+        format="auto", tile=0, compress="none", level=-1, bigtiff="auto", progress=None,
+        **options):
+    """oocrun INPUT OUTPUT PIPELINE (see oocrun --help, ooc.stages()); returns --stats json.
+
+    pipeline: stages separated by "!", e.g. "gaussian sigma=2 ! convert type=u8" (or a list of
+    its words). mode (oocrun's --border; scipy's names too) and cval apply to every stage, each on
+    its own input; intermediates are float32 (float64 with precision="f64"); the output has the
+    input's type unless a last convert or out_type says otherwise. width/height/type/channels
+    describe a raw input; format, tile, compress, level and bigtiff the output file. A pipeline
+    with equalize reads the input once more per equalize ("passes" in the stats). The output is
+    written under a temporary name and renamed when complete; on any error nothing is left.
+    """
+    o = _pipeline_options(options, mode, cval, out_type, precision)
+    o.update(width=width, height=height, type=None if type is None else _type_name(type),
+             channels=channels, in_format=in_format, page=page, seed=seed, format=format,
+             tile=tile, compress=compress, level=level, bigtiff=bigtiff)
+    return _core.run_file(os.fspath(input), os.fspath(output), _pipeline_words(pipeline), o,
+                          _check_progress(progress))
+
+
+def pipeline(input, pipeline, output=None, *, mode="reflect", cval=0.0, out_type=None,
+             precision="auto", progress=None, **options):
+    """The stages of ooc.run over an array: 2-D (H, W) or 3-D (H, W, C), an ndarray, a memmap or
+    a .npy path, streamed band by band as the other array functions are. Returns the output:
+    `output` itself, or a new array of the pipeline's output type (the input's unless a last
+    convert or out_type says otherwise) when output is None or a dtype. An output array's dtype
+    is the pipeline's output type; one sharing the input's memory is handled as in the filters.
+    """
+    a = _load(input)
+    if a.ndim == 1:
+        raise _usage("a pipeline takes a 2-D (H, W) or 3-D (H, W, C) array, got shape %s: give "
+                     "a 1-D signal as one row, a[numpy.newaxis]" % (a.shape,))
+    words = _pipeline_words(pipeline)
+    o = _pipeline_options(options, mode, cval, out_type, precision)
+    out = None
+    if output is None or isinstance(output, np.ndarray):
+        out = None if output is None else _output(output, a)
+        # An output array's dtype decides, as in scipy.ndimage (_core swaps the samples of one
+        # in the other byte order).
+        given = None if out is None else out.dtype.newbyteorder("=").name
+    else:
+        given = _sample_name(output, "output")
+    if given is not None:
+        if o["out_type"] not in (None, given):
+            raise _usage("output is %s, out_type %s: give one or the other"
+                         % (given, o["out_type"]))
+        o["out_type"] = given
+    if out is not None:
+        o["alias"] = _shared(a, out)
+    result, _ = _core.pipeline_array(a, out, words, o, _check_progress(progress))
+    return result
