@@ -71,6 +71,25 @@ void write_histogram(const std::string& path, const ooc::HistogramOp& h,
   f.commit();
 }
 
+// Other types are refused with a conversion that keeps the image. oocconv rounds and saturates
+// into the output type and has no scale option, but a one-tap filter is a scale (taps are used
+// as given): --taps 1 alone would map float data in [0, 1] to {0, 1}.
+void check_equalizable(ooc::SampleType t) {
+  if (t == ooc::SampleType::u8 || t == ooc::SampleType::u16) return;
+  const std::string type(ooc::name(t));
+  const bool real = t == ooc::SampleType::f32 || t == ooc::SampleType::f64;
+  throw ooc::Error(
+      ooc::ErrorKind::usage,
+      "histogram equalization takes u8 or u16 images, this one is " + type +
+          ": convert it first, scaling its values onto 0-65535 with a one-tap filter (oocconv "
+          "rounds and saturates to the output type): " +
+          (real ? std::string("for values in [0, 1], oocconv IN OUT.raw --row-taps 65535 "
+                              "--out-type u16; for [0, M], --row-taps S with S = 65535 / M")
+                : std::string("for values in 0..M, oocconv IN OUT.raw --row-taps S --out-type "
+                              "u16 with S = 65535 / M")) +
+          " (no offset is added: shift negative values to 0 first)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,6 +144,7 @@ int main(int argc, char** argv) {
     ooc::cli::apply_run_options({}, jo);
     ooc::Job job(jo);
     const ooc::ImageSpec& spec = job.source().spec();
+    check_equalizable(spec.type);
     auto hist = ooc::make_histogram(spec);
     auto lut = ooc::make_lut(spec);
     job.set_fingerprint("histogram equalization; output " + spec.describe() + " " +

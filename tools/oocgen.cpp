@@ -26,6 +26,9 @@ Examples:
   oocgen dim.raw --width 65536 --height 65536 --type u8 --pattern low-contrast   (for ooceq)
   oocgen A.raw --width 16384 --height 65536 --pattern low-rank --rank 16   (a matrix for oocatax)
 
+gaussian-spots: a dark background with one blurred spot (sigma 2.5 to 5 px) in every 64 x 64 cell,
+so about a tenth of the pixels are non-zero whatever the size.
+
 low-rank: a real matrix (width = columns N, height = rows M) of known structure, f32 or f64 only
 (integer types are refused). With R = --rank (default 8) and s = --noise (default 0.01):
   A[r, c] = (1 / sqrt(R)) sum_{i<R} u_i(r) v_i(c) + s e(r, c)
@@ -61,8 +64,11 @@ matrix. As an input elsewhere: synth:low-rank (defaults), synth:low-rank:R or sy
     ooc::cli::add_output_options(app, out_options);
     app.add_option("--mem-limit", mem_limit, "memory for the band ring (default: min(1G, RAM/4))");
     ooc::cli::add_progress_options(app, progress);
-    app.add_flag("-q,--quiet", quiet, "no summary line");
+    app.add_flag("-q,--quiet", quiet,
+                 "no summary line and no progress (an explicit --progress or --progress-log "
+                 "still reports)");
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocgen")) return *code;
+    progress.quiet = quiet;
     hints.type = ooc::parse_sample_type(type);
     if (pattern == "low-rank") {
       // Checked by the pattern's own parser, so that --rank and low-rank:R say the same.

@@ -211,6 +211,7 @@ Progress::Progress(const ProgressCli& p, std::size_t total_bytes, const char* pr
     : mode_(p.none                 ? Mode::none
             : p.log_seconds > 0    ? Mode::log
             : p.bar                ? Mode::bar
+            : p.quiet              ? Mode::none
             : stderr_is_terminal() ? Mode::bar
                                    : Mode::log),
       log_seconds_(p.log_seconds > 0 ? p.log_seconds : kLogSeconds),
@@ -267,12 +268,15 @@ void add_progress_options(CLI::App& app, ProgressCli& p) {
 void add_report_options(CLI::App& app, ReportCli& r) {
   add_progress_options(app, r.progress);
   app.add_option("--stats", r.stats, "print a summary on stdout: json or text");
-  app.add_flag("-q,--quiet", r.quiet, "no summary line on stderr");
+  app.add_flag("-q,--quiet", r.quiet,
+               "no summary line and no progress on stderr (an explicit --progress or "
+               "--progress-log still reports)");
 }
 
-void check_report_options(const ReportCli& r) {
+void check_report_options(ReportCli& r) {
   if (!r.stats.empty() && r.stats != "json" && r.stats != "text")
     throw Error(ErrorKind::usage, "--stats takes json or text, got '" + r.stats + "'");
+  r.progress.quiet = r.quiet;
 }
 
 void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& band_rows_help) {
@@ -484,6 +488,9 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
   group.add_option("--level", o.level, "TIFF: compression level, deflate 1-9, zstd 1-22");
   group.add_option("--bigtiff", o.bigtiff, "TIFF: auto (if it could pass 4 GiB), yes or no")
       ->default_str("auto");
+  group.add_flag("--no-locks", o.no_locks,
+                 "go on where the file system cannot lock (two writers of one output then go "
+                 "unnoticed)");
 }
 
 void report(const char* prog, const std::string& stats, bool quiet, Job& job,

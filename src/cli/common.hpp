@@ -46,9 +46,12 @@ void write_report(const std::string& text, const std::string& done);
 // --progress (a bar), --progress-log (a line every few seconds, for batch logs), --no-progress.
 // Default: the bar on a terminal, log lines otherwise.
 inline constexpr int kLogSeconds = 10;
+// -q turns the default off (no bar, no log lines); an explicit --progress or --progress-log
+// still wins, since it names the one thing wanted.
 struct ProgressCli {
   bool bar = false, none = false;
   int log_seconds = 0;  // --progress-log[=S]: a line every S seconds (0: not asked for)
+  bool quiet = false;   // -q: set from ReportCli::quiet by check_report_options()
 };
 void add_progress_options(CLI::App& app, ProgressCli& p);
 
@@ -71,14 +74,15 @@ class Progress {
 };
 
 // The group "Reporting" of the tools that run a job: the progress options, --stats json|text and
-// -q. check_report_options() throws a usage Error for a --stats other than json or text.
+// -q. check_report_options() throws a usage Error for a --stats other than json or text, and
+// hands -q on to the progress options.
 struct ReportCli {
   ProgressCli progress;
   bool quiet = false;
   std::string stats;
 };
 void add_report_options(CLI::App& app, ReportCli& r);
-void check_report_options(const ReportCli& r);
+void check_report_options(ReportCli& r);
 
 // The group "Pipeline" of the tools that run a job: --mem-limit, --threads, --band-rows, --slots,
 // --device, --devices. apply_pipeline_options() parses --mem-limit and fills `jo`.
@@ -111,7 +115,8 @@ int stopped(const char* prog, const Job& job, const RunStats& st);
 bool finish_parts(const char* prog, Job& job, const RunStats& st, bool quiet,
                   nlohmann::json& summary);
 
-// The output-file options of oocconv and oocgen: --format, --tile, --compress, --level, --bigtiff.
+// The output-file options of oocconv, ooceq and oocgen: --format, --tile, --compress, --level,
+// --bigtiff, --no-locks.
 void add_output_options(CLI::App& group, ooc::SinkOptions& options);
 
 // A CLI11 check that a count option (--width, --height, --band-rows) is at least 1.

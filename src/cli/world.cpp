@@ -1,6 +1,7 @@
 // MPI behind World (see world.hpp); without MPI in the build, a world of one process.
 #include "world.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,12 +20,30 @@ namespace {
 using ooc::Error;
 using ooc::ErrorKind;
 
-bool env_int(const char* name, long& v) {
+// The most parts a run can have: --part I/N takes the same limit.
+constexpr long long kMaxParts = 1 << 20;
+
+// A whole number from the environment, checked: a launcher's variable that is set but not a
+// number (or out of range) must stop the run, not quietly make it one part of one.
+enum class Env { unset, ok };
+Env env_number(const char* name, long long& v) {
   const char* s = std::getenv(name);
-  if (s == nullptr || *s == '\0') return false;
+  if (s == nullptr || *s == '\0') return Env::unset;
   char* end = nullptr;
-  v = std::strtol(s, &end, 10);
-  return *end == '\0';
+  errno = 0;
+  v = std::strtoll(s, &end, 10);
+  const bool huge = errno == ERANGE;
+  // Digits only (strtoll would also take blanks and a sign), and within 64 bits.
+  if (*s < '0' || *s > '9' || *end != '\0' || huge)
+    throw Error(ErrorKind::usage,
+                std::string("--part auto: ") + name + "='" + s + "' is " +
+                    (huge ? "too large for 64 bits" : "not a whole number of 0 or more") +
+                    ": fix or unset it, or give --part I/N");
+  return Env::ok;
+}
+
+std::string env_value(const char* name, long long v) {
+  return std::string(name) + "=" + std::to_string(v);
 }
 
 }  // namespace
@@ -110,16 +129,34 @@ void World::abort(int code) {
 }
 
 bool part_from_environment(int& index, int& count, std::string& source) {
-  long id = 0, n = 0, lo = 0, hi = 0;
-  if (env_int("SLURM_ARRAY_TASK_ID", id) && env_int("SLURM_ARRAY_TASK_COUNT", n)) {
-    if (!env_int("SLURM_ARRAY_TASK_MIN", lo)) lo = 0;
+  long long id = 0, n = 0, lo = 0, hi = 0;
+  const auto usage = [](const std::string& what) {
+    return Error(ErrorKind::usage, "--part auto: " + what);
+  };
+  // An array task is named by SLURM_ARRAY_TASK_ID alone: once it is set, the part comes from
+  // the array or not at all (srun's SLURM_PROCID=0 of 1 would run the whole image).
+  if (env_number("SLURM_ARRAY_TASK_ID", id) == Env::ok) {
+    if (env_number("SLURM_ARRAY_TASK_COUNT", n) == Env::unset)
+      throw usage(env_value("SLURM_ARRAY_TASK_ID", id) +
+                  " is set but SLURM_ARRAY_TASK_COUNT is not: give --part I/N");
+    if (n < 1 || n > kMaxParts)
+      throw usage(env_value("SLURM_ARRAY_TASK_COUNT", n) + " is not a number of parts from 1 to " +
+                  std::to_string(kMaxParts) + ": submit a smaller --array, or give --part I/N");
+    const std::string min_text = env_number("SLURM_ARRAY_TASK_MIN", lo) == Env::ok
+                                     ? env_value("SLURM_ARRAY_TASK_MIN", lo)
+                                     : std::string("0 (SLURM_ARRAY_TASK_MIN unset)");
     // Parts are task id - min: only an array of consecutive ids (--array=0-7, 3-10) numbers
     // them all, once each.
-    if (env_int("SLURM_ARRAY_TASK_MAX", hi) && hi - lo + 1 != n)
-      throw Error(ErrorKind::usage, "--part auto: the array's task ids " + std::to_string(lo) +
-                                        ".." + std::to_string(hi) + " are not " +
-                                        std::to_string(n) + " consecutive ids: submit --array=0-" +
-                                        std::to_string(n - 1) + ", or give --part I/N");
+    if (env_number("SLURM_ARRAY_TASK_MAX", hi) == Env::ok && hi - lo != n - 1)
+      throw usage("the array's task ids " + min_text + " to " +
+                  env_value("SLURM_ARRAY_TASK_MAX", hi) + " are not " +
+                  env_value("SLURM_ARRAY_TASK_COUNT", n) + " consecutive ids: submit --array=0-" +
+                  std::to_string(n - 1) + ", or give --part I/N");
+    if (id < lo || id - lo >= n)
+      throw usage(env_value("SLURM_ARRAY_TASK_ID", id) + " is not one of the ids from " + min_text +
+                  " to " + std::to_string(static_cast<unsigned long long>(lo) + (n - 1)) + " (" +
+                  env_value("SLURM_ARRAY_TASK_COUNT", n) + "): submit --array=0-" +
+                  std::to_string(n - 1) + ", or give --part I/N");
     index = static_cast<int>(id - lo);
     count = static_cast<int>(n);
     source = "Slurm array task " + std::to_string(id);
@@ -130,13 +167,22 @@ bool part_from_environment(int& index, int& count, std::string& source) {
   } launchers[] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OpenMPI rank"},
                    {"PMI_RANK", "PMI_SIZE", "PMI rank"},
                    {"SLURM_PROCID", "SLURM_NTASKS", "srun task"}};
-  for (const auto& l : launchers)
-    if (env_int(l.rank, id) && env_int(l.size, n)) {
-      index = static_cast<int>(id);
-      count = static_cast<int>(n);
-      source = std::string(l.what) + " " + std::to_string(id);
-      return true;
-    }
+  for (const auto& l : launchers) {
+    // Both checked before either is used: a garbled one of the pair is an error, not a skip.
+    const bool has_rank = env_number(l.rank, id) == Env::ok;
+    const bool has_size = env_number(l.size, n) == Env::ok;
+    if (!has_rank || !has_size) continue;
+    if (n < 1 || n > kMaxParts)
+      throw usage(env_value(l.size, n) + " is not a number of parts from 1 to " +
+                  std::to_string(kMaxParts) + ": give --part I/N");
+    if (id >= n)
+      throw usage(env_value(l.rank, id) + " is not below " + env_value(l.size, n) +
+                  ": give --part I/N");
+    index = static_cast<int>(id);
+    count = static_cast<int>(n);
+    source = std::string(l.what) + " " + std::to_string(id);
+    return true;
+  }
   return false;
 }
 

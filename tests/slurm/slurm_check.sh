@@ -1,9 +1,12 @@
 #!/bin/bash
 # slurm_check.sh: end-to-end test of tools/slurm/ on a real, private, single-node Slurm.
 #
-# Brings up munged + slurmctld + slurmd (Debian packages munge slurmctld slurmd
+# First (0.) runs mpi.sbatch and array.sbatch with stand-ins for scontrol, scancel, mpirun
+# and oocconv, to check when they requeue themselves: only when the journals show rows added
+# by the run and rows left, below OOC_MAX_REQUEUES (not on the exit status alone).
+# Then brings up munged + slurmctld + slurmd (Debian packages munge slurmctld slurmd
 # slurm-client) as background processes with every state, spool and log file in a temporary
-# directory, then:
+# directory, and:
 #   1. submits array.sbatch + finish.sbatch through submit.sh (sbatch --wait) on a small
 #      synthetic image and cmp's the result with a single-process oocconv run;
 #   1b. an array that is not 0..N-1 is refused without OOC_PARTS and right with it;
@@ -13,7 +16,9 @@
 #   2b. cancels a running task with a plain scancel: it must stay cancelled (no requeue),
 #      oocconv must have stopped cleanly (75); a resubmission resumes and is cmp'd;
 #   3. runs mpi.sbatch (2 ranks through srun --mpi=pmix) and cmp's its result;
-#   3b. the same TERM/requeue/resume path as 2 through mpi.sbatch and srun.
+#   3b. the same TERM/requeue/resume path as 2 through mpi.sbatch and srun;
+#   3c. the same with OOC_LAUNCHER=mpirun: the TERM goes to mpirun, which exits 1 although
+#       the ranks stopped cleanly; the journals make the job requeue itself all the same.
 # Usage: tests/slurm/slurm_check.sh    (as root; exit 0 pass, 1 fail, 77 skipped)
 #   OOC_BIN_DIR      where oocgen and oocconv are (default /work/main/build/release); they
 #                    are copied first, so a rebuild during the test does not disturb it
@@ -81,6 +86,105 @@ trap 'exit 143' TERM
 mkdir -p "$tmp"/{bin,etc,state,spool,log,run,munge,data,work}
 cp "$bin_src/oocgen" "$bin_src/oocconv" "$tmp/bin/"
 export OOC_BIN_DIR=$tmp/bin
+
+# --- 0. requeue decisions, with stand-ins for Slurm and oocconv -----------------------------
+# Whether a script requeues itself is read from the journals: here a stand-in oocconv writes
+# the journal and exits as told, a stand-in scontrol answers the job's state and records
+# requeues, and mpirun runs its command. No daemon is involved: these take a second.
+fake=$tmp/fake
+mkdir -p "$fake/bin" "$fake/work"
+cat > "$fake/bin/scontrol" <<'EOS'
+#!/bin/bash
+# `scontrol -o show job ID` answers JobState=$FAKE_STATE; `scontrol requeue ID` is recorded.
+case $1 in
+    -o) echo "JobId=$3 JobState=${FAKE_STATE:-RUNNING} Restarts=0" ;;
+    requeue) echo "requeue $2" >> "$FAKE_DIR/requeues" ;;
+    *) exit 1 ;;
+esac
+EOS
+printf '#!/bin/bash\necho "scancel $*" >> "$FAKE_DIR/scancels"\n' > "$fake/bin/scancel"
+printf '#!/bin/bash\nexec "$@"\n' > "$fake/bin/mpirun"
+cat > "$fake/bin/oocconv" <<'EOS'
+#!/bin/bash
+# oocconv's stand-in: the journal $FAKE_JOURNAL covers rows 0:100 (made with done $FAKE_DONE,
+# default 0, unless there);
+# with FAKE_WAIT=1 it waits for SIGTERM first (as a rank under mpirun, which then exits 1);
+# then it adds $FAKE_ADD rows to "done" and exits $FAKE_RC.
+j=$FAKE_JOURNAL
+[[ -f $j ]] || printf 'ooc-journal 2\ninput x\noptions y\npart 0 2\nrows 0 100 200\ndone %s\ncheck 0\n' \
+                      "${FAKE_DONE:-0}" > "$j"
+got=0
+trap 'got=1' TERM
+echo $$ > "$FAKE_DIR/started"
+if [[ ${FAKE_WAIT:-0} == 1 ]]; then
+    while (( !got )); do sleep 0.05; done
+fi
+d=$(awk '$1 == "done" { print $2 }' "$j")
+sed -i "s/^done .*/done $((d + ${FAKE_ADD:-0}))/" "$j"
+exit "${FAKE_RC:-0}"
+EOS
+chmod +x "$fake/bin"/*
+fake_case() { # NAME SCRIPT WANT_RC WANT_REQUEUE(0|1) WANT_TEXT [VAR=VALUE...]
+    # (PRE_DONE=N among the variables: the journal is there with done N before the script runs)
+    local name=$1 script=$2 want_rc=$3 want_requeue=$4 want_text=$5 rc=0 pid requeued=0 a
+    shift 5
+    rm -f "$fake/work"/* "$fake/requeues" "$fake/started"
+    for a in "$@"; do
+        if [[ $a == PRE_DONE=* ]]; then
+            FAKE_JOURNAL=$(printf '%s\n' "$@" | sed -n 's/^FAKE_JOURNAL=//p') FAKE_DONE=${a#*=} \
+                FAKE_DIR=$fake "$fake/bin/oocconv"
+        fi
+    done
+    local out=$fake/work/o.raw
+    env PATH="$fake/bin:$PATH" OOC_BIN_DIR="$fake/bin" FAKE_DIR="$fake" SLURM_JOB_ID=4242 \
+        "$@" bash "$slurm_dir/$script" "$fake/in.raw" "$out" --width 8 > "$fake/log" 2>&1 &
+    pid=$!
+    if [[ " $* " == *" FAKE_WAIT=1 "* ]]; then
+        for _ in $(seq 100); do [[ -s $fake/started ]] && break; sleep 0.05; done
+        kill -TERM "$pid"
+    fi
+    # A script that never passes the signal on would wait forever: 10 s, then both are killed.
+    for _ in $(seq 200); do kill -0 "$pid" 2> /dev/null || break; sleep 0.05; done
+    if kill -0 "$pid" 2> /dev/null; then
+        kill -KILL "$pid" $(cat "$fake/started" 2> /dev/null) 2> /dev/null || true
+        wait "$pid" || true
+        show_logs "$fake/log"
+        fail "0. $name: $script had not ended 10 s after the signal (the stand-in never got it?)"
+    fi
+    wait "$pid" || rc=$?
+    [[ -s $fake/requeues ]] && requeued=1
+    if (( rc != want_rc || requeued != want_requeue )) || ! grep -q -- "$want_text" "$fake/log"; then
+        show_logs "$fake/log"
+        fail "0. $name: exit $rc (want $want_rc), requeued $requeued (want $want_requeue)," \
+             "'$want_text' $(grep -q -- "$want_text" "$fake/log" && echo found || echo 'not in the log')"
+    fi
+    echo "  $name: exit $rc, requeued $requeued: ok"
+}
+show_logs() { local f; for f in "$@"; do echo "--- $f"; sed 's/^/  | /' "$f"; done; }
+log "0. requeue decisions of mpi.sbatch and array.sbatch with stand-ins:"
+mpi_j=$fake/work/o.raw.partial.part-0-of-2.journal
+fake_case "mpirun exits 1 after the ranks stopped on the passed-on TERM" mpi.sbatch 0 1 \
+    "passing it to mpirun" OOC_LAUNCHER=mpirun FAKE_JOURNAL="$mpi_j" FAKE_WAIT=1 FAKE_ADD=10 FAKE_RC=1
+fake_case "the same at the requeue cap" mpi.sbatch 75 0 "OOC_MAX_REQUEUES=3" \
+    OOC_LAUNCHER=mpirun FAKE_JOURNAL="$mpi_j" FAKE_WAIT=1 FAKE_ADD=10 FAKE_RC=1 \
+    SLURM_RESTART_COUNT=3 OOC_MAX_REQUEUES=3
+fake_case "exit 75 without a row added (would loop)" mpi.sbatch 75 0 "added no rows" \
+    OOC_LAUNCHER=mpirun FAKE_JOURNAL="$mpi_j" PRE_DONE=40 FAKE_ADD=0 FAKE_RC=75
+fake_case "a failure, no signal: not a stop" mpi.sbatch 1 0 "failed with 1" \
+    OOC_LAUNCHER=mpirun FAKE_JOURNAL="$mpi_j" FAKE_ADD=10 FAKE_RC=1
+fake_case "a cancelled job stays cancelled" mpi.sbatch 75 0 "not requeued (job CANCELLED)" \
+    OOC_LAUNCHER=mpirun FAKE_JOURNAL="$mpi_j" FAKE_ADD=10 FAKE_RC=75 FAKE_STATE=CANCELLED
+arr=(SLURM_ARRAY_JOB_ID=4242 SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=2 SLURM_ARRAY_TASK_MIN=0
+     SLURM_ARRAY_TASK_MAX=1 FAKE_JOURNAL="$fake/work/o.raw.partial.part-1-of-2.journal")
+fake_case "array task stopped (75) with rows added" array.sbatch 0 1 "requeued (restart 1 of at most 20" \
+    "${arr[@]}" FAKE_ADD=10 FAKE_RC=75
+fake_case "array task at the requeue cap" array.sbatch 75 0 "has restarted 20 times" \
+    "${arr[@]}" FAKE_ADD=10 FAKE_RC=75 SLURM_RESTART_COUNT=20
+fake_case "array task whose journal has no rows left" array.sbatch 75 0 "every row is done" \
+    "${arr[@]}" FAKE_DONE=100 FAKE_RC=75
+fake_case "another part's journal does not count" array.sbatch 75 0 "no journal" \
+    "${arr[@]/part-1-of-2/part-0-of-2}" FAKE_ADD=10 FAKE_RC=75
+log "0. PASS: requeued only after rows were added and rows are left, below OOC_MAX_REQUEUES"
 
 # --- munge ----------------------------------------------------------------------------------
 # A private key, socket and daemon: nothing under /etc or /run is touched.
@@ -193,7 +297,6 @@ show_jobs() { # id...: what Slurm recorded about them (sacct needs slurmdbd, so 
             paste -sd' ' | sed 's/ JobId=/\n  JobId=/g; s/^/  /'
     done
 }
-show_logs() { local f; for f in "$@"; do echo "--- $f"; sed 's/^/  | /' "$f"; done; }
 wait_job() { # ID SECONDS: poll until the job has ended (sbatch --wait polls every 2, 8, 32 s)
     local t st
     for ((t = 0; t < $2 * 5; t++)); do
@@ -290,7 +393,7 @@ show_jobs "$array2" "$finish2"
 show_logs "$tmp/work/oocconv-${array2}"_*.out "$tmp/work/oocconv-finish-$finish2.out"
 [[ $st == COMPLETED ]] || fail "2. finish job $finish2 ended $st"
 restarts=$(job_field "$task0" Restarts)
-grep -q 'requeued' "$tmp/work/oocconv-${task0}.out" ||
+grep -q 'requeued (restart' "$tmp/work/oocconv-${task0}.out" ||
     fail "2. $task0 did not requeue itself (finished before the signal? set OOC_SLURM_BIG_W/H larger)"
 (( restarts >= 1 )) || fail "2. $task0 shows Restarts=$restarts"
 grep -q 'restart 1' "$tmp/work/oocconv-${task0}.out" || fail "2. no second run of $task0 in its log"
@@ -374,6 +477,36 @@ else
     log "3b. PASS: ranks stopped with 75, job requeued itself, reran with --resume; result equal ($(( $(date +%s) - t3b )) s in Slurm)"
 fi
 
+# --- 3c. mpi.sbatch with mpirun: mpirun exits 1 on TERM, the journals say "resume" -----------
+if ! command -v mpirun > /dev/null; then
+    log "3c. SKIP: no mpirun (apt-get install openmpi-bin)"
+    mpirun_skipped=1
+else
+    log "3c. OOC_LAUNCHER=mpirun mpi.sbatch on the larger image, TERM to its batch shell:"
+    t3c=$(date +%s)
+    # Open MPI refuses root without these; vader: shared memory, no network needed.
+    mpi3=$(OOC_LAUNCHER=mpirun OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+           OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader \
+           sbatch --parsable "${jobopts[@]}" --ntasks-per-node=2 "$slurm_dir/mpi.sbatch" \
+                  "$tmp/data/big.raw" "$tmp/work/big.mpirun.raw" "${opts2[@]}" --threads 1 --band-rows 64)
+    for _ in $(seq 300); do
+        [[ $(job_field "$mpi3" JobState) == RUNNING && -e $tmp/work/big.mpirun.raw.partial ]] && break
+        sleep 0.1
+    done
+    scancel --batch --signal=TERM "$mpi3"
+    st=$(wait_job "$mpi3" 90)
+    show_jobs "$mpi3"
+    show_logs "$tmp/work/oocconv-mpi-$mpi3.out"
+    [[ $st == COMPLETED ]] || fail "3c. mpi job $mpi3 ended $st"
+    grep -q 'passing it to mpirun' "$tmp/work/oocconv-mpi-$mpi3.out" ||
+        fail "3c. the TERM was not passed to mpirun (finished before the signal?)"
+    grep -q 'requeued (restart 1' "$tmp/work/oocconv-mpi-$mpi3.out" || fail "3c. mpi job $mpi3 did not requeue itself"
+    (( $(job_field "$mpi3" Restarts) >= 1 )) || fail "3c. mpi job $mpi3 shows no restart"
+    first_rc=$(sed -n 's/.*mpirun exited with \([0-9]*\).*/\1/p' "$tmp/work/oocconv-mpi-$mpi3.out" | head -n1)
+    cmp "$tmp/work/big.mpirun.raw" "$tmp/data/big.ref.raw" || fail "3c. resumed mpirun result differs from the single-process run"
+    log "3c. PASS: mpirun exited $first_rc after the TERM, the journals made the job requeue itself; result equal ($(( $(date +%s) - t3c )) s in Slurm)"
+fi
+
 if [[ -s $tmp/log/jobcomp.log ]]; then
     echo "--- job completion records (jobcomp/filetxt, what sacct would show):"
     while read -r line; do
@@ -381,8 +514,8 @@ if [[ -s $tmp/log/jobcomp.log ]]; then
             paste -sd'\0' | sed 's/^/  /'
     done < "$tmp/log/jobcomp.log"
 fi
-if (( ${mpi_skipped:-0} )); then
-    log "PASS (steps 1-2; step 3 skipped: no PMIx for srun)"
+if (( ${mpi_skipped:-0} || ${mpirun_skipped:-0} )); then
+    log "PASS (skipped:${mpi_skipped:+ steps 3 and 3b, no PMIx for srun}${mpirun_skipped:+ step 3c, no mpirun})"
 else
     log "PASS"
 fi
