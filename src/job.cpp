@@ -140,6 +140,8 @@ std::vector<std::string> journal_paths(const std::string& temporary) {
   const std::string stem = tp.filename().string() + ".";
   std::vector<std::string> paths;
   std::error_code ec;
+  // A directory that does not exist holds no journals; creating the output then says why.
+  if (!fs::is_directory(dir, ec)) return {};
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(stem, 0) == 0 && name.size() >= stem.size() + 7 &&

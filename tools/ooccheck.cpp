@@ -1296,8 +1296,9 @@ std::int64_t equalize_bins(SampleType t) {
   throw Error(ErrorKind::usage,
               std::string("histogram equalization takes u8 or u16 images, this one is ") +
                   std::string(name(t)) +
-                  ": ooceq refuses it, so no OUT comes from it (convert it first, e.g. oocconv IN "
-                  "OUT --taps 1 --out-type u16)");
+                  ": ooceq refuses it, so no OUT comes from it (scale and convert it first, e.g. "
+                  "for values in [0, M]: oocrun IN OUT 'scale mul=S ! convert type=u16', S = "
+                  "65535 / M)");
 }
 
 // The float32 nearest a count (ties to even), as a double. In integers, not through a cast: a

@@ -163,8 +163,9 @@ std::size_t HistogramOp::bins_of(SampleType t) {
   if (t == SampleType::u16) return 65536;
   throw Error(ErrorKind::usage,
               "histogram equalization takes u8 or u16 images, this one is " + std::string(name(t)) +
-                  ": convert it first, e.g. oocconv IN OUT --taps 1 --out-type u16 (values are "
-                  "rounded and saturated to 0-65535)");
+                  ": scale its values onto 0-65535 and convert it first, e.g. for values in [0, M] "
+                  "oocrun IN OUT 'scale mul=S ! convert type=u16' with S = 65535 / M (values are "
+                  "rounded and saturated)");
 }
 
 std::unique_ptr<HistogramOp> make_histogram(const ImageSpec& input) {
