@@ -8,7 +8,7 @@ packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev li
           pybind11-dev python3-pytest python3-setuptools python3-pip python3-venv)
 # The tests read TIFFs written by libvips and tifffile, check big ones with tiffinfo, and compare
 # equalization with OpenCV's.
-[ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(gnuplot-nox)
+[ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(gnuplot-nox libvips-dev)
 # Optional: gdalinfo lets cli.meta_check compare the coordinate system GDAL reads from the geo
 # tags ooc carries over; without it those comparisons are skipped.
 [ "${OOC_GDAL:-0}" = 1 ] && packages+=(gdal-bin)

@@ -576,7 +576,7 @@ class ChainKernel final : public CpuKernel {
   }
   void run(const CpuBand& b) override {
     const std::size_t n = g_.stages.size();
-    const std::int64_t H = g_.halo(), y0 = b.band.y0, y1 = y0 + b.band.rows;
+    const std::int64_t y0 = b.band.y0, y1 = y0 + b.band.rows;
     const auto r = g_.ranges(y0, y1);
     // One buffer for every intermediate of this band.
     std::vector<std::size_t> offset(n, 0);
@@ -595,7 +595,7 @@ class ChainKernel final : public CpuKernel {
       sb.halo = h;
       sb.in = s.in;
       if (k == 0) {
-        sb.rows = b.rows + ((a - h) - (y0 - H));
+        sb.rows = b.rows + ((a - h) - (y0 - b.halo));
       } else {
         const ImageSpec& prev = out_spec(k - 1);
         const std::byte* base = buf.data() + offset[k - 1];

@@ -105,7 +105,7 @@ class ChainCudaKernel final : public CudaKernel {
   }
   void run_async(const CudaBand& b) override {
     const std::size_t n = g_.stages.size();
-    const std::int64_t H = g_.halo(), y0 = b.band.y0, y1 = y0 + b.band.rows;
+    const std::int64_t y0 = b.band.y0, y1 = y0 + b.band.rows;
     const auto r = g_.ranges(y0, y1);
     // The layout for this band's height: offsets only grow with it, so the scratch sized for
     // the planned band height holds it.
@@ -122,7 +122,7 @@ class ChainCudaKernel final : public CudaKernel {
       sb.scratch = b.scratch + layout.stage_scratch_offset;
       sb.partial = nullptr;
       if (k == 0) {
-        sb.in = b.in + static_cast<std::size_t>((a - h) - (y0 - H)) * b.in_stride;
+        sb.in = b.in + static_cast<std::size_t>((a - h) - b.first_row) * b.in_stride;
         sb.in_stride = b.in_stride;
       } else {
         // Stage k's input: the buffer stage k-1 wrote, rows [a - h, e + h) of its image.

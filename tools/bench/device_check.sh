@@ -18,6 +18,9 @@
 #                SIGTERM mid-run then --resume identical to an uninterrupted run (mpirun)  parts.log
 #     python     tests/cli/{hostile,ops,parts,atax}_check.py against the staged binaries (slowest:
 #                every GPU run pays the CUDA start-up)                              <name>.log
+#     pipeline   tests/cli/pipeline_check.py (oocrun pipelines, CUDA against the CPU bit for bit)
+#                and compute-sanitizer memcheck/racecheck of oocrun chains on --device cuda
+#                (every border, a reduction pass, multi-stage combinations)        pipeline*.log
 #     module     tests/python (the Python module, its GPU tests included) with the Python that
 #                `stage.sh --python` packed into stage/python.tar.xz             pytest_module.log
 # Logs go to $OUT (default /tmp/ooc-out); one summary line per step on stdout; exit 1 when any
@@ -236,6 +239,25 @@ section_python() {
   done
 }
 
+# Pipelines: the check script (its Cuda class compares --device cuda with cpu), then the sanitizer
+# over chains that exercise the device intermediates, the border rows copied between stages and
+# a histogram pass.
+section_pipeline() {
+  step pipeline_check "$PY" tests/cli/pipeline_check.py --bin-dir "$B" -v
+  "$B/oocgen" "$T/p.raw" --width 1031 --height 517 --type u16 --channels 3 --pattern noise -q
+  local chain border
+  for border in reflect wrap constant; do
+    chain="gaussian sigma=1.5 ! unsharp sigma=1 amount=0.7 ! gradient-magnitude ! dog sigma1=1 sigma2=2 ! convert type=u16 ! equalize"
+    step "pipeline_memcheck_$border" "$SAN" --tool memcheck --error-exitcode 1 "$B/oocrun" "$T/p.raw" \
+      null: "$chain" --width 1031 --type u16 --channels 3 --device cuda --border "$border" \
+      --band-rows 37 -q
+  done
+  step pipeline_racecheck "$SAN" --tool racecheck --error-exitcode 1 "$B/oocrun" "$T/p.raw" null: \
+    "scale mul=2 ! subtract-background sigma=2 ! clamp min=0 max=9000 ! convert type=u8" \
+    --width 1031 --type u16 --channels 3 --device cuda --band-rows 64 -q
+  rm -f "$T"/*
+}
+
 # The Python module's own tests on the GPU, in the interpreter it was built for.
 section_module() {
   if [ ! -f "$S/python.tar.xz" ]; then
@@ -251,11 +273,11 @@ section_module() {
   rm -rf "$T/py"
 }
 
-sections=${*:-device tests sanitizer e2e parts python module}
+sections=${*:-device tests sanitizer e2e parts python pipeline module}
 for s in $sections; do
   case $s in
-    device|tests|sanitizer|e2e|parts|python|module) "section_$s" ;;
-    *) echo "device_check: unknown section '$s' (device tests sanitizer e2e parts python module)" >&2; exit 2 ;;
+    device|tests|sanitizer|e2e|parts|python|pipeline|module) "section_$s" ;;
+    *) echo "device_check: unknown section '$s' (device tests sanitizer e2e parts python pipeline module)" >&2; exit 2 ;;
   esac
 done
 echo "device_check: $failed failed step(s); logs in $OUT"
