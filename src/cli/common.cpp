@@ -444,6 +444,12 @@ bool finish_parts(const char* prog, Job& job, const RunStats& st, bool quiet,
       finished = ooc::finish_output(job.options().output);
     } catch (const Error& e) {
       std::fprintf(stderr, "%s: rank 0: error: %s\n", prog, e.what());
+      // Exit 75 asks a batch system to run the job again: only where that can finish it (parts
+      // stopped or missing); mixed or damaged journals end every rank with the error's code.
+      if (!e.resumable()) {
+        std::fflush(stderr);
+        world.abort(e.exit_code());
+      }
       ok = false;
     }
   }

@@ -475,6 +475,14 @@ class PartsTest(unittest.TestCase):
         r = mpirun(2, [tool("oocconv"), self.inp, out] + self.opts, timeout=120)
         self.assertNotIn(r.returncode, (0, RESUMABLE), r.stderr)
         self.assertFalse(os.path.exists(out))
+        # A damaged journal found when rank 0 finishes: a final error, not "run again".
+        out = self.p("mpidamaged.raw")
+        with open(out + ".partial.rows-0-5.journal", "w") as f:
+            f.write("ooc-journal 2\ninput x\n")
+        r = mpirun(2, [tool("oocconv"), self.inp, out] + self.opts, timeout=120)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("cannot be trusted", r.stderr)
+        self.assertFalse(os.path.exists(out))
         # A TIFF output under mpirun: the message names mpirun, not a --part never given.
         r = mpirun(2, [tool("oocconv"), self.inp, self.p("m.tif")] + self.opts, timeout=120)
         self.assertNotIn(r.returncode, (0, RESUMABLE), r.stderr)

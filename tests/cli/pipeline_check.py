@@ -431,8 +431,13 @@ class Cuda(Base):
                 outs = []
                 for dev in ("cpu", "cuda"):
                     out = self.p("%s.raw" % dev)
+                    # --cpu-start off: every band on the GPU, none on the CPU while CUDA starts.
                     r = self.oocrun(inp, out, x, pipeline, "--device", dev, "--border", mode,
-                                    "--band-rows", rng.choice([5, 16, 0]) or 64)
+                                    "--band-rows", rng.choice([5, 16, 0]) or 64,
+                                    *(["--cpu-start", "off", "--stats", "json"] if dev == "cuda"
+                                      else []))
+                    if dev == "cuda":
+                        self.assertIn('"cpu_bands": 0', r.stdout)
                     self.assertEqual(r.returncode, 0, r.stderr)
                     outs.append(out)
                 with open(outs[0], "rb") as a, open(outs[1], "rb") as b:
