@@ -95,7 +95,7 @@ __global__ void point_kernel(const std::byte* src, std::size_t src_stride, std::
   }
 }
 
-template <class X, class Acc>
+template <class X, class Acc, class Out>
 __global__ void combine_kernel(kernels::CombineKind k, const std::byte* x, std::size_t x_stride,
                                const std::byte* g1, const std::byte* g2, std::size_t g_stride,
                                std::byte* dst, std::size_t dst_stride, std::int64_t rows,
@@ -105,7 +105,7 @@ __global__ void combine_kernel(kernels::CombineKind k, const std::byte* x, std::
     const X* xs = x ? reinterpret_cast<const X*>(x + y * x_stride) : nullptr;
     const Acc* a = reinterpret_cast<const Acc*>(g1 + y * g_stride);
     const Acc* b = g2 ? reinterpret_cast<const Acc*>(g2 + y * g_stride) : nullptr;
-    Acc* d = reinterpret_cast<Acc*>(dst + y * dst_stride);
+    Out* d = reinterpret_cast<Out*>(dst + y * dst_stride);
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
          i += std::int64_t(gridDim.x) * blockDim.x) {
       const Acc xv = xs ? static_cast<Acc>(xs[i]) : Acc(0);
@@ -124,7 +124,7 @@ __global__ void combine_kernel(kernels::CombineKind k, const std::byte* x, std::
         default:
           o = sqrt_rn(add_rn(mul_rn(g, g), mul_rn(b[i], b[i])));
       }
-      d[i] = o;
+      d[i] = convert_one<Acc, Out>(o);
     }
   }
 }
@@ -155,18 +155,23 @@ void point_async(const std::byte* src, std::size_t src_stride, SampleType in, st
 
 void combine_async(kernels::CombineKind k, const std::byte* x, std::size_t x_stride,
                    SampleType x_type, const std::byte* g1, const std::byte* g2,
-                   std::size_t g_stride, std::byte* dst, std::size_t dst_stride, std::int64_t rows,
-                   std::int64_t row_samples, double amount, bool f64, cudaStream_t stream) {
+                   std::size_t g_stride, std::byte* dst, std::size_t dst_stride, SampleType out,
+                   std::int64_t rows, std::int64_t row_samples, double amount, bool f64,
+                   cudaStream_t stream) {
   if (rows <= 0 || row_samples <= 0) return;
   dispatch_type(x_type, [&](auto xt) {
-    if (f64)
-      combine_kernel<decltype(xt), double>
-          <<<grid_for(rows, row_samples), PointwisePolicy::kThreads, 0, stream>>>(
-              k, x, x_stride, g1, g2, g_stride, dst, dst_stride, rows, row_samples, amount);
-    else
-      combine_kernel<decltype(xt), float>
-          <<<grid_for(rows, row_samples), PointwisePolicy::kThreads, 0, stream>>>(
-              k, x, x_stride, g1, g2, g_stride, dst, dst_stride, rows, row_samples, amount);
+    dispatch_type(out, [&](auto ot) {
+      using X = decltype(xt);
+      using O = decltype(ot);
+      if (f64)
+        combine_kernel<X, double, O>
+            <<<grid_for(rows, row_samples), PointwisePolicy::kThreads, 0, stream>>>(
+                k, x, x_stride, g1, g2, g_stride, dst, dst_stride, rows, row_samples, amount);
+      else
+        combine_kernel<X, float, O>
+            <<<grid_for(rows, row_samples), PointwisePolicy::kThreads, 0, stream>>>(
+                k, x, x_stride, g1, g2, g_stride, dst, dst_stride, rows, row_samples, amount);
+    });
   });
   OOC_CUDA_TRY(cudaGetLastError());
 }

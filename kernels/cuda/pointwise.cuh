@@ -18,12 +18,14 @@ void point_async(const std::byte* src, std::size_t src_stride, SampleType in, st
                  std::size_t dst_stride, SampleType out, std::int64_t rows,
                  std::int64_t row_samples, const kernels::PointParams& p, cudaStream_t stream);
 
-// dst = combine(x, g1, g2) in the accumulator type (f64: double); x of type `x_type` (null for
-// kinds that do not read it), g1, g2 and dst of the accumulator type, g2 null where unused.
+// dst = combine(x, g1, g2) in the accumulator type (f64: double), stored as `out` (rounded
+// and saturated as convert); x of type `x_type` (null for kinds that do not read it), g1 and g2
+// of the accumulator type, g2 null where unused.
 void combine_async(kernels::CombineKind k, const std::byte* x, std::size_t x_stride,
                    SampleType x_type, const std::byte* g1, const std::byte* g2,
-                   std::size_t g_stride, std::byte* dst, std::size_t dst_stride, std::int64_t rows,
-                   std::int64_t row_samples, double amount, bool f64, cudaStream_t stream);
+                   std::size_t g_stride, std::byte* dst, std::size_t dst_stride, SampleType out,
+                   std::int64_t rows, std::int64_t row_samples, double amount, bool f64,
+                   cudaStream_t stream);
 
 struct PointwisePolicy {
   static constexpr int kThreads = 256;

@@ -351,7 +351,7 @@ std::unique_ptr<CudaKernel> make_point_cuda(const kernels::PointParams&, SampleT
 }
 std::unique_ptr<CudaKernel> make_combine_cuda(const std::vector<int>&, kernels::CombineKind, double,
                                               const Operation*, const Operation*, std::int64_t,
-                                              SampleType, bool) {
+                                              SampleType, bool, SampleType) {
   return nullptr;
 }
 std::size_t combine_cuda_scratch(const Operation*, const Operation*, std::int64_t, std::int64_t,
@@ -465,8 +465,8 @@ CpuBand sub_band(const CpuBand& b, std::int64_t h, const BandView& out) {
 class CombineKernel final : public CpuKernel {
  public:
   CombineKernel(kernels::CombineKind kind, double amount, const Operation* g1, const Operation* g2,
-                bool f64)
-      : kind_(kind), amount_(amount), g1_(g1), g2_(g2), f64_(f64) {
+                bool f64, SampleType out)
+      : kind_(kind), amount_(amount), g1_(g1), g2_(g2), f64_(f64), out_(out) {
     k1_ = g1->make_cpu();
     if (g2) k2_ = g2->make_cpu();
   }
@@ -484,16 +484,20 @@ class CombineKernel final : public CpuKernel {
     tbb::parallel_for(std::int64_t{0}, rows, [&](std::int64_t y) {
       const std::byte* x = reads_x ? b.rows[b.halo + y] : nullptr;
       dispatch_type(b.in.type, [&](auto in) {
-        using In = decltype(in);
-        if (f64_)
-          kernels::combine_row<In, double>(
-              kind_, x, reinterpret_cast<const double*>(v1.row(y)),
-              k2_ ? reinterpret_cast<const double*>(v2.row(y)) : nullptr,
-              reinterpret_cast<double*>(b.out.row(y)), n, amount_);
-        else
-          kernels::combine_row<In, float>(kind_, x, reinterpret_cast<const float*>(v1.row(y)),
-                                          k2_ ? reinterpret_cast<const float*>(v2.row(y)) : nullptr,
-                                          reinterpret_cast<float*>(b.out.row(y)), n, amount_);
+        dispatch_type(out_, [&](auto out) {
+          using In = decltype(in);
+          using Out = decltype(out);
+          if (f64_)
+            kernels::combine_row<In, double, Out>(
+                kind_, x, reinterpret_cast<const double*>(v1.row(y)),
+                k2_ ? reinterpret_cast<const double*>(v2.row(y)) : nullptr, b.out.row(y), n,
+                amount_);
+          else
+            kernels::combine_row<In, float, Out>(
+                kind_, x, reinterpret_cast<const float*>(v1.row(y)),
+                k2_ ? reinterpret_cast<const float*>(v2.row(y)) : nullptr, b.out.row(y), n,
+                amount_);
+        });
       });
     });
     pool_.give(std::move(buf));
@@ -504,17 +508,19 @@ class CombineKernel final : public CpuKernel {
   double amount_;
   const Operation *g1_, *g2_;
   bool f64_;
+  SampleType out_;
   std::unique_ptr<CpuKernel> k1_, k2_;
   BufferPool pool_;
 };
 
 class CombineOp final : public Operation {
  public:
+  // out: the accumulator's type, or that of a convert fused into the stage.
   CombineOp(const ImageSpec& in, kernels::CombineKind kind, double amount,
             std::unique_ptr<Operation> g1, std::unique_ptr<Operation> g2, BorderMode border,
-            bool f64, std::string what)
+            bool f64, SampleType out, std::string what)
       : in_(in),
-        out_{in.width, in.height, in.channels, f64 ? SampleType::f64 : SampleType::f32},
+        out_{in.width, in.height, in.channels, out},
         kind_(kind),
         amount_(amount),
         g1_(std::move(g1)),
@@ -525,7 +531,7 @@ class CombineOp final : public Operation {
   std::string describe() const override { return what_; }
   std::string fingerprint() const override {
     return what_ + " (" + exact(amount_) + ": " + g1_->fingerprint() +
-           (g2_ ? "; " + g2_->fingerprint() : "") + ")";
+           (g2_ ? "; " + g2_->fingerprint() : "") + ") to " + std::string(name(out_.type));
   }
   std::optional<ImageSpec> output() const override { return out_; }
   std::int64_t halo() const override {
@@ -533,14 +539,15 @@ class CombineOp final : public Operation {
   }
   BorderMode border() const override { return border_; }
   std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
-    return 2 * static_cast<std::size_t>(rows) * out_.row_bytes() +
+    return 2 * static_cast<std::size_t>(rows) * static_cast<std::size_t>(in_.row_samples()) *
+               (f64_ ? 8 : 4) +
            std::max(g1_->cpu_scratch_bytes(rows), g2_ ? g2_->cpu_scratch_bytes(rows) : 0);
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
     return detail::combine_cuda_scratch(g1_.get(), g2_.get(), rows, in_.row_samples(), f64_);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<CombineKernel>(kind_, amount_, g1_.get(), g2_.get(), f64_);
+    return std::make_unique<CombineKernel>(kind_, amount_, g1_.get(), g2_.get(), f64_, out_.type);
   }
   bool has_cuda() const override { return kCudaBuilt && g1_->has_cuda(); }
   bool cpu_gives_cuda_bits() const override {
@@ -548,7 +555,7 @@ class CombineOp final : public Operation {
   }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
     return detail::make_combine_cuda(devices, kind_, amount_, g1_.get(), g2_.get(), halo(),
-                                     in_.type, f64_);
+                                     in_.type, f64_, out_.type);
   }
   double cpu_ns_per_sample() const override {
     return 0.5 + g1_->cpu_ns_per_sample() + (g2_ ? g2_->cpu_ns_per_sample() : 0);
@@ -747,28 +754,41 @@ struct PipelinePlan::Impl {
     return owned.back().get();
   }
 
-  std::unique_ptr<Operation> separable(const ImageSpec& in, SeparableFilter f) const {
+  std::unique_ptr<Operation> separable(const ImageSpec& in, SeparableFilter f,
+                                       std::optional<SampleType> out = {}) const {
     SeparableParams p;
     p.filter = std::move(f);
     p.border = settings.border;
     p.border_value = settings.border_value;
-    p.out_type = acc_type(settings.precision);
+    p.out_type = out.value_or(acc_type(settings.precision));
     p.precision = settings.precision;
     return make_separable(in, p, options);
   }
   std::unique_ptr<Operation> gaussian(const ImageSpec& in, double sigma,
-                                      std::optional<std::int64_t> radius = {}) const {
+                                      std::optional<std::int64_t> radius = {},
+                                      std::optional<SampleType> out = {}) const {
     const std::int64_t r = radius ? *radius : gaussian_radius(sigma);
     auto t = gaussian_taps(r, sigma);
-    return separable(in, SeparableFilter{t, t});
+    return separable(in, SeparableFilter{t, t}, out);
   }
 
-  // The operation of one stage on an input of `in`; its output's type follows the declarations.
-  Stage build(const ImageSpec& in, const StageCall& c, std::size_t index) {
+  // The filters and combinations: a convert after them is fused into their output stage (the
+  // same rounding of the same value, one pass over the band less).
+  static bool takes_convert(const std::string& n) {
+    return n == "gaussian" || n == "uniform" || n == "correlate1d" || n == "separable" ||
+           n == "convolve" || n == "gradient-magnitude" || n == "dog" || n == "unsharp" ||
+           n == "subtract-background";
+  }
+
+  // The operation of one stage on an input of `in`; its output's type follows the declarations,
+  // or is `out` (a fused convert) for the stages takes_convert() names.
+  Stage build(const ImageSpec& in, const StageCall& c, std::size_t index,
+              std::optional<SampleType> out = {}) {
     const StageDecl& d = *find_decl(c.name);
     const Args a(c, d, where(index, c.name));
     const bool f64 = settings.precision == Precision::f64;
     const SampleType acc = acc_type(settings.precision);
+    const SampleType to = out.value_or(acc);
     const std::string& n = c.name;
     auto point = [&](kernels::PointKind k, double pa, double pb, SampleType out) {
       kernels::PointParams p;
@@ -780,7 +800,7 @@ struct PipelinePlan::Impl {
     if (n == "gaussian") {
       std::optional<std::int64_t> r;
       if (a.has("radius")) r = static_cast<std::int64_t>(a.number("radius"));
-      return Stage{keep(gaussian(in, a.number("sigma"), r))};
+      return Stage{keep(gaussian(in, a.number("sigma"), r, to))};
     }
     if (n == "uniform") {
       const auto size = static_cast<std::int64_t>(a.number("size"));
@@ -788,22 +808,23 @@ struct PipelinePlan::Impl {
         throw Error(ErrorKind::usage,
                     a.at() + ": size must be odd (2R+1), got " + std::to_string(size));
       auto t = box_taps(size / 2);
-      return Stage{keep(separable(in, SeparableFilter{t, t}))};
+      return Stage{keep(separable(in, SeparableFilter{t, t}, to))};
     }
     if (n == "correlate1d") {
       const auto t = correlation_taps(a.taps("taps"));  // correlation to convolution order
       const bool x = a.number("axis") == 1;
-      return Stage{keep(separable(in, x ? SeparableFilter{t, {1.0}} : SeparableFilter{{1.0}, t}))};
+      return Stage{
+          keep(separable(in, x ? SeparableFilter{t, {1.0}} : SeparableFilter{{1.0}, t}, to))};
     }
     if (n == "separable")
-      return Stage{keep(separable(in, SeparableFilter{a.taps("row"), a.taps("col")}))};
+      return Stage{keep(separable(in, SeparableFilter{a.taps("row"), a.taps("col")}, to))};
     if (n == "convolve") {
       Conv2dParams p;
       p.kernel = parse_kernel(a.text("kernel"),
                               options.mem_limit ? options.mem_limit : default_mem_limit());
       p.border = settings.border;
       p.border_value = settings.border_value;
-      p.out_type = acc;
+      p.out_type = to;
       p.precision = settings.precision;
       return Stage{keep(make_conv2d(in, p, options))};
     }
@@ -812,20 +833,20 @@ struct PipelinePlan::Impl {
       const std::vector<double> d1{1.0, 0.0, -1.0}, s1{1.0, 2.0, 1.0};
       return Stage{keep(std::make_unique<CombineOp>(
           in, kernels::CombineKind::magnitude, 0.0, separable(in, SeparableFilter{d1, s1}),
-          separable(in, SeparableFilter{s1, d1}), settings.border, f64, c.text()))};
+          separable(in, SeparableFilter{s1, d1}), settings.border, f64, to, c.text()))};
     }
     if (n == "dog")
       return Stage{keep(std::make_unique<CombineOp>(
           in, kernels::CombineKind::difference, 0.0, gaussian(in, a.number("sigma1")),
-          gaussian(in, a.number("sigma2")), settings.border, f64, c.text()))};
+          gaussian(in, a.number("sigma2")), settings.border, f64, to, c.text()))};
     if (n == "unsharp")
       return Stage{keep(std::make_unique<CombineOp>(
           in, kernels::CombineKind::unsharp, a.number("amount"), gaussian(in, a.number("sigma")),
-          nullptr, settings.border, f64, c.text()))};
+          nullptr, settings.border, f64, to, c.text()))};
     if (n == "subtract-background")
       return Stage{keep(std::make_unique<CombineOp>(in, kernels::CombineKind::subtract, 0.0,
                                                     gaussian(in, a.number("sigma")), nullptr,
-                                                    settings.border, f64, c.text()))};
+                                                    settings.border, f64, to, c.text()))};
     if (n == "scale")
       return point(kernels::PointKind::scale, a.number("mul"), a.number("add"), acc);
     if (n == "abs") return point(kernels::PointKind::abs, 0, 0, acc);
@@ -880,9 +901,16 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
   if (calls.empty()) throw Error(ErrorKind::usage, "the pipeline has no stage");
   ImageSpec in = input;
   for (std::size_t i = 0; i < calls.size(); ++i) {
-    m.stages.push_back(m.build(in, calls[i], i));
-    in = *m.stages.back().op->output();
     m.text += (i ? " ! " : "") + calls[i].text();
+    std::optional<SampleType> fused;
+    if (i + 1 < calls.size() && calls[i + 1].name == "convert" &&
+        Impl::takes_convert(calls[i].name)) {
+      for (const auto& [k, v] : calls[i + 1].args)
+        if (k == "type") fused = parse_sample_type(v);
+    }
+    m.stages.push_back(m.build(in, calls[i], i, fused));
+    in = *m.stages.back().op->output();
+    if (fused) m.text += " ! " + calls[++i].text();
   }
   // The output's type: --out-type, else a last convert's, else the input's.
   const bool last_converts = calls.back().name == "convert";

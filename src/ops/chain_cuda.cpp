@@ -44,9 +44,9 @@ CudaBand sub_band(const CudaBand& b, std::int64_t h, std::byte* out, std::size_t
 class CombineCudaKernel final : public CudaKernel {
  public:
   CombineCudaKernel(const std::vector<int>& devices, kernels::CombineKind kind, double amount,
-                    const Operation* g1, const Operation* g2, std::int64_t halo, SampleType in,
-                    bool f64)
-      : kind_(kind), amount_(amount), g1_(g1), g2_(g2), halo_(halo), in_(in), f64_(f64) {
+                    const Operation* g1, const Operation* g2, SampleType in, bool f64,
+                    SampleType out)
+      : kind_(kind), amount_(amount), g1_(g1), g2_(g2), in_(in), out_(out), f64_(f64) {
     k1_ = g1->make_cuda(devices);
     if (g2) k2_ = g2->make_cuda(devices);
   }
@@ -62,16 +62,15 @@ class CombineCudaKernel final : public CudaKernel {
         kind_ == kernels::CombineKind::subtract || kind_ == kernels::CombineKind::unsharp;
     cuda::combine_async(kind_,
                         reads_x ? b.in + static_cast<std::size_t>(b.halo) * b.in_stride : nullptr,
-                        b.in_stride, in_, t1, k2_ ? t2 : nullptr, pitch, b.out, b.out_stride, rows,
-                        n, amount_, f64_, static_cast<cudaStream_t>(b.stream));
+                        b.in_stride, in_, t1, k2_ ? t2 : nullptr, pitch, b.out, b.out_stride, out_,
+                        rows, n, amount_, f64_, static_cast<cudaStream_t>(b.stream));
   }
 
  private:
   kernels::CombineKind kind_;
   double amount_;
   const Operation *g1_, *g2_;
-  std::int64_t halo_;
-  SampleType in_;
+  SampleType in_, out_;
   bool f64_;
   std::unique_ptr<CudaKernel> k1_, k2_;
 };
@@ -188,8 +187,9 @@ std::unique_ptr<CudaKernel> make_point_cuda(const kernels::PointParams& p, Sampl
 std::unique_ptr<CudaKernel> make_combine_cuda(const std::vector<int>& devices,
                                               kernels::CombineKind kind, double amount,
                                               const Operation* g1, const Operation* g2,
-                                              std::int64_t halo, SampleType in, bool f64) {
-  return std::make_unique<CombineCudaKernel>(devices, kind, amount, g1, g2, halo, in, f64);
+                                              std::int64_t, SampleType in, bool f64,
+                                              SampleType out) {
+  return std::make_unique<CombineCudaKernel>(devices, kind, amount, g1, g2, in, f64, out);
 }
 
 std::size_t combine_cuda_scratch(const Operation* g1, const Operation* g2, std::int64_t band_rows,

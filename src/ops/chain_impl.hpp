@@ -55,7 +55,8 @@ std::unique_ptr<CudaKernel> make_point_cuda(const kernels::PointParams& p, Sampl
 std::unique_ptr<CudaKernel> make_combine_cuda(const std::vector<int>& devices,
                                               kernels::CombineKind kind, double amount,
                                               const Operation* g1, const Operation* g2,
-                                              std::int64_t halo, SampleType in, bool f64);
+                                              std::int64_t halo, SampleType in, bool f64,
+                                              SampleType out);
 std::size_t combine_cuda_scratch(const Operation* g1, const Operation* g2, std::int64_t band_rows,
                                  std::int64_t row_samples, bool f64);
 

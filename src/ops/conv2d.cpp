@@ -183,7 +183,8 @@ class Conv2d final : public Operation {
                .add(double(params_.kernel.rows))
                .add(params_.border_value)
                .add(std::string(name(params_.border)))
-               .hex();
+               .hex() +
+           " to " + std::string(name(out_spec_.type));
   }
   std::optional<ImageSpec> output() const override { return out_spec_; }
   std::int64_t halo() const override { return args_.ry; }
