@@ -57,6 +57,21 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
+namespace {
+// A need, rounded up (format_bytes rounds to nearest): a limit of the figure said is enough.
+std::string format_need(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  char buf[32];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%.0f %s", std::ceil(bytes), units[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", std::ceil(bytes * 10 - 1e-9) / 10, units[u]);
+  return buf;
+}
+}  // namespace
+
 // Device memory every GPU this runs on has free with room to spare (the H100 and H200 have
 // 80-141 GB): a plan needing no more per device need not wait for CUDA's start to know.
 constexpr std::size_t kDeviceBytesSure = std::size_t{2} << 30;
@@ -245,7 +260,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       parts += ", TIFF blocks being decoded or compressed: " + format_bytes(double(blocks));
     throw Error(ErrorKind::usage, "--mem-limit " + format_bytes(double(plan.mem_limit)) +
                                       " is too small: this job needs at least " +
-                                      format_bytes(double(need)) + " (" + parts +
+                                      format_need(double(need)) + " (" + parts +
                                       "); raise --mem-limit" +
                                       (o.band_rows > 0 ? ", lower --band-rows" : "") +
                                       (o.slots > 0 ? ", lower --slots" : "") +
