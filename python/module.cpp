@@ -760,7 +760,7 @@ py::tuple pipeline_array(const py::array& input, py::object output,
 // text a pipeline would take ("auto" for a computed one), None where the parameter is required;
 // an unbounded min or max is None.
 py::list stage_declarations() {
-  static constexpr const char* kinds[] = {"number", "integer", "taps", "type", "text"};
+  static constexpr const char* kinds[] = {"number", "integer", "taps", "type", "text", "size"};
   py::list out;
   for (const ooc::StageDecl& d : ooc::stage_declarations()) {
     py::list params;

@@ -231,6 +231,7 @@ Job::Job(JobOptions options) : options_(std::move(options)) {
 
 Job::~Job() {
   unregister_temporary(journal_slot_);
+  unregister_temporary(manifest_slot_);
   // A part that failed before it wrote anything leaves no manifest binding the output to it.
   if (shared_ && !kept_ && !journal_.empty()) {
     const std::string temporary = temporary_of(options_.output);
@@ -407,6 +408,10 @@ void Job::start(const std::vector<const Operation*>& ops) {
       claim_manifest(temporary, options_.output, identity_, options_.fingerprint, H);
       owns_manifest_ = true;
     }
+    // A whole-image run's manifest goes with its temporary when a fatal signal (SIGBUS from a
+    // truncated input) removes that, and stays with it for --resume after SIGINT/SIGTERM.
+    if (journaled && !shared_)
+      manifest_slot_ = register_temporary(manifest_path(temporary), 0, 0, true);
   }
   write_journal(start_);
   if (nothing_left()) return;

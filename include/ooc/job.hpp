@@ -90,6 +90,7 @@ class Job {
   std::string journal_;  // empty: the output keeps none
   std::string identity_;
   int journal_slot_ = -1;       // in the registry of temporaries (removed on errors and SIGBUS)
+  int manifest_slot_ = -1;      // likewise, a whole-image run's manifest
   bool kept_ = false;           // committed, or stopped for --resume
   bool owns_manifest_ = false;  // a whole-image run's: removed with its journal on an error
   void write_journal(std::int64_t done) const;

@@ -18,6 +18,7 @@
 #include "ooc/filter.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
+#include "ooc/ops/rank.hpp"
 #include "pipeline/digest.hpp"
 
 namespace ooc {
@@ -112,6 +113,14 @@ const std::vector<StageDecl>& stage_declarations() {
     d.push_back({"convert",
                  "to another sample type, rounding half to even and saturating",
                  {other("type", Kind::type, "", "u8 u16 i16 u32 i32 f32 f64")}});
+    const StageParam window = other("size", Kind::size, "",
+                                    "window N x N, or H x W as HxW (scipy's size; even sizes too)");
+    d.push_back({"minimum", "minimum over the window (scipy.ndimage.minimum_filter)", {window}});
+    d.push_back({"maximum", "maximum over the window (scipy.ndimage.maximum_filter)", {window}});
+    d.push_back({"opening", "maximum of the minimum (scipy.ndimage.grey_opening)", {window}});
+    d.push_back({"closing", "minimum of the maximum (scipy.ndimage.grey_closing)", {window}});
+    d.push_back({"white-tophat", "x - opening (scipy.ndimage.white_tophat)", {window}});
+    d.push_back({"black-tophat", "closing - x (scipy.ndimage.black_tophat)", {window}});
     StageDecl eq{"equalize",
                  "histogram equalization of u8/u16 (as ooceq, cv2.equalizeHist per channel): a "
                  "histogram pass, then the table",
@@ -191,8 +200,29 @@ void check_value(const StageParam& p, const std::string& value, const std::strin
     case Kind::text:
       if (value.empty()) throw bad("given");
       break;
+    case Kind::size:
+      if (!parse_window(value)) throw bad("N or HxW, whole numbers from 1 to 1048576");
+      break;
   }
 }
+
+}  // namespace
+
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_window(const std::string& text) {
+  const std::size_t x = text.find('x');
+  auto whole = [](const std::string& t) -> std::int64_t {
+    if (t.empty() || t.size() > 8 || t.find_first_not_of("0123456789") != std::string::npos)
+      return 0;
+    const std::int64_t v = std::stoll(t);
+    return v >= 1 && v <= (1 << 20) ? v : 0;
+  };
+  const std::int64_t h = whole(text.substr(0, x));
+  const std::int64_t w = x == std::string::npos ? h : whole(text.substr(x + 1));
+  if (h == 0 || w == 0) return std::nullopt;
+  return std::make_pair(h, w);
+}
+
+namespace {
 
 std::string trim(const std::string& s) {
   const auto a = s.find_first_not_of(" \t\n");
@@ -635,6 +665,16 @@ class ChainKernel final : public CpuKernel {
   BufferPool pool_;
 };
 
+}  // namespace
+
+namespace detail {
+std::unique_ptr<CpuKernel> make_chain_cpu(const ChainGeometry& g) {
+  return std::make_unique<ChainKernel>(g);
+}
+}  // namespace detail
+
+namespace {
+
 class Chain final : public Operation {
  public:
   Chain(ChainGeometry g, std::optional<ImageSpec> out, std::string what)
@@ -859,6 +899,23 @@ struct PipelinePlan::Impl {
     if (n == "threshold") return point(kernels::PointKind::threshold, a.number("value"), 0, acc);
     if (n == "convert")
       return point(kernels::PointKind::convert, 0, 0, parse_sample_type(a.text("type")));
+    for (const auto& [name_, kind] :
+         {std::pair<const char*, MorphKind>{"minimum", MorphKind::minimum},
+          {"maximum", MorphKind::maximum},
+          {"opening", MorphKind::opening},
+          {"closing", MorphKind::closing},
+          {"white-tophat", MorphKind::white_tophat},
+          {"black-tophat", MorphKind::black_tophat}})
+      if (n == name_) {
+        const auto hw = *parse_window(a.text("size"));
+        MorphParams p;
+        p.kind = kind;
+        p.height = hw.first;
+        p.width = hw.second;
+        p.border = settings.border;
+        p.border_value = settings.border_value;
+        return Stage{keep(make_morphology(in, p))};
+      }
     if (n == "equalize") {
       if (in.type != SampleType::u8 && in.type != SampleType::u16)
         throw Error(ErrorKind::usage,

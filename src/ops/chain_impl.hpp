@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,11 @@
 #include "ooc/border.hpp"
 #include "ooc/image.hpp"
 #include "ooc/pipeline.hpp"
+
+namespace ooc {
+// "N" or "HxW" (1 to 2^20 each): a window's rows and columns; none when malformed.
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_window(const std::string& text);
+}  // namespace ooc
 
 namespace ooc::detail {
 
@@ -46,8 +52,17 @@ struct ChainGeometry {
   }
 };
 
+// The fused kernels of a chain (stages [0, n) of g, the last writing the band's output).
+std::unique_ptr<CpuKernel> make_chain_cpu(const ChainGeometry& g);
 std::unique_ptr<CudaKernel> make_chain_cuda(const std::vector<int>& devices,
                                             const ChainGeometry& g);
+// Minimum/maximum over rows [-ly, +ry] and columns [-lx, +rx] of each sample; the chain of a
+// morphology with, for the top-hats (sign +1: x - chain, -1: chain - x), the difference.
+std::unique_ptr<CudaKernel> make_minmax_cuda(bool max, std::int64_t ly, std::int64_t ry,
+                                             std::int64_t lx, std::int64_t rx, BorderMode border,
+                                             double border_value);
+std::unique_ptr<CudaKernel> make_tophat_cuda(const std::vector<int>& devices,
+                                             const ChainGeometry& g, int sign);
 std::size_t chain_cuda_scratch(const ChainGeometry& g, std::int64_t band_rows);
 std::unique_ptr<CudaKernel> make_point_cuda(const kernels::PointParams& p, SampleType in,
                                             SampleType out);

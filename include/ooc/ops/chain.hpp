@@ -25,7 +25,7 @@ namespace ooc {
 
 // One parameter of a stage.
 struct StageParam {
-  enum class Kind { number, integer, taps, type, text };
+  enum class Kind { number, integer, taps, type, text, size };  // size: N or HxW
   std::string name;
   Kind kind = Kind::number;
   std::string fallback;  // the default as text; empty: required

@@ -1,0 +1,85 @@
+// The CUDA side of the minimum/maximum filters and the morphology built on them (see
+// ooc/ops/rank.hpp): launches on a band in device memory, the scratch from the slot.
+#include <cuda_runtime.h>
+
+#include "../../kernels/cuda/minmax.cuh"
+#include "chain_impl.hpp"
+
+namespace ooc::detail {
+namespace {
+
+class MinMaxCudaKernel final : public CudaKernel {
+ public:
+  MinMaxCudaKernel(bool max, std::int64_t ly, std::int64_t ry, std::int64_t lx, std::int64_t rx,
+                   BorderMode border, double border_value) {
+    l_.max = max;
+    l_.ly = ly;
+    l_.ry = ry;
+    l_.lx = lx;
+    l_.rx = rx;
+    l_.border = border;
+    l_.border_value = border_value;
+  }
+  void run_async(const CudaBand& b) override {
+    cuda::MinMaxLaunch l = l_;
+    l.in = b.in + static_cast<std::size_t>(b.halo - l.ly) * b.in_stride;
+    l.in_stride = b.in_stride;
+    l.first_row = b.first_row + (b.halo - l.ly);
+    l.image_height = b.in_spec.height;
+    l.width = b.in_spec.width;
+    l.channels = b.in_spec.channels;
+    l.type = b.in_spec.type;
+    l.mid = b.scratch;
+    l.out = b.out;
+    l.out_stride = b.out_stride;
+    l.out_rows = b.band.rows;
+    cuda::minmax_band_async(l, static_cast<cudaStream_t>(b.stream));
+  }
+
+ private:
+  cuda::MinMaxLaunch l_;
+};
+
+class TophatCudaKernel final : public CudaKernel {
+ public:
+  TophatCudaKernel(const std::vector<int>& devices, const ChainGeometry& g, int sign)
+      : sign_(sign) {
+    chain_ = make_chain_cuda(devices, g);
+  }
+  void run_async(const CudaBand& b) override {
+    const std::size_t row_bytes = b.in_spec.row_bytes();
+    CudaBand inner = b;
+    if (sign_ != 0) {
+      inner.out = b.scratch;
+      inner.out_stride = row_bytes;
+      inner.scratch = b.scratch + align_up(static_cast<std::size_t>(b.band.rows) * row_bytes);
+    } else {
+      inner.scratch = b.scratch + align_up(static_cast<std::size_t>(b.band.rows) * row_bytes);
+    }
+    chain_->run_async(inner);
+    if (sign_ != 0)
+      cuda::tophat_difference_async(b.in + static_cast<std::size_t>(b.halo) * b.in_stride,
+                                    b.in_stride, inner.out, row_bytes, b.out, b.out_stride,
+                                    b.band.rows, b.in_spec.row_samples(), b.in_spec.type, sign_,
+                                    static_cast<cudaStream_t>(b.stream));
+  }
+
+ private:
+  int sign_;
+  std::unique_ptr<CudaKernel> chain_;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaKernel> make_minmax_cuda(bool max, std::int64_t ly, std::int64_t ry,
+                                             std::int64_t lx, std::int64_t rx, BorderMode border,
+                                             double border_value) {
+  return std::make_unique<MinMaxCudaKernel>(max, ly, ry, lx, rx, border, border_value);
+}
+
+std::unique_ptr<CudaKernel> make_tophat_cuda(const std::vector<int>& devices,
+                                             const ChainGeometry& g, int sign) {
+  return std::make_unique<TophatCudaKernel>(devices, g, sign);
+}
+
+}  // namespace ooc::detail
