@@ -669,27 +669,9 @@ py::dict run_file(const std::string& input, const std::string& output,
     job.set_fingerprint(plan.fingerprint() + "; output " + plan.output().describe() + " " +
                         ooc::output_format(jo.output, jo.sink));
     job.start(plan.operations());
-    const int passes = plan.passes();
-    const std::int64_t rows = job.row_end() - job.row_begin();
-    ooc::RunStats total;
-    for (int i = 0; i < passes; ++i) {
-      const ooc::RunStats st = job.run(
-          plan.pass(i), [&](std::int64_t d, std::int64_t) { fn(i * rows + d, passes * rows); });
-      if (i + 1 < passes) plan.end_pass(i);
-      per_pass.emplace_back(st.seconds, st.bytes_read);
-      // Summed as oocrun sums them, for the same stats.
-      if (i == 0) {
-        total = st;
-      } else {
-        total.seconds += st.seconds;
-        total.setup_seconds += st.setup_seconds;
-        total.read_seconds += st.read_seconds;
-        total.compute_seconds += st.compute_seconds;
-        total.write_seconds += st.write_seconds;
-        total.bytes_written = st.bytes_written;
-        total.rows_done = st.rows_done;
-      }
-    }
+    std::vector<ooc::RunStats> each;
+    const ooc::RunStats total = ooc::run_pipeline(job, plan, fn, {}, &each);
+    for (const ooc::RunStats& st : each) per_pass.emplace_back(st.seconds, st.bytes_read);
     job.commit();
     r = ooc::cli::run_report(job, plan.describe(), total);
   }

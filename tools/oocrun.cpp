@@ -136,6 +136,8 @@ int main(int argc, char** argv) {
       throw Error(ErrorKind::usage,
                   "a pipeline with equalize cannot resume (its histogram needs every row): run "
                   "it again without --resume");
+    // Resumable unless a histogram pass needs every row again.
+    job.set_journal(!plan.has_reduction());
     const std::string format = ooc::output_format(jo.output, jo.sink);
     job.set_fingerprint(plan.fingerprint() + "; output " + plan.output().describe() + " " + format);
     if (format != "tiff") ooc::cli::stop_gracefully_on_signals();
@@ -149,31 +151,17 @@ int main(int argc, char** argv) {
 
     const int passes = plan.passes();
     ooc::cli::Progress bar(progress, passes * job.source().spec().total_bytes(), "oocrun");
-    const std::int64_t rows = job.row_end() - job.row_begin();
-    ooc::RunStats total;
-    nlohmann::json pass_stats = nlohmann::json::array();
-    for (int i = 0; i < passes; ++i) {
-      const ooc::RunStats st = job.run(plan.pass(i), [&](std::int64_t d, std::int64_t) {
-        bar.update(i * rows + d, passes * rows);
-      });
-      if (st.stopped) {
-        bar.finish();
-        return ooc::cli::stopped("oocrun", job, st);
-      }
-      if (i + 1 < passes) plan.end_pass(i, [&](std::vector<std::uint64_t>& v) { world.sum(v); });
-      pass_stats.push_back({{"seconds", st.seconds}, {"bytes_read", st.bytes_read}});
-      if (i == 0) {
-        total = st;
-      } else {
-        total.seconds += st.seconds;
-        total.setup_seconds += st.setup_seconds;
-        total.read_seconds += st.read_seconds;
-        total.compute_seconds += st.compute_seconds;
-        total.write_seconds += st.write_seconds;
-        total.bytes_written = st.bytes_written;
-        total.rows_done = st.rows_done;
-      }
+    std::vector<ooc::RunStats> each;
+    const ooc::RunStats total = ooc::run_pipeline(
+        job, plan, [&](std::int64_t d, std::int64_t t) { bar.update(d, t); },
+        [&](std::vector<std::uint64_t>& v) { world.sum(v); }, &each);
+    if (total.stopped) {
+      bar.finish();
+      return ooc::cli::stopped("oocrun", job, each.back());
     }
+    nlohmann::json pass_stats = nlohmann::json::array();
+    for (const ooc::RunStats& st : each)
+      pass_stats.push_back({{"seconds", st.seconds}, {"bytes_read", st.bytes_read}});
     bar.finish();
     job.commit();
     nlohmann::json extra;

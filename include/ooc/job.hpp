@@ -51,6 +51,9 @@ class Job {
   // What the tool's options make of the bytes (JobOptions::fingerprint), once the operation that
   // knows it is built; before start().
   void set_fingerprint(std::string f) { options_.fingerprint = std::move(f); }
+  // Whether the job keeps a journal (JobOptions::journal), once the operations say whether it
+  // can resume; before start().
+  void set_journal(bool on) { options_.journal = on; }
   const JobOptions& options() const noexcept { return options_; }
 
   // Picks the backend, creates the output (for the operation that writes one), plans the bands

@@ -400,30 +400,7 @@ SampleType acc_type(Precision p) {
   return p == Precision::f64 ? SampleType::f64 : SampleType::f32;
 }
 
-// Buffers that outlive a band, handed from band to band (several threads take them at once).
-class BufferPool {
- public:
-  std::vector<std::byte> take(std::size_t n) {
-    std::vector<std::byte> v;
-    {
-      std::lock_guard lock(mutex_);
-      if (!free_.empty()) {
-        v = std::move(free_.back());
-        free_.pop_back();
-      }
-    }
-    if (v.size() < n) v.resize(n);
-    return v;
-  }
-  void give(std::vector<std::byte> v) {
-    std::lock_guard lock(mutex_);
-    free_.push_back(std::move(v));
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::vector<std::byte>> free_;
-};
+using detail::BufferPool;
 
 // --- point operations -----------------------------------------------------------------------
 
@@ -1023,6 +1000,35 @@ ImageSpec PipelinePlan::output() const {
 
 std::string PipelinePlan::describe() const {
   return impl_->text;
+}
+
+RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
+                      const std::function<void(std::vector<std::uint64_t>&)>& sum,
+                      std::vector<RunStats>* each) {
+  const int passes = plan.passes();
+  const std::int64_t rows = job.row_end() - job.row_begin();
+  RunStats total;
+  for (int i = 0; i < passes; ++i) {
+    const RunStats st = job.run(plan.pass(i), [&](std::int64_t d, std::int64_t) {
+      if (progress) progress(i * rows + d, passes * rows);
+    });
+    if (each) each->push_back(st);
+    if (i == 0) {
+      total = st;
+    } else {
+      total.seconds += st.seconds;
+      total.setup_seconds += st.setup_seconds;
+      total.read_seconds += st.read_seconds;
+      total.compute_seconds += st.compute_seconds;
+      total.write_seconds += st.write_seconds;
+      total.bytes_written = st.bytes_written;
+      total.rows_done = st.rows_done;
+      total.stopped = st.stopped;
+    }
+    if (st.stopped) break;
+    if (i + 1 < passes) plan.end_pass(i, sum);
+  }
+  return total;
 }
 
 std::string PipelinePlan::fingerprint() const {

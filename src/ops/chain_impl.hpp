@@ -2,8 +2,10 @@
 // stage computes for a band, and the factories of the CUDA kernels.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -74,6 +76,31 @@ std::unique_ptr<CudaKernel> make_combine_cuda(const std::vector<int>& devices,
                                               SampleType out);
 std::size_t combine_cuda_scratch(const Operation* g1, const Operation* g2, std::int64_t band_rows,
                                  std::int64_t row_samples, bool f64);
+
+// Buffers that outlive a band, handed from band to band (several threads take them at once).
+class BufferPool {
+ public:
+  std::vector<std::byte> take(std::size_t n) {
+    std::vector<std::byte> v;
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        v = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (v.size() < n) v.resize(n);
+    return v;
+  }
+  void give(std::vector<std::byte> v) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(std::move(v));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::vector<std::byte>> free_;
+};
 
 inline constexpr std::size_t kDeviceAlign = 256;
 inline std::size_t align_up(std::size_t n) {

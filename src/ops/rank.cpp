@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -59,29 +58,7 @@ T difference(T a, T b) {
   }
 }
 
-class Pool {
- public:
-  std::vector<std::byte> take(std::size_t n) {
-    std::vector<std::byte> v;
-    {
-      std::lock_guard lock(m_);
-      if (!free_.empty()) {
-        v = std::move(free_.back());
-        free_.pop_back();
-      }
-    }
-    if (v.size() < n) v.resize(n);
-    return v;
-  }
-  void give(std::vector<std::byte> v) {
-    std::lock_guard lock(m_);
-    free_.push_back(std::move(v));
-  }
-
- private:
-  std::mutex m_;
-  std::vector<std::vector<std::byte>> free_;
-};
+using Pool = detail::BufferPool;
 
 struct Window {
   bool max = false;

@@ -18,6 +18,7 @@
 
 #include "ooc/border.hpp"
 #include "ooc/image.hpp"
+#include "ooc/job.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
 
@@ -93,5 +94,13 @@ class PipelinePlan {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Runs every pass of `plan` on `job` (started with plan.operations()): between passes `sum` adds
+// the reductions over the processes of a run in parts (MPI); `progress` counts the rows of every
+// pass. Returns the passes' stats summed (output and rows done: the last pass's), each pass's in
+// `each`; a pass that a signal stopped ends the run there (RunStats::stopped).
+RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress = {},
+                      const std::function<void(std::vector<std::uint64_t>&)>& sum = {},
+                      std::vector<RunStats>* each = nullptr);
 
 }  // namespace ooc
