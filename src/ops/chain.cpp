@@ -61,7 +61,9 @@ constexpr double kMaxRadius = 1 << 20;
 
 const std::vector<StageDecl>& stage_declarations() {
   static const std::vector<StageDecl> decls = [] {
-    const StageParam sigma = number("sigma", "", 0, true, "Gaussian sigma, pixels");
+    // 3 sigma, the default radius, stays within the largest radius.
+    constexpr double kMaxSigma = kMaxRadius / 3;
+    const StageParam sigma = number("sigma", "", 0, true, "Gaussian sigma, pixels", kMaxSigma);
     const StageParam radius =
         integer("radius", "auto", 0, kMaxRadius, "taps 2R+1 (default ceil(3 sigma))");
     std::vector<StageDecl> d;
@@ -90,8 +92,8 @@ const std::vector<StageDecl>& stage_declarations() {
                  {}});
     d.push_back({"dog",
                  "difference of Gaussians: gaussian(sigma1) - gaussian(sigma2)",
-                 {number("sigma1", "", 0, true, "sigma of the first Gaussian"),
-                  number("sigma2", "", 0, true, "sigma of the second Gaussian")}});
+                 {number("sigma1", "", 0, true, "sigma of the first Gaussian", kMaxSigma),
+                  number("sigma2", "", 0, true, "sigma of the second Gaussian", kMaxSigma)}});
     d.push_back({"unsharp",
                  "unsharp mask: x + amount (x - gaussian(sigma))",
                  {sigma, number("amount", "1", -kInf, false, "weight of the detail")}});
@@ -142,7 +144,7 @@ const StageDecl* find_decl(const std::string& name) {
 
 std::string format_number(double v) {
   std::ostringstream s;
-  s.precision(17);
+  s.precision(10);
   s << v;
   return s.str();
 }
@@ -155,7 +157,8 @@ std::string range_text(const StageParam& p) {
   if (std::isinf(p.min) && std::isinf(p.max)) return "a finite number";
   if (std::isinf(p.max))
     return std::string("a number ") + (p.min_open ? "> " : ">= ") + format_number(p.min);
-  return "a number from " + format_number(p.min) + " to " + format_number(p.max);
+  return std::string("a number ") + (p.min_open ? "above " : "from ") + format_number(p.min) +
+         " to " + format_number(p.max);
 }
 
 std::string where(std::size_t index, const std::string& name) {

@@ -328,7 +328,7 @@ BAD = [
     ("gaussian sigma=2 ! scale mul=x", ["stage 2 (scale)", "mul"]),
     ("gaussian sgma=2", ["stage 1 (gaussian)", "sgma"]),
     ("gaussian", ["stage 1 (gaussian)", "sigma", "required"]),
-    ("gaussian sigma=-1", ["stage 1 (gaussian)", "sigma", "> 0"]),
+    ("gaussian sigma=-1", ["stage 1 (gaussian)", "sigma", "above 0"]),
     ("equalize", ["stage 1 (equalize)", "f32", "convert"]),
     ("gaussian sigma=1 ! ! abs", ["stage 2", "empty"]),
     ("gaussian sigma=1 !", ["stage 2", "empty"]),
@@ -380,7 +380,7 @@ def test_stages_are_declared():
                           "abs", "clamp", "threshold", "convert", "equalize"}
     sigma, radius = decls["gaussian"]["params"]
     assert sigma["name"] == "sigma" and sigma["default"] is None  # required
-    assert sigma["min"] == 0 and sigma["min_exclusive"] and sigma["max"] is None
+    assert sigma["min"] == 0 and sigma["min_exclusive"] and sigma["max"] == (1 << 20) / 3
     assert radius["default"] == "auto" and radius["kind"] == "integer"
     assert decls["equalize"]["reduction"] and not decls["gaussian"]["reduction"]
     assert all(d["help"] and all(p["help"] for p in d["params"]) for d in decls.values())
