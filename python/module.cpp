@@ -238,25 +238,18 @@ py::dict equalize_file(const std::string& input, const std::string& output, cons
     py::gil_scoped_release release;
     ooc::Job job(jo);
     const ooc::ImageSpec spec = job.source().spec();
-    auto hist = ooc::make_histogram(spec);
-    auto lut = ooc::make_lut(spec);
-    job.start({hist.get(), lut.get()});
-    // One count over both passes: the file is read twice.
-    const std::int64_t H = job.row_end() - job.row_begin();
-    const ooc::RunStats s1 = job.run(*hist, [&](std::int64_t d, std::int64_t) { fn(d, 2 * H); });
-    counts = hist->counts();
-    bins = hist->bins();
-    channels = hist->channels();
-    lut->set_lut(ooc::equalization_lut(counts, bins, channels));
-    ooc::RunStats st = job.run(*lut, [&](std::int64_t d, std::int64_t) { fn(H + d, 2 * H); });
+    // ooceq's pipeline of one stage: a histogram pass, then the table.
+    ooc::PipelinePlan plan(spec, {ooc::StageCall{"equalize", {}}}, {}, jo.pipeline);
+    job.start(plan.operations());
+    std::vector<ooc::RunStats> each;
+    const ooc::RunStats st = ooc::run_pipeline(job, plan, fn, {}, &each);
     job.commit();
-    hist_seconds = s1.seconds;
-    hist_read = s1.bytes_read;
-    st.seconds += s1.seconds;
-    st.setup_seconds += s1.setup_seconds;
-    st.read_seconds += s1.read_seconds;
-    st.compute_seconds += s1.compute_seconds;
-    st.write_seconds += s1.write_seconds;
+    const ooc::PipelinePlan::Histogram& h = *plan.histogram(0);
+    counts = h.counts;
+    bins = h.bins;
+    channels = h.channels;
+    hist_seconds = each[0].seconds;
+    hist_read = each[0].bytes_read;
     r = ooc::cli::run_report(job, "histogram equalization (2 passes)", st);
   }
   py::dict d = stats_dict(r);

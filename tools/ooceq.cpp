@@ -14,7 +14,7 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "ooc/ops/equalize.hpp"
+#include "ooc/ops/chain.hpp"
 
 namespace {
 
@@ -34,10 +34,10 @@ Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions), 5 GPU.
 
 // The histogram as CSV (value, then one count per channel) or .npy (u8 counts as uint64, shape
 // (channels, bins)), written like every output: a temporary renamed when complete.
-void write_histogram(const std::string& path, const ooc::HistogramOp& h,
-                     const std::vector<std::uint64_t>& counts) {
-  const std::int64_t bins = h.bins();
-  const int C = h.channels();
+void write_histogram(const std::string& path, const ooc::PipelinePlan::Histogram& h) {
+  const std::int64_t bins = h.bins;
+  const int C = h.channels;
+  const std::vector<std::uint64_t>& counts = h.counts;
   std::string data;
   const bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
   if (npy) {
@@ -145,45 +145,37 @@ int main(int argc, char** argv) {
     ooc::Job job(jo);
     const ooc::ImageSpec& spec = job.source().spec();
     check_equalizable(spec.type);
-    auto hist = ooc::make_histogram(spec);
-    auto lut = ooc::make_lut(spec);
-    job.set_fingerprint("histogram equalization; output " + spec.describe() + " " +
+    // The pipeline of one stage: a histogram pass, then the table.
+    ooc::PipelinePlan plan(spec, {ooc::StageCall{"equalize", {}}}, {}, jo.pipeline);
+    job.set_fingerprint(plan.fingerprint() + "; output " + spec.describe() + " " +
                         ooc::output_format(jo.output, jo.sink));
-    job.start({hist.get(), lut.get()});
+    job.start(plan.operations());
 
     // One bar over both passes: the file is read twice.
     ooc::cli::Progress bar(progress, 2 * spec.total_bytes(), "ooceq");
-    const std::int64_t H = job.row_end() - job.row_begin();
-    const ooc::RunStats s1 =
-        job.run(*hist, [&](std::int64_t d, std::int64_t) { bar.update(d, 2 * H); });
-    std::vector<std::uint64_t> counts = hist->counts();
-    world.sum(counts);
-    lut->set_lut(ooc::equalization_lut(counts, hist->bins(), hist->channels()));
-    if (!histogram.empty() && world.rank() == 0) write_histogram(histogram, *hist, counts);
-    const ooc::RunStats s2 =
-        job.run(*lut, [&](std::int64_t d, std::int64_t) { bar.update(H + d, 2 * H); });
+    std::vector<ooc::RunStats> each;
+    const ooc::RunStats total = ooc::run_pipeline(
+        job, plan, [&](std::int64_t d, std::int64_t t) { bar.update(d, t); },
+        [&](std::vector<std::uint64_t>& v) { world.sum(v); }, &each);
     bar.finish();
+    const ooc::PipelinePlan::Histogram& hist = *plan.histogram(0);
+    if (!histogram.empty() && world.rank() == 0) write_histogram(histogram, hist);
     job.commit();
     nlohmann::json extra;
-    if (!ooc::cli::finish_parts("ooceq", job, s2, quiet, extra)) return ooc::kExitResumable;
+    if (!ooc::cli::finish_parts("ooceq", job, each.back(), quiet, extra))
+      return ooc::kExitResumable;
     if (world.rank() != 0) return 0;
 
-    ooc::RunStats total = s2;
-    total.seconds += s1.seconds;
-    total.setup_seconds += s1.setup_seconds;
-    total.read_seconds += s1.read_seconds;
-    total.compute_seconds += s1.compute_seconds;
-    total.write_seconds += s1.write_seconds;
     // "bytes" of the input stay the file's; both passes' reads are reported apart.
-    extra["passes"] = {{"histogram_seconds", s1.seconds},
-                       {"map_seconds", s2.seconds},
-                       {"bytes_read", s1.bytes_read + s2.bytes_read}};
+    extra["passes"] = {{"histogram_seconds", each[0].seconds},
+                       {"map_seconds", each[1].seconds},
+                       {"bytes_read", each[0].bytes_read + each[1].bytes_read}};
     nlohmann::json channels = nlohmann::json::array();
-    for (int c = 0; c < hist->channels(); ++c) {
-      const std::uint64_t* h = counts.data() + c * hist->bins();
+    for (int c = 0; c < hist.channels; ++c) {
+      const std::uint64_t* h = hist.counts.data() + c * hist.bins;
       std::int64_t lo = -1, hi = -1, distinct = 0;
       std::uint64_t samples = 0;
-      for (std::int64_t v = 0; v < hist->bins(); ++v) {
+      for (std::int64_t v = 0; v < hist.bins; ++v) {
         if (h[v] == 0) continue;
         if (lo < 0) lo = v;
         hi = v;
@@ -193,7 +185,7 @@ int main(int argc, char** argv) {
       channels.push_back(
           {{"min", lo}, {"max", hi}, {"distinct_values", distinct}, {"samples", samples}});
     }
-    extra["histogram"] = {{"bins", hist->bins()}, {"channels", channels}};
+    extra["histogram"] = {{"bins", hist.bins}, {"channels", channels}};
     ooc::cli::report("ooceq", stats, quiet || world.mpi(), job, "histogram equalization (2 passes)",
                      total, extra);
     return 0;

@@ -767,6 +767,7 @@ struct PipelinePlan::Impl {
   std::vector<Stage> stages;
   std::vector<std::unique_ptr<Operation>> passes;
   std::vector<std::size_t> pass_end;  // stages [0, pass_end[i]) run in pass i (+ a histogram)
+  std::vector<PipelinePlan::Histogram> histograms;  // of each pass but the last, once ended
   std::string text;
 
   Operation* keep(std::unique_ptr<Operation> op) {
@@ -995,6 +996,16 @@ void PipelinePlan::end_pass(int i, const std::function<void(std::vector<std::uin
   std::vector<std::uint64_t> counts = s.histogram->counts();
   if (sum) sum(counts);
   s.lut->set_lut(equalization_lut(counts, s.histogram->bins(), s.histogram->channels()));
+  m.histograms.resize(std::max(m.histograms.size(), static_cast<std::size_t>(i) + 1));
+  m.histograms[static_cast<std::size_t>(i)] = {std::move(counts), s.histogram->bins(),
+                                               s.histogram->channels()};
+}
+
+const PipelinePlan::Histogram* PipelinePlan::histogram(int i) const {
+  const auto& h = impl_->histograms;
+  return i >= 0 && static_cast<std::size_t>(i) < h.size() && h[static_cast<std::size_t>(i)].bins
+             ? &h[static_cast<std::size_t>(i)]
+             : nullptr;
 }
 
 ImageSpec PipelinePlan::output() const {

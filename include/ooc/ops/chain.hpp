@@ -86,6 +86,14 @@ class PipelinePlan {
   // After pass i (not the last): `sum` adds its reductions (histogram counts) over the processes
   // of a run in parts (MPI), in place; then the next pass is prepared.
   void end_pass(int i, const std::function<void(std::vector<std::uint64_t>&)>& sum = {});
+  // The histogram of pass i's equalize, summed over the processes, once end_pass(i) ran; null for
+  // a pass without one. counts[c * bins + v]: samples of channel c with value v.
+  struct Histogram {
+    std::vector<std::uint64_t> counts;
+    std::int64_t bins = 0;
+    int channels = 0;
+  };
+  const Histogram* histogram(int i) const;
   ImageSpec output() const;
   std::string describe() const;     // "gaussian sigma=2 ! convert type=u8"
   std::string fingerprint() const;  // exact: what the output's bytes depend on
