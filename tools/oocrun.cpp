@@ -39,8 +39,7 @@ int main(int argc, char** argv) {
   return ooc::cli::guarded_main("oocrun", [&]() -> int {
     CLI::App app{
         "oocrun: a pipeline of filters over an image larger than memory, in one pass.\n"
-        "Usage: oocrun INPUT OUTPUT PIPELINE [options], PIPELINE = STAGE [! STAGE ...], "
-        "STAGE = NAME [key=value ...]"};
+        "PIPELINE = STAGE [! STAGE ...], STAGE = NAME [key=value ...] (oocrun --list)"};
     app.footer(kExamples);
     app.get_formatter()->column_width(34);
     app.allow_extras(false);
