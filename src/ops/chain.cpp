@@ -123,6 +123,18 @@ const std::vector<StageDecl>& stage_declarations() {
     d.push_back({"closing", "minimum of the maximum (scipy.ndimage.grey_closing)", {window}});
     d.push_back({"white-tophat", "x - opening (scipy.ndimage.white_tophat)", {window}});
     d.push_back({"black-tophat", "closing - x (scipy.ndimage.black_tophat)", {window}});
+    d.push_back({"median",
+                 "median of the window (scipy.ndimage.median_filter; CPU only for now)",
+                 {window}});
+    d.push_back(
+        {"percentile",
+         "percentile of the window (scipy.ndimage.percentile_filter; CPU only for now)",
+         {window, number("q", "", -100, false, "percentile (negative: from 100 down)", 100)}});
+    d.push_back({"rank",
+                 "the sample of this rank in the window, 0 the smallest (scipy.ndimage.rank_filter;"
+                 " CPU only for now)",
+                 {window, integer("index", "", -kMaxRadius * kMaxRadius, kMaxRadius * kMaxRadius,
+                                  "rank; negative: from the largest (-1)")}});
     StageDecl eq{"equalize",
                  "histogram equalization of u8/u16 (as ooceq, cv2.equalizeHist per channel): a "
                  "histogram pass, then the table",
@@ -897,6 +909,26 @@ struct PipelinePlan::Impl {
         p.border_value = settings.border_value;
         return Stage{keep(make_morphology(in, p))};
       }
+    if (n == "median" || n == "percentile" || n == "rank") {
+      const auto hw = *parse_window(a.text("size"));
+      RankParams p;
+      p.height = hw.first;
+      p.width = hw.second;
+      p.border = settings.border;
+      p.border_value = settings.border_value;
+      const std::int64_t count = p.height * p.width;
+      if (n == "median") p.rank = count / 2;
+      if (n == "percentile") p.rank = rank_of_percentile(a.number("q"), count);
+      if (n == "rank") {
+        p.rank = static_cast<std::int64_t>(a.number("index"));
+        if (p.rank < 0) p.rank += count;
+        if (p.rank < 0 || p.rank >= count)
+          throw Error(ErrorKind::usage, a.at() + ": index " + a.text("index") +
+                                            " is outside the window's " + std::to_string(count) +
+                                            " samples");
+      }
+      return Stage{keep(make_rank(in, p))};
+    }
     if (n == "equalize") {
       if (in.type != SampleType::u8 && in.type != SampleType::u16)
         throw Error(ErrorKind::usage,

@@ -286,6 +286,178 @@ Window window(const MorphParams& p, bool max, bool dilation) {
 
 }  // namespace
 
+namespace {
+
+// --- rank filters ---------------------------------------------------------------------------
+
+// The window's samples of one channel for an output row, from planes padded by the border rule:
+// plane row k, column q is image row (first + k), column (q - lx) mapped.
+template <class T>
+struct Planes {
+  std::vector<T> data;
+  std::int64_t width = 0;  // padded: W + Nx - 1
+  const T* row(std::int64_t c, std::int64_t k, std::int64_t m) const {
+    return data.data() + (c * m + k) * width;
+  }
+};
+
+class RankKernel final : public CpuKernel {
+ public:
+  RankKernel(const Window& w, std::int64_t rank) : w_(w), rank_(rank) {}
+  void run(const CpuBand& b) override {
+    dispatch_type(b.in.type, [&](auto t) { run_typed<decltype(t)>(b); });
+  }
+
+ private:
+  template <class T>
+  void run_typed(const CpuBand& b) {
+    const std::int64_t W = b.in.width, C = b.in.channels, rows = b.band.rows;
+    const std::int64_t Nx = w_.x.left + w_.x.right + 1, Ny = w_.y.left + w_.y.right + 1;
+    const std::int64_t m = rows + Ny - 1, first = b.halo - w_.y.left, Wp = W + Nx - 1;
+    const T cval = constant_of<T>(w_.border_value);
+    Planes<T> p;
+    p.width = Wp;
+    p.data.resize(static_cast<std::size_t>(C * m * Wp));
+    tbb::parallel_for(std::int64_t{0}, m, [&](std::int64_t k) {
+      const T* in = reinterpret_cast<const T*>(b.rows[first + k]);
+      for (std::int64_t c = 0; c < C; ++c) {
+        T* d = const_cast<T*>(p.row(c, k, m));
+        for (std::int64_t q = 0; q < Wp; ++q) {
+          const std::int64_t s = in ? map_border(q - w_.x.left, W, w_.border) : -1;
+          d[q] = s < 0 ? cval : in[s * C + c];
+        }
+      }
+    });
+    tbb::parallel_for(std::int64_t{0}, rows * C, [&](std::int64_t job) {
+      const std::int64_t i = job / C, c = job % C;
+      T* out = reinterpret_cast<T*>(b.out.row(i));
+      if constexpr (sizeof(T) == 1 || (sizeof(T) == 2 && std::is_integral_v<T>))
+        histogram_row<T>(p, m, c, i, Nx, Ny, W, C, out);
+      else
+        select_row<T>(p, m, c, i, Nx, Ny, W, C, out);
+    });
+  }
+
+  // Huang's sliding histogram along the row: a column of Ny samples leaves and one enters per
+  // step; the rank is found from the counts (two levels of 256 bins for 16-bit samples).
+  template <class T>
+  void histogram_row(const Planes<T>& p, std::int64_t m, std::int64_t c, std::int64_t i,
+                     std::int64_t Nx, std::int64_t Ny, std::int64_t W, std::int64_t C, T* out) {
+    constexpr bool wide = sizeof(T) == 2;
+    constexpr std::int64_t offset = std::is_signed_v<T> ? (wide ? 32768 : 128) : 0;
+    std::vector<std::uint32_t> fine(wide ? 65536 : 256, 0), coarse(256, 0);
+    auto bin = [&](T v) { return static_cast<std::int64_t>(v) + offset; };
+    auto add = [&](std::int64_t q, int d) {
+      for (std::int64_t k = 0; k < Ny; ++k) {
+        const std::int64_t v = bin(p.row(c, i + k, m)[q]);
+        fine[static_cast<std::size_t>(v)] += d;
+        if (wide) coarse[static_cast<std::size_t>(v >> 8)] += d;
+      }
+    };
+    if constexpr (!wide) {
+      // 8 bits: Huang's tracking of the answer v and of `below`, the samples under it; a step
+      // moves v by a few bins, where a scan would cost up to 256.
+      std::int64_t v = 0, below = 0;
+      auto step = [&](std::int64_t q, int d) {
+        for (std::int64_t k = 0; k < Ny; ++k) {
+          const std::int64_t s = bin(p.row(c, i + k, m)[q]);
+          fine[static_cast<std::size_t>(s)] += d;
+          if (s < v) below += d;
+        }
+      };
+      for (std::int64_t q = 0; q < Nx; ++q) step(q, 1);
+      for (std::int64_t x = 0; x < W; ++x) {
+        if (x > 0) {
+          step(x - 1, -1);
+          step(x + Nx - 1, 1);
+        }
+        while (below > rank_) below -= fine[static_cast<std::size_t>(--v)];
+        while (below + static_cast<std::int64_t>(fine[static_cast<std::size_t>(v)]) <= rank_)
+          below += fine[static_cast<std::size_t>(v++)];
+        out[x * C + c] = static_cast<T>(v - offset);
+      }
+      return;
+    }
+    for (std::int64_t q = 0; q < Nx; ++q) add(q, 1);
+    for (std::int64_t x = 0; x < W; ++x) {
+      if (x > 0) {
+        add(x - 1, -1);
+        add(x + Nx - 1, 1);
+      }
+      std::int64_t left = rank_, v = 0;
+      std::int64_t hi = 0;
+      while (left >= static_cast<std::int64_t>(coarse[static_cast<std::size_t>(hi)]))
+        left -= coarse[static_cast<std::size_t>(hi++)];
+      v = hi << 8;
+      while (left >= static_cast<std::int64_t>(fine[static_cast<std::size_t>(v)]))
+        left -= fine[static_cast<std::size_t>(v++)];
+      out[x * C + c] = static_cast<T>(v - offset);
+    }
+  }
+
+  // Other types: the window's samples, partially sorted to the rank (NaN anywhere gives NaN).
+  template <class T>
+  void select_row(const Planes<T>& p, std::int64_t m, std::int64_t c, std::int64_t i,
+                  std::int64_t Nx, std::int64_t Ny, std::int64_t W, std::int64_t C, T* out) {
+    std::vector<T> win(static_cast<std::size_t>(Nx * Ny));
+    for (std::int64_t x = 0; x < W; ++x) {
+      bool nan = false;
+      std::size_t n = 0;
+      for (std::int64_t k = 0; k < Ny; ++k) {
+        const T* r = p.row(c, i + k, m) + x;
+        for (std::int64_t q = 0; q < Nx; ++q) {
+          nan = nan || r[q] != r[q];
+          win[n++] = r[q];
+        }
+      }
+      if (nan) {
+        out[x * C + c] = std::numeric_limits<T>::quiet_NaN();
+        continue;
+      }
+      std::nth_element(win.begin(), win.begin() + rank_, win.end());
+      out[x * C + c] = win[static_cast<std::size_t>(rank_)];
+    }
+  }
+
+  Window w_;
+  std::int64_t rank_;
+};
+
+class Rank final : public Operation {
+ public:
+  Rank(const ImageSpec& in, const Window& w, std::int64_t rank) : in_(in), w_(w), rank_(rank) {}
+  std::string describe() const override {
+    return "rank " + std::to_string(rank_) + " of " + window_text(w_) + ", border " +
+           std::string(name(w_.border));
+  }
+  std::string fingerprint() const override {
+    char v[40];
+    std::snprintf(v, sizeof v, "%.17g", w_.border_value);
+    return describe() + " (value " + v + ") " + std::string(name(in_.type));
+  }
+  std::optional<ImageSpec> output() const override { return in_; }
+  std::int64_t halo() const override { return std::max(w_.y.left, w_.y.right); }
+  BorderMode border() const override { return w_.border; }
+  std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
+    return static_cast<std::size_t>(rows + w_.y.left + w_.y.right) *
+               static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes() +
+           (65536 + 256) * 4;
+  }
+  std::unique_ptr<CpuKernel> make_cpu() const override {
+    return std::make_unique<RankKernel>(w_, rank_);
+  }
+  double cpu_ns_per_sample() const override {
+    return 2.0 + 0.5 * double(w_.y.left + w_.y.right + 1);
+  }
+
+ private:
+  ImageSpec in_;
+  Window w_;
+  std::int64_t rank_;
+};
+
+}  // namespace
+
 #if !defined(OOC_HAVE_CUDA)
 namespace detail {
 // A build without CUDA: has_cuda() says no, so these are never called.
@@ -298,6 +470,36 @@ std::unique_ptr<CudaKernel> make_tophat_cuda(const std::vector<int>&, const Chai
 }
 }  // namespace detail
 #endif
+
+std::int64_t rank_of_percentile(double q, std::int64_t n) {
+  if (q < 0) q += 100.0;
+  if (q == 100.0) return n - 1;
+  return static_cast<std::int64_t>(double(n) * q / 100.0);
+}
+
+std::unique_ptr<Operation> make_rank(const ImageSpec& input, const RankParams& p) {
+  constexpr std::int64_t kMax = std::int64_t{1} << 20;
+  if (p.height < 1 || p.width < 1 || p.height > kMax || p.width > kMax)
+    throw Error(ErrorKind::usage, "the window " + std::to_string(p.height) + "x" +
+                                      std::to_string(p.width) +
+                                      " is not a size: give 1 to 1048576 rows and columns");
+  const std::int64_t n = p.height * p.width;
+  if (p.rank < 0 || p.rank >= n)
+    throw Error(ErrorKind::usage, "rank " + std::to_string(p.rank) + " is not in the window's " +
+                                      std::to_string(n) + " samples (0 to " +
+                                      std::to_string(n - 1) + ")");
+  MorphParams m;
+  m.height = p.height;
+  m.width = p.width;
+  m.border = p.border;
+  m.border_value = p.border_value;
+  // The extremes are the minimum and maximum filters (as scipy does too).
+  if (p.rank == 0 || p.rank == n - 1) {
+    m.kind = p.rank == 0 ? MorphKind::minimum : MorphKind::maximum;
+    return make_morphology(input, m);
+  }
+  return std::make_unique<Rank>(input, window(m, false, false), p.rank);
+}
 
 std::unique_ptr<Operation> make_morphology(const ImageSpec& input, const MorphParams& p) {
   constexpr std::int64_t kMax = std::int64_t{1} << 20;

@@ -447,6 +447,41 @@ class Morphology(Base):
                                      cval=7)
                     np.testing.assert_array_equal(got, want)
 
+    def test_rank_filters_against_scipy_exactly(self):
+        rng = random.Random(51)
+        sizes = ["2", "3", "4x3", "5", "1x7", "6x2", "9", "25"]
+        count = 0
+        for t in ["u8", "u16", "i16", "u32", "i32", "f32", "f64"]:
+            for stage in ("median", "percentile", "rank"):
+                c = rng.choice([1, 3])
+                size = rng.choice(sizes)
+                mode = rng.choice(BORDERS)
+                h, w = rng.randint(4, 31), rng.randint(3, 29)
+                x = self.image(h, w, c, t, seed=100 + count)
+                count += 1
+                hw = [int(v) for v in size.split("x")] * (1 if "x" in size else 2)
+                full = tuple(hw) + ((1,) if c > 1 else ())
+                n = hw[0] * hw[1]
+                if stage == "median":
+                    text, want = "median size=%s" % size, ndi.median_filter(
+                        x, size=full, mode=mode, cval=7)
+                elif stage == "percentile":
+                    q = rng.choice([-30, 10, 37.5, 90, 100])
+                    text, want = "percentile size=%s q=%g" % (size, q), ndi.percentile_filter(
+                        x, q, size=full, mode=mode, cval=7)
+                else:
+                    k = rng.choice([1, -2, n // 3])
+                    text, want = "rank size=%s index=%d" % (size, k), ndi.rank_filter(
+                        x, k, size=full, mode=mode, cval=7)
+                with self.subTest(type=t, stage=text, border=mode, shape=x.shape):
+                    inp = self.write("in.raw", x)
+                    out = self.p("out.raw")
+                    r = self.oocrun(inp, out, x, text, "--border", mode, "--border-value", 7,
+                                    "--band-rows", rng.choice([1, 3, 8, 64]))
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    got = np.fromfile(out, x.dtype).reshape(x.shape)
+                    np.testing.assert_array_equal(got, want)
+
     def test_nan_in_the_window_gives_nan(self):
         x = self.image(31, 23, 1, "f32", seed=8)
         x[[3, 17, 29], [5, 11, 0]] = np.nan
@@ -500,7 +535,9 @@ class BadPipelines(Base):
                 ("clamp min=5 max=1", ["stage 1 (clamp)", "min"]),
                 ("convert type=u9", ["stage 1 (convert)", "type"]),
                 ("minimum size=0", ["stage 1 (minimum)", "size"]),
-                ("opening size=3x", ["stage 1 (opening)", "size"])):
+                ("opening size=3x", ["stage 1 (opening)", "size"]),
+                ("rank size=3 index=9", ["stage 1 (rank)", "index"]),
+                ("percentile size=3 q=101", ["stage 1 (percentile)", "q"])):
             with self.subTest(pipeline=pipeline):
                 out = self.p("bad.raw")
                 r = run([tool("oocrun"), inp, out, pipeline, "--width", 20, "-q"])

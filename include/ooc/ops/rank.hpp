@@ -26,4 +26,18 @@ struct MorphParams {
 
 std::unique_ptr<Operation> make_morphology(const ImageSpec& input, const MorphParams& params);
 
+// The sample of rank `rank` (0: the smallest) among the window's, as scipy.ndimage.rank_filter
+// (median_filter: rank = H x W / 2; percentile_filter: see rank_of_percentile). u8 and 16-bit
+// samples use sliding histograms (Huang; two levels for 16 bits), other types select in the
+// window. A window holding a NaN gives NaN. CPU only for now.
+struct RankParams {
+  std::int64_t height = 3, width = 3;
+  std::int64_t rank = 4;  // 0 .. height x width - 1
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0;
+};
+std::unique_ptr<Operation> make_rank(const ImageSpec& input, const RankParams& params);
+// scipy.ndimage.percentile_filter's rank for percentile q (-100 to 100) of n samples.
+std::int64_t rank_of_percentile(double q, std::int64_t n);
+
 }  // namespace ooc
