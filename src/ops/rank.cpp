@@ -328,6 +328,18 @@ class RankKernel final : public CpuKernel {
         }
       }
     });
+    if constexpr (sizeof(T) == 1) {
+      // Tall windows: Perreault-Hebert, whose cost does not grow with the window.
+      if (Ny > kHuangRows && Nx * Ny < 65536) {  // the counts are 16-bit
+        const std::int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+        tbb::parallel_for(std::int64_t{0}, chunks * C, [&](std::int64_t job) {
+          const std::int64_t i0 = (job / C) * kChunkRows, c = job % C;
+          column_histogram_rows<T>(p, m, c, i0, std::min(rows, i0 + kChunkRows), Nx, Ny, W, C,
+                                   b.out);
+        });
+        return;
+      }
+    }
     tbb::parallel_for(std::int64_t{0}, rows * C, [&](std::int64_t job) {
       const std::int64_t i = job / C, c = job % C;
       T* out = reinterpret_cast<T*>(b.out.row(i));
@@ -336,6 +348,57 @@ class RankKernel final : public CpuKernel {
       else
         select_row<T>(p, m, c, i, Nx, Ny, W, C, out);
     });
+  }
+
+  // Windows taller than this use column histograms (8 bits): Huang's per-step cost grows with
+  // the height, Perreault-Hebert's (two 256-bin vector updates) does not.
+  static constexpr std::int64_t kHuangRows = 48;
+  static constexpr std::int64_t kChunkRows = 16;  // output rows sharing one set of column counts
+
+  // Perreault-Hebert: a 256-bin histogram per padded column over the window's rows, moved down a
+  // row at a time; the window's histogram moves along x by adding the entering column's and
+  // subtracting the leaving one's; the answer is tracked as in Huang's.
+  template <class T>
+  void column_histogram_rows(const Planes<T>& p, std::int64_t m, std::int64_t c, std::int64_t i0,
+                             std::int64_t i1, std::int64_t Nx, std::int64_t Ny, std::int64_t W,
+                             std::int64_t C, const BandView& outv) {
+    constexpr std::int64_t offset = std::is_signed_v<T> ? 128 : 0;
+    const std::int64_t Wp = p.width;
+    std::vector<std::uint16_t> cols(static_cast<std::size_t>(Wp * 256), 0);
+    auto col = [&](std::int64_t q) { return cols.data() + q * 256; };
+    for (std::int64_t k = 0; k < Ny; ++k) {
+      const T* r = p.row(c, i0 + k, m);
+      for (std::int64_t q = 0; q < Wp; ++q) ++col(q)[r[q] + offset];
+    }
+    std::uint16_t kernel[256];
+    for (std::int64_t i = i0; i < i1; ++i) {
+      if (i > i0) {
+        const T* gone = p.row(c, i - 1, m);
+        const T* come = p.row(c, i + Ny - 1, m);
+        for (std::int64_t q = 0; q < Wp; ++q) {
+          --col(q)[gone[q] + offset];
+          ++col(q)[come[q] + offset];
+        }
+      }
+      std::fill(kernel, kernel + 256, std::uint16_t{0});
+      for (std::int64_t q = 0; q < Nx; ++q)
+        for (int v = 0; v < 256; ++v) kernel[v] = std::uint16_t(kernel[v] + col(q)[v]);
+      T* out = reinterpret_cast<T*>(outv.row(i));
+      std::int64_t v = 0, below = 0;
+      for (std::int64_t x = 0; x < W; ++x) {
+        if (x > 0) {
+          const std::uint16_t* in = col(x + Nx - 1);
+          const std::uint16_t* gone = col(x - 1);
+          for (int b = 0; b < 256; ++b) kernel[b] = std::uint16_t(kernel[b] + in[b] - gone[b]);
+          std::int64_t moved = 0;
+          for (std::int64_t b = 0; b < v; ++b) moved += std::int64_t(in[b]) - std::int64_t(gone[b]);
+          below += moved;
+        }
+        while (below > rank_) below -= kernel[--v];
+        while (below + kernel[v] <= rank_) below += kernel[v++];
+        out[x * C + c] = static_cast<T>(v - offset);
+      }
+    }
   }
 
   // Huang's sliding histogram along the row: a column of Ny samples leaves and one enters per

@@ -482,6 +482,21 @@ class Morphology(Base):
                     got = np.fromfile(out, x.dtype).reshape(x.shape)
                     np.testing.assert_array_equal(got, want)
 
+    def test_tall_u8_windows_use_column_histograms_exactly(self):
+        for size, t, c in (("51x5", "u8", 1), ("49", "u8", 3), ("61x2", "u8", 1)):
+            x = self.image(57, 45, c, t, seed=len(size))
+            full = tuple(int(v) for v in (size.split("x") * 2)[:2]) + ((1,) if c > 1 else ())
+            for stage, want in (("median size=%s" % size, ndi.median_filter(x, size=full)),
+                                ("percentile size=%s q=20" % size,
+                                 ndi.percentile_filter(x, 20, size=full))):
+                with self.subTest(stage=stage, channels=c):
+                    inp = self.write("in.raw", x)
+                    out = self.p("out.raw")
+                    r = self.oocrun(inp, out, x, stage, "--band-rows", 19)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    np.testing.assert_array_equal(np.fromfile(out, x.dtype).reshape(x.shape),
+                                                  want)
+
     def test_nan_in_the_window_gives_nan(self):
         x = self.image(31, 23, 1, "f32", seed=8)
         x[[3, 17, 29], [5, 11, 0]] = np.nan
