@@ -482,6 +482,21 @@ class Morphology(Base):
                     got = np.fromfile(out, x.dtype).reshape(x.shape)
                     np.testing.assert_array_equal(got, want)
 
+    def test_median_3x3_of_integers_exactly(self):
+        for t, c in (("u8", 1), ("u16", 3), ("i16", 2), ("i32", 1), ("u32", 3)):
+            for mode in BORDERS:
+                with self.subTest(type=t, border=mode):
+                    x = self.image(23, 19, c, t, seed=len(mode))
+                    full = (3, 3) + ((1,) if c > 1 else ())
+                    inp = self.write("in.raw", x)
+                    out = self.p("out.raw")
+                    r = self.oocrun(inp, out, x, "median size=3", "--border", mode,
+                                    "--border-value", 7, "--band-rows", 5)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    np.testing.assert_array_equal(
+                        np.fromfile(out, x.dtype).reshape(x.shape),
+                        ndi.median_filter(x, size=full, mode=mode, cval=7))
+
     def test_tall_u8_windows_use_column_histograms_exactly(self):
         for size, t, c in (("51x5", "u8", 1), ("49", "u8", 3), ("61x2", "u8", 1)):
             x = self.image(57, 45, c, t, seed=len(size))
