@@ -77,24 +77,10 @@ int main(int argc, char** argv) {
                    "OUT: check that every part of OUT is done, then rename it into place");
 
     ooc::RawHints hints;
-    std::string type = "f32";
     std::uint64_t seed = 1;
-    auto* g_in = app.add_option_group("Input");
-    g_in->add_option("--width", hints.width, "samples per row (raw input: required)")
-        ->check(ooc::cli::positive());
-    g_in->add_option("--height", hints.height, "rows (raw: checked against the file size)")
-        ->check(ooc::cli::positive());
-    auto* type_opt = g_in->add_option("--type", type, "sample type: u8 u16 i16 u32 i32 f32 f64")
-                         ->default_str("f32");
-    auto* channels_opt =
-        g_in->add_option("--channels", hints.channels, "interleaved channels, 1 to 4")
-            ->default_str("1");
-    g_in->add_option("--seed", seed, "seed of a synth: input")->default_str("1");
-    g_in->add_option("--in-format", hints.format, "auto (magic bytes), raw, npy or tiff")
-        ->default_str("auto");
-    g_in->add_option("--page", hints.page, "TIFF: the page (image) to read, from 0")
-        ->default_str("0")
-        ->check(CLI::NonNegativeNumber);
+    ooc::cli::InputCli input_cli;
+    ooc::cli::add_input_options(*app.add_option_group("Input"), input_cli, hints, seed, "f32",
+                                "u8 u16 i16 u32 i32 f32 f64");
 
     ooc::cli::FilterCli filter;
     ooc::cli::add_filter_options(app, filter);
@@ -128,9 +114,7 @@ int main(int argc, char** argv) {
     if (input.empty() || output.empty())
       throw Error(ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
     ooc::cli::check_report_options(report_cli);
-    hints.type = ooc::parse_sample_type(type);
-    hints.type_given = type_opt->count() > 0;
-    hints.channels_given = channels_opt->count() > 0;
+    ooc::cli::apply_input_options(input_cli, hints);
     ooc::JobOptions jo;
     ooc::cli::apply_pipeline_options(pipeline_cli, jo);
     const ooc::PipelineOptions& popt = jo.pipeline;

@@ -105,22 +105,9 @@ int main(int argc, char** argv) {
            "OUTPUT", jo.output,
            "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:")
         ->required();
-    std::string type = "u8";
-    auto* g_in = app.add_option_group("Input");
-    g_in->add_option("--width", jo.hints.width, "samples per row (raw input: required)")
-        ->check(ooc::cli::positive());
-    g_in->add_option("--height", jo.hints.height, "rows (raw: checked against the file size)")
-        ->check(ooc::cli::positive());
-    auto* type_opt = g_in->add_option("--type", type, "sample type: u8 or u16")->default_str("u8");
-    auto* channels_opt =
-        g_in->add_option("--channels", jo.hints.channels, "interleaved channels, 1 to 4")
-            ->default_str("1");
-    g_in->add_option("--seed", jo.seed, "seed of a synth: input")->default_str("1");
-    g_in->add_option("--in-format", jo.hints.format, "auto (magic bytes), raw, npy or tiff")
-        ->default_str("auto");
-    g_in->add_option("--page", jo.hints.page, "TIFF: the page (image) to read, from 0")
-        ->default_str("0")
-        ->check(CLI::NonNegativeNumber);
+    ooc::cli::InputCli input_cli;
+    ooc::cli::add_input_options(*app.add_option_group("Input"), input_cli, jo.hints, jo.seed, "u8",
+                                "u8 or u16");
     ooc::cli::add_output_options(*app.add_option_group("Output file"), jo.sink);
     std::string histogram;
     app.add_option("--histogram", histogram, "also write the histogram: FILE.csv or FILE.npy");
@@ -134,9 +121,7 @@ int main(int argc, char** argv) {
 
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "ooceq")) return *code;
     ooc::cli::check_report_options(report_cli);
-    jo.hints.type = ooc::parse_sample_type(type);
-    jo.hints.type_given = type_opt->count() > 0;
-    jo.hints.channels_given = channels_opt->count() > 0;
+    ooc::cli::apply_input_options(input_cli, jo.hints);
     ooc::cli::apply_pipeline_options(pipeline_cli, jo);
 
     // Under mpirun/srun each rank takes its rows; the histograms are summed over the ranks.

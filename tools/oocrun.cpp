@@ -52,23 +52,9 @@ int main(int argc, char** argv) {
     app.add_flag("--list", list, "list every stage and its parameters, then exit");
 
     ooc::JobOptions jo;
-    std::string type = "f32";
-    auto* g_in = app.add_option_group("Input");
-    g_in->add_option("--width", jo.hints.width, "samples per row (raw input: required)")
-        ->check(ooc::cli::positive());
-    g_in->add_option("--height", jo.hints.height, "rows (raw: checked against the file size)")
-        ->check(ooc::cli::positive());
-    auto* type_opt = g_in->add_option("--type", type, "sample type: u8 u16 i16 u32 i32 f32 f64")
-                         ->default_str("f32");
-    auto* channels_opt =
-        g_in->add_option("--channels", jo.hints.channels, "interleaved channels, 1 to 4")
-            ->default_str("1");
-    g_in->add_option("--seed", jo.seed, "seed of a synth: input")->default_str("1");
-    g_in->add_option("--in-format", jo.hints.format, "auto (magic bytes), raw, npy or tiff")
-        ->default_str("auto");
-    g_in->add_option("--page", jo.hints.page, "TIFF: the page (image) to read, from 0")
-        ->default_str("0")
-        ->check(CLI::NonNegativeNumber);
+    ooc::cli::InputCli input_cli;
+    ooc::cli::add_input_options(*app.add_option_group("Input"), input_cli, jo.hints, jo.seed, "f32",
+                                "u8 u16 i16 u32 i32 f32 f64");
 
     std::string border = "reflect", out_type, precision = "auto";
     double border_value = 0;
@@ -110,9 +96,7 @@ int main(int argc, char** argv) {
     jo.output = words[1];
     const auto stages = ooc::parse_pipeline({words.begin() + 2, words.end()});
     ooc::cli::check_report_options(report_cli);
-    jo.hints.type = ooc::parse_sample_type(type);
-    jo.hints.type_given = type_opt->count() > 0;
-    jo.hints.channels_given = channels_opt->count() > 0;
+    ooc::cli::apply_input_options(input_cli, jo.hints);
     ooc::PipelineSettings settings;
     settings.border = ooc::parse_border_mode(border);
     settings.border_value = border_value;

@@ -7,8 +7,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "../../src/cuda/check.hpp"
 #include "common.cuh"
+#include "cuda/check.hpp"
 #include "minmax.cuh"
 #include "ooc/detail/sample_type.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "../../src/cuda/check.hpp"
+#include "cuda/check.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "pointwise.cuh"
 

@@ -483,6 +483,30 @@ bool finish_parts(const char* prog, Job& job, const RunStats& st, bool quiet,
   }
   return true;
 }
+void add_input_options(CLI::App& g, InputCli& in, ooc::RawHints& hints, std::uint64_t& seed,
+                       const std::string& default_type, const std::string& types_help) {
+  in.type = default_type;
+  g.add_option("--width", hints.width, "samples per row (raw input: required)")->check(positive());
+  g.add_option("--height", hints.height, "rows (raw: checked against the file size)")
+      ->check(positive());
+  in.type_opt =
+      g.add_option("--type", in.type, "sample type: " + types_help)->default_str(default_type);
+  in.channels_opt =
+      g.add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
+  g.add_option("--seed", seed, "seed of a synth: input")->default_str("1");
+  g.add_option("--in-format", hints.format, "auto (magic bytes), raw, npy or tiff")
+      ->default_str("auto");
+  g.add_option("--page", hints.page, "TIFF: the page (image) to read, from 0")
+      ->default_str("0")
+      ->check(CLI::NonNegativeNumber);
+}
+
+void apply_input_options(const InputCli& in, ooc::RawHints& hints) {
+  hints.type = ooc::parse_sample_type(in.type);
+  hints.type_given = in.type_opt->count() > 0;
+  hints.channels_given = in.channels_opt->count() > 0;
+}
+
 void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
   group
       .add_option("--format", o.format, "output format: auto (from the extension), raw, npy, tiff")

@@ -84,6 +84,18 @@ struct ReportCli {
 void add_report_options(CLI::App& app, ReportCli& r);
 void check_report_options(ReportCli& r);
 
+// The group "Input" of the tools that read an image: --width, --height, --type, --channels,
+// --seed, --in-format, --page. apply_input_options() parses --type and says which hints were
+// given (a file's header decides the others).
+struct InputCli {
+  std::string type;
+  CLI::Option* type_opt = nullptr;
+  CLI::Option* channels_opt = nullptr;
+};
+void add_input_options(CLI::App& group, InputCli& in, ooc::RawHints& hints, std::uint64_t& seed,
+                       const std::string& default_type, const std::string& types_help);
+void apply_input_options(const InputCli& in, ooc::RawHints& hints);
+
 // The group "Pipeline" of the tools that run a job: --mem-limit, --threads, --band-rows, --slots,
 // --device, --devices. apply_pipeline_options() parses --mem-limit and fills `jo`.
 struct PipelineCli {

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "../../kernels/cuda/pointwise.cuh"
-#include "../cuda/check.hpp"
 #include "chain_impl.hpp"
+#include "cuda/check.hpp"
+#include "cuda/pointwise.cuh"
 
 namespace ooc::detail {
 namespace {

@@ -1,5 +1,5 @@
-// The copy/convert operation (see convert.hpp). Same rounding and saturation as the filters'
-// output stage, in double, so every value of every type converts exactly where it can.
+// The copy/convert operation (see convert.hpp): the pipelines' convert (kernels/cpu/pointwise.hpp),
+// the filters' rounding and saturation, in double, so every value converts exactly where it can.
 #include "ooc/ops/convert.hpp"
 
 #include <tbb/parallel_for.h>
@@ -10,33 +10,13 @@
 #include <limits>
 #include <type_traits>
 
+#include "cpu/pointwise.hpp"
 #include "ooc/detail/sample_type.hpp"
 
 namespace ooc {
 namespace {
 
-template <class In, class Out>
-void convert_row(const std::byte* src, std::byte* dst, std::int64_t n) {
-  if constexpr (std::is_same_v<In, Out>) {
-    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(In));
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) {
-      In v;
-      std::memcpy(&v, src + i * sizeof(In), sizeof v);
-      Out o;
-      if constexpr (std::is_floating_point_v<Out>) {
-        o = static_cast<Out>(v);
-      } else {
-        double d = static_cast<double>(v);
-        d = d == d ? d : 0.0;
-        d = std::clamp(d, double(std::numeric_limits<Out>::lowest()),
-                       double(std::numeric_limits<Out>::max()));
-        o = static_cast<Out>(std::nearbyint(d));
-      }
-      std::memcpy(dst + i * sizeof(Out), &o, sizeof o);
-    }
-  }
-}
+const kernels::PointParams kConvert{kernels::PointKind::convert, 0, 0};
 
 class ConvertKernel final : public CpuKernel {
  public:
@@ -47,8 +27,9 @@ class ConvertKernel final : public CpuKernel {
       const std::byte* src = b.rows[b.halo + y];
       std::byte* dst = b.out.row(y);
       dispatch_type(b.in.type, [&](auto in) {
-        dispatch_type(out_,
-                      [&](auto out) { convert_row<decltype(in), decltype(out)>(src, dst, n); });
+        dispatch_type(out_, [&](auto out) {
+          kernels::point_row<decltype(in), decltype(out)>(src, dst, n, kConvert);
+        });
       });
     });
   }

@@ -13,8 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "../../kernels/cpu/minmax.hpp"
 #include "chain_impl.hpp"
+#include "cpu/minmax.hpp"
 #include "cuda_kernels.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"

@@ -2,8 +2,8 @@
 // ooc/ops/rank.hpp): launches on a band in device memory, the scratch from the slot.
 #include <cuda_runtime.h>
 
-#include "../../kernels/cuda/minmax.cuh"
 #include "chain_impl.hpp"
+#include "cuda/minmax.cuh"
 
 namespace ooc::detail {
 namespace {
