@@ -170,14 +170,18 @@ void claim_manifest(const std::string& temporary, const std::string& output,
   const std::string text = with_check(o.str());
   for (int attempt = 0; attempt < 3; ++attempt) {
     std::vector<std::string> lines;
-    try {
-      lines = read_checked(path, kManifestMagic);
-    } catch (const Error&) {
-      struct stat st {};
-      if (::lstat(path.c_str(), &st) == 0)
+    // Present (another part made it, whole: link() is atomic), or to be made. Asked before the
+    // read: a part that finds none, then reads one another part made meanwhile, must not take
+    // the failed read for damage.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      try {
+        lines = read_checked(path, kManifestMagic);
+      } catch (const Error&) {
         throw Error(ErrorKind::input, "'" + path + "', which says which job '" + output +
                                           "' belongs to, is damaged: remove '" + temporary +
                                           "*' to start over");
+      }
     }
     if (!lines.empty()) {
       const std::string was_input = lines.size() > 1 ? line_value(lines, 1, "input") : "";
@@ -191,7 +195,6 @@ void claim_manifest(const std::string& temporary, const std::string& output,
       else if (was_height != std::to_string(height))
         differs = "another height (was: " + was_height + "; now: " + std::to_string(height) + ")";
       // A manifest without a temporary or journals is what an ended job left: not a job.
-      struct stat st {};
       if (!differs.empty() && attempt == 0 && ::lstat(temporary.c_str(), &st) != 0 &&
           journal_paths(temporary).empty()) {
         ::unlink(path.c_str());
