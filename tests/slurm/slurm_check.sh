@@ -109,7 +109,8 @@ cat > "$fake/bin/oocconv" <<'EOS'
 # oocconv's stand-in: the journal $FAKE_JOURNAL covers rows 0:100 (made with done $FAKE_DONE,
 # default 0, unless there);
 # with FAKE_WAIT=1 it waits for SIGTERM first (as a rank under mpirun, which then exits 1);
-# then it adds $FAKE_ADD rows to "done" and exits $FAKE_RC.
+# then it adds $FAKE_ADD rows to "done" and exits $FAKE_RC; with FAKE_COMPLETE=1 it has made
+# the output ($2) and removed the journal instead, as a run that completed before the signal.
 j=$FAKE_JOURNAL
 [[ -f $j ]] || printf 'ooc-journal 2\ninput x\noptions y\npart 0 2\nrows 0 100 200\ndone %s\ncheck 0\n' \
                       "${FAKE_DONE:-0}" > "$j"
@@ -118,6 +119,10 @@ trap 'got=1' TERM
 echo $$ > "$FAKE_DIR/started"
 if [[ ${FAKE_WAIT:-0} == 1 ]]; then
     while (( !got )); do sleep 0.05; done
+fi
+if [[ ${FAKE_COMPLETE:-0} == 1 ]]; then
+    echo done > "$2" && rm -f "$j"
+    exit "${FAKE_RC:-0}"
 fi
 d=$(awk '$1 == "done" { print $2 }' "$j")
 sed -i "s/^done .*/done $((d + ${FAKE_ADD:-0}))/" "$j"
@@ -165,6 +170,9 @@ log "0. requeue decisions of mpi.sbatch and array.sbatch with stand-ins:"
 mpi_j=$fake/work/o.raw.partial.part-0-of-2.journal
 fake_case "mpirun exits 1 after the ranks stopped on the passed-on TERM" mpi.sbatch 0 1 \
     "passing it to mpirun" OOC_LAUNCHER=mpirun FAKE_JOURNAL="$mpi_j" FAKE_WAIT=1 FAKE_ADD=10 FAKE_RC=1
+fake_case "mpirun exits 1 on the TERM, but the ranks had completed the output" mpi.sbatch 0 0 \
+    "was completed before the TERM" OOC_LAUNCHER=mpirun FAKE_JOURNAL="$mpi_j" FAKE_WAIT=1 \
+    FAKE_COMPLETE=1 FAKE_RC=1
 fake_case "the same at the requeue cap" mpi.sbatch 75 0 "OOC_MAX_REQUEUES=3" \
     OOC_LAUNCHER=mpirun FAKE_JOURNAL="$mpi_j" FAKE_WAIT=1 FAKE_ADD=10 FAKE_RC=1 \
     SLURM_RESTART_COUNT=3 OOC_MAX_REQUEUES=3
@@ -368,10 +376,11 @@ gen "$tmp/data/big.raw" "$W2" "$H2" 11
 reference "$tmp/data/big.raw" "$tmp/data/big.ref.raw" "${opts2[@]}"
 log "2. image ${W2}x${H2} f32 made, reference done; sbatch --array=0-1 array.sbatch:"
 t2=$(date +%s)
-# --threads 1 keeps the part slow enough to be caught mid-run; small bands, so that the few
-# in flight when the signal comes (they are finished first) are not the whole part.
+# --threads 1 and 16-row bands (each recomputes its 256 halo rows) keep a part at about 3 s, slow
+# enough to be caught mid-run under load (at 64 rows, 1 s, a signal came after the end); small
+# bands also keep the few in flight when the signal comes (finished first) from being the part.
 array2=$(sbatch --parsable "${jobopts[@]}" --array=0-1 "$slurm_dir/array.sbatch" \
-                "$tmp/data/big.raw" "$tmp/work/big.out.raw" "${opts2[@]}" --threads 1 --band-rows 64)
+                "$tmp/data/big.raw" "$tmp/work/big.out.raw" "${opts2[@]}" --threads 1 --band-rows 16)
 echo "  submitted array job $array2"
 # Wait until part 0 runs and has written something, then signal its batch shell only, as
 # --signal=B:TERM@120 does before the time limit.
@@ -406,7 +415,7 @@ log "2. PASS: $task0 stopped with 75, requeued itself (Restarts=$restarts), rera
 # one task also checks that finish.sbatch accepts a run that put OUT in place itself.
 log "2b. sbatch --array=0 array.sbatch, then a plain scancel:"
 run_cancel=("$slurm_dir/array.sbatch" "$tmp/data/big.raw" "$tmp/work/big.cancel.raw" "${opts2[@]}"
-            --threads 1 --band-rows 64)
+            --threads 1 --band-rows 16)
 t2b=$(date +%s)
 array3=$(sbatch --parsable "${jobopts[@]}" --array=0 "${run_cancel[@]}")
 for _ in $(seq 300); do
@@ -460,7 +469,7 @@ else
     log "3b. sbatch --ntasks-per-node=2 mpi.sbatch on the larger image, TERM to its batch shell:"
     t3b=$(date +%s)
     mpi2=$(sbatch --parsable "${jobopts[@]}" --ntasks-per-node=2 "$slurm_dir/mpi.sbatch" \
-                  "$tmp/data/big.raw" "$tmp/work/big.mpi.raw" "${opts2[@]}" --threads 1 --band-rows 64)
+                  "$tmp/data/big.raw" "$tmp/work/big.mpi.raw" "${opts2[@]}" --threads 1 --band-rows 16)
     for _ in $(seq 300); do
         [[ $(job_field "$mpi2" JobState) == RUNNING && -e $tmp/work/big.mpi.raw.partial ]] && break
         sleep 0.1
@@ -488,7 +497,7 @@ else
     mpi3=$(OOC_LAUNCHER=mpirun OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
            OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader \
            sbatch --parsable "${jobopts[@]}" --ntasks-per-node=2 "$slurm_dir/mpi.sbatch" \
-                  "$tmp/data/big.raw" "$tmp/work/big.mpirun.raw" "${opts2[@]}" --threads 1 --band-rows 64)
+                  "$tmp/data/big.raw" "$tmp/work/big.mpirun.raw" "${opts2[@]}" --threads 1 --band-rows 16)
     for _ in $(seq 300); do
         [[ $(job_field "$mpi3" JobState) == RUNNING && -e $tmp/work/big.mpirun.raw.partial ]] && break
         sleep 0.1
