@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/formats.hpp"
 #include "io/output_file.hpp"
 #include "ooc/error.hpp"
 #include "pipeline/digest.hpp"
@@ -31,7 +32,8 @@ constexpr const char* kMagic = "ooc-journal 2";
 constexpr const char* kManifestMagic = "ooc-job 1";
 
 // Where the temporary of `output` lives: beside the file a link points to, as OutputFile does.
-std::string temporary_of(const std::string& output) {
+std::string temporary_of(std::string output) {
+  while (output.size() > 1 && output.back() == '/') output.pop_back();  // "x.zarr/"
   struct stat st {};
   if (::lstat(output.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
     char resolved[PATH_MAX];
@@ -146,7 +148,9 @@ std::vector<std::string> journal_paths(const std::string& temporary) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(stem, 0) == 0 && name.size() >= stem.size() + 7 &&
         name.compare(name.size() - 8, 8, ".journal") == 0)
-      paths.push_back(entry.path().string());
+      // Named as the temporary is ("x.partial.journal", not "./x.partial.journal"), so that
+      // a job finds its own journal among them.
+      paths.push_back(tp.has_parent_path() ? entry.path().string() : name);
   }
   if (ec) throw Error(ErrorKind::io, system_message("cannot list", dir.string(), ec.value()));
   std::sort(paths.begin(), paths.end());
@@ -287,6 +291,8 @@ void Job::start(const std::vector<const Operation*>& ops) {
 
   // The rows of this job.
   const std::int64_t H = source_->spec().height;
+  const std::int64_t align =
+      writer ? output_row_alignment(options_.output, options_.sink) : std::int64_t{1};
   const bool explicit_rows = options_.rows_end > 0;
   if (options_.part_count < 1 || options_.part_index < 0 ||
       options_.part_index >= options_.part_count)
@@ -302,6 +308,11 @@ void Job::start(const std::vector<const Operation*>& ops) {
                                         " rows (A:B, 0 <= A < B <= height)");
     begin_ = options_.rows_begin;
     end_ = options_.rows_end;
+    if (begin_ % align != 0 || (end_ % align != 0 && end_ != H))
+      throw Error(ErrorKind::usage,
+                  "--rows " + std::to_string(begin_) + ":" + std::to_string(end_) +
+                      " does not start and end at a chunk row of the output (multiples of " +
+                      std::to_string(align) + ", or the image's end " + std::to_string(H) + ")");
   } else {
     if (options_.part_count > H)
       throw Error(ErrorKind::usage, std::to_string(options_.part_count) +
@@ -312,6 +323,26 @@ void Job::start(const std::vector<const Operation*>& ops) {
     };
     begin_ = cut(options_.part_index);
     end_ = cut(options_.part_index + 1);
+    // Parts of a chunked output (Zarr) own whole chunk rows: no two write one chunk.
+    if (align > 1) {
+      if (options_.part_count > (H + align - 1) / align)
+        throw Error(ErrorKind::usage, std::to_string(options_.part_count) +
+                                          " parts is more than the output's " +
+                                          std::to_string((H + align - 1) / align) +
+                                          " chunk rows: use fewer parts or a smaller --chunk");
+      const auto aligned = [&](int i) {
+        if (i == options_.part_count) return H;
+        // The nearest chunk row boundary, so that parts stay about even.
+        return std::min(H, (cut(i) + align / 2) / align * align);
+      };
+      begin_ = aligned(options_.part_index);
+      end_ = aligned(options_.part_index + 1);
+      if (begin_ >= end_)
+        throw Error(ErrorKind::usage, std::to_string(options_.part_count) +
+                                          " parts leave part " +
+                                          std::to_string(options_.part_index) +
+                                          " no chunk row of the output: use fewer parts");
+    }
   }
   shared_ = explicit_rows || options_.part_count > 1;
   start_ = begin_;
@@ -321,16 +352,17 @@ void Job::start(const std::vector<const Operation*>& ops) {
   std::string format = "null";
   if (writer) format = output_format(options_.output, so);
   const bool journaled =
-      writer && (format == "raw" || format == "npy") && (options_.journal || shared_);
+      writer && (format == "raw" || format == "npy" || format == "zarr") &&
+      (options_.journal || shared_);
   if (shared_ && writer && !journaled && format != "null")
     throw Error(ErrorKind::usage,
                 "a run in parts (--part, --rows, or several ranks under mpirun or srun) "
-                "writes raw or .npy outputs; TIFF parts are not supported yet: name the "
-                "output .raw or .npy, or run one process");
+                "writes raw, .npy or Zarr outputs; TIFF parts are not supported yet: name the "
+                "output .raw, .npy or .zarr, or run one process");
   if (options_.resume && writer && !journaled && format != "null")
     throw Error(ErrorKind::usage,
-                "--resume continues raw or .npy outputs only (a TIFF is "
-                "written in one go): drop --resume, or write raw or .npy");
+                "--resume continues raw, .npy or Zarr outputs only (a TIFF is "
+                "written in one go): drop --resume, or write raw, .npy or .zarr");
   so.mode = shared_ ? OutputMode::shared : OutputMode::fresh;
   std::string temporary;
   if (journaled) {
@@ -435,7 +467,7 @@ RunStats Job::run(Operation& op, const ProgressFn& progress) {
   // redoes at most the bands of the last second.
   const ProgressFn tracked = [&](std::int64_t done, std::int64_t total) {
     if (writes && !journal_.empty() && Clock::now() - last >= std::chrono::seconds(1)) {
-      write_journal(start_ + done);
+      write_journal(sink_ ? sink_->durable_end(start_, start_ + done) : start_ + done);
       last = Clock::now();
     }
     (void)total;  // the engine's total is what is left; the user sees the whole range
@@ -528,9 +560,13 @@ std::string finish_output(const std::string& output) {
                     ". Run those parts (with --resume), then --finish again",
                 true);
   }
-  // Locking the whole temporary waits for no one: a part starting now makes this fail.
-  OutputFile file(output, "", OutputMode::resume, 0, 0, true);
-  file.commit();
+  if (is_zarr_temporary(temporary)) {
+    finish_zarr_store(output, temporary);
+  } else {
+    // Locking the whole temporary waits for no one: a part starting now makes this fail.
+    OutputFile file(output, "", OutputMode::resume, 0, 0, true);
+    file.commit();
+  }
   for (const JournalRecord& r : journals) ::unlink(r.path.c_str());
   ::unlink(manifest_path(temporary).c_str());
   return "finished '" + output + "' from " + std::to_string(journals.size()) + " part(s), " +

@@ -5,6 +5,7 @@ packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev li
           libgtest-dev libcli11-dev nlohmann-json3-dev python3 python3-numpy python3-scipy
           python3-tifffile python3-opencv libtiff-tools libvips-tools libopenmpi-dev
           openmpi-bin munge slurmctld slurmd slurm-client libpmix2 bc
+          libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs
           pybind11-dev python3-pytest python3-setuptools python3-pip python3-venv)
 # The tests read TIFFs written by libvips and tifffile, check big ones with tiffinfo, and compare
 # equalization with OpenCV's.

@@ -113,6 +113,13 @@ class Sink {
   // Memory the sink holds besides the rows handed to it (rows gathered for compression), at
   // most; the planner counts it.
   virtual std::size_t buffer_bytes() const { return 0; }
+  // Of the rows handed over so far ([first, written_end)), the end of those a rerun need not
+  // redo were the process killed now: a journal records it. Sinks that gather rows into larger
+  // units (Zarr chunk rows) say less than written_end.
+  virtual std::int64_t durable_end(std::int64_t first, std::int64_t written_end) const {
+    (void)first;
+    return written_end;
+  }
 };
 
 // What the command line says about an input that has no header (raw files, synthetic images).
@@ -124,19 +131,22 @@ struct RawHints {
   // Whether --type / --channels were given: a file header then must agree with them.
   bool type_given = false;
   bool channels_given = false;
-  std::string format = "auto";  // auto (magic bytes), raw, npy or tiff
+  std::string format = "auto";  // auto (magic bytes, or a Zarr directory), raw, npy, tiff or zarr
   int page = 0;                 // TIFF: the image (directory) to read, from 0
+  int zarr_level = -1;          // OME-Zarr: the level (dataset) to read; -1: level 0
   int threads = 0;              // TIFF: threads that decode strips and tiles (0: all cores)
 };
 
 // Opens `path` for reading: .npy and TIFF are recognized by their magic bytes (hints.format
-// overrides), any other file is raw. Header fields beat the hints; a hint that contradicts the
+// overrides), a directory holding .zarray or .zgroup is a Zarr v2 array or OME-Zarr group, any
+// other file is raw. Header fields beat the hints; a hint that contradicts the
 // header is an error naming both. "synth:PATTERN" (noise, gradient, checker, gaussian-spots,
 // low-contrast, low-rank[:R[:S]]) makes a deterministic image of the hinted size instead of reading
 // a file.
 std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
                                     std::uint64_t seed = 1);
-// "npy", "tiff" or "raw", from a file's first bytes ("raw" when it cannot be read).
+// "npy", "tiff" or "raw", from a file's first bytes ("raw" when it cannot be read); "zarr" for a
+// Zarr store's directory.
 std::string detect_format(const std::string& path);
 
 // How to write an output.
@@ -146,10 +156,16 @@ std::string detect_format(const std::string& path);
 enum class OutputMode { fresh, resume, shared };
 
 struct SinkOptions {
-  std::string format = "auto";    // auto (from the extension: .tif/.tiff, .npy, else raw)
-  std::int64_t tile = 0;          // TIFF: tile side (a multiple of 16); 0: strips
-  std::string compress = "none";  // TIFF: none, lzw, deflate, zstd or packbits
-  int level = -1;                 // TIFF deflate 1-9, zstd 1-22; -1: the codec's default
+  std::string format = "auto";  // auto (from the extension: .tif/.tiff, .npy, .zarr, else raw)
+  std::int64_t tile = 0;        // TIFF: tile side (a multiple of 16); 0: strips
+  // TIFF: none, lzw, deflate, zstd or packbits; Zarr: blosc, blosc-zstd, zstd, zlib, gzip or
+  // none. Empty: the format's default (TIFF none, Zarr blosc).
+  std::string compress;
+  int level = -1;  // deflate/zlib 1-9, zstd 1-22, blosc 0-9; -1: the codec's default
+  std::int64_t chunk = 0;  // Zarr: chunk side (rows and columns); 0: 512
+  // Reduced-resolution levels below level 0 (Zarr: datasets 1..n): 0 none, -1 until the smaller
+  // side is under 256.
+  int pyramid_levels = 0;
   std::string bigtiff = "auto";   // TIFF: auto (when the file could pass 4 GiB), yes or no
   Metadata metadata;              // TIFF: tags carried over from the input
   std::size_t mem_limit = 0;      // the job's --mem-limit (0: the default): buffers stay within it
@@ -165,9 +181,11 @@ struct SinkOptions {
   bool no_locks = false;
 };
 
-// "raw", "npy", "tiff" (by --format, else the extension) or "null" (null:); throws a usage Error
-// for an unknown --format.
+// "raw", "npy", "tiff", "zarr" (by --format, else the extension) or "null" (null:); throws a
+// usage Error for an unknown --format.
 std::string output_format(const std::string& path, const SinkOptions& options);
+// The rows a part of this output must begin at a multiple of (a Zarr chunk row; 1 otherwise).
+std::int64_t output_row_alignment(const std::string& path, const SinkOptions& options);
 
 // Creates `path` for writing under a temporary name beside it; "null:" discards the rows.
 // Refuses an output that is the input (same file, also through links). Checks the free space up

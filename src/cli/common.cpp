@@ -494,10 +494,14 @@ void add_input_options(CLI::App& g, InputCli& in, ooc::RawHints& hints, std::uin
   in.channels_opt =
       g.add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
   g.add_option("--seed", seed, "seed of a synth: input")->default_str("1");
-  g.add_option("--in-format", hints.format, "auto (magic bytes), raw, npy or tiff")
+  g.add_option("--in-format", hints.format,
+               "auto (magic bytes, or a Zarr directory), raw, npy, tiff or zarr")
       ->default_str("auto");
   g.add_option("--page", hints.page, "TIFF: the page (image) to read, from 0")
       ->default_str("0")
+      ->check(CLI::NonNegativeNumber);
+  g.add_option("--input-level", hints.zarr_level,
+               "OME-Zarr input: the resolution level (dataset) to read, from 0 (default 0)")
       ->check(CLI::NonNegativeNumber);
 }
 
@@ -509,13 +513,23 @@ void apply_input_options(const InputCli& in, ooc::RawHints& hints) {
 
 void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
   group
-      .add_option("--format", o.format, "output format: auto (from the extension), raw, npy, tiff")
+      .add_option("--format", o.format,
+                  "output format: auto (from the extension), raw, npy, tiff, zarr")
       ->default_str("auto");
   group.add_option("--tile", o.tile,
                    "TIFF: square tiles of N pixels (multiple of 16); default strips");
-  group.add_option("--compress", o.compress, "TIFF: none, lzw, deflate, zstd or packbits")
-      ->default_str("none");
-  group.add_option("--level", o.level, "TIFF: compression level, deflate 1-9, zstd 1-22");
+  group.add_option("--compress", o.compress,
+                   "TIFF: none, lzw, deflate, zstd or packbits (default none); Zarr: blosc (lz4, "
+                   "shuffle), blosc-zstd, zstd, zlib, gzip or none (default blosc)");
+  group.add_option("--level", o.level,
+                   "compression level: deflate/zlib 1-9, zstd 1-22, blosc 0-9");
+  group.add_option("--chunk", o.chunk, "Zarr: square chunks of N pixels")->default_str("512");
+  group.add_flag_callback(
+      "--pyramid", [&o] { if (o.pyramid_levels == 0) o.pyramid_levels = -1; },
+      "Zarr: reduced-resolution levels (2 x 2 means) written in the same pass, until the "
+      "smaller side is under 256");
+  group.add_option("--levels", o.pyramid_levels, "Zarr: this many levels below full resolution")
+      ->check(CLI::Range(0, 30));
   group.add_option("--bigtiff", o.bigtiff, "TIFF: auto (if it could pass 4 GiB), yes or no")
       ->default_str("auto");
   group.add_flag("--no-locks", o.no_locks,

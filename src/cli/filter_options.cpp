@@ -96,6 +96,10 @@ void add_filter_options(CLI::App& app, FilterCli& f) {
   g_r->add_option("--out-type", f.out_type, "output sample type (default: the input's)");
   g_r->add_option("--precision", f.precision, "accumulate in f32, f64 or auto")
       ->default_str("auto");
+  g_r->add_option("--method", f.method,
+                  "--kernel: direct sum, FFT (overlap-save tiles), or auto (a cost model; "
+                  "--stats shows its pick)")
+      ->default_str("auto");
 }
 
 std::size_t filter_taps_bytes(std::int64_t radius) {
@@ -106,6 +110,10 @@ std::size_t filter_taps_bytes(std::int64_t radius) {
 ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit) {
   if (mem_limit == 0) mem_limit = default_mem_limit();
   if (!f.kernel.empty()) return {};  // a 2-D kernel: conv2d_params() builds the filter
+  if (parse_conv_method(f.method) == ConvMethod::fft)
+    throw Error(ErrorKind::usage,
+                "--method fft is for 2-D kernels (--kernel); separable filters run directly: "
+                "leave --method out");
   SeparableParams params;
   const bool explicit_taps =
       !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
@@ -181,6 +189,7 @@ ooc::Conv2dParams conv2d_params(const FilterCli& f, std::size_t mem_limit) {
   Conv2dParams params;
   params.kernel = parse_kernel(f.kernel, mem_limit);
   result_options(f, params);
+  params.method = parse_conv_method(f.method);
   return params;
 }
 

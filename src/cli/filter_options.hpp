@@ -27,6 +27,7 @@ struct FilterCli {
   double border_value = 0;
   std::string out_type;  // empty: the input's
   std::string precision = "auto";
+  std::string method = "auto";  // --method: auto, direct or fft (2-D kernels)
 };
 
 // Adds the option groups "Filter" (taps and border) and "Result" (--out-type, --precision).

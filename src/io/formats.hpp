@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ooc/error.hpp"
 #include "ooc/image.hpp"
@@ -46,5 +47,24 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
                                          std::uintmax_t file_size);
 std::unique_ptr<Sink> create_tiff_sink(const std::string& path, const ImageSpec& spec,
                                        const std::string& input_path, const SinkOptions& options);
+
+// Zarr v2 / OME-Zarr 0.4 stores (zarr_write.cpp). A store is made in a directory beside its
+// final name (OUT.partial) by one writer or by several parts, and joined by finish_zarr_store.
+std::unique_ptr<Sink> create_zarr_sink(const std::string& path, const ImageSpec& spec,
+                                       const std::string& input_path, const SinkOptions& options);
+// Whether `temporary` is a Zarr store under construction (a directory of ours).
+bool is_zarr_temporary(const std::string& temporary);
+// Writes what the parts left at their boundaries (rows of chunks and levels that straddle
+// them), checks that every chunk of every level is there, writes the metadata and renames the
+// store into place. Throws an input Error naming what is missing.
+void finish_zarr_store(const std::string& output, const std::string& temporary);
+
+// Zarr v2 (zarr_read.cpp): a directory holding .zarray (an array) or .zgroup (a group; OME-Zarr
+// multiscales give its levels).
+bool is_zarr_store(const std::string& path);
+std::unique_ptr<Source> open_zarr_source(const std::string& path, const RawHints& hints);
+// For oocinfo: one line per array of the store (shape, dtype, chunks, codec, and an OME-Zarr
+// level's path and scale), after a line describing the group.
+std::vector<std::string> describe_zarr_store(const std::string& path);
 
 }  // namespace ooc

@@ -76,6 +76,8 @@ bool same_file(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+}  // namespace
+
 // Whether the file system cannot lock at all (some network file systems): then there is no lock
 // to honour, and the run goes on without one.
 bool no_locking(int err) {
@@ -84,7 +86,7 @@ bool no_locking(int err) {
 
 // The pid holding a write lock on bytes [begin, end) of fd's file (end 0: to its end), 0 when
 // none, -1 when locks are unsupported.
-pid_t lock_holder(int fd, off_t begin = 0, off_t end = 0) {
+pid_t lock_holder(int fd, off_t begin, off_t end) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
@@ -97,7 +99,7 @@ pid_t lock_holder(int fd, off_t begin = 0, off_t end = 0) {
 // True when locked; false when another process holds a lock on these bytes. A file system that
 // cannot lock at all is refused unless the user said --no-locks: there two writers of one output
 // (two runs, or parts with overlapping rows) would go unnoticed and mix their rows.
-bool try_lock(int fd, const std::string& partial, bool no_locks, off_t begin = 0, off_t end = 0) {
+bool try_lock(int fd, const std::string& partial, bool no_locks, off_t begin, off_t end) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
@@ -113,6 +115,8 @@ bool try_lock(int fd, const std::string& partial, bool no_locks, off_t begin = 0
                   "same output would go unnoticed; write to a file system with locks, or pass "
                   "--no-locks if you are sure that one process writes each row");
 }
+
+namespace {
 
 Error busy(const std::string& path, const std::string& partial, pid_t pid) {
   return Error(ErrorKind::io, "output '" + path + "' is being written by another process" +
@@ -158,7 +162,11 @@ void write_mapped_inputs(int fd) noexcept {
 }
 
 pid_t temporary_writer(const std::string& partial) {
-  const int fd = ::open(partial.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  // A Zarr store under construction is a directory; its writers lock a file inside it.
+  struct stat st {};
+  const bool dir = ::lstat(partial.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  const std::string file = dir ? partial + "/.ooc-writers" : partial;
+  const int fd = ::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return 0;
   const pid_t pid = lock_holder(fd);
   ::close(fd);

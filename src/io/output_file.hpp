@@ -68,6 +68,16 @@ void unregister_temporary(int slot) noexcept;
 int register_mapped_input(const std::string& path) noexcept;  // slot or -1
 void unregister_mapped_input(int slot) noexcept;
 
+// Whether a failed lock's errno says that the file system cannot lock at all.
+bool no_locking(int err);
+// The pid holding a write lock on bytes [begin, end) of fd's file (end 0: to its end), 0 when
+// none, -1 when locks are unsupported.
+pid_t lock_holder(int fd, off_t begin = 0, off_t end = 0);
+// Takes a write lock on bytes [begin, end) of fd's file (0, 0: all of it): false when another
+// process holds one there. A file system without locks is refused (a usage Error naming
+// `partial`) unless no_locks.
+bool try_lock(int fd, const std::string& partial, bool no_locks, off_t begin = 0, off_t end = 0);
+
 // The pid of a process holding a write lock on any part of the temporary `partial`; 0 when
 // none holds one (or the file does not exist).
 pid_t temporary_writer(const std::string& partial);

@@ -510,6 +510,7 @@ FileLayout npy_layout(const std::string& path, int fd, const RawHints& hints, st
 }  // namespace
 
 std::string detect_format(const std::string& path) {
+  if (is_zarr_store(path)) return "zarr";
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return "raw";
   const std::string f = format_of(fd);
@@ -528,15 +529,22 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
   }
   if (path.empty()) throw Error(ErrorKind::usage, "the input path is empty: name an image file");
   if (hints.format != "auto" && hints.format != "raw" && hints.format != "npy" &&
-      hints.format != "tiff")
+      hints.format != "tiff" && hints.format != "zarr")
     throw Error(ErrorKind::usage,
-                "--in-format takes auto, raw, npy or tiff, got '" + hints.format + "'");
+                "--in-format takes auto, raw, npy, tiff or zarr, got '" + hints.format + "'");
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status))
     throw Error(ErrorKind::input, "input '" + path + "' does not exist");
+  if (hints.format == "zarr" || (hints.format == "auto" && is_zarr_store(path)))
+    return open_zarr_source(path, hints);
+  if (hints.zarr_level >= 0)
+    throw Error(ErrorKind::usage,
+                "--input-level applies to OME-Zarr input; '" + path + "' is not a Zarr store");
   if (fs::is_directory(status))
-    throw Error(ErrorKind::input, "input '" + path + "' is a directory, not an image file");
+    throw Error(ErrorKind::input, "input '" + path +
+                                      "' is a directory, not an image file (nor a Zarr store: "
+                                      "it holds no .zarray or .zgroup)");
   // Opening a FIFO would wait for a writer, and neither it nor a device has a size to plan with.
   if (!fs::is_regular_file(status))
     throw Error(ErrorKind::input, "input '" + path +
@@ -576,6 +584,14 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
   return make_mapped_source(path, fd, std::move(layout));
 }
 
+namespace {
+// "x.zarr" or "x.zarr/": a Zarr store.
+bool zarr_name(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return has_extension(path, {".zarr"});
+}
+}  // namespace
+
 std::string output_format(const std::string& path, const SinkOptions& options) {
   if (path == "null:") return "null";
   std::string f = options.format;
@@ -583,11 +599,17 @@ std::string output_format(const std::string& path, const SinkOptions& options) {
   if (f == "auto")
     f = has_extension(path, {".tif", ".tiff", ".btf", ".tf8"}) ? "tiff"
         : has_extension(path, {".npy"})                        ? "npy"
+        : zarr_name(path)                                      ? "zarr"
                                                                : "raw";
-  if (f != "raw" && f != "npy" && f != "tiff")
+  if (f != "raw" && f != "npy" && f != "tiff" && f != "zarr")
     throw Error(ErrorKind::usage,
-                "--format takes auto, raw, npy or tiff, got '" + options.format + "'");
+                "--format takes auto, raw, npy, tiff or zarr, got '" + options.format + "'");
   return f;
+}
+
+std::int64_t output_row_alignment(const std::string& path, const SinkOptions& options) {
+  if (path.empty() || output_format(path, options) != "zarr") return 1;
+  return options.chunk > 0 ? options.chunk : 512;
 }
 
 std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
@@ -598,17 +620,28 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
     throw Error(ErrorKind::usage, "the output path is empty: name a file (or null: to discard)");
   const std::string f = output_format(path, options);
   const bool big_name = has_extension(path, {".btf", ".tf8"});
-  const bool tiff_options = options.tile != 0 || options.compress != "none" ||
+  if (f != "zarr" && (options.chunk != 0 || options.pyramid_levels != 0))
+    throw Error(ErrorKind::usage,
+                "--chunk, --pyramid and --levels apply to Zarr outputs: name the output .zarr "
+                "or give --format zarr");
+  if (f == "zarr") {
+    if (options.tile != 0 || options.bigtiff != "auto")
+      throw Error(ErrorKind::usage,
+                  "--tile and --bigtiff apply to TIFF outputs; a Zarr output takes --chunk");
+    return create_zarr_sink(path, spec, input_path, options);
+  }
+  const bool tiff_options = options.tile != 0 || (!options.compress.empty() &&
+                                                  options.compress != "none") ||
                             options.level != -1 || options.bigtiff != "auto";
   if (f != "tiff" && tiff_options)
     throw Error(ErrorKind::usage,
-                "--tile, --compress, --level and --bigtiff apply to TIFF "
-                "outputs only: name the output .tif or give --format tiff");
+                "--tile, --compress, --level and --bigtiff apply to TIFF and Zarr outputs only: "
+                "name the output .tif or .zarr, or give --format");
   if (f == "tiff") {
     if (options.mode != OutputMode::fresh)
       throw Error(ErrorKind::usage,
-                  "TIFF outputs cannot be written in parts or resumed yet: write raw or .npy "
-                  "(then convert), or run in one process");
+                  "TIFF outputs cannot be written in parts or resumed yet: write raw, .npy or "
+                  ".zarr, or run in one process");
     SinkOptions o = options;
     if (big_name && o.bigtiff == "auto") o.bigtiff = "yes";
     return create_tiff_sink(path, spec, input_path, o);

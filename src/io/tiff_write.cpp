@@ -35,7 +35,7 @@ constexpr std::uint64_t kStripBytes = 1u << 20;
 constexpr std::uint64_t kBatchBytes = 64u << 20;
 
 int compression_code(const std::string& name) {
-  if (name == "none") return COMPRESSION_NONE;
+  if (name == "none" || name.empty()) return COMPRESSION_NONE;
   if (name == "lzw") return COMPRESSION_LZW;
   if (name == "deflate") return COMPRESSION_ADOBE_DEFLATE;
   if (name == "zstd") return COMPRESSION_ZSTD;

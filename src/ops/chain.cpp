@@ -84,7 +84,9 @@ const std::vector<StageDecl>& stage_declarations() {
     d.push_back({"convolve",
                  "2-D convolution (scipy.ndimage.convolve)",
                  {other("kernel", Kind::text, "",
-                        "FILE (text or .npy), box:N, gaussian2d:S, laplace, sobel-x, sobel-y")}});
+                        "FILE (text or .npy), box:N, gaussian2d:S, laplace, sobel-x, sobel-y"),
+                  other("method", Kind::text, "auto",
+                        "auto (a cost model), direct or fft (overlap-save tiles)")}});
     d.push_back({"gradient-magnitude",
                  "hypot of scipy.ndimage.sobel along x and along y (each smoothed along x "
                  "first: under --border constant with a value other than 0 the y derivative's "
@@ -859,6 +861,12 @@ struct PipelinePlan::Impl {
       p.border_value = settings.border_value;
       p.out_type = to;
       p.precision = settings.precision;
+      try {
+        p.method = parse_conv_method(a.text("method"));
+      } catch (const Error&) {
+        throw Error(ErrorKind::usage,
+                    a.at() + ": method must be auto, direct or fft, got '" + a.text("method") + "'");
+      }
       return Stage{keep(make_conv2d(in, p, options))};
     }
     if (n == "gradient-magnitude") {

@@ -1,5 +1,6 @@
 // The 2-D convolution operation: kernels from files and built-ins, the rank-1 shortcut to the
-// separable filter, and the CPU kernel of kernels/cpu (the CUDA one in conv2d_cuda.cpp).
+// separable filter, the choice between the direct sum and the FFT (conv2d_costs), and the CPU
+// kernels of kernels/cpu (the CUDA ones in conv2d_cuda.cpp and conv2d_fft_cuda.cpp).
 #include "ooc/ops/conv2d.hpp"
 
 #include <sys/stat.h>
@@ -9,9 +10,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "../../kernels/cpu/conv2d.hpp"
+#include "../../kernels/cpu/fft_backend.hpp"
+#include "../../kernels/cpu/fft_conv.hpp"
 #include "../io/npy.hpp"
 #include "cuda_kernels.hpp"
 #include "ooc/error.hpp"
@@ -141,7 +145,7 @@ class Conv2dCpuKernel final : public CpuKernel {
   explicit Conv2dCpuKernel(const cpu::Conv2dArgs& base) : base_(base) {}
   void run(const CpuBand& b) override {
     cpu::Conv2dArgs a = base_;
-    a.rows = b.rows;
+    a.rows = b.rows + (b.halo - a.ry);  // the halo is the FFT's where CUDA takes the FFT
     a.out = b.out.data;
     a.out_rows = b.band.rows;
     cpu::conv2d_band(a);
@@ -151,10 +155,43 @@ class Conv2dCpuKernel final : public CpuKernel {
   cpu::Conv2dArgs base_;
 };
 
+class FftCpuKernel final : public CpuKernel {
+ public:
+  FftCpuKernel(std::shared_ptr<const cpu::FftConv2d> fft, const cpu::FftConvArgs& base)
+      : fft_(std::move(fft)), base_(base) {}
+  void run(const CpuBand& b) override {
+    cpu::FftConvArgs a = base_;
+    a.rows = b.rows;
+    a.halo = b.halo;
+    a.y0 = b.band.y0;
+    a.out = b.out.data;
+    a.out_rows = b.band.rows;
+    fft_->band(a);
+  }
+
+ private:
+  std::shared_ptr<const cpu::FftConv2d> fft_;
+  cpu::FftConvArgs base_;
+};
+
+// The cost model of ConvMethod::automatic, in ns per output sample (one CPU thread, one GPU).
+// Direct: fitted to tools/bench/results/gpu-h200/ops.csv (K 3 to 31, 16 threads). FFT: work per
+// sample (fft_work_per_sample, butterfly passes) times a time per pass, fitted to
+// tools/bench/results/cpu-2core/fft.csv (KissFFT) and to CuPy's FFT convolution on an H100
+// (about 10 Gpixel/s at K 63 to 255, issue 32).
+constexpr double kCpuFftNsPerPass = 0.45, kCpuFftNsBase = 4.0;
+constexpr double kCudaFftNsPerPass = 0.0025, kCudaFftNsBase = 0.02;
+double cpu_direct_ns(double taps, bool f64) { return (f64 ? 1.6 : 1.0) * (3.0 + 0.055 * taps); }
+double cuda_direct_ns(double taps, bool f64) {
+  return (f64 ? 2.0 : 1.0) * (0.005 + 0.0003 * taps);
+}
+
 class Conv2d final : public Operation {
  public:
   Conv2d(const ImageSpec& in, const Conv2dParams& p, const PipelineOptions& o)
-      : params_(p), out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type)} {
+      : params_(p),
+        out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type)},
+        costs_(conv2d_costs(in, p)) {
     // Correlation order: the kernel flipped along both axes.
     corr_.assign(p.kernel.taps.rbegin(), p.kernel.taps.rend());
     args_.width = in.width;
@@ -169,12 +206,25 @@ class Conv2d final : public Operation {
     args_.border_value = p.border_value;
     args_.strip_samples = o.strip_samples;
     args_.f64 = accumulates_in_f64(in.type, out_spec_.type, p.precision);
+    if (costs_.cpu_uses_fft || costs_.cuda_uses_fft) {
+      tiling_ = cpu::FftTiling{costs_.tile_rows, costs_.tile_cols,
+                               costs_.tile_rows - p.kernel.rows + 1,
+                               costs_.tile_cols - p.kernel.cols + 1};
+      fft_args_.width = in.width;
+      fft_args_.channels = in.channels;
+      fft_args_.in_type = in.type;
+      fft_args_.out_type = out_spec_.type;
+      fft_args_.out_stride = out_spec_.row_bytes();
+      fft_args_.border = p.border;
+      fft_args_.border_value = p.border_value;
+    }
   }
 
   std::string describe() const override {
     return "2-D " + std::to_string(params_.kernel.rows) + "x" +
            std::to_string(params_.kernel.cols) + " kernel " + params_.kernel.name + ", border " +
-           std::string(name(params_.border)) + ", accumulate " + (args_.f64 ? "f64" : "f32");
+           std::string(name(params_.border)) + ", accumulate " + (args_.f64 ? "f64" : "f32") +
+           ", " + method_text();
   }
   std::string fingerprint() const override {
     return describe() + ", values " +
@@ -187,26 +237,50 @@ class Conv2d final : public Operation {
            " to " + std::string(name(out_spec_.type));
   }
   std::optional<ImageSpec> output() const override { return out_spec_; }
-  std::int64_t halo() const override { return args_.ry; }
+  // The FFT's tiles need every row of a tile that touches the band (fft_conv.hpp).
+  std::int64_t halo() const override { return uses_fft() ? cpu::fft_halo(K(), tiling_) : args_.ry; }
   BorderMode border() const override { return params_.border; }
   std::size_t cpu_scratch_bytes(std::int64_t band_rows) const override {
+    if (costs_.cpu_uses_fft)  // the shared spectrum counted with each thread: a bound
+      return cpu::FftConv2d::thread_bytes(tiling_, args_.f64) +
+             cpu::FftConv2d::shared_bytes(tiling_, args_.f64);
     cpu::Conv2dArgs a = args_;
     a.out_rows = band_rows;
     return cpu::conv2d_scratch_bytes(a);
   }
+  std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
+#if defined(OOC_HAVE_CUDA)
+    if (costs_.cuda_uses_fft)
+      return conv2d_fft_cuda_scratch(fft_cuda_shape(), band_rows, args_.f64);
+#endif
+    (void)band_rows;
+    return 0;
+  }
+  // Whole tile rows per band where the band is taller than one: fewer tiles cut by a band edge
+  // (each is transformed by both bands).
+  std::int64_t fit_band_rows(std::int64_t rows, std::int64_t /*span*/) const override {
+    if (!uses_fft() || rows < tiling_.h) return rows;
+    return rows / tiling_.h * tiling_.h;
+  }
   std::unique_ptr<CpuKernel> make_cpu() const override {
+    if (costs_.cpu_uses_fft)
+      return std::make_unique<FftCpuKernel>(
+          std::make_shared<const cpu::FftConv2d>(params_.kernel.taps, K(), L(), tiling_,
+                                                 args_.f64),
+          fft_args_);
     return std::make_unique<Conv2dCpuKernel>(args_);
   }
-  // Fitted to tools/bench/results/gpu-h200/ops.csv (K 3 to 31, 16 threads).
   double cpu_ns_per_sample() const override {
-    return (args_.f64 ? 1.6 : 1.0) * (3.0 + 0.055 * double(corr_.size()));
+    return costs_.cpu_uses_fft ? costs_.cpu_fft : costs_.cpu_direct;
   }
   double cuda_ns_per_sample() const override {
-    return (args_.f64 ? 2.0 : 1.0) * (0.005 + 0.0003 * double(corr_.size()));
+    return costs_.cuda_uses_fft ? costs_.cuda_fft : costs_.cuda_direct;
   }
   bool has_cuda() const override { return kCudaBuilt; }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
 #if defined(OOC_HAVE_CUDA)
+    if (costs_.cuda_uses_fft)
+      return make_conv2d_fft_cuda(devices, fft_cuda_shape(), params_.kernel.taps, args_.f64);
     return make_conv2d_cuda(devices, out_spec_, params_.border, params_.border_value, corr_,
                             args_.rx, args_.ry, args_.f64);
 #else
@@ -216,10 +290,47 @@ class Conv2d final : public Operation {
   }
 
  private:
+  std::int64_t K() const { return params_.kernel.rows; }
+  std::int64_t L() const { return params_.kernel.cols; }
+  bool uses_fft() const { return costs_.cpu_uses_fft || costs_.cuda_uses_fft; }
+  std::string method_text() const {
+    const std::string tiles = std::to_string(tiling_.n) + "x" + std::to_string(tiling_.m);
+    if (costs_.cpu_uses_fft && costs_.cuda_uses_fft)
+      return "FFT (overlap-save, " + tiles + " tiles; " + cpu::fft_library() + " / cuFFT)";
+    if (costs_.cpu_uses_fft)
+      return "FFT on the CPU (overlap-save, " + tiles + " tiles, " + cpu::fft_library() +
+             "), direct on CUDA";
+    if (costs_.cuda_uses_fft)
+      return "direct on the CPU, FFT on CUDA (overlap-save, " + tiles + " tiles, cuFFT)";
+    return "direct";
+  }
+#if defined(OOC_HAVE_CUDA)
+  FftCudaShape fft_cuda_shape() const {
+    FftCudaShape s;
+    s.K = K();
+    s.L = L();
+    s.n = tiling_.n;
+    s.m = tiling_.m;
+    s.h = tiling_.h;
+    s.w = tiling_.w;
+    s.halo = halo();
+    s.width = out_spec_.width;
+    s.height = out_spec_.height;
+    s.channels = out_spec_.channels;
+    s.out_type = out_spec_.type;
+    s.border = params_.border;
+    s.border_value = params_.border_value;
+    return s;
+  }
+#endif
+
   Conv2dParams params_;
   ImageSpec out_spec_;
+  Conv2dCosts costs_;
   std::vector<double> corr_;
   cpu::Conv2dArgs args_;
+  cpu::FftTiling tiling_;
+  cpu::FftConvArgs fft_args_;
 };
 
 // The separable filter, described as the 2-D kernel it stands for.
@@ -306,8 +417,68 @@ std::optional<SeparableFilter> separable_factors(const Kernel2d& k) {
   return f;
 }
 
+ConvMethod parse_conv_method(const std::string& text) {
+  if (text == "auto") return ConvMethod::automatic;
+  if (text == "direct") return ConvMethod::direct;
+  if (text == "fft") return ConvMethod::fft;
+  throw Error(ErrorKind::usage, "--method takes auto, direct or fft, got '" + text + "'");
+}
+
+const char* name(ConvMethod m) noexcept {
+  switch (m) {
+    case ConvMethod::direct:
+      return "direct";
+    case ConvMethod::fft:
+      return "fft";
+    case ConvMethod::automatic:
+      break;
+  }
+  return "auto";
+}
+
+double fft_error_bound(std::int64_t n, std::int64_t m, bool f64) noexcept {
+  // Forward, product and inverse each add about log2 of the size in roundings (Higham, "Accuracy
+  // and Stability of Numerical Algorithms", 24.1), the spectrum of the kernel one more; 4 covers
+  // the constants, measured in tests/cli/fft_check.py with a margin.
+  const double u = f64 ? 0x1p-53 : 0x1p-24;
+  return 4.0 * (std::log2(double(std::max<std::int64_t>(n, 1)) * double(std::max<std::int64_t>(m, 1))) + 2) * u;
+}
+
+Conv2dCosts conv2d_costs(const ImageSpec& in, const Conv2dParams& p) {
+  Conv2dCosts c;
+  const bool f64 =
+      accumulates_in_f64(in.type, p.out_type.value_or(in.type), p.precision);
+  const double taps = double(p.kernel.rows) * double(p.kernel.cols);
+  const double inf = std::numeric_limits<double>::infinity();
+  c.cpu_direct = cpu_direct_ns(taps, f64);
+  c.cuda_direct = cuda_direct_ns(taps, f64);
+  c.cpu_fft = c.cuda_fft = inf;
+  if (p.method != ConvMethod::direct) {
+    const cpu::FftTiling t = cpu::plan_fft_tiling(p.kernel.rows, p.kernel.cols, in.height, in.width);
+    if (t.valid()) {
+      c.tile_rows = t.n;
+      c.tile_cols = t.m;
+      const double work = cpu::fft_work_per_sample(t, in.height, in.width);
+      c.cpu_fft = (f64 ? 2.0 : 1.0) * (kCpuFftNsBase + kCpuFftNsPerPass * work);
+      c.cuda_fft = (f64 ? 2.0 : 1.0) * (kCudaFftNsBase + kCudaFftNsPerPass * work);
+    }
+  }
+  const bool force = p.method == ConvMethod::fft;
+  c.cpu_uses_fft = c.tile_rows > 0 && (force || c.cpu_fft < c.cpu_direct);
+  c.cuda_uses_fft = c.tile_rows > 0 && (force || c.cuda_fft < c.cuda_direct);
+  return c;
+}
+
 std::unique_ptr<Operation> make_conv2d(const ImageSpec& input, const Conv2dParams& params,
                                        const PipelineOptions& options) {
+  if (params.method == ConvMethod::fft) {
+    if (!conv2d_costs(input, params).cpu_uses_fft)
+      throw Error(ErrorKind::usage,
+                  "--method fft: no FFT tile of at most 2^20 points holds the " +
+                      std::to_string(params.kernel.rows) + " x " +
+                      std::to_string(params.kernel.cols) + " kernel: use --method direct");
+    return std::make_unique<Conv2d>(input, params, options);
+  }
   auto f = separable_factors(params.kernel);
   // Under a constant border the separable filter pads the x-filtered rows with the constant,
   // where the 2-D convolution pads the input: the same only when the row taps sum to 1 (or the
@@ -322,7 +493,7 @@ std::unique_ptr<Operation> make_conv2d(const ImageSpec& input, const Conv2dParam
       for (double& t : f->col) t *= sum;
     }
   }
-  if (f) {
+  if (f && params.method == ConvMethod::automatic) {
     SeparableParams s;
     s.filter = *f;
     s.border = params.border;

@@ -35,6 +35,24 @@ std::unique_ptr<CudaKernel> make_conv2d_cuda(const std::vector<int>& devices, co
                                              const std::vector<double>& taps, std::int64_t rx,
                                              std::int64_t ry, bool f64);
 
+// 2-D convolution by FFT (overlap-save in tiles of n x m points giving h x w outputs, on the
+// tile grid of kernels/cpu/fft_conv.hpp), through cuFFT; taps K x L in convolution order.
+struct FftCudaShape {
+  std::int64_t K = 0, L = 0, n = 0, m = 0, h = 0, w = 0;
+  std::int64_t halo = 0;  // the operation's: ry + h - 1
+  std::int64_t width = 0, height = 0;
+  int channels = 1;
+  SampleType out_type = SampleType::f32;
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0;
+};
+std::unique_ptr<CudaKernel> make_conv2d_fft_cuda(const std::vector<int>& devices,
+                                                 const FftCudaShape& shape,
+                                                 const std::vector<double>& taps, bool f64);
+// Device memory of a slot for bands of `band_rows` rows: the tiles' spectra and cuFFT's work
+// area.
+std::size_t conv2d_fft_cuda_scratch(const FftCudaShape& shape, std::int64_t band_rows, bool f64);
+
 // Histogram equalization: per-band histograms (u64 counts, channel-major) and the table mapping.
 std::unique_ptr<CudaKernel> make_histogram_cuda(const std::vector<int>& devices, std::int64_t bins);
 std::unique_ptr<CudaKernel> make_lut_cuda(const std::vector<int>& devices, std::int64_t bins,

@@ -1,0 +1,93 @@
+// CPU kernel of the 2-D convolution by FFT (overlap-save): the band is cut into tiles of n x m
+// input samples that give h x w outputs each (h = n - K + 1, w = m - L + 1); each tile is
+// transformed, multiplied by the kernel's spectrum and transformed back, and its valid part kept.
+// The tiles' input comes from the band's rows (already through the border rule along y) and the
+// border rule along x, so the FFT's periodicity never reaches an output.
+//
+// The tile grid is fixed in image coordinates (tile rows start at multiples of h from image row
+// 0; tile columns at multiples of w from column 0), so every output is computed from the same
+// tile inputs in the same order whatever the band: results are bit-identical across band heights,
+// threads and parts. The price is a halo of ry + h - 1 rows (a band must hold every tile that
+// touches it), see fft_halo().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ooc/border.hpp"
+#include "ooc/image.hpp"
+
+namespace ooc::cpu {
+
+struct FftTiling {
+  std::int64_t n = 0, m = 0;  // transform rows and columns
+  std::int64_t h = 0, w = 0;  // outputs per tile: n - K + 1 rows, m - L + 1 columns
+  bool valid() const noexcept { return h > 0 && w > 0; }
+};
+
+// Tuning of the tile choice, in one place.
+struct FftTilingPolicy {
+  // Largest transform, in complex points: two such buffers per thread (16 bytes a point in
+  // float, 32 in double). Larger tiles save little work and cost cache misses and halo rows.
+  std::int64_t max_points = std::int64_t{1} << 20;
+  std::int64_t max_points_large_kernel = std::int64_t{1} << 24;
+  // Work of a tile besides the transforms (loading, the spectrum product, storing), in units of
+  // one butterfly pass over its points: fitted to the 2-core benchmark.
+  double overhead_passes = 4.0;
+};
+
+// The tile for a K x L kernel on an H x W image with the least work per output sample (transform
+// sizes with factors 2, 3 and 5 only). Invalid (h or w 0) when no tile fits the policy.
+FftTiling plan_fft_tiling(std::int64_t K, std::int64_t L, std::int64_t H, std::int64_t W,
+                          const FftTilingPolicy& policy = {});
+// The tiling's work per output sample, in butterfly passes over a point (what plan_fft_tiling
+// minimizes): n m (log2(n m) + overhead) / (min(h, H) min(w, W)).
+double fft_work_per_sample(const FftTiling& t, std::int64_t H, std::int64_t W,
+                           const FftTilingPolicy& policy = {});
+// Rows of context above and below a band that its tiles need.
+inline std::int64_t fft_halo(std::int64_t K, const FftTiling& t) { return (K - 1) / 2 + t.h - 1; }
+
+struct FftConvArgs {
+  // out_rows + 2 * halo input rows from image row y0 - halo on, through the border rule along y;
+  // a null row is a row of the constant border.
+  const std::byte* const* rows = nullptr;
+  std::int64_t halo = 0;
+  std::int64_t y0 = 0;  // image row of output row 0
+  std::int64_t width = 0;
+  int channels = 1;
+  SampleType in_type = SampleType::f32;
+  std::byte* out = nullptr;
+  std::size_t out_stride = 0;
+  std::int64_t out_rows = 0;
+  SampleType out_type = SampleType::f32;
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0;
+};
+
+// The kernel's spectrum for one tiling and the transforms, made once per operation run and shared
+// by every thread.
+class FftConv2d {
+ public:
+  // taps: K x L, row major, in convolution order (scipy.ndimage.convolve's weights); f64: double
+  // transforms and accumulation.
+  FftConv2d(const std::vector<double>& taps, std::int64_t K, std::int64_t L,
+            const FftTiling& tiling, bool f64);
+  ~FftConv2d();
+  FftConv2d(const FftConv2d&) = delete;
+  FftConv2d& operator=(const FftConv2d&) = delete;
+  // One band, in parallel over its tiles (TBB); several bands may run at once.
+  void band(const FftConvArgs& args) const;
+  // Memory per worker thread (two tiles of complex points and a few lines), and shared (the
+  // spectrum and the transforms' tables).
+  static std::size_t thread_bytes(const FftTiling& t, bool f64);
+  static std::size_t shared_bytes(const FftTiling& t, bool f64);
+
+  struct Impl;  // the engine of one precision (fft_conv.cpp)
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ooc::cpu

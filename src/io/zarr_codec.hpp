@@ -1,0 +1,73 @@
+// Zarr v2 chunk codecs and array metadata, shared by the Zarr reader and writer: the numcodecs
+// compressors zarr-python writes (blosc, zstd, zlib, gzip, none), the .zarray document, and the
+// dtype strings ("<f4", "|u1", ">u2") mapped onto ooc's sample types.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ooc/image.hpp"
+
+namespace ooc::zarr {
+
+// A numcodecs compressor as .zarray's "compressor" describes it.
+struct Codec {
+  std::string id = "blosc";  // blosc, zstd, zlib, gzip, or none (.zarray: null)
+  // blosc: the inner compressor (lz4, lz4hc, blosclz, zstd, zlib, snappy) and its shuffle
+  // (0 none, 1 byte, 2 bit; -1: numcodecs' AUTOSHUFFLE, bit for 1-byte items, else byte).
+  std::string cname = "lz4";
+  int shuffle = 1;
+  int blocksize = 0;
+  int level = 5;  // blosc clevel 0-9, zstd 1-22, zlib/gzip 0-9
+};
+
+// --compress NAME (blosc, blosc-zstd, zstd, zlib, gzip, none) with --level (-1: the codec's
+// default, as numcodecs has it). Throws a usage Error naming the accepted values.
+Codec codec_from_option(const std::string& name, int level);
+
+// The .zarray "compressor" value for `c` (JSON text; "null" for none), and back. parse throws
+// an input Error naming `where` for an unknown or malformed compressor.
+std::string codec_json(const Codec& c);
+
+// Compresses `n` bytes of samples `item_bytes` wide (blosc shuffles by it). Thread-safe.
+std::vector<std::byte> compress(const Codec& c, const std::byte* data, std::size_t n,
+                                std::size_t item_bytes);
+// Decompresses a chunk into exactly `n` bytes at dst; throws an input Error naming `where` when
+// the data is corrupt or does not decode to n bytes. Thread-safe.
+void decompress(const Codec& c, const std::byte* data, std::size_t size, std::byte* dst,
+                std::size_t n, const std::string& where);
+
+// A Zarr v2 array's metadata (.zarray), as far as ooc can read it: C order, no filters, 2-D
+// (y, x), 3-D (y, x, c) with c <= 4, or with leading axes of length 1 (OME's t, c, z).
+struct ArrayMeta {
+  std::vector<std::int64_t> shape, chunks;
+  SampleType type = SampleType::f32;
+  bool big_endian = false;
+  Codec codec;
+  std::optional<double> fill;   // none: missing chunks are an error (fill_value null)
+  std::string fill_json = "0";  // as written back
+  std::string dimension_separator = ".";
+  // Which axis holds the rows: the columns follow it, then the channels if there is an axis
+  // after the columns. Axes before it have length 1 (OME's t, c, z). Set by whoever reads the
+  // shape (parse_array_json leaves 0).
+  int y_axis = 0;
+};
+
+// "<f4", "|u1", ... for a sample type, little endian.
+std::string dtype_string(SampleType t);
+
+// The .zarray JSON of `m` (zarr_format 2, order C, filters null).
+std::string array_json(const ArrayMeta& m);
+
+// Parses .zarray text. Throws an input Error naming `where` and the offending field for what ooc
+// cannot read (F order, filters, an unknown codec or dtype, a shape or chunk shape that lies).
+ArrayMeta parse_array_json(const std::string& text, const std::string& where);
+
+// The key of chunk (row r, column c, channel chunk k) for the array's axes and separator:
+// "r.c", "r.c.k", or "0.0.0.r.c" with leading axes of length 1.
+std::string chunk_key(const ArrayMeta& m, std::int64_t r, std::int64_t c, std::int64_t k = 0);
+
+}  // namespace ooc::zarr

@@ -1,0 +1,653 @@
+// Writing OME-Zarr 0.4 stores (Zarr v2 arrays in a group): level 0 and its 2 x 2 mean pyramid,
+// chunk rows compressed in parallel as soon as the rows streaming in complete them, each chunk
+// file written beside its name and renamed, so that it appears only complete.
+//
+// A store is made in OUT.partial (a directory) and renamed into place when complete. Several
+// writers (parts, MPI ranks) fill one such directory without exchanging rows: each writes the
+// chunk rows that lie wholly in its rows, at every level, and leaves the rows of chunk rows that
+// straddle its boundaries in edge files (.ooc-edge-L<level>-<first>-<end>, raw rows). Joining
+// the store (finish_zarr_store: the last writer of a whole-image run, or --finish) writes those
+// chunk rows from the edges, computing the level rows whose source rows two writers made. A
+// stopped run leaves its last rows the same way, so that --resume continues at the exact row.
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <tbb/parallel_for.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "io/formats.hpp"
+#include "io/output_file.hpp"
+#include "io/pyramid.hpp"
+#include "io/zarr_codec.hpp"
+#include "ooc/detail/hash.hpp"
+
+namespace ooc {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kStoreInfo = ".ooc-store.json";
+constexpr const char* kWriters = ".ooc-writers";
+constexpr const char* kEdgePrefix = ".ooc-edge-L";
+
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+[[noreturn]] void io_fail(const std::string& what, const std::string& path, int err) {
+  throw Error(ErrorKind::io, what + " '" + path + "': " + errno_text(err) + full_hint(err));
+}
+
+// What every writer of one store must agree on; kept in the store until it is joined.
+struct StoreInfo {
+  ImageSpec spec;
+  std::int64_t chunk = 512;
+  zarr::Codec codec;
+  int levels = 0;
+  std::string name;
+
+  std::string to_json() const {
+    json j;
+    j["width"] = spec.width;
+    j["height"] = spec.height;
+    j["channels"] = spec.channels;
+    j["type"] = zarr::dtype_string(spec.type);
+    j["chunk"] = chunk;
+    j["codec"] = json::parse(zarr::codec_json(codec));
+    j["levels"] = levels;
+    j["name"] = name;
+    return j.dump() + "\n";
+  }
+  static StoreInfo from_json(const std::string& text, const std::string& where) {
+    StoreInfo s;
+    try {
+      const json j = json::parse(text);
+      s.spec.width = j.at("width").get<std::int64_t>();
+      s.spec.height = j.at("height").get<std::int64_t>();
+      s.spec.channels = j.at("channels").get<int>();
+      // The dtype and codec parse through .zarray's own reader.
+      json a;
+      a["zarr_format"] = 2;
+      a["shape"] = {1, 1};
+      a["chunks"] = {1, 1};
+      a["dtype"] = j.at("type");
+      a["compressor"] = j.at("codec");
+      const zarr::ArrayMeta m = zarr::parse_array_json(a.dump(), where);
+      s.spec.type = m.type;
+      s.codec = m.codec;
+      s.chunk = j.at("chunk").get<std::int64_t>();
+      s.levels = j.at("levels").get<int>();
+      s.name = j.at("name").get<std::string>();
+      validate(s.spec);
+      if (s.chunk <= 0 || s.levels < 0 || s.levels > 40) throw std::runtime_error("range");
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception&) {
+      throw Error(ErrorKind::input, where + " is damaged: remove '" +
+                                        where.substr(0, where.rfind('/')) + "' and run again");
+    }
+    return s;
+  }
+};
+
+zarr::ArrayMeta level_meta(const StoreInfo& info, int k) {
+  const ImageSpec s = pyramid_level(info.spec, k);
+  zarr::ArrayMeta m;
+  m.shape = {s.height, s.width};
+  m.chunks = {info.chunk, info.chunk};
+  if (s.channels > 1) {
+    m.shape.push_back(s.channels);
+    m.chunks.push_back(s.channels);
+  }
+  m.type = s.type;
+  m.codec = info.codec;
+  m.fill = 0;
+  m.fill_json = "0";
+  // ome-zarr-py and NGFF 0.4's examples nest chunks in directories, one per chunk row.
+  m.dimension_separator = "/";
+  return m;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+void write_all_fd(int fd, const void* p, std::size_t n, const std::string& path) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      io_fail("cannot write", path, errno);
+    }
+    c += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+// `path` appears only complete: written under a name of this process beside it, then renamed.
+void write_file_atomic(const std::string& path, const void* data, std::size_t n) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) io_fail("cannot create", tmp, errno);
+  try {
+    write_all_fd(fd, data, n, tmp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    io_fail("cannot write", tmp, err);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    io_fail("cannot rename into", path, err);
+  }
+}
+
+void make_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return;
+  io_fail("cannot create directory", dir, errno);
+}
+
+std::string read_text(const std::string& path) {
+  std::string s;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return s;
+  char buf[4096];
+  ssize_t r;
+  while ((r = ::read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<std::size_t>(r));
+  ::close(fd);
+  return s;
+}
+
+int remove_entry(const char* p, const struct stat*, int flag, struct FTW*) {
+  return flag == FTW_DP ? ::rmdir(p) : ::unlink(p);
+}
+
+// Removes a directory tree of ours (links are removed, never followed).
+void remove_tree(const std::string& dir) noexcept {
+  ::nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The chunks of chunk row `cr` of level k, from its rows (contiguous, row_bytes apart; the
+// chunk row's first row first), compressed in parallel. Edge chunks are full size (Zarr v2),
+// padded with the fill value 0.
+void write_chunk_row(const std::string& store, const StoreInfo& info, int k, std::int64_t cr,
+                     const std::byte* rows) {
+  const ImageSpec s = pyramid_level(info.spec, k);
+  const zarr::ArrayMeta meta = level_meta(info, k);
+  const std::int64_t ch = info.chunk, n = std::min(ch, s.height - cr * ch);
+  const std::int64_t cols = ceil_div(s.width, ch);
+  const std::size_t px = s.pixel_bytes(), rb = s.row_bytes();
+  const std::string level_dir = store + "/" + std::to_string(k);
+  make_dir(level_dir + "/" + std::to_string(cr));
+  tbb::parallel_for(std::int64_t{0}, cols, [&](std::int64_t j) {
+    const std::int64_t x0 = j * ch, w = std::min(ch, s.width - x0);
+    std::vector<std::byte> chunk(static_cast<std::size_t>(ch * ch) * px, std::byte{0});
+    for (std::int64_t r = 0; r < n; ++r)
+      std::memcpy(chunk.data() + static_cast<std::size_t>(r * ch) * px,
+                  rows + static_cast<std::size_t>(r) * rb + static_cast<std::size_t>(x0) * px,
+                  static_cast<std::size_t>(w) * px);
+    const std::vector<std::byte> z =
+        zarr::compress(info.codec, chunk.data(), chunk.size(), sample_bytes(s.type));
+    const std::string key = zarr::chunk_key(meta, cr, j);
+    if (s.channels > 1) make_dir(level_dir + "/" + std::to_string(cr) + "/" + std::to_string(j));
+    write_file_atomic(level_dir + "/" + key, z.data(), z.size());
+  });
+}
+
+std::string edge_name(int k, std::int64_t lo, std::int64_t hi) {
+  return std::string(kEdgePrefix) + std::to_string(k) + "-" + std::to_string(lo) + "-" +
+         std::to_string(hi);
+}
+
+std::string attrs_json(const StoreInfo& info) {
+  json axes = json::array({{{"name", "y"}, {"type", "space"}}, {{"name", "x"}, {"type", "space"}}});
+  if (info.spec.channels > 1) axes.push_back({{"name", "c"}, {"type", "channel"}});
+  json datasets = json::array();
+  for (int k = 0; k <= info.levels; ++k) {
+    const double f = static_cast<double>(std::int64_t{1} << k);
+    json scale = json::array({f, f});
+    if (info.spec.channels > 1) scale.push_back(1.0);
+    datasets.push_back(
+        {{"path", std::to_string(k)},
+         {"coordinateTransformations", json::array({{{"type", "scale"}, {"scale", scale}}})}});
+  }
+  json ms = {{"version", "0.4"},
+             {"name", info.name},
+             {"axes", axes},
+             {"datasets", datasets},
+             {"type", "mean"},
+             {"metadata",
+              {{"description", "2 x 2 means; odd last rows and columns averaged with themselves"},
+               {"method", "ooc"}}}};
+  json j = {{"multiscales", json::array({ms})}};
+  return j.dump(4) + "\n";
+}
+
+// Takes the store's writers lock on rows [begin, end) (0, 0: all): false when another writer
+// holds any of them.
+int lock_writers(const std::string& temp, std::int64_t begin, std::int64_t end, bool no_locks,
+                 bool* locked) {
+  const std::string file = temp + "/" + kWriters;
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) io_fail("cannot open", file, errno);
+  *locked = try_lock(fd, file, no_locks, static_cast<off_t>(begin), static_cast<off_t>(end));
+  return fd;
+}
+
+Error busy_store(const std::string& output, const std::string& temp, int fd) {
+  const pid_t pid = lock_holder(fd);
+  return Error(ErrorKind::io, "output '" + output + "' is being written by another process" +
+                                  (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "") +
+                                  ", which holds '" + temp +
+                                  "': wait for it to finish or write elsewhere");
+}
+
+std::string strip_slashes(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+void refuse_existing(const std::string& target) {
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) == 0)
+    throw Error(ErrorKind::usage, "output '" + target +
+                                      "' exists: ooc does not replace a Zarr store (other arrays "
+                                      "may live in it); remove it (rm -r) or name another");
+}
+
+class ZarrSink final : public Sink {
+ public:
+  ZarrSink(const std::string& path, const ImageSpec& spec, const std::string& input_path,
+           const SinkOptions& o)
+      : target_(strip_slashes(path)),
+        temp_(partial_path(target_)),
+        mode_(o.mode),
+        row_begin_(o.row_begin),
+        row_end_(o.row_end > 0 ? o.row_end : spec.height) {
+    info_.spec = spec;
+    info_.chunk = o.chunk > 0 ? o.chunk : 512;
+    if (info_.chunk < 16 || info_.chunk > 65536)
+      throw Error(ErrorKind::usage,
+                  "--chunk is 16 to 65536 pixels, got " + std::to_string(info_.chunk));
+    info_.codec = zarr::codec_from_option(o.compress.empty() ? "blosc" : o.compress, o.level);
+    info_.levels = o.pyramid_levels < 0 ? pyramid_auto_levels(spec) : o.pyramid_levels;
+    if (info_.levels > 0 && pyramid_level(spec, info_.levels).height < 1)
+      throw Error(ErrorKind::usage, "--levels " + std::to_string(info_.levels) + " is too many");
+    const std::size_t chunk_bytes =
+        static_cast<std::size_t>(info_.chunk * info_.chunk) * spec.pixel_bytes();
+    if (info_.codec.id == "blosc" && chunk_bytes > (std::size_t{1} << 31) - 64)
+      throw Error(ErrorKind::usage, "a chunk of " + std::to_string(chunk_bytes) +
+                                        " bytes is over blosc's 2 GiB: use a smaller --chunk");
+    const std::string base = target_.substr(target_.rfind('/') + 1);
+    info_.name = base.substr(0, base.size() >= 5 ? base.size() - 5 : base.size());
+    refuse_existing(target_);
+    if (!input_path.empty()) {
+      const std::string in = strip_slashes(input_path);
+      if (in == temp_ || in.rfind(temp_ + "/", 0) == 0)
+        throw Error(ErrorKind::usage, "the input lies inside the output's temporary '" + temp_ +
+                                          "': move it or name another output");
+    }
+    open_store(o.no_locks);
+    for (int k = 0; k <= info_.levels; ++k) {
+      Level l;
+      l.spec = pyramid_level(spec, k);
+      l.buf.resize(static_cast<std::size_t>(info_.chunk) * l.spec.row_bytes());
+      levels_.push_back(std::move(l));
+    }
+  }
+
+  ~ZarrSink() override {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    // An error ended a single writer's run: its store goes, as a file output's temporary does.
+    // Parts leave the shared directory to the others.
+    if (!done_ && mode_ != OutputMode::shared && created_) remove_tree(temp_);
+  }
+
+  const ImageSpec& spec() const noexcept override { return info_.spec; }
+  std::string describe() const override {
+    std::string d = "zarr '" + target_ + "' " + info_.spec.describe() + ", chunks " +
+                    std::to_string(info_.chunk) + ", " + info_.codec.id;
+    if (info_.codec.id == "blosc") d += " " + info_.codec.cname;
+    if (info_.levels > 0) d += ", " + std::to_string(info_.levels) + " levels below";
+    return d;
+  }
+
+  void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
+                  std::size_t stride) override {
+    if (!builder_) {
+      first_ = y0;
+      builder_ = std::make_unique<PyramidBuilder>(
+          info_.spec, info_.levels, y0, row_end_,
+          [this](int k, std::int64_t r, const std::byte* row) { add_row(k, r, row); });
+    }
+    for (std::int64_t i = 0; i < n; ++i)
+      add_row(0, y0 + i, data + static_cast<std::size_t>(i) * stride);
+    builder_->push(y0, n, data, stride);
+    written_ = y0 + n;
+  }
+
+  void commit() override {
+    for (int k = 0; k <= info_.levels; ++k) flush_partial(k);
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    done_ = true;
+    if (mode_ != OutputMode::shared) finish_zarr_store(target_, temp_);
+  }
+
+  void keep() override {
+    for (int k = 0; k <= info_.levels; ++k) flush_partial(k);
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    done_ = true;
+  }
+
+  std::size_t buffer_bytes() const override {
+    std::size_t b = 0;
+    for (const Level& l : levels_) b += l.buf.size();
+    // A chunk and its compressed copy per compressing thread.
+    const std::size_t chunk =
+        static_cast<std::size_t>(info_.chunk * info_.chunk) * info_.spec.pixel_bytes();
+    return b + 2 * chunk * static_cast<std::size_t>(std::max(1, threads_));
+  }
+
+  std::int64_t durable_end(std::int64_t first, std::int64_t written_end) const override {
+    // Level rows are on disk chunk row by chunk row; with a pyramid, what a killed run leaves
+    // is not tracked level by level: a rerun redoes the range.
+    if (info_.levels > 0) return first;
+    const std::int64_t aligned = written_end / info_.chunk * info_.chunk;
+    return std::max(first, written_end >= info_.spec.height ? written_end : aligned);
+  }
+
+ private:
+  struct Level {
+    ImageSpec spec;
+    std::vector<std::byte> buf;  // one chunk row
+    std::int64_t lo = -1, hi = -1;
+  };
+
+  void open_store(bool no_locks) {
+    struct stat st {};
+    const bool exists = ::lstat(temp_.c_str(), &st) == 0;
+    if (exists && !S_ISDIR(st.st_mode))
+      throw Error(ErrorKind::usage, "'" + temp_ + "' is in the way of the output's temporary (" +
+                                        (S_ISLNK(st.st_mode) ? "a link" : "not a directory") +
+                                        "): remove it or name another output");
+    if (exists && !is_zarr_temporary(temp_))
+      throw Error(ErrorKind::usage, "'" + temp_ + "' is in the way of the output's temporary " +
+                                        "(a directory ooc did not make): remove it or name "
+                                        "another output");
+    if (mode_ == OutputMode::resume && !exists)
+      throw Error(ErrorKind::usage, "there is no '" + temp_ + "' to resume: run without --resume");
+    if (mode_ == OutputMode::fresh && exists) {
+      // A leftover of an interrupted run: replaced, unless someone is writing it.
+      bool locked = false;
+      const int fd = lock_writers(temp_, 0, 0, no_locks, &locked);
+      if (!locked) {
+        Error e = busy_store(target_, temp_, fd);
+        ::close(fd);
+        throw e;
+      }
+      ::close(fd);
+      remove_tree(temp_);
+    }
+    if (::mkdir(temp_.c_str(), 0755) == 0) {
+      created_ = true;
+    } else if (errno != EEXIST || mode_ == OutputMode::fresh) {
+      if (errno == EEXIST)
+        throw Error(ErrorKind::io, "output '" + target_ + "' is being made by another process ('" +
+                                       temp_ + "' appeared meanwhile): write elsewhere");
+      io_fail("cannot create the output's temporary", temp_, errno);
+    }
+    if (!is_dir(temp_))
+      throw Error(ErrorKind::usage, "'" + temp_ + "' is not a directory: remove it");
+    bool locked = false;
+    const bool whole = mode_ != OutputMode::shared;
+    lock_fd_ = lock_writers(temp_, whole ? 0 : row_begin_, whole ? 0 : row_end_, no_locks, &locked);
+    if (!locked) throw busy_store(target_, temp_, lock_fd_);
+    // The settings every writer must share, written once (link() fails where another was first).
+    const std::string info_path = temp_ + "/" + kStoreInfo;
+    const std::string text = info_.to_json();
+    const std::string mine = info_path + ".tmp-" + std::to_string(::getpid());
+    write_file_atomic(mine, text.data(), text.size());
+    if (::link(mine.c_str(), info_path.c_str()) != 0 && errno != EEXIST) {
+      const int err = errno;
+      ::unlink(mine.c_str());
+      io_fail("cannot create", info_path, err);
+    }
+    ::unlink(mine.c_str());
+    const std::string there = read_text(info_path);
+    if (there != text)
+      throw Error(ErrorKind::usage,
+                  "'" + temp_ + "' is being made with other settings (" + there.substr(0, 200) +
+                      "): run every part with the same image, --chunk, --compress, --level and "
+                      "--levels, or remove '" +
+                      temp_ + "' to start over");
+    for (int k = 0; k <= info_.levels; ++k) make_dir(temp_ + "/" + std::to_string(k));
+  }
+
+  void add_row(int k, std::int64_t r, const std::byte* data) {
+    Level& l = levels_[static_cast<std::size_t>(k)];
+    const std::int64_t ch = info_.chunk, cr = r / ch;
+    const std::size_t rb = l.spec.row_bytes();
+    if (l.lo >= 0 && l.lo / ch != cr) flush_partial(k);
+    if (l.lo < 0) l.lo = r;
+    std::memcpy(l.buf.data() + static_cast<std::size_t>(r % ch) * rb, data, rb);
+    l.hi = r + 1;
+    if (l.hi == std::min((cr + 1) * ch, l.spec.height)) {
+      if (l.lo == cr * ch)
+        write_chunk_row(temp_, info_, k, cr, l.buf.data());
+      else
+        flush_partial(k);
+      l.lo = l.hi = -1;
+    }
+  }
+
+  // The rows held of a chunk row this writer does not make whole go to an edge file.
+  void flush_partial(int k) {
+    Level& l = levels_[static_cast<std::size_t>(k)];
+    if (l.lo < 0) return;
+    const std::size_t rb = l.spec.row_bytes();
+    write_file_atomic(temp_ + "/" + edge_name(k, l.lo, l.hi),
+                      l.buf.data() + static_cast<std::size_t>(l.lo % info_.chunk) * rb,
+                      static_cast<std::size_t>(l.hi - l.lo) * rb);
+    l.lo = l.hi = -1;
+  }
+
+  StoreInfo info_;
+  std::string target_, temp_;
+  OutputMode mode_;
+  std::int64_t row_begin_, row_end_;
+  std::vector<Level> levels_;
+  std::unique_ptr<PyramidBuilder> builder_;
+  std::int64_t first_ = -1, written_ = -1;
+  int lock_fd_ = -1;
+  int threads_ = 0;
+  bool created_ = false, done_ = false;
+};
+
+struct Edge {
+  int level;
+  std::int64_t lo, hi;
+  std::string path;
+};
+
+std::vector<Edge> list_edges(const std::string& temp) {
+  std::vector<Edge> edges;
+  const std::string prefix = kEdgePrefix;
+  if (DIR* d = ::opendir(temp.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.rfind(prefix, 0) != 0 || n.find(".tmp-") != std::string::npos) continue;
+      Edge g;
+      long long lo = 0, hi = 0;
+      int level = 0;
+      if (std::sscanf(n.c_str() + prefix.size(), "%d-%lld-%lld", &level, &lo, &hi) != 3) continue;
+      g.level = level, g.lo = lo, g.hi = hi, g.path = temp + "/" + n;
+      edges.push_back(g);
+    }
+    ::closedir(d);
+  }
+  return edges;
+}
+
+}  // namespace
+
+std::unique_ptr<Sink> create_zarr_sink(const std::string& path, const ImageSpec& spec,
+                                       const std::string& input_path, const SinkOptions& options) {
+  return std::make_unique<ZarrSink>(path, spec, input_path, options);
+}
+
+bool is_zarr_temporary(const std::string& temporary) {
+  struct stat st {};
+  return is_dir(temporary) && ::lstat((temporary + "/" + kStoreInfo).c_str(), &st) == 0 &&
+         S_ISREG(st.st_mode);
+}
+
+void finish_zarr_store(const std::string& output, const std::string& temp) {
+  const std::string target = strip_slashes(output);
+  const std::string info_path = temp + "/" + kStoreInfo;
+  const StoreInfo info = StoreInfo::from_json(read_text(info_path), info_path);
+  refuse_existing(target);
+  bool locked = false;
+  const int fd = lock_writers(temp, 0, 0, true, &locked);
+  if (!locked) {
+    Error e = busy_store(target, temp, fd);
+    ::close(fd);
+    throw e;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+
+  // Chunk rows that straddle writers' boundaries, level by level: the rows the writers left,
+  // and the rows no writer could make (their two source rows came from two writers).
+  const std::vector<Edge> edges = list_edges(temp);
+  std::map<std::int64_t, std::vector<std::byte>> upper;  // level k - 1's rows held here
+  const std::int64_t ch = info.chunk;
+  for (int k = 0; k <= info.levels; ++k) {
+    const ImageSpec s = pyramid_level(info.spec, k);
+    const ImageSpec up = pyramid_level(info.spec, k > 0 ? k - 1 : 0);
+    const std::size_t rb = s.row_bytes();
+    std::map<std::int64_t, std::vector<std::byte>> rows;
+    for (const Edge& e : edges) {
+      if (e.level != k) continue;
+      if (e.lo < 0 || e.hi <= e.lo || e.hi > s.height)
+        throw Error(ErrorKind::input, "'" + e.path + "' names rows outside level " +
+                                          std::to_string(k) + ": remove '" + temp +
+                                          "' and run again");
+      const std::string bytes = read_text(e.path);
+      if (bytes.size() != static_cast<std::size_t>(e.hi - e.lo) * rb)
+        throw Error(ErrorKind::input, "'" + e.path + "' is " + std::to_string(bytes.size()) +
+                                          " bytes, not the rows it names: remove '" + temp +
+                                          "' and run again");
+      for (std::int64_t r = e.lo; r < e.hi; ++r) {
+        const auto* p = reinterpret_cast<const std::byte*>(bytes.data()) +
+                        static_cast<std::size_t>(r - e.lo) * rb;
+        rows[r].assign(p, p + rb);
+      }
+    }
+    std::vector<std::int64_t> touched;
+    for (const auto& [r, _] : rows) touched.push_back(r / ch);
+    if (k > 0)
+      for (const auto& [r, _] : upper) touched.push_back(r / 2 / ch);
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    const zarr::ArrayMeta meta = level_meta(info, k);
+    for (const std::int64_t cr : touched) {
+      const std::int64_t r0 = cr * ch, r1 = std::min(r0 + ch, s.height);
+      bool whole = true;
+      for (std::int64_t r = r0; r < r1; ++r) {
+        if (rows.count(r)) continue;
+        const auto a = upper.find(2 * r);
+        const bool last = 2 * r + 1 >= up.height;
+        const auto b = last ? upper.end() : upper.find(2 * r + 1);
+        if (k == 0 || a == upper.end() || (!last && b == upper.end())) {
+          whole = false;
+          continue;
+        }
+        std::vector<std::byte> row(rb);
+        pyramid_reduce_row(up, a->second.data(), last ? nullptr : b->second.data(), row.data());
+        rows[r] = std::move(row);
+      }
+      if (!whole) {
+        // Left over from a run killed after it wrote this chunk row whole: nothing to do.
+        struct stat st {};
+        if (::stat((temp + "/" + std::to_string(k) + "/" + zarr::chunk_key(meta, cr, 0)).c_str(),
+                   &st) == 0)
+          continue;
+        throw Error(ErrorKind::input,
+                    "output '" + target + "' is not complete: rows " + std::to_string(r0) + ":" +
+                        std::to_string(r1) + " of level " + std::to_string(k) +
+                        " were not written. Run the parts that cover them (with --resume), "
+                        "then --finish again",
+                    true);
+      }
+      std::vector<std::byte> block(static_cast<std::size_t>(r1 - r0) * rb);
+      for (std::int64_t r = r0; r < r1; ++r)
+        std::memcpy(block.data() + static_cast<std::size_t>(r - r0) * rb, rows[r].data(), rb);
+      write_chunk_row(temp, info, k, cr, block.data());
+    }
+    upper = std::move(rows);
+  }
+
+  // Every chunk of every level must be there now.
+  for (int k = 0; k <= info.levels; ++k) {
+    const ImageSpec s = pyramid_level(info.spec, k);
+    const zarr::ArrayMeta meta = level_meta(info, k);
+    const std::int64_t rows = ceil_div(s.height, ch), cols = ceil_div(s.width, ch);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const std::string p = temp + "/" + std::to_string(k) + "/" + zarr::chunk_key(meta, r, c);
+        struct stat st {};
+        if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+          throw Error(ErrorKind::input,
+                      "output '" + target + "' is not complete: chunk '" + p +
+                          "' is missing (rows " + std::to_string(r * ch << k) + ":" +
+                          std::to_string(std::min(info.spec.height, (r + 1) * ch << k)) +
+                          " of the image). Run the parts that cover them (with --resume), then "
+                          "--finish again",
+                      true);
+      }
+    const std::string z = zarr::array_json(meta);
+    write_file_atomic(temp + "/" + std::to_string(k) + "/.zarray", z.data(), z.size());
+  }
+  const std::string group = "{\n    \"zarr_format\": 2\n}\n";
+  write_file_atomic(temp + "/.zgroup", group.data(), group.size());
+  const std::string attrs = attrs_json(info);
+  write_file_atomic(temp + "/.zattrs", attrs.data(), attrs.size());
+  for (const Edge& e : edges) ::unlink(e.path.c_str());
+  ::unlink(info_path.c_str());
+  ::unlink((temp + "/" + kWriters).c_str());
+  // Never over another store that appeared meanwhile.
+  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) != 0) {
+    const int err = errno;
+    // Put the bookkeeping back, so that --finish can run again once the way is clear.
+    const std::string text = info.to_json();
+    write_file_atomic(info_path, text.data(), text.size());
+    if (err == EEXIST) refuse_existing(target);
+    io_fail("cannot rename the finished store into", target, err);
+  }
+}
+
+}  // namespace ooc
