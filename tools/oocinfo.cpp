@@ -1,6 +1,7 @@
 // oocinfo: what oocconv would see. Without files: the CUDA devices, the CPU, and the backend
 // `--device auto` would pick. With files: each one's format, geometry and size, and the band plan
-// oocconv (or ooceq, with --equalize) would use for it under the current --mem-limit.
+// oocconv (or ooceq, with --equalize) would use for it under the current --mem-limit; for a Zarr
+// store, every array (every level of an OME-Zarr group) with its shape, chunks and codec.
 #include <tbb/info.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "../kernels/cpu/separable.hpp"
 #include "cli/common.hpp"
 #include "cli/filter_options.hpp"
+#include "io/formats.hpp"
 #include "ooc/device.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
@@ -29,6 +31,7 @@ Examples:
   oocinfo                                   devices, CPU, and the backend --device auto picks
   oocinfo scan.npy big.raw --width 65536    format, geometry and band plan of each file
   oocinfo slide.tif --page 2                TIFF layout: strips/tiles, compression, BigTIFF
+  oocinfo scan.ome.zarr                     OME-Zarr levels: shapes, scales, chunks, codecs
   oocinfo big.raw --width 65536 --mem-limit 4G --radius 64
   oocinfo big.raw --width 65536 --kernel box:31      the plan of a 2-D kernel
   oocinfo scan.tif --equalize                        the plan of ooceq's two passes
@@ -43,9 +46,12 @@ Examples:
     app.add_option("--height", hints.height, "rows (raw: checked against the size)");
     auto* type_opt = app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64 (raw files)");
     auto* channels_opt = app.add_option("--channels", hints.channels, "channels (raw files)");
-    app.add_option("--in-format", hints.format, "auto, raw, npy or tiff")->default_str("auto");
+    app.add_option("--in-format", hints.format, "auto, raw, npy, tiff or zarr")
+        ->default_str("auto");
     int page = 0;
     app.add_option("--page", page, "TIFF: the page to describe, from 0")->default_str("0");
+    int level = -1;
+    app.add_option("--input-level", level, "OME-Zarr: the level the plan is made for, from 0");
     app.add_option("--mem-limit", mem_limit, "as for oocconv (default: min(1G, RAM/4))");
     app.add_option("--radius", radius, "filter radius the plan is made for")->default_str("16");
     std::string kernel;
@@ -110,10 +116,18 @@ Examples:
           hints.format == "raw" || (hints.format == "auto" && ooc::detect_format(path) == "raw");
       ooc::RawHints file_hints = headerless ? hints : ooc::RawHints{};
       file_hints.page = page;
+      file_hints.zarr_level = level;
       auto source = ooc::open_source(path, file_hints);
       const ooc::ImageSpec& s = source->spec();
       std::error_code ec;
-      const auto size = std::filesystem::file_size(path, ec);
+      const bool store = std::filesystem::is_directory(path, ec);
+      std::uintmax_t size = 0;
+      if (!store) size = std::filesystem::file_size(path, ec);
+      // A store's size is its files' (chunks and metadata), links not followed.
+      for (auto it = store ? std::filesystem::recursive_directory_iterator(path, ec)
+                           : std::filesystem::recursive_directory_iterator();
+           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_regular_file(ec) && !it->is_symlink(ec)) size += it->file_size(ec);
       // The operations of the tool the plan is for: ooceq plans both of its passes at once.
       std::vector<std::unique_ptr<ooc::Operation>> ops;
       std::string what;
@@ -134,17 +148,20 @@ Examples:
       const ooc::Backend backend = ooc::select_backend(device, "all", views, &work);
       const ooc::BandPlan plan = ooc::plan_bands(s, views, backend, popt, source.get());
       std::printf(
-          "%s\n  %s\n%s  file %llu bytes, image %llu bytes (%lld x %lld pixels, %d channel(s) "
+          "%s\n  %s\n%s  %s %llu bytes, image %llu bytes (%lld x %lld pixels, %d channel(s) "
           "of %s)\n  %s\n  plan for %s on %s: %lld bands of %lld rows, %d slots, %d "
           "threads, ring %s of --mem-limit %s\n  backend: %s\n",
           path.c_str(), source->describe().c_str(),
           source->layout().empty() ? "" : ("  layout: " + source->layout() + "\n").c_str(),
-          (unsigned long long)size, (unsigned long long)s.total_bytes(), (long long)s.width,
-          (long long)s.height, s.channels, std::string(ooc::name(s.type)).c_str(),
-          ops.front()->describe().c_str(), what.c_str(), backend.describe().c_str(),
-          (long long)plan.bands, (long long)plan.band_rows, plan.slots, plan.threads,
-          ooc::format_bytes(double(plan.ring_bytes)).c_str(),
+          store ? "store" : "file", (unsigned long long)size, (unsigned long long)s.total_bytes(),
+          (long long)s.width, (long long)s.height, s.channels,
+          std::string(ooc::name(s.type)).c_str(), ops.front()->describe().c_str(), what.c_str(),
+          backend.describe().c_str(), (long long)plan.bands, (long long)plan.band_rows, plan.slots,
+          plan.threads, ooc::format_bytes(double(plan.ring_bytes)).c_str(),
           ooc::format_bytes(double(plan.mem_limit)).c_str(), backend.why.c_str());
+      if (store)
+        for (const std::string& line : ooc::describe_zarr_store(path))
+          std::printf("  %s\n", line.c_str());
       if (backend.cuda) {
         bool same_bits = true;
         for (const auto& op : ops) same_bits = same_bits && op->cpu_gives_cuda_bits();

@@ -24,8 +24,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,15 +49,17 @@ constexpr std::uint64_t kMaxMetaBytes = 16u << 20;
 constexpr std::uint64_t kCacheBytes = 64u << 20;
 constexpr std::int64_t kMaxCachedRows = 1024;
 
-[[noreturn]] void fail(const std::string& what) { throw Error(ErrorKind::input, what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw Error(ErrorKind::input, what);
+}
 
 bool is_file(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 bool is_dir(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -69,28 +71,27 @@ std::string real_path(const std::string& p) {
 }
 
 bool under(const std::string& path, const std::string& root) {
-  return path == root ||
-         (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-          (root.back() == '/' || path[root.size()] == '/'));
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          (root.back() == '/' || path[root.size()] == '/'));
 }
 
 // Reads a whole regular file of at most `limit` bytes.
 std::string read_text(const std::string& path, std::uint64_t limit) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error(read_error_kind(errno), system_message("cannot open", path, errno));
-  struct stat st{};
+  struct stat st {};
   std::string text;
   try {
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-      fail("'" + path + "' is not a regular file");
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) fail("'" + path + "' is not a regular file");
     if (static_cast<std::uint64_t>(st.st_size) > limit)
-      fail("'" + path + "' is " + std::to_string(st.st_size) + " bytes, too large for Zarr "
+      fail("'" + path + "' is " + std::to_string(st.st_size) +
+           " bytes, too large for Zarr "
            "metadata");
     text.resize(static_cast<std::size_t>(st.st_size));
     std::size_t done = 0;
     while (done < text.size()) {
-      const ssize_t got = ::pread(fd, text.data() + done, text.size() - done,
-                                  static_cast<off_t>(done));
+      const ssize_t got =
+          ::pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) throw Error(read_error_kind(errno), system_message("cannot read", path, errno));
       if (got == 0) break;
@@ -196,8 +197,7 @@ ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
       if (axes[i] == "x") ix = i;
       if (axes[i] == "c") ic = i;
     }
-    if (iy < 0 || ix != iy + 1)
-      fail(where + " has axes without y followed by x" + layouts);
+    if (iy < 0 || ix != iy + 1) fail(where + " has axes without y followed by x" + layouts);
     if (ic >= 0 && ic < iy && s[ic] > 1)
       fail(where + " stores " + std::to_string(s[ic]) +
            " channels first (c before y and x, shape " + shape + ")" + layouts +
@@ -321,8 +321,8 @@ Store open_store(const std::string& path, int level) {
     fail("input '" + path + "' is a directory without .zarray or .zgroup: not a Zarr v2 store");
   }
   const std::string zarray = st.array_dir + "/.zarray";
-  st.meta = zarr::parse_array_json(read_text(zarray, kMaxMetaBytes), "Zarr metadata '" + zarray +
-                                                                        "'");
+  st.meta =
+      zarr::parse_array_json(read_text(zarray, kMaxMetaBytes), "Zarr metadata '" + zarray + "'");
   st.spec = image_of(st.meta, axes, "Zarr array '" + st.array_dir + "'");
   return st;
 }
@@ -334,8 +334,8 @@ void fill_sample(SampleType type, double v, const std::string& text, std::byte* 
     if (!std::isfinite(v) || v != std::floor(v) ||
         v < static_cast<double>(std::numeric_limits<T>::lowest()) ||
         v > static_cast<double>(std::numeric_limits<T>::max()))
-      fail(where + " has fill_value " + text + ", which is not a " +
-           std::string(name(type)) + " value");
+      fail(where + " has fill_value " + text + ", which is not a " + std::string(name(type)) +
+           " value");
     const T t = static_cast<T>(v);
     std::memcpy(out, &t, sizeof t);
   };
@@ -396,7 +396,9 @@ class ZarrSource final : public Source {
     if (s_.spec.channels > 1 || cc_ > 1) layout += " x " + std::to_string(cc_);
     layout += " (" + std::to_string(across_ * down_ * kchunks_) + "), " + codec_name(m.codec);
     layout += std::string(", ") + zarr::dtype_string(m.type).substr(1) +
-              (sample_bytes(m.type) == 1 ? "" : m.big_endian ? " big endian" : " little endian");
+              (sample_bytes(m.type) == 1 ? ""
+               : m.big_endian            ? " big endian"
+                                         : " little endian");
     layout += ", fill " + m.fill_json;
     if (m.dimension_separator != ".") layout += ", separator '" + m.dimension_separator + "'";
     if (s_.levels > 0)
@@ -543,14 +545,16 @@ class ZarrSource final : public Source {
     thread_local std::vector<std::byte> stored, chunk;
     if (!read_chunk(file, where, stored)) {
       if (!s_.meta.fill)
-        fail(where + " is missing and the array has no fill_value (null): the store is "
+        fail(where +
+             " is missing and the array has no fill_value (null): the store is "
              "incomplete");
       for (std::int64_t r = 0; r < nrows; ++r) {
         std::byte* out = rows + static_cast<std::size_t>(r) * row;
         for (std::int64_t x = x0; x < x1; ++x)
           for (std::int64_t k = k0; k < k1; ++k)
-            std::memcpy(out + static_cast<std::size_t>(x) * pixel + static_cast<std::size_t>(k) * sb,
-                        fill_.data(), sb);
+            std::memcpy(
+                out + static_cast<std::size_t>(x) * pixel + static_cast<std::size_t>(k) * sb,
+                fill_.data(), sb);
       }
       return;
     }
@@ -584,7 +588,7 @@ class ZarrSource final : public Source {
   // chunk is refused.
   bool read_chunk(const std::string& file, const std::string& where,
                   std::vector<std::byte>& out) const {
-    struct stat st{};
+    struct stat st {};
     if (::lstat(file.c_str(), &st) != 0) {
       if (errno == ENOENT || errno == ENOTDIR) return false;
       throw Error(read_error_kind(errno), system_message("cannot read", file, errno));
@@ -669,10 +673,12 @@ std::vector<std::string> describe_zarr_store(const std::string& path) {
   const auto array_line = [&](const std::string& dir, const std::string& head,
                               const std::vector<double>& scale) {
     const std::string zarray = dir + "/.zarray";
-    const auto m = zarr::parse_array_json(read_text(zarray, kMaxMetaBytes),
-                                          "Zarr metadata '" + zarray + "'");
+    const auto m =
+        zarr::parse_array_json(read_text(zarray, kMaxMetaBytes), "Zarr metadata '" + zarray + "'");
     std::string s = head + "shape " + list_text(m.shape) + ", dtype " +
-                    (sample_bytes(m.type) == 1 ? "|" : m.big_endian ? ">" : "<") +
+                    (sample_bytes(m.type) == 1 ? "|"
+                     : m.big_endian            ? ">"
+                                               : "<") +
                     zarr::dtype_string(m.type).substr(1) + ", chunks " + list_text(m.chunks) +
                     ", " + codec_name(m.codec) + ", fill " + m.fill_json;
     if (!scale.empty()) {

@@ -238,7 +238,8 @@ def bad_store(name, meta, chunks=None):
     os.makedirs(path)
     base = {"zarr_format": 2, "shape": [10, 12], "chunks": [5, 6], "dtype": "<u2",
             "compressor": None, "fill_value": 0, "order": "C", "filters": None}
-    base.update(meta)
+    if isinstance(meta, dict):
+        base.update(meta)
     with open(os.path.join(path, ".zarray"), "w") as f:
         f.write(meta if isinstance(meta, str) else json.dumps(base))
     for key, data in (chunks or {}).items():
