@@ -49,15 +49,19 @@ void reduce(const ImageSpec& upper, const std::byte* a_, const std::byte* b_, st
   for (std::int64_t x = 0; x < half; ++x)
     for (int k = 0; k < c; ++k) {
       const std::int64_t i = 2 * x * c + k, j = i + c;
-      const double s = static_cast<double>(a[i]) + static_cast<double>(a[j]) +
-                       static_cast<double>(b[i]) + static_cast<double>(b[j]);
+      // Summed in this order (top left, bottom left, top right, bottom right) so that float64
+      // samples round as a NumPy reference's slices add them.
+      const double s = static_cast<double>(a[i]) + static_cast<double>(b[i]) +
+                       static_cast<double>(a[j]) + static_cast<double>(b[j]);
       dst[x * c + k] = from_mean<T>(s * 0.25);
     }
   if (w % 2)
     for (int k = 0; k < c; ++k) {
       const std::int64_t i = (w - 1) * c + k;
-      const double s = static_cast<double>(a[i]) + static_cast<double>(b[i]);
-      dst[half * c + k] = from_mean<T>(s * 0.5);
+      // The last column with itself: the same four-term sum, for the same rounding.
+      const double s = static_cast<double>(a[i]) + static_cast<double>(b[i]) +
+                       static_cast<double>(a[i]) + static_cast<double>(b[i]);
+      dst[half * c + k] = from_mean<T>(s * 0.25);
     }
 }
 

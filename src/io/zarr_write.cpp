@@ -410,31 +410,35 @@ class ZarrSink final : public Sink {
       ::close(fd);
       remove_tree(temp_);
     }
-    if (::mkdir(temp_.c_str(), 0755) == 0) {
-      created_ = true;
-    } else if (errno != EEXIST || mode_ == OutputMode::fresh) {
-      if (errno == EEXIST)
-        throw Error(ErrorKind::io, "output '" + target_ + "' is being made by another process ('" +
-                                       temp_ + "' appeared meanwhile): write elsewhere");
-      io_fail("cannot create the output's temporary", temp_, errno);
+    // The directory appears with the settings every writer must share already in it (made
+    // aside, then renamed), so that a writer that finds it can always read them.
+    const std::string info_path = temp_ + "/" + kStoreInfo;
+    const std::string text = info_.to_json();
+    if (!is_dir(temp_)) {
+      const std::string stage = temp_ + ".tmp-" + std::to_string(::getpid());
+      remove_tree(stage);
+      if (::mkdir(stage.c_str(), 0755) != 0)
+        io_fail("cannot create the output's temporary", stage, errno);
+      write_file_atomic(stage + "/" + kStoreInfo, text.data(), text.size());
+      if (::renameat2(AT_FDCWD, stage.c_str(), AT_FDCWD, temp_.c_str(), RENAME_NOREPLACE) == 0) {
+        created_ = true;
+      } else {
+        const int err = errno;
+        remove_tree(stage);
+        if (err != EEXIST && err != ENOTEMPTY)
+          io_fail("cannot create the output's temporary", temp_, err);
+        if (mode_ == OutputMode::fresh)
+          throw Error(ErrorKind::io, "output '" + target_ +
+                                         "' is being made by another process ('" + temp_ +
+                                         "' appeared meanwhile): write elsewhere");
+      }
     }
-    if (!is_dir(temp_))
-      throw Error(ErrorKind::usage, "'" + temp_ + "' is not a directory: remove it");
+    if (!is_zarr_temporary(temp_))
+      throw Error(ErrorKind::usage, "'" + temp_ + "' is not a directory ooc made: remove it");
     bool locked = false;
     const bool whole = mode_ != OutputMode::shared;
     lock_fd_ = lock_writers(temp_, whole ? 0 : row_begin_, whole ? 0 : row_end_, no_locks, &locked);
     if (!locked) throw busy_store(target_, temp_, lock_fd_);
-    // The settings every writer must share, written once (link() fails where another was first).
-    const std::string info_path = temp_ + "/" + kStoreInfo;
-    const std::string text = info_.to_json();
-    const std::string mine = info_path + ".tmp-" + std::to_string(::getpid());
-    write_file_atomic(mine, text.data(), text.size());
-    if (::link(mine.c_str(), info_path.c_str()) != 0 && errno != EEXIST) {
-      const int err = errno;
-      ::unlink(mine.c_str());
-      io_fail("cannot create", info_path, err);
-    }
-    ::unlink(mine.c_str());
     const std::string there = read_text(info_path);
     if (there != text)
       throw Error(ErrorKind::usage,

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Zarr outputs of oocconv, read back by zarr-python: level 0 equals the same filter's raw output,
+every pyramid level equals a NumPy float64 2 x 2 mean of the level above (integers rounded half to
+even, odd last rows and columns averaged with themselves), the OME-Zarr 0.4 metadata is right;
+over types, channels, chunk sizes and codecs. Parts (in any order, odd chunk boundaries), MPI
+ranks and a run stopped by SIGTERM and resumed give the same chunk files as one run. Hostile
+cases: an existing store, a second writer, a temporary in the way, misaligned --rows, bad
+options. Exits 77 (skipped) without zarr-python.
+Usage: zarr_write_check.py --bin-dir DIR"""
+import argparse, filecmp, os, shutil, signal, subprocess, sys, tempfile, time
+import numpy as np
+
+try:
+    import zarr
+except ImportError:
+    print("SKIP: python3-zarr is not installed")
+    sys.exit(77)
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--bin-dir", required=True)
+a = ap.parse_args()
+conv = os.path.join(a.bin_dir, "oocconv")
+failures = []
+tmp = tempfile.mkdtemp(prefix="ooc_zarr_w_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+rng = np.random.default_rng(31)
+
+
+def run(*args, env=None):
+    return subprocess.run([conv, *map(str, args), "-q"], capture_output=True, text=True, env=env)
+
+
+def fail(what):
+    failures.append(what)
+    print("FAIL:", what, flush=True)
+
+
+def reduce(x):
+    """One pyramid level from the one above, as stored."""
+    f = x.astype(np.float64)
+    if f.shape[0] % 2:
+        f = np.concatenate([f, f[-1:]], 0)
+    if f.shape[1] % 2:
+        f = np.concatenate([f, f[:, -1:]], 1)
+    m = (f[0::2, 0::2] + f[1::2, 0::2] + f[0::2, 1::2] + f[1::2, 1::2]) / 4
+    return np.rint(m).astype(x.dtype) if x.dtype.kind in "iu" else m.astype(x.dtype)
+
+
+def check_store(case, path, level0, levels, chunk, channels):
+    try:
+        g = zarr.open_group(path, mode="r")
+        ms = g.attrs["multiscales"][0]
+    except Exception as e:  # noqa: BLE001 - any failure to open is the finding
+        fail(f"{case}: zarr-python cannot open the store: {e}")
+        return
+    axes = [x["name"] for x in ms["axes"]]
+    want_axes = ["y", "x"] + (["c"] if channels > 1 else [])
+    if ms.get("version") != "0.4" or axes != want_axes or len(ms["datasets"]) != levels + 1:
+        fail(f"{case}: multiscales {ms.get('version')} axes {axes} datasets {len(ms['datasets'])}")
+        return
+    cur = level0
+    for k, d in enumerate(ms["datasets"]):
+        arr = g[d["path"]]
+        scale = d["coordinateTransformations"][0]["scale"]
+        if scale[:2] != [2.0**k, 2.0**k]:
+            fail(f"{case}: level {k} scale {scale}")
+        if arr.chunks[:2] != (chunk, chunk):
+            fail(f"{case}: level {k} chunks {arr.chunks}")
+        got = arr[:]
+        want = cur if k == 0 else reduce(cur)
+        if got.shape != want.shape or got.dtype != want.dtype or not np.array_equal(got, want):
+            bad = "shape" if got.shape != want.shape else f"max diff {np.abs(got.astype(float) - want).max()}"
+            fail(f"{case}: level {k} {got.dtype}{got.shape} differs from the reference ({bad})")
+            return
+        cur = got
+
+
+def stores_equal(x, y):
+    """Same chunk files and array metadata (the group's name attribute aside)."""
+    cmp = filecmp.dircmp(x, y, ignore=[".zattrs"])
+    stack = [cmp]
+    while stack:
+        c = stack.pop()
+        if c.left_only or c.right_only or c.diff_files or c.funny_files:
+            return False
+        _, mismatch, errors = filecmp.cmpfiles(c.left, c.right, c.common_files, shallow=False)
+        if mismatch or errors:
+            return False
+        stack.extend(c.subdirs.values())
+    return True
+
+
+def make_input(shape, dt):
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        img = (rng.random(shape) * 2000 - 1000).astype(dt)
+    else:
+        info = np.iinfo(dt)
+        img = rng.integers(max(info.min, -30000), min(info.max, 60000), shape).astype(dt)
+    img[img == 0] = 1
+    p = os.path.join(tmp, f"in_{dt.str[1:]}_{len(shape)}.npy")
+    np.save(p, img)
+    return p
+
+
+# --- 1. sweep: types, channels, chunks, codecs, levels -------------------------------------------
+codecs = ["blosc", "blosc-zstd", "zstd", "zlib", "gzip", "none"]
+cases = 0
+for i, dt in enumerate(["u1", "u2", "i2", "u4", "i4", "f4", "f8"]):
+    for channels in (1, 3):
+        shape = (203, 157) if channels == 1 else (131, 97, 3)
+        src = make_input(shape, dt)
+        chunk = (16, 64, 512)[(i + channels) % 3]
+        codec = codecs[(i * 2 + channels) % len(codecs)]
+        levels = "--pyramid" if chunk != 16 else "--levels=5"
+        n_levels = 0
+        case = f"{dt} c{channels} chunk {chunk} {codec} {levels}"
+        out, flat = os.path.join(tmp, f"s{i}_{channels}.zarr"), os.path.join(tmp, "flat.npy")
+        for p in (out, flat):
+            shutil.rmtree(p, ignore_errors=True) if p.endswith(".zarr") else None
+        r = run(src, out, "--radius", 2, "--chunk", chunk, "--compress", codec, levels)
+        rf = run(src, flat, "--radius", 2)
+        if r.returncode or rf.returncode:
+            fail(f"{case}: exit {r.returncode}/{rf.returncode}: {r.stderr}{rf.stderr}")
+            continue
+        h, w = shape[:2]
+        if levels == "--pyramid":
+            while min(h, w) >= 256:
+                h, w, n_levels = (h + 1) // 2, (w + 1) // 2, n_levels + 1
+        else:
+            n_levels = 5
+        check_store(case, out, np.load(flat), n_levels, chunk, channels)
+        cases += 1
+        if os.path.exists(out + ".partial") or [f for f in os.listdir(tmp) if ".journal" in f]:
+            fail(f"{case}: a temporary or journal was left behind")
+print(f"1. {cases} stores of every type, channels, chunks and codecs read back by zarr-python",
+      flush=True)
+
+# The auto rule on a larger image: 600 x 520 -> 300 x 260 -> 150 x 130 (under 256: stop).
+src = make_input((600, 520), "u2")
+out = os.path.join(tmp, "auto.zarr")
+r = run(src, out, "--radius", 1, "--pyramid", "--chunk", 128)
+flat = os.path.join(tmp, "auto_flat.npy")
+run(src, flat, "--radius", 1)
+if r.returncode:
+    fail(f"auto pyramid: {r.stderr}")
+else:
+    check_store("auto pyramid", out, np.load(flat), 2, 128, 1)
+
+# --- 2. parts, in any order, odd boundaries in the levels; MPI ranks -----------------------------
+src = make_input((999, 1001, 3), "f4")
+one = os.path.join(tmp, "one.zarr")
+r = run(src, one, "--radius", 1, "--levels", 6, "--chunk", 16)
+if r.returncode:
+    fail(f"one-process store: {r.stderr}")
+for n, order in ((7, [3, 0, 6, 1, 5, 2, 4]), (2, [1, 0]), (5, [4, 3, 2, 1, 0])):
+    out = os.path.join(tmp, f"parts{n}.zarr")
+    bad = False
+    for i in order:
+        r = run(src, out, "--radius", 1, "--levels", 6, "--chunk", 16, "--part", f"{i}/{n}")
+        if r.returncode:
+            fail(f"{n} parts: part {i} exit {r.returncode}: {r.stderr}")
+            bad = True
+    r = run("--finish", out)
+    if bad or r.returncode:
+        fail(f"{n} parts: --finish exit {r.returncode}: {r.stderr}")
+    elif not stores_equal(out, one):
+        fail(f"{n} parts (order {order}): the store differs from one process's")
+# --finish with a part missing names it and leaves the parts' work.
+out = os.path.join(tmp, "missing.zarr")
+for i in (0, 2):
+    run(src, out, "--radius", 1, "--levels", 3, "--chunk", 16, "--part", f"{i}/3")
+r = run("--finish", out)
+if r.returncode == 0 or "not complete" not in r.stderr or not os.path.isdir(out + ".partial"):
+    fail(f"--finish without part 1: exit {r.returncode}: {r.stderr}")
+run(src, out, "--radius", 1, "--levels", 3, "--chunk", 16, "--part", "1/3")
+r = run("--finish", out)
+if r.returncode:
+    fail(f"--finish after the missing part ran: {r.stderr}")
+# Explicit --rows must follow chunk rows.
+r = run(src, os.path.join(tmp, "rows.zarr"), "--radius", 1, "--chunk", 16, "--rows", "10:100")
+if r.returncode != 2 or "chunk row" not in r.stderr:
+    fail(f"--rows 10:100 with 16-row chunks: exit {r.returncode}: {r.stderr}")
+mpirun = shutil.which("mpirun")
+if mpirun:
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader")
+    out = os.path.join(tmp, "mpi.zarr")
+    r = subprocess.run([mpirun, "-np", "3", conv, src, out, "--radius", "1", "--levels", "6",
+                        "--chunk", "16", "-q"], capture_output=True, text=True, env=env)
+    if r.returncode or not stores_equal(out, one):
+        fail(f"mpirun -np 3: exit {r.returncode}, equal {r.returncode == 0 and stores_equal(out, one)}: {r.stderr[:1500]}")
+print("2. parts (7, 2, 5 in shuffled orders), a missing part, misaligned --rows"
+      + (", mpirun -np 3" if mpirun else " (no mpirun)"), flush=True)
+
+# --- 3. stopped by SIGTERM, resumed: the same store --------------------------------------------
+src = os.path.join(tmp, "slow.raw")
+(rng.random((2048, 1024), dtype=np.float32) + 0.5).tofile(src)
+slow = ["--width", 1024, "--radius", 200, "--threads", 1, "--band-rows", 16, "--pyramid", "--chunk", 64]
+ref = os.path.join(tmp, "slow_ref.zarr")
+run(src, ref, *slow)
+for attempt in range(3):
+    out = os.path.join(tmp, f"resumed{attempt}.zarr")
+    p = subprocess.Popen([conv, src, out, *map(str, slow), "-q"], stderr=subprocess.PIPE, text=True)
+    time.sleep(0.4 + 0.3 * attempt)
+    p.send_signal(signal.SIGTERM)
+    err = p.communicate()[1]
+    if p.returncode == 0:
+        continue  # finished before the signal: try later in the run
+    if p.returncode != 75 or not os.path.isdir(out + ".partial"):
+        fail(f"SIGTERM: exit {p.returncode}, temporary kept {os.path.isdir(out + '.partial')}: {err}")
+        break
+    r = run(src, out, *slow, "--resume")
+    if r.returncode or not stores_equal(out, ref):
+        fail(f"--resume: exit {r.returncode}: {r.stderr}; equal {r.returncode == 0 and stores_equal(out, ref)}")
+    break
+else:
+    fail("the run always finished before SIGTERM: make it slower")
+print("3. a run stopped by SIGTERM and resumed gives one run's store", flush=True)
+
+# --- 4. hostile ---------------------------------------------------------------------------------
+src = make_input((64, 48), "f4")
+existing = os.path.join(tmp, "existing.zarr")
+os.makedirs(os.path.join(existing, "other"))
+open(os.path.join(existing, "other", ".zarray"), "w").write("{}")
+r = run(src, existing, "--radius", 1)
+if r.returncode != 2 or "exists" not in r.stderr or not os.path.exists(os.path.join(existing, "other", ".zarray")):
+    fail(f"an existing store: exit {r.returncode}: {r.stderr}")
+# A directory in the way of the temporary that ooc did not make stays.
+blocked = os.path.join(tmp, "blocked.zarr")
+os.makedirs(blocked + ".partial")
+open(os.path.join(blocked + ".partial", "keep.txt"), "w").write("mine")
+r = run(src, blocked, "--radius", 1)
+if r.returncode != 2 or "in the way" not in r.stderr or not os.path.exists(os.path.join(blocked + ".partial", "keep.txt")):
+    fail(f"a foreign directory at the temporary: exit {r.returncode}: {r.stderr}")
+# Two writers of one store: the second is refused, the first completes.
+src2 = os.path.join(tmp, "slow.raw")
+out = os.path.join(tmp, "two.zarr")
+p = subprocess.Popen([conv, src2, out, "--width", "1024", "--radius", "400", "--threads", "1",
+                      "--band-rows", "16", "-q"],
+                     stderr=subprocess.PIPE, text=True)
+for _ in range(100):
+    if os.path.isdir(out + ".partial"):
+        break
+    time.sleep(0.02)
+time.sleep(0.1)
+r = run(src2, out, "--width", 1024, "--radius", 400)
+err = p.communicate()[1]
+if r.returncode == 0 or "another process" not in r.stderr:
+    fail(f"a second writer of one store: exit {r.returncode}: {r.stderr}")
+if p.returncode != 0 or not os.path.isdir(out):
+    fail(f"the first writer, with a second refused: exit {p.returncode}: {err}")
+for args, text in (
+    (["--chunk", 8], "--chunk is 16 to 65536"),
+    (["--compress", "lzw"], "--compress for Zarr takes"),
+    (["--compress", "zstd", "--level", 30], "--level for zstd"),
+    (["--tile", 256], "--tile and --bigtiff apply to TIFF"),
+):
+    out = os.path.join(tmp, "bad.zarr")
+    r = run(src, out, "--radius", 1, *args)
+    if r.returncode != 2 or text not in r.stderr or os.path.exists(out) or os.path.exists(out + ".partial"):
+        fail(f"{args}: exit {r.returncode}: {r.stderr}")
+r = run(src, os.path.join(tmp, "flat.raw"), "--radius", 1, "--pyramid")
+if r.returncode != 2 or "Zarr" not in r.stderr:
+    fail(f"--pyramid with a raw output: exit {r.returncode}: {r.stderr}")
+# A trailing slash names the same store.
+out = os.path.join(tmp, "slash.zarr")
+r = run(src, out + "/", "--radius", 1)
+if r.returncode or not os.path.isfile(os.path.join(out, "0", ".zarray")):
+    fail(f"'x.zarr/': exit {r.returncode}: {r.stderr}")
+print("4. hostile: existing store, foreign temporary, two writers, bad options", flush=True)
+
+shutil.rmtree(tmp, ignore_errors=True)
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("PASS")
