@@ -5,11 +5,13 @@ packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev li
           libgtest-dev libcli11-dev nlohmann-json3-dev python3 python3-numpy python3-scipy
           python3-tifffile python3-opencv libtiff-tools libvips-tools libopenmpi-dev
           openmpi-bin munge slurmctld slurmd slurm-client libpmix2 bc
-          libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs
+          libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs libkissfft-dev
           pybind11-dev python3-pytest python3-setuptools python3-pip python3-venv)
 # The tests read TIFFs written by libvips and tifffile, check big ones with tiffinfo, and compare
 # equalization with OpenCV's.
 [ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(gnuplot-nox libvips-dev)
+# Optional: FFTW3 for the CPU's FFT convolution (cmake -DOOC_WITH_FFTW=ON; GPL, see README).
+[ "${OOC_WITH_FFTW:-0}" = 1 ] && packages+=(libfftw3-dev)
 # Optional: gdalinfo lets cli.meta_check compare the coordinate system GDAL reads from the geo
 # tags ooc carries over; without it those comparisons are skipped.
 [ "${OOC_GDAL:-0}" = 1 ] && packages+=(gdal-bin)

@@ -67,7 +67,8 @@ Fft1d<T>::Fft1d(std::size_t n, bool inverse, std::size_t in_stride)
 template <class T>
 void Fft1d<T>::run(const std::complex<T>* in, std::complex<T>* out) const {
   if constexpr (std::is_same_v<T, float>) {
-    fftwf_execute_dft(impl_->plan, reinterpret_cast<fftwf_complex*>(const_cast<std::complex<T>*>(in)),
+    fftwf_execute_dft(impl_->plan,
+                      reinterpret_cast<fftwf_complex*>(const_cast<std::complex<T>*>(in)),
                       reinterpret_cast<fftwf_complex*>(out));
   } else {
     fftw_execute_dft(impl_->plan, reinterpret_cast<fftw_complex*>(const_cast<std::complex<T>*>(in)),
@@ -75,7 +76,9 @@ void Fft1d<T>::run(const std::complex<T>* in, std::complex<T>* out) const {
   }
 }
 
-const char* fft_library() noexcept { return "fftw3"; }
+const char* fft_library() noexcept {
+  return "fftw3";
+}
 
 #else
 
@@ -95,7 +98,9 @@ void Fft1d<T>::run(const std::complex<T>* in, std::complex<T>* out) const {
   impl_->fft.transform(in, out, 0, 1, impl_->stride);
 }
 
-const char* fft_library() noexcept { return "kissfft"; }
+const char* fft_library() noexcept {
+  return "kissfft";
+}
 
 #endif
 

@@ -25,10 +25,10 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-// Sizes with factors 2, 3 and 5 from lo to hi.
+// Sizes with factors 2, 3 and 5 from lo to hi; at least 2 (KissFFT has no transform of 1).
 std::vector<std::int64_t> fast_sizes(std::int64_t lo, std::int64_t hi) {
   std::vector<std::int64_t> v;
-  for (std::int64_t n = std::max<std::int64_t>(lo, 1); n <= hi; ++n)
+  for (std::int64_t n = std::max<std::int64_t>(lo, 2); n <= std::max<std::int64_t>(hi, 2); ++n)
     if (fft_fast_size(static_cast<std::size_t>(n))) v.push_back(n);
   return v;
 }
@@ -153,12 +153,9 @@ class Engine final : public FftConv2d::Impl {
     const std::int64_t across = (a.width + w - 1) / w;
     const std::int64_t planes = across * a.channels, pairs = (planes + 1) / 2;
     const std::int64_t items = (last - first + 1) * pairs;
-    const auto load = dispatch_type(a.in_type, [](auto v) {
-      return &load_line<decltype(v), T>;
-    });
-    const auto store = dispatch_type(a.out_type, [](auto v) {
-      return &store_line<decltype(v), T>;
-    });
+    const auto load = dispatch_type(a.in_type, [](auto v) { return &load_line<decltype(v), T>; });
+    const auto store =
+        dispatch_type(a.out_type, [](auto v) { return &store_line<decltype(v), T>; });
     tbb::parallel_for(std::int64_t{0}, items, [&](std::int64_t item) {
       const std::int64_t tile_row = first + item / pairs, pair = item % pairs;
       tile(a, tile_row * h, 2 * pair, std::min<std::int64_t>(2, planes - 2 * pair), load, store);
@@ -172,8 +169,8 @@ class Engine final : public FftConv2d::Impl {
 
   // The tile row whose outputs start at image row ty; planes p0 (and p0 + 1 when count is 2),
   // plane p being channel p % C of the tile p / C of the row.
-  void tile(const FftConvArgs& a, std::int64_t ty, std::int64_t p0, std::int64_t count,
-            LoadFn load, StoreFn store) const {
+  void tile(const FftConvArgs& a, std::int64_t ty, std::int64_t p0, std::int64_t count, LoadFn load,
+            StoreFn store) const {
     const std::int64_t n = t_.n, m = t_.m, w = t_.w;
     const std::int64_t rx = (L_ - 1) / 2, ry = (K_ - 1) / 2;
     const int C = a.channels;
@@ -249,7 +246,9 @@ FftConv2d::FftConv2d(const std::vector<double>& taps, std::int64_t K, std::int64
 
 FftConv2d::~FftConv2d() = default;
 
-void FftConv2d::band(const FftConvArgs& args) const { impl_->band(args); }
+void FftConv2d::band(const FftConvArgs& args) const {
+  impl_->band(args);
+}
 
 std::size_t FftConv2d::thread_bytes(const FftTiling& t, bool f64) {
   const std::size_t point = f64 ? 16 : 8;

@@ -47,7 +47,9 @@ FftTiling plan_fft_tiling(std::int64_t K, std::int64_t L, std::int64_t H, std::i
 double fft_work_per_sample(const FftTiling& t, std::int64_t H, std::int64_t W,
                            const FftTilingPolicy& policy = {});
 // Rows of context above and below a band that its tiles need.
-inline std::int64_t fft_halo(std::int64_t K, const FftTiling& t) { return (K - 1) / 2 + t.h - 1; }
+inline std::int64_t fft_halo(std::int64_t K, const FftTiling& t) {
+  return (K - 1) / 2 + t.h - 1;
+}
 
 struct FftConvArgs {
   // out_rows + 2 * halo input rows from image row y0 - halo on, through the border rule along y;

@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""The 2-D convolution by FFT (`oocconv --kernel K --method fft`, oocrun's `convolve method=fft`)
+against scipy.ndimage.convolve in float64, through the binaries.
+
+- Kernel sizes 3x3 to 129x129, odd and rectangular (5x9, 33x17, 257x3, 3x61, 1x301 and 301x1 of
+  rank 1, forced through the FFT), every border (constant with a value other than 0), on random
+  non-zero data, with the output file poisoned first and required to come out exactly
+  H x W x C x bytes.
+- Every sample type, --out-type, --precision f64 (double transforms), 1 to 4 channels.
+- Band heights that cut the image into many bands (1, 7, 23 rows and the planned height),
+  kernels taller and wider than the image, images of 1 row and of 1 column, a row of 100000.
+- Results bit-identical across --band-rows and --threads (the tile grid is the image's).
+- --method auto picks direct for small kernels and the FFT for large ones (--stats json).
+- Bad --method values: exit 2 and a message naming the option.
+Tolerance (fft_error_bound in conv2d.hpp, with margin): |err| <= rel x sum|k| x max|x|, rel 1e-5
+for f32 transforms, 1e-12 for f64; plus 0.5 for integer outputs (rounding of a value near a half).
+
+Usage: fft_check.py --bin-dir DIR [unittest options]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import scipy.ndimage as ndi
+
+_ap = argparse.ArgumentParser(add_help=False)
+_ap.add_argument("--bin-dir", required=True, help="directory holding oocconv and oocrun")
+ARGS, _REST = _ap.parse_known_args()
+BIN_DIR = os.path.abspath(ARGS.bin_dir)
+
+NP = {"u8": np.uint8, "u16": np.uint16, "i16": np.int16, "u32": np.uint32, "i32": np.int32,
+      "f32": np.float32, "f64": np.float64}
+BORDERS = ["reflect", "mirror", "nearest", "wrap", "constant"]
+
+
+def run(args, expect=0):
+    cmd = [os.path.join(BIN_DIR, str(args[0]))] + [str(a) for a in args[1:]]
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300)
+    if r.returncode != expect:
+        print(f"\n$ {' '.join(cmd)}\nrc={r.returncode}\nstderr: {r.stderr.strip()}",
+              file=sys.stderr)
+    return r.returncode, r.stdout, r.stderr
+
+
+def random_data(rng, t, shape):
+    if t == "u8":
+        x = rng.integers(1, 256, shape)
+    elif t == "u16":
+        x = rng.integers(1, 65536, shape)
+    elif t in ("i16", "i32"):
+        x = rng.integers(-30000, 30000, shape)
+        x[x == 0] = 1
+    elif t == "u32":
+        x = rng.integers(1, 1 << 20, shape)
+    else:
+        x = rng.uniform(-4, 4, shape)
+        x[x == 0] = 0.5
+    return x.astype(NP[t])
+
+
+PAD = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap",
+       "constant": "constant"}
+
+
+def reference(x, k, border, cval):
+    """scipy.ndimage.convolve of a 2-D float64 x. Where the kernel is more than twice the image's
+    side, scipy 1.10's N-D filters read outside their extended line (garbage or 1e305 values;
+    convolve1d is right): there the image is padded by numpy's repeated extension first, which is
+    the same rule, and only the inside kept."""
+    K, L = k.shape
+    H, W = x.shape
+    if K <= 2 * H and L <= 2 * W:
+        return ndi.convolve(x, k, mode=border, cval=cval)
+    ry, rx = K // 2, L // 2
+    kw = {"constant_values": cval} if border == "constant" else {}
+    if border == "mirror" and H == 1:
+        xp = np.pad(x, ((ry, ry), (0, 0)), mode="edge")
+    else:
+        xp = np.pad(x, ((ry, ry), (0, 0)), mode=PAD[border], **kw)
+    if border == "mirror" and W == 1:
+        xp = np.pad(xp, ((0, 0), (rx, rx)), mode="edge")
+    else:
+        xp = np.pad(xp, ((0, 0), (rx, rx)), mode=PAD[border], **kw)
+    return ndi.convolve(xp, k, mode="constant")[ry:ry + H, rx:rx + W]
+
+
+def f64_transforms(in_t, out_t, precision):
+    return precision == "f64" or any(t in ("f64", "u32", "i32") for t in (in_t, out_t))
+
+
+class FftCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ooc_fft_", dir="/dev/shm" if os.path.isdir(
+            "/dev/shm") else None)
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.n = 0
+        self.rng = np.random.default_rng(32)
+
+    def fresh(self, ext=".raw"):
+        self.n += 1
+        return os.path.join(self.tmp, f"f{self.n}{ext}")
+
+    def kernel_file(self, k):
+        p = self.fresh(".npy")
+        np.save(p, np.ascontiguousarray(k, np.float64))
+        return p
+
+    def random_kernel(self, K, L):
+        k = self.rng.uniform(-1, 1, (K, L))
+        k[K // 2, L // 2] += 2.0  # not a pure high-pass: the sums stay away from 0
+        return k
+
+    def conv(self, x, kfile, border="reflect", cval=None, out_t=None, method="fft", extra=(),
+             tool="oocconv"):
+        """Runs the convolution of x (H, W, C) and returns the output array."""
+        in_t = {v: k for k, v in NP.items()}[x.dtype.type]
+        out_t = out_t or in_t
+        h, w, c = x.shape
+        src = self.fresh()
+        x.tofile(src)
+        out = self.fresh()
+        with open(out, "wb") as f:  # poison: every sample must be written
+            f.write(b"\xa5" * (h * w * c * np.dtype(NP[out_t]).itemsize + 7))
+        common = ["--width", w, "--height", h, "--type", in_t, "--channels", c, "--border",
+                  border, "-q"]
+        if cval is not None:
+            common += ["--border-value", cval]
+        if out_t != in_t:
+            common += ["--out-type", out_t]
+        if tool == "oocconv":
+            args = ["oocconv", src, out, "--kernel", kfile, "--method", method] + common
+        else:
+            args = ["oocrun", src, out, f"convolve kernel={kfile} method={method}"] + common
+        rc, _, err = run(args + list(extra))
+        self.assertEqual(rc, 0, err)
+        size = os.path.getsize(out)
+        self.assertEqual(size, h * w * c * np.dtype(NP[out_t]).itemsize, "output size")
+        self.assertFalse(os.path.exists(out + ".partial"))
+        return np.fromfile(out, NP[out_t]).reshape(h, w, c)
+
+    def check(self, got, x, k, border, cval, out_t, f64, what):
+        xf = x.astype(np.float64)
+        ref = np.stack([reference(xf[:, :, c], k, border, cval or 0.0)
+                        for c in range(x.shape[2])], axis=2)
+        xmax = float(np.abs(xf).max())
+        if border == "constant" and cval is not None:
+            xmax = max(xmax, abs(cval))
+        # f64 transforms into an f32 output: the output's rounding.
+        rel = (1e-6 if out_t == "f32" else 1e-12) if f64 else 1e-5
+        tol = rel * float(np.abs(k).sum()) * xmax
+        if out_t not in ("f32", "f64"):
+            info = np.iinfo(NP[out_t])
+            ref = np.clip(ref, info.min, info.max)
+            tol += 0.5
+        err = np.abs(got.astype(np.float64) - ref)
+        worst = float(err.max())
+        where = np.unravel_index(int(err.argmax()), err.shape)
+        self.assertLessEqual(worst, tol, f"{what}: max |err| {worst:.3g} > {tol:.3g} at {where}")
+
+    def test_sizes_and_borders(self):
+        """Odd and rectangular kernels from 3x3 to 129x129 on every border; many bands."""
+        shapes = [(3, 3), (5, 9), (15, 15), (33, 17), (31, 31), (65, 65), (129, 129), (257, 3),
+                  (3, 61), (1, 301), (301, 1)]
+        bands = [None, 1, 7, 23]
+        i = 0
+        for K, L in shapes:
+            k = self.random_kernel(K, L)
+            kf = self.kernel_file(k)
+            for border in BORDERS:
+                H, W = [(61, 97), (140, 75), (33, 211)][i % 3]
+                cval = 2.5 if border == "constant" else None
+                x = random_data(self.rng, "f32", (H, W, 1))
+                extra = [] if bands[i % 4] is None else ["--band-rows", bands[i % 4]]
+                i += 1
+                got = self.conv(x, kf, border, cval, extra=extra)
+                self.check(got, x, k, border, cval, "f32", False,
+                           f"{K}x{L} {border} {H}x{W} {extra}")
+
+    def test_types_channels_precision(self):
+        """Every type, --out-type, --precision f64, 1 to 4 channels."""
+        cases = [("u8", None, 1), ("u8", "f32", 3), ("u16", None, 2), ("i16", "f64", 1),
+                 ("u32", None, 1), ("i32", "f32", 4), ("f32", None, 3), ("f64", None, 2),
+                 ("f32", "u16", 1), ("f64", "i16", 4)]
+        k = self.random_kernel(21, 19)
+        kf = self.kernel_file(k)
+        for n, (in_t, out_t, c) in enumerate(cases):
+            for precision in ("auto", "f64"):
+                border = BORDERS[n % 5]
+                x = random_data(self.rng, in_t, (45, 83, c))
+                if out_t in ("u16", "i16") and in_t.startswith("f"):
+                    x = (x * 300).astype(x.dtype)  # spans the integers, saturates some
+                got = self.conv(x, kf, border, out_t=out_t, extra=["--precision", precision,
+                                                                    "--band-rows", 9])
+                ot = out_t or in_t
+                self.check(got, x, k, border, None, ot, f64_transforms(in_t, ot, precision),
+                           f"{in_t}->{ot} C={c} {border} precision {precision}")
+
+    def test_small_and_degenerate_images(self):
+        """Kernels larger than the image, one row, one column, a row of 100000 samples."""
+        for (H, W), (K, L) in [((20, 30), (41, 41)), ((20, 30), (41, 3)), ((20, 30), (3, 41)),
+                               ((1, 50), (5, 7)), ((50, 1), (7, 5)), ((1, 1), (3, 3)),
+                               ((3, 100000), (3, 9))]:
+            k = self.random_kernel(K, L)
+            kf = self.kernel_file(k)
+            for border in (BORDERS if H * W < 5000 else ["reflect", "wrap"]):
+                x = random_data(self.rng, "f32", (H, W, 1))
+                got = self.conv(x, kf, border, 1.5 if border == "constant" else None)
+                self.check(got, x, k, border, 1.5 if border == "constant" else None, "f32",
+                           False, f"{H}x{W} kernel {K}x{L} {border}")
+
+    def test_bit_identical_across_bands_and_threads(self):
+        """The tile grid belongs to the image: the bytes do not depend on the bands or threads."""
+        k = self.random_kernel(25, 31)
+        kf = self.kernel_file(k)
+        for border in ("reflect", "constant"):
+            x = random_data(self.rng, "f32", (300, 170, 2))
+            first = None
+            for extra in ([], ["--band-rows", 1], ["--band-rows", 13], ["--band-rows", 64],
+                          ["--band-rows", 250, "--threads", 1], ["--threads", 2]):
+                got = self.conv(x, kf, border, extra=extra)
+                if first is None:
+                    first = got
+                    self.check(got, x, k, border, None, "f32", False, border)
+                else:
+                    self.assertTrue(np.array_equal(got.view(np.uint32), first.view(np.uint32)),
+                                    f"{border} {extra}: bytes differ from the planned bands'")
+
+    def stats_operation(self, x, kf, method="auto"):
+        src = self.fresh()
+        x.tofile(src)
+        h, w, c = x.shape
+        rc, out, err = run(["oocconv", src, "null:", "--width", w, "--height", h, "--kernel", kf,
+                            "--method", method, "--stats", "json", "-q"])
+        self.assertEqual(rc, 0, err)
+        return json.loads(out)["operation"]
+
+    def test_auto_picks(self):
+        """auto: the direct sum for 3x3 and 5x5, the FFT from 45x45 on (its tile in --stats)."""
+        x = random_data(self.rng, "f32", (512, 512, 1))
+        for K, fft in ((3, False), (5, False), (45, True), (129, True)):
+            op = self.stats_operation(x, self.kernel_file(self.random_kernel(K, K)))
+            self.assertEqual("FFT" in op, fft, f"{K}x{K}: {op}")
+            self.assertEqual("direct" in op, not fft, f"{K}x{K}: {op}")
+        op = self.stats_operation(x, self.kernel_file(self.random_kernel(3, 3)), "fft")
+        self.assertIn("FFT", op)
+        # A kernel of rank 1 stays separable under auto, and is a 2-D FFT when forced.
+        g = np.outer(np.hanning(41) + 0.1, np.hanning(41) + 0.1)
+        gf = self.kernel_file(g)
+        self.assertIn("rank 1", self.stats_operation(x, gf))
+        self.assertIn("FFT", self.stats_operation(x, gf, "fft"))
+
+    def test_pipeline_stage(self):
+        """oocrun's convolve stage with method=fft, alone and after a Gaussian."""
+        k = self.random_kernel(37, 29)
+        kf = self.kernel_file(k)
+        x = random_data(self.rng, "f32", (130, 90, 1))
+        got = self.conv(x, kf, "mirror", tool="oocrun", extra=["--band-rows", 11])
+        self.check(got, x, k, "mirror", None, "f32", False, "oocrun convolve method=fft")
+        src = self.fresh()
+        x.tofile(src)
+        out = self.fresh()
+        rc, _, err = run(["oocrun", src, out, "gaussian", "sigma=2", "!", "convolve",
+                          f"kernel={kf}", "method=fft", "--width", 90, "--border", "nearest",
+                          "--band-rows", 17, "-q"])
+        self.assertEqual(rc, 0, err)
+        got = np.fromfile(out, np.float32).reshape(130, 90, 1)
+        g = ndi.gaussian_filter(x[:, :, 0].astype(np.float64), 2, mode="nearest", truncate=3.0)
+        ref = ndi.convolve(g, k, mode="nearest")
+        tol = 1e-5 * np.abs(k).sum() * np.abs(x).max()
+        self.assertLessEqual(float(np.abs(got[:, :, 0] - ref).max()), tol, "gaussian ! convolve")
+
+    def test_bad_method(self):
+        x = random_data(self.rng, "f32", (10, 10, 1))
+        src = self.fresh()
+        x.tofile(src)
+        kf = self.kernel_file(self.random_kernel(3, 3))
+        rc, _, err = run(["oocconv", src, self.fresh(), "--width", 10, "--kernel", kf,
+                          "--method", "fast"], expect=2)
+        self.assertEqual(rc, 2)
+        self.assertIn("--method", err)
+        rc, _, err = run(["oocconv", src, self.fresh(), "--width", 10, "--radius", 3,
+                          "--method", "fft"], expect=2)
+        self.assertEqual(rc, 2)
+        self.assertIn("--kernel", err)
+        rc, _, err = run(["oocrun", src, self.fresh(), f"convolve kernel={kf} method=slow",
+                          "--width", 10], expect=2)
+        self.assertEqual(rc, 2)
+        self.assertIn("method", err)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + _REST)
