@@ -3,6 +3,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+
+#include <tbb/parallel_for.h>
 
 #include "ooc/detail/sample_type.hpp"
 
@@ -29,14 +32,37 @@ int pyramid_auto_levels(const ImageSpec& base, std::int64_t min_side) {
 
 namespace {
 
-template <class T>
-T from_mean(double m) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(m);
-  } else {
-    // Round half to even (the default rounding mode); the mean of samples of T lies in T.
-    return static_cast<T>(std::nearbyint(m));
-  }
+// The mean of four samples summed exactly: integers round half to even in integer arithmetic,
+// without a branch (s >> 2 is the floor, also below zero), floats through float64.
+template <class T, class Acc>
+T mean4(Acc s) {
+  if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(s * 0.25);
+  else
+    return static_cast<T>((s + 1 + ((s >> 2) & 1)) >> 2);
+}
+
+// C channels known at compile time, so that the loop over a row vectorizes.
+template <class T, int C>
+void reduce(std::int64_t w, const T* a, const T* b, T* dst) {
+  // 8- and 16-bit sums fit in 32 bits.
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double,
+                                 std::conditional_t<(sizeof(T) <= 2), std::int32_t, std::int64_t>>;
+  const std::int64_t half = w / 2;
+  // Summed in this order (top left, bottom left, top right, bottom right) so that float64
+  // samples round as a NumPy reference's slices add them; the last odd column with itself.
+  for (std::int64_t x = 0; x < half; ++x)
+    for (int k = 0; k < C; ++k) {
+      const std::int64_t i = 2 * x * C + k, j = i + C;
+      dst[x * C + k] = mean4<T, Acc>(static_cast<Acc>(a[i]) + static_cast<Acc>(b[i]) +
+                                     static_cast<Acc>(a[j]) + static_cast<Acc>(b[j]));
+    }
+  if (w % 2)
+    for (int k = 0; k < C; ++k) {
+      const std::int64_t i = (w - 1) * C + k;
+      dst[half * C + k] = mean4<T, Acc>(static_cast<Acc>(a[i]) + static_cast<Acc>(b[i]) +
+                                        static_cast<Acc>(a[i]) + static_cast<Acc>(b[i]));
+    }
 }
 
 template <class T>
@@ -44,25 +70,16 @@ void reduce(const ImageSpec& upper, const std::byte* a_, const std::byte* b_, st
   const T* a = reinterpret_cast<const T*>(a_);
   const T* b = b_ ? reinterpret_cast<const T*>(b_) : a;
   T* dst = reinterpret_cast<T*>(dst_);
-  const int c = upper.channels;
-  const std::int64_t w = upper.width, half = w / 2;
-  for (std::int64_t x = 0; x < half; ++x)
-    for (int k = 0; k < c; ++k) {
-      const std::int64_t i = 2 * x * c + k, j = i + c;
-      // Summed in this order (top left, bottom left, top right, bottom right) so that float64
-      // samples round as a NumPy reference's slices add them.
-      const double s = static_cast<double>(a[i]) + static_cast<double>(b[i]) +
-                       static_cast<double>(a[j]) + static_cast<double>(b[j]);
-      dst[x * c + k] = from_mean<T>(s * 0.25);
-    }
-  if (w % 2)
-    for (int k = 0; k < c; ++k) {
-      const std::int64_t i = (w - 1) * c + k;
-      // The last column with itself: the same four-term sum, for the same rounding.
-      const double s = static_cast<double>(a[i]) + static_cast<double>(b[i]) +
-                       static_cast<double>(a[i]) + static_cast<double>(b[i]);
-      dst[half * c + k] = from_mean<T>(s * 0.25);
-    }
+  switch (upper.channels) {
+    case 1:
+      return reduce<T, 1>(upper.width, a, b, dst);
+    case 2:
+      return reduce<T, 2>(upper.width, a, b, dst);
+    case 3:
+      return reduce<T, 3>(upper.width, a, b, dst);
+    default:
+      return reduce<T, 4>(upper.width, a, b, dst);
+  }
 }
 
 }  // namespace
@@ -116,7 +133,27 @@ void PyramidBuilder::feed(int k, std::int64_t row, const std::byte* data) {
 
 void PyramidBuilder::push(std::int64_t y, std::int64_t n, const std::byte* data,
                           std::size_t stride) {
-  for (std::int64_t i = 0; i < n; ++i) feed(0, y + i, data + static_cast<std::size_t>(i) * stride);
+  const auto row = [&](std::int64_t i) { return data + static_cast<std::size_t>(i) * stride; };
+  std::int64_t i = 0;
+  if (n > 0 && y % 2 == 1) feed(0, y, row(i++));  // the partner of a row of the last call
+  // Whole pairs: level 1 (a quarter of level 0's work, the bulk of the pyramid's) is reduced in
+  // parallel, then fed down in order.
+  const std::int64_t pairs = levels_ > 0 ? (n - i) / 2 : 0;
+  if (pairs > 1) {
+    const std::size_t rb = specs_[1].row_bytes();
+    scratch_.resize(static_cast<std::size_t>(pairs) * rb);
+    const std::int64_t r0 = (y + i) / 2;
+    tbb::parallel_for(std::int64_t{0}, pairs, [&](std::int64_t p) {
+      if (r0 + p >= first_[1] && r0 + p < end_[1])
+        pyramid_reduce_row(specs_[0], row(i + 2 * p), row(i + 2 * p + 1),
+                           scratch_.data() + static_cast<std::size_t>(p) * rb);
+    });
+    for (std::int64_t p = 0; p < pairs; ++p)
+      if (r0 + p >= first_[1] && r0 + p < end_[1])
+        feed(1, r0 + p, scratch_.data() + static_cast<std::size_t>(p) * rb);
+    i += 2 * pairs;
+  }
+  for (; i < n; ++i) feed(0, y + i, row(i));
 }
 
 }  // namespace ooc

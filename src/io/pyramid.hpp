@@ -52,6 +52,7 @@ class PyramidBuilder {
   std::vector<std::vector<std::byte>> pending_;  // level k's even row awaiting its partner
   std::vector<std::int64_t> pending_row_;        // its index (-1: none)
   std::vector<std::vector<std::byte>> out_;      // scratch for a reduced row of level k
+  std::vector<std::byte> scratch_;               // level 1 rows of a push, reduced in parallel
   bool at_bottom_;
   Emit emit_;
 };

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <tbb/parallel_for.h>
+#include <tbb/task_group.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -311,12 +312,17 @@ class ZarrSink final : public Sink {
     for (int k = 0; k <= info_.levels; ++k) {
       Level l;
       l.spec = pyramid_level(spec, k);
-      l.buf.resize(static_cast<std::size_t>(info_.chunk) * l.spec.row_bytes());
+      l.buf = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(info_.chunk) *
+                                                       l.spec.row_bytes());
       levels_.push_back(std::move(l));
     }
   }
 
   ~ZarrSink() override {
+    try {
+      tasks_->wait();
+    } catch (...) {  // the error that ended the run is on its way already
+    }
     if (lock_fd_ >= 0) ::close(lock_fd_);
     // An error ended a single writer's run: its store goes, as a file output's temporary does.
     // Parts leave the shared directory to the others.
@@ -347,6 +353,7 @@ class ZarrSink final : public Sink {
   }
 
   void commit() override {
+    drain();
     for (int k = 0; k <= info_.levels; ++k) flush_partial(k);
     ::close(lock_fd_);
     lock_fd_ = -1;
@@ -355,6 +362,7 @@ class ZarrSink final : public Sink {
   }
 
   void keep() override {
+    drain();
     for (int k = 0; k <= info_.levels; ++k) flush_partial(k);
     ::close(lock_fd_);
     lock_fd_ = -1;
@@ -363,7 +371,8 @@ class ZarrSink final : public Sink {
 
   std::size_t buffer_bytes() const override {
     std::size_t b = 0;
-    for (const Level& l : levels_) b += l.buf.size();
+    // Each level's chunk row being filled, and up to kInFlight more being compressed.
+    for (const Level& l : levels_) b += l.buf->size() * (1 + kInFlight);
     // A chunk and its compressed copy per compressing thread.
     const std::size_t chunk =
         static_cast<std::size_t>(info_.chunk * info_.chunk) * info_.spec.pixel_bytes();
@@ -373,15 +382,17 @@ class ZarrSink final : public Sink {
   std::int64_t durable_end(std::int64_t first, std::int64_t written_end) const override {
     // Level rows are on disk chunk row by chunk row; with a pyramid, what a killed run leaves
     // is not tracked level by level: a rerun redoes the range.
+    // Without one, whole chunk rows are, but for the last kInFlight, which may still be
+    // compressing.
     if (info_.levels > 0) return first;
-    const std::int64_t aligned = written_end / info_.chunk * info_.chunk;
-    return std::max(first, written_end >= info_.spec.height ? written_end : aligned);
+    return std::max(first, (written_end / info_.chunk - kInFlight) * info_.chunk);
   }
 
  private:
   struct Level {
     ImageSpec spec;
-    std::vector<std::byte> buf;  // one chunk row
+    std::shared_ptr<std::vector<std::byte>> buf;  // the chunk row being filled
+    std::vector<std::shared_ptr<std::vector<std::byte>>> spare;
     std::int64_t lo = -1, hi = -1;
   };
 
@@ -455,15 +466,41 @@ class ZarrSink final : public Sink {
     const std::size_t rb = l.spec.row_bytes();
     if (l.lo >= 0 && l.lo / ch != cr) flush_partial(k);
     if (l.lo < 0) l.lo = r;
-    std::memcpy(l.buf.data() + static_cast<std::size_t>(r % ch) * rb, data, rb);
+    std::memcpy(l.buf->data() + static_cast<std::size_t>(r % ch) * rb, data, rb);
     l.hi = r + 1;
     if (l.hi == std::min((cr + 1) * ch, l.spec.height)) {
       if (l.lo == cr * ch)
-        write_chunk_row(temp_, info_, k, cr, l.buf.data());
+        write_async(k, cr);
       else
         flush_partial(k);
       l.lo = l.hi = -1;
     }
+  }
+
+  // A whole chunk row is compressed and written by tasks of its own while the rows of the next
+  // bands come in: the write stage of the pipeline does not wait for the codec. At most
+  // kInFlight chunk rows are in flight (their buffers count in buffer_bytes()).
+  void write_async(int k, std::int64_t cr) {
+    Level& l = levels_[static_cast<std::size_t>(k)];
+    if (in_flight_ >= kInFlight) drain();
+    std::shared_ptr<std::vector<std::byte>> full = std::move(l.buf);
+    if (!l.spare.empty()) {
+      l.buf = std::move(l.spare.back());
+      l.spare.pop_back();
+    } else {
+      l.buf = std::make_shared<std::vector<std::byte>>(full->size());
+    }
+    ++in_flight_;
+    done_buffers_.emplace_back(k, full);
+    tasks_->run([this, k, cr, full] { write_chunk_row(temp_, info_, k, cr, full->data()); });
+  }
+
+  // Waits for the chunk rows in flight; rethrows a task's error.
+  void drain() {
+    tasks_->wait();
+    for (auto& [k, b] : done_buffers_) levels_[static_cast<std::size_t>(k)].spare.push_back(b);
+    done_buffers_.clear();
+    in_flight_ = 0;
   }
 
   // The rows held of a chunk row this writer does not make whole go to an edge file.
@@ -472,7 +509,7 @@ class ZarrSink final : public Sink {
     if (l.lo < 0) return;
     const std::size_t rb = l.spec.row_bytes();
     write_file_atomic(temp_ + "/" + edge_name(k, l.lo, l.hi),
-                      l.buf.data() + static_cast<std::size_t>(l.lo % info_.chunk) * rb,
+                      l.buf->data() + static_cast<std::size_t>(l.lo % info_.chunk) * rb,
                       static_cast<std::size_t>(l.hi - l.lo) * rb);
     l.lo = l.hi = -1;
   }
@@ -483,6 +520,11 @@ class ZarrSink final : public Sink {
   std::int64_t row_begin_, row_end_;
   std::vector<Level> levels_;
   std::unique_ptr<PyramidBuilder> builder_;
+  static constexpr int kInFlight = 2;
+  // Behind a pointer: task_group's destructor may throw, a Sink's must not (it is waited first).
+  std::unique_ptr<tbb::task_group> tasks_ = std::make_unique<tbb::task_group>();
+  int in_flight_ = 0;
+  std::vector<std::pair<int, std::shared_ptr<std::vector<std::byte>>>> done_buffers_;
   std::int64_t first_ = -1, written_ = -1;
   int lock_fd_ = -1;
   int threads_ = 0;
