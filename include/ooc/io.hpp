@@ -163,9 +163,12 @@ struct SinkOptions {
   std::string compress;
   int level = -1;  // deflate/zlib 1-9, zstd 1-22, blosc 0-9; -1: the codec's default
   std::int64_t chunk = 0;  // Zarr: chunk side (rows and columns); 0: 512
-  // Reduced-resolution levels below level 0 (Zarr: datasets 1..n): 0 none, -1 until the smaller
-  // side is under 256.
+  // Reduced-resolution levels below level 0 (Zarr: datasets 1..n; TIFF: SubIFDs or COG
+  // overviews): 0 none, -1 until the smaller side is under 256.
   int pyramid_levels = 0;
+  // TIFF: a Cloud-Optimized GeoTIFF (overviews as reduced-resolution IFDs after the first, IFDs
+  // at the front, smallest overview's tiles first) instead of levels as SubIFDs.
+  bool cog = false;
   std::string bigtiff = "auto";   // TIFF: auto (when the file could pass 4 GiB), yes or no
   Metadata metadata;              // TIFF: tags carried over from the input
   std::size_t mem_limit = 0;      // the job's --mem-limit (0: the default): buffers stay within it

@@ -517,7 +517,8 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
                   "output format: auto (from the extension), raw, npy, tiff, zarr")
       ->default_str("auto");
   group.add_option("--tile", o.tile,
-                   "TIFF: square tiles of N pixels (multiple of 16); default strips");
+                   "TIFF: square tiles of N pixels (multiple of 16); default strips, or 512 with "
+                   "--pyramid, --levels or --cog");
   group.add_option("--compress", o.compress,
                    "TIFF: none, lzw, deflate, zstd or packbits (default none); Zarr: blosc (lz4, "
                    "shuffle), blosc-zstd, zstd, zlib, gzip or none (default blosc)");
@@ -526,10 +527,15 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
   group.add_option("--chunk", o.chunk, "Zarr: square chunks of N pixels")->default_str("512");
   group.add_flag_callback(
       "--pyramid", [&o] { if (o.pyramid_levels == 0) o.pyramid_levels = -1; },
-      "Zarr: reduced-resolution levels (2 x 2 means) written in the same pass, until the "
-      "smaller side is under 256");
-  group.add_option("--levels", o.pyramid_levels, "Zarr: this many levels below full resolution")
+      "Zarr and TIFF: reduced-resolution levels (2 x 2 means) written in the same pass, until "
+      "the smaller side is under 256 (TIFF: tiled, levels as SubIFDs of the first page; "
+      "OME-XML when the name ends .ome.tif)");
+  group.add_option("--levels", o.pyramid_levels,
+                   "Zarr and TIFF: this many levels below full resolution")
       ->check(CLI::Range(0, 30));
+  group.add_flag("--cog", o.cog,
+                 "TIFF: a Cloud-Optimized GeoTIFF, overviews (--pyramid's levels unless --levels "
+                 "says) as reduced-resolution pages, directories first, geo tags on every level");
   group.add_option("--bigtiff", o.bigtiff, "TIFF: auto (if it could pass 4 GiB), yes or no")
       ->default_str("auto");
   group.add_flag("--no-locks", o.no_locks,

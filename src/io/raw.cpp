@@ -620,10 +620,18 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
     throw Error(ErrorKind::usage, "the output path is empty: name a file (or null: to discard)");
   const std::string f = output_format(path, options);
   const bool big_name = has_extension(path, {".btf", ".tf8"});
-  if (f != "zarr" && (options.chunk != 0 || options.pyramid_levels != 0))
+  if (f != "zarr" && options.chunk != 0)
     throw Error(ErrorKind::usage,
-                "--chunk, --pyramid and --levels apply to Zarr outputs: name the output .zarr "
-                "or give --format zarr");
+                "--chunk applies to Zarr outputs (a TIFF output takes --tile): name the output "
+                ".zarr or give --format zarr");
+  if (f != "zarr" && f != "tiff" && options.pyramid_levels != 0)
+    throw Error(ErrorKind::usage,
+                "--pyramid and --levels apply to Zarr and TIFF outputs: name the output .zarr or "
+                ".tif, or give --format");
+  if (f != "tiff" && options.cog)
+    throw Error(ErrorKind::usage,
+                "--cog makes a Cloud-Optimized GeoTIFF: name the output .tif or give --format "
+                "tiff");
   if (f == "zarr") {
     if (options.tile != 0 || options.bigtiff != "auto")
       throw Error(ErrorKind::usage,

@@ -4,7 +4,13 @@
 // no thread-safe "encode this block" call), and the compressed bytes are appended to the file in
 // order with TIFFWriteRawStrip/Tile. The file goes through our own I/O callbacks, so write errors
 // keep their errno, and all-zero blocks past the end of the file become holes (a sparse file).
+// Pyramids (levels as SubIFDs of the first page, or a Cloud-Optimized GeoTIFF) are built from the
+// rows as they stream; their tiles are compressed as each tile row of a level completes and kept
+// in unlinked spill files beside the output until commit, which copies them into the order the
+// layout needs and writes the directories itself (libtiff fills in the tags, we place them: libtiff
+// cannot put directories before data written earlier).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -12,7 +18,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -20,6 +29,7 @@
 #include <vector>
 
 #include "formats.hpp"
+#include "io/pyramid.hpp"
 #include "ooc/error.hpp"
 #include "ooc/pipeline.hpp"
 #include "output_file.hpp"
@@ -245,6 +255,290 @@ class Encoder {
   std::uint64_t pos_ = 0, end_ = 0;
 };
 
+// A file in memory behind a libtiff handle, for directories libtiff fills and we place.
+struct MemoryFile {
+  std::vector<std::byte> bytes;
+  std::uint64_t pos = 0;
+
+  static tmsize_t read(thandle_t h, void* p, tmsize_t n) {
+    auto* m = static_cast<MemoryFile*>(h);
+    const std::uint64_t have = m->pos < m->bytes.size() ? m->bytes.size() - m->pos : 0;
+    const std::uint64_t k = std::min<std::uint64_t>(have, static_cast<std::uint64_t>(n));
+    if (k > 0) std::memcpy(p, m->bytes.data() + m->pos, k);
+    m->pos += k;
+    return static_cast<tmsize_t>(k);
+  }
+  static tmsize_t write(thandle_t h, void* p, tmsize_t n) {
+    auto* m = static_cast<MemoryFile*>(h);
+    const auto len = static_cast<std::size_t>(n);
+    if (m->pos + len > m->bytes.size()) m->bytes.resize(m->pos + len);
+    std::memcpy(m->bytes.data() + m->pos, p, len);
+    m->pos += len;
+    return n;
+  }
+  static toff_t seek(thandle_t h, toff_t off, int whence) {
+    auto* m = static_cast<MemoryFile*>(h);
+    m->pos = whence == SEEK_SET ? off : whence == SEEK_CUR ? m->pos + off : m->bytes.size() + off;
+    return m->pos;
+  }
+  static int close(thandle_t) { return 0; }
+  static toff_t size(thandle_t h) { return static_cast<MemoryFile*>(h)->bytes.size(); }
+};
+
+// One directory entry, its value as the file stores it (little endian).
+struct IfdEntry {
+  std::uint16_t tag = 0, type = 0;
+  std::uint64_t count = 0;
+  std::vector<std::byte> value;
+};
+
+constexpr std::uint16_t kTypeLong = 4, kTypeIfd = 13, kTypeLong8 = 16, kTypeIfd8 = 18;
+constexpr std::uint16_t kTagTileOffsets = 324, kTagTileByteCounts = 325, kTagSubIfds = 330;
+
+std::size_t type_bytes(std::uint16_t type) {
+  switch (type) {
+    case 1:
+    case 2:
+    case 6:
+    case 7:
+      return 1;
+    case 3:
+    case 8:
+      return 2;
+    case 4:
+    case 9:
+    case 11:
+    case 13:
+      return 4;
+    case 5:
+    case 10:
+    case 12:
+    case 16:
+    case 17:
+    case 18:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+template <class T>
+T load(const std::vector<std::byte>& f, std::uint64_t at) {
+  if (at + sizeof(T) > f.size())
+    throw Error(ErrorKind::io, "cannot lay out the TIFF pyramid: libtiff's directory is cut short");
+  T v;
+  std::memcpy(&v, f.data() + at, sizeof(T));
+  return v;
+}
+
+template <class T>
+void store(std::byte* at, T v) {
+  std::memcpy(at, &v, sizeof(T));
+}
+
+// The tags of a directory of `plan`, as libtiff writes them (so that every layout carries the
+// same tags as a flat output), less the tile offsets and sizes, which only the layout knows.
+std::vector<IfdEntry> directory_tags(const TiffPlan& plan, const GeoTags& geo, bool bigtiff,
+                                     bool reduced) {
+  MemoryFile m;
+  TIFF* t = TIFFClientOpen("ooc directory", bigtiff ? "w8l" : "wl", &m, &MemoryFile::read,
+                           &MemoryFile::write, &MemoryFile::seek, &MemoryFile::close,
+                           &MemoryFile::size, nullptr, nullptr);
+  if (!t) throw Error(ErrorKind::io, "cannot set up a TIFF directory: " + take_tiff_error());
+  set_tags(t, plan);
+  write_geo_tags(t, geo, plan.spec.type);
+  if (reduced)
+    TIFFSetField(t, TIFFTAG_SUBFILETYPE, static_cast<std::uint32_t>(FILETYPE_REDUCEDIMAGE));
+  const bool ok = TIFFWriteDirectory(t) != 0;
+  TIFFClose(t);
+  if (!ok) throw Error(ErrorKind::io, "cannot write a TIFF directory: " + take_tiff_error());
+  const std::vector<std::byte>& f = m.bytes;
+  std::uint64_t at = bigtiff ? load<std::uint64_t>(f, 8) : load<std::uint32_t>(f, 4);
+  const std::uint64_t n = bigtiff ? load<std::uint64_t>(f, at) : load<std::uint16_t>(f, at);
+  at += bigtiff ? 8 : 2;
+  const std::uint64_t inline_bytes = bigtiff ? 8 : 4;
+  std::vector<IfdEntry> out;
+  for (std::uint64_t i = 0; i < n; ++i, at += bigtiff ? 20 : 12) {
+    IfdEntry e;
+    e.tag = load<std::uint16_t>(f, at);
+    e.type = load<std::uint16_t>(f, at + 2);
+    e.count = bigtiff ? load<std::uint64_t>(f, at + 4) : load<std::uint32_t>(f, at + 4);
+    if (e.tag == kTagTileOffsets || e.tag == kTagTileByteCounts) continue;
+    const std::uint64_t bytes = e.count * type_bytes(e.type);
+    if (type_bytes(e.type) == 0)
+      throw Error(ErrorKind::io, "cannot lay out the TIFF pyramid: tag " + std::to_string(e.tag) +
+                                     " has a type we do not know");
+    std::uint64_t v = at + (bigtiff ? 12 : 8);
+    if (bytes > inline_bytes) v = bigtiff ? load<std::uint64_t>(f, v) : load<std::uint32_t>(f, v);
+    if (v + bytes > f.size())
+      throw Error(ErrorKind::io,
+                  "cannot lay out the TIFF pyramid: libtiff's directory is cut short");
+    e.value.assign(f.begin() + static_cast<std::ptrdiff_t>(v),
+                   f.begin() + static_cast<std::ptrdiff_t>(v + bytes));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// An entry of `type` (LONG, LONG8, IFD or IFD8) holding `values`.
+IfdEntry array_entry(std::uint16_t tag, std::uint16_t type,
+                     const std::vector<std::uint64_t>& values) {
+  IfdEntry e{tag, type, values.size(), {}};
+  const std::size_t w = type_bytes(type);
+  e.value.resize(values.size() * w);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (w == 4)
+      store(e.value.data() + i * w, static_cast<std::uint32_t>(values[i]));
+    else
+      store(e.value.data() + i * w, values[i]);
+  }
+  return e;
+}
+
+// Bytes a directory takes with its values that do not fit in their entries (each at an even
+// offset, as TIFF asks).
+std::uint64_t ifd_bytes(const std::vector<IfdEntry>& entries, bool bigtiff) {
+  std::uint64_t n = (bigtiff ? 16 : 6) + entries.size() * (bigtiff ? 20 : 12);
+  for (const IfdEntry& e : entries)
+    if (e.value.size() > (bigtiff ? 8u : 4u)) n += e.value.size() + (e.value.size() & 1);
+  return n;
+}
+
+// The directory as it lies at file offset `at` (even), followed by `next`.
+std::vector<std::byte> ifd_image(std::vector<IfdEntry> entries, bool bigtiff, std::uint64_t at,
+                                 std::uint64_t next) {
+  std::sort(entries.begin(), entries.end(),
+            [](const IfdEntry& a, const IfdEntry& b) { return a.tag < b.tag; });
+  std::vector<std::byte> out(ifd_bytes(entries, bigtiff));
+  const std::size_t entry = bigtiff ? 20 : 12, inline_bytes = bigtiff ? 8 : 4;
+  std::size_t p = bigtiff ? 8 : 2;
+  if (bigtiff)
+    store(out.data(), static_cast<std::uint64_t>(entries.size()));
+  else
+    store(out.data(), static_cast<std::uint16_t>(entries.size()));
+  std::uint64_t extra = p + entries.size() * entry + (bigtiff ? 8 : 4);
+  for (const IfdEntry& e : entries) {
+    store(out.data() + p, e.tag);
+    store(out.data() + p + 2, e.type);
+    if (bigtiff)
+      store(out.data() + p + 4, e.count);
+    else
+      store(out.data() + p + 4, static_cast<std::uint32_t>(e.count));
+    std::byte* v = out.data() + p + (bigtiff ? 12 : 8);
+    if (e.value.size() <= inline_bytes) {
+      if (!e.value.empty()) std::memcpy(v, e.value.data(), e.value.size());
+    } else {
+      if (bigtiff)
+        store(v, at + extra);
+      else
+        store(v, static_cast<std::uint32_t>(at + extra));
+      std::memcpy(out.data() + extra, e.value.data(), e.value.size());
+      extra += e.value.size() + (e.value.size() & 1);
+    }
+    p += entry;
+  }
+  if (bigtiff)
+    store(out.data() + p, next);
+  else
+    store(out.data() + p, static_cast<std::uint32_t>(next));
+  return out;
+}
+
+// Georeferencing of level k: a pixel there covers 2^k x 2^k pixels of level 0, from the same
+// corner.
+GeoTags level_geo(const GeoTags& geo, int k) {
+  GeoTags g = geo;
+  const double f = std::ldexp(1.0, k);
+  if (g.model_pixel_scale.size() >= 2) {
+    g.model_pixel_scale[0] *= f;
+    g.model_pixel_scale[1] *= f;
+  }
+  for (std::size_t i = 0; i + 1 < g.model_tiepoint.size(); i += 6) {
+    g.model_tiepoint[i] /= f;
+    g.model_tiepoint[i + 1] /= f;
+  }
+  if (g.model_transformation.size() == 16)
+    for (const int i : {0, 1, 4, 5, 8, 9, 12, 13}) g.model_transformation[i] *= f;
+  return g;
+}
+
+bool ome_name(const std::string& path) {
+  std::string lower = path;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const std::string end : {".ome.tif", ".ome.tiff"})
+    if (lower.size() > end.size() && lower.compare(lower.size() - end.size(), end.size(), end) == 0)
+      return true;
+  return false;
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// Minimal OME-XML for one interleaved plane (the layout OME-TIFF readers expect of an RGB or
+// single-channel image): the levels below are the first page's SubIFDs.
+std::string ome_xml(const ImageSpec& s, const std::string& path) {
+  const char* type = "uint8";
+  switch (s.type) {
+    case SampleType::u8:
+      type = "uint8";
+      break;
+    case SampleType::u16:
+      type = "uint16";
+      break;
+    case SampleType::i16:
+      type = "int16";
+      break;
+    case SampleType::u32:
+      type = "uint32";
+      break;
+    case SampleType::i32:
+      type = "int32";
+      break;
+    case SampleType::f32:
+      type = "float";
+      break;
+    case SampleType::f64:
+      type = "double";
+      break;
+  }
+  std::string name = path.substr(path.rfind('/') + 1);
+  const std::size_t dot = name.find(".ome.");
+  if (dot != std::string::npos) name.resize(dot);
+  const std::string c = std::to_string(s.channels);
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+         "<OME xmlns=\"http://www.openmicroscopy.org/Schemas/OME/2016-06\" "
+         "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+         "xsi:schemaLocation=\"http://www.openmicroscopy.org/Schemas/OME/2016-06 "
+         "http://www.openmicroscopy.org/Schemas/OME/2016-06/ome.xsd\" Creator=\"ooc\">"
+         "<Image ID=\"Image:0\" Name=\"" +
+         xml_escape(name) + "\"><Pixels ID=\"Pixels:0\" DimensionOrder=\"XYCZT\" Type=\"" + type +
+         "\" SizeX=\"" + std::to_string(s.width) + "\" SizeY=\"" + std::to_string(s.height) +
+         "\" SizeC=\"" + c +
+         "\" SizeZ=\"1\" SizeT=\"1\" Interleaved=\"true\" BigEndian=\"false\">"
+         "<Channel ID=\"Channel:0:0\" SamplesPerPixel=\"" +
+         c + "\"/><TiffData IFD=\"0\" PlaneCount=\"1\"/></Pixels></Image></OME>";
+}
+
 class TiffSink final : public Sink {
  public:
   TiffSink(const std::string& path, const ImageSpec& spec, const std::string& input_path,
@@ -253,6 +547,28 @@ class TiffSink final : public Sink {
     plan_.spec = spec;
     plan_.compression = compression_code(o.compress);
     plan_.metadata = o.metadata;
+    cog_ = o.cog;
+    if (ome_name(path)) {
+      if (cog_)
+        throw Error(ErrorKind::usage,
+                    "--cog writes a GeoTIFF, and '" + path +
+                        "' names an OME-TIFF (whose pyramid is SubIFDs): drop --cog or name the "
+                        "output .tif");
+      plan_.metadata.description = ome_xml(spec, path);
+    }
+    levels_count_ = o.pyramid_levels < 0 || (cog_ && o.pyramid_levels == 0)
+                        ? pyramid_auto_levels(spec)
+                        : o.pyramid_levels;
+    if (levels_count_ > 0) {
+      const ImageSpec above = pyramid_level(spec, levels_count_ - 1);
+      if (above.width == 1 && above.height == 1)
+        throw Error(ErrorKind::usage, "--levels " + std::to_string(levels_count_) +
+                                          " is too many for a " + std::to_string(spec.width) +
+                                          " x " + std::to_string(spec.height) + " image: level " +
+                                          std::to_string(levels_count_ - 1) + " is already 1 x 1");
+    }
+    // Directories we place ourselves: a pyramid, or a COG (IFDs before the data).
+    own_layout_ = levels_count_ > 0 || cog_;
     if (!TIFFIsCODECConfigured(static_cast<std::uint16_t>(plan_.compression)))
       throw Error(ErrorKind::usage,
                   "this libtiff cannot write " + o.compress + ": pick another --compress");
@@ -275,9 +591,11 @@ class TiffSink final : public Sink {
     if (o.tile < 0 || o.tile % 16 != 0)
       throw Error(ErrorKind::usage, "--tile must be a positive multiple of 16 (TIFF's rule), got " +
                                         std::to_string(o.tile));
-    plan_.tiled = o.tile > 0;
+    // A pyramid is tiled: 512, as GDAL's COG and libvips' pyramids default to.
+    const std::int64_t tile = o.tile == 0 && own_layout_ ? 512 : o.tile;
+    plan_.tiled = tile > 0;
     if (plan_.tiled) {
-      plan_.chunk_w = plan_.chunk_h = o.tile;
+      plan_.chunk_w = plan_.chunk_h = tile;
     } else {
       plan_.chunk_w = spec.width;
       plan_.chunk_h = std::clamp<std::int64_t>(
@@ -292,9 +610,31 @@ class TiffSink final : public Sink {
                           : plan_.compression == COMPRESSION_PACKBITS ? 1.01
                           : plan_.compression == COMPRESSION_NONE     ? 1.0
                                                                       : 1.001;
-    const double blocks = double(plan_.across * plan_.down);
-    const std::uint64_t padded =
+    double blocks = double(plan_.across * plan_.down);
+    std::uint64_t padded =
         plan_.chunk_bytes(0) * static_cast<std::uint64_t>(plan_.across * plan_.down);
+    // Each level's plan: the same tiles, codec and tags, its own size, no description (the
+    // first page's describes the image).
+    levels_.resize(static_cast<std::size_t>(levels_count_) + 1);
+    double level_rows_bytes = 0;
+    for (int k = 0; k <= levels_count_; ++k) {
+      Level& l = levels_[static_cast<std::size_t>(k)];
+      l.plan = plan_;
+      l.plan.spec = pyramid_level(spec, k);
+      if (k > 0) l.plan.metadata.description.clear();
+      l.plan.across = (l.plan.spec.width + l.plan.chunk_w - 1) / l.plan.chunk_w;
+      l.plan.down = (l.plan.spec.height + l.plan.chunk_h - 1) / l.plan.chunk_h;
+      if (!own_layout_) continue;
+      const auto tiles = static_cast<std::size_t>(l.plan.across * l.plan.down);
+      l.offsets.assign(tiles, 0);
+      l.counts.assign(tiles, 0);
+      if (k == 0) continue;
+      blocks += double(tiles);
+      padded += l.plan.chunk_bytes(0) * tiles;
+      // A row of tiles gathered, and the builder's pending row.
+      level_rows_bytes +=
+          double(l.plan.chunk_h + 2) * double(l.plan.spec.row_bytes()) + 16.0 * double(tiles);
+    }
     const double worst = double(plan_.tiled ? padded : spec.total_bytes()) * growth + blocks * 64 +
                          16 * (1 << 20) + double(o.metadata.description.size()) +
                          double(geo_bytes(o.metadata.geo));
@@ -308,7 +648,7 @@ class TiffSink final : public Sink {
     const double block_row = double(plan_.chunk_bytes(0)) * double(plan_.tiled ? plan_.across : 1);
     const double per_thread = encoded ? 3.0 * double(plan_.chunk_bytes(0)) : 0.0;
     const double kept = encoded ? 1.0 + growth : 1.0;
-    const double least = block_row * kept + double(threads) * per_thread;
+    const double least = block_row * kept + double(threads) * per_thread + level_rows_bytes * kept;
     if (least > double(limit) / 2) {
       const std::string what =
           plan_.tiled ? "--tile " + std::to_string(o.tile) + " makes one row of tiles " +
@@ -328,8 +668,9 @@ class TiffSink final : public Sink {
     const std::int64_t fit = static_cast<std::int64_t>(budget / block_row);
     batch_rows_ = std::min(plan_.chunk_h * std::max<std::int64_t>(1, std::min(want_rows, fit)),
                            plan_.down * plan_.chunk_h);
-    buffer_bytes_ = static_cast<std::size_t>(double(batch_rows_) * double(spec.row_bytes()) * kept +
-                                             double(threads) * per_thread);
+    buffer_bytes_ =
+        static_cast<std::size_t>(double(batch_rows_) * double(spec.row_bytes()) * kept +
+                                 double(threads) * per_thread + level_rows_bytes * kept);
 
     if (o.bigtiff == "yes" || o.bigtiff == "auto") {
       bigtiff_ = o.bigtiff == "yes" || worst >= double(kFourGiB);
@@ -346,6 +687,11 @@ class TiffSink final : public Sink {
         std::make_unique<OutputFile>(path, input_path, OutputMode::fresh, 0, 0, false, o.no_locks);
     fd_ = file_->fd();
     install_tiff_handlers();
+    if (own_layout_) {
+      start_own_layout();
+      batch_.resize(static_cast<std::size_t>(batch_rows_) * spec.row_bytes());
+      return;
+    }
     tif_ = TIFFClientOpen(file_->partial().c_str(), bigtiff_ ? "w8" : "w", this, &TiffSink::read,
                           &TiffSink::write, &TiffSink::seek, &TiffSink::close, &TiffSink::size,
                           nullptr, nullptr);
@@ -359,12 +705,22 @@ class TiffSink final : public Sink {
     batch_.resize(static_cast<std::size_t>(batch_rows_) * spec.row_bytes());
   }
 
-  ~TiffSink() override { discard(); }
+  ~TiffSink() override {
+    discard();
+    for (Level& l : levels_)
+      if (l.fd >= 0) ::close(l.fd);
+  }
 
   const ImageSpec& spec() const noexcept override { return plan_.spec; }
   std::size_t buffer_bytes() const override { return buffer_bytes_; }
   std::string describe() const override {
-    return std::string(bigtiff_ ? "BigTIFF '" : "tiff '") + path_ + "' " + plan_.spec.describe();
+    std::string d =
+        std::string(bigtiff_ ? "BigTIFF '" : "tiff '") + path_ + "' " + plan_.spec.describe();
+    if (cog_)
+      d += ", COG with " + std::to_string(levels_count_) + " overviews";
+    else if (levels_count_ > 0)
+      d += ", " + std::to_string(levels_count_) + " levels as SubIFDs";
+    return d;
   }
 
   // Uncompressed strips are appended straight from the band. Everything else is gathered, whole
@@ -373,6 +729,17 @@ class TiffSink final : public Sink {
   void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
                   std::size_t stride) override {
     const std::size_t row = plan_.spec.row_bytes();
+    if (own_layout_) {
+      gather(n, data, stride);
+      if (levels_count_ > 0) {
+        if (!builder_)
+          builder_ = std::make_unique<PyramidBuilder>(
+              plan_.spec, levels_count_, 0, plan_.spec.height,
+              [this](int k, std::int64_t r, const std::byte* p) { add_level_row(k, r, p); });
+        builder_->push(y0, n, data, stride);
+      }
+      return;
+    }
     if (plan_.compression == COMPRESSION_NONE && !plan_.tiled && stride == row) {
       std::vector<std::pair<std::int64_t, const std::byte*>> ready;
       for (std::int64_t y = y0; y < y0 + n;) {
@@ -400,6 +767,12 @@ class TiffSink final : public Sink {
 
   void commit() override {
     flush_batch(true);
+    if (own_layout_) {
+      finish_own_layout();
+      fd_ = -1;
+      file_->commit();
+      return;
+    }
     if (!TIFFWriteDirectory(tif_)) throw failure("cannot finish output '" + path_ + "'");
     TIFFClose(tif_);
     tif_ = nullptr;
@@ -450,23 +823,29 @@ class TiffSink final : public Sink {
     batch_y0_ = done;
   }
 
-  // Encodes the chunks of the given chunk rows in parallel, then appends them in order.
-  void flush(const std::vector<std::pair<std::int64_t, const std::byte*>>& rows) {
+  // Encodes the chunks of the given chunk rows of level `level` in parallel, then appends them in
+  // order.
+  void flush(const std::vector<std::pair<std::int64_t, const std::byte*>>& rows, int level = 0) {
     if (rows.empty()) return;
-    const std::int64_t per_row = plan_.across;
+    const TiffPlan& plan = level == 0 ? plan_ : levels_[static_cast<std::size_t>(level)].plan;
+    const std::int64_t per_row = plan.across;
     const std::int64_t count = static_cast<std::int64_t>(rows.size()) * per_row;
-    const bool raw_strips = plan_.compression == COMPRESSION_NONE && !plan_.tiled;
+    const bool raw_strips = plan.compression == COMPRESSION_NONE && !plan.tiled;
     std::vector<std::vector<std::byte>> blocks(raw_strips ? 0 : count);
     if (!raw_strips)
       tbb::parallel_for(std::int64_t{0}, count, [&](std::int64_t k) {
         const auto& [cy, src] = rows[k / per_row];
-        encode(cy, k % per_row, src, blocks[k]);
+        encode(plan, level, cy, k % per_row, src, blocks[k]);
       });
     for (std::int64_t k = 0; k < count; ++k) {
       const auto& [cy, src] = rows[k / per_row];
-      const auto index = static_cast<std::uint32_t>(cy * plan_.across + k % per_row);
+      const auto index = static_cast<std::uint32_t>(cy * plan.across + k % per_row);
       const std::byte* p = raw_strips ? src : blocks[k].data();
-      const std::size_t bytes = raw_strips ? plan_.chunk_bytes(cy) : blocks[k].size();
+      const std::size_t bytes = raw_strips ? plan.chunk_bytes(cy) : blocks[k].size();
+      if (own_layout_) {
+        put_block(level, index, p, bytes);
+        continue;
+      }
       const tmsize_t w = plan_.tiled ? TIFFWriteRawTile(tif_, index, const_cast<std::byte*>(p),
                                                         static_cast<tmsize_t>(bytes))
                                      : TIFFWriteRawStrip(tif_, index, const_cast<std::byte*>(p),
@@ -477,18 +856,19 @@ class TiffSink final : public Sink {
 
   // Block cx of chunk row cy (image rows at src) into `out`: gathered into a whole block (tiles
   // padded with zeros at the edges), then compressed unless the output is uncompressed.
-  void encode(std::int64_t cy, std::int64_t cx, const std::byte* src, std::vector<std::byte>& out) {
-    const std::size_t row = plan_.spec.row_bytes(), pixel = plan_.spec.pixel_bytes();
-    const std::size_t bytes = plan_.chunk_bytes(cy);
+  void encode(const TiffPlan& plan, int level, std::int64_t cy, std::int64_t cx,
+              const std::byte* src, std::vector<std::byte>& out) {
+    const std::size_t row = plan.spec.row_bytes(), pixel = plan.spec.pixel_bytes();
+    const std::size_t bytes = plan.chunk_bytes(cy);
     thread_local std::vector<std::byte> block;
     std::byte* b;
-    if (plan_.tiled) {
+    if (plan.tiled) {
       block.assign(bytes, std::byte{0});
-      const std::int64_t x0 = cx * plan_.chunk_w;
-      const std::int64_t w = std::min(plan_.chunk_w, plan_.spec.width - x0);
-      const std::int64_t h = std::min(plan_.chunk_h, plan_.spec.height - cy * plan_.chunk_h);
+      const std::int64_t x0 = cx * plan.chunk_w;
+      const std::int64_t w = std::min(plan.chunk_w, plan.spec.width - x0);
+      const std::int64_t h = std::min(plan.chunk_h, plan.spec.height - cy * plan.chunk_h);
       for (std::int64_t r = 0; r < h; ++r)
-        std::memcpy(block.data() + r * plan_.chunk_row_bytes(), src + r * row + x0 * pixel,
+        std::memcpy(block.data() + r * plan.chunk_row_bytes(), src + r * row + x0 * pixel,
                     static_cast<std::size_t>(w) * pixel);
       b = block.data();
     } else {
@@ -496,14 +876,200 @@ class TiffSink final : public Sink {
       block.assign(src, src + bytes);
       b = block.data();
     }
-    if (plan_.compression == COMPRESSION_NONE) {
+    if (plan.compression == COMPRESSION_NONE) {
       out.assign(b, b + bytes);
       return;
     }
-    auto& encoder = encoders_.local();
-    if (!encoder) encoder = std::make_unique<Encoder>(plan_);
-    const auto index = static_cast<std::uint32_t>(cy * plan_.across + cx);
-    encoder->encode(plan_.tiled, index, b, bytes, out);
+    // One encoder per level and thread: its handle knows the level's size and tile count.
+    auto& mine = encoders_.local();
+    if (mine.size() <= static_cast<std::size_t>(level)) mine.resize(level + 1);
+    auto& encoder = mine[static_cast<std::size_t>(level)];
+    if (!encoder) encoder = std::make_unique<Encoder>(plan);
+    const auto index = static_cast<std::uint32_t>(cy * plan.across + cx);
+    encoder->encode(plan.tiled, index, b, bytes, out);
+  }
+
+  // The header (its first directory's offset filled in at commit) and a spill file for each level
+  // whose tiles cannot go straight to their place: every level of a COG (overviews come first),
+  // the levels below the first page of a SubIFD pyramid.
+  void start_own_layout() {
+    header_bytes_ = bigtiff_ ? 16 : 8;
+    std::byte h[16] = {};
+    h[0] = h[1] = std::byte{'I'};
+    h[2] = std::byte{static_cast<unsigned char>(bigtiff_ ? 43 : 42)};
+    if (bigtiff_) h[4] = std::byte{8};
+    write_at(fd_, h, header_bytes_, 0, file_->partial());
+    for (std::size_t k = 0; k < levels_.size(); ++k) {
+      Level& l = levels_[k];
+      if (k > 0) l.rows.resize(static_cast<std::size_t>(l.plan.chunk_h) * l.plan.spec.row_bytes());
+      if (k == 0 && !cog_) {
+        l.end = header_bytes_;
+        continue;
+      }
+      std::string name = file_->partial() + ".level" + std::to_string(k) + ".XXXXXX";
+      const int fd = ::mkostemp(name.data(), O_CLOEXEC);
+      if (fd < 0)
+        throw Error(ErrorKind::io,
+                    system_message("cannot create a spill file for the pyramid", name, errno) +
+                        full_hint(errno));
+      // Unlinked at once: it goes with the process, however the process ends.
+      ::unlink(name.c_str());
+      l.fd = fd;
+    }
+  }
+
+  // Row r of level k from the pyramid builder: a complete row of tiles is compressed at once.
+  void add_level_row(int k, std::int64_t r, const std::byte* row) {
+    Level& l = levels_[static_cast<std::size_t>(k)];
+    const std::size_t bytes = l.plan.spec.row_bytes();
+    const std::int64_t cy = r / l.plan.chunk_h, top = cy * l.plan.chunk_h;
+    std::memcpy(l.rows.data() + static_cast<std::size_t>(r - top) * bytes, row, bytes);
+    if (r + 1 == top + l.plan.chunk_h || r + 1 == l.plan.spec.height)
+      flush({{cy, l.rows.data()}}, k);
+  }
+
+  void put_block(int k, std::uint32_t index, const std::byte* p, std::size_t bytes) {
+    Level& l = levels_[static_cast<std::size_t>(k)];
+    write_at(l.fd >= 0 ? l.fd : fd_, p, bytes, l.end,
+             l.fd >= 0 ? file_->partial() + ".level" + std::to_string(k) : file_->partial());
+    l.offsets[index] = l.end;
+    l.counts[index] = bytes;
+    l.end += bytes;
+  }
+
+  void write_at(int fd, const void* data, std::size_t len, std::uint64_t at,
+                const std::string& name) {
+    const auto* b = static_cast<const std::byte*>(data);
+    for (std::size_t done = 0; done < len;) {
+      const ssize_t w = ::pwrite(fd, b + done, len - done, static_cast<off_t>(at + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const int err = w < 0 ? errno : ENOSPC;
+        throw Error(ErrorKind::io, system_message("cannot write", name, err) + full_hint(err));
+      }
+      done += static_cast<std::size_t>(w);
+    }
+  }
+
+  // Copies a spill file's `len` bytes to offset `at` of the output, in the kernel where it can.
+  void copy_spill(int k, std::uint64_t len, std::uint64_t at) {
+    const int src = levels_[static_cast<std::size_t>(k)].fd;
+    const std::string name = file_->partial() + ".level" + std::to_string(k);
+    std::uint64_t done = 0;
+    bool kernel = true;
+    std::vector<std::byte> buf;
+    while (done < len) {
+      if (kernel) {
+        loff_t in = static_cast<loff_t>(done), out = static_cast<loff_t>(at + done);
+        const ssize_t n = ::copy_file_range(src, &in, fd_, &out, len - done, 0);
+        if (n > 0) {
+          done += static_cast<std::uint64_t>(n);
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
+          throw Error(ErrorKind::io, system_message("cannot copy the pyramid's tiles into",
+                                                    file_->partial(), errno) +
+                                         full_hint(errno));
+        kernel = false;  // not supported here: read and write instead
+        buf.resize(std::size_t{1} << 20);
+      }
+      const std::size_t want =
+          static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), len - done));
+      const ssize_t r = ::pread(src, buf.data(), want, static_cast<off_t>(done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0)
+        throw Error(ErrorKind::io, system_message("cannot read back", name, r < 0 ? errno : EIO));
+      write_at(fd_, buf.data(), static_cast<std::size_t>(r), at + done, file_->partial());
+      done += static_cast<std::uint64_t>(r);
+    }
+  }
+
+  // Places the spilled tiles and writes every directory. SubIFD pyramid: header, level 0's
+  // tiles (already there), the levels' tiles, then the first page's directory and its SubIFDs.
+  // COG: header, GDAL's structural metadata, every directory (level 0, then overviews from the
+  // largest), then the tiles of the smallest overview first and level 0's last.
+  void finish_own_layout() {
+    const bool big = bigtiff_;
+    const std::size_t count = levels_.size();
+    for (const Level& l : levels_)
+      for (const std::uint64_t c : l.counts)
+        if (c == 0)
+          throw Error(ErrorKind::io, "output '" + path_ + "' is incomplete: rows are missing");
+    std::vector<std::vector<IfdEntry>> tags(count);
+    for (std::size_t k = 0; k < count; ++k)
+      tags[k] = directory_tags(levels_[k].plan, level_geo(plan_.metadata.geo, static_cast<int>(k)),
+                               big, k > 0);
+    const std::uint16_t offset_type = big ? kTypeLong8 : kTypeLong;
+    const auto entries = [&](std::size_t k, std::uint64_t base,
+                             const std::vector<std::uint64_t>& subifds) {
+      std::vector<IfdEntry> e = tags[k];
+      std::vector<std::uint64_t> offsets = levels_[k].offsets;
+      for (std::uint64_t& o : offsets) o += base;
+      e.push_back(array_entry(kTagTileOffsets, offset_type, offsets));
+      e.push_back(array_entry(kTagTileByteCounts, offset_type, levels_[k].counts));
+      if (k == 0 && !cog_ && count > 1)
+        e.push_back(array_entry(kTagSubIfds, big ? kTypeIfd8 : kTypeIfd, subifds));
+      return e;
+    };
+    const std::vector<std::uint64_t> none(count - 1, 0);
+    std::vector<std::uint64_t> base(count, 0), ifd_at(count, 0), size(count, 0);
+    for (std::size_t k = 0; k < count; ++k) size[k] = ifd_bytes(entries(k, 0, none), big);
+    std::string ghost;
+    std::uint64_t pos;
+    if (cog_) {
+      const std::string md =
+          "LAYOUT=IFDS_BEFORE_DATA\nBLOCK_ORDER=ROW_MAJOR\nKNOWN_INCOMPATIBLE_EDITION=NO\n";
+      char head[64];
+      std::snprintf(head, sizeof head, "GDAL_STRUCTURAL_METADATA_SIZE=%06zu bytes\n", md.size());
+      ghost = head + md;
+      pos = header_bytes_ + ghost.size();
+      pos += pos & 1;
+      for (std::size_t k = 0; k < count; ++k) {
+        ifd_at[k] = pos;
+        pos += size[k];
+      }
+      for (std::size_t k = count; k-- > 0;) {
+        base[k] = pos;
+        pos += levels_[k].end;
+      }
+    } else {
+      pos = levels_[0].end;  // level 0's offsets are already the file's
+      for (std::size_t k = 1; k < count; ++k) {
+        base[k] = pos;
+        pos += levels_[k].end;
+      }
+      pos += pos & 1;
+      for (std::size_t k = 0; k < count; ++k) {
+        ifd_at[k] = pos;
+        pos += size[k];
+      }
+    }
+    if (!big && pos >= kFourGiB)
+      throw Error(ErrorKind::io, "output '" + path_ +
+                                     "' passed 4 GiB, past what a classic TIFF holds: use "
+                                     "--bigtiff auto or yes");
+    for (std::size_t k = 0; k < count; ++k)
+      if (levels_[k].fd >= 0) copy_spill(static_cast<int>(k), levels_[k].end, base[k]);
+    const std::vector<std::uint64_t> subifds(ifd_at.begin() + 1, ifd_at.end());
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::uint64_t next = cog_ && k + 1 < count ? ifd_at[k + 1] : 0;
+      const std::vector<std::byte> image =
+          ifd_image(entries(k, base[k], subifds), big, ifd_at[k], next);
+      write_at(fd_, image.data(), image.size(), ifd_at[k], file_->partial());
+    }
+    if (!ghost.empty()) write_at(fd_, ghost.data(), ghost.size(), header_bytes_, file_->partial());
+    std::byte first[8];
+    if (big)
+      store(first, ifd_at[0]);
+    else
+      store(first, static_cast<std::uint32_t>(ifd_at[0]));
+    write_at(fd_, first, big ? 8 : 4, big ? 8 : 4, file_->partial());
+    for (Level& l : levels_)
+      if (l.fd >= 0) {
+        ::close(l.fd);
+        l.fd = -1;
+      }
   }
 
   Error failure(const std::string& what) {
@@ -584,7 +1150,21 @@ class TiffSink final : public Sink {
   std::vector<std::byte> batch_;  // rows [batch_y0_, batch_end_) waiting to be compressed
   std::int64_t batch_rows_ = 0, batch_y0_ = 0, batch_end_ = 0;
   std::size_t buffer_bytes_ = 0;
-  tbb::enumerable_thread_specific<std::unique_ptr<Encoder>> encoders_;
+  tbb::enumerable_thread_specific<std::vector<std::unique_ptr<Encoder>>> encoders_;
+
+  // A level of a pyramid (level 0 too, for its tile offsets): where its compressed tiles went.
+  struct Level {
+    TiffPlan plan;
+    std::vector<std::byte> rows;  // the row of tiles being gathered (levels 1..)
+    int fd = -1;                  // its spill file; -1: the output itself
+    std::uint64_t end = 0;        // bytes written to the spill file (or the output's end)
+    std::vector<std::uint64_t> offsets, counts;
+  };
+  bool cog_ = false, own_layout_ = false;
+  std::size_t header_bytes_ = 8;
+  int levels_count_ = 0;
+  std::vector<Level> levels_;
+  std::unique_ptr<PyramidBuilder> builder_;
 };
 
 }  // namespace

@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""Pyramidal TIFF outputs of oocconv (--pyramid / --levels / --cog), read by independent readers.
+
+1. SubIFD pyramids: u8 / u16 / f32 x 1 and 3 channels x --compress none / deflate / zstd, odd
+   sizes and tiles that overhang every level's edges. Level 0 read back equals the same filter's
+   flat output (`oocconv IN OUT.raw`); every level k+1 equals a NumPy reference: the 2 x 2 mean in
+   float64 of level k as stored (an odd last row or column averaged with itself, integers rounded
+   half to even). tifffile's series[0].levels lists every level; each reduced level has
+   NewSubfileType 1 and the first page's tile size, compression, sample format and photometric.
+   Pixels are read by tifffile (none, deflate) and by libvips through `[subifd=k]` (every codec;
+   tifffile needs imagecodecs for zstd).
+2. OME-TIFF (a name ending .ome.tif / .ome.tiff): tifffile's is_ome, its OME series' shape, dtype
+   and levels, and the pixels.
+3. Cloud-Optimized GeoTIFF (--cog): GDAL's validator (osgeo_utils.samples.
+   validate_cloud_optimized_geotiff, full check) reports no error and no warning, gdalinfo lists
+   the overviews, every level equals the reference; from a GeoTIFF input, gdalinfo gives the
+   input's coordinate system and geotransform, and every overview's ModelPixelScale is the
+   input's times 2^k with the tiepoint unchanged. BigTIFF COG and SubIFD pyramids too.
+4. Usage errors (exit 2, nothing left beside the output): --cog to raw, --chunk to TIFF, --cog
+   with an .ome.tif name, --levels past 1 x 1; and no spill file is left after a run.
+
+Usage: tiff_pyramid_check.py --bin-dir DIR [--keep]
+   Exits 1 if any case failed, 77 (skipped) without tifffile.
+"""
+import argparse
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+try:
+    import tifffile
+except ImportError as e:
+    print(f"tiff pyramid check: skipped: {e}")
+    sys.exit(77)
+
+ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+ap.add_argument("--bin-dir", required=True)
+ap.add_argument("--keep", action="store_true")
+args = ap.parse_args()
+OOCCONV = os.path.join(args.bin_dir, "oocconv")
+VIPS = shutil.which("vips")
+GDALINFO = shutil.which("gdalinfo")
+try:
+    from osgeo_utils.samples import validate_cloud_optimized_geotiff as cog_validator
+except ImportError:
+    cog_validator = None
+tmp = tempfile.mkdtemp(prefix="ooc_pyr_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+if not args.keep:
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+rng = np.random.default_rng(20240731)
+counts = {"ok": 0, "FAIL": 0, "skip": 0}
+failures = []
+started = time.monotonic()
+FILTER = ["--radius", "1", "-q"]
+TYPES = {"u8": np.uint8, "u16": np.uint16, "f32": np.float32}
+
+
+def p(name):
+    return os.path.join(tmp, name)
+
+
+def report(name, problems):
+    problems = [x for x in problems if x]
+    key = "FAIL" if problems else "ok"
+    counts[key] += 1
+    if problems:
+        failures.append((name, problems))
+    print(f"{key:5} {name}" + (": " + " | ".join(problems) if problems else ""), flush=True)
+
+
+def skip(name, why):
+    counts["skip"] += 1
+    print(f"skip  {name}: {why}", flush=True)
+
+
+def run(cmd):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+def must(cmd):
+    rc, _, err = run(cmd)
+    return None if rc == 0 else f"`{' '.join(map(str, cmd))}` exit {rc}: {err.strip()[:300]}"
+
+
+def reduce(a):
+    """Level k+1 from level k (H, W, C) as stored: an odd last row or column is its own partner,
+    the four samples added in float64 (top left, bottom left, top right, bottom right)."""
+    f = a.astype(np.float64)
+    if f.shape[0] % 2:
+        f = np.concatenate([f, f[-1:]], axis=0)
+    if f.shape[1] % 2:
+        f = np.concatenate([f, f[:, -1:]], axis=1)
+    m = (f[0::2, 0::2] + f[1::2, 0::2] + f[0::2, 1::2] + f[1::2, 1::2]) / 4
+    return np.rint(m).astype(a.dtype) if a.dtype.kind in "iu" else m.astype(a.dtype)
+
+
+def same(what, got, want):
+    if got is None:
+        return f"{what}: not read"
+    if got.shape != want.shape:
+        return f"{what}: shape {got.shape}, want {want.shape}"
+    if not np.array_equal(got, want, equal_nan=want.dtype.kind == "f"):
+        bad = np.argwhere(got != want)
+        return f"{what}: {len(bad)} samples differ, first at {tuple(bad[0])}: " \
+               f"{got[tuple(bad[0])]} vs {want[tuple(bad[0])]}"
+    return None
+
+
+def as_hwc(a):
+    return a.reshape(a.shape[0], a.shape[1], -1)
+
+
+def read_vips(path, sub, dtype, shape):
+    """Level `sub` (-1: the first page) through libvips, or a problem string."""
+    src = path if sub < 0 else f"{path}[subifd={sub}]"
+    raw = p("vips.raw")
+    problem = must([VIPS, "rawsave", src, raw])
+    if problem:
+        return None, problem
+    a = np.fromfile(raw, dtype=dtype)
+    if a.size != np.prod(shape):
+        return None, f"libvips level {sub}: {a.size} samples, want {shape}"
+    return a.reshape(shape), None
+
+
+def image(dtype, h, w, c):
+    if dtype == np.float32:
+        return rng.normal(0, 100, (h, w, c)).astype(np.float32)
+    return rng.integers(0, np.iinfo(dtype).max + 1, (h, w, c), dtype=dtype)
+
+
+def make_input(name, dtype, h, w, c):
+    img = image(dtype, h, w, c)
+    src = p(name)
+    img.tofile(src)
+    return src, ["--width", w, "--height", h, "--channels", c, "--type",
+                 {np.uint8: "u8", np.uint16: "u16", np.float32: "f32"}[dtype]]
+
+
+def flat_level0(src, hints, dtype, h, w, c):
+    raw = p("flat.raw")
+    problem = must([OOCCONV, src, raw, *hints, *FILTER])
+    if problem:
+        return None, problem
+    return np.fromfile(raw, dtype=dtype).reshape(h, w, c), None
+
+
+def check_levels(levels, base, read, nlevels):
+    """levels: the arrays read (None where unread); reference from each stored level."""
+    problems = []
+    if len(levels) != nlevels + 1:
+        return [f"{len(levels)} levels read, want {nlevels + 1}"]
+    problems.append(same("level 0 against the flat output", levels[0], base))
+    for k in range(1, len(levels)):
+        if levels[k - 1] is None:
+            break
+        problems.append(same(f"level {k} ({read})", levels[k], reduce(levels[k - 1])))
+    return problems
+
+
+def tag_problems(tf, pages, comp):
+    """The reduced levels' tags against the first page's."""
+    problems = []
+    first = pages[0]
+    for k, pg in enumerate(pages):
+        if k and pg.subfiletype != 1:
+            problems.append(f"level {k} NewSubfileType {pg.subfiletype}, want 1")
+        for attr in ("tilewidth", "tilelength", "compression", "sampleformat", "photometric",
+                     "bitspersample", "samplesperpixel"):
+            if getattr(pg, attr) != getattr(first, attr):
+                problems.append(f"level {k} {attr} {getattr(pg, attr)} != level 0's "
+                                f"{getattr(first, attr)}")
+    if first.compression != comp:
+        problems.append(f"compression {first.compression}, want {comp}")
+    if not first.is_tiled:
+        problems.append("not tiled")
+    return problems
+
+
+COMP = {"none": 1, "deflate": 8, "zstd": 50000}
+
+
+def tifffile_decodes(comp, dtype):
+    # Without imagecodecs tifffile has neither zstd nor the floating-point predictor.
+    return comp == "none" or (comp == "deflate" and dtype != np.float32)
+
+
+def read_gdal(path, c, n):
+    """Level 0 and the n overviews as GDAL reads them (None each where GDAL is missing)."""
+    try:
+        from osgeo import gdal
+    except ImportError:
+        return [None] * (n + 1)
+    ds = gdal.Open(path)
+    bands = [ds.GetRasterBand(b + 1) for b in range(c)]
+    got = [np.dstack([b.ReadAsArray() for b in bands])]
+    for i in range(n):
+        got.append(np.dstack([b.GetOverview(i).ReadAsArray() for b in bands]))
+    return got
+
+
+def pyramid_case(label, out_name, dtype, h, w, c, comp, opts, nlevels, cog=False):
+    src, hints = make_input(f"in_{label}.raw", dtype, h, w, c)
+    base, problem = flat_level0(src, hints, dtype, h, w, c)
+    if problem:
+        report(label, [problem])
+        return None
+    out = p(out_name)
+    problem = must([OOCCONV, src, out, *hints, *FILTER, "--compress", comp, *opts])
+    if problem:
+        report(label, [problem])
+        return None
+    problems = []
+    with tifffile.TiffFile(out) as tf:
+        levels = tf.series[0].levels
+        if len(levels) != nlevels + 1:
+            problems.append(f"tifffile series[0].levels has {len(levels)}, want {nlevels + 1}")
+        pages = [lv.keyframe for lv in levels]
+        problems += tag_problems(tf, pages, COMP[comp])
+        if not cog and nlevels and len(tf.pages) != 1:
+            problems.append(f"{len(tf.pages)} pages, want 1 with SubIFDs")
+        if cog and len(tf.pages) != nlevels + 1:
+            problems.append(f"{len(tf.pages)} pages, want {nlevels + 1}")
+        if tifffile_decodes(comp, dtype):
+            got = [as_hwc(lv.asarray()) for lv in levels]
+            problems += check_levels(got, base, "tifffile", nlevels)
+    if cog:
+        problems += check_levels(read_gdal(out, c, nlevels), base, "GDAL", nlevels)
+    if VIPS and not cog:
+        vgot = []
+        shape = (h, w, c)
+        for k in range(nlevels + 1):
+            a, pr = read_vips(out, k - 1, dtype, shape)
+            problems.append(pr)
+            vgot.append(a)
+            shape = ((shape[0] + 1) // 2, (shape[1] + 1) // 2, c)
+        problems += check_levels(vgot, base, "libvips subifd", nlevels)
+    elif not VIPS:
+        skip(label + " (libvips)", "no vips")
+    leftovers = sorted(set(os.listdir(tmp)) - known)
+    leftovers = [f for f in leftovers if f.endswith(".partial") or ".level" in f]
+    if leftovers:
+        problems.append(f"left behind: {leftovers}")
+    report(label, problems)
+    return out
+
+
+known = set()
+
+# 1. SubIFD pyramids over types, channels and codecs.
+for tname, dtype in TYPES.items():
+    for c in (1, 3):
+        for comp in ("none", "deflate", "zstd"):
+            h, w = 203, 157
+            label = f"subifd {tname} x{c} {comp} {w}x{h} --tile 32 --levels 4"
+            pyramid_case(label, "pyr.tif", dtype, h, w, c, comp, ["--tile", 32, "--levels", 4], 4)
+
+# --pyramid's automatic levels (until the smaller side is under 256) and the default tile 512.
+out = pyramid_case("subifd u16 x1 deflate 1300x531 --pyramid (auto levels, tile 512)",
+                   "auto.tif", np.uint16, 531, 1300, 1, "deflate", ["--pyramid"], 2)
+if out:
+    with tifffile.TiffFile(out) as tf:
+        pg = tf.pages[0]
+        report("--pyramid without --tile gives 512 x 512 tiles",
+               [None if (pg.tilewidth, pg.tilelength) == (512, 512)
+                else f"tiles {pg.tilewidth} x {pg.tilelength}"])
+pyramid_case("subifd BigTIFF f32 x3 deflate --bigtiff yes", "big.tif", np.float32, 75, 99, 3,
+             "deflate", ["--tile", 16, "--levels", 3, "--bigtiff", "yes"], 3)
+
+# 2. OME-TIFF.
+for tname, dtype, c, comp in (("u16", np.uint16, 3, "deflate"), ("u8", np.uint8, 1, "none"),
+                              ("f32", np.float32, 1, "deflate")):
+    name = f"ome_{tname}.ome.tif"
+    label = f"OME-TIFF {tname} x{c} {comp}"
+    out = pyramid_case(label + " levels", name, dtype, 301, 259, c, comp,
+                       ["--tile", 64, "--levels", 3], 3)
+    if out:
+        problems = []
+        with tifffile.TiffFile(out) as tf:
+            if not tf.is_ome:
+                problems.append("tifffile: not is_ome")
+            s = tf.series[0]
+            want = (301, 259, c) if c > 1 else (301, 259)
+            if tuple(s.shape) != want:
+                problems.append(f"OME series shape {s.shape}, want {want}")
+            if s.dtype != dtype:
+                problems.append(f"OME series dtype {s.dtype}")
+            if len(s.levels) != 4:
+                problems.append(f"OME series has {len(s.levels)} levels, want 4")
+            if "<OME" not in (tf.pages[0].description or ""):
+                problems.append("no OME-XML in the first page's ImageDescription")
+        report(label + " is_ome", problems)
+
+# 3. COG.
+for tname, dtype, c, comp, opts, n in (
+        ("u16", np.uint16, 1, "deflate", ["--tile", 64], 2),  # auto: 700 x 555 -> 2 levels
+        ("f32", np.float32, 3, "zstd", ["--tile", 32, "--levels", 3], 3),
+        ("u8", np.uint8, 1, "none", ["--tile", 64, "--bigtiff", "yes"], 2)):
+    label = f"COG {tname} x{c} {comp} {' '.join(map(str, opts))}"
+    out = pyramid_case(label, "cog.tif", dtype, 555, 700, c, comp, ["--cog", *opts], n, cog=True)
+    if not out:
+        continue
+    problems = []
+    if cog_validator:
+        warnings, errors, _ = cog_validator.validate(out, full_check=True)
+        problems += [f"validator error: {e}" for e in errors]
+        problems += [f"validator warning: {w}" for w in warnings]
+    else:
+        skip(label + " (validator)", "no python3-gdal")
+    if GDALINFO:
+        rc, text, err = run([GDALINFO, "-json", out])
+        if rc:
+            problems.append(f"gdalinfo: {err.strip()[:200]}")
+        else:
+            ovr = json.loads(text)["bands"][0].get("overviews", [])
+            if len(ovr) != n:
+                problems.append(f"gdalinfo lists {len(ovr)} overviews, want {n}")
+    report(label + ": validator and gdalinfo", problems)
+
+# COG from a GeoTIFF input: geo tags on every level, pixel scale times 2^k.
+GEO = {33550: ("d", (30.0, 30.0, 0.0)), 33922: ("d", (0.0, 0.0, 0.0, 500000.0, 5000000.0, 0.0)),
+       34735: ("H", (1, 1, 0, 3, 1024, 0, 1, 1, 1025, 0, 1, 1, 3072, 0, 1, 32633)),
+       42113: ("s", "7")}
+geo_img = image(np.uint16, 600, 520, 1)
+geo_src = p("geo_in.tif")
+tifffile.imwrite(geo_src, geo_img[..., 0], tile=(64, 64),
+                 extratags=[(k, dt, 0 if dt == "s" else len(v), v, True)
+                            for k, (dt, v) in GEO.items()])
+out = p("geo_cog.tif")
+problems = [must([OOCCONV, geo_src, out, "--taps", 1, "-q", "--cog", "--compress", "deflate",
+                  "--tile", 128])]
+if not problems[0]:
+    with tifffile.TiffFile(out) as tf:
+        if len(tf.pages) != 3:
+            problems.append(f"{len(tf.pages)} pages, want 3 (auto levels of 600 x 520)")
+        for k, pg in enumerate(tf.pages):
+            scale = pg.tags.get(33550)
+            tie = pg.tags.get(33922)
+            if scale is None or tie is None:
+                problems.append(f"level {k}: geo tags missing")
+                continue
+            if tuple(scale.value) != (30.0 * 2 ** k, 30.0 * 2 ** k, 0.0):
+                problems.append(f"level {k}: ModelPixelScale {scale.value}")
+            if tuple(tie.value) != GEO[33922][1]:
+                problems.append(f"level {k}: ModelTiepoint {tie.value}")
+            if 34735 not in pg.tags:
+                problems.append(f"level {k}: no GeoKeyDirectory")
+        levels = [as_hwc(pg.asarray()) for pg in tf.pages]
+        problems += check_levels(levels, geo_img, "tifffile", 2)
+    if cog_validator:
+        warnings, errors, _ = cog_validator.validate(out, full_check=True)
+        problems += [f"validator: {e}" for e in errors + warnings]
+    if GDALINFO:
+        rc, text, err = run([GDALINFO, "-json", out])
+        j = json.loads(text) if rc == 0 else {}
+        if j.get("geoTransform") != [500000.0, 30.0, 0.0, 5000000.0, 0.0, -30.0]:
+            problems.append(f"gdalinfo geoTransform {j.get('geoTransform')}")
+        if "32633" not in json.dumps(j.get("coordinateSystem", {})):
+            problems.append("gdalinfo: not EPSG 32633")
+        if len(j.get("bands", [{}])[0].get("overviews", [])) != 2:
+            problems.append("gdalinfo lists no 2 overviews")
+        if j.get("bands", [{}])[0].get("noDataValue") != 7:
+            problems.append(f"nodata {j.get('bands', [{}])[0].get('noDataValue')}")
+report("COG from a GeoTIFF: geo tags on every level, gdalinfo, validator", problems)
+
+# 4. Usage errors: exit 2 and nothing left behind.
+src, hints = make_input("small.raw", np.uint8, 40, 50, 1)
+for what, out, opts, says in (
+        ("--cog to a raw output", "e.raw", ["--cog"], "--cog"),
+        ("--chunk to a TIFF output", "e.tif", ["--chunk", 64], "--tile"),
+        ("--cog with an .ome.tif name", "e.ome.tif", ["--cog"], "OME"),
+        ("--levels 7 on 50 x 40 (1 x 1 at level 6)", "e.tif", ["--levels", 7], "too many"),
+        ("--pyramid to .npy", "e.npy", ["--pyramid"], "--pyramid")):
+    before = set(os.listdir(tmp))
+    rc, _, err = run([OOCCONV, src, p(out), *hints, "-q", "--taps", 1, *opts])
+    problems = []
+    if rc != 2 or says not in err:
+        problems.append(f"exit {rc}, want 2 and a message naming {says!r}: {err.strip()[:200]}")
+    new = set(os.listdir(tmp)) - before
+    if new:
+        problems.append(f"left behind: {sorted(new)}")
+    report(f"usage error: {what} ({err.strip()[:90]})", problems)
+rc, _, err = run([OOCCONV, src, p("ok6.tif"), *hints, "-q", "--taps", 1, "--levels", 6])
+report("--levels 6 on 50 x 40 (down to 1 x 1) works", [None if rc == 0 else err.strip()[:200]])
+
+elapsed = time.monotonic() - started
+print(f"\ntiff pyramid check: {counts['ok']} ok, {counts['FAIL']} failed, {counts['skip']} "
+      f"skipped in {elapsed:.1f} s")
+if failures:
+    print("failed cases:")
+    for name, problems in failures:
+        print(f"  {name}")
+        for pr in problems:
+            print(f"      {pr}")
+    sys.exit(1)
