@@ -148,6 +148,7 @@ ooc::JobOptions job_options(const std::string& input, const std::string& output,
   jo.hints.channels_given = channels.has_value();
   jo.hints.format = get<std::string>(o, "in_format", "auto");
   jo.hints.page = get<int>(o, "page", 0);
+  jo.hints.zarr_level = get<int>(o, "input_level", -1);
   jo.seed = get<std::uint64_t>(o, "seed", 1);
   jo.sink.format = get<std::string>(o, "format", "auto");
   jo.sink.tile = get<std::int64_t>(o, "tile", 0);

@@ -114,15 +114,17 @@ def _taps_text(taps):
 def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", taps=None,
                   row_taps=None, col_taps=None, taps_file=None, kernel=None, border="reflect",
                   border_value=0.0, out_type=None, precision="auto", width=None, height=None,
-                  type=None, channels=None, in_format="auto", page=0, seed=1, format="auto",
-                  tile=0, compress="none", level=-1, bigtiff="auto", progress=None, **options):
+                  type=None, channels=None, in_format="auto", page=0, input_level=-1, seed=1,
+                  format="auto", tile=0, compress="none", level=-1, bigtiff="auto", progress=None,
+                  **options):
     """oocconv INPUT OUTPUT with the same options (see oocconv --help); returns --stats json.
 
     radius / sigma / filter ("gaussian" or "box") make a separable filter; taps, row_taps,
     col_taps (sequences or "a,b,c") or taps_file give explicit taps (scipy.ndimage.convolve1d);
     kernel is a 2-D kernel: a 2-D array, a file, or a built-in ("box:N", "gaussian2d:S",
     "laplace", "sobel-x", "sobel-y"), with scipy.ndimage.convolve's semantics. border takes
-    ooc's and scipy's mode names. width/height/type/channels describe a raw input; format, tile,
+    ooc's and scipy's mode names. width/height/type/channels describe a raw input, page a TIFF's
+    page, input_level an OME-Zarr input's level (input may be a .zarr store); format, tile,
     compress, level and bigtiff the output file. The output is written under a temporary name
     and renamed when complete; on any error (or an exception from progress) nothing is left.
     """
@@ -133,8 +135,8 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
              border=_MODES.get(border, border), border_value=float(border_value),
              out_type=None if out_type is None else _type_name(out_type), precision=precision,
              width=width, height=height, type=None if type is None else _type_name(type),
-             channels=channels, in_format=in_format, page=page, seed=seed, format=format,
-             tile=tile, compress=compress, level=level, bigtiff=bigtiff)
+             channels=channels, in_format=in_format, page=page, input_level=input_level,
+             seed=seed, format=format, tile=tile, compress=compress, level=level, bigtiff=bigtiff)
     if isinstance(kernel, (str, os.PathLike)):
         o["kernel"] = os.fspath(kernel)
     elif kernel is not None:
@@ -143,14 +145,14 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
 
 
 def equalize_file(input, output, *, width=None, height=None, type=None, channels=None,
-                  in_format="auto", page=0, seed=1, format="auto", tile=0, compress="none",
-                  level=-1, bigtiff="auto", progress=None, **options):
+                  in_format="auto", page=0, input_level=-1, seed=1, format="auto", tile=0,
+                  compress="none", level=-1, bigtiff="auto", progress=None, **options):
     """ooceq INPUT OUTPUT: histogram equalization of u8/u16 (cv2.equalizeHist per channel);
     returns --stats json (with "histogram" and "passes")."""
     o = _run_options(options)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
-             channels=channels, in_format=in_format, page=page, seed=seed, format=format,
-             tile=tile, compress=compress, level=level, bigtiff=bigtiff)
+             channels=channels, in_format=in_format, page=page, input_level=input_level,
+             seed=seed, format=format, tile=tile, compress=compress, level=level, bigtiff=bigtiff)
     return _core.equalize_file(os.fspath(input), os.fspath(output), o, _check_progress(progress))
 
 
@@ -586,9 +588,9 @@ def _pipeline_options(options, mode, cval, out_type, precision):
 
 
 def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, precision="auto",
-        width=None, height=None, type=None, channels=None, in_format="auto", page=0, seed=1,
-        format="auto", tile=0, compress="none", level=-1, bigtiff="auto", progress=None,
-        **options):
+        width=None, height=None, type=None, channels=None, in_format="auto", page=0,
+        input_level=-1, seed=1, format="auto", tile=0, compress="none", level=-1, bigtiff="auto",
+        progress=None, **options):
     """oocrun INPUT OUTPUT PIPELINE (see oocrun --help, ooc.stages()); returns --stats json.
 
     pipeline: stages separated by "!", e.g. "gaussian sigma=2 ! convert type=u8" (or a list of
@@ -601,8 +603,8 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
     """
     o = _pipeline_options(options, mode, cval, out_type, precision)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
-             channels=channels, in_format=in_format, page=page, seed=seed, format=format,
-             tile=tile, compress=compress, level=level, bigtiff=bigtiff)
+             channels=channels, in_format=in_format, page=page, input_level=input_level,
+             seed=seed, format=format, tile=tile, compress=compress, level=level, bigtiff=bigtiff)
     return _core.run_file(os.fspath(input), os.fspath(output), _pipeline_words(pipeline), o,
                           _check_progress(progress))
 

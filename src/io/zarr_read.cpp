@@ -457,9 +457,10 @@ class ZarrSource final : public Source {
         auto e = std::make_shared<Entry>();
         e->cy = cy;
         e->tick = tick_;
-        e->data.resize(static_cast<std::size_t>(chunk_row_bytes(cy)));
+        // Not zeroed: every byte is decoded or filled before anyone reads it.
+        e->data.reset(new std::byte[static_cast<std::size_t>(chunk_row_bytes(cy))]);
         cache_.emplace(cy, e);
-        mine.push_back({cy, e->data.data(), e});
+        mine.push_back({cy, e->data.get(), e});
         used.push_back(e);
       }
     }
@@ -501,7 +502,7 @@ class ZarrSource final : public Source {
       const std::int64_t top = e->cy * ch_, bottom = top + rows_in(e->cy);
       const std::int64_t a = std::max(top, y0), b = std::min(bottom, y0 + n);
       std::memcpy(dst + static_cast<std::size_t>(a - y0) * row,
-                  e->data.data() + static_cast<std::size_t>(a - top) * row,
+                  e->data.get() + static_cast<std::size_t>(a - top) * row,
                   static_cast<std::size_t>(b - a) * row);
     }
     used.clear();
@@ -522,8 +523,8 @@ class ZarrSource final : public Source {
   struct Entry {
     std::int64_t cy = 0;
     std::uint64_t tick = 0;
-    std::vector<std::byte> data;  // the image rows of this row of chunks
-    bool ready = false;           // guarded by mutex_
+    std::unique_ptr<std::byte[]> data;  // the image rows of this row of chunks
+    bool ready = false;                 // guarded by mutex_
     std::exception_ptr error;
   };
 
@@ -702,9 +703,15 @@ std::vector<std::string> describe_zarr_store(const std::string& path) {
   for (const auto& a : ms->axes) axes += (axes.empty() ? "" : ", ") + a;
   lines.push_back("OME-Zarr group, " + std::to_string(ms->paths.size()) + " level(s)" +
                   (axes.empty() ? std::string() : ", axes (" + axes + ")"));
-  for (std::size_t i = 0; i < ms->paths.size(); ++i)
-    array_line(path + "/" + ms->paths[i],
-               "level " + std::to_string(i) + " '" + ms->paths[i] + "': ", ms->scales[i]);
+  // A damaged level is listed as such: the others are still worth seeing.
+  for (std::size_t i = 0; i < ms->paths.size(); ++i) {
+    const std::string head = "level " + std::to_string(i) + " '" + ms->paths[i] + "': ";
+    try {
+      array_line(path + "/" + ms->paths[i], head, ms->scales[i]);
+    } catch (const Error& e) {
+      lines.push_back(head + "unreadable: " + e.what());
+    }
+  }
   return lines;
 }
 

@@ -1,0 +1,72 @@
+// libFuzzer target for the Zarr v2 reader: the input up to the first NUL becomes a store's .zarray,
+// the rest its chunk files "0.0", "0.0.0" and "0/0" (every key layout of chunk (0, 0)); the store
+// is opened, read whole and in bands of 3 rows, and described as oocinfo does. Any crash,
+// sanitizer report or exception other than ooc::Error is a finding.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "io/formats.hpp"
+#include "io/zarr_codec.hpp"
+#include "ooc/error.hpp"
+#include "ooc/io.hpp"
+
+namespace {
+
+// Stores whose image or chunks claim more are opened (metadata checks run) but not read, so that
+// the fuzzer spends its time on parsing and decoding rather than on allocating.
+constexpr std::uint64_t kMaxReadBytes = 16u << 20;
+
+const std::string& store() {
+  static const std::string dir = [] {
+    char name[] = "/tmp/ooc-fuzz-zarr-XXXXXX";
+    const std::string d = ::mkdtemp(name) ? name : "/tmp/ooc-fuzz-zarr";
+    ::mkdir((d + "/0").c_str(), 0700);
+    return d;
+  }();
+  return dir;
+}
+
+void write(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  const std::size_t cut = bytes.find('\0');
+  const std::string zarray = bytes.substr(0, cut);
+  const std::string chunk = cut == std::string::npos ? std::string() : bytes.substr(cut + 1);
+  const std::string& dir = store();
+  write(dir + "/.zarray", zarray);
+  for (const char* key : {"/0.0", "/0.0.0", "/0/0"}) write(dir + key, chunk);
+  try {
+    const auto meta = ooc::zarr::parse_array_json(zarray, "fuzz .zarray");
+    std::uint64_t chunk_bytes = ooc::sample_bytes(meta.type);
+    for (std::int64_t c : meta.chunks)
+      chunk_bytes = c > 0 && chunk_bytes <= kMaxReadBytes ? chunk_bytes * std::uint64_t(c) : ~0ull;
+    (void)ooc::describe_zarr_store(dir);
+    ooc::RawHints hints;
+    hints.format = "zarr";
+    hints.threads = 2;
+    auto source = ooc::open_source(dir, hints);
+    const ooc::ImageSpec& s = source->spec();
+    if (s.total_bytes() > kMaxReadBytes || chunk_bytes > kMaxReadBytes) return 0;
+    std::vector<std::byte> all(s.total_bytes());
+    source->read_rows(0, s.height, all.data());
+    ooc::RowArena arena;
+    for (std::int64_t y = 0; y < s.height; y += 3) {
+      source->rows(y, std::min<std::int64_t>(3, s.height - y), arena);
+      arena.release();
+    }
+  } catch (const ooc::Error&) {
+  }
+  return 0;
+}
