@@ -605,7 +605,12 @@ class ZarrSource final : public Source {
       if (!under(target, s_.root))
         fail(where + " leads to '" + target + "', outside the store '" + s_.root +
              "': ooc refuses links out of a store");
+      if (::stat(target.c_str(), &st) != 0)
+        throw Error(read_error_kind(errno), system_message("cannot read", file, errno));
     }
+    // Opening a device or a FIFO could block or have effects: only files are opened.
+    if (S_ISDIR(st.st_mode)) fail(where + " is a directory, not a chunk file");
+    if (!S_ISREG(st.st_mode)) fail(where + " is not a regular file");
     const int fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) throw Error(read_error_kind(errno), system_message("cannot open", file, errno));
     try {
