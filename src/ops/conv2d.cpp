@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "../../kernels/cpu/conv2d.hpp"
-#include "../../kernels/cpu/fft_backend.hpp"
-#include "../../kernels/cpu/fft_conv.hpp"
 #include "../io/npy.hpp"
+#include "cpu/fft_backend.hpp"
+#include "cpu/fft_conv.hpp"
 #include "cuda_kernels.hpp"
 #include "ooc/error.hpp"
 #include "pipeline/digest.hpp"
@@ -181,7 +181,9 @@ class FftCpuKernel final : public CpuKernel {
 // (about 10 Gpixel/s at K 63 to 255, issue 32).
 constexpr double kCpuFftNsPerPass = 0.45, kCpuFftNsBase = 4.0;
 constexpr double kCudaFftNsPerPass = 0.0025, kCudaFftNsBase = 0.02;
-double cpu_direct_ns(double taps, bool f64) { return (f64 ? 1.6 : 1.0) * (3.0 + 0.055 * taps); }
+double cpu_direct_ns(double taps, bool f64) {
+  return (f64 ? 1.6 : 1.0) * (3.0 + 0.055 * taps);
+}
 double cuda_direct_ns(double taps, bool f64) {
   return (f64 ? 2.0 : 1.0) * (0.005 + 0.0003 * taps);
 }
@@ -207,9 +209,9 @@ class Conv2d final : public Operation {
     args_.strip_samples = o.strip_samples;
     args_.f64 = accumulates_in_f64(in.type, out_spec_.type, p.precision);
     if (costs_.cpu_uses_fft || costs_.cuda_uses_fft) {
-      tiling_ = cpu::FftTiling{costs_.tile_rows, costs_.tile_cols,
-                               costs_.tile_rows - p.kernel.rows + 1,
-                               costs_.tile_cols - p.kernel.cols + 1};
+      tiling_ =
+          cpu::FftTiling{costs_.tile_rows, costs_.tile_cols, costs_.tile_rows - p.kernel.rows + 1,
+                         costs_.tile_cols - p.kernel.cols + 1};
       fft_args_.width = in.width;
       fft_args_.channels = in.channels;
       fft_args_.in_type = in.type;
@@ -265,8 +267,7 @@ class Conv2d final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     if (costs_.cpu_uses_fft)
       return std::make_unique<FftCpuKernel>(
-          std::make_shared<const cpu::FftConv2d>(params_.kernel.taps, K(), L(), tiling_,
-                                                 args_.f64),
+          std::make_shared<const cpu::FftConv2d>(params_.kernel.taps, K(), L(), tiling_, args_.f64),
           fft_args_);
     return std::make_unique<Conv2dCpuKernel>(args_);
   }
@@ -276,7 +277,9 @@ class Conv2d final : public Operation {
   double cuda_ns_per_sample() const override {
     return costs_.cuda_uses_fft ? costs_.cuda_fft : costs_.cuda_direct;
   }
-  bool has_cuda() const override { return kCudaBuilt; }
+  bool has_cuda() const override {
+    return kCudaBuilt;
+  }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
 #if defined(OOC_HAVE_CUDA)
     if (costs_.cuda_uses_fft)
@@ -290,9 +293,15 @@ class Conv2d final : public Operation {
   }
 
  private:
-  std::int64_t K() const { return params_.kernel.rows; }
-  std::int64_t L() const { return params_.kernel.cols; }
-  bool uses_fft() const { return costs_.cpu_uses_fft || costs_.cuda_uses_fft; }
+  std::int64_t K() const {
+    return params_.kernel.rows;
+  }
+  std::int64_t L() const {
+    return params_.kernel.cols;
+  }
+  bool uses_fft() const {
+    return costs_.cpu_uses_fft || costs_.cuda_uses_fft;
+  }
   std::string method_text() const {
     const std::string tiles = std::to_string(tiling_.n) + "x" + std::to_string(tiling_.m);
     if (costs_.cpu_uses_fft && costs_.cuda_uses_fft)
@@ -441,20 +450,23 @@ double fft_error_bound(std::int64_t n, std::int64_t m, bool f64) noexcept {
   // and Stability of Numerical Algorithms", 24.1), the spectrum of the kernel one more; 4 covers
   // the constants, measured in tests/cli/fft_check.py with a margin.
   const double u = f64 ? 0x1p-53 : 0x1p-24;
-  return 4.0 * (std::log2(double(std::max<std::int64_t>(n, 1)) * double(std::max<std::int64_t>(m, 1))) + 2) * u;
+  return 4.0 *
+         (std::log2(double(std::max<std::int64_t>(n, 1)) * double(std::max<std::int64_t>(m, 1))) +
+          2) *
+         u;
 }
 
 Conv2dCosts conv2d_costs(const ImageSpec& in, const Conv2dParams& p) {
   Conv2dCosts c;
-  const bool f64 =
-      accumulates_in_f64(in.type, p.out_type.value_or(in.type), p.precision);
+  const bool f64 = accumulates_in_f64(in.type, p.out_type.value_or(in.type), p.precision);
   const double taps = double(p.kernel.rows) * double(p.kernel.cols);
   const double inf = std::numeric_limits<double>::infinity();
   c.cpu_direct = cpu_direct_ns(taps, f64);
   c.cuda_direct = cuda_direct_ns(taps, f64);
   c.cpu_fft = c.cuda_fft = inf;
   if (p.method != ConvMethod::direct) {
-    const cpu::FftTiling t = cpu::plan_fft_tiling(p.kernel.rows, p.kernel.cols, in.height, in.width);
+    const cpu::FftTiling t =
+        cpu::plan_fft_tiling(p.kernel.rows, p.kernel.cols, in.height, in.width);
     if (t.valid()) {
       c.tile_rows = t.n;
       c.tile_cols = t.m;
@@ -473,10 +485,10 @@ std::unique_ptr<Operation> make_conv2d(const ImageSpec& input, const Conv2dParam
                                        const PipelineOptions& options) {
   if (params.method == ConvMethod::fft) {
     if (!conv2d_costs(input, params).cpu_uses_fft)
-      throw Error(ErrorKind::usage,
-                  "--method fft: no FFT tile of at most 2^20 points holds the " +
-                      std::to_string(params.kernel.rows) + " x " +
-                      std::to_string(params.kernel.cols) + " kernel: use --method direct");
+      throw Error(ErrorKind::usage, "--method fft: no FFT tile of at most 2^20 points holds the " +
+                                        std::to_string(params.kernel.rows) + " x " +
+                                        std::to_string(params.kernel.cols) +
+                                        " kernel: use --method direct");
     return std::make_unique<Conv2d>(input, params, options);
   }
   auto f = separable_factors(params.kernel);

@@ -39,6 +39,7 @@ TEST(GpuConv2d, MatchesADirectFloat64ConvolutionTiledAndDirect) {
           p.border = b;
           p.border_value = 1.5;
           p.out_type = SampleType::f64;
+          p.method = ConvMethod::direct;  // the direct kernels (test_gpu_fft.cpp: the FFT)
           PipelineOptions o;
           o.band_rows = 11;
           auto op = make_conv2d(s, p, o);

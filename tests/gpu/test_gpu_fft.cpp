@@ -1,0 +1,149 @@
+// The 2-D convolution by FFT on CUDA (cuFFT, overlap-save on the image's tile grid) through the
+// engine's GPU staging: against a direct float64 convolution over kernel sizes, types, channels
+// and borders with bands that cut the tiles, bit-identical across band heights and slots, and
+// close to the CPU's FFT. Skips, with the reason, where no CUDA device is usable (CI has none).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "gpu_support.hpp"
+#include "ooc/ops/conv2d.hpp"
+#include "ooc/pipeline.hpp"
+#include "reference.hpp"
+
+namespace ooc {
+namespace {
+
+Backend gpu(const Operation& op) {
+  return select_backend("cuda", "all", {&op});
+}
+
+Kernel2d random_kernel(int rows, int cols, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Kernel2d k{rows, cols, {}, "random"};
+  for (int i = 0; i < rows * cols; ++i) k.taps.push_back(u(rng));
+  k.taps[std::size_t(rows / 2 * cols + cols / 2)] += 2;  // not a pure high-pass
+  return k;
+}
+
+double abs_sum(const Kernel2d& k) {
+  double s = 0;
+  for (double v : k.taps) s += std::abs(v);
+  return s;
+}
+
+TEST(GpuFftConv2d, MatchesADirectFloat64Convolution) {
+  OOC_REQUIRE_GPU();
+  for (auto [kr, kc] : {std::pair{5, 7}, std::pair{31, 31}, std::pair{65, 33}, std::pair{129, 3},
+                        std::pair{3, 129}}) {
+    const Kernel2d k = random_kernel(kr, kc, std::uint64_t(kr * 1000 + kc));
+    const double scale = abs_sum(k);
+    for (SampleType t : {SampleType::u8, SampleType::i16, SampleType::f32, SampleType::f64})
+      for (int channels : {1, 3})
+        for (BorderMode b : {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                             BorderMode::wrap, BorderMode::constant})
+          for (SampleType out_type : {SampleType::f32, SampleType::f64}) {
+            const ImageSpec s{83, 47, channels, t};
+            const auto d = test::random_image(s, 11);
+            Conv2dParams p;
+            p.kernel = k;
+            p.border = b;
+            p.border_value = 1.5;
+            p.out_type = out_type;
+            p.method = ConvMethod::fft;
+            PipelineOptions o;
+            o.band_rows = 11;  // many bands, most of them inside one tile row
+            auto op = make_conv2d(s, p, o);
+            const auto out = test::run_in_memory(*op, s, d, o, gpu(*op));
+            const bool f64 = out_type == SampleType::f64 || t == SampleType::f64;
+            const double peak = t == SampleType::u8 ? 255 : t == SampleType::i16 ? 32768 : 1e4;
+            // f64 transforms into an f32 output: that output's rounding.
+            const double rel = f64 ? (out_type == SampleType::f32 ? 1e-7 : 1e-12) : 1e-5;
+            const double tol = rel * scale * peak;
+            for (std::int64_t y = 0; y < s.height; ++y)
+              for (std::int64_t x = 0; x < s.width; ++x)
+                for (int c = 0; c < channels; ++c) {
+                  const double want = test::convolve_at(s, d, k, b, 1.5, y, x, c);
+                  const double got =
+                      test::get(out.data, out_type, std::size_t((y * s.width + x) * channels + c));
+                  ASSERT_NEAR(got, want, tol)
+                      << kr << "x" << kc << " " << name(t) << "->" << name(out_type) << " c"
+                      << channels << " " << name(b) << " at " << y << "," << x;
+                }
+          }
+  }
+}
+
+TEST(GpuFftConv2d, IntegerOutputsRoundAndSaturateAsTheDirectKernels) {
+  OOC_REQUIRE_GPU();
+  const Kernel2d k = random_kernel(21, 21, 5);
+  const ImageSpec s{120, 64, 2, SampleType::u8};
+  const auto d = test::random_image(s, 12);
+  Conv2dParams p;
+  p.kernel = k;
+  p.method = ConvMethod::fft;
+  auto op = make_conv2d(s, p);
+  const auto out = test::run_in_memory(*op, s, d, PipelineOptions{}, gpu(*op));
+  for (std::int64_t y = 0; y < s.height; ++y)
+    for (std::int64_t x = 0; x < s.width; ++x)
+      for (int c = 0; c < 2; ++c) {
+        const double want =
+            std::clamp(test::convolve_at(s, d, k, BorderMode::reflect, 0, y, x, c), 0.0, 255.0);
+        const double got = test::get(out.data, s.type, std::size_t((y * s.width + x) * 2 + c));
+        ASSERT_LE(std::abs(got - want), 0.5 + 1e-5 * abs_sum(k) * 255) << y << "," << x;
+      }
+}
+
+TEST(GpuFftConv2d, BitIdenticalAcrossBandHeightsAndSlots) {
+  OOC_REQUIRE_GPU();
+  const ImageSpec s{700, 333, 1, SampleType::f32};
+  const auto d = test::random_image(s, 13);
+  Conv2dParams p;
+  p.kernel = random_kernel(45, 37, 6);
+  p.border = BorderMode::mirror;
+  p.method = ConvMethod::fft;
+  auto op = make_conv2d(s, p);
+  const auto first = test::run_in_memory(*op, s, d, PipelineOptions{}, gpu(*op));
+  for (auto [rows, slots] :
+       {std::pair{1, 0}, std::pair{7, 0}, std::pair{64, 1}, std::pair{200, 3}, std::pair{333, 0}}) {
+    PipelineOptions o;
+    o.band_rows = rows;
+    o.slots = slots;
+    const auto again = test::run_in_memory(*op, s, d, o, gpu(*op));
+    ASSERT_EQ(first.data, again.data) << "band rows " << rows << ", slots " << slots;
+  }
+}
+
+TEST(GpuFftConv2d, AgreesWithTheCpuFft) {
+  OOC_REQUIRE_GPU();
+  const ImageSpec s{4099, 301, 1, SampleType::f32};
+  const auto d = test::random_image(s, 14);
+  Conv2dParams p;
+  p.kernel = random_kernel(63, 63, 7);
+  p.method = ConvMethod::fft;
+  auto op = make_conv2d(s, p);
+  const auto g = test::run_in_memory(*op, s, d, PipelineOptions{}, gpu(*op));
+  const auto c = test::run_in_memory(*op, s, d, PipelineOptions{});
+  const double tol = 2e-5 * abs_sum(p.kernel) * 1e4;
+  for (std::size_t i = 0; i < std::size_t(s.width * s.height); ++i)
+    ASSERT_NEAR(test::get(g.data, s.type, i), test::get(c.data, s.type, i), tol) << "sample " << i;
+}
+
+TEST(GpuFftConv2d, AutoTakesTheFftOnCudaForLargeKernelsOnly) {
+  // The cost model alone: no device needed.
+  const ImageSpec s{8192, 8192, 1, SampleType::f32};
+  Conv2dParams p;
+  p.kernel = random_kernel(3, 3, 8);
+  EXPECT_FALSE(conv2d_costs(s, p).cuda_uses_fft);
+  EXPECT_FALSE(conv2d_costs(s, p).cpu_uses_fft);
+  p.kernel = random_kernel(129, 129, 9);
+  EXPECT_TRUE(conv2d_costs(s, p).cuda_uses_fft);
+  EXPECT_TRUE(conv2d_costs(s, p).cpu_uses_fft);
+  p.method = ConvMethod::direct;
+  EXPECT_FALSE(conv2d_costs(s, p).cuda_uses_fft);
+}
+
+}  // namespace
+}  // namespace ooc
