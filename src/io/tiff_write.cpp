@@ -592,7 +592,7 @@ class TiffSink final : public Sink {
       throw Error(ErrorKind::usage, "--tile must be a positive multiple of 16 (TIFF's rule), got " +
                                         std::to_string(o.tile));
     // A pyramid is tiled: 512, as GDAL's COG and libvips' pyramids default to.
-    const std::int64_t tile = o.tile == 0 && own_layout_ ? 512 : o.tile;
+    const std::int64_t tile = o.tile == 0 && (o.pyramid_levels != 0 || cog_) ? 512 : o.tile;
     plan_.tiled = tile > 0;
     if (plan_.tiled) {
       plan_.chunk_w = plan_.chunk_h = tile;

@@ -390,6 +390,14 @@ for what, out, opts, says in (
     report(f"usage error: {what} ({err.strip()[:90]})", problems)
 rc, _, err = run([OOCCONV, src, p("ok6.tif"), *hints, "-q", "--taps", 1, "--levels", 6])
 report("--levels 6 on 50 x 40 (down to 1 x 1) works", [None if rc == 0 else err.strip()[:200]])
+rc, _, err = run([OOCCONV, src, p("small.tif"), *hints, "-q", "--taps", 1, "--pyramid"])
+problems = [None if rc == 0 else err.strip()[:200]]
+if rc == 0:
+    with tifffile.TiffFile(p("small.tif")) as tf:
+        pg = tf.pages[0]
+        if not pg.is_tiled or pg.tilewidth != 512 or len(tf.series[0].levels) != 1:
+            problems.append(f"tiled {pg.is_tiled} {pg.tilewidth}, {len(tf.series[0].levels)} levels")
+report("--pyramid on 50 x 40 (no level below 256): one tiled 512 level", problems)
 
 elapsed = time.monotonic() - started
 print(f"\ntiff pyramid check: {counts['ok']} ok, {counts['FAIL']} failed, {counts['skip']} "
