@@ -613,15 +613,22 @@ class TiffSink final : public Sink {
     double blocks = double(plan_.across * plan_.down);
     std::uint64_t padded =
         plan_.chunk_bytes(0) * static_cast<std::uint64_t>(plan_.across * plan_.down);
-    // Each level's plan: the same tiles, codec and tags, its own size, no description (the
-    // first page's describes the image).
+    // Each level's plan: the same tiles, codec and tags, its own size.
+    // An ImageJ description cannot say that there are levels, and readers that trust it (tifffile)
+    // would not look for them.
+    if (levels_count_ > 0 && plan_.metadata.description.rfind("ImageJ=", 0) == 0)
+      plan_.metadata.description.clear();
     levels_.resize(static_cast<std::size_t>(levels_count_) + 1);
     double level_rows_bytes = 0;
     for (int k = 0; k <= levels_count_; ++k) {
       Level& l = levels_[static_cast<std::size_t>(k)];
       l.plan = plan_;
       l.plan.spec = pyramid_level(spec, k);
-      if (k > 0) l.plan.metadata.description.clear();
+      // A shape description goes on every level, rewritten to its shape: tifffile reads a
+      // shaped series' SubIFDs only when each has one. Other text describes level 0 alone.
+      const std::string& d = l.plan.metadata.description;
+      if (k > 0 && d.rfind("{\"shape\":", 0) != 0 && d.rfind("shape=(", 0) != 0)
+        l.plan.metadata.description.clear();
       l.plan.across = (l.plan.spec.width + l.plan.chunk_w - 1) / l.plan.chunk_w;
       l.plan.down = (l.plan.spec.height + l.plan.chunk_h - 1) / l.plan.chunk_h;
       if (!own_layout_) continue;

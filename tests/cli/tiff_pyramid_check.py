@@ -5,7 +5,8 @@
    sizes and tiles that overhang every level's edges. Level 0 read back equals the same filter's
    flat output (`oocconv IN OUT.raw`); every level k+1 equals a NumPy reference: the 2 x 2 mean in
    float64 of level k as stored (an odd last row or column averaged with itself, integers rounded
-   half to even). tifffile's series[0].levels lists every level; each reduced level has
+   half to even). tifffile's series[0].levels lists every level (also for inputs with a shaped or
+   an ImageJ description, without a warning); each reduced level has
    NewSubfileType 1 and the first page's tile size, compression, sample format and photometric.
    Pixels are read by tifffile (none, deflate) and by libvips through `[subifd=k]` (every codec;
    tifffile needs imagecodecs for zstd).
@@ -274,6 +275,32 @@ if out:
                 else f"tiles {pg.tilewidth} x {pg.tilelength}"])
 pyramid_case("subifd BigTIFF f32 x3 deflate --bigtiff yes", "big.tif", np.float32, 75, 99, 3,
              "deflate", ["--tile", 16, "--levels", 3, "--bigtiff", "yes"], 3)
+
+# Descriptions carried over from a tifffile input: a shaped one goes on every level (tifffile
+# reads the levels of a shaped series only then), an ImageJ one is dropped (it cannot tell of
+# levels); series[0].levels lists every level either way, without a warning.
+for kind, kw in (("shaped", {}), ("ImageJ", {"imagej": True})):
+    img = image(np.uint8, 300, 270, 1)[..., 0]
+    src = p(f"desc_{kind}.tif")
+    tifffile.imwrite(src, img, **kw)
+    out = p(f"desc_{kind}_pyr.tif")
+    problems = [must([OOCCONV, src, out, "--taps", 1, "-q", "--levels", 2, "--tile", 64])]
+    if not problems[0]:
+        import logging
+        seen = []
+        handler = logging.Handler()
+        handler.emit = lambda record: seen.append(record.getMessage())
+        logging.getLogger("tifffile").addHandler(handler)
+        with tifffile.TiffFile(out) as tf:
+            levels = tf.series[0].levels
+            if len(levels) != 3:
+                problems.append(f"series[0] ({tf.series[0].kind}) has {len(levels)} levels, want 3")
+            else:
+                got = [as_hwc(lv.asarray()) for lv in levels]
+                problems += check_levels(got, img[..., None], "tifffile", 2)
+        logging.getLogger("tifffile").removeHandler(handler)
+        problems += [f"tifffile warns: {m}" for m in seen]
+    report(f"{kind} description from a tifffile input: series levels", problems)
 
 # 2. OME-TIFF.
 for tname, dtype, c, comp in (("u16", np.uint16, 3, "deflate"), ("u8", np.uint8, 1, "none"),
