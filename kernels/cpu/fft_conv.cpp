@@ -20,6 +20,14 @@ namespace ooc::cpu {
 
 namespace {
 
+// Columns of a tile transformed together (64 bytes of each row in float).
+constexpr std::int64_t kColumnBlock = 8;
+
+// Complex points of a thread's scratch: two tiles, a line, a block of columns.
+std::size_t scratch_points(const FftTiling& t) {
+  return static_cast<std::size_t>(2 * t.n * t.m + std::max(t.n, t.m) + kColumnBlock * t.n);
+}
+
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   const std::int64_t q = a / b;
   return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
@@ -128,7 +136,7 @@ class Engine final : public FftConv2d::Impl {
         t_(t),
         row_fwd_(t.m, false, 1),
         row_inv_(t.m, true, 1),
-        col_fwd_(t.n, false, t.m),
+        col_fwd_(t.n, false, 1),
         col_inv_(t.n, true, 1) {
     // The kernel's spectrum, in double whatever T, scaled by 1 / (n m) (the inverse's factor),
     // stored column by column (spec_[j n + i]) as the column pass reads it.
@@ -175,12 +183,12 @@ class Engine final : public FftConv2d::Impl {
     const std::int64_t rx = (L_ - 1) / 2, ry = (K_ - 1) / 2;
     const int C = a.channels;
     thread_local std::vector<Cx> scratch;
-    const std::size_t need = static_cast<std::size_t>(2 * n * m + 2 * std::max(n, m));
+    const std::size_t need = scratch_points(t_);
     if (scratch.size() < need) scratch.resize(need);
     Cx* A = scratch.data();
     Cx* B = A + n * m;
     Cx* line = B + n * m;
-    Cx* line2 = line + std::max(n, m);
+    Cx* cols = line + std::max(n, m);  // kColumnBlock columns, each contiguous
     const T cval = static_cast<T>(a.border_value);
 
     // Input row i of the tile is image row ty - ry + i, band row ty - ry + i - (y0 - halo):
@@ -200,17 +208,26 @@ class Engine final : public FftConv2d::Impl {
       }
     }
     for (std::int64_t i = 0; i < n; ++i) row_fwd_.run(A + i * m, B + i * m);
-    // Columns: forward, times the spectrum, back; only the rows that give outputs are kept.
-    for (std::int64_t j = 0; j < m; ++j) {
-      col_fwd_.run(B + j, line);
-      const Cx* s = spec_.data() + j * n;
-      for (std::int64_t i = 0; i < n; ++i) {
-        const T re = line[i].real() * s[i].real() - line[i].imag() * s[i].imag();
-        const T im = line[i].real() * s[i].imag() + line[i].imag() * s[i].real();
-        line[i] = Cx(re, im);
+    // Columns: forward, times the spectrum, back; only the rows that give outputs are kept. A
+    // block of columns is copied out and back whole (a cache line of each row at a time): the
+    // transforms' strided reads of a tile larger than the cache would miss on every point.
+    for (std::int64_t j0 = 0; j0 < m; j0 += kColumnBlock) {
+      const std::int64_t nb = std::min<std::int64_t>(kColumnBlock, m - j0);
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t b = 0; b < nb; ++b) cols[b * n + i] = B[i * m + j0 + b];
+      for (std::int64_t b = 0; b < nb; ++b) {
+        Cx* col = cols + b * n;
+        col_fwd_.run(col, line);
+        const Cx* s = spec_.data() + (j0 + b) * n;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const T re = line[i].real() * s[i].real() - line[i].imag() * s[i].imag();
+          const T im = line[i].real() * s[i].imag() + line[i].imag() * s[i].real();
+          line[i] = Cx(re, im);
+        }
+        col_inv_.run(line, col);
       }
-      col_inv_.run(line, line2);
-      for (std::int64_t i = K_ - 1; i < n; ++i) A[i * m + j] = line2[i];
+      for (std::int64_t i = K_ - 1; i < n; ++i)
+        for (std::int64_t b = 0; b < nb; ++b) A[i * m + j0 + b] = cols[b * n + i];
     }
     // Output row y = ty + i - (K - 1) for i >= K - 1: those in the band.
     const std::int64_t i_lo = std::max(K_ - 1, a.y0 - ty + K_ - 1);
@@ -251,8 +268,7 @@ void FftConv2d::band(const FftConvArgs& args) const {
 }
 
 std::size_t FftConv2d::thread_bytes(const FftTiling& t, bool f64) {
-  const std::size_t point = f64 ? 16 : 8;
-  return static_cast<std::size_t>(2 * t.n * t.m + 2 * std::max(t.n, t.m)) * point;
+  return scratch_points(t) * (f64 ? 16 : 8);
 }
 
 std::size_t FftConv2d::shared_bytes(const FftTiling& t, bool f64) {
