@@ -163,6 +163,8 @@ struct SinkOptions {
   std::string compress;
   int level = -1;  // deflate/zlib 1-9, zstd 1-22, blosc 0-9; -1: the codec's default
   std::int64_t chunk = 0;  // Zarr: chunk side (rows and columns); 0: 512
+  int zarr_version = 2;    // Zarr 2 (OME-Zarr 0.4) or 3 (OME-Zarr 0.5, sharded)
+  std::int64_t shard = 0;  // Zarr 3: shard side, a multiple of chunk; 0: 4 chunks
   // Reduced-resolution levels below level 0 (Zarr: datasets 1..n; TIFF: SubIFDs or COG
   // overviews): 0 none, -1 until the smaller side is under 256.
   int pyramid_levels = 0;

@@ -525,6 +525,11 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
   group.add_option("--level", o.level,
                    "compression level: deflate/zlib 1-9, zstd 1-22, blosc 0-9");
   group.add_option("--chunk", o.chunk, "Zarr: square chunks of N pixels")->default_str("512");
+  group.add_option("--zarr-version", o.zarr_version,
+                   "Zarr: 2 (OME-Zarr 0.4) or 3 (OME-Zarr 0.5, chunks inside shards)")
+      ->default_str("2");
+  group.add_option("--shard", o.shard, "Zarr 3: square shards of N pixels, a multiple of --chunk")
+      ->default_str("4 chunks");
   group.add_flag_callback(
       "--pyramid", [&o] { if (o.pyramid_levels == 0) o.pyramid_levels = -1; },
       "Zarr and TIFF: reduced-resolution levels (2 x 2 means) written in the same pass, until "

@@ -609,7 +609,9 @@ std::string output_format(const std::string& path, const SinkOptions& options) {
 
 std::int64_t output_row_alignment(const std::string& path, const SinkOptions& options) {
   if (path.empty() || output_format(path, options) != "zarr") return 1;
-  return options.chunk > 0 ? options.chunk : 512;
+  const std::int64_t chunk = options.chunk > 0 ? options.chunk : 512;
+  if (options.zarr_version == 3) return options.shard > 0 ? options.shard : 4 * chunk;
+  return chunk;
 }
 
 std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
@@ -620,9 +622,10 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
     throw Error(ErrorKind::usage, "the output path is empty: name a file (or null: to discard)");
   const std::string f = output_format(path, options);
   const bool big_name = has_extension(path, {".btf", ".tf8"});
-  if (f != "zarr" && options.chunk != 0)
+  if (f != "zarr" && (options.chunk != 0 || options.shard != 0 || options.zarr_version != 2))
     throw Error(ErrorKind::usage,
-                "--chunk applies to Zarr outputs (a TIFF output takes --tile): name the output "
+                "--chunk, --shard and --zarr-version apply to Zarr outputs (a TIFF output takes "
+                "--tile): name the output "
                 ".zarr or give --format zarr");
   if (f != "zarr" && f != "tiff" && options.pyramid_levels != 0)
     throw Error(ErrorKind::usage,
@@ -638,8 +641,8 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
                   "--tile and --bigtiff apply to TIFF outputs; a Zarr output takes --chunk");
     return create_zarr_sink(path, spec, input_path, options);
   }
-  const bool tiff_options = options.tile != 0 || (!options.compress.empty() &&
-                                                  options.compress != "none") ||
+  const bool tiff_options = options.tile != 0 ||
+                            (!options.compress.empty() && options.compress != "none") ||
                             options.level != -1 || options.bigtiff != "auto";
   if (f != "tiff" && tiff_options)
     throw Error(ErrorKind::usage,

@@ -18,6 +18,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_group.h>
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -54,6 +55,11 @@ struct StoreInfo {
   zarr::Codec codec;
   int levels = 0;
   std::string name;
+  int version = 2;         // Zarr 2 (NGFF 0.4) or 3 (NGFF 0.5, sharded)
+  std::int64_t shard = 0;  // Zarr 3: shards of shard x shard pixels (a multiple of chunk)
+
+  // The rows a writer makes whole at a time: a chunk row, or a row of shards.
+  std::int64_t unit() const { return version == 3 ? shard : chunk; }
 
   std::string to_json() const {
     json j;
@@ -65,6 +71,8 @@ struct StoreInfo {
     j["codec"] = json::parse(zarr::codec_json(codec));
     j["levels"] = levels;
     j["name"] = name;
+    j["version"] = version;
+    j["shard"] = shard;
     return j.dump() + "\n";
   }
   static StoreInfo from_json(const std::string& text, const std::string& where) {
@@ -87,8 +95,12 @@ struct StoreInfo {
       s.chunk = j.at("chunk").get<std::int64_t>();
       s.levels = j.at("levels").get<int>();
       s.name = j.at("name").get<std::string>();
+      s.version = j.at("version").get<int>();
+      s.shard = j.at("shard").get<std::int64_t>();
       validate(s.spec);
-      if (s.chunk <= 0 || s.levels < 0 || s.levels > 40) throw std::runtime_error("range");
+      if (s.chunk <= 0 || s.levels < 0 || s.levels > 40 || (s.version != 2 && s.version != 3) ||
+          (s.version == 3 && (s.shard <= 0 || s.shard % s.chunk != 0)))
+        throw std::runtime_error("range");
     } catch (const Error&) {
       throw;
     } catch (const std::exception&) {
@@ -119,6 +131,105 @@ zarr::ArrayMeta level_meta(const StoreInfo& info, int k) {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
+}
+
+// CRC-32C (Castagnoli), which Zarr 3's shard index carries.
+std::uint32_t crc32c(const std::byte* p, std::size_t n) {
+  static const auto table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = c & 1 ? 0x82F63B78u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i)
+    c = table[(c ^ static_cast<std::uint8_t>(p[i])) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+const char* v3_data_type(SampleType t) {
+  switch (t) {
+    case SampleType::u8:
+      return "uint8";
+    case SampleType::u16:
+      return "uint16";
+    case SampleType::i16:
+      return "int16";
+    case SampleType::u32:
+      return "uint32";
+    case SampleType::i32:
+      return "int32";
+    case SampleType::f32:
+      return "float32";
+    case SampleType::f64:
+      return "float64";
+  }
+  return "float32";
+}
+
+// The codecs inside a shard: the samples little endian, then the compressor.
+json v3_codecs(const StoreInfo& info) {
+  json codecs = json::array({{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}});
+  const zarr::Codec& c = info.codec;
+  if (c.id == "blosc") {
+    codecs.push_back({{"name", "blosc"},
+                      {"configuration",
+                       {{"cname", c.cname},
+                        {"clevel", c.level},
+                        {"shuffle", c.shuffle == 2   ? "bitshuffle"
+                                    : c.shuffle == 0 ? "noshuffle"
+                                                     : "shuffle"},
+                        {"typesize", sample_bytes(info.spec.type)},
+                        {"blocksize", c.blocksize}}}});
+  } else if (c.id == "zstd") {
+    codecs.push_back(
+        {{"name", "zstd"}, {"configuration", {{"level", c.level}, {"checksum", false}}}});
+  } else if (c.id == "gzip") {
+    codecs.push_back({{"name", "gzip"}, {"configuration", {{"level", c.level}}}});
+  }
+  return codecs;
+}
+
+// Level k's zarr.json (Zarr 3): one chunk per shard of inner chunks, index at the end.
+std::string v3_array_json(const StoreInfo& info, int k) {
+  const ImageSpec s = pyramid_level(info.spec, k);
+  json shape = {s.height, s.width}, outer = {info.shard, info.shard},
+       inner = {info.chunk, info.chunk}, names = {"y", "x"};
+  if (s.channels > 1) {
+    shape.push_back(s.channels);
+    outer.push_back(s.channels);
+    inner.push_back(s.channels);
+    names.push_back("c");
+  }
+  json sharding = {{"name", "sharding_indexed"},
+                   {"configuration",
+                    {{"chunk_shape", inner},
+                     {"codecs", v3_codecs(info)},
+                     {"index_codecs",
+                      json::array({{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}},
+                                   {{"name", "crc32c"}}})},
+                     {"index_location", "end"}}}};
+  json j = {{"zarr_format", 3},
+            {"node_type", "array"},
+            {"shape", shape},
+            {"data_type", v3_data_type(s.type)},
+            {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", outer}}}}},
+            {"chunk_key_encoding", {{"name", "default"}, {"configuration", {{"separator", "/"}}}}},
+            {"fill_value", 0},
+            {"codecs", json::array({sharding})},
+            {"dimension_names", names},
+            {"attributes", json::object()}};
+  return j.dump(4) + "\n";
+}
+
+// The file of unit (chunk or shard) row r, column c of a level, relative to the level.
+std::string unit_key(const StoreInfo& info, const zarr::ArrayMeta& meta, std::int64_t r,
+                     std::int64_t c) {
+  if (info.version == 2) return zarr::chunk_key(meta, r, c);
+  return "c/" + std::to_string(r) + "/" + std::to_string(c) + (info.spec.channels > 1 ? "/0" : "");
 }
 
 void write_all_fd(int fd, const void* p, std::size_t n, const std::string& path) {
@@ -188,30 +299,73 @@ bool is_dir(const std::string& p) {
   return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// The chunks of chunk row `cr` of level k, from its rows (contiguous, row_bytes apart; the
-// chunk row's first row first), compressed in parallel. Edge chunks are full size (Zarr v2),
-// padded with the fill value 0.
-void write_chunk_row(const std::string& store, const StoreInfo& info, int k, std::int64_t cr,
-                     const std::byte* rows) {
+// A padded chunk of level k (full size, Zarr's edge chunks; padding is the fill value 0) at
+// rows [y0, y0 + n) of `rows` (row_bytes apart), columns from x0, compressed.
+std::vector<std::byte> packed_chunk(const StoreInfo& info, const ImageSpec& s,
+                                    const std::byte* rows, std::int64_t n, std::int64_t x0) {
+  const std::int64_t ch = info.chunk, w = std::min(ch, s.width - x0);
+  const std::size_t px = s.pixel_bytes(), rb = s.row_bytes();
+  std::vector<std::byte> chunk(static_cast<std::size_t>(ch * ch) * px, std::byte{0});
+  for (std::int64_t r = 0; r < n; ++r)
+    std::memcpy(chunk.data() + static_cast<std::size_t>(r * ch) * px,
+                rows + static_cast<std::size_t>(r) * rb + static_cast<std::size_t>(x0) * px,
+                static_cast<std::size_t>(w) * px);
+  return zarr::compress(info.codec, chunk.data(), chunk.size(), sample_bytes(s.type));
+}
+
+// Unit row `ur` of level k (a chunk row, or a row of shards), from its rows (contiguous,
+// row_bytes apart, the unit row's first row first), compressed in parallel.
+void write_unit_row(const std::string& store, const StoreInfo& info, int k, std::int64_t ur,
+                    const std::byte* rows) {
   const ImageSpec s = pyramid_level(info.spec, k);
   const zarr::ArrayMeta meta = level_meta(info, k);
-  const std::int64_t ch = info.chunk, n = std::min(ch, s.height - cr * ch);
-  const std::int64_t cols = ceil_div(s.width, ch);
-  const std::size_t px = s.pixel_bytes(), rb = s.row_bytes();
+  const std::int64_t ch = info.chunk, unit = info.unit();
+  const std::int64_t n = std::min(unit, s.height - ur * unit), cols = ceil_div(s.width, unit);
+  const std::size_t rb = s.row_bytes();
   const std::string level_dir = store + "/" + std::to_string(k);
-  make_dir(level_dir + "/" + std::to_string(cr));
+  const std::string row_dir = level_dir + (info.version == 3 ? "/c/" : "/") + std::to_string(ur);
+  if (info.version == 3) make_dir(level_dir + "/c");
+  make_dir(row_dir);
+  const auto put = [&](std::int64_t j, const std::vector<std::byte>& bytes) {
+    if (s.channels > 1) make_dir(row_dir + "/" + std::to_string(j));
+    write_file_atomic(level_dir + "/" + unit_key(info, meta, ur, j), bytes.data(), bytes.size());
+  };
+  if (info.version == 2) {
+    tbb::parallel_for(std::int64_t{0}, cols,
+                      [&](std::int64_t j) { put(j, packed_chunk(info, s, rows, n, j * ch)); });
+    return;
+  }
+  // Zarr 3: each shard holds (shard / chunk)^2 inner chunks in C order, then their index
+  // (offset, size; all ones for a chunk wholly outside the image) and its CRC-32C.
+  const std::int64_t per = unit / ch;
+  const std::int64_t inner_rows = ceil_div(n, ch), inner_cols = ceil_div(s.width, ch);
+  std::vector<std::vector<std::byte>> packed(static_cast<std::size_t>(inner_rows * inner_cols));
+  tbb::parallel_for(std::int64_t{0}, inner_rows * inner_cols, [&](std::int64_t i) {
+    const std::int64_t r = i / inner_cols, c = i % inner_cols;
+    packed[static_cast<std::size_t>(i)] = packed_chunk(
+        info, s, rows + static_cast<std::size_t>(r * ch) * rb, std::min(ch, n - r * ch), c * ch);
+  });
   tbb::parallel_for(std::int64_t{0}, cols, [&](std::int64_t j) {
-    const std::int64_t x0 = j * ch, w = std::min(ch, s.width - x0);
-    std::vector<std::byte> chunk(static_cast<std::size_t>(ch * ch) * px, std::byte{0});
-    for (std::int64_t r = 0; r < n; ++r)
-      std::memcpy(chunk.data() + static_cast<std::size_t>(r * ch) * px,
-                  rows + static_cast<std::size_t>(r) * rb + static_cast<std::size_t>(x0) * px,
-                  static_cast<std::size_t>(w) * px);
-    const std::vector<std::byte> z =
-        zarr::compress(info.codec, chunk.data(), chunk.size(), sample_bytes(s.type));
-    const std::string key = zarr::chunk_key(meta, cr, j);
-    if (s.channels > 1) make_dir(level_dir + "/" + std::to_string(cr) + "/" + std::to_string(j));
-    write_file_atomic(level_dir + "/" + key, z.data(), z.size());
+    std::vector<std::byte> shard;
+    std::vector<std::uint64_t> index(static_cast<std::size_t>(per * per) * 2, ~std::uint64_t{0});
+    for (std::int64_t r = 0; r < per; ++r)
+      for (std::int64_t c = 0; c < per; ++c) {
+        const std::int64_t gr = r, gc = j * per + c;
+        if (gr >= inner_rows || gc >= inner_cols) continue;
+        const auto& z = packed[static_cast<std::size_t>(gr * inner_cols + gc)];
+        const std::size_t at = static_cast<std::size_t>(r * per + c) * 2;
+        index[at] = shard.size();
+        index[at + 1] = z.size();
+        shard.insert(shard.end(), z.begin(), z.end());
+      }
+    // Little endian, as the index codec says (this machine's order: x86-64 and arm64 Linux).
+    const auto* ib = reinterpret_cast<const std::byte*>(index.data());
+    const std::size_t ibytes = index.size() * sizeof(std::uint64_t);
+    shard.insert(shard.end(), ib, ib + ibytes);
+    const std::uint32_t crc = crc32c(ib, ibytes);
+    const auto* cb = reinterpret_cast<const std::byte*>(&crc);
+    shard.insert(shard.end(), cb, cb + sizeof crc);
+    put(j, shard);
   });
 }
 
@@ -291,6 +445,22 @@ class ZarrSink final : public Sink {
       throw Error(ErrorKind::usage,
                   "--chunk is 16 to 65536 pixels, got " + std::to_string(info_.chunk));
     info_.codec = zarr::codec_from_option(o.compress.empty() ? "blosc" : o.compress, o.level);
+    info_.version = o.zarr_version;
+    if (info_.version != 2 && info_.version != 3)
+      throw Error(ErrorKind::usage,
+                  "--zarr-version is 2 or 3, got " + std::to_string(info_.version));
+    if (info_.version == 2 && o.shard != 0)
+      throw Error(ErrorKind::usage, "--shard is for Zarr 3: add --zarr-version 3");
+    if (info_.version == 3) {
+      info_.shard = o.shard > 0 ? o.shard : 4 * info_.chunk;
+      if (info_.shard % info_.chunk != 0)
+        throw Error(ErrorKind::usage, "--shard " + std::to_string(info_.shard) +
+                                          " is not a multiple of --chunk " +
+                                          std::to_string(info_.chunk));
+      if (info_.codec.id == "zlib")
+        throw Error(ErrorKind::usage,
+                    "Zarr 3 has no zlib codec: use --compress gzip (or blosc, zstd, none)");
+    }
     info_.levels = o.pyramid_levels < 0 ? pyramid_auto_levels(spec) : o.pyramid_levels;
     if (info_.levels > 0 && pyramid_level(spec, info_.levels).height < 1)
       throw Error(ErrorKind::usage, "--levels " + std::to_string(info_.levels) + " is too many");
@@ -312,7 +482,7 @@ class ZarrSink final : public Sink {
     for (int k = 0; k <= info_.levels; ++k) {
       Level l;
       l.spec = pyramid_level(spec, k);
-      l.buf = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(info_.chunk) *
+      l.buf = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(info_.unit()) *
                                                        l.spec.row_bytes());
       levels_.push_back(std::move(l));
     }
@@ -335,6 +505,7 @@ class ZarrSink final : public Sink {
                     std::to_string(info_.chunk) + ", " + info_.codec.id;
     if (info_.codec.id == "blosc") d += " " + info_.codec.cname;
     if (info_.levels > 0) d += ", " + std::to_string(info_.levels) + " levels below";
+    if (info_.version == 3) d += ", zarr 3, shards " + std::to_string(info_.shard);
     return d;
   }
 
@@ -385,7 +556,7 @@ class ZarrSink final : public Sink {
     // Without one, whole chunk rows are, but for the last kInFlight, which may still be
     // compressing.
     if (info_.levels > 0) return first;
-    return std::max(first, (written_end / info_.chunk - kInFlight) * info_.chunk);
+    return std::max(first, (written_end / info_.unit() - kInFlight) * info_.unit());
   }
 
  private:
@@ -462,7 +633,7 @@ class ZarrSink final : public Sink {
 
   void add_row(int k, std::int64_t r, const std::byte* data) {
     Level& l = levels_[static_cast<std::size_t>(k)];
-    const std::int64_t ch = info_.chunk, cr = r / ch;
+    const std::int64_t ch = info_.unit(), cr = r / ch;
     const std::size_t rb = l.spec.row_bytes();
     if (l.lo >= 0 && l.lo / ch != cr) flush_partial(k);
     if (l.lo < 0) l.lo = r;
@@ -492,7 +663,7 @@ class ZarrSink final : public Sink {
     }
     ++in_flight_;
     done_buffers_.emplace_back(k, full);
-    tasks_->run([this, k, cr, full] { write_chunk_row(temp_, info_, k, cr, full->data()); });
+    tasks_->run([this, k, cr, full] { write_unit_row(temp_, info_, k, cr, full->data()); });
   }
 
   // Waits for the chunk rows in flight; rethrows a task's error.
@@ -509,7 +680,7 @@ class ZarrSink final : public Sink {
     if (l.lo < 0) return;
     const std::size_t rb = l.spec.row_bytes();
     write_file_atomic(temp_ + "/" + edge_name(k, l.lo, l.hi),
-                      l.buf->data() + static_cast<std::size_t>(l.lo % info_.chunk) * rb,
+                      l.buf->data() + static_cast<std::size_t>(l.lo % info_.unit()) * rb,
                       static_cast<std::size_t>(l.hi - l.lo) * rb);
     l.lo = l.hi = -1;
   }
@@ -590,7 +761,7 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
   // and the rows no writer could make (their two source rows came from two writers).
   const std::vector<Edge> edges = list_edges(temp);
   std::map<std::int64_t, std::vector<std::byte>> upper;  // level k - 1's rows held here
-  const std::int64_t ch = info.chunk;
+  const std::int64_t ch = info.unit();
   for (int k = 0; k <= info.levels; ++k) {
     const ImageSpec s = pyramid_level(info.spec, k);
     const ImageSpec up = pyramid_level(info.spec, k > 0 ? k - 1 : 0);
@@ -639,7 +810,7 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
       if (!whole) {
         // Left over from a run killed after it wrote this chunk row whole: nothing to do.
         struct stat st {};
-        if (::stat((temp + "/" + std::to_string(k) + "/" + zarr::chunk_key(meta, cr, 0)).c_str(),
+        if (::stat((temp + "/" + std::to_string(k) + "/" + unit_key(info, meta, cr, 0)).c_str(),
                    &st) == 0)
           continue;
         throw Error(ErrorKind::input,
@@ -652,7 +823,7 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
       std::vector<std::byte> block(static_cast<std::size_t>(r1 - r0) * rb);
       for (std::int64_t r = r0; r < r1; ++r)
         std::memcpy(block.data() + static_cast<std::size_t>(r - r0) * rb, rows[r].data(), rb);
-      write_chunk_row(temp, info, k, cr, block.data());
+      write_unit_row(temp, info, k, cr, block.data());
     }
     upper = std::move(rows);
   }
@@ -664,7 +835,7 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
     const std::int64_t rows = ceil_div(s.height, ch), cols = ceil_div(s.width, ch);
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t c = 0; c < cols; ++c) {
-        const std::string p = temp + "/" + std::to_string(k) + "/" + zarr::chunk_key(meta, r, c);
+        const std::string p = temp + "/" + std::to_string(k) + "/" + unit_key(info, meta, r, c);
         struct stat st {};
         if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
           throw Error(ErrorKind::input,
@@ -675,13 +846,26 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
                           "--finish again",
                       true);
       }
-    const std::string z = zarr::array_json(meta);
-    write_file_atomic(temp + "/" + std::to_string(k) + "/.zarray", z.data(), z.size());
+    const std::string z = info.version == 3 ? v3_array_json(info, k) : zarr::array_json(meta);
+    write_file_atomic(
+        temp + "/" + std::to_string(k) + (info.version == 3 ? "/zarr.json" : "/.zarray"), z.data(),
+        z.size());
   }
-  const std::string group = "{\n    \"zarr_format\": 2\n}\n";
-  write_file_atomic(temp + "/.zgroup", group.data(), group.size());
-  const std::string attrs = attrs_json(info);
-  write_file_atomic(temp + "/.zattrs", attrs.data(), attrs.size());
+  if (info.version == 3) {
+    // NGFF 0.5: the multiscales under the group's attributes, in "ome".
+    json ms = json::parse(attrs_json(info))["multiscales"];
+    for (auto& m : ms) m.erase("version");
+    const json group = {{"zarr_format", 3},
+                        {"node_type", "group"},
+                        {"attributes", {{"ome", {{"version", "0.5"}, {"multiscales", ms}}}}}};
+    const std::string g = group.dump(4) + "\n";
+    write_file_atomic(temp + "/zarr.json", g.data(), g.size());
+  } else {
+    const std::string group = "{\n    \"zarr_format\": 2\n}\n";
+    write_file_atomic(temp + "/.zgroup", group.data(), group.size());
+    const std::string attrs = attrs_json(info);
+    write_file_atomic(temp + "/.zattrs", attrs.data(), attrs.size());
+  }
   for (const Edge& e : edges) ::unlink(e.path.c_str());
   ::unlink(info_path.c_str());
   ::unlink((temp + "/" + kWriters).c_str());
