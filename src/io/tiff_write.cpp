@@ -842,7 +842,7 @@ class TiffSink final : public Sink {
     if (!raw_strips)
       tbb::parallel_for(std::int64_t{0}, count, [&](std::int64_t k) {
         const auto& [cy, src] = rows[k / per_row];
-        encode(plan, level, cy, k % per_row, src, blocks[k]);
+        encode(plan, cy, k % per_row, src, blocks[k]);
       });
     for (std::int64_t k = 0; k < count; ++k) {
       const auto& [cy, src] = rows[k / per_row];
@@ -863,8 +863,8 @@ class TiffSink final : public Sink {
 
   // Block cx of chunk row cy (image rows at src) into `out`: gathered into a whole block (tiles
   // padded with zeros at the edges), then compressed unless the output is uncompressed.
-  void encode(const TiffPlan& plan, int level, std::int64_t cy, std::int64_t cx,
-              const std::byte* src, std::vector<std::byte>& out) {
+  void encode(const TiffPlan& plan, std::int64_t cy, std::int64_t cx, const std::byte* src,
+              std::vector<std::byte>& out) {
     const std::size_t row = plan.spec.row_bytes(), pixel = plan.spec.pixel_bytes();
     const std::size_t bytes = plan.chunk_bytes(cy);
     thread_local std::vector<std::byte> block;
@@ -887,11 +887,10 @@ class TiffSink final : public Sink {
       out.assign(b, b + bytes);
       return;
     }
-    // One encoder per level and thread: its handle knows the level's size and tile count.
-    auto& mine = encoders_.local();
-    if (mine.size() <= static_cast<std::size_t>(level)) mine.resize(level + 1);
-    auto& encoder = mine[static_cast<std::size_t>(level)];
-    if (!encoder) encoder = std::make_unique<Encoder>(plan);
+    // One encoder per thread for every level (a codec's state can take megabytes: zstd's): a
+    // level's tiles have level 0's size and codec, and its indices are within level 0's.
+    auto& encoder = encoders_.local();
+    if (!encoder) encoder = std::make_unique<Encoder>(plan_);
     const auto index = static_cast<std::uint32_t>(cy * plan.across + cx);
     encoder->encode(plan.tiled, index, b, bytes, out);
   }
@@ -1157,7 +1156,7 @@ class TiffSink final : public Sink {
   std::vector<std::byte> batch_;  // rows [batch_y0_, batch_end_) waiting to be compressed
   std::int64_t batch_rows_ = 0, batch_y0_ = 0, batch_end_ = 0;
   std::size_t buffer_bytes_ = 0;
-  tbb::enumerable_thread_specific<std::vector<std::unique_ptr<Encoder>>> encoders_;
+  tbb::enumerable_thread_specific<std::unique_ptr<Encoder>> encoders_;
 
   // A level of a pyramid (level 0 too, for its tile offsets): where its compressed tiles went.
   struct Level {
