@@ -45,8 +45,8 @@ constexpr std::uint64_t kMaxChunkBytes = 2ull << 30;
 constexpr std::uint64_t kMaxChunkRowBytes = 2ull << 30;
 // Metadata documents are a few hundred bytes; anything much larger is not metadata.
 constexpr std::uint64_t kMaxMetaBytes = 16u << 20;
-// Rows of chunks kept for the next band's halo, at most (and at least one).
-constexpr std::uint64_t kCacheBytes = 64u << 20;
+// Rows of chunks kept for the next band's halo, at most (and at least two).
+constexpr std::uint64_t kCacheBytes = 16u << 20;
 constexpr std::int64_t kMaxCachedRows = 1024;
 
 [[noreturn]] void fail(const std::string& what) {
@@ -388,8 +388,8 @@ class ZarrSource final : public Source {
       fail(where + " has chunks " + std::to_string(ch_) + " rows high over an image " +
            std::to_string(s_.spec.width) + " wide: " + std::to_string(crow >> 20) +
            " MiB per row of chunks, too many to decode in bounded memory; rechunk it");
-    keep_ = std::clamp<std::int64_t>(static_cast<std::int64_t>(kCacheBytes / crow), 1,
-                                     std::min(down_, kMaxCachedRows));
+    keep_ = std::clamp<std::int64_t>(static_cast<std::int64_t>(kCacheBytes / crow), 2,
+                                     std::max<std::int64_t>(1, std::min(down_, kMaxCachedRows)));
     fill_.resize(sample_bytes(m.type));
     if (m.fill) fill_sample(m.type, *m.fill, m.fill_json, fill_.data(), where);
     std::string layout = "zarr v2, chunks " + std::to_string(ch_) + " x " + std::to_string(cw_);
@@ -412,11 +412,11 @@ class ZarrSource final : public Source {
   std::string layout() const override { return layout_; }
   bool parallel_reads() const override { return false; }
 
-  // The rows of chunks kept for the next band, those a band holds besides its own rows (the
-  // first and last, partly outside it), and per thread a decoded and a stored chunk.
+  // The rows of chunks kept for the next band, those each reader adds while it reads (as many,
+  // and the first, partly above its band), and per thread a decoded and a stored chunk.
   std::size_t buffer_bytes(std::int64_t /*band_rows*/, int readers) const override {
-    const std::uint64_t rows =
-        std::min<std::uint64_t>(down_, keep_ + 2 * std::uint64_t(std::max(readers, 1)));
+    const std::uint64_t rows = std::min<std::uint64_t>(
+        down_, keep_ + std::uint64_t(std::max(readers, 1)) * std::uint64_t(keep_ + 1));
     return static_cast<std::size_t>(rows * chunk_row_bytes(0) +
                                     std::uint64_t(threads_) * 2 * chunk_bytes_);
   }
@@ -427,7 +427,7 @@ class ZarrSource final : public Source {
     return out;
   }
 
-  // Rows of chunks wholly inside the request and not among the last keep_ of it decode straight
+  // Rows of chunks wholly inside the request and not under the next band's halo decode straight
   // into dst; the others go through the cache (or come from it). A row of chunks another reader
   // is decoding is waited for, not decoded twice.
   void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
@@ -443,6 +443,14 @@ class ZarrSource final : public Source {
     {
       std::lock_guard lock(mutex_);
       ++tick_;
+      // The rows the previous request reached past this one's start are the halo consecutive
+      // bands share: the rows of chunks under it are the ones worth keeping (before the second
+      // request shows it, up to keep_ of them).
+      if (y0 > last_y0_ && y0 < last_end_)
+        tail_ = std::max(tail_, std::min(keep_, (last_end_ - y0 + ch_ - 1) / ch_ + 1));
+      last_y0_ = y0;
+      last_end_ = y0 + n;
+      const std::int64_t tail = tail_ > 0 ? tail_ : keep_;
       for (std::int64_t cy = cy0; cy <= cy1; ++cy) {
         if (auto it = cache_.find(cy); it != cache_.end()) {
           it->second->tick = tick_;
@@ -450,7 +458,7 @@ class ZarrSource final : public Source {
           continue;
         }
         const std::int64_t top = cy * ch_, bottom = top + rows_in(cy);
-        if (top >= y0 && bottom <= y0 + n && cy <= cy1 - keep_) {
+        if (top >= y0 && bottom <= y0 + n && cy <= cy1 - tail) {
           mine.push_back({cy, dst + static_cast<std::size_t>(top - y0) * row, nullptr});
           continue;
         }
@@ -508,7 +516,7 @@ class ZarrSource final : public Source {
     used.clear();
     std::lock_guard lock(mutex_);
     // The least recently used rows go first, the ones still held or decoding stay.
-    while (static_cast<std::int64_t>(cache_.size()) > keep_) {
+    while (static_cast<std::int64_t>(cache_.size()) > (tail_ > 0 ? tail_ : keep_)) {
       auto oldest = cache_.end();
       for (auto it = cache_.begin(); it != cache_.end(); ++it)
         if (it->second->ready && it->second.use_count() == 1 &&
@@ -650,6 +658,9 @@ class ZarrSource final : public Source {
   std::int64_t across_ = 1, down_ = 1, kchunks_ = 1;
   std::size_t chunk_bytes_ = 0;
   std::int64_t keep_ = 1;
+  // Guarded by mutex_: the rows of chunks the next band reads again (0: not known yet), and
+  // the last request.
+  std::int64_t tail_ = 0, last_y0_ = -1, last_end_ = -1;
   std::vector<std::byte> fill_;
   std::string layout_;
   std::mutex mutex_;
