@@ -317,6 +317,9 @@ Store open_store(const std::string& path, int level) {
            "') has no .zarray");
     if (!under(real_path(st.array_dir), st.root))
       fail("OME-Zarr '" + path + "': level '" + st.level_path + "' lies outside the store");
+  } else if (is_file(path + "/zarr.json")) {
+    fail("'" + path + "' is a Zarr v3 store (zarr.json): ooc reads Zarr v2 stores (.zarray, " +
+         ".zgroup) for now; write this one with --zarr-version 2");
   } else {
     fail("input '" + path + "' is a directory without .zarray or .zgroup: not a Zarr v2 store");
   }
@@ -672,7 +675,8 @@ class ZarrSource final : public Source {
 }  // namespace
 
 bool is_zarr_store(const std::string& path) {
-  return is_dir(path) && (is_file(path + "/.zarray") || is_file(path + "/.zgroup"));
+  return is_dir(path) &&
+         (is_file(path + "/.zarray") || is_file(path + "/.zgroup") || is_file(path + "/zarr.json"));
 }
 
 std::unique_ptr<Source> open_zarr_source(const std::string& path, const RawHints& hints) {

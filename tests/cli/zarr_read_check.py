@@ -207,6 +207,31 @@ g.attrs["multiscales"] = [{"version": "0.4", "datasets": [{"path": "0"}],
                            "axes": [{"name": n} for n in "tczyx"]}]
 check_read("OME-Zarr (t, c, z, y, x) of one channel", os.path.join(tmp, "tczyx.zarr"), img[0, 0, 0])
 
+# ooc's own stores: every level of an oocconv --pyramid output reads back as zarr-python reads it.
+for kind, channels in (("f32", 1), ("u16", 3)):
+    src = random_image((150, 133, channels), {"f32": "<f4", "u16": "<u2"}[kind])
+    src.tofile(os.path.join(tmp, "own.raw"))
+    own = os.path.join(tmp, f"own_{kind}.zarr")
+    r = run(OOCCONV, os.path.join(tmp, "own.raw"), own, "--width", 133, "--type", kind,
+            "--channels", channels, "--radius", 2, "--pyramid", "--levels", 2, "--chunk", 32, "-q")
+    if r.returncode:
+        fail(f"oocconv --pyramid to {own}: exit {r.returncode}: {r.stderr.strip()}")
+        continue
+    for k in range(3):
+        want = np.asarray(zarr.open_group(own, mode="r")[str(k)])
+        out = os.path.join(tmp, "own_out.raw")
+        r = run(OOCCONV, own, out, "--input-level", k, "--taps", "1", "-q")
+        got = np.fromfile(out, dtype=want.dtype) if r.returncode == 0 else None
+        if got is None or not np.array_equal(got.reshape(want.shape), want):
+            fail(f"level {k} of ooc's {own}: exit {r.returncode} {r.stderr.strip()}, "
+                 "differs from zarr-python's read")
+v3 = os.path.join(tmp, "v3.zarr")
+if run(OOCCONV, os.path.join(tmp, "own.raw"), v3, "--width", 133, "--type", "u16", "--channels",
+       3, "--radius", 1, "--zarr-version", "3", "-q").returncode == 0:
+    r = run(OOCCONV, v3, os.path.join(tmp, "v3.raw"), "--radius", 1, "-q")
+    if r.returncode != 3 or "Zarr v3" not in r.stderr:
+        fail(f"a Zarr v3 input: exit {r.returncode}, {r.stderr.strip()!r} (want 3, 'Zarr v3')")
+
 # oocinfo: every level, its shape, scale, chunks and codec.
 r = run(OOCINFO, group, "--device", "cpu")
 for phrase in ["OME-Zarr group, 3 level(s)", "level 2 '2': shape [12, 10]", "scale [4, 4]",
