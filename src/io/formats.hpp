@@ -66,5 +66,8 @@ std::unique_ptr<Source> open_zarr_source(const std::string& path, const RawHints
 // For oocinfo: one line per array of the store (shape, dtype, chunks, codec, and an OME-Zarr
 // level's path and scale), after a line describing the group.
 std::vector<std::string> describe_zarr_store(const std::string& path);
+// What a resumed run checks its Zarr input against (the journal's "input" line): the store, the
+// level, and the names, sizes, times and inodes of every file of the array read.
+std::string zarr_input_identity(const std::string& path, int level);
 
 }  // namespace ooc

@@ -33,11 +33,13 @@
 #include "io/zarr_codec.hpp"
 #include "ooc/error.hpp"
 #include "ooc/pipeline.hpp"
+#include "pipeline/digest.hpp"
 
 namespace ooc {
 namespace {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 // A decoded chunk is held whole by the thread decoding it (and blosc stops at 2 GiB).
 constexpr std::uint64_t kMaxChunkBytes = 2ull << 30;
@@ -687,6 +689,36 @@ std::unique_ptr<Source> open_zarr_source(const std::string& path, const RawHints
   const unsigned threads =
       static_cast<unsigned>(hints.threads > 0 ? hints.threads : default_threads());
   return std::make_unique<ZarrSource>(std::move(st), threads);
+}
+
+std::string zarr_input_identity(const std::string& path, int level) {
+  const Store st = open_store(path, level);
+  // Every file of the array (chunks and metadata; chunks are usually replaced by a rename, which
+  // a directory's times alone show only for its own entries), combined independently of the
+  // order a directory lists them in.
+  std::uint64_t files = 0, sum = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(st.array_dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat fst {};
+    if (::lstat(it->path().c_str(), &fst) != 0 || S_ISDIR(fst.st_mode)) continue;
+    detail::Digest d;
+    const std::string rel = it->path().string().substr(st.array_dir.size());
+    d.add(rel);
+    const std::int64_t fields[] = {fst.st_size,         fst.st_mtim.tv_sec,
+                                   fst.st_mtim.tv_nsec, fst.st_ctim.tv_sec,
+                                   fst.st_ctim.tv_nsec, static_cast<std::int64_t>(fst.st_ino)};
+    d.add(fields, sizeof fields);
+    sum += std::stoull(d.hex(), nullptr, 16);
+    ++files;
+  }
+  if (ec)
+    throw Error(read_error_kind(ec.value()),
+                system_message("cannot list", st.array_dir, ec.value()));
+  char text[40];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(sum));
+  return "zarr " + path + " level " + std::to_string(st.level) + " array '" + st.array_dir +
+         "' files " + std::to_string(files) + " digest " + text;
 }
 
 std::vector<std::string> describe_zarr_store(const std::string& path) {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/formats.hpp"
 #include "io/zarr_codec.hpp"
 #include "ooc/io.hpp"
 
@@ -117,6 +118,19 @@ TEST(ZarrRead, DetectsStoresAndNamesThem) {
   wrong.type = ooc::SampleType::f32;
   wrong.type_given = true;
   EXPECT_THROW(ooc::open_source(s.dir.string(), wrong), ooc::Error);
+}
+
+TEST(ZarrRead, IdentityFollowsChunkFiles) {
+  Store s;
+  make_store(s, 12, 10, 1, 5, 4, 1);
+  const std::string a = ooc::zarr_input_identity(s.dir.string(), -1);
+  EXPECT_EQ(a, ooc::zarr_input_identity(s.dir.string(), -1));
+  // A chunk replaced by a rename, as zarr-python writes them: the directory's own times may
+  // not change within their resolution, the file's inode does.
+  const fs::path chunk = s.dir / "1.1.0";
+  fs::copy_file(chunk, s.dir / "tmp");
+  fs::rename(s.dir / "tmp", chunk);
+  EXPECT_NE(a, ooc::zarr_input_identity(s.dir.string(), -1));
 }
 
 }  // namespace
