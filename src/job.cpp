@@ -236,6 +236,14 @@ Job::Job(JobOptions options) : options_(std::move(options)) {
   source_ = open_source(options_.input, options_.hints, options_.seed);
 }
 
+namespace {
+constexpr const char* kStateMagic = "ooc-state 1";
+// The state files a job may leave beside its temporary (pipeline passes before the last).
+void remove_states(const std::string& temporary) {
+  for (int i = 0; i < 8; ++i) ::unlink((temporary + ".pass-" + std::to_string(i)).c_str());
+}
+}  // namespace
+
 Job::~Job() {
   unregister_temporary(journal_slot_);
   unregister_temporary(manifest_slot_);
@@ -253,8 +261,57 @@ Job::~Job() {
   // part's journal stays: the shared temporary holds its rows, and --resume goes on from it.
   if (!journal_.empty() && !kept_ && !shared_) {
     ::unlink(journal_.c_str());
+    remove_states(temporary_of(options_.output));
     if (owns_manifest_) ::unlink(manifest_path(temporary_of(options_.output)).c_str());
   }
+}
+
+
+std::string Job::state_path(const std::string& name) const {
+  return journal_.empty() ? std::string() : temporary_of(options_.output) + "." + name;
+}
+
+void Job::save_state(const std::string& path, const std::vector<std::uint64_t>& values) const {
+  std::ostringstream o;
+  o << kStateMagic << "\nvalues " << values.size() << "\n";
+  detail::Digest d;
+  for (const std::uint64_t v : values) {
+    o << v << "\n";
+    d.add(&v, sizeof v);
+  }
+  o << "check " << d.hex() << "\n";
+  const std::string text = o.str(), tmp = path + ".tmp-" + std::to_string(::getpid());
+  std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error(ErrorKind::io, system_message("cannot write", path, errno));
+  }
+}
+
+std::optional<std::vector<std::uint64_t>> Job::load_state(const std::string& path) const {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  std::string magic, word;
+  std::size_t n = 0;
+  std::getline(f, magic);
+  std::vector<std::uint64_t> values;
+  detail::Digest d;
+  bool ok = magic == kStateMagic && (f >> word >> n) && word == "values" && n <= (1u << 24);
+  for (std::size_t i = 0; ok && i < n; ++i) {
+    std::uint64_t v = 0;
+    ok = static_cast<bool>(f >> v);
+    values.push_back(v);
+    d.add(&v, sizeof v);
+  }
+  std::string check;
+  ok = ok && (f >> word >> check) && word == "check" && check == d.hex();
+  if (!ok)
+    throw Error(ErrorKind::input, "'" + path + "' is damaged and cannot be trusted: remove '" +
+                                      temporary_of(options_.output) +
+                                      "*' and run without --resume");
+  return values;
 }
 
 void Job::write_journal(std::int64_t done) const {
@@ -338,8 +395,7 @@ void Job::start(const std::vector<const Operation*>& ops) {
       begin_ = aligned(options_.part_index);
       end_ = aligned(options_.part_index + 1);
       if (begin_ >= end_)
-        throw Error(ErrorKind::usage, std::to_string(options_.part_count) +
-                                          " parts leave part " +
+        throw Error(ErrorKind::usage, std::to_string(options_.part_count) + " parts leave part " +
                                           std::to_string(options_.part_index) +
                                           " no chunk row of the output: use fewer parts");
     }
@@ -351,9 +407,8 @@ void Job::start(const std::vector<const Operation*>& ops) {
   SinkOptions so = options_.sink;
   std::string format = "null";
   if (writer) format = output_format(options_.output, so);
-  const bool journaled =
-      writer && (format == "raw" || format == "npy" || format == "zarr") &&
-      (options_.journal || shared_);
+  const bool journaled = writer && (format == "raw" || format == "npy" || format == "zarr") &&
+                         (options_.journal || shared_);
   if (shared_ && writer && !journaled && format != "null")
     throw Error(ErrorKind::usage,
                 "a run in parts (--part, --rows, or several ranks under mpirun or srun) "
@@ -474,9 +529,10 @@ RunStats Job::run(Operation& op, const ProgressFn& progress) {
     if (progress) progress(start_ - begin_ + done, end_ - begin_);
   };
   RunStats st = engine_->run(op, writes ? sink_.get() : nullptr, tracked);
-  if (writes && st.stopped) {
+  if (st.stopped && (writes || sink_)) {
+    // A pass that writes nothing (a histogram) stopped: the rows on disk are those before it.
     if (sink_) sink_->keep();
-    write_journal(start_ + st.rows_done);
+    write_journal(writes ? start_ + st.rows_done : start_);
     kept_ = true;
   }
   return st;
@@ -490,6 +546,7 @@ void Job::commit() {
   } else if (!journal_.empty()) {
     ::unlink(journal_.c_str());
     ::unlink(manifest_path(temporary_of(options_.output)).c_str());
+    remove_states(temporary_of(options_.output));
   }
   kept_ = true;  // nothing for the destructor to remove
 }
@@ -569,6 +626,7 @@ std::string finish_output(const std::string& output) {
   }
   for (const JournalRecord& r : journals) ::unlink(r.path.c_str());
   ::unlink(manifest_path(temporary).c_str());
+  remove_states(temporary);
   return "finished '" + output + "' from " + std::to_string(journals.size()) + " part(s), " +
          std::to_string(first.height) + " rows";
 }

@@ -111,6 +111,9 @@ int main(int argc, char** argv) {
     ooc::cli::add_output_options(*app.add_option_group("Output file"), jo.sink);
     std::string histogram;
     app.add_option("--histogram", histogram, "also write the histogram: FILE.csv or FILE.npy");
+    app.add_flag("--resume", jo.resume,
+                 "continue an interrupted run from its journal and saved histogram; starts "
+                 "afresh if none");
 
     ooc::cli::PipelineCli pipeline_cli;
     ooc::cli::add_pipeline_options(*app.add_option_group("Pipeline"), pipeline_cli,
@@ -126,7 +129,9 @@ int main(int argc, char** argv) {
 
     // Under mpirun/srun each rank takes its rows; the histograms are summed over the ranks.
     ooc::cli::World& world = ooc::cli::World::get();
-    ooc::cli::apply_run_options({}, jo);
+    ooc::cli::RunCli run_cli;
+    run_cli.resume = jo.resume;
+    ooc::cli::apply_run_options(run_cli, jo);
     ooc::Job job(jo);
     const ooc::ImageSpec& spec = job.source().spec();
     check_equalizable(spec.type);
@@ -134,7 +139,16 @@ int main(int argc, char** argv) {
     ooc::PipelinePlan plan(spec, {ooc::StageCall{"equalize", {}}}, {}, jo.pipeline);
     job.set_fingerprint(plan.fingerprint() + "; output " + spec.describe() + " " +
                         ooc::output_format(jo.output, jo.sink));
+    // Resumable: the histogram is saved for a resumed run between the passes.
+    job.set_journal(true);
+    if (ooc::output_format(jo.output, jo.sink) != "tiff") ooc::cli::stop_gracefully_on_signals();
     job.start(plan.operations());
+    if (jo.resume && !quiet)
+      std::fprintf(
+          stderr, "ooceq: %s at row %lld of rows %lld:%lld\n",
+          job.resumed_from() > job.row_begin() ? "resuming" : "nothing to resume: starting",
+          static_cast<long long>(job.resumed_from()), static_cast<long long>(job.row_begin()),
+          static_cast<long long>(job.row_end()));
 
     // One bar over both passes: the file is read twice.
     ooc::cli::Progress bar(progress, 2 * spec.total_bytes(), "ooceq");
@@ -143,6 +157,9 @@ int main(int argc, char** argv) {
         job, plan, [&](std::int64_t d, std::int64_t t) { bar.update(d, t); },
         [&](std::vector<std::uint64_t>& v) { world.sum(v); }, &each);
     bar.finish();
+    // Stopped in the histogram pass: no row is written yet.
+    if (total.stopped)
+      return ooc::cli::stopped("ooceq", job, each.size() < 2 ? ooc::RunStats{} : each.back());
     const ooc::PipelinePlan::Histogram& hist = *plan.histogram(0);
     if (!histogram.empty() && world.rank() == 0) write_histogram(histogram, hist);
     job.commit();

@@ -28,7 +28,8 @@ Examples:
 Each stage filters the previous stage's image, with the border rule applied to that image (as
 running the stages one by one, scipy.ndimage semantics); intermediate values are f32 (f64 with
 --precision f64); the output has the input's type unless a last convert or --out-type says.
-Parts, MPI and resume as in oocconv (a pipeline with equalize: MPI only, no --part or --resume).
+Parts, MPI and resume as in oocconv (a pipeline with equalize: MPI, no --part or --rows; a
+resumed run takes the histogram the interrupted one saved).
 
 Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O, 5 GPU, 75 stopped by a signal: --resume.
 )";
@@ -115,12 +116,8 @@ int main(int argc, char** argv) {
       throw Error(ErrorKind::usage,
                   "equalize needs the histogram of the whole image: a pipeline with it runs "
                   "in one process or as MPI ranks (mpirun), not as --part or --rows");
-    if (plan.has_reduction() && jo.resume)
-      throw Error(ErrorKind::usage,
-                  "a pipeline with equalize cannot resume (its histogram needs every row): run "
-                  "it again without --resume");
-    // Resumable unless a histogram pass needs every row again.
-    job.set_journal(!plan.has_reduction());
+    // Resumable; a pipeline with equalize saves its histogram for the resumed run.
+    job.set_journal(true);
     const std::string format = ooc::output_format(jo.output, jo.sink);
     job.set_fingerprint(plan.fingerprint() + "; output " + plan.output().describe() + " " + format);
     if (format != "tiff") ooc::cli::stop_gracefully_on_signals();
@@ -140,7 +137,9 @@ int main(int argc, char** argv) {
         [&](std::vector<std::uint64_t>& v) { world.sum(v); }, &each);
     if (total.stopped) {
       bar.finish();
-      return ooc::cli::stopped("oocrun", job, each.back());
+      // Stopped in a histogram pass: no row is written yet.
+      return ooc::cli::stopped(
+          "oocrun", job, static_cast<int>(each.size()) < passes ? ooc::RunStats{} : each.back());
     }
     nlohmann::json pass_stats = nlohmann::json::array();
     for (const ooc::RunStats& st : each)

@@ -74,6 +74,13 @@ class Job {
   // Nothing was left to do (a resumed run whose rows were all done).
   bool nothing_left() const noexcept { return start_ >= run_end_; }
   const std::string& journal_path() const noexcept { return journal_; }
+  // State a resumed run needs besides the rows on disk (a pipeline's histogram): a file beside
+  // the output's temporary, named `name` (empty where the job keeps no journal). Saved
+  // atomically with a checksum; kept with the journal by a stop, removed with it at the end.
+  std::string state_path(const std::string& name) const;
+  void save_state(const std::string& path, const std::vector<std::uint64_t>& values) const;
+  // Nothing when the file does not exist; an input Error when it is damaged.
+  std::optional<std::vector<std::uint64_t>> load_state(const std::string& path) const;
 
   const Backend& backend() const noexcept { return backend_; }
   const BandPlan& plan() const noexcept { return plan_; }

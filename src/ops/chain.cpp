@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "chain_impl.hpp"
@@ -864,8 +865,8 @@ struct PipelinePlan::Impl {
       try {
         p.method = parse_conv_method(a.text("method"));
       } catch (const Error&) {
-        throw Error(ErrorKind::usage,
-                    a.at() + ": method must be auto, direct or fft, got '" + a.text("method") + "'");
+        throw Error(ErrorKind::usage, a.at() + ": method must be auto, direct or fft, got '" +
+                                          a.text("method") + "'");
       }
       return Stage{keep(make_conv2d(in, p, options))};
     }
@@ -1041,6 +1042,20 @@ void PipelinePlan::end_pass(int i, const std::function<void(std::vector<std::uin
                                                s.histogram->channels()};
 }
 
+void PipelinePlan::restore_pass(int i, std::vector<std::uint64_t> counts) {
+  Impl& m = *impl_;
+  const Impl::Stage& s = m.stages.at(m.pass_end.at(static_cast<std::size_t>(i)));
+  if (!s.histogram) return;
+  if (counts.size() != s.histogram->counts().size())
+    throw Error(ErrorKind::input, "the saved histogram has " + std::to_string(counts.size()) +
+                                      " counts, this pipeline's " +
+                                      std::to_string(s.histogram->counts().size()));
+  s.lut->set_lut(equalization_lut(counts, s.histogram->bins(), s.histogram->channels()));
+  m.histograms.resize(std::max(m.histograms.size(), static_cast<std::size_t>(i) + 1));
+  m.histograms[static_cast<std::size_t>(i)] = {std::move(counts), s.histogram->bins(),
+                                               s.histogram->channels()};
+}
+
 const PipelinePlan::Histogram* PipelinePlan::histogram(int i) const {
   const auto& h = impl_->histograms;
   return i >= 0 && static_cast<std::size_t>(i) < h.size() && h[static_cast<std::size_t>(i)].bins
@@ -1063,6 +1078,19 @@ RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
   const std::int64_t rows = job.row_end() - job.row_begin();
   RunStats total;
   for (int i = 0; i < passes; ++i) {
+    // A pass whose reductions the interrupted run saved is not run again: its rows may be
+    // written already, and the histogram needs every one of them.
+    const std::string state = i + 1 < passes ? job.state_path("pass-" + std::to_string(i)) : "";
+    if (!state.empty() && job.options().resume) {
+      if (std::optional<std::vector<std::uint64_t>> saved = job.load_state(state)) {
+        plan.restore_pass(i, std::move(*saved));
+        if (each) each->push_back(RunStats{});
+        continue;
+      }
+      if (job.resumed_from() > job.row_begin())
+        throw Error(ErrorKind::usage, "cannot resume: the interrupted run's histogram ('" + state +
+                                          "') is missing; run without --resume");
+    }
     const RunStats st = job.run(plan.pass(i), [&](std::int64_t d, std::int64_t) {
       if (progress) progress(i * rows + d, passes * rows);
     });
@@ -1080,7 +1108,11 @@ RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
       total.stopped = st.stopped;
     }
     if (st.stopped) break;
-    if (i + 1 < passes) plan.end_pass(i, sum);
+    if (i + 1 < passes) {
+      plan.end_pass(i, sum);
+      if (!state.empty())
+        if (const PipelinePlan::Histogram* h = plan.histogram(i)) job.save_state(state, h->counts);
+    }
   }
   return total;
 }
