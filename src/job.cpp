@@ -44,10 +44,12 @@ std::string temporary_of(std::string output) {
 
 // What identifies the input's content without reading it: a changed file gets a new mtime and
 // ctime (ctime cannot be set back by a user, as `touch -r` sets mtime), a replaced one a new inode.
-std::string input_identity(const std::string& input, std::uint64_t seed) {
+std::string input_identity(const std::string& input, std::uint64_t seed, int zarr_level) {
   struct stat st {};
   if (input.rfind("synth:", 0) == 0) return input + " seed " + std::to_string(seed);
   if (::stat(input.c_str(), &st) != 0) return input;
+  // A Zarr store: its directory's own times miss a chunk replaced inside it.
+  if (S_ISDIR(st.st_mode)) return zarr_input_identity(input, zarr_level);
   std::ostringstream o;
   o << input << " size " << st.st_size << " mtime " << st.st_mtim.tv_sec << "."
     << st.st_mtim.tv_nsec << " ctime " << st.st_ctim.tv_sec << "." << st.st_ctim.tv_nsec
@@ -421,7 +423,7 @@ void Job::start(const std::vector<const Operation*>& ops) {
   so.mode = shared_ ? OutputMode::shared : OutputMode::fresh;
   std::string temporary;
   if (journaled) {
-    identity_ = input_identity(options_.input, options_.seed);
+    identity_ = input_identity(options_.input, options_.seed, options_.hints.zarr_level);
     temporary = temporary_of(options_.output);
     journal_ = journal_name(temporary, options_.part_index, options_.part_count, begin_, end_,
                             explicit_rows);
