@@ -192,14 +192,18 @@ ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
       "leading axes of length 1 (OME's t, c, z)";
   int y = -1;
   bool channels = false;
-  if (!axes.empty() && static_cast<int>(axes.size()) == n) {
-    int iy = -1, ix = -1, ic = -1;
+  int iy = -1, ix = -1, ic = -1;
+  if (static_cast<int>(axes.size()) == n)
     for (int i = 0; i < n; ++i) {
       if (axes[i] == "y") iy = i;
       if (axes[i] == "x") ix = i;
       if (axes[i] == "c") ic = i;
     }
-    if (iy < 0 || ix != iy + 1) fail(where + " has axes without y followed by x" + layouts);
+  // OME's axis names where they say where y and x are; otherwise the shape alone.
+  if (iy >= 0 && ix >= 0) {
+    if (ix != iy + 1)
+      fail(where + " has x at axis " + std::to_string(ix) + ", not right after y (axis " +
+           std::to_string(iy) + ")" + layouts);
     if (ic >= 0 && ic < iy && s[ic] > 1)
       fail(where + " stores " + std::to_string(s[ic]) +
            " channels first (c before y and x, shape " + shape + ")" + layouts +

@@ -348,6 +348,17 @@ expect(nogroup, 3, "multiscales", "group without multiscales")
 expect(group, 2, "does not exist", "--input-level past the last level", ["--input-level", "3"])
 expect(os.path.join(tmp, "a0.zarr"), 2, "applies to OME-Zarr groups", "--input-level on an array",
        ["--input-level", "1"])
+ycx = os.path.join(tmp, "ycx.zarr")
+g = zarr.open_group(ycx, mode="w")
+g.create_dataset("0", shape=(10, 3, 12), chunks=(5, 3, 6), dtype="u1")[...] = 1
+g.attrs["multiscales"] = [{"datasets": [{"path": "0"}], "axes": [{"name": n} for n in "ycx"]}]
+expect(ycx, 3, "not right after y", "OME axes (y, c, x)")
+named = os.path.join(tmp, "named.zarr")
+g = zarr.open_group(named, mode="w")
+img = random_image((14, 11), "u2")
+g.create_dataset("0", shape=img.shape, chunks=(4, 4), dtype="u2")[...] = img
+g.attrs["multiscales"] = [{"datasets": [{"path": "0"}], "axes": ["row", "col"]}]
+check_read("OME-Zarr with unknown axis names (the shape decides)", named, img)
 escape = os.path.join(tmp, "escape.zarr")
 zarr.open_group(escape, mode="w")
 with open(os.path.join(escape, ".zattrs"), "w") as f:
