@@ -95,6 +95,9 @@ class Source {
   // Memory the source holds besides the rows it hands out (decoded blocks read ahead), at most,
   // while `readers` threads read bands of `band_rows` rows; the planner counts it.
   virtual std::size_t buffer_bytes(std::int64_t /*band_rows*/, int /*readers*/) const { return 0; }
+  // How the bytes are read, for --stats: "mmap" (mapped or pread, through the page cache),
+  // "direct" (O_DIRECT), "decoded" (a decoder's reads) or "generated".
+  virtual std::string io_method() const { return "decoded"; }
 };
 
 class Sink {
@@ -120,6 +123,9 @@ class Sink {
     (void)first;
     return written_end;
   }
+  // How the bytes are written, for --stats: "buffered" (through the page cache), "direct"
+  // (O_DIRECT) or "none".
+  virtual std::string io_method() const { return "buffered"; }
 };
 
 // What the command line says about an input that has no header (raw files, synthetic images).
@@ -135,6 +141,10 @@ struct RawHints {
   int page = 0;                 // TIFF: the image (directory) to read, from 0
   int zarr_level = -1;          // OME-Zarr: the level (dataset) to read; -1: level 0
   int threads = 0;              // TIFF: threads that decode strips and tiles (0: all cores)
+  // Raw, .npy and uncompressed contiguous TIFF: "mmap" (the page cache), "direct" (O_DIRECT,
+  // bypassing it) or "auto" (direct for a file mostly not cached and larger than io_auto_bytes).
+  std::string io = "auto";
+  std::uint64_t io_auto_bytes = 0;  // 0: half the memory the process may use (RAM or cgroup)
 };
 
 // Opens `path` for reading: .npy and TIFF are recognized by their magic bytes (hints.format
@@ -184,6 +194,11 @@ struct SinkOptions {
   // Whether to go on where the file system cannot lock (--no-locks): by default such a file
   // system is refused, since two writers of one output would then go unnoticed.
   bool no_locks = false;
+  // Raw and .npy: "mmap" (buffered writes through the page cache; the name is --io's), "direct"
+  // (O_DIRECT) or "auto" (direct for an output larger than io_auto_bytes). TIFF and Zarr outputs
+  // are written buffered.
+  std::string io = "auto";
+  std::uint64_t io_auto_bytes = 0;  // 0: half the memory the process may use (RAM or cgroup)
 };
 
 // "raw", "npy", "tiff", "zarr" (by --format, else the extension) or "null" (null:); throws a

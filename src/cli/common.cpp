@@ -503,6 +503,12 @@ void add_input_options(CLI::App& g, InputCli& in, ooc::RawHints& hints, std::uin
   g.add_option("--input-level", hints.zarr_level,
                "OME-Zarr input: the resolution level (dataset) to read, from 0 (default 0)")
       ->check(CLI::NonNegativeNumber);
+  g.add_option("--io", hints.io,
+               "raw and .npy input and output: auto (direct for a file mostly not in the page "
+               "cache and larger than half the memory), mmap (the page cache) or direct "
+               "(O_DIRECT)")
+      ->default_str("auto")
+      ->check(CLI::IsMember({"auto", "mmap", "direct"}));
 }
 
 void apply_input_options(const InputCli& in, ooc::RawHints& hints) {
@@ -512,6 +518,10 @@ void apply_input_options(const InputCli& in, ooc::RawHints& hints) {
 }
 
 void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
+  // --io (an input option, added before) chooses for the output too.
+  if (CLI::App* app = group.get_parent())
+    if (CLI::Option* io = app->get_option_no_throw("--io"))
+      io->each([&o](const std::string& v) { o.io = v; });
   group
       .add_option("--format", o.format,
                   "output format: auto (from the extension), raw, npy, tiff, zarr")
@@ -565,6 +575,9 @@ void report(const char* prog, const std::string& stats, bool quiet, Job& job,
     t << "input        " << job.source().describe() << "\n"
       << "output       " << (job.sink() ? job.sink()->describe() : std::string("none")) << "\n"
       << "operation    " << operation << "\n"
+      << "io           input "
+      << (job.options().input.rfind("synth:", 0) == 0 ? "generated" : job.source().io_method())
+      << ", output " << (job.sink() ? job.sink()->io_method() : std::string("none")) << "\n"
       << "backend      " << job.backend().describe() << "\n";
     if (const std::string err = job.backend().start_error(); !err.empty())
       t << "cuda start   failed, ran on the CPU: " << err << "\n";

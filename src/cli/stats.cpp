@@ -32,6 +32,8 @@ RunReport run_report(Job& job, const std::string& operation, const RunStats& sta
   r.in = job.source().spec();
   r.output_path = job.options().output;
   if (job.sink()) r.output_type = std::string(name(job.sink()->spec().type));
+  r.input_io = r.input_path.rfind("synth:", 0) == 0 ? "generated" : job.source().io_method();
+  if (job.sink()) r.output_io = job.sink()->io_method();
   r.operation = operation;
   r.backend = job.backend().describe();
   r.backend_choice = job.backend().why;
@@ -51,7 +53,9 @@ nlohmann::json stats_json(const RunReport& r) {
                 {"width", r.in.width},       {"height", r.in.height},
                 {"channels", r.in.channels}, {"type", std::string(name(r.in.type))},
                 {"bytes", st.bytes_read}};
+  if (!r.input_io.empty()) j["input"]["io"] = r.input_io;
   j["output"] = {{"path", r.output_path}, {"type", r.output_type}, {"bytes", st.bytes_written}};
+  j["output"]["io"] = r.output_io;
   j["operation"] = r.operation;
   j["backend"] = r.backend;
   j["backend_choice"] = r.backend_choice;  // how --device picked it (auto: both estimates)

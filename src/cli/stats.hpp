@@ -18,6 +18,8 @@ struct RunReport {
   std::string input_path, input_description, output_path, output_type = "none", operation;
   std::string backend, backend_choice;  // Backend::describe() and Backend::why
   std::string start_error;              // Backend::start_error()
+  // How the input was read and the output written (Source/Sink::io_method(): mmap, direct, ...).
+  std::string input_io, output_io = "none";
   bool cuda = false;
   ImageSpec in;
   BandPlan plan;

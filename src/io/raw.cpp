@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "direct.hpp"
 #include "formats.hpp"
 #include "npy.hpp"
 #include "ooc/error.hpp"
@@ -53,11 +55,19 @@ std::string widths_that_fit(std::uint64_t samples, std::int64_t width, int count
   return out;
 }
 
-// A raw file, or the data part of a .npy file: rows are mapped (or pread) at their offset.
+// A raw file, or the data part of a .npy file: rows are mapped (or pread) at their offset, or
+// read with O_DIRECT (`direct`) into aligned buffers, the page cache left alone.
 class RawSource final : public Source {
  public:
-  RawSource(const std::string& path, int fd, FileLayout layout)
-      : path_(path), fd_(fd), layout_(std::move(layout)), spec_(layout_.spec) {
+  RawSource(const std::string& path, int fd, FileLayout layout,
+            std::unique_ptr<direct::Reader> direct, std::string io_note)
+      : path_(path),
+        fd_(fd),
+        layout_(std::move(layout)),
+        spec_(layout_.spec),
+        direct_(std::move(direct)),
+        io_note_(std::move(io_note)) {
+    if (direct_) return;  // nothing mapped: a file cut short is a short read, not SIGBUS
     try {
       mapping_ = bip::file_mapping(path.c_str(), bip::read_only);
     } catch (const bip::interprocess_exception& e) {
@@ -80,10 +90,22 @@ class RawSource final : public Source {
   }
   std::string layout() const override { return layout_.layout; }
   const Metadata& metadata() const noexcept override { return layout_.metadata; }
+  std::string io_method() const override {
+    return (direct_ ? "direct" : "mmap") + (io_note_.empty() ? "" : " (" + io_note_ + ")");
+  }
+  std::size_t buffer_bytes(std::int64_t, int) const override {
+    return direct_ ? direct_->buffer_bytes() : 0;
+  }
 
   // pread: one copy from the page cache (or the disk) into the caller's buffer, no mapping.
   void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
     const std::size_t bytes = static_cast<std::size_t>(n) * spec_.row_bytes();
+    if (direct_) {
+      direct_->read(layout_.offset + static_cast<std::size_t>(y0) * spec_.row_bytes(), bytes, dst);
+      if (layout_.swap)
+        reverse_bytes(dst, bytes / sample_bytes(spec_.type), sample_bytes(spec_.type));
+      return;
+    }
     std::byte* const first = dst;
     std::size_t left = bytes;
     auto offset =
@@ -106,7 +128,8 @@ class RawSource final : public Source {
   // while the job sets up, or while the band before is being read. (The page cache holds the
   // rows: nothing of ours.)
   void prefetch(std::int64_t y0, std::size_t max_bytes) override {
-    if (fd_ < 0 || y0 < 0 || y0 >= spec_.height) return;
+    // Direct I/O: read-ahead would fill the page cache this mode keeps clear.
+    if (direct_ || fd_ < 0 || y0 < 0 || y0 >= spec_.height) return;
     const std::size_t at = layout_.offset + static_cast<std::size_t>(y0) * spec_.row_bytes();
     ::posix_fadvise(fd_, static_cast<off_t>(at), static_cast<off_t>(max_bytes),
                     POSIX_FADV_WILLNEED);
@@ -114,6 +137,16 @@ class RawSource final : public Source {
 
   const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
     const std::size_t bytes = static_cast<std::size_t>(n) * spec_.row_bytes();
+    if (direct_) {  // the band in requests side by side, straight into a pooled aligned buffer
+      const std::byte* p = nullptr;
+      auto held = direct_->read_pooled(
+          layout_.offset + static_cast<std::size_t>(y0) * spec_.row_bytes(), bytes, &p);
+      if (layout_.swap)
+        reverse_bytes(const_cast<std::byte*>(p), bytes / sample_bytes(spec_.type),
+                      sample_bytes(spec_.type));
+      arena.keep(std::move(held));
+      return p;
+    }
     if (layout_.swap) {  // big endian: a swapped copy, not the mapping
       std::byte* out = arena.take(bytes);
       read_rows(y0, n, out);
@@ -127,7 +160,7 @@ class RawSource final : public Source {
   // pread, whose read-ahead makes large disk reads where page faults read 128 KiB at a time.
   // Where the window cannot be mapped (an address-space limit), pread needs no mapping.
   const std::byte* mapped_rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
-    if (layout_.swap) return nullptr;
+    if (layout_.swap || direct_) return nullptr;
     const std::size_t bytes = static_cast<std::size_t>(n) * spec_.row_bytes();
     const std::byte* p = nullptr;
     try {
@@ -176,6 +209,8 @@ class RawSource final : public Source {
   ImageSpec spec_;
   bip::file_mapping mapping_;
   int mapped_slot_ = -1;
+  std::unique_ptr<direct::Reader> direct_;
+  std::string io_note_;  // why not direct (a refusal), or empty
 };
 
 // Starts the disk writing each stretch of output just written, from a thread of its own, and
@@ -296,6 +331,7 @@ class FileSink final : public Sink {
     }
     if (!header_.empty())
       write_all(reinterpret_cast<const std::byte*>(header_.data()), header_.size(), 0);
+    start_direct(o, total);
   }
 
   const ImageSpec& spec() const noexcept override { return spec_; }
@@ -307,6 +343,15 @@ class FileSink final : public Sink {
                   std::size_t stride) override {
     const std::size_t row = spec_.row_bytes();
     const std::size_t base = header_.size();
+    if (writer_) {
+      if (stride == row) {
+        writer_->write(data, row * static_cast<std::size_t>(n), base + y0 * row);
+      } else {
+        for (std::int64_t y = 0; y < n; ++y)
+          writer_->write(data + y * stride, row, base + (y0 + y) * row);
+      }
+      return;
+    }
     if (stride == row) {
       write_all(data, row * static_cast<std::size_t>(n), base + y0 * row);
     } else {
@@ -317,13 +362,27 @@ class FileSink final : public Sink {
 
   // A part's rows are done; the output is finished by whoever checks every part (--finish).
   void commit() override {
+    if (writer_) writer_->flush();
     writeback_.stop();
     file_.shared() ? file_.keep() : file_.commit();
   }
   void keep() override {
+    if (writer_) writer_->flush();
     writeback_.stop();
     file_.keep();
   }
+  // Direct writes still in a buffer or in flight are not on disk yet.
+  std::int64_t durable_end(std::int64_t first, std::int64_t written_end) const override {
+    if (!writer_) return written_end;
+    const std::uint64_t at = writer_->durable_offset();
+    if (at <= header_.size()) return first;
+    const auto rows = static_cast<std::int64_t>((at - header_.size()) / spec_.row_bytes());
+    return std::clamp(rows, first, written_end);
+  }
+  std::string io_method() const override {
+    return (writer_ ? "direct" : "buffered") + (io_note_.empty() ? "" : " (" + io_note_ + ")");
+  }
+  std::size_t buffer_bytes() const override { return writer_ ? writer_->buffer_bytes() : 0; }
 
  private:
   static off_t lock_offset(std::size_t header, const ImageSpec& spec, std::int64_t row) {
@@ -343,6 +402,29 @@ class FileSink final : public Sink {
                                      " available): free some space or write elsewhere");
   }
 
+  // O_DIRECT writes where `o.io` asks for them (auto: an output larger than the threshold),
+  // through a second descriptor on the temporary; the file system may refuse (a note, then the
+  // page cache as before).
+  void start_direct(const SinkOptions& o, std::size_t total) {
+    if (o.io != "auto" && o.io != "mmap" && o.io != "direct")
+      throw Error(ErrorKind::usage, "--io takes auto, mmap or direct, got '" + o.io + "'");
+    if (o.io == "mmap") return;
+    if (o.io == "auto" &&
+        total <= (o.io_auto_bytes > 0 ? o.io_auto_bytes : direct::memory_budget()))
+      return;
+    const int dfd = direct::reopen_direct(file_.fd(), O_WRONLY);
+    if (dfd < 0) {
+      const int err = errno;
+      io_note_ = "O_DIRECT refused: " + std::string(std::strerror(err));
+      std::fprintf(stderr,
+                   "ooc: note: '%s': the file system refuses direct I/O (%s): writing through "
+                   "the page cache (--io mmap)\n",
+                   file_.path().c_str(), std::strerror(err));
+      return;
+    }
+    writer_ = std::make_unique<direct::Writer>(file_.fd(), dfd, file_.partial());
+  }
+
   void write_all(const std::byte* p, std::size_t bytes, std::size_t offset) {
     while (bytes > 0) {
       const ssize_t w = ::pwrite(file_.fd(), p, bytes, static_cast<off_t>(offset));
@@ -358,10 +440,14 @@ class FileSink final : public Sink {
     }
   }
 
+  // Before file_, so destroyed after it: closing its O_DIRECT descriptor drops this process's
+  // POSIX locks on the file, which must hold until the temporary is closed (or removed).
+  std::unique_ptr<direct::Writer> writer_;
   OutputFile file_;
   ImageSpec spec_;
   std::string header_;               // written before the rows (.npy), or empty (raw)
   Writeback writeback_{file_.fd()};  // after file_: stopped before the file closes
+  std::string io_note_;              // why not direct (a refusal), or empty
 };
 
 class NullSink final : public Sink {
@@ -369,6 +455,7 @@ class NullSink final : public Sink {
   explicit NullSink(const ImageSpec& spec) : spec_(spec) {}
   const ImageSpec& spec() const noexcept override { return spec_; }
   std::string describe() const override { return "null (discarded) " + spec_.describe(); }
+  std::string io_method() const override { return "none"; }
   void write_rows(std::int64_t, std::int64_t, const std::byte*, std::size_t) override {}
   void commit() override {}
   void keep() override {}
@@ -383,9 +470,52 @@ void reverse_bytes(std::byte* p, std::size_t samples, std::size_t width) {
   for (std::size_t i = 0; i < samples; ++i, p += width) std::reverse(p, p + width);
 }
 
+namespace {
+// The --io choice of the input open_source is opening: tiff_read.cpp hands its uncompressed
+// contiguous strips to make_mapped_source without the hints.
+thread_local const RawHints* t_hints = nullptr;
+struct HintsScope {
+  explicit HintsScope(const RawHints& h) : saved(t_hints) { t_hints = &h; }
+  ~HintsScope() { t_hints = saved; }
+  const RawHints* saved;
+};
+
+// O_DIRECT for `path` when `io` asks for it (auto: a file mostly not in the page cache and larger
+// than the threshold); null with *note set where the file system refuses it.
+std::unique_ptr<direct::Reader> direct_reader(const std::string& path, int fd,
+                                              const FileLayout& layout, const RawHints& hints,
+                                              std::string* note) {
+  if (hints.io != "auto" && hints.io != "mmap" && hints.io != "direct")
+    throw Error(ErrorKind::usage, "--io takes auto, mmap or direct, got '" + hints.io + "'");
+  if (hints.io == "mmap") return nullptr;
+  const std::uint64_t bytes = layout.spec.total_bytes();
+  if (hints.io == "auto") {
+    const std::uint64_t threshold =
+        hints.io_auto_bytes > 0 ? hints.io_auto_bytes : direct::memory_budget();
+    // Cached data reads faster from the cache; a small file may as well stay cached.
+    if (bytes <= threshold || direct::resident_fraction(fd, layout.offset, bytes) >= 0.1)
+      return nullptr;
+  }
+  const int dfd = direct::open_direct(path, O_RDONLY);
+  if (dfd < 0) {
+    const int err = errno;
+    *note = "O_DIRECT refused: " + std::string(std::strerror(err));
+    std::fprintf(stderr,
+                 "ooc: note: '%s': the file system refuses direct I/O (%s): reading through the "
+                 "page cache (--io mmap)\n",
+                 path.c_str(), std::strerror(err));
+    return nullptr;
+  }
+  return std::make_unique<direct::Reader>(dfd, path);
+}
+}  // namespace
+
 std::unique_ptr<Source> make_mapped_source(const std::string& path, int fd, FileLayout layout) {
   try {
-    return std::make_unique<RawSource>(path, fd, std::move(layout));
+    std::string note;
+    std::unique_ptr<direct::Reader> d;
+    if (t_hints) d = direct_reader(path, fd, layout, *t_hints, &note);
+    return std::make_unique<RawSource>(path, fd, std::move(layout), std::move(d), note);
   } catch (...) {
     ::close(fd);
     throw;
@@ -520,6 +650,7 @@ std::string detect_format(const std::string& path) {
 
 std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hints,
                                     std::uint64_t seed) {
+  const HintsScope scope(hints);
   if (path.rfind("synth:", 0) == 0) {
     if (hints.page != 0)
       throw Error(ErrorKind::usage, "--page applies to TIFF input; '" + path + "' is synthetic");
