@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "chain_impl.hpp"
 #include "cuda_kernels.hpp"
@@ -118,26 +119,37 @@ const std::vector<StageDecl>& stage_declarations() {
     d.push_back({"convert",
                  "to another sample type, rounding half to even and saturating",
                  {other("type", Kind::type, "", "u8 u16 i16 u32 i32 f32 f64")}});
-    const StageParam window = other("size", Kind::size, "",
-                                    "window N x N, or H x W as HxW (scipy's size; even sizes too)");
-    d.push_back({"minimum", "minimum over the window (scipy.ndimage.minimum_filter)", {window}});
-    d.push_back({"maximum", "maximum over the window (scipy.ndimage.maximum_filter)", {window}});
-    d.push_back({"opening", "maximum of the minimum (scipy.ndimage.grey_opening)", {window}});
-    d.push_back({"closing", "minimum of the maximum (scipy.ndimage.grey_closing)", {window}});
-    d.push_back({"white-tophat", "x - opening (scipy.ndimage.white_tophat)", {window}});
-    d.push_back({"black-tophat", "closing - x (scipy.ndimage.black_tophat)", {window}});
+    // size or footprint: "none" is no default, the builder asks for one of the two.
+    const StageParam window =
+        other("size", Kind::size, "none",
+              "window N x N, or H x W as HxW (scipy's size; even sizes too); this or footprint");
+    const StageParam footprint =
+        other("footprint", Kind::text, "none",
+              "FILE.npy: a 2-D 0/1 array of odd sides, the window's shape (scipy's footprint; "
+              "origin at the centre)");
+    d.push_back(
+        {"minimum", "minimum over the window (scipy.ndimage.minimum_filter)", {window, footprint}});
+    d.push_back(
+        {"maximum", "maximum over the window (scipy.ndimage.maximum_filter)", {window, footprint}});
+    d.push_back(
+        {"opening", "maximum of the minimum (scipy.ndimage.grey_opening)", {window, footprint}});
+    d.push_back(
+        {"closing", "minimum of the maximum (scipy.ndimage.grey_closing)", {window, footprint}});
+    d.push_back({"white-tophat", "x - opening (scipy.ndimage.white_tophat)", {window, footprint}});
+    d.push_back({"black-tophat", "closing - x (scipy.ndimage.black_tophat)", {window, footprint}});
     d.push_back({"median",
                  "median of the window (scipy.ndimage.median_filter; CPU only for now)",
-                 {window}});
-    d.push_back(
-        {"percentile",
-         "percentile of the window (scipy.ndimage.percentile_filter; CPU only for now)",
-         {window, number("q", "", -100, false, "percentile (negative: from 100 down)", 100)}});
+                 {window, footprint}});
+    d.push_back({"percentile",
+                 "percentile of the window (scipy.ndimage.percentile_filter; CPU only for now)",
+                 {window, footprint,
+                  number("q", "", -100, false, "percentile (negative: from 100 down)", 100)}});
     d.push_back({"rank",
                  "the sample of this rank in the window, 0 the smallest (scipy.ndimage.rank_filter;"
                  " CPU only for now)",
-                 {window, integer("index", "", -kMaxRadius * kMaxRadius, kMaxRadius * kMaxRadius,
-                                  "rank; negative: from the largest (-1)")}});
+                 {window, footprint,
+                  integer("index", "", -kMaxRadius * kMaxRadius, kMaxRadius * kMaxRadius,
+                          "rank; negative: from the largest (-1)")}});
     StageDecl eq{"equalize",
                  "histogram equalization of u8/u16 (as ooceq, cv2.equalizeHist per channel): a "
                  "histogram pass, then the table",
@@ -762,6 +774,25 @@ class Args {
   std::string at_;
 };
 
+// The window of a rank or morphology stage: size=, or footprint= (exactly one of them).
+std::tuple<std::int64_t, std::int64_t, Footprint> window_of(const Args& a) {
+  if (a.has("size") == a.has("footprint"))
+    throw Error(
+        ErrorKind::usage,
+        a.at() + (a.has("size") ? ": give size or footprint, not both"
+                                : ": size is required (size=N or HxW), or footprint=FILE.npy"));
+  if (a.has("size")) {
+    const auto hw = *parse_window(a.text("size"));
+    return {hw.first, hw.second, Footprint{}};
+  }
+  try {
+    Footprint f = load_footprint(a.text("footprint"));
+    return {f.height, f.width, std::move(f)};
+  } catch (const Error& e) {
+    throw Error(ErrorKind::usage, a.at() + ": " + e.what());
+  }
+}
+
 std::int64_t gaussian_radius(double sigma) {
   // 1e-9: a sigma of k/3 typed in decimal (3 x 0.3333333333333334 is just over 1) is radius k.
   return static_cast<std::int64_t>(std::ceil(3.0 * sigma - 1e-9));
@@ -909,23 +940,19 @@ struct PipelinePlan::Impl {
           {"white-tophat", MorphKind::white_tophat},
           {"black-tophat", MorphKind::black_tophat}})
       if (n == name_) {
-        const auto hw = *parse_window(a.text("size"));
         MorphParams p;
         p.kind = kind;
-        p.height = hw.first;
-        p.width = hw.second;
+        std::tie(p.height, p.width, p.footprint) = window_of(a);
         p.border = settings.border;
         p.border_value = settings.border_value;
         return Stage{keep(make_morphology(in, p))};
       }
     if (n == "median" || n == "percentile" || n == "rank") {
-      const auto hw = *parse_window(a.text("size"));
       RankParams p;
-      p.height = hw.first;
-      p.width = hw.second;
+      std::tie(p.height, p.width, p.footprint) = window_of(a);
       p.border = settings.border;
       p.border_value = settings.border_value;
-      const std::int64_t count = p.height * p.width;
+      const std::int64_t count = p.footprint.empty() ? p.height * p.width : p.footprint.count();
       if (n == "median") p.rank = count / 2;
       if (n == "percentile") p.rank = rank_of_percentile(a.number("q"), count);
       if (n == "rank") {

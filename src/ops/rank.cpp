@@ -13,9 +13,15 @@
 #include <type_traits>
 #include <vector>
 
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
 #include "chain_impl.hpp"
 #include "cpu/minmax.hpp"
 #include "cuda_kernels.hpp"
+#include "io/npy.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
 
@@ -60,11 +66,127 @@ T difference(T a, T b) {
 
 using Pool = detail::BufferPool;
 
+// The window: a rectangle of y.left + y.right + 1 rows and x.left + x.right + 1 columns, or
+// the samples of it where `mask` (row-major over that rectangle) is 1.
 struct Window {
   bool max = false;
   Extent y, x;
   BorderMode border = BorderMode::reflect;
   double border_value = 0;
+  std::shared_ptr<const std::vector<std::uint8_t>> mask;  // none: every sample
+  std::string footprint;                                  // the mask's file and digest
+  std::int64_t rows() const { return y.left + y.right + 1; }
+  std::int64_t cols() const { return x.left + x.right + 1; }
+};
+
+// A footprint row's run of ones: row k of the window, columns [a, a + len).
+struct Run {
+  std::int64_t k, a, len;
+};
+std::vector<Run> runs_of(const Window& w) {
+  std::vector<Run> r;
+  const std::int64_t Nx = w.cols();
+  for (std::int64_t k = 0; k < w.rows(); ++k)
+    for (std::int64_t q = 0; q < Nx;) {
+      if (!(*w.mask)[static_cast<std::size_t>(k * Nx + q)]) {
+        ++q;
+        continue;
+      }
+      const std::int64_t a = q;
+      while (q < Nx && (*w.mask)[static_cast<std::size_t>(k * Nx + q)]) ++q;
+      r.push_back({k, a, q - a});
+    }
+  return r;
+}
+
+// Input rows [first, first + m) of a band, each padded by the border rule to W + Nx - 1 samples
+// per channel, channels interleaved: padded column q is image column q - x.left.
+template <class T>
+void pad_rows(const CpuBand& b, const Window& w, std::int64_t first, std::int64_t m, T* pad) {
+  const std::int64_t W = b.in.width, C = b.in.channels, Sp = (W + w.cols() - 1) * C;
+  const T cval = constant_of<T>(w.border_value);
+  tbb::parallel_for(std::int64_t{0}, m, [&](std::int64_t k) {
+    T* d = pad + k * Sp;
+    const T* in = reinterpret_cast<const T*>(b.rows[first + k]);
+    if (in == nullptr) {
+      std::fill(d, d + Sp, cval);
+      return;
+    }
+    for (std::int64_t q = 0; q < W + w.cols() - 1; ++q) {
+      const std::int64_t s = map_border(q - w.x.left, W, w.border);
+      for (std::int64_t c = 0; c < C; ++c) d[q * C + c] = s < 0 ? cval : in[s * C + c];
+    }
+  });
+}
+
+// Minimum or maximum over a footprint: for each run length L of its rows, van Herk's running
+// extreme of every padded input row over L samples, then each run of that length folds its
+// row and offset into the output (a contiguous, vectorized pick per run and output row).
+class MinMaxFootprintKernel final : public CpuKernel {
+ public:
+  explicit MinMaxFootprintKernel(const Window& w) : w_(w), runs_(runs_of(w)) {}
+  void run(const CpuBand& b) override {
+    dispatch_type(b.in.type, [&](auto t) {
+      using T = decltype(t);
+      if (w_.max)
+        run_typed<true, T>(b);
+      else
+        run_typed<false, T>(b);
+    });
+  }
+
+ private:
+  template <bool Max, class T>
+  void run_typed(const CpuBand& b) {
+    const std::int64_t W = b.in.width, C = b.in.channels, S = W * C, rows = b.band.rows;
+    const std::int64_t Nx = w_.cols(), Ny = w_.rows(), Wp = W + Nx - 1, Sp = Wp * C;
+    const std::int64_t m = rows + Ny - 1, first = b.halo - w_.y.left;
+    std::vector<std::byte> buf = pool_.take(2 * static_cast<std::size_t>(m * Sp) * sizeof(T));
+    T* pad = reinterpret_cast<T*>(buf.data());
+    T* ext = pad + m * Sp;
+    pad_rows<T>(b, w_, first, m, pad);
+    // The identity of the pick: the window's samples replace it (a NaN too).
+    T init;
+    if constexpr (std::is_floating_point_v<T>)
+      init = Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    else
+      init = Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+    tbb::parallel_for(std::int64_t{0}, rows, [&](std::int64_t i) {
+      T* o = reinterpret_cast<T*>(b.out.row(i));
+      std::fill(o, o + S, init);
+    });
+    std::vector<std::int64_t> lengths;
+    for (const Run& r : runs_) lengths.push_back(r.len);
+    std::sort(lengths.begin(), lengths.end());
+    lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+    for (const std::int64_t L : lengths) {
+      const T* E = pad;
+      if (L > 1) {
+        E = ext;
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, m, 4), [&](const auto& r) {
+          std::vector<T> p(static_cast<std::size_t>(Sp)), g(p.size());
+          for (std::int64_t k = r.begin(); k < r.end(); ++k) {
+            std::copy(pad + k * Sp, pad + (k + 1) * Sp, p.data());
+            kernels::running_extreme<Max, T>(p.data(), g.data(), ext + k * Sp, Wp - L + 1, L,
+                                             static_cast<int>(C));
+          }
+        });
+      }
+      tbb::parallel_for(std::int64_t{0}, rows, [&](std::int64_t i) {
+        T* o = reinterpret_cast<T*>(b.out.row(i));
+        for (const Run& r : runs_) {
+          if (r.len != L) continue;
+          const T* e = E + (i + r.k) * Sp + r.a * C;
+          for (std::int64_t x = 0; x < S; ++x) o[x] = kernels::pick<Max>(o[x], e[x]);
+        }
+      });
+    }
+    pool_.give(std::move(buf));
+  }
+
+  Window w_;
+  std::vector<Run> runs_;
+  Pool pool_;
 };
 
 class MinMaxKernel final : public CpuKernel {
@@ -135,7 +257,8 @@ class MinMaxKernel final : public CpuKernel {
 };
 
 std::string window_text(const Window& w) {
-  return std::to_string(w.y.left + w.y.right + 1) + "x" + std::to_string(w.x.left + w.x.right + 1);
+  return (w.mask ? "footprint " + w.footprint + " of " : std::string()) + std::to_string(w.rows()) +
+         "x" + std::to_string(w.cols());
 }
 
 class MinMax final : public Operation {
@@ -156,22 +279,27 @@ class MinMax final : public Operation {
   std::int64_t halo() const override { return std::max(w_.y.left, w_.y.right); }
   BorderMode border() const override { return w_.border; }
   std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
-    return 2 * static_cast<std::size_t>(rows + w_.y.left + w_.y.right) * in_.row_bytes() +
+    // With a footprint: two padded planes, and two padded rows per thread.
+    return 2 * static_cast<std::size_t>(rows + w_.y.left + w_.y.right) *
+               static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes() +
            2 * static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes();
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
     return static_cast<std::size_t>(rows + w_.y.left + w_.y.right) * in_.row_bytes();
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
+    if (w_.mask) return std::make_unique<MinMaxFootprintKernel>(w_);
     return std::make_unique<MinMaxKernel>(w_);
   }
-  bool has_cuda() const override { return kCudaBuilt; }
+  bool has_cuda() const override { return kCudaBuilt && !w_.mask; }
   bool cpu_gives_cuda_bits() const override { return true; }  // selections, no arithmetic
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
     return detail::make_minmax_cuda(w_.max, w_.y.left, w_.y.right, w_.x.left, w_.x.right, w_.border,
                                     w_.border_value);
   }
-  double cpu_ns_per_sample() const override { return 1.5; }
+  double cpu_ns_per_sample() const override {
+    return w_.mask ? 1.5 + 0.3 * double(runs_of(w_).size()) : 1.5;
+  }
   double cuda_ns_per_sample() const override {
     return 0.0005 * double(w_.y.left + w_.y.right + w_.x.left + w_.x.right + 2);
   }
@@ -255,7 +383,7 @@ class Morphology final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<TophatKernel>(g_, sign_);
   }
-  bool has_cuda() const override { return kCudaBuilt; }
+  bool has_cuda() const override { return first_->has_cuda() && second_->has_cuda(); }
   bool cpu_gives_cuda_bits() const override { return true; }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
     return detail::make_tophat_cuda(devices, g_, sign_);
@@ -274,13 +402,34 @@ class Morphology final : public Operation {
   detail::ChainGeometry g_;
 };
 
+// FNV-1a of the mask: a resumed run's fingerprint notices another footprint of the same name.
+std::string digest_of(const std::vector<std::uint8_t>& mask) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (std::uint8_t v : mask) h = (h ^ v) * 1099511628211ull;
+  char t[24];
+  std::snprintf(t, sizeof t, "%016llx", static_cast<unsigned long long>(h));
+  return t;
+}
+
+// The dilations of grey_opening/closing use the footprint mirrored (scipy's grey_dilation).
 Window window(const MorphParams& p, bool max, bool dilation) {
   Window w;
   w.max = max;
-  w.y = extent(p.height, dilation);
-  w.x = extent(p.width, dilation);
   w.border = p.border;
   w.border_value = p.border_value;
+  if (p.footprint.empty()) {
+    w.y = extent(p.height, dilation);
+    w.x = extent(p.width, dilation);
+    return w;
+  }
+  const Footprint& f = p.footprint;
+  w.y = extent(f.height, false);
+  w.x = extent(f.width, false);
+  if (f.count() == f.height * f.width) return w;  // all ones: the rectangle's fast paths
+  std::vector<std::uint8_t> m = f.mask;
+  if (dilation) std::reverse(m.begin(), m.end());
+  w.footprint = (f.name.empty() ? std::string("(mask)") : f.name) + " [" + digest_of(m) + "]";
+  w.mask = std::make_shared<const std::vector<std::uint8_t>>(std::move(m));
   return w;
 }
 
@@ -303,7 +452,8 @@ struct Planes {
 
 class RankKernel final : public CpuKernel {
  public:
-  RankKernel(const Window& w, std::int64_t rank) : w_(w), rank_(rank) {}
+  RankKernel(const Window& w, std::int64_t rank)
+      : w_(w), rank_(rank), runs_(w.mask ? runs_of(w) : std::vector<Run>{}) {}
   void run(const CpuBand& b) override {
     dispatch_type(b.in.type, [&](auto t) { run_typed<decltype(t)>(b); });
   }
@@ -328,6 +478,17 @@ class RankKernel final : public CpuKernel {
         }
       }
     });
+    if (w_.mask) {
+      tbb::parallel_for(std::int64_t{0}, rows * C, [&](std::int64_t job) {
+        const std::int64_t i = job / C, c = job % C;
+        T* out = reinterpret_cast<T*>(b.out.row(i));
+        if constexpr (sizeof(T) == 1 || (sizeof(T) == 2 && std::is_integral_v<T>))
+          footprint_histogram_row<T>(p, m, c, i, W, C, out);
+        else
+          footprint_select_row<T>(p, m, c, i, W, C, out);
+      });
+      return;
+    }
     if constexpr (std::is_integral_v<T>) {
       // The 3 x 3 median of integers: sort each column of three once, then the median of (the
       // largest minimum, the median median, the smallest maximum): exact, and it vectorizes.
@@ -491,6 +652,73 @@ class RankKernel final : public CpuKernel {
     }
   }
 
+  // A footprint, 8 and 16 bits: the histogram of its samples moves along the row by the ends of
+  // its row runs (one sample leaves and one enters per run and step). 8 bits track the answer
+  // as Huang's; 16 bits track the coarse bin (256 values) and scan within it.
+  template <class T>
+  void footprint_histogram_row(const Planes<T>& p, std::int64_t m, std::int64_t c, std::int64_t i,
+                               std::int64_t W, std::int64_t C, T* out) const {
+    constexpr bool wide = sizeof(T) == 2;
+    constexpr std::int64_t offset = std::is_signed_v<T> ? (wide ? 32768 : 128) : 0;
+    constexpr int shift = wide ? 8 : 0;
+    std::vector<std::uint32_t> fine(wide ? 65536 : 256, 0), coarse(256, 0);
+    std::vector<const T*> row(runs_.size());
+    for (std::size_t r = 0; r < runs_.size(); ++r) row[r] = p.row(c, i + runs_[r].k, m);
+    // v: the tracked (coarse) bin; below: the samples under it.
+    std::int64_t v = 0, below = 0;
+    auto add = [&](T x, int d) {
+      const std::int64_t s = static_cast<std::int64_t>(x) + offset;
+      fine[static_cast<std::size_t>(s)] += d;
+      if constexpr (wide) coarse[static_cast<std::size_t>(s >> shift)] += d;
+      if ((s >> shift) < v) below += d;
+    };
+    const std::vector<std::uint32_t>& level = wide ? coarse : fine;
+    for (std::size_t r = 0; r < runs_.size(); ++r)
+      for (std::int64_t q = 0; q < runs_[r].len; ++q) add(row[r][runs_[r].a + q], 1);
+    for (std::int64_t x = 0; x < W; ++x) {
+      if (x > 0)
+        for (std::size_t r = 0; r < runs_.size(); ++r) {
+          add(row[r][x - 1 + runs_[r].a], -1);
+          add(row[r][x - 1 + runs_[r].a + runs_[r].len], 1);
+        }
+      while (below > rank_) below -= level[static_cast<std::size_t>(--v)];
+      while (below + static_cast<std::int64_t>(level[static_cast<std::size_t>(v)]) <= rank_)
+        below += level[static_cast<std::size_t>(v++)];
+      std::int64_t value = v;
+      if constexpr (wide) {
+        std::int64_t left = rank_ - below;
+        value = v << shift;
+        while (left >= static_cast<std::int64_t>(fine[static_cast<std::size_t>(value)]))
+          left -= fine[static_cast<std::size_t>(value++)];
+      }
+      out[x * C + c] = static_cast<T>(value - offset);
+    }
+  }
+
+  // A footprint, other types: its samples, partially sorted to the rank (NaN gives NaN).
+  template <class T>
+  void footprint_select_row(const Planes<T>& p, std::int64_t m, std::int64_t c, std::int64_t i,
+                            std::int64_t W, std::int64_t C, T* out) const {
+    std::vector<const T*> at;  // every sample's address for x = 0
+    for (const Run& r : runs_)
+      for (std::int64_t q = 0; q < r.len; ++q) at.push_back(p.row(c, i + r.k, m) + r.a + q);
+    std::vector<T> win(at.size());
+    for (std::int64_t x = 0; x < W; ++x) {
+      bool nan = false;
+      for (std::size_t n = 0; n < at.size(); ++n) {
+        const T v = at[n][x];
+        nan = nan || v != v;
+        win[n] = v;
+      }
+      if (nan) {
+        out[x * C + c] = std::numeric_limits<T>::quiet_NaN();
+        continue;
+      }
+      std::nth_element(win.begin(), win.begin() + rank_, win.end());
+      out[x * C + c] = win[static_cast<std::size_t>(rank_)];
+    }
+  }
+
   // Other types: the window's samples, partially sorted to the rank (NaN anywhere gives NaN).
   template <class T>
   void select_row(const Planes<T>& p, std::int64_t m, std::int64_t c, std::int64_t i,
@@ -517,6 +745,7 @@ class RankKernel final : public CpuKernel {
 
   Window w_;
   std::int64_t rank_;
+  std::vector<Run> runs_;  // of the footprint, if any
 };
 
 class Rank final : public Operation {
@@ -575,20 +804,24 @@ std::int64_t rank_of_percentile(double q, std::int64_t n) {
 
 std::unique_ptr<Operation> make_rank(const ImageSpec& input, const RankParams& p) {
   constexpr std::int64_t kMax = std::int64_t{1} << 20;
-  if (p.height < 1 || p.width < 1 || p.height > kMax || p.width > kMax)
-    throw Error(ErrorKind::usage, "the window " + std::to_string(p.height) + "x" +
-                                      std::to_string(p.width) +
+  const bool fp = !p.footprint.empty();
+  const std::int64_t height = fp ? p.footprint.height : p.height;
+  const std::int64_t width = fp ? p.footprint.width : p.width;
+  if (height < 1 || width < 1 || height > kMax || width > kMax)
+    throw Error(ErrorKind::usage, "the window " + std::to_string(height) + "x" +
+                                      std::to_string(width) +
                                       " is not a size: give 1 to 1048576 rows and columns");
-  const std::int64_t n = p.height * p.width;
+  const std::int64_t n = fp ? p.footprint.count() : height * width;
   if (p.rank < 0 || p.rank >= n)
     throw Error(ErrorKind::usage, "rank " + std::to_string(p.rank) + " is not in the window's " +
                                       std::to_string(n) + " samples (0 to " +
                                       std::to_string(n - 1) + ")");
   MorphParams m;
-  m.height = p.height;
-  m.width = p.width;
+  m.height = height;
+  m.width = width;
   m.border = p.border;
   m.border_value = p.border_value;
+  m.footprint = p.footprint;
   // The extremes are the minimum and maximum filters (as scipy does too).
   if (p.rank == 0 || p.rank == n - 1) {
     m.kind = p.rank == 0 ? MorphKind::minimum : MorphKind::maximum;
@@ -597,13 +830,87 @@ std::unique_ptr<Operation> make_rank(const ImageSpec& input, const RankParams& p
   return std::make_unique<Rank>(input, window(m, false, false), p.rank);
 }
 
-std::unique_ptr<Operation> make_morphology(const ImageSpec& input, const MorphParams& p) {
+std::int64_t Footprint::count() const noexcept {
+  std::int64_t n = 0;
+  for (std::uint8_t v : mask) n += v != 0;
+  return n;
+}
+
+Footprint load_footprint(const std::string& path) {
+  constexpr std::int64_t kMaxSide = 4095;
+  auto bad = [&](const std::string& what) {
+    return Error(ErrorKind::usage, "footprint '" + path + "' " + what +
+                                       "; a footprint is a 2-D .npy of bool or integers, 0 and 1, "
+                                       "of odd sides (numpy.save('f.npy', mask))");
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw bad("cannot be read (no such file?)");
+  if (!S_ISREG(st.st_mode)) throw bad("is not a regular file");
+  if (st.st_size > (std::int64_t{1} << 28)) throw bad("is too large");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string bytes = text.str();
+  if (!in && !in.eof()) throw bad("cannot be read");
+  const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
+  NpyArray a;
+  try {
+    a = parse_npy_array(u, bytes.size(), path);
+  } catch (const Error& e) {
+    throw bad(std::string("is not a .npy file (") + e.what() + ")");
+  }
+  if (a.dims.size() != 2) throw bad("has shape " + a.shape + ", not 2-D");
+  const char kind = a.kind.empty() ? '?' : a.kind[0];
+  if (kind != 'b' && kind != 'u' && kind != 'i') throw bad("holds '" + a.kind + "' samples");
+  const std::size_t width = a.kind.size() == 2 ? std::size_t(a.kind[1] - '0') : 0;
+  if (width != 1 && width != 2 && width != 4 && width != 8)
+    throw bad("holds '" + a.kind + "' samples");
+  Footprint f;
+  f.height = a.dims[0];
+  f.width = a.dims[1];
+  f.name = path;
+  if (f.height < 1 || f.width < 1 || f.height % 2 == 0 || f.width % 2 == 0)
+    throw bad("is " + std::to_string(f.height) + " x " + std::to_string(f.width) +
+              ": both sides must be odd (the centre is the origin)");
+  if (f.height > kMaxSide || f.width > kMaxSide)
+    throw bad("is larger than " + std::to_string(kMaxSide) + " on a side");
+  const std::size_t count = static_cast<std::size_t>(f.height * f.width);
+  if (bytes.size() < a.data_offset + count * width) throw bad("is truncated");
+  f.mask.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    // The value in its byte order ('<', '>', '|' for single bytes, '=' this machine's: little).
+    std::uint64_t v = 0;
+    for (std::size_t k = 0; k < width; ++k) {
+      const std::size_t at = a.order == '>' ? k : width - 1 - k;
+      v = (v << 8) | u[a.data_offset + i * width + at];
+    }
+    if (v > 1) throw bad("holds a value other than 0 and 1 (at sample " + std::to_string(i) + ")");
+    const bool one = v == 1;
+    // Fortran order: element (r, q) is at q * height + r.
+    const std::size_t at =
+        a.fortran ? (i % static_cast<std::size_t>(f.height)) * static_cast<std::size_t>(f.width) +
+                        i / static_cast<std::size_t>(f.height)
+                  : i;
+    f.mask[at] = one ? 1 : 0;
+  }
+  if (f.count() == 0) throw bad("has no 1: the window would be empty");
+  return f;
+}
+
+std::unique_ptr<Operation> make_morphology(const ImageSpec& input, const MorphParams& given) {
   constexpr std::int64_t kMax = std::int64_t{1} << 20;
+  MorphParams p = given;
+  if (!p.footprint.empty()) {
+    p.height = p.footprint.height;
+    p.width = p.footprint.width;
+  }
   if (p.height < 1 || p.width < 1 || p.height > kMax || p.width > kMax)
     throw Error(ErrorKind::usage, "the window " + std::to_string(p.height) + "x" +
                                       std::to_string(p.width) +
                                       " is not a size: give 1 to 1048576 rows and columns");
-  const std::string size = std::to_string(p.height) + "x" + std::to_string(p.width);
+  const std::string size =
+      (p.footprint.empty() ? std::string() : "footprint " + p.footprint.name + " of ") +
+      std::to_string(p.height) + "x" + std::to_string(p.width);
   auto mm = [&](bool max, bool dilation) {
     return std::make_unique<MinMax>(input, window(p, max, dilation));
   };

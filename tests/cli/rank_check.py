@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Rank and morphology filters with a footprint (issue 33), end to end through oocrun.
+
+A. median, percentile, rank, minimum, maximum, opening, closing, white-tophat and black-tophat
+   with footprint=FILE.npy exactly equal to scipy.ndimage's (median_filter, ..., black_tophat with
+   `footprint`) over the 7 sample types, 1 and 3 channels, the five borders, footprints (disk,
+   cross, ring, random, asymmetric, all ones, 1 x 1), images smaller than the footprint and band
+   heights that do not divide the height; outputs poisoned first, data random and non-zero.
+B. Footprint files in every form NumPy writes them: bool, u1, i4, big-endian i2, Fortran order.
+C. NaN in a footprint's samples gives NaN (the rule of the rectangular windows), and a NaN
+   outside the footprint's ones does not.
+D. Bad footprints and bad stages (even side, a 2, float, 3-D, no 1, size and footprint together,
+   neither): exit 2 with a message naming the stage and what is wrong, no output.
+
+Usage: rank_check.py --bin-dir DIR [unittest options]
+"""
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import scipy.ndimage as ndi
+
+_ap = argparse.ArgumentParser(add_help=False)
+_ap.add_argument("--bin-dir", required=True)
+ARGS, _REST = _ap.parse_known_args()
+BIN = os.path.abspath(ARGS.bin_dir)
+NP = {"u8": np.uint8, "u16": np.uint16, "i16": np.int16, "u32": np.uint32, "i32": np.int32,
+      "f32": np.float32, "f64": np.float64}
+BORDERS = ["reflect", "mirror", "nearest", "wrap", "constant"]
+
+
+def disk(r):
+    y, x = np.mgrid[-r:r + 1, -r:r + 1]
+    return x * x + y * y <= r * r + r
+
+
+def cross(r):
+    f = np.zeros((2 * r + 1, 2 * r + 1), bool)
+    f[r, :] = f[:, r] = True
+    return f
+
+
+def ring(r):
+    y, x = np.mgrid[-r:r + 1, -r:r + 1]
+    d = x * x + y * y
+    return (d <= r * r) & (d >= (r - 1) * (r - 1))
+
+
+def random_fp(h, w, seed):
+    f = np.random.default_rng(seed).random((h, w)) < 0.45
+    f[0, 0] = True  # never empty; the centre may be 0
+    return f
+
+
+FOOTPRINTS = {
+    "disk2": disk(2), "disk4": disk(4), "cross2": cross(2), "ring3": ring(3),
+    "random5x3": random_fp(5, 3, 1), "random3x7": random_fp(3, 7, 2),
+    "random9x9": random_fp(9, 9, 3), "ones3x5": np.ones((3, 5), bool), "one": np.ones((1, 1), bool),
+    "row1x5": np.array([[1, 0, 1, 1, 0]], bool),
+}
+RANK_STAGES = ("median", "percentile", "rank")
+MORPH = {"minimum": ndi.minimum_filter, "maximum": ndi.maximum_filter,
+         "opening": ndi.grey_opening, "closing": ndi.grey_closing,
+         "white-tophat": ndi.white_tophat, "black-tophat": ndi.black_tophat}
+
+
+def run(cmd):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="ooc-rank-")
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def p(self, name):
+        return os.path.join(self.d, name)
+
+    def image(self, h, w, c, t, seed):
+        rng = np.random.default_rng(seed)
+        shape = (h, w) if c == 1 else (h, w, c)
+        if t in ("f32", "f64"):
+            x = rng.uniform(0.5, 200.0, shape)
+        elif t == "u8":
+            x = rng.integers(1, 256, shape)
+        else:
+            info = np.iinfo(NP[t])
+            # Wide types spread over their range (the 16-bit histograms' two levels too).
+            lo, hi = max(info.min, -40000), min(info.max, 40000)
+            x = rng.integers(lo, hi + 1, shape)
+            x[x == 0] = 1
+        return x.astype(NP[t])
+
+    def oocrun(self, x, pipeline, *extra):
+        inp = self.p("in.raw")
+        x.tofile(inp)
+        out = self.p("out.raw")
+        with open(out, "wb") as f:  # poison: every sample must be written
+            f.write(b"\x5a" * (x.nbytes))
+        h, w = x.shape[:2]
+        c = 1 if x.ndim == 2 else x.shape[2]
+        t = [k for k, v in NP.items() if v == x.dtype.type][0]
+        r = run([os.path.join(BIN, "oocrun"), inp, out, pipeline, "--width", w, "--type", t,
+                 "--channels", c, "-q"] + list(extra))
+        self.assertEqual(r.returncode, 0, pipeline + ": " + r.stderr)
+        return np.fromfile(out, x.dtype).reshape(x.shape)
+
+    def save(self, name, f):
+        path = self.p(name + ".npy")
+        np.save(path, f)
+        return path
+
+
+def reference(stage, x, fp, mode, arg):
+    f = fp if x.ndim == 2 else fp[:, :, None]
+    kw = dict(footprint=f, mode=mode, cval=7)
+    if stage == "median":
+        return ndi.median_filter(x, **kw)
+    if stage == "percentile":
+        return ndi.percentile_filter(x, arg, **kw)
+    if stage == "rank":
+        return ndi.rank_filter(x, arg, **kw)
+    return MORPH[stage](x, **kw)
+
+
+class Footprints(Base):
+    def test_against_scipy_exactly(self):
+        rng = random.Random(33)
+        count = 0
+        for t in NP:
+            for stage in (RANK_STAGES + tuple(MORPH)) * 2:
+                name = rng.choice(sorted(FOOTPRINTS))
+                fp = FOOTPRINTS[name]
+                n = int(fp.sum())
+                c = rng.choice([1, 1, 3])
+                mode = rng.choice(BORDERS)
+                # Now and then smaller than the footprint.
+                h, w = rng.choice([(rng.randint(9, 40), rng.randint(9, 45)), (3, 4), (7, 2)])
+                x = self.image(h, w, c, t, seed=count)
+                count += 1
+                arg, text = None, stage
+                if stage == "percentile":
+                    arg = rng.choice([-30, 10, 37.5, 90])
+                    text += " q=%g" % arg
+                elif stage == "rank":
+                    arg = rng.choice([1, -2, n // 3]) if n > 2 else 0
+                    text += " index=%d" % arg
+                path = self.save(name, fp)
+                with self.subTest(type=t, stage=text, footprint=name, border=mode,
+                                  shape=x.shape):
+                    got = self.oocrun(x, "%s footprint=%s" % (text, path), "--border", mode,
+                                      "--border-value", 7, "--band-rows",
+                                      rng.choice([1, 3, 8, 64]))
+                    np.testing.assert_array_equal(got, reference(stage, x, fp, mode, arg))
+
+    def test_histograms_and_runs_on_wider_images(self):
+        # The 8/16-bit sliding histograms and the run decomposition over longer rows and every
+        # border, with the tall footprints of the sweep's sizes.
+        cases = [("u8", "median", "disk4"), ("u16", "median", "ring3"),
+                 ("i16", "percentile", "random9x9"), ("u8", "rank", "cross2"),
+                 ("u16", "minimum", "disk4"), ("f32", "maximum", "random9x9"),
+                 ("i32", "median", "disk2"), ("f64", "percentile", "ring3")]
+        for i, (t, stage, name) in enumerate(cases):
+            fp = FOOTPRINTS[name]
+            x = self.image(37, 131, 1, t, seed=500 + i)
+            arg = {"percentile": 25, "rank": 3}.get(stage)
+            text = stage + ("" if arg is None else (" q=%g" % arg if stage == "percentile"
+                                                    else " index=%d" % arg))
+            path = self.save(name, fp)
+            for mode in BORDERS:
+                with self.subTest(type=t, stage=text, footprint=name, border=mode):
+                    got = self.oocrun(x, "%s footprint=%s" % (text, path), "--border", mode,
+                                      "--border-value", 7, "--band-rows", 10)
+                    np.testing.assert_array_equal(got, reference(stage, x, fp, mode, arg))
+
+    def test_file_forms(self):
+        fp = FOOTPRINTS["random5x3"]
+        x = self.image(21, 17, 1, "u16", seed=9)
+        want = ndi.median_filter(x, footprint=fp, mode="reflect")
+        forms = {"bool": fp, "u1": fp.astype(np.uint8), "i4": fp.astype(np.int32),
+                 "be-i2": fp.astype(">i2"), "fortran": np.asfortranarray(fp.astype(np.uint8))}
+        for form, arr in forms.items():
+            with self.subTest(form=form):
+                path = self.save(form, arr)
+                got = self.oocrun(x, "median footprint=%s" % path, "--band-rows", 6)
+                np.testing.assert_array_equal(got, want)
+
+    def test_in_a_pipeline(self):
+        x = self.image(45, 39, 1, "u16", seed=4)
+        path = self.save("disk", FOOTPRINTS["disk2"])
+        got = self.oocrun(x, "median footprint=%s ! white-tophat footprint=%s" % (path, path),
+                          "--band-rows", 7)
+        m = ndi.median_filter(x, footprint=FOOTPRINTS["disk2"])
+        np.testing.assert_array_equal(got, ndi.white_tophat(m, footprint=FOOTPRINTS["disk2"]))
+
+    def test_nan_in_the_footprint_gives_nan(self):
+        fp = FOOTPRINTS["cross2"]
+        x = self.image(23, 19, 1, "f32", seed=8)
+        x[[4, 11, 19], [7, 2, 15]] = np.nan
+        path = self.save("cross", fp)
+        nan = ndi.maximum_filter(np.isnan(x).astype(np.uint8), footprint=fp) > 0
+        for stage in ("median", "minimum", "maximum", "percentile q=80"):
+            with self.subTest(stage=stage):
+                got = self.oocrun(x, "%s footprint=%s" % (stage, path), "--band-rows", 5)
+                np.testing.assert_array_equal(np.isnan(got), nan)
+                fill = {"minimum": np.inf, "maximum": -np.inf}.get(stage.split()[0], 0)
+                name = stage.split()[0]
+                clean = np.where(np.isnan(x), fill, x)
+                want = reference(name, clean, fp, "reflect", 80 if name == "percentile" else None)
+                np.testing.assert_array_equal(got[~nan], want[~nan])
+
+
+class Refusals(Base):
+    def test_bad_footprints_and_stages(self):
+        x = self.image(9, 9, 1, "u8", seed=1)
+        inp = self.p("in.raw")
+        x.tofile(inp)
+        bad = {
+            "even": (np.ones((4, 3), bool), "odd"),
+            "two": (np.array([[0, 2, 0], [1, 1, 1], [0, 1, 0]], np.uint8), "other than 0 and 1"),
+            "float": (np.ones((3, 3), np.float32), "samples"),
+            "three_d": (np.ones((3, 3, 3), bool), "not 2-D"),
+            "zeros": (np.zeros((3, 3), bool), "no 1"),
+        }
+        cases = [("median footprint=%s" % self.save(k, a), [m]) for k, (a, m) in bad.items()]
+        good = self.save("good", FOOTPRINTS["disk2"])
+        cases += [("minimum size=3 footprint=%s" % good, ["not both"]),
+                  ("median", ["size", "footprint"]),
+                  ("opening footprint=%s" % self.p("missing.npy"), ["cannot be read"])]
+        for stage, words in cases:
+            with self.subTest(stage=stage):
+                out = self.p("out.raw")
+                r = run([os.path.join(BIN, "oocrun"), inp, out, stage, "--width", 9, "--type",
+                         "u8", "-q"])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn("stage 1", r.stderr)
+                for w in words:
+                    self.assertIn(w, r.stderr)
+                self.assertFalse(os.path.exists(out))
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + _REST)
