@@ -6,7 +6,7 @@ of length 1, and OME-Zarr groups with several levels; each filtered with random 
 with scipy.ndimage in float64. Then stores that lie or are damaged: exit 3 and a message naming
 the problem, never a crash. And oocinfo's description of a store.
 Usage: zarr_read_check.py --bin-dir DIR   (exits 77, skipped, where zarr-python is missing)"""
-import argparse, json, os, shutil, subprocess, sys, tempfile
+import argparse, atexit, json, os, shutil, subprocess, sys, tempfile
 
 import numpy as np
 from scipy import ndimage
@@ -24,7 +24,9 @@ ap.add_argument("-v", "--verbose", action="store_true")
 a = ap.parse_args()
 OOCCONV = os.path.join(a.bin_dir, "oocconv")
 OOCINFO = os.path.join(a.bin_dir, "oocinfo")
-tmp = tempfile.mkdtemp(prefix="ooc_zarr_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+tmp = tempfile.mkdtemp(prefix="ooc_zarr_read_",
+                       dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+atexit.register(shutil.rmtree, tmp, True)  # also when a case raises
 rng = np.random.default_rng(31)
 failures = []
 ROW_TAPS = rng.uniform(-1.0, 2.0, 5)
@@ -175,8 +177,8 @@ def ome_group(path, levels, channels=0, axes=None, dtype="u2"):
     for k in range(levels):
         shape = (h, w, channels) if channels else (h, w)
         img = random_image(shape, dtype)
-        z = g.create_dataset(str(k), shape=shape, chunks=(16, 16) + ((channels,) if channels else ()),
-                             dtype=dtype, compressor=BLOSC)
+        chunks = (16, 16) + ((channels,) if channels else ())
+        z = g.create_dataset(str(k), shape=shape, chunks=chunks, dtype=dtype, compressor=BLOSC)
         z[...] = img
         images.append(img)
         scale = [2.0 ** k, 2.0 ** k] + ([1.0] if channels else [])
@@ -368,7 +370,6 @@ os.makedirs(os.path.join(tmp, "empty.zarr"), exist_ok=True)
 expect(os.path.join(tmp, "empty.zarr"), 3, "not a Zarr v2 store", "directory without metadata",
        ["--in-format", "zarr"])
 
-shutil.rmtree(tmp, ignore_errors=True)
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)
