@@ -19,6 +19,7 @@
 
 #include "io/formats.hpp"
 #include "io/output_file.hpp"
+#include "io/tiff_parts.hpp"
 #include "ooc/error.hpp"
 #include "pipeline/digest.hpp"
 
@@ -268,7 +269,6 @@ Job::~Job() {
   }
 }
 
-
 std::string Job::state_path(const std::string& name) const {
   return journal_.empty() ? std::string() : temporary_of(options_.output) + "." + name;
 }
@@ -350,8 +350,11 @@ void Job::start(const std::vector<const Operation*>& ops) {
 
   // The rows of this job.
   const std::int64_t H = source_->spec().height;
-  const std::int64_t align =
-      writer ? output_row_alignment(options_.output, options_.sink) : std::int64_t{1};
+  // A TIFF's strip height depends on the row size: its writer's spec says it.
+  const std::int64_t align = !writer ? std::int64_t{1}
+                             : output_format(options_.output, options_.sink) == "tiff"
+                                 ? tiff_row_alignment(*writer->output(), options_.sink)
+                                 : output_row_alignment(options_.output, options_.sink);
   const bool explicit_rows = options_.rows_end > 0;
   if (options_.part_count < 1 || options_.part_index < 0 ||
       options_.part_index >= options_.part_count)
@@ -370,7 +373,8 @@ void Job::start(const std::vector<const Operation*>& ops) {
     if (begin_ % align != 0 || (end_ % align != 0 && end_ != H))
       throw Error(ErrorKind::usage,
                   "--rows " + std::to_string(begin_) + ":" + std::to_string(end_) +
-                      " does not start and end at a chunk row of the output (multiples of " +
+                      " does not start and end at a chunk row of the output (a Zarr chunk "
+                      "row or a TIFF row of strips or tiles: multiples of " +
                       std::to_string(align) + ", or the image's end " + std::to_string(H) + ")");
   } else {
     if (options_.part_count > H)
@@ -409,17 +413,16 @@ void Job::start(const std::vector<const Operation*>& ops) {
   SinkOptions so = options_.sink;
   std::string format = "null";
   if (writer) format = output_format(options_.output, so);
-  const bool journaled = writer && (format == "raw" || format == "npy" || format == "zarr") &&
-                         (options_.journal || shared_);
+  const bool journaled =
+      writer && (format == "raw" || format == "npy" || format == "zarr" || format == "tiff") &&
+      (options_.journal || shared_);
   if (shared_ && writer && !journaled && format != "null")
     throw Error(ErrorKind::usage,
                 "a run in parts (--part, --rows, or several ranks under mpirun or srun) "
-                "writes raw, .npy or Zarr outputs; TIFF parts are not supported yet: name the "
-                "output .raw, .npy or .zarr, or run one process");
+                "writes raw, .npy, TIFF or Zarr outputs: name such an output, or run one process");
   if (options_.resume && writer && !journaled && format != "null")
     throw Error(ErrorKind::usage,
-                "--resume continues raw, .npy or Zarr outputs only (a TIFF is "
-                "written in one go): drop --resume, or write raw, .npy or .zarr");
+                "--resume continues raw, .npy, TIFF or Zarr outputs only: drop --resume");
   so.mode = shared_ ? OutputMode::shared : OutputMode::fresh;
   std::string temporary;
   if (journaled) {
@@ -492,6 +495,11 @@ void Job::start(const std::vector<const Operation*>& ops) {
     so.threads = options_.pipeline.threads;
     so.row_begin = begin_;
     so.row_end = end_;
+    // A TIFF writer keeps the blocks of the rows it writes in files named by them.
+    if (format == "tiff") {
+      so.row_begin = start_;
+      so.row_end = run_end_;
+    }
     sink_ = create_sink(options_.output, *writer->output(), options_.input, so);
     // A fresh whole-image run owns the temporary now (it holds its lock): the job it belongs to
     // is this one.
@@ -621,6 +629,8 @@ std::string finish_output(const std::string& output) {
   }
   if (is_zarr_temporary(temporary)) {
     finish_zarr_store(output, temporary);
+  } else if (is_tiff_parts_temporary(temporary)) {
+    finish_tiff_parts(output, temporary);
   } else {
     // Locking the whole temporary waits for no one: a part starting now makes this fail.
     OutputFile file(output, "", OutputMode::resume, 0, 0, true);

@@ -739,7 +739,14 @@ std::string output_format(const std::string& path, const SinkOptions& options) {
 }
 
 std::int64_t output_row_alignment(const std::string& path, const SinkOptions& options) {
-  if (path.empty() || output_format(path, options) != "zarr") return 1;
+  if (path.empty()) return 1;
+  if (output_format(path, options) == "tiff") {
+    // A tiled TIFF's tile side; a striped one's strip height depends on the row size: the job
+    // asks tiff_row_alignment(spec, options), which knows it.
+    if (options.tile > 0) return options.tile;
+    return options.pyramid_levels != 0 || options.cog ? 512 : 1;
+  }
+  if (output_format(path, options) != "zarr") return 1;
   const std::int64_t chunk = options.chunk > 0 ? options.chunk : 512;
   if (options.zarr_version == 3) return options.shard > 0 ? options.shard : 4 * chunk;
   return chunk;
@@ -780,10 +787,8 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
                 "--tile, --compress, --level and --bigtiff apply to TIFF and Zarr outputs only: "
                 "name the output .tif or .zarr, or give --format");
   if (f == "tiff") {
-    if (options.mode != OutputMode::fresh)
-      throw Error(ErrorKind::usage,
-                  "TIFF outputs cannot be written in parts or resumed yet: write raw, .npy or "
-                  ".zarr, or run in one process");
+    // In parts or resumed, each writer keeps its compressed blocks in files of its own beside the
+    // temporary, and the finishing step assembles the file (tiff_parts.hpp).
     SinkOptions o = options;
     if (big_name && o.bigtiff == "auto") o.bigtiff = "yes";
     return create_tiff_sink(path, spec, input_path, o);

@@ -9,7 +9,10 @@
 // in unlinked spill files beside the output until commit, which copies them into the order the
 // layout needs and writes the directories itself (libtiff fills in the tags, we place them: libtiff
 // cannot put directories before data written earlier).
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -18,14 +21,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "formats.hpp"
@@ -34,6 +42,7 @@
 #include "ooc/pipeline.hpp"
 #include "output_file.hpp"
 #include "tiff_common.hpp"
+#include "tiff_parts.hpp"
 
 namespace ooc {
 namespace {
@@ -539,11 +548,296 @@ std::string ome_xml(const ImageSpec& s, const std::string& path) {
          c + "\"/><TiffData IFD=\"0\" PlaneCount=\"1\"/></Pixels></Image></OME>";
 }
 
+// ---- Writers' files, for outputs made in parts or resumed (see tiff_parts.hpp) ----------------
+// Beside the temporary TEMP (OUT.partial): TEMP.tiff-parts (the settings every writer shares,
+// which the assembly rebuilds the writer from), TEMP.rows-A-B.tiff-blocks (one writer's
+// compressed blocks, appended) with TEMP.rows-A-B.tiff-index (what each block is and where it
+// lies, a record per block, appended after the block: a record never names bytes not written),
+// and TEMP.tiff-edge-L<level>-<first>-<end> (raw rows of a row of blocks no writer made whole).
+
+// A tiled output's tile side (0: strips): a pyramid or a COG is tiled, 512 unless --tile says.
+std::int64_t tile_side(const SinkOptions& o) {
+  return o.tile == 0 && (o.pyramid_levels != 0 || o.cog) ? 512 : o.tile;
+}
+
+std::int64_t strip_rows(const ImageSpec& spec) {
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(kStripBytes / spec.row_bytes()), 1,
+                                  spec.height);
+}
+
+constexpr std::uint32_t kIndexMagic = 0x6b6c426f;  // "oBlk"
+struct IndexRecord {
+  std::uint32_t magic = kIndexMagic, level = 0;
+  std::uint64_t index = 0, offset = 0, size = 0;
+};
+static_assert(sizeof(IndexRecord) == 32);
+
+// Where the temporary of `output` lives: beside the file a link points to (as OutputFile and
+// the job's journals have it).
+std::string temporary_for(const std::string& output) {
+  struct stat st {};
+  if (::lstat(output.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    char resolved[PATH_MAX];
+    if (::realpath(output.c_str(), resolved) != nullptr) return partial_path(resolved);
+  }
+  return partial_path(output);
+}
+
+std::string settings_path(const std::string& temp) {
+  return temp + ".tiff-parts";
+}
+std::string range_stem(const std::string& temp, std::int64_t lo, std::int64_t hi) {
+  return temp + ".rows-" + std::to_string(lo) + "-" + std::to_string(hi);
+}
+constexpr const char* kBlocksSuffix = ".tiff-blocks";
+constexpr const char* kIndexSuffix = ".tiff-index";
+std::string edge_path(const std::string& temp, int k, std::int64_t lo, std::int64_t hi) {
+  return temp + ".tiff-edge-L" + std::to_string(k) + "-" + std::to_string(lo) + "-" +
+         std::to_string(hi);
+}
+
+std::string hex(const std::string& text) {
+  static const char* digits = "0123456789abcdef";
+  std::string out = "x";  // never empty: a line always has a value to read
+  for (const unsigned char c : text) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+std::string unhex(const std::string& h) {
+  std::string out;
+  for (std::size_t i = 1; i + 1 < h.size(); i += 2)
+    out += static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+template <class T>
+std::string list_text(const std::vector<T>& v) {
+  std::ostringstream o;
+  o << v.size();
+  for (const T& x : v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      char b[40];
+      std::snprintf(b, sizeof b, " %.17g", x);
+      o << b;
+    } else {
+      o << " " << x;
+    }
+  }
+  return o.str();
+}
+
+template <class T>
+std::vector<T> read_list(std::istream& in) {
+  std::size_t n = 0;
+  in >> n;
+  if (!in || n > (1u << 20)) throw std::runtime_error("bad list");
+  std::vector<T> v(n);
+  for (T& x : v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      std::string w;
+      in >> w;
+      x = std::strtod(w.c_str(), nullptr);
+    } else {
+      in >> x;
+    }
+  }
+  return v;
+}
+
+// What every writer of one output must agree on, and all the assembly needs to write the file as
+// one process would: the image, the layout options and the tags carried over from the input.
+std::string settings_text(const ImageSpec& s, const SinkOptions& o) {
+  const Metadata& m = o.metadata;
+  const GeoTags& g = m.geo;
+  char res[96];
+  std::snprintf(res, sizeof res, "%.17g %.17g", m.x_resolution, m.y_resolution);
+  std::ostringstream t;
+  t << "ooc-tiff-parts 1\nimage " << s.width << " " << s.height << " " << s.channels << " "
+    << static_cast<int>(s.type) << "\ncompress " << hex(o.compress) << " " << o.level << "\nlayout "
+    << o.tile << " " << o.pyramid_levels << " " << (o.cog ? 1 : 0) << " " << hex(o.bigtiff)
+    << "\nphotometric " << m.photometric << " " << list_text(m.extra_samples) << "\nresolution "
+    << res << " " << m.resolution_unit << "\ndescription " << hex(m.description) << "\norientation "
+    << m.orientation << "\ngeo " << list_text(g.model_pixel_scale) << " "
+    << list_text(g.model_tiepoint) << " " << list_text(g.model_transformation) << " "
+    << list_text(g.geo_key_directory) << " " << list_text(g.geo_double_params) << " "
+    << hex(g.geo_ascii_params) << " " << hex(g.gdal_metadata) << " " << hex(g.gdal_nodata)
+    << "\nend\n";
+  return t.str();
+}
+
+void parse_settings(const std::string& text, const std::string& path, ImageSpec& s,
+                    SinkOptions& o) {
+  try {
+    std::istringstream in(text);
+    std::string line, key, h;
+    std::getline(in, line);
+    if (line != "ooc-tiff-parts 1") throw std::runtime_error("not ours");
+    int type = 0, cog = 0;
+    in >> key >> s.width >> s.height >> s.channels >> type;
+    s.type = static_cast<SampleType>(type);
+    in >> key >> h >> o.level;
+    o.compress = unhex(h);
+    in >> key >> o.tile >> o.pyramid_levels >> cog >> h;
+    o.cog = cog != 0;
+    o.bigtiff = unhex(h);
+    Metadata& m = o.metadata;
+    in >> key >> m.photometric;
+    m.extra_samples = read_list<std::uint16_t>(in);
+    std::string xr, yr;
+    in >> key >> xr >> yr >> m.resolution_unit;
+    m.x_resolution = std::strtod(xr.c_str(), nullptr);
+    m.y_resolution = std::strtod(yr.c_str(), nullptr);
+    in >> key >> h;
+    m.description = unhex(h);
+    in >> key >> m.orientation >> key;
+    GeoTags& g = m.geo;
+    g.model_pixel_scale = read_list<double>(in);
+    g.model_tiepoint = read_list<double>(in);
+    g.model_transformation = read_list<double>(in);
+    g.geo_key_directory = read_list<std::uint16_t>(in);
+    g.geo_double_params = read_list<double>(in);
+    in >> h;
+    g.geo_ascii_params = unhex(h);
+    in >> h;
+    g.gdal_metadata = unhex(h);
+    in >> h;
+    g.gdal_nodata = unhex(h);
+    in >> key;
+    if (!in || key != "end") throw std::runtime_error("cut short");
+  } catch (const std::exception&) {
+    throw Error(ErrorKind::input, "'" + path +
+                                      "' (the settings of a TIFF made in parts) is damaged: "
+                                      "remove '" +
+                                      path.substr(0, path.size() - 11) + ".*' and run again");
+  }
+}
+
+std::string read_small_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) throw Error(ErrorKind::io, system_message("cannot read", path, errno));
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+void write_all(int fd, const void* data, std::size_t len, std::uint64_t at,
+               const std::string& name) {
+  const auto* b = static_cast<const std::byte*>(data);
+  for (std::size_t done = 0; done < len;) {
+    const ssize_t w = ::pwrite(fd, b + done, len - done, static_cast<off_t>(at + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const int err = w < 0 ? errno : ENOSPC;
+      throw Error(ErrorKind::io, system_message("cannot write", name, err) + full_hint(err));
+    }
+    done += static_cast<std::size_t>(w);
+  }
+}
+
+void read_all(int fd, void* data, std::size_t len, std::uint64_t at, const std::string& name) {
+  auto* b = static_cast<std::byte*>(data);
+  for (std::size_t done = 0; done < len;) {
+    const ssize_t r = ::pread(fd, b + done, len - done, static_cast<off_t>(at + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0)
+      throw Error(ErrorKind::io, system_message("cannot read", name, r < 0 ? errno : EIO));
+    done += static_cast<std::size_t>(r);
+  }
+}
+
+// Written beside and renamed: a file of rows appears whole or not at all.
+void write_file_atomic(const std::string& path, const void* data, std::size_t len) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw Error(ErrorKind::io, system_message("cannot write", tmp, errno) + full_hint(errno));
+  try {
+    write_all(fd, data, len, 0, tmp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(ErrorKind::io, system_message("cannot write", path, err));
+  }
+}
+
+// The writers' files beside `temp` (every TEMP.rows-*.tiff-*, TEMP.tiff-edge-*, and the
+// settings when `settings`), full paths.
+std::vector<std::string> part_files(const std::string& temp, bool settings) {
+  const std::size_t slash = temp.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : temp.substr(0, slash + 1);
+  const std::string stem = temp.substr(slash == std::string::npos ? 0 : slash + 1);
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.rfind(stem + ".", 0) != 0) continue;
+    const std::string rest = n.substr(stem.size());
+    const bool ours =
+        (rest.rfind(".rows-", 0) == 0 && (rest.find(kBlocksSuffix) != std::string::npos ||
+                                          rest.find(kIndexSuffix) != std::string::npos)) ||
+        rest.rfind(".tiff-edge-L", 0) == 0 || (settings && rest.rfind(".tiff-parts", 0) == 0);
+    if (ours) out.push_back((slash == std::string::npos ? "" : dir) + n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void remove_part_files(const std::string& temp) {
+  for (const std::string& p : part_files(temp, true)) ::unlink(p.c_str());
+}
+
+// Records `text` as the settings of the writers of `temp`, or checks it against the settings
+// another writer recorded first (made aside and linked: a reader never sees half of it).
+void claim_settings(const std::string& temp, const std::string& text) {
+  const std::string path = settings_path(temp);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      const std::string there = read_small_file(path);
+      if (there != text)
+        throw Error(ErrorKind::usage,
+                    "the TIFF output beside '" + temp +
+                        "' is being made in parts with other settings (image size, --tile, "
+                        "--compress, --level, --levels, --cog, --bigtiff or the input's tags "
+                        "differ): run every part alike, or remove '" +
+                        temp + ".*' to start over");
+      return;
+    }
+    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+    write_file_atomic(tmp, text.data(), text.size());
+    const int rc = ::link(tmp.c_str(), path.c_str());
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    if (rc == 0) return;
+    if (err != EEXIST) throw Error(ErrorKind::io, system_message("cannot create", path, err));
+  }
+}
+
 class TiffSink final : public Sink {
  public:
+  // `assemble`: made by finish_tiff_parts, which hands it the writers' blocks (the writers' files
+  // beside the temporary are then its input, not leftovers to clear).
   TiffSink(const std::string& path, const ImageSpec& spec, const std::string& input_path,
-           const SinkOptions& o)
-      : path_(path) {
+           const SinkOptions& o, bool assemble = false)
+      : path_(path), temp_(temporary_for(path)), settings_(settings_text(spec, o)), mode_(o.mode) {
     plan_.spec = spec;
     plan_.compression = compression_code(o.compress);
     plan_.metadata = o.metadata;
@@ -592,14 +886,13 @@ class TiffSink final : public Sink {
       throw Error(ErrorKind::usage, "--tile must be a positive multiple of 16 (TIFF's rule), got " +
                                         std::to_string(o.tile));
     // A pyramid is tiled: 512, as GDAL's COG and libvips' pyramids default to.
-    const std::int64_t tile = o.tile == 0 && (o.pyramid_levels != 0 || cog_) ? 512 : o.tile;
+    const std::int64_t tile = tile_side(o);
     plan_.tiled = tile > 0;
     if (plan_.tiled) {
       plan_.chunk_w = plan_.chunk_h = tile;
     } else {
       plan_.chunk_w = spec.width;
-      plan_.chunk_h = std::clamp<std::int64_t>(
-          static_cast<std::int64_t>(kStripBytes / spec.row_bytes()), 1, spec.height);
+      plan_.chunk_h = strip_rows(spec);
     }
     plan_.across = (spec.width + plan_.chunk_w - 1) / plan_.chunk_w;
     plan_.down = (spec.height + plan_.chunk_h - 1) / plan_.chunk_h;
@@ -690,10 +983,17 @@ class TiffSink final : public Sink {
       throw Error(ErrorKind::usage, "--bigtiff takes auto, yes or no, got '" + o.bigtiff + "'");
     }
 
+    install_tiff_handlers();
+    if (o.mode != OutputMode::fresh) {
+      open_range(o, input_path);
+      return;
+    }
     file_ =
         std::make_unique<OutputFile>(path, input_path, OutputMode::fresh, 0, 0, false, o.no_locks);
     fd_ = file_->fd();
-    install_tiff_handlers();
+    // A fresh run replaces what an earlier stopped run of this output kept (it holds the
+    // temporary's lock now, and the job refused to start while parts are being made).
+    if (!assemble) remove_part_files(temp_);
     if (own_layout_) {
       start_own_layout();
       batch_.resize(static_cast<std::size_t>(batch_rows_) * spec.row_bytes());
@@ -716,6 +1016,11 @@ class TiffSink final : public Sink {
     discard();
     for (Level& l : levels_)
       if (l.fd >= 0) ::close(l.fd);
+    if (data_fd_ >= 0) ::close(data_fd_);
+    if (index_fd_ >= 0) ::close(index_fd_);
+    // An error ended a resumed single run: what it and the runs before it kept goes with it, as
+    // the job's journal does. Parts leave their files to --finish and --resume.
+    if (range_ && !done_ && mode_ == OutputMode::resume) remove_part_files(temp_);
   }
 
   const ImageSpec& spec() const noexcept override { return plan_.spec; }
@@ -736,6 +1041,10 @@ class TiffSink final : public Sink {
   void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
                   std::size_t stride) override {
     const std::size_t row = plan_.spec.row_bytes();
+    if (range_) {
+      write_range_rows(y0, n, data, stride);
+      return;
+    }
     if (own_layout_) {
       gather(n, data, stride);
       if (levels_count_ > 0) {
@@ -773,6 +1082,13 @@ class TiffSink final : public Sink {
   }
 
   void commit() override {
+    if (range_) {
+      end_range(false);
+      // A resumed single run puts the output in place itself; parts leave that to --finish.
+      if (mode_ == OutputMode::resume) finish_tiff_parts(path_, temp_);
+      done_ = true;
+      return;
+    }
     flush_batch(true);
     if (own_layout_) {
       finish_own_layout();
@@ -791,7 +1107,209 @@ class TiffSink final : public Sink {
     file_->commit();
   }
 
+  // A stop for --resume. A writer of a range (a part, a resumed run) has its blocks in its own
+  // files already; a single run's output turns into such files: its blocks stay where they are
+  // (the temporary is renamed to a blocks file, the pyramid's spilled tiles appended to it) and
+  // an index says where each lies. Rows of unfinished rows of blocks go to edge files.
+  void keep() override {
+    if (range_) {
+      end_range(true);
+      done_ = true;
+      return;
+    }
+    flush_batch(true);
+    if (batch_end_ > batch_y0_) write_edge(0, batch_y0_, batch_end_, batch_.data());
+    for (int k = 1; k <= levels_count_; ++k) flush_partial(k);
+    std::vector<IndexRecord> records;
+    std::uint64_t end = 0;
+    if (own_layout_) {
+      end = levels_[0].fd < 0 ? levels_[0].end : header_bytes_;
+      for (std::size_t k = 0; k < levels_.size(); ++k) {
+        Level& l = levels_[k];
+        std::uint64_t base = 0;
+        if (l.fd >= 0) {
+          copy_spill(static_cast<int>(k), l.end, end);
+          base = end;
+          end += l.end;
+        }
+        for (std::size_t i = 0; i < l.counts.size(); ++i)
+          if (l.counts[i] > 0)
+            records.push_back(
+                {kIndexMagic, static_cast<std::uint32_t>(k), i, l.offsets[i] + base, l.counts[i]});
+      }
+    } else {
+      const std::int64_t rows_done = (done_end_ + plan_.chunk_h - 1) / plan_.chunk_h;
+      for (std::int64_t i = 0; i < rows_done * plan_.across; ++i) {
+        const auto index = static_cast<std::uint32_t>(i);
+        records.push_back({kIndexMagic, 0, static_cast<std::uint64_t>(i),
+                           TIFFGetStrileOffset(tif_, index), TIFFGetStrileByteCount(tif_, index)});
+      }
+      end = end_;
+      // No directory: the file is only blocks now.
+      cancelled_ = true;
+      TIFFCleanup(tif_);
+      tif_ = nullptr;
+    }
+    if (::ftruncate(fd_, static_cast<off_t>(end)) != 0)
+      throw Error(ErrorKind::io,
+                  system_message("cannot keep", file_->partial(), errno) + full_hint(errno));
+    claim_settings(temp_, settings_);
+    const std::string stem = range_stem(temp_, 0, batch_end_);
+    write_file_atomic(stem + kIndexSuffix, records.data(), records.size() * sizeof(IndexRecord));
+    fd_ = -1;
+    file_->keep();
+    if (::rename(file_->partial().c_str(), (stem + kBlocksSuffix).c_str()) != 0)
+      throw Error(ErrorKind::io, system_message("cannot keep", file_->partial(), errno));
+    done_ = true;
+  }
+
+  std::int64_t durable_end(std::int64_t first, std::int64_t written_end) const override {
+    (void)written_end;
+    // A single run's blocks have no index until keep(); a pyramid's level rows are not tracked
+    // level by level (as for Zarr): a rerun after a kill redoes the range.
+    if (!range_ || levels_count_ > 0) return first;
+    return std::max(first, done_end_.load());
+  }
+
+  // For finish_tiff_parts: the levels' layouts, the codec, and the file's way of taking blocks.
+  int level_count() const noexcept { return levels_count_; }
+  const TiffPlan& level_plan(int k) const {
+    return k == 0 ? plan_ : levels_[static_cast<std::size_t>(k)].plan;
+  }
+  std::vector<std::vector<std::byte>> encode_row(int level, std::int64_t cy,
+                                                 const std::byte* rows) {
+    const TiffPlan& plan = level_plan(level);
+    std::vector<std::vector<std::byte>> out(static_cast<std::size_t>(plan.across));
+    tbb::parallel_for(std::int64_t{0}, plan.across, [&](std::int64_t cx) {
+      encode(plan, cy, cx, rows, out[static_cast<std::size_t>(cx)]);
+    });
+    return out;
+  }
+  // Block `index` of `level`, compressed, appended as a single run appends it.
+  void emit_block(int level, std::uint32_t index, const std::byte* p, std::size_t bytes) {
+    if (own_layout_) {
+      put_block(level, index, p, bytes);
+      return;
+    }
+    const tmsize_t w = plan_.tiled ? TIFFWriteRawTile(tif_, index, const_cast<std::byte*>(p),
+                                                      static_cast<tmsize_t>(bytes))
+                                   : TIFFWriteRawStrip(tif_, index, const_cast<std::byte*>(p),
+                                                       static_cast<tmsize_t>(bytes));
+    if (w < 0) throw failure("cannot write output '" + path_ + "'");
+  }
+
  private:
+  // A writer of rows [row_begin, row_end) of an output made in parts, or of the rows a resumed
+  // run has left: its blocks go to files of its own (TEMP.rows-A-B.tiff-blocks and -index).
+  void open_range(const SinkOptions& o, const std::string& input_path) {
+    range_ = true;
+    row_begin_ = o.row_begin;
+    row_end_ = o.row_end > 0 ? o.row_end : plan_.spec.height;
+    struct stat in {
+    }, out{};
+    if (!input_path.empty() && ::stat(input_path.c_str(), &in) == 0 &&
+        ::stat(path_.c_str(), &out) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      throw Error(ErrorKind::usage, "output '" + path_ + "' is the input: name another output");
+    claim_settings(temp_, settings_);
+    batch_.resize(static_cast<std::size_t>(batch_rows_) * plan_.spec.row_bytes());
+    for (Level& l : levels_)
+      l.rows.resize(static_cast<std::size_t>(l.plan.chunk_h) * l.plan.spec.row_bytes());
+    if (row_begin_ >= row_end_) return;  // nothing left to write: a resumed run only assembles
+    const std::string stem = range_stem(temp_, row_begin_, row_end_);
+    data_path_ = stem + kBlocksSuffix;
+    index_path_ = stem + kIndexSuffix;
+    data_fd_ = ::open(data_path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (data_fd_ < 0)
+      throw Error(ErrorKind::io,
+                  system_message("cannot create", data_path_, errno) + full_hint(errno));
+    if (!ooc::try_lock(data_fd_, data_path_, o.no_locks)) {
+      const pid_t pid = lock_holder(data_fd_);
+      throw Error(ErrorKind::io, "rows " + std::to_string(row_begin_) + ":" +
+                                     std::to_string(row_end_) + " of output '" + path_ +
+                                     "' are being written by another process" +
+                                     (pid > 0 ? " (pid " + std::to_string(pid) + ")" : "") +
+                                     ": wait for it to end, or write elsewhere");
+    }
+    // Its index first: a record never outlives the bytes it names.
+    index_fd_ =
+        ::open(index_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (index_fd_ < 0 || ::ftruncate(data_fd_, 0) != 0)
+      throw Error(ErrorKind::io,
+                  system_message("cannot create", index_path_, errno) + full_hint(errno));
+  }
+
+  // Rows of a range writer: rows before its first block boundary (a resumed run that starts
+  // inside a row of blocks) are gathered as an edge; then whole rows of blocks, batched.
+  void write_range_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
+                        std::size_t stride) {
+    if (!started_) {
+      started_ = true;
+      const std::int64_t ch = plan_.chunk_h;
+      head_end_ = std::min(plan_.spec.height, (y0 + ch - 1) / ch * ch);
+      batch_y0_ = batch_end_ = head_end_;
+      done_end_ = y0;
+      if (levels_count_ > 0)
+        builder_ = std::make_unique<PyramidBuilder>(
+            plan_.spec, levels_count_, y0, row_end_,
+            [this](int k, std::int64_t r, const std::byte* p) { add_level_row(k, r, p); });
+    }
+    std::int64_t i = 0;
+    for (; i < n && y0 + i < head_end_; ++i)
+      add_level_row(0, y0 + i, data + static_cast<std::size_t>(i) * stride);
+    if (i < n) gather(n - i, data + static_cast<std::size_t>(i) * stride, stride);
+    if (builder_) builder_->push(y0, n, data, stride);
+  }
+
+  // The end of a range writer's rows (commit) or a stop (keep): whole rows of blocks are
+  // written, the rest kept as edges.
+  void end_range(bool stop) {
+    flush_batch(true);
+    if (batch_end_ > batch_y0_) {
+      write_edge(0, batch_y0_, batch_end_, batch_.data());
+      batch_y0_ = batch_end_;
+    }
+    for (int k = 0; k <= levels_count_; ++k) flush_partial(k);
+    for (int* fd : {&data_fd_, &index_fd_}) {
+      if (*fd < 0) continue;
+      const int rc = stop ? ::fsync(*fd) : 0;
+      const int err = errno;
+      ::close(*fd);
+      *fd = -1;
+      if (rc != 0) throw Error(ErrorKind::io, system_message("cannot flush", data_path_, err));
+    }
+  }
+
+  void write_edge(int k, std::int64_t lo, std::int64_t hi, const std::byte* rows) {
+    const std::size_t rb = level_plan(k).spec.row_bytes();
+    write_file_atomic(edge_path(temp_, k, lo, hi), rows, static_cast<std::size_t>(hi - lo) * rb);
+    if (k == 0) done_end_ = std::max(done_end_.load(), hi);
+  }
+
+  // The rows held of a row of blocks of level k that this writer does not make whole.
+  void flush_partial(int k) {
+    Level& l = levels_[static_cast<std::size_t>(k)];
+    if (l.lo < 0) return;
+    const std::size_t rb = l.plan.spec.row_bytes();
+    write_edge(k, l.lo, l.hi, l.rows.data() + static_cast<std::size_t>(l.lo % l.plan.chunk_h) * rb);
+    l.lo = l.hi = -1;
+  }
+
+  // Appends a compressed block to this writer's blocks file; its index record follows in
+  // put_records once the blocks of a flush are written.
+  void put_part_block(int level, std::uint32_t index, const std::byte* p, std::size_t bytes) {
+    write_all(data_fd_, p, bytes, data_end_, data_path_);
+    records_.push_back({kIndexMagic, static_cast<std::uint32_t>(level), index, data_end_, bytes});
+    data_end_ += bytes;
+  }
+
+  void put_records() {
+    if (records_.empty()) return;
+    const std::size_t bytes = records_.size() * sizeof(IndexRecord);
+    write_all(index_fd_, records_.data(), bytes, index_end_, index_path_);
+    index_end_ += bytes;
+    records_.clear();
+  }
+
   // Appends the next n rows to batch_, compressing each batch as it fills.
   void gather(std::int64_t n, const std::byte* data, std::size_t stride) {
     const std::size_t row = plan_.spec.row_bytes();
@@ -849,16 +1367,15 @@ class TiffSink final : public Sink {
       const auto index = static_cast<std::uint32_t>(cy * plan.across + k % per_row);
       const std::byte* p = raw_strips ? src : blocks[k].data();
       const std::size_t bytes = raw_strips ? plan.chunk_bytes(cy) : blocks[k].size();
-      if (own_layout_) {
-        put_block(level, index, p, bytes);
-        continue;
-      }
-      const tmsize_t w = plan_.tiled ? TIFFWriteRawTile(tif_, index, const_cast<std::byte*>(p),
-                                                        static_cast<tmsize_t>(bytes))
-                                     : TIFFWriteRawStrip(tif_, index, const_cast<std::byte*>(p),
-                                                         static_cast<tmsize_t>(bytes));
-      if (w < 0) throw failure("cannot write output '" + path_ + "'");
+      if (range_)
+        put_part_block(level, index, p, bytes);
+      else
+        emit_block(level, index, p, bytes);
     }
+    if (range_) put_records();
+    if (level == 0)
+      done_end_ = std::max(done_end_.load(),
+                           std::min(plan_.spec.height, (rows.back().first + 1) * plan_.chunk_h));
   }
 
   // Block cx of chunk row cy (image rows at src) into `out`: gathered into a whole block (tiles
@@ -925,13 +1442,22 @@ class TiffSink final : public Sink {
   }
 
   // Row r of level k from the pyramid builder: a complete row of tiles is compressed at once.
+  // A writer whose rows of level k begin inside a row of tiles keeps that row's rows as an edge.
   void add_level_row(int k, std::int64_t r, const std::byte* row) {
     Level& l = levels_[static_cast<std::size_t>(k)];
     const std::size_t bytes = l.plan.spec.row_bytes();
     const std::int64_t cy = r / l.plan.chunk_h, top = cy * l.plan.chunk_h;
+    if (l.lo >= 0 && l.lo / l.plan.chunk_h != cy) flush_partial(k);
+    if (l.lo < 0) l.lo = r;
     std::memcpy(l.rows.data() + static_cast<std::size_t>(r - top) * bytes, row, bytes);
-    if (r + 1 == top + l.plan.chunk_h || r + 1 == l.plan.spec.height)
-      flush({{cy, l.rows.data()}}, k);
+    l.hi = r + 1;
+    if (l.hi == std::min(top + l.plan.chunk_h, l.plan.spec.height)) {
+      if (l.lo == top)
+        flush({{cy, l.rows.data()}}, k);
+      else
+        flush_partial(k);
+      l.lo = l.hi = -1;
+    }
   }
 
   void put_block(int k, std::uint32_t index, const std::byte* p, std::size_t bytes) {
@@ -1161,9 +1687,10 @@ class TiffSink final : public Sink {
   // A level of a pyramid (level 0 too, for its tile offsets): where its compressed tiles went.
   struct Level {
     TiffPlan plan;
-    std::vector<std::byte> rows;  // the row of tiles being gathered (levels 1..)
-    int fd = -1;                  // its spill file; -1: the output itself
-    std::uint64_t end = 0;        // bytes written to the spill file (or the output's end)
+    std::vector<std::byte> rows;    // the row of tiles being gathered (levels 1..)
+    std::int64_t lo = -1, hi = -1;  // the rows of it held
+    int fd = -1;                    // its spill file; -1: the output itself
+    std::uint64_t end = 0;          // bytes written to the spill file (or the output's end)
     std::vector<std::uint64_t> offsets, counts;
   };
   bool cog_ = false, own_layout_ = false;
@@ -1171,6 +1698,19 @@ class TiffSink final : public Sink {
   int levels_count_ = 0;
   std::vector<Level> levels_;
   std::unique_ptr<PyramidBuilder> builder_;
+
+  // Outputs in parts and resumed runs (see tiff_parts.hpp).
+  std::string temp_, settings_;
+  OutputMode mode_ = OutputMode::fresh;
+  bool range_ = false, started_ = false, done_ = false;
+  std::int64_t row_begin_ = 0, row_end_ = 0, head_end_ = 0;
+  // Level 0's rows whose blocks (or edge) are written: the journal's durable row. Read by the
+  // progress callback, written by the write stage.
+  std::atomic<std::int64_t> done_end_{0};
+  std::string data_path_, index_path_;
+  int data_fd_ = -1, index_fd_ = -1;
+  std::uint64_t data_end_ = 0, index_end_ = 0;
+  std::vector<IndexRecord> records_;
 };
 
 }  // namespace
@@ -1178,6 +1718,188 @@ class TiffSink final : public Sink {
 std::unique_ptr<Sink> create_tiff_sink(const std::string& path, const ImageSpec& spec,
                                        const std::string& input_path, const SinkOptions& options) {
   return std::make_unique<TiffSink>(path, spec, input_path, options);
+}
+
+std::int64_t tiff_row_alignment(const ImageSpec& spec, const SinkOptions& options) {
+  const std::int64_t tile = tile_side(options);
+  return tile > 0 ? tile : strip_rows(spec);
+}
+
+bool is_tiff_parts_temporary(const std::string& temporary) {
+  struct stat st {};
+  return ::lstat(settings_path(temporary).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+void finish_tiff_parts(const std::string& output, const std::string& temp) {
+  const std::string sp = settings_path(temp);
+  ImageSpec spec;
+  SinkOptions o;
+  parse_settings(read_small_file(sp), sp, spec, o);
+  // Every block the writers' indexes name whose bytes are there (first found wins: two writers
+  // of one block wrote the same bytes).
+  struct Place {
+    int fd;
+    std::uint64_t offset, size;
+  };
+  std::map<std::pair<int, std::uint64_t>, Place> blocks;
+  std::vector<int> fds;
+  std::vector<std::string> names;
+  struct Closer {
+    std::vector<int>& fds;
+    ~Closer() {
+      for (const int fd : fds) ::close(fd);
+    }
+  } closer{fds};
+  const std::vector<std::string> files = part_files(temp, false);
+  const std::string index_suffix = kIndexSuffix;
+  for (const std::string& index : files) {
+    if (index.size() < index_suffix.size() ||
+        index.compare(index.size() - index_suffix.size(), index_suffix.size(), index_suffix) != 0)
+      continue;
+    const std::string data = index.substr(0, index.size() - index_suffix.size()) + kBlocksSuffix;
+    const int fd = ::open(data.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;  // a stop that died before its blocks file was in place
+    fds.push_back(fd);
+    names.push_back(data);
+    if (const pid_t pid = lock_holder(fd); pid > 0)
+      throw Error(ErrorKind::io,
+                  "output '" + output + "' is still being written: a part is running (pid " +
+                      std::to_string(pid) + " holds '" + data +
+                      "'); wait for every part to end, then --finish again",
+                  true);
+    struct stat st {};
+    ::fstat(fd, &st);
+    const std::string text = read_small_file(index);
+    const std::size_t n = text.size() / sizeof(IndexRecord);  // a record cut short is ignored
+    for (std::size_t i = 0; i < n; ++i) {
+      IndexRecord r;
+      std::memcpy(&r, text.data() + i * sizeof r, sizeof r);
+      if (r.magic != kIndexMagic || r.level > 64 || r.offset + r.size < r.offset ||
+          r.offset + r.size > static_cast<std::uint64_t>(st.st_size))
+        continue;
+      blocks.emplace(std::make_pair(static_cast<int>(r.level), r.index),
+                     Place{fd, r.offset, r.size});
+    }
+  }
+  SinkOptions so = o;
+  so.mode = OutputMode::fresh;
+  TiffSink sink(output, spec, "", so, true);
+  const int levels = sink.level_count();
+  const auto incomplete = [&](int k, std::int64_t r0, std::int64_t r1) {
+    return Error(ErrorKind::input,
+                 "output '" + output + "' is not complete: rows " + std::to_string(r0) + ":" +
+                     std::to_string(r1) +
+                     (k > 0 ? " of pyramid level " + std::to_string(k) : std::string()) +
+                     " were not written. Run the parts that cover them (with --resume), then "
+                     "--finish again",
+                 true);
+  };
+  const auto row_present = [&](int k, std::int64_t cy) {
+    const TiffPlan& plan = sink.level_plan(k);
+    for (std::int64_t cx = 0; cx < plan.across; ++cx)
+      if (!blocks.count({k, static_cast<std::uint64_t>(cy * plan.across + cx)})) return false;
+    return true;
+  };
+
+  // Rows of blocks that straddle writers' boundaries, level by level: from the rows the writers
+  // left, and the level rows whose two source rows two writers made (as finish_zarr_store).
+  struct Edge {
+    int level;
+    long long lo, hi;
+    std::string path;
+  };
+  std::vector<Edge> edges;
+  for (const std::string& f : files) {
+    const std::size_t at = f.rfind(".tiff-edge-L");
+    Edge e{0, 0, 0, f};
+    if (at == std::string::npos || f.find(".tmp-", at) != std::string::npos ||
+        std::sscanf(f.c_str() + at + 12, "%d-%lld-%lld", &e.level, &e.lo, &e.hi) != 3)
+      continue;
+    edges.push_back(e);
+  }
+  std::map<std::pair<int, std::int64_t>, std::vector<std::vector<std::byte>>> made;
+  std::map<std::int64_t, std::vector<std::byte>> upper;  // level k - 1's rows held here
+  for (int k = 0; k <= levels; ++k) {
+    const TiffPlan& plan = sink.level_plan(k);
+    const ImageSpec& s = plan.spec;
+    const ImageSpec& up = sink.level_plan(k > 0 ? k - 1 : 0).spec;
+    const std::size_t rb = s.row_bytes();
+    const std::int64_t ch = plan.chunk_h;
+    std::map<std::int64_t, std::vector<std::byte>> rows;
+    for (const Edge& e : edges) {
+      if (e.level != k) continue;
+      const std::string bytes = read_small_file(e.path);
+      if (e.lo < 0 || e.hi <= e.lo || e.hi > s.height ||
+          bytes.size() != static_cast<std::size_t>(e.hi - e.lo) * rb)
+        throw Error(ErrorKind::input, "'" + e.path +
+                                          "' does not hold the rows its name says: "
+                                          "remove '" +
+                                          temp + "*' and run again");
+      for (std::int64_t r = e.lo; r < e.hi; ++r) {
+        const auto* p = reinterpret_cast<const std::byte*>(bytes.data()) +
+                        static_cast<std::size_t>(r - e.lo) * rb;
+        rows[r].assign(p, p + rb);
+      }
+    }
+    std::vector<std::int64_t> touched;
+    for (const auto& [r, _] : rows) touched.push_back(r / ch);
+    if (k > 0)
+      for (const auto& [r, _] : upper) touched.push_back(r / 2 / ch);
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    for (const std::int64_t cy : touched) {
+      const std::int64_t r0 = cy * ch, r1 = std::min(r0 + ch, s.height);
+      bool whole = true;
+      for (std::int64_t r = r0; r < r1; ++r) {
+        if (rows.count(r)) continue;
+        const auto a = upper.find(2 * r);
+        const bool last = 2 * r + 1 >= up.height;
+        const auto b = last ? upper.end() : upper.find(2 * r + 1);
+        if (k == 0 || a == upper.end() || (!last && b == upper.end())) {
+          whole = false;
+          continue;
+        }
+        std::vector<std::byte> row(rb);
+        pyramid_reduce_row(up, a->second.data(), last ? nullptr : b->second.data(), row.data());
+        rows[r] = std::move(row);
+      }
+      if (row_present(k, cy)) continue;  // a writer made it whole after all (a rerun)
+      if (!whole) throw incomplete(k, r0, r1);
+      std::vector<std::byte> block(static_cast<std::size_t>(r1 - r0) * rb);
+      for (std::int64_t r = r0; r < r1; ++r)
+        std::memcpy(block.data() + static_cast<std::size_t>(r - r0) * rb, rows[r].data(), rb);
+      made[{k, cy}] = sink.encode_row(k, cy, block.data());
+    }
+    upper = std::move(rows);
+  }
+
+  // Every block, in the order one process appends them.
+  std::vector<std::byte> buf;
+  for (int k = 0; k <= levels; ++k) {
+    const TiffPlan& plan = sink.level_plan(k);
+    for (std::int64_t cy = 0; cy < plan.down; ++cy) {
+      const auto m = made.find({k, cy});
+      if (m == made.end() && !row_present(k, cy)) {
+        const std::int64_t r0 = cy * plan.chunk_h;
+        throw incomplete(k, r0, std::min(r0 + plan.chunk_h, plan.spec.height));
+      }
+      for (std::int64_t cx = 0; cx < plan.across; ++cx) {
+        const auto index = static_cast<std::uint32_t>(cy * plan.across + cx);
+        if (m != made.end()) {
+          const std::vector<std::byte>& b = m->second[static_cast<std::size_t>(cx)];
+          sink.emit_block(k, index, b.data(), b.size());
+          continue;
+        }
+        const Place& at = blocks.at({k, index});
+        buf.resize(at.size);
+        const auto which = std::find(fds.begin(), fds.end(), at.fd) - fds.begin();
+        read_all(at.fd, buf.data(), at.size, at.offset, names[static_cast<std::size_t>(which)]);
+        sink.emit_block(k, index, buf.data(), buf.size());
+      }
+    }
+  }
+  sink.commit();
+  remove_part_files(temp);
 }
 
 }  // namespace ooc
