@@ -218,6 +218,34 @@ class Footprints(Base):
                 np.testing.assert_array_equal(got[~nan], want[~nan])
 
 
+class Median5x5(Base):
+    # The selection network (every type, vectors of adjacent columns; widths below, at and
+    # between multiples of a vector; the scalar path under one vector's width).
+    def test_network_against_scipy_exactly(self):
+        rng = random.Random(55)
+        for i, t in enumerate(NP):
+            for w in (3, 16, 37, 131):
+                c = rng.choice([1, 3])
+                mode = rng.choice(BORDERS)
+                x = self.image(rng.randint(5, 23), w, c, t, seed=700 + 10 * i + w)
+                full = (5, 5) + ((1,) if c > 1 else ())
+                with self.subTest(type=t, width=w, channels=c, border=mode):
+                    got = self.oocrun(x, "median size=5", "--border", mode, "--border-value", 7,
+                                      "--band-rows", rng.choice([1, 4, 64]))
+                    np.testing.assert_array_equal(
+                        got, ndi.median_filter(x, size=full, mode=mode, cval=7))
+
+    def test_network_nan_gives_nan(self):
+        for t in ("f32", "f64"):
+            x = self.image(19, 70, 1, t, seed=3)
+            x[[2, 9, 18], [0, 33, 69]] = np.nan
+            nan = ndi.maximum_filter(np.isnan(x).astype(np.uint8), size=5) > 0
+            with self.subTest(type=t):
+                got = self.oocrun(x, "median size=5", "--band-rows", 6)
+                np.testing.assert_array_equal(np.isnan(got), nan)
+                np.testing.assert_array_equal(got[~nan], ndi.median_filter(x, size=5)[~nan])
+
+
 class Refusals(Base):
     def test_bad_footprints_and_stages(self):
         x = self.image(9, 9, 1, "u8", seed=1)

@@ -1,0 +1,123 @@
+// The 5 x 5 median by a selection network (Paeth's / Devillard's opt_med25: 99 compare-exchanges,
+// the median ends on wire 12), run on vectors of adjacent output columns at once, for
+// every sample type. A selection network only moves samples, so the result is the window's
+// 13th smallest exactly: the value nth_element and scipy pick (for floats, +0 and -0 compare
+// equal and either may come out where both sit at the median's rank, as with any selection).
+// A NaN in the window gives NaN, as the other rank paths (a NaN poisons the comparisons).
+// Checked by the 0-1 principle: all 2^25 inputs of 0 and 1 give their majority on wire 12.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+namespace ooc::kernels {
+
+inline constexpr unsigned char kMedian25[99][2] = {
+    {0, 1},   {3, 4},   {2, 4},   {2, 3},   {6, 7},   {5, 7},   {5, 6},   {9, 10},  {8, 10},
+    {8, 9},   {12, 13}, {11, 13}, {11, 12}, {15, 16}, {14, 16}, {14, 15}, {18, 19}, {17, 19},
+    {17, 18}, {21, 22}, {20, 22}, {20, 21}, {23, 24}, {2, 5},   {3, 6},   {0, 6},   {0, 3},
+    {4, 7},   {1, 7},   {1, 4},   {11, 14}, {8, 14},  {8, 11},  {12, 15}, {9, 15},  {9, 12},
+    {13, 16}, {10, 16}, {10, 13}, {20, 23}, {17, 23}, {17, 20}, {21, 24}, {18, 24}, {18, 21},
+    {19, 22}, {8, 17},  {9, 18},  {0, 18},  {0, 9},   {10, 19}, {1, 19},  {1, 10},  {11, 20},
+    {2, 20},  {2, 11},  {12, 21}, {3, 21},  {3, 12},  {13, 22}, {4, 22},  {4, 13},  {14, 23},
+    {5, 23},  {5, 14},  {15, 24}, {6, 24},  {6, 15},  {7, 16},  {7, 19},  {13, 21}, {15, 23},
+    {7, 13},  {7, 15},  {1, 9},   {3, 11},  {5, 17},  {11, 17}, {9, 17},  {4, 10},  {6, 12},
+    {7, 14},  {4, 6},   {4, 7},   {12, 14}, {10, 14}, {6, 7},   {10, 12}, {6, 10},  {6, 17},
+    {12, 17}, {7, 17},  {7, 10},  {12, 18}, {7, 12},  {10, 18}, {12, 20}, {10, 20}, {10, 12}};
+
+// One register of samples: 32 bytes with AVX2, else 16 (GCC lowers the compare-selects of a
+// vector wider than the machine's one lane at a time for floats).
+#if defined(__AVX2__)
+inline constexpr std::size_t kVecBytes = 32;
+#else
+inline constexpr std::size_t kVecBytes = 16;
+#endif
+template <class T>
+using Vec32 [[gnu::vector_size(kVecBytes)]] = T;
+template <class T>
+inline constexpr int kLanes25 = static_cast<int>(kVecBytes / sizeof(T));
+
+// minps/maxps are exactly a < b ? a : b and a > b ? a : b, but GCC lowers the vector select of
+// floats to compare-and-blend: ask for them.
+template <class V>
+[[gnu::always_inline]] inline void exchange(V& a, V& b) {
+  using T = std::remove_reference_t<decltype(a[0])>;
+#if defined(__AVX2__)
+  if constexpr (std::is_same_v<T, float>) {
+    const V lo = (V)_mm256_min_ps((__m256)a, (__m256)b),
+            hi = (V)_mm256_max_ps((__m256)a, (__m256)b);
+    a = lo, b = hi;
+    return;
+  } else if constexpr (std::is_same_v<T, double>) {
+    const V lo = (V)_mm256_min_pd((__m256d)a, (__m256d)b),
+            hi = (V)_mm256_max_pd((__m256d)a, (__m256d)b);
+    a = lo, b = hi;
+    return;
+  }
+#elif defined(__SSE2__)
+  if constexpr (std::is_same_v<T, float>) {
+    const V lo = (V)_mm_min_ps((__m128)a, (__m128)b), hi = (V)_mm_max_ps((__m128)a, (__m128)b);
+    a = lo, b = hi;
+    return;
+  } else if constexpr (std::is_same_v<T, double>) {
+    const V lo = (V)_mm_min_pd((__m128d)a, (__m128d)b), hi = (V)_mm_max_pd((__m128d)a, (__m128d)b);
+    a = lo, b = hi;
+    return;
+  }
+#endif
+  const V lo = a < b ? a : b, hi = a < b ? b : a;
+  a = lo;
+  b = hi;
+}
+
+template <class V, std::size_t... I>
+[[gnu::always_inline]] inline void median25_network(V* v, std::index_sequence<I...>) {
+  (exchange(v[kMedian25[I][0]], v[kMedian25[I][1]]), ...);
+}
+
+// out[x * stride] for x in [x0, x0 + kLanes25<T>): the median of rows[k][x + j], k, j in 0..4
+// (rows hold at least x0 + kLanes25<T> + 4 samples).
+template <class T>
+[[gnu::always_inline]] inline void median25_lanes(const T* const* rows, std::int64_t x0, T* out,
+                                                  std::int64_t stride) {
+  using V = Vec32<T>;
+  V v[25];
+  for (int k = 0; k < 5; ++k)
+    for (int j = 0; j < 5; ++j) std::memcpy(&v[k * 5 + j], rows[k] + x0 + j, sizeof(V));
+  // Lanes holding a NaN (all ones) for floats: the network's comparisons say nothing there.
+  using M = Vec32<std::conditional_t<sizeof(T) == 8, std::int64_t,
+                                     std::conditional_t<sizeof(T) == 4, std::int32_t, T>>>;
+  [[maybe_unused]] M numbers = M{} - 1;
+  if constexpr (std::is_floating_point_v<T>)
+    for (int i = 0; i < 25; ++i) numbers &= (v[i] == v[i]);
+  median25_network(v, std::make_index_sequence<99>{});
+  V m = v[12];
+  if constexpr (std::is_floating_point_v<T>)
+    m = numbers != 0 ? m : V{} + std::numeric_limits<T>::quiet_NaN();
+  if (stride == 1) {
+    std::memcpy(out + x0, &m, sizeof(V));
+  } else {
+    for (int t = 0; t < kLanes25<T>; ++t) out[(x0 + t) * stride] = m[t];
+  }
+}
+
+// One output row of a 5 x 5 median: rows[0..4] are the window's padded rows (W + 4 samples each),
+// out[x * stride] for x in [0, W). Needs W >= kLanes25<T>: the last vector overlaps the one
+// before it instead of reading past the rows.
+template <class T>
+void median25_row(const T* const* rows, std::int64_t W, T* out, std::int64_t stride) {
+  constexpr int L = kLanes25<T>;
+  std::int64_t x = 0;
+  for (; x + L <= W; x += L) median25_lanes<T>(rows, x, out, stride);
+  if (x < W) median25_lanes<T>(rows, W - L, out, stride);
+}
+
+}  // namespace ooc::kernels
