@@ -141,10 +141,9 @@ int main(int argc, char** argv) {
     const auto out_spec = op->output();
     job.set_fingerprint(op->fingerprint() + "; output " + out_spec->describe() + " " +
                         ooc::output_format(output, out_options));
-    // Before start(), which creates the temporary: a signal from then on stops cleanly. A raw or
-    // .npy output is resumable; a TIFF is written in one go, so a signal ends it at once.
-    const std::string format = ooc::output_format(output, out_options);
-    if (format != "tiff") ooc::cli::stop_gracefully_on_signals();
+    // Before start(), which creates the temporary: a signal from then on stops cleanly. Every
+    // output is resumable (a TIFF keeps its compressed blocks, tiff_parts.hpp).
+    ooc::cli::stop_gracefully_on_signals();
     job.start({op.get()});
     ooc::detail::trace_mark("job started");
     if (jo.resume && !quiet)

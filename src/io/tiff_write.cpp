@@ -1118,6 +1118,7 @@ class TiffSink final : public Sink {
       return;
     }
     flush_batch(true);
+    const std::int64_t blocks_end = done_end_;  // the edge below moves done_end_ past the blocks
     if (batch_end_ > batch_y0_) write_edge(0, batch_y0_, batch_end_, batch_.data());
     for (int k = 1; k <= levels_count_; ++k) flush_partial(k);
     std::vector<IndexRecord> records;
@@ -1138,7 +1139,7 @@ class TiffSink final : public Sink {
                 {kIndexMagic, static_cast<std::uint32_t>(k), i, l.offsets[i] + base, l.counts[i]});
       }
     } else {
-      const std::int64_t rows_done = (done_end_ + plan_.chunk_h - 1) / plan_.chunk_h;
+      const std::int64_t rows_done = (blocks_end + plan_.chunk_h - 1) / plan_.chunk_h;
       for (std::int64_t i = 0; i < rows_done * plan_.across; ++i) {
         const auto index = static_cast<std::uint32_t>(i);
         records.push_back({kIndexMagic, 0, static_cast<std::uint64_t>(i),
@@ -1774,7 +1775,7 @@ void finish_tiff_parts(const std::string& output, const std::string& temp) {
     for (std::size_t i = 0; i < n; ++i) {
       IndexRecord r;
       std::memcpy(&r, text.data() + i * sizeof r, sizeof r);
-      if (r.magic != kIndexMagic || r.level > 64 || r.offset + r.size < r.offset ||
+      if (r.magic != kIndexMagic || r.level > 64 || r.size == 0 || r.offset + r.size < r.offset ||
           r.offset + r.size > static_cast<std::uint64_t>(st.st_size))
         continue;
       blocks.emplace(std::make_pair(static_cast<int>(r.level), r.index),
