@@ -422,7 +422,13 @@ class FileSink final : public Sink {
                    file_.path().c_str(), std::strerror(err));
       return;
     }
-    writer_ = std::make_unique<direct::Writer>(file_.fd(), dfd, file_.partial());
+    // Enough buffers that the write stage seldom waits for the disk while the next bands are
+    // read (with 4 x 8 MiB a cold 6 GiB copy took 10.6 s against dd's 6.6 s): an eighth of the
+    // job's memory, 4 to 32 requests; the planner counts them (buffer_bytes).
+    const std::size_t mem = o.mem_limit > 0 ? o.mem_limit : std::size_t{1} << 30;
+    const int buffers =
+        static_cast<int>(std::clamp<std::size_t>(mem / 8 / direct::kRequest, 4, 32));
+    writer_ = std::make_unique<direct::Writer>(file_.fd(), dfd, file_.partial(), 4, buffers);
   }
 
   void write_all(const std::byte* p, std::size_t bytes, std::size_t offset) {
