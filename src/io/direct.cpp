@@ -66,21 +66,23 @@ double resident_fraction(int fd, std::uint64_t offset, std::uint64_t bytes) {
 std::uint64_t memory_budget() {
   std::uint64_t mem = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
                       static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  // cgroup v2 (the memory.max of this process's group; "max" when unlimited), else v1.
-  std::string group;
+  // The limit of this process's memory cgroup: v2 ("0::/path", memory.max, "max" when
+  // unlimited) or v1 ("N:memory:/path", memory.limit_in_bytes). A parent's lower limit is not
+  // looked for: Slurm sets it on the job's own group.
+  std::vector<std::string> files;
   if (std::ifstream cg("/proc/self/cgroup"); cg) {
-    for (std::string line; std::getline(cg, line);)
-      if (line.rfind("0::", 0) == 0) group = line.substr(3);
+    for (std::string line; std::getline(cg, line);) {
+      if (line.rfind("0::", 0) == 0)
+        files.push_back("/sys/fs/cgroup" + line.substr(3) + "/memory.max");
+      const auto m = line.find(":memory:");
+      if (m != std::string::npos)
+        files.push_back("/sys/fs/cgroup/memory" + line.substr(m + 8) + "/memory.limit_in_bytes");
+    }
   }
-  for (const std::string& f :
-       {"/sys/fs/cgroup" + group + "/memory.max", std::string("/sys/fs/cgroup/memory.max"),
-        std::string("/sys/fs/cgroup/memory/memory.limit_in_bytes")}) {
+  for (const std::string& f : files) {
     std::ifstream in(f);
     unsigned long long v = 0;
-    if (in >> v && v > 0 && v < mem) {
-      mem = v;
-      break;
-    }
+    if (in >> v && v > 0 && v < mem) mem = v;
   }
   return mem / 2;
 }
