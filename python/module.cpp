@@ -152,9 +152,14 @@ ooc::JobOptions job_options(const std::string& input, const std::string& output,
   jo.seed = get<std::uint64_t>(o, "seed", 1);
   jo.sink.format = get<std::string>(o, "format", "auto");
   jo.sink.tile = get<std::int64_t>(o, "tile", 0);
-  jo.sink.compress = get<std::string>(o, "compress", "none");
+  jo.sink.compress = get<std::string>(o, "compress", "");  // the format's default
   jo.sink.level = get<int>(o, "level", -1);
   jo.sink.bigtiff = get<std::string>(o, "bigtiff", "auto");
+  jo.sink.chunk = get<std::int64_t>(o, "chunk", 0);
+  jo.sink.pyramid_levels = get<int>(o, "pyramid_levels", 0);
+  jo.sink.zarr_version = get<int>(o, "zarr_version", 2);
+  jo.sink.shard = get<std::int64_t>(o, "shard", 0);
+  jo.sink.cog = get<bool>(o, "cog", false);
   jo.pipeline = run.pipeline;
   jo.device = run.device;
   jo.devices = run.devices;

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
                         ooc::output_format(jo.output, jo.sink));
     // Resumable: the histogram is saved for a resumed run between the passes.
     job.set_journal(true);
-    if (ooc::output_format(jo.output, jo.sink) != "tiff") ooc::cli::stop_gracefully_on_signals();
+    ooc::cli::stop_gracefully_on_signals();  // every output resumes, TIFF included
     job.start(plan.operations());
     if (jo.resume && !quiet)
       std::fprintf(

@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
     job.set_journal(true);
     const std::string format = ooc::output_format(jo.output, jo.sink);
     job.set_fingerprint(plan.fingerprint() + "; output " + plan.output().describe() + " " + format);
-    if (format != "tiff") ooc::cli::stop_gracefully_on_signals();
+    ooc::cli::stop_gracefully_on_signals();  // every output resumes, TIFF included
     job.start(plan.operations());
     if (jo.resume && !quiet)
       std::fprintf(

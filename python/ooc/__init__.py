@@ -111,11 +111,20 @@ def _taps_text(taps):
     return ",".join(repr(float(t)) for t in np.asarray(taps, dtype=np.float64).ravel())
 
 
+def _output_options(chunk, pyramid, levels, zarr_version, shard, cog):
+    """Zarr and pyramid keywords as oocconv's --chunk, --pyramid, --levels, --zarr-version,
+    --shard and --cog."""
+    return dict(chunk=int(chunk), pyramid_levels=int(levels) if levels is not None else
+                (-1 if pyramid else 0), zarr_version=int(zarr_version), shard=int(shard),
+                cog=bool(cog))
+
+
 def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", taps=None,
                   row_taps=None, col_taps=None, taps_file=None, kernel=None, border="reflect",
                   border_value=0.0, out_type=None, precision="auto", width=None, height=None,
                   type=None, channels=None, in_format="auto", page=0, input_level=-1, seed=1,
-                  format="auto", tile=0, compress="none", level=-1, bigtiff="auto", progress=None,
+                  format="auto", tile=0, compress=None, level=-1, bigtiff="auto", chunk=0,
+                  pyramid=False, levels=None, zarr_version=2, shard=0, cog=False, progress=None,
                   **options):
     """oocconv INPUT OUTPUT with the same options (see oocconv --help); returns --stats json.
 
@@ -125,7 +134,8 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
     "laplace", "sobel-x", "sobel-y"), with scipy.ndimage.convolve's semantics. border takes
     ooc's and scipy's mode names. width/height/type/channels describe a raw input, page a TIFF's
     page, input_level an OME-Zarr input's level (input may be a .zarr store); format, tile,
-    compress, level and bigtiff the output file. The output is written under a temporary name
+    compress (None: the format's default), level, bigtiff, chunk, pyramid, levels,
+    zarr_version, shard and cog the output file, as oocconv's options of those names. The output is written under a temporary name
     and renamed when complete; on any error (or an exception from progress) nothing is left.
     """
     o = _run_options(options)
@@ -136,7 +146,8 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
              out_type=None if out_type is None else _type_name(out_type), precision=precision,
              width=width, height=height, type=None if type is None else _type_name(type),
              channels=channels, in_format=in_format, page=page, input_level=input_level,
-             seed=seed, format=format, tile=tile, compress=compress, level=level, bigtiff=bigtiff)
+             seed=seed, format=format, tile=tile, compress=compress or "", level=level, bigtiff=bigtiff,
+             **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
     if isinstance(kernel, (str, os.PathLike)):
         o["kernel"] = os.fspath(kernel)
     elif kernel is not None:
@@ -146,13 +157,15 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
 
 def equalize_file(input, output, *, width=None, height=None, type=None, channels=None,
                   in_format="auto", page=0, input_level=-1, seed=1, format="auto", tile=0,
-                  compress="none", level=-1, bigtiff="auto", progress=None, **options):
+                  compress=None, level=-1, bigtiff="auto", chunk=0, pyramid=False, levels=None,
+                  zarr_version=2, shard=0, cog=False, progress=None, **options):
     """ooceq INPUT OUTPUT: histogram equalization of u8/u16 (cv2.equalizeHist per channel);
     returns --stats json (with "histogram" and "passes")."""
     o = _run_options(options)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
              channels=channels, in_format=in_format, page=page, input_level=input_level,
-             seed=seed, format=format, tile=tile, compress=compress, level=level, bigtiff=bigtiff)
+             seed=seed, format=format, tile=tile, compress=compress or "", level=level, bigtiff=bigtiff,
+             **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
     return _core.equalize_file(os.fspath(input), os.fspath(output), o, _check_progress(progress))
 
 
@@ -589,7 +602,8 @@ def _pipeline_options(options, mode, cval, out_type, precision):
 
 def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, precision="auto",
         width=None, height=None, type=None, channels=None, in_format="auto", page=0,
-        input_level=-1, seed=1, format="auto", tile=0, compress="none", level=-1, bigtiff="auto",
+        input_level=-1, seed=1, format="auto", tile=0, compress=None, level=-1, bigtiff="auto",
+        chunk=0, pyramid=False, levels=None, zarr_version=2, shard=0, cog=False,
         progress=None, **options):
     """oocrun INPUT OUTPUT PIPELINE (see oocrun --help, ooc.stages()); returns --stats json.
 
@@ -604,7 +618,8 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
     o = _pipeline_options(options, mode, cval, out_type, precision)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
              channels=channels, in_format=in_format, page=page, input_level=input_level,
-             seed=seed, format=format, tile=tile, compress=compress, level=level, bigtiff=bigtiff)
+             seed=seed, format=format, tile=tile, compress=compress or "", level=level, bigtiff=bigtiff,
+             **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
     return _core.run_file(os.fspath(input), os.fspath(output), _pipeline_words(pipeline), o,
                           _check_progress(progress))
 
