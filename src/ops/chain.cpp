@@ -137,16 +137,18 @@ const std::vector<StageDecl>& stage_declarations() {
         {"closing", "minimum of the maximum (scipy.ndimage.grey_closing)", {window, footprint}});
     d.push_back({"white-tophat", "x - opening (scipy.ndimage.white_tophat)", {window, footprint}});
     d.push_back({"black-tophat", "closing - x (scipy.ndimage.black_tophat)", {window, footprint}});
-    d.push_back({"median",
-                 "median of the window (scipy.ndimage.median_filter; CPU only for now)",
-                 {window, footprint}});
-    d.push_back({"percentile",
-                 "percentile of the window (scipy.ndimage.percentile_filter; CPU only for now)",
-                 {window, footprint,
-                  number("q", "", -100, false, "percentile (negative: from 100 down)", 100)}});
+    d.push_back(
+        {"median",
+         "median of the window (scipy.ndimage.median_filter; CUDA for windows of up to 49 samples)",
+         {window, footprint}});
+    d.push_back(
+        {"percentile",
+         "percentile of the window (scipy.ndimage.percentile_filter; CUDA up to 49 samples)",
+         {window, footprint,
+          number("q", "", -100, false, "percentile (negative: from 100 down)", 100)}});
     d.push_back({"rank",
                  "the sample of this rank in the window, 0 the smallest (scipy.ndimage.rank_filter;"
-                 " CPU only for now)",
+                 " CUDA up to 49 samples)",
                  {window, footprint,
                   integer("index", "", -kMaxRadius * kMaxRadius, kMaxRadius * kMaxRadius,
                           "rank; negative: from the largest (-1)")}});

@@ -27,6 +27,16 @@
 #include "ooc/error.hpp"
 
 namespace ooc {
+namespace detail {
+// rank_cuda.cpp: the rank filter of a window of up to 49 samples (rows, columns up to 15) on
+// CUDA; `samples` are the (row, column) of its samples in the rectangle from row -top, column
+// -left.
+std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t top, std::int64_t left, std::int64_t rows,
+                                           std::int64_t cols,
+                                           const std::vector<std::pair<int, int>>& samples,
+                                           std::int64_t rank, BorderMode border,
+                                           double border_value);
+}  // namespace detail
 namespace {
 
 // The window of `n` samples around each one, as scipy places it: `left` before, n - 1 - left
@@ -774,6 +784,16 @@ class Rank final : public Operation {
   std::optional<ImageSpec> output() const override { return in_; }
   std::int64_t halo() const override { return std::max(w_.y.left, w_.y.right); }
   BorderMode border() const override { return w_.border; }
+  // The window's samples, (row, column) in its rectangle.
+  std::vector<std::pair<int, int>> samples() const {
+    std::vector<std::pair<int, int>> v;
+    if (w_.rows() > 15 || w_.cols() > 15) return std::vector<std::pair<int, int>>(50);
+    for (int k = 0; k < w_.rows(); ++k)
+      for (int q = 0; q < w_.cols(); ++q)
+        if (!w_.mask || (*w_.mask)[static_cast<std::size_t>(k * w_.cols() + q)])
+          v.emplace_back(k, q);
+    return v;
+  }
   std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
     return static_cast<std::size_t>(rows + w_.y.left + w_.y.right) *
                static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes() +
@@ -781,6 +801,20 @@ class Rank final : public Operation {
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<RankKernel>(w_, rank_);
+  }
+  // CUDA: windows a thread can hold in registers (see kernels/cuda/rank.cuh); larger ones run on
+  // the CPU (a pipeline holding one runs on the CPU, and --device cuda says so).
+  bool has_cuda() const override {
+    return kCudaBuilt && w_.rows() <= 15 && w_.cols() <= 15 && samples().size() <= 49;
+  }
+  bool cpu_gives_cuda_bits() const override { return true; }  // selections, no arithmetic
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
+    return detail::make_rank_cuda(w_.y.left, w_.x.left, w_.rows(), w_.cols(), samples(), rank_,
+                                  w_.border, w_.border_value);
+  }
+  double cuda_ns_per_sample() const override {
+    const double n = double(samples().size());
+    return 0.0002 * n * n / 9.0;
   }
   double cpu_ns_per_sample() const override {
     return 2.0 + 0.5 * double(w_.y.left + w_.y.right + 1);
@@ -802,6 +836,11 @@ std::unique_ptr<CudaKernel> make_minmax_cuda(bool, std::int64_t, std::int64_t, s
   return nullptr;
 }
 std::unique_ptr<CudaKernel> make_tophat_cuda(const std::vector<int>&, const ChainGeometry&, int) {
+  return nullptr;
+}
+std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                                           const std::vector<std::pair<int, int>>&, std::int64_t,
+                                           BorderMode, double) {
   return nullptr;
 }
 }  // namespace detail

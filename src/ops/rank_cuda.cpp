@@ -1,9 +1,11 @@
-// The CUDA side of the minimum/maximum filters and the morphology built on them (see
-// ooc/ops/rank.hpp): launches on a band in device memory, the scratch from the slot.
+// The CUDA side of the minimum/maximum filters, the morphology built on them and the rank filters
+// of small windows (see ooc/ops/rank.hpp): launches on a band in device memory, the scratch from
+// the slot.
 #include <cuda_runtime.h>
 
 #include "chain_impl.hpp"
 #include "cuda/minmax.cuh"
+#include "cuda/rank.cuh"
 
 namespace ooc::detail {
 namespace {
@@ -69,7 +71,54 @@ class TophatCudaKernel final : public CudaKernel {
   std::unique_ptr<CudaKernel> chain_;
 };
 
+class RankCudaKernel final : public CudaKernel {
+ public:
+  explicit RankCudaKernel(const cuda::RankLaunch& l) : l_(l) {}
+  void run_async(const CudaBand& b) override {
+    cuda::RankLaunch l = l_;
+    l.in = b.in + static_cast<std::size_t>(b.halo - top_) * b.in_stride;
+    l.in_stride = b.in_stride;
+    l.first_row = b.first_row + (b.halo - top_);
+    l.image_height = b.in_spec.height;
+    l.width = b.in_spec.width;
+    l.channels = b.in_spec.channels;
+    l.type = b.in_spec.type;
+    l.out = b.out;
+    l.out_stride = b.out_stride;
+    l.out_rows = b.band.rows;
+    cuda::rank_band_async(l, static_cast<cudaStream_t>(b.stream));
+  }
+  std::int64_t top_ = 0;
+
+ private:
+  cuda::RankLaunch l_;
+};
+
 }  // namespace
+
+// Declared in rank.cpp (which builds without CUDA): the window's rectangle from row -top and
+// column -left, its samples' (row, column) in it, the rank among them.
+std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t top, std::int64_t left, std::int64_t rows,
+                                           std::int64_t cols,
+                                           const std::vector<std::pair<int, int>>& samples,
+                                           std::int64_t rank, BorderMode border,
+                                           double border_value) {
+  cuda::RankLaunch l;
+  l.rows = static_cast<int>(rows);
+  l.cols = static_cast<int>(cols);
+  l.left = static_cast<int>(left);
+  l.count = static_cast<int>(samples.size());
+  l.rank = static_cast<int>(rank);
+  for (std::size_t j = 0; j < samples.size(); ++j) {
+    l.dy[j] = static_cast<signed char>(samples[j].first);
+    l.dx[j] = static_cast<signed char>(samples[j].second);
+  }
+  l.border = border;
+  l.border_value = border_value;
+  auto k = std::make_unique<RankCudaKernel>(l);
+  k->top_ = top;
+  return k;
+}
 
 std::unique_ptr<CudaKernel> make_minmax_cuda(bool max, std::int64_t ly, std::int64_t ry,
                                              std::int64_t lx, std::int64_t rx, BorderMode border,

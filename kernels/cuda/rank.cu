@@ -1,0 +1,130 @@
+// CUDA rank filters over windows of up to RankPolicy::kMaxSamples samples (see rank.cuh): a block
+// loads its outputs' input tile (border rule applied) into shared memory, each thread copies its
+// window's samples into registers (padded with the type's largest value, which never changes a
+// rank below the window's count) and selects by counting: the sample with fewer than rank+1
+// smaller ones and more than rank smaller-or-equal ones is the answer.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+
+#include "common.cuh"
+#include "cuda/check.hpp"
+#include "ooc/detail/sample_type.hpp"
+#include "rank.cuh"
+
+namespace ooc::cuda {
+namespace {
+
+template <class T>
+__host__ __device__ T constant_of(double v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(v);
+  } else {
+    if (!(v == v)) return T(0);
+    v = trunc(v);
+    v = fmin(fmax(v, double(std::numeric_limits<T>::lowest())),
+             double(std::numeric_limits<T>::max()));
+    return static_cast<T>(v);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ T largest() {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::max();
+}
+
+// The rank-th smallest of v[0..N), N a compile-time size (v stays in registers).
+template <class T, int N>
+__device__ __forceinline__ T select(const T (&v)[N], int rank) {
+  T r = v[0];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    int lt = 0, le = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      lt += v[j] < v[i];
+      le += v[j] <= v[i];
+    }
+    if (lt <= rank && rank < le) r = v[i];
+  }
+  return r;
+}
+
+template <class T, int N>
+__global__ void rank_kernel(RankLaunch l, T cval) {
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  T* tile = reinterpret_cast<T*>(shared_raw);
+  constexpr int TX = RankPolicy::kTileX, TY = RankPolicy::kTileY;
+  const int tw = TX + l.cols - 1, th = TY + l.rows - 1;
+  const int c = blockIdx.z;
+  const std::int64_t x0 = std::int64_t(blockIdx.x) * TX;
+  for (std::int64_t y0 = std::int64_t(blockIdx.y) * TY; y0 < l.out_rows;
+       y0 += std::int64_t(gridDim.y) * TY) {
+    __syncthreads();  // the previous tile is used up
+    for (int t = threadIdx.y * TX + threadIdx.x; t < tw * th; t += TX * TY) {
+      const int ty = t / tw, tx = t % tw;
+      const std::int64_t k = y0 + ty;  // input row
+      T v = cval;
+      if (y0 + ty < l.out_rows + l.rows - 1) {
+        const std::int64_t image_row = l.first_row + k;
+        const bool constant_row =
+            l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
+        const std::int64_t s = map_index(x0 + tx - l.left, l.width, l.border);
+        if (!constant_row && s >= 0)
+          v = reinterpret_cast<const T*>(l.in + k * l.in_stride)[s * l.channels + c];
+      }
+      tile[t] = v;
+    }
+    __syncthreads();
+    const std::int64_t x = x0 + threadIdx.x, y = y0 + threadIdx.y;
+    if (x >= l.width || y >= l.out_rows) continue;
+    T v[N];
+    bool nan = false;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      v[j] = largest<T>();
+      if (j < l.count) {
+        v[j] = tile[(threadIdx.y + l.dy[j]) * tw + threadIdx.x + l.dx[j]];
+        nan = nan || v[j] != v[j];
+      }
+    }
+    T r = select<T, N>(v, l.rank);
+    if constexpr (std::is_floating_point_v<T>)
+      if (nan) r = std::numeric_limits<T>::quiet_NaN();
+    reinterpret_cast<T*>(l.out + y * l.out_stride)[x * l.channels + c] = r;
+  }
+}
+
+template <class T, int N>
+void launch(const RankLaunch& l, cudaStream_t stream) {
+  constexpr int TX = RankPolicy::kTileX, TY = RankPolicy::kTileY;
+  const std::size_t shared =
+      static_cast<std::size_t>(TX + l.cols - 1) * (TY + l.rows - 1) * sizeof(T);
+  const dim3 grid(static_cast<unsigned>((l.width + TX - 1) / TX),
+                  grid_rows((l.out_rows + TY - 1) / TY), static_cast<unsigned>(l.channels));
+  rank_kernel<T, N><<<grid, dim3(TX, TY), shared, stream>>>(l, constant_of<T>(l.border_value));
+}
+
+}  // namespace
+
+void rank_band_async(const RankLaunch& l, cudaStream_t stream) {
+  if (l.out_rows <= 0 || l.width <= 0) return;
+  dispatch_type(l.type, [&](auto t) {
+    using T = decltype(t);
+    // Registers grow with N: the smallest of 9, 25, 49 that holds the window.
+    if (l.count <= 9)
+      launch<T, 9>(l, stream);
+    else if (l.count <= 25)
+      launch<T, 25>(l, stream);
+    else
+      launch<T, 49>(l, stream);
+  });
+  OOC_CUDA_TRY(cudaGetLastError());
+}
+
+}  // namespace ooc::cuda

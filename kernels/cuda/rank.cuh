@@ -1,0 +1,44 @@
+// CUDA kernel of the rank filters (median, percentile, rank) over small windows: each thread
+// gathers its window's samples from a shared-memory tile into registers and selects the rank
+// there. Selection only moves samples, so the result is the CPU's exactly (kernels/cpu and
+// src/ops/rank.cpp); a window holding a NaN gives NaN, as on the CPU.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ooc/border.hpp"
+#include "ooc/image.hpp"
+
+namespace ooc::cuda {
+
+struct RankPolicy {
+  static constexpr int kMaxSamples = 49;         // the window's samples a thread keeps in registers
+  static constexpr int kMaxSide = 15;            // the window's rows and columns (the tile's halo)
+  static constexpr int kTileX = 32, kTileY = 8;  // outputs of a block (its threads)
+};
+
+struct RankLaunch {
+  const std::byte* in = nullptr;  // input row 0 = the window's first row for output row 0
+  std::size_t in_stride = 0;
+  std::int64_t first_row = 0;  // image row of input row 0 (constant-border rows are unset)
+  std::int64_t image_height = 0;
+  std::int64_t width = 0;
+  int channels = 1;
+  SampleType type = SampleType::f32;
+  int rows = 1, cols = 1;  // the window's rectangle; column 0 is x - left
+  int left = 0;
+  int count = 1;  // the window's samples (the footprint's ones)
+  int rank = 0;   // 0 .. count - 1
+  signed char dy[RankPolicy::kMaxSamples] = {}, dx[RankPolicy::kMaxSamples] = {};
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0;
+  std::byte* out = nullptr;
+  std::size_t out_stride = 0;
+  std::int64_t out_rows = 0;
+};
+void rank_band_async(const RankLaunch& l, cudaStream_t stream);
+
+}  // namespace ooc::cuda
