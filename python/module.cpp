@@ -200,6 +200,7 @@ py::dict convolve_file(const std::string& input, const std::string& output, cons
   f.border_value = get<double>(o, "border_value", 0.0);
   f.out_type = get<std::string>(o, "out_type", "");
   f.precision = get<std::string>(o, "precision", "auto");
+  f.method = get<std::string>(o, "method", "auto");
   std::optional<ooc::Conv2dParams> params2d;
   ooc::SeparableParams params;
   if (o.contains("kernel_array") && !o["kernel_array"].is_none()) {
@@ -608,6 +609,7 @@ py::dict conv2d_array(const py::array& input, const py::array& output, const F64
   p.border_value = cval;
   p.out_type = a.out.spec.type;
   p.precision = precision_of(o);
+  p.method = ooc::parse_conv_method(get<std::string>(o, "method", "auto"));
   auto op = ooc::make_conv2d(a.in.spec, p, a.run.pipeline);
   return run_passes(a, {op.get()}, [](std::int64_t) {});
 }

@@ -74,7 +74,7 @@ def _is_path(x):
 
 
 def _run_options(options):
-    unknown = set(options) - set(_RUN_KEYS) - {"precision"}
+    unknown = set(options) - set(_RUN_KEYS) - {"precision", "method"}
     if unknown:
         raise TypeError("unexpected keyword argument(s): " + ", ".join(sorted(unknown)))
     o = dict(options)
@@ -131,7 +131,8 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
     radius / sigma / filter ("gaussian" or "box") make a separable filter; taps, row_taps,
     col_taps (sequences or "a,b,c") or taps_file give explicit taps (scipy.ndimage.convolve1d);
     kernel is a 2-D kernel: a 2-D array, a file, or a built-in ("box:N", "gaussian2d:S",
-    "laplace", "sobel-x", "sobel-y"), with scipy.ndimage.convolve's semantics. border takes
+    "laplace", "sobel-x", "sobel-y"), with scipy.ndimage.convolve's semantics; method="auto",
+    "direct" or "fft" (overlap-save tiles) picks how it is applied (oocconv --method). border takes
     ooc's and scipy's mode names. width/height/type/channels describe a raw input, page a TIFF's
     page, input_level an OME-Zarr input's level (input may be a .zarr store); format, tile,
     compress (None: the format's default), level, bigtiff, chunk, pyramid, levels,
@@ -481,7 +482,8 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
 def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, progress=None,
               **options):
     """scipy.ndimage.correlate with 2-D weights (non-separable; (K, L, 1) for an (H, W, C)
-    array, each channel on its own)."""
+    array, each channel on its own); method="auto", "direct" or "fft" among the options picks
+    how the weights are applied (auto: FFT tiles for large kernels)."""
     a = _load(input)
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != a.ndim:
