@@ -79,8 +79,9 @@ class Source {
   virtual void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst);
   // The file's own pages of rows [y0, y0 + n), mapped, valid until arena.release(); nullptr where
   // the rows are not stored as they are (byte-swapped, compressed, computed): read_rows then.
-  // No read-ahead hint. For a GPU pack, which copies them out at once: on the H200 machine a
-  // memcpy from the mapping kept 44 GB/s where pread kept 34-37 while the copy engines ran.
+  // No read-ahead hint. For a GPU pack, which copies them out at once: while the copy engines
+  // run, a memcpy from the mapping keeps more of host memory's bandwidth than pread
+  // (docs/design.md, "GPU slots"; docs/performance.md, streaming).
   virtual const std::byte* mapped_rows(std::int64_t /*y0*/, std::int64_t /*n*/,
                                        RowArena& /*arena*/) {
     return nullptr;

@@ -93,8 +93,8 @@ struct SeparablePolicy {
   static constexpr int kRowJob = 8;  // row outputs of one thread from one window
   static constexpr int kFusedRows = OOC_TUNE_FUSED_ROWS;  // output rows of a fused tile
   // Column outputs of one thread in the fused kernel: 8 for f32 and u16 (two column jobs per
-  // thread; 2-4% faster than 16 at radius 1-3), 16 for u8 (3% faster there), H200 side by side
-  // (logs/kernels-vector-loads.md).
+  // thread; 2-4% faster than 16 at radius 1-3), 16 for u8 (3% faster there), measured side by
+  // side with tools/bench/tune_kernels.sh (docs/design.md, "Separable kernels on the GPU").
   template <class T>
   static constexpr int fused_run() {
     return sizeof(T) == 1 ? OOC_TUNE_FUSED_RUN_U8 : OOC_TUNE_FUSED_RUN;
@@ -107,8 +107,8 @@ struct SeparablePolicy {
   // Fused and row kernels: 4 resident blocks of 256 threads allow at most 64 registers, 5 at
   // most 51. Global loads in flight per thread when filling a tile: with f32 and u16 samples
   // all of a thread's tile rows at radius <= 8, one round trip to DRAM. u8 tiles hold few
-  // 16-byte vectors, so a fifth resident block gains more there (tools/bench/tune_kernels.sh,
-  // logs/kernels-vector-loads.md).
+  // 16-byte vectors, so a fifth resident block gains more there (tools/bench/tune_kernels.sh;
+  // docs/design.md).
   template <class T>
   static constexpr int min_blocks() {
     return sizeof(T) == 1 ? OOC_TUNE_MIN_BLOCKS_U8 : OOC_TUNE_MIN_BLOCKS;
@@ -609,8 +609,8 @@ __global__ void __launch_bounds__(P::kThreads, P::min_blocks<T>())
 // touches fall on 8 different bank groups. Where the rows start 16-byte aligned, the tile comes in
 // by 16-byte cp.async (every quad of it in flight at once, no registers held, no shared store
 // instruction); the row pass reads its windows and writes its 8 outputs in 16-byte shared
-// accesses. At radius 3 on the H200: 342 against 300 Gpixel/s side by side, with a quarter fewer
-// instructions (logs/kernels-quad-tiles.md). Tiles at the row ends, on rows that are not 16-byte
+// accesses: a quarter fewer instructions than the tiled layout, and faster at radius 3
+// (docs/performance.md, GPU kernels against NPP). Tiles at the row ends, on rows that are not 16-byte
 // aligned, or holding constant-border rows load through load_tile into the same layout.
 
 #ifndef OOC_TUNE_QUAD_MIN_BLOCKS

@@ -46,10 +46,10 @@ void device_memory(int device, std::size_t& free_bytes, std::size_t& total_bytes
 }
 
 // Pinned host memory, made as anonymous memory on transparent huge pages, filled in by the
-// kernel, then registered with the driver: on the H200 machine this took 20 ms for a 142 MB slot
-// where cudaHostAlloc took 60-70 ms, and cudaHostAlloc held the driver's lock all the while,
-// stalling the first band's kernel launch behind the next slot's allocation
-// (tools/bench/results/gpu-h200/logs/startup-trace.md). cudaHostAlloc remains the fallback.
+// kernel, then registered with the driver: a fraction of cudaHostAlloc's time per slot, and
+// cudaHostAlloc holds the driver's lock all the while, stalling the first band's kernel launch
+// behind the next slot's allocation (docs/design.md, "GPU slots"). cudaHostAlloc remains the
+// fallback.
 namespace {
 
 // Anonymous memory of n bytes (a multiple of 4 KiB), its start on a 2 MiB boundary when n is at

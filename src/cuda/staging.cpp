@@ -94,9 +94,9 @@ class CudaSlotImpl final : public CudaSlot {
       } else if (!source.parallel_reads()) {
         source.read_rows(src, n, dst);
       } else if (const std::byte* mapped = source.mapped_rows(src, n, mappings)) {
-        // Equal tasks, 8 per thread: in tasks of 1 MiB a 34 MB band ended with a round that
-        // kept only a few of the 16 threads busy, and the pack ran at 28 GB/s instead of 42
-        // (tools/bench/results/gpu-h200/logs/streaming-ceiling.md).
+        // Equal tasks, 8 per thread: in tasks of 1 MiB a band ended with a round that kept only a
+        // few threads busy, and the copy engine waited for the pack (docs/design.md, "GPU slots";
+        // docs/performance.md, streaming).
         const std::size_t bytes = static_cast<std::size_t>(n) * row;
         const std::size_t tasks =
             static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()) * kTasksPerThread;
@@ -115,8 +115,8 @@ class CudaSlotImpl final : public CudaSlot {
                           });
         // Rows off the disk: the next four bands' rows start coming in now, so the disk keeps a
         // deep queue while this band goes through the GPU and the next pack begins. Without it
-        // the reads above wait band by band: a cold 8 GiB file ran at 0.77 of cat's rate, with
-        // two bands ahead at 0.86-0.87, with four at 0.92 (H200, logs/cold-read-ahead.md).
+        // the reads above wait band by band, well below cat's rate on a cold file; four bands
+        // ahead came closest to it (docs/performance.md, the GPU machine's cold rows).
         source.prefetch(src + n, 4 * static_cast<std::size_t>(in_rows) * row);
       }
       i = j;

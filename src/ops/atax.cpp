@@ -277,7 +277,7 @@ class Product final : public MatrixProductOp {
     return std::make_unique<ProductCpu>(a_, p_, kp_, leaf_, x_, x32_, read_ns_, compute_ns_,
                                         nonfinite_);
   }
-  // Two FMAs per sample and column of X; memory-bound at small k (tools/bench/results/*/atax.csv).
+  // Two FMAs per sample and column of X; memory-bound at small k (docs/performance.md, atax).
   double cpu_ns_per_sample() const override {
     return 1.0 + 0.25 * p_.k;
   }

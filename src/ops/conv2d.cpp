@@ -175,10 +175,10 @@ class FftCpuKernel final : public CpuKernel {
 };
 
 // The cost model of ConvMethod::automatic, in ns per output sample (one CPU thread, one GPU).
-// Direct: fitted to tools/bench/results/gpu-h200/ops.csv (K 3 to 31, 16 threads); on the 2-core
+// Direct: fitted to the 16-core `run ops` rows (K 3 to 31; docs/performance.md); on the 2-core
 // AVX2 VM it overestimates K >= 31 about 2x. FFT: work per sample (fft_work_per_sample,
 // butterfly passes over a point) times a time per pass. The CPU's is the VM's measured KissFFT
-// time (1.3 to 1.8 ns a pass, tools/bench/results/cpu-2core/fft.csv) in the direct model's units
+// time (1.3 to 1.8 ns a pass, docs/performance.md, FFT) in the direct model's units
 // (x2), so that the model's crossover is the measured one, K about 40 (direct 0.13 s against FFT
 // 0.19 s at 31 x 31, 0.25 s against 0.14 s at 45 x 45, 4096 x 2048 f32, 2 threads). The GPU's:
 // CuPy's FFT convolution on an H100, about 10 Gpixel/s at K 63 to 255 (issue 32), for cuFFT.

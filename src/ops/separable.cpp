@@ -89,11 +89,11 @@ class Separable final : public Operation {
     return std::make_unique<SeparableCpuKernel>(args_);
   }
 
-  // Fitted to the benchmarks (16-core H200 host, f32 from the page cache to null:, 1-32 GiB at
-  // radius 3 and 16: 3.2-3.7 and 6.2-7.0 ns per sample and thread, tools/bench/results/gpu-h200/
-  // startup.csv of 2026-11-22 10:32 and 10:58): a fixed cost per sample, then one per tap of both
-  // passes; f64 accumulation runs half as many lanes. The older fit (1.6 + 0.1 per tap) made radius
-  // 16 on 4 GiB look slower on the CPU than it is, and auto picked CUDA: 12% slower.
+  // Fitted to the start-up benchmark (16 cores, f32 from the page cache to null:, 1-32 GiB at
+  // radius 3 and 16: 3.2-3.7 and 6.2-7.0 ns per sample and thread; docs/performance.md, start-up):
+  // a fixed cost per sample, then one per tap of both passes; f64 accumulation runs half as many
+  // lanes. A fit from small images alone (1.6 + 0.1 per tap) made radius 16 on 4 GiB look slower
+  // on the CPU than it is, and auto picked the slower backend.
   double cpu_ns_per_sample() const override {
     return (args_.f64 ? 1.6 : 1.0) * (2.4 + 0.062 * double(row_taps_.size() + col_taps_.size()));
   }
@@ -102,9 +102,9 @@ class Separable final : public Operation {
   }
   bool has_cuda() const override { return kCudaBuilt; }
   // Float sums: both round every sample the same way (FMA in tap order from a plain first
-  // product, a float intermediate, round-to-nearest-even stores); byte-identical on the H200
-  // machine (tools/bench/results/gpu-h200/logs/cpu-start). Without FMA the CPU rounds each
-  // product; double sums differed in the last bit there (f64 images, radius 3).
+  // product, a float intermediate, round-to-nearest-even stores), checked byte for byte by
+  // test_gpu (docs/design.md, "Starting CUDA"). Without FMA the CPU rounds each product; double
+  // sums differ in the last bit (f64 images, radius 3).
   bool cpu_gives_cuda_bits() const override {
     return !args_.f64 && std::string_view(cpu::separable_isa()) != "baseline";
   }

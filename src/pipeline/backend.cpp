@@ -39,8 +39,8 @@ namespace {
 
 // What a GPU run pays besides streaming: mostly the CUDA context, made before the first band
 // (0.19-0.31 s on an H200) and torn down at exit (about 0.1 s); the first slots' buffers add 0.02 s
-// each (tools/bench/results/gpu-h200/logs/startup-trace.md). Measured there: a 1 GiB image takes
-// 0.35-0.40 s on CUDA.
+// each (docs/design.md, "--device auto"; docs/performance.md, start-up: a 1 GiB image took
+// 0.35-0.40 s on CUDA alone).
 constexpr double kCudaStartSeconds = 0.33;
 // Bytes per second one GPU's slots stream (read into pinned memory, copied in and out), as
 // measured on the same machine: 32 GiB f32 from the page cache to null: in 1.41-1.54 s (radius 16)

@@ -152,8 +152,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     while (plan.slots > 1 && ring_total(smallest, plan.slots) > plan.mem_limit) --plan.slots;
   }
   // Bands on a GPU: tall enough that each band's fixed costs (a parallel pack, copies, launches)
-  // stay small, but at most 64 MiB a slot: on the H200 machine bands of 17-50 MB streamed 1-8%
-  // faster than 67 MB ones (tools/bench/results/gpu-h200/logs/band-height.md); the halo rows a
+  // stay small, but at most 64 MiB a slot: bands of 17-50 MB streamed faster than 67 MB ones
+  // (docs/design.md, "GPU slots"; docs/performance.md, streaming); the halo rows a
   // band shares with the one before stay on the device. A small image still gets several bands
   // per slot: the first band's read and the last one's write do not overlap anything, and the
   // pinned ring, allocated before any work, costs time in proportion to its size.
