@@ -5,9 +5,11 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "ooc/error.hpp"
@@ -326,14 +328,167 @@ ArrayMeta parse_array_json(const std::string& text, const std::string& where) {
 }
 
 std::string chunk_key(const ArrayMeta& m, std::int64_t r, std::int64_t c, std::int64_t k) {
-  std::string key;
+  std::string key = m.version == 3 && m.v3_default_keys ? "c" + m.dimension_separator : "";
   for (std::size_t i = 0; i < m.shape.size(); ++i) {
     const int a = static_cast<int>(i) - m.y_axis;
-    const std::int64_t v = a == 0 ? r : a == 1 ? c : a == 2 ? k : 0;
+    std::int64_t v = a == 0 ? r : a == 1 ? c : a == 2 ? k : 0;
+    if (!m.shard.empty()) v /= m.shard[i] / m.chunks[i];
     if (i) key += m.dimension_separator;
     key += std::to_string(v);
   }
   return key;
+}
+
+std::uint32_t crc32c(const std::byte* p, std::size_t n) {
+  static const auto table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = c & 1 ? 0x82F63B78u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i)
+    c = table[(c ^ static_cast<std::uint8_t>(p[i])) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+namespace {
+
+// The codecs of a Zarr 3 chunk (or of a shard's inner chunks): bytes, then at most one
+// compressor.
+void v3_codecs(const json& codecs, ArrayMeta& m, const std::string& where) {
+  if (!codecs.is_array() || codecs.empty()) bad(where, "has no \"codecs\" list");
+  bool seen_bytes = false;
+  m.codec.id = "none";
+  for (const json& c : codecs) {
+    const std::string name = c.is_object() ? c.value("name", std::string()) : std::string();
+    const json conf =
+        c.is_object() && c.contains("configuration") ? c["configuration"] : json::object();
+    if (name == "bytes") {
+      seen_bytes = true;
+      m.big_endian = conf.value("endian", std::string("little")) == "big";
+    } else if (name == "blosc" && seen_bytes && m.codec.id == "none") {
+      m.codec.id = "blosc";
+      m.codec.cname = conf.value("cname", std::string("lz4"));
+      m.codec.level = conf.value("clevel", 5);
+      const std::string sh = conf.value("shuffle", std::string("noshuffle"));
+      m.codec.shuffle = sh == "bitshuffle" ? 2 : sh == "shuffle" ? 1 : 0;
+      m.codec.blocksize = conf.value("blocksize", 0);
+      if (!known_blosc(m.codec.cname))
+        bad(where, "uses blosc with cname '" + m.codec.cname + "', which libblosc lacks");
+    } else if ((name == "zstd" || name == "gzip") && seen_bytes && m.codec.id == "none") {
+      m.codec.id = name;
+      m.codec.level = conf.value("level", 1);
+    } else {
+      bad(where, "uses the codec chain " + codecs.dump() +
+                     ": ooc reads bytes followed by one of blosc, zstd or gzip");
+    }
+  }
+  if (!seen_bytes) bad(where, "has no \"bytes\" codec");
+}
+
+}  // namespace
+
+ArrayMeta parse_v3_array_json(const std::string& text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    bad(where, std::string("is not JSON (") + e.what() + ")");
+  }
+  if (!j.is_object() || j.value("zarr_format", 0) != 3 ||
+      j.value("node_type", std::string()) != "array")
+    bad(where, "is not a Zarr 3 array's metadata");
+  ArrayMeta m;
+  m.version = 3;
+  try {
+    m.shape = int_list(j, "shape", where);
+    static const std::map<std::string, SampleType> types = {
+        {"uint8", SampleType::u8},   {"uint16", SampleType::u16}, {"int16", SampleType::i16},
+        {"uint32", SampleType::u32}, {"int32", SampleType::i32},  {"float32", SampleType::f32},
+        {"float64", SampleType::f64}};
+    const std::string dt = j.value("data_type", std::string());
+    const auto t = types.find(dt);
+    if (t == types.end())
+      bad(where, "has data_type '" + dt +
+                     "': ooc reads uint8, uint16, int16, uint32, int32, "
+                     "float32 and float64");
+    m.type = t->second;
+    const json& grid = j.at("chunk_grid");
+    if (grid.value("name", std::string()) != "regular")
+      bad(where, "has a chunk grid that is not regular");
+    const json outer = grid.at("configuration").at("chunk_shape");
+    std::vector<std::int64_t> chunks;
+    for (const json& v : outer) chunks.push_back(v.get<std::int64_t>());
+    m.chunks = chunks;
+    const json& keys = j.at("chunk_key_encoding");
+    const std::string enc = keys.value("name", std::string("default"));
+    m.v3_default_keys = enc == "default";
+    if (enc != "default" && enc != "v2") bad(where, "has chunk_key_encoding '" + enc + "'");
+    m.dimension_separator = keys.contains("configuration")
+                                ? keys["configuration"].value("separator", enc == "v2" ? "." : "/")
+                                : (enc == "v2" ? "." : "/");
+    if (m.dimension_separator != "." && m.dimension_separator != "/")
+      bad(where, "has the key separator '" + m.dimension_separator + "'");
+    const json& codecs = j.at("codecs");
+    if (codecs.is_array() && codecs.size() == 1 &&
+        codecs[0].value("name", std::string()) == "sharding_indexed") {
+      const json& conf = codecs[0].at("configuration");
+      m.shard = m.chunks;
+      m.chunks.clear();
+      for (const json& v : conf.at("chunk_shape")) m.chunks.push_back(v.get<std::int64_t>());
+      v3_codecs(conf.at("codecs"), m, where);
+      m.index_at_end = conf.value("index_location", std::string("end")) == "end";
+      const json& ic = conf.at("index_codecs");
+      for (const json& c : ic) {
+        const std::string n = c.value("name", std::string());
+        if (n == "crc32c")
+          m.index_crc = true;
+        else if (n != "bytes" ||
+                 (c.contains("configuration") &&
+                  c["configuration"].value("endian", std::string("little")) != "little"))
+          bad(where, "has index codecs " + ic.dump() +
+                         ": ooc reads a little-endian index, "
+                         "with or without crc32c");
+      }
+    } else {
+      v3_codecs(codecs, m, where);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    bad(where, std::string("is malformed (") + e.what() + ")");
+  }
+  if (m.chunks.size() != m.shape.size() || (!m.shard.empty() && m.shard.size() != m.shape.size()))
+    bad(where, "gives chunk shapes of another rank than its shape");
+  for (std::size_t i = 0; i < m.shape.size(); ++i) {
+    if (m.shape[i] < 0 || m.chunks[i] <= 0) bad(where, "has a negative shape or empty chunks");
+    if (!m.shard.empty() && (m.shard[i] <= 0 || m.shard[i] % m.chunks[i] != 0))
+      bad(where, "has shards that are not whole numbers of inner chunks");
+  }
+  const json& f = j.contains("fill_value") ? j["fill_value"] : json(nullptr);
+  m.fill_json = f.dump();
+  if (f.is_number()) {
+    m.fill = f.get<double>();
+  } else if (f.is_string()) {
+    const std::string s = f.get<std::string>();
+    if (s == "NaN")
+      m.fill = std::numeric_limits<double>::quiet_NaN();
+    else if (s == "Infinity")
+      m.fill = std::numeric_limits<double>::infinity();
+    else if (s == "-Infinity")
+      m.fill = -std::numeric_limits<double>::infinity();
+    else
+      bad(where, "has fill_value \"" + s + "\", which is not a number");
+  } else if (f.is_boolean()) {
+    m.fill = f.get<bool>() ? 1 : 0;
+  } else {
+    bad(where, "has fill_value " + f.dump() + ", which is not a number");
+  }
+  return m;
 }
 
 }  // namespace ooc::zarr

@@ -54,7 +54,23 @@ struct ArrayMeta {
   // after the columns. Axes before it have length 1 (OME's t, c, z). Set by whoever reads the
   // shape (parse_array_json leaves 0).
   int y_axis = 0;
+  // Zarr 3 (zarr.json). With sharding, `chunks` is the inner chunk and `shard` the shard (the
+  // array's own chunk grid), whose index of (offset, size) pairs sits at the shard's end (or
+  // start), optionally followed by its CRC-32C.
+  int version = 2;
+  std::vector<std::int64_t> shard;
+  bool index_at_end = true, index_crc = false;
+  bool v3_default_keys = true;  // "c/0/1" (default encoding); false: "0.1" (the v2 encoding)
 };
+
+// Parses a Zarr 3 array's zarr.json: data_type, chunk_grid (regular), chunk_key_encoding, the
+// codecs ooc reads (bytes, blosc, zstd, gzip; sharding_indexed around them), fill_value. Throws
+// an input Error naming `where` and what it cannot read (transpose, other codecs, irregular
+// grids).
+ArrayMeta parse_v3_array_json(const std::string& text, const std::string& where);
+
+// CRC-32C (Castagnoli), as Zarr 3's crc32c codec computes it.
+std::uint32_t crc32c(const std::byte* p, std::size_t n);
 
 // "<f4", "|u1", ... for a sample type, little endian.
 std::string dtype_string(SampleType t);
@@ -67,7 +83,8 @@ std::string array_json(const ArrayMeta& m);
 ArrayMeta parse_array_json(const std::string& text, const std::string& where);
 
 // The key of chunk (row r, column c, channel chunk k) for the array's axes and separator:
-// "r.c", "r.c.k", or "0.0.0.r.c" with leading axes of length 1.
+// "r.c", "r.c.k", or "0.0.0.r.c" with leading axes of length 1; for Zarr 3 "c/r/c" (default
+// encoding), and with sharding the key of the shard holding the chunk.
 std::string chunk_key(const ArrayMeta& m, std::int64_t r, std::int64_t c, std::int64_t k = 0);
 
 }  // namespace ooc::zarr

@@ -141,10 +141,25 @@ struct Multiscales {
   std::vector<std::string> axes;
 };
 
+std::optional<Multiscales> parse_multiscales(const json& j, const std::string& attrs);
+
+// A group's multiscales: Zarr 2's .zattrs, or Zarr 3's zarr.json attributes (under "ome" in
+// OME-Zarr 0.5).
 std::optional<Multiscales> read_multiscales(const std::string& group) {
+  if (is_file(group + "/zarr.json")) {
+    const std::string meta = group + "/zarr.json";
+    const json g = read_json(meta);
+    if (!g.is_object() || !g.contains("attributes") || !g["attributes"].is_object())
+      return std::nullopt;
+    const json& a = g["attributes"];
+    return parse_multiscales(a.contains("ome") && a["ome"].is_object() ? a["ome"] : a, meta);
+  }
   const std::string attrs = group + "/.zattrs";
   if (!is_file(attrs)) return std::nullopt;
-  const json j = read_json(attrs);
+  return parse_multiscales(read_json(attrs), attrs);
+}
+
+std::optional<Multiscales> parse_multiscales(const json& j, const std::string& attrs) {
   if (!j.is_object() || !j.contains("multiscales")) return std::nullopt;
   const json& ms = j["multiscales"];
   if (!ms.is_array() || ms.empty() || !ms[0].is_object())
@@ -324,8 +339,39 @@ Store open_store(const std::string& path, int level) {
     if (!under(real_path(st.array_dir), st.root))
       fail("OME-Zarr '" + path + "': level '" + st.level_path + "' lies outside the store");
   } else if (is_file(path + "/zarr.json")) {
-    fail("'" + path + "' is a Zarr v3 store (zarr.json): ooc reads Zarr v2 stores (.zarray, " +
-         ".zgroup) for now; write this one with --zarr-version 2");
+    const json node = read_json(path + "/zarr.json");
+    const std::string type = node.is_object() ? node.value("node_type", std::string()) : "";
+    if (type == "array") {
+      if (level >= 0)
+        throw Error(ErrorKind::usage,
+                    "--input-level applies to OME-Zarr groups; '" + path + "' is a Zarr array");
+      st.array_dir = path;
+    } else if (type == "group") {
+      const auto ms = read_multiscales(path);
+      if (!ms)
+        fail("Zarr 3 group '" + path + "' has no OME-Zarr multiscales: name one of its arrays");
+      st.levels = static_cast<int>(ms->paths.size());
+      st.level = level < 0 ? 0 : level;
+      if (st.level >= st.levels)
+        throw Error(ErrorKind::usage, "OME-Zarr '" + path + "' has " + std::to_string(st.levels) +
+                                          " level(s); --input-level " + std::to_string(st.level) +
+                                          " does not exist (levels count from 0)");
+      st.level_path = ms->paths[static_cast<std::size_t>(st.level)];
+      st.array_dir = path + "/" + st.level_path;
+      axes = ms->axes;
+      if (!is_file(st.array_dir + "/zarr.json"))
+        fail("OME-Zarr '" + path + "': level " + std::to_string(st.level) + " ('" + st.level_path +
+             "') has no zarr.json");
+      if (!under(real_path(st.array_dir), st.root))
+        fail("OME-Zarr '" + path + "': level '" + st.level_path + "' lies outside the store");
+    } else {
+      fail("'" + path + "/zarr.json' is neither a Zarr 3 array nor a group");
+    }
+    const std::string meta = st.array_dir + "/zarr.json";
+    st.meta =
+        zarr::parse_v3_array_json(read_text(meta, kMaxMetaBytes), "Zarr metadata '" + meta + "'");
+    st.spec = image_of(st.meta, axes, "Zarr array '" + st.array_dir + "'");
+    return st;
   } else {
     fail("input '" + path + "' is a directory without .zarray or .zgroup: not a Zarr v2 store");
   }
@@ -401,7 +447,11 @@ class ZarrSource final : public Source {
                                      std::max<std::int64_t>(1, std::min(down_, kMaxCachedRows)));
     fill_.resize(sample_bytes(m.type));
     if (m.fill) fill_sample(m.type, *m.fill, m.fill_json, fill_.data(), where);
-    std::string layout = "zarr v2, chunks " + std::to_string(ch_) + " x " + std::to_string(cw_);
+    std::string layout = std::string(m.version == 3 ? "zarr v3" : "zarr v2") + ", chunks " +
+                         std::to_string(ch_) + " x " + std::to_string(cw_);
+    if (!m.shard.empty())
+      layout +=
+          " in shards of " + std::to_string(m.shard[y]) + " x " + std::to_string(m.shard[y + 1]);
     if (s_.spec.channels > 1 || cc_ > 1) layout += " x " + std::to_string(cc_);
     layout += " (" + std::to_string(across_ * down_ * kchunks_) + "), " + codec_name(m.codec);
     layout += std::string(", ") + zarr::dtype_string(m.type).substr(1) +
@@ -561,7 +611,10 @@ class ZarrSource final : public Source {
     const std::string file = s_.array_dir + "/" + key;
     const std::string where = "Zarr chunk '" + file + "'";
     thread_local std::vector<std::byte> stored, chunk;
-    if (!read_chunk(file, where, stored)) {
+    const bool stored_found = s_.meta.shard.empty()
+                                  ? read_chunk(file, where, stored)
+                                  : read_from_shard(file, where, cy, cx, ck, stored);
+    if (!stored_found) {
       if (!s_.meta.fill)
         fail(where +
              " is missing and the array has no fill_value (null): the store is "
@@ -604,11 +657,12 @@ class ZarrSource final : public Source {
   // never written, all fill_value). A file reached through a link that leads out of the store,
   // a directory or a device where the chunk should be, or one larger than any encoding of the
   // chunk is refused.
-  bool read_chunk(const std::string& file, const std::string& where,
-                  std::vector<std::byte>& out) const {
-    struct stat st {};
+  // A chunk (or shard) file opened for reading; -1 where there is no such file (a chunk never
+  // written, all fill_value). A file reached through a link that leads out of the store, or a
+  // directory or a device where the chunk should be, is refused.
+  int open_chunk(const std::string& file, const std::string& where, struct stat& st) const {
     if (::lstat(file.c_str(), &st) != 0) {
-      if (errno == ENOENT || errno == ENOTDIR) return false;
+      if (errno == ENOENT || errno == ENOTDIR) return -1;
       throw Error(read_error_kind(errno), system_message("cannot read", file, errno));
     }
     std::string target = file;
@@ -630,29 +684,94 @@ class ZarrSource final : public Source {
     if (!S_ISREG(st.st_mode)) fail(where + " is not a regular file");
     const int fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) throw Error(read_error_kind(errno), system_message("cannot open", file, errno));
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      fail(where + " is not a regular file");
+    }
+    return fd;
+  }
+
+  // n bytes at `offset` of fd into out (fewer where the file ends first).
+  static void pread_into(int fd, std::uint64_t offset, std::size_t n, std::vector<std::byte>& out,
+                         const std::string& file) {
+    out.resize(n);
+    std::size_t done = 0;
+    while (done < n) {
+      const ssize_t got =
+          ::pread(fd, out.data() + done, n - done, static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) throw Error(read_error_kind(errno), system_message("cannot read", file, errno));
+      if (got == 0) break;
+      done += static_cast<std::size_t>(got);
+    }
+    out.resize(done);
+  }
+
+  // The stored bytes of a chunk file into `out`; false where there is none.
+  bool read_chunk(const std::string& file, const std::string& where,
+                  std::vector<std::byte>& out) const {
+    struct stat st {};
+    const int fd = open_chunk(file, where, st);
+    if (fd < 0) return false;
     try {
-      if (::fstat(fd, &st) != 0)
-        throw Error(read_error_kind(errno), system_message("cannot read", file, errno));
-      if (S_ISDIR(st.st_mode)) fail(where + " is a directory, not a chunk file");
-      if (!S_ISREG(st.st_mode)) fail(where + " is not a regular file");
       // No encoder makes a chunk much larger than its samples (blosc adds 16 bytes, zstd and
       // zlib a few per block).
       const std::uint64_t limit = chunk_bytes_ + chunk_bytes_ / 8 + 4096;
       if (static_cast<std::uint64_t>(st.st_size) > limit)
         fail(where + " is " + std::to_string(st.st_size) + " bytes, more than a chunk of " +
              std::to_string(chunk_bytes_) + " bytes encodes to: it is not this array's chunk");
-      out.resize(static_cast<std::size_t>(st.st_size));
-      std::size_t done = 0;
-      while (done < out.size()) {
-        const ssize_t got =
-            ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0)
-          throw Error(read_error_kind(errno), system_message("cannot read", file, errno));
-        if (got == 0) break;
-        done += static_cast<std::size_t>(got);
+      pread_into(fd, 0, static_cast<std::size_t>(st.st_size), out, file);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    return true;
+  }
+
+  // Zarr 3 sharding: inner chunk (cy, cx, ck) out of the shard file that holds it, through the
+  // shard's index (checked against its CRC-32C where the array has one); false where the shard
+  // or the chunk in it is absent (fill_value).
+  bool read_from_shard(const std::string& file, const std::string& where, std::int64_t cy,
+                       std::int64_t cx, std::int64_t ck, std::vector<std::byte>& out) const {
+    const zarr::ArrayMeta& m = s_.meta;
+    std::size_t count = 1, at = 0;
+    for (std::size_t i = 0; i < m.shape.size(); ++i) {
+      const std::int64_t per = m.shard[i] / m.chunks[i];
+      const int a = static_cast<int>(i) - m.y_axis;
+      const std::int64_t idx = a == 0 ? cy : a == 1 ? cx : a == 2 ? ck : 0;
+      at = at * static_cast<std::size_t>(per) + static_cast<std::size_t>(idx % per);
+      count *= static_cast<std::size_t>(per);
+    }
+    if (count > (std::size_t{1} << 24))
+      fail(where + ": a shard of " + std::to_string(count) + " chunks is more than ooc reads");
+    struct stat st {};
+    const int fd = open_chunk(file, where, st);
+    if (fd < 0) return false;
+    try {
+      const std::uint64_t index_bytes = count * 16 + (m.index_crc ? 4 : 0);
+      const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+      if (size < index_bytes) fail(where + " is shorter than its shard index: truncated");
+      thread_local std::vector<std::byte> index;
+      pread_into(fd, m.index_at_end ? size - index_bytes : 0, index_bytes, index, file);
+      if (index.size() != index_bytes) fail(where + ": its shard index cannot be read whole");
+      if (m.index_crc) {
+        std::uint32_t crc = 0;
+        std::memcpy(&crc, index.data() + count * 16, 4);
+        if (zarr::crc32c(index.data(), count * 16) != crc)
+          fail(where + ": its shard index fails its CRC-32C (damaged)");
       }
-      out.resize(done);
+      std::uint64_t off = 0, len = 0;
+      std::memcpy(&off, index.data() + at * 16, 8);
+      std::memcpy(&len, index.data() + at * 16 + 8, 8);
+      if (off == ~std::uint64_t{0} && len == ~std::uint64_t{0}) {
+        ::close(fd);
+        return false;
+      }
+      if (len > chunk_bytes_ + chunk_bytes_ / 8 + 4096 || off > size || len > size - off)
+        fail(where + ": its shard index points outside the file (chunk " + std::to_string(at) +
+             " at " + std::to_string(off) + ", " + std::to_string(len) + " bytes)");
+      pread_into(fd, off, static_cast<std::size_t>(len), out, file);
     } catch (...) {
       ::close(fd);
       throw;

@@ -133,23 +133,6 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
 
-// CRC-32C (Castagnoli), which Zarr 3's shard index carries.
-std::uint32_t crc32c(const std::byte* p, std::size_t n) {
-  static const auto table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = c & 1 ? 0x82F63B78u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xFFFFFFFFu;
-  for (std::size_t i = 0; i < n; ++i)
-    c = table[(c ^ static_cast<std::uint8_t>(p[i])) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
 const char* v3_data_type(SampleType t) {
   switch (t) {
     case SampleType::u8:
@@ -362,7 +345,7 @@ void write_unit_row(const std::string& store, const StoreInfo& info, int k, std:
     const auto* ib = reinterpret_cast<const std::byte*>(index.data());
     const std::size_t ibytes = index.size() * sizeof(std::uint64_t);
     shard.insert(shard.end(), ib, ib + ibytes);
-    const std::uint32_t crc = crc32c(ib, ibytes);
+    const std::uint32_t crc = zarr::crc32c(ib, ibytes);
     const auto* cb = reinterpret_cast<const std::byte*>(&crc);
     shard.insert(shard.end(), cb, cb + sizeof crc);
     put(j, shard);
