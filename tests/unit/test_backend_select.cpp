@@ -1,0 +1,215 @@
+// Backend selection (select_backend, workload): --device cpu|cuda|auto on a machine without a GPU
+// (cuda: a device error; auto: the CPU), the --devices list ("all", "0,1", bad values), and
+// --device auto's cost model. A --devices list stands for the GPU count in auto's estimate before
+// any GPU is asked for, so the estimate is observable here through Backend::why, against times
+// computed in the test from the model's definition (start-up 0.33 s, then per pass the slower of
+// 30 GB/s per GPU and the kernels' ns per sample over the GPUs; the CPU's ns per sample over its
+// threads): a CPU win says "auto: estimated ...", a GPU win goes on to look for the GPU and, with
+// none, says "auto: no usable CUDA device".
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ooc/error.hpp"
+#include "ooc/image.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// Whether this machine may have a GPU: the tests that rely on its absence skip then.
+bool may_have_gpu() {
+  std::error_code ec;
+  return std::filesystem::exists("/proc/driver/nvidia/gpus", ec) ||
+         std::filesystem::exists("/dev/nvidiactl", ec) || ooc::cuda_device_count() > 0;
+}
+
+#define SKIP_WITH_GPU() \
+  if (may_have_gpu()) GTEST_SKIP() << "this machine has (or may have) a GPU"
+
+// An operation that only states its costs; its kernels are never made.
+class CostOp final : public ooc::Operation {
+ public:
+  CostOp(bool cuda, double cpu_ns, double cuda_ns) : cuda_(cuda), cpu_(cpu_ns), gpu_(cuda_ns) {}
+  std::string describe() const override { return "cost"; }
+  std::optional<ooc::ImageSpec> output() const override { return std::nullopt; }
+  std::unique_ptr<ooc::CpuKernel> make_cpu() const override { return nullptr; }
+  bool has_cuda() const override { return cuda_; }
+  double cpu_ns_per_sample() const override { return cpu_; }
+  double cuda_ns_per_sample() const override { return gpu_; }
+
+ private:
+  bool cuda_;
+  double cpu_, gpu_;
+};
+
+ooc::Workload work(double samples, double bytes, int threads) {
+  ooc::Workload w;
+  w.samples = static_cast<std::uint64_t>(samples);
+  w.bytes = static_cast<std::uint64_t>(bytes);
+  w.threads = threads;
+  return w;
+}
+
+template <class F>
+ooc::Error error_of(F&& f) {
+  try {
+    f();
+  } catch (const ooc::Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no ooc::Error thrown";
+  return ooc::Error(ooc::ErrorKind::usage, "");
+}
+
+TEST(BackendSelect, WorkloadCountsSamplesAndBytes) {
+  const ooc::Workload w = ooc::workload(ooc::ImageSpec{100, 50, 3, ooc::SampleType::u16}, 20, 4);
+  EXPECT_EQ(w.samples, 100u * 20u * 3u);
+  EXPECT_EQ(w.bytes, 100u * 20u * 3u * 2u);
+  EXPECT_EQ(w.threads, 4);
+  const ooc::Workload d = ooc::workload(ooc::ImageSpec{7, 9, 2, ooc::SampleType::f64}, 9, 0);
+  EXPECT_EQ(d.samples, 7u * 9u * 2u);
+  EXPECT_EQ(d.bytes, 7u * 9u * 2u * 8u);
+  EXPECT_EQ(d.threads, 0);
+  EXPECT_EQ(ooc::workload(ooc::ImageSpec{7, 9, 2, ooc::SampleType::f64}, -3, 1).samples, 0u);
+}
+
+TEST(BackendSelect, DeviceCpuNeverWeighsTheGpu) {
+  const CostOp op(true, 1000, 0);  // a GPU would win by far
+  const ooc::Workload w = work(1e12, 4e12, 1);
+  const ooc::Backend b = ooc::select_backend("cpu", "all", {&op}, &w);
+  EXPECT_FALSE(b.cuda);
+  EXPECT_TRUE(b.devices.empty());
+  EXPECT_EQ(b.why, "--device cpu");
+  EXPECT_EQ(b.describe().rfind("cpu (", 0), 0u) << b.describe();
+  EXPECT_FALSE(b.start);
+  EXPECT_EQ(b.start_error(), "");
+}
+
+TEST(BackendSelect, DeviceCudaWithoutAGpuIsADeviceError) {
+  SKIP_WITH_GPU();
+  const CostOp gpu_op(true, 2, 0.01), cpu_only(false, 2, 0.01);
+  const ooc::Workload w = work(1e6, 4e6, 2);
+  for (const std::string devices : {"all", "0", "0,1"})
+    for (const CostOp* op : {&gpu_op, &cpu_only}) {
+      SCOPED_TRACE(devices);
+      const ooc::Error e = error_of([&] { ooc::select_backend("cuda", devices, {op}, &w); });
+      EXPECT_EQ(e.kind(), ooc::ErrorKind::device);
+      EXPECT_TRUE(contains(e.what(), "--device cuda: ")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "use --device cpu")) << e.what();
+    }
+}
+
+TEST(BackendSelect, AutoWithoutAGpuPicksTheCpu) {
+  SKIP_WITH_GPU();
+  const CostOp gpu_op(true, 2, 0.01), cpu_only(false, 2, 0.01);
+  // A large run (the GPU would win) and no workload at all: both end on the CPU.
+  const ooc::Workload big = work(1e11, 4e11, 1);
+  for (const ooc::Workload* w : {&big, static_cast<const ooc::Workload*>(nullptr)})
+    for (const CostOp* op : {&gpu_op, &cpu_only}) {
+      const ooc::Backend b = ooc::select_backend("auto", "all", {op}, w);
+      EXPECT_FALSE(b.cuda);
+      EXPECT_TRUE(b.devices.empty());
+      EXPECT_FALSE(b.start);
+      EXPECT_EQ(b.why, "auto: no usable CUDA device");
+    }
+}
+
+TEST(BackendSelect, BadDeviceIsAUsageError) {
+  const CostOp op(true, 2, 0.01);
+  for (const std::string device : {"gpu", "CPU", "", "cuda:0"}) {
+    const ooc::Error e = error_of([&] { ooc::select_backend(device, "all", {&op}); });
+    EXPECT_EQ(e.kind(), ooc::ErrorKind::usage);
+    EXPECT_TRUE(contains(e.what(), "--device takes auto, cpu or cuda, got '" + device + "'"))
+        << e.what();
+  }
+}
+
+TEST(BackendSelect, DevicesListIsParsed) {
+  const CostOp op(true, 2, 0.01);
+  // Lists are parsed whatever the device (here the CPU, which uses none of them).
+  for (const std::string ok : {"all", "0", "0,1", "3,2,7"})
+    EXPECT_NO_THROW(ooc::select_backend("cpu", ok, {&op})) << ok;
+  for (const std::string bad : {"0,x", "x", "gpu0", "1.5", "0,,1", "1 2", "ALL", "all ", "0;1"}) {
+    const ooc::Error e = error_of([&] { ooc::select_backend("cpu", bad, {&op}); });
+    EXPECT_EQ(e.kind(), ooc::ErrorKind::usage) << bad;
+    EXPECT_TRUE(contains(e.what(), "--devices takes all or a list like 0,1; got '" + bad + "'"))
+        << e.what();
+  }
+}
+
+// --device auto with `devices` standing for the GPU count; returns Backend::why.
+std::string auto_why(const std::vector<const ooc::Operation*>& ops, const std::string& devices,
+                     const ooc::Workload& w) {
+  const ooc::Backend b = ooc::select_backend("auto", devices, ops, &w);
+  EXPECT_FALSE(b.cuda);  // no GPU here, whatever the estimate
+  return b.why;
+}
+
+constexpr const char* kGpuWon = "auto: no usable CUDA device";
+
+TEST(BackendSelect, AutoWeighsStartUpAgainstTheCpu) {
+  SKIP_WITH_GPU();
+  // Kernels free, nothing to copy: the GPU costs its start-up, 0.33 s.
+  const CostOp op(true, 1.0, 0.0);
+  // 0.32e9 samples at 1 ns on 1 thread: 0.32 s, below 0.33: the CPU.
+  EXPECT_EQ(auto_why({&op}, "0", work(0.32e9, 0, 1)),
+            "auto: estimated 0.32 s on 1 CPU threads, 0.33 s on 1 GPU (0.33 s of it start-up)");
+  // 0.34 s: the GPU.
+  EXPECT_EQ(auto_why({&op}, "0", work(0.34e9, 0, 1)), kGpuWon);
+  // The CPU's threads divide its time: 1.36e9 samples on 4 threads is 0.34 s, on 5 is 0.272 s.
+  EXPECT_EQ(auto_why({&op}, "0", work(1.36e9, 0, 4)), kGpuWon);
+  EXPECT_EQ(auto_why({&op}, "0", work(1.36e9, 0, 5)),
+            "auto: estimated 0.27 s on 5 CPU threads, 0.33 s on 1 GPU (0.33 s of it start-up)");
+  // No thread count: the default, named.
+  const std::string why = auto_why({&op}, "0", work(1e3, 0, 0));
+  EXPECT_TRUE(contains(why, " on " + std::to_string(ooc::default_threads()) + " CPU threads"))
+      << why;
+}
+
+TEST(BackendSelect, AutoSplitsCopiesAndKernelsOverTheGpus) {
+  SKIP_WITH_GPU();
+  // Copy-bound: 30e9 bytes at 30 GB/s is 1 s on one GPU, 0.5 s on two; the CPU takes 1 s.
+  const CostOp copy_bound(true, 1.0, 0.0);
+  EXPECT_EQ(auto_why({&copy_bound}, "0", work(1e9, 30e9, 1)),
+            "auto: estimated 1.00 s on 1 CPU threads, 1.33 s on 1 GPU (0.33 s of it start-up)");
+  EXPECT_EQ(auto_why({&copy_bound}, "0,1", work(1e9, 30e9, 1)), kGpuWon);
+  // Kernel-bound: 1e9 samples at 2 ns is 2 s on one GPU, 1 s on two, against 2 s on the CPU.
+  const CostOp kernel_bound(true, 2.0, 2.0);
+  EXPECT_EQ(auto_why({&kernel_bound}, "0", work(1e9, 0, 1)),
+            "auto: estimated 2.00 s on 1 CPU threads, 2.33 s on 1 GPU (0.33 s of it start-up)");
+  EXPECT_EQ(auto_why({&kernel_bound}, "3,5", work(1e9, 0, 1)), kGpuWon);
+  // The slower of the two, not their sum: 1 s of copies beside 0.5 s of kernels is 1.33 s.
+  const CostOp both(true, 1.2, 0.5);
+  EXPECT_EQ(auto_why({&both}, "0", work(1e9, 30e9, 1)),
+            "auto: estimated 1.20 s on 1 CPU threads, 1.33 s on 1 GPU (0.33 s of it start-up)");
+  // Ten seconds and more are written without decimals; plural GPUs.
+  const CostOp slow_gpu(true, 1.0, 6.0);
+  EXPECT_EQ(auto_why({&slow_gpu}, "0,1", work(12e9, 0, 1)),
+            "auto: estimated 12 s on 1 CPU threads, 36 s on 2 GPUs (0.33 s of it start-up)");
+}
+
+TEST(BackendSelect, AutoSumsThePassesAndStartsOnce) {
+  SKIP_WITH_GPU();
+  // Two passes of 0.2 s each on the CPU (0.4 s) against 0.1 s of copies each on one GPU and one
+  // start-up: 0.53 s. One pass alone: 0.2 s against 0.43 s.
+  const CostOp a(true, 1.0, 0.0), b(true, 1.0, 0.0);
+  EXPECT_EQ(auto_why({&a, &b}, "0", work(0.2e9, 3e9, 1)),
+            "auto: estimated 0.40 s on 1 CPU threads, 0.53 s on 1 GPU (0.33 s of it start-up)");
+  EXPECT_EQ(auto_why({&a}, "0", work(0.2e9, 3e9, 1)),
+            "auto: estimated 0.20 s on 1 CPU threads, 0.43 s on 1 GPU (0.33 s of it start-up)");
+  // Passes that tip the sum: three of 0.12 s (0.36 s) against 0.33 s.
+  EXPECT_EQ(auto_why({&a, &b, &a}, "0", work(0.12e9, 0, 1)), kGpuWon);
+  // A pass without a CUDA version: no estimate at all (the run cannot go to the GPU).
+  const CostOp cpu_only(false, 1.0, 0.0);
+  const std::string why = auto_why({&a, &cpu_only}, "0", work(1e3, 0, 1));
+  EXPECT_FALSE(contains(why, "estimated")) << why;
+}
+
+}  // namespace
