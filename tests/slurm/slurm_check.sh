@@ -166,6 +166,10 @@ fake_case() { # NAME SCRIPT WANT_RC WANT_REQUEUE(0|1) WANT_TEXT [VAR=VALUE...]
     echo "  $name: exit $rc, requeued $requeued: ok"
 }
 show_logs() { local f; for f in "$@"; do echo "--- $f"; sed 's/^/  | /' "$f"; done; }
+# How many journals of OUT's parts exist: a process writes its journal once its signal handlers
+# are in place, so a TERM after that stops it cleanly (before, it would simply end it). The
+# shared temporary alone is no sign: another part may have made it.
+journals() { compgen -G "$1.partial*.journal" | wc -l; }
 log "0. requeue decisions of mpi.sbatch and array.sbatch with stand-ins:"
 mpi_j=$fake/work/o.raw.partial.part-0-of-2.journal
 fake_case "mpirun exits 1 after the ranks stopped on the passed-on TERM" mpi.sbatch 0 1 \
@@ -386,7 +390,7 @@ echo "  submitted array job $array2"
 # --signal=B:TERM@120 does before the time limit.
 task0=${array2}_0
 for _ in $(seq 300); do
-    [[ $(job_field "$task0" JobState) == RUNNING && -e $tmp/work/big.out.raw.partial ]] && break
+    [[ $(job_field "$task0" JobState) == RUNNING && -e $tmp/work/big.out.raw.partial.part-0-of-2.journal ]] && break
     sleep 0.1
 done
 [[ $(job_field "$task0" JobState) == RUNNING ]] || fail "2. task $task0 never ran: $(job_field "$task0" JobState)"
@@ -419,7 +423,7 @@ run_cancel=("$slurm_dir/array.sbatch" "$tmp/data/big.raw" "$tmp/work/big.cancel.
 t2b=$(date +%s)
 array3=$(sbatch --parsable "${jobopts[@]}" --array=0 "${run_cancel[@]}")
 for _ in $(seq 300); do
-    [[ $(job_field "${array3}_0" JobState) == RUNNING && -e $tmp/work/big.cancel.raw.partial ]] && break
+    [[ $(job_field "${array3}_0" JobState) == RUNNING && $(journals "$tmp/work/big.cancel.raw") -ge 1 ]] && break
     sleep 0.1
 done
 scancel "${array3}_0"
@@ -471,7 +475,7 @@ else
     mpi2=$(sbatch --parsable "${jobopts[@]}" --ntasks-per-node=2 "$slurm_dir/mpi.sbatch" \
                   "$tmp/data/big.raw" "$tmp/work/big.mpi.raw" "${opts2[@]}" --threads 1 --band-rows 16)
     for _ in $(seq 300); do
-        [[ $(job_field "$mpi2" JobState) == RUNNING && -e $tmp/work/big.mpi.raw.partial ]] && break
+        [[ $(job_field "$mpi2" JobState) == RUNNING && $(journals "$tmp/work/big.mpi.raw") -ge 2 ]] && break
         sleep 0.1
     done
     scancel --batch --signal=TERM "$mpi2"
@@ -499,7 +503,7 @@ else
            sbatch --parsable "${jobopts[@]}" --ntasks-per-node=2 "$slurm_dir/mpi.sbatch" \
                   "$tmp/data/big.raw" "$tmp/work/big.mpirun.raw" "${opts2[@]}" --threads 1 --band-rows 16)
     for _ in $(seq 300); do
-        [[ $(job_field "$mpi3" JobState) == RUNNING && -e $tmp/work/big.mpirun.raw.partial ]] && break
+        [[ $(job_field "$mpi3" JobState) == RUNNING && $(journals "$tmp/work/big.mpirun.raw") -ge 2 ]] && break
         sleep 0.1
     done
     scancel --batch --signal=TERM "$mpi3"
