@@ -580,6 +580,12 @@ class ZarrSink final : public Sink {
     const std::string info_path = temp_ + "/" + kStoreInfo;
     const std::string text = info_.to_json();
     if (!is_dir(temp_)) {
+      const std::size_t slash = temp_.rfind('/');
+      const std::string parent = slash == std::string::npos ? "." : temp_.substr(0, slash + 1);
+      struct stat pst {};
+      if (::stat(parent.c_str(), &pst) != 0 || !S_ISDIR(pst.st_mode))
+        throw Error(ErrorKind::usage, "the directory of output '" + target_ + "' ('" + parent +
+                                          "') does not exist: create it or name another output");
       const std::string stage = temp_ + ".tmp-" + std::to_string(::getpid());
       remove_tree(stage);
       if (::mkdir(stage.c_str(), 0755) != 0)
