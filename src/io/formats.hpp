@@ -27,6 +27,24 @@ struct FileLayout {
 // Rows mapped (or pread) at layout.offset; takes ownership of fd.
 std::unique_ptr<Source> make_mapped_source(const std::string& path, int fd, FileLayout layout);
 
+// The --io choice of the input open_source is opening, for make_mapped_source: tiff_read.cpp
+// hands its uncompressed contiguous strips to make_mapped_source without the hints. open_source
+// (open.cpp) sets it for the time of the open; make_mapped_source (raw_source.cpp) reads it.
+struct InputHintsScope {
+  explicit InputHintsScope(const RawHints& h);
+  ~InputHintsScope();
+  InputHintsScope(const InputHintsScope&) = delete;
+  InputHintsScope& operator=(const InputHintsScope&) = delete;
+  const RawHints* saved;
+};
+
+// Raw and .npy outputs (file_sink.cpp): `header` (a .npy header, or empty), then the rows, written
+// into OUT.partial and renamed into place at the end. null: discards the rows.
+std::unique_ptr<Sink> create_file_sink(const std::string& path, const ImageSpec& spec,
+                                       const std::string& input_path, std::string header,
+                                       const SinkOptions& options);
+std::unique_ptr<Sink> create_null_sink(const ImageSpec& spec);
+
 // Reverses the bytes of each of `samples` samples of `width` bytes (big endian <-> little).
 void reverse_bytes(std::byte* p, std::size_t samples, std::size_t width);
 
