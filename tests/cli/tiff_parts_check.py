@@ -82,7 +82,13 @@ class TiffPartsTest(unittest.TestCase):
         if tifffile is not None:
             with tifffile.TiffFile(out) as t, tifffile.TiffFile(ref) as u:
                 self.assertEqual(len(t.series[0].levels), len(u.series[0].levels))
-                self.assertTrue((t.asarray() == u.asarray()).all())
+                try:
+                    self.assertTrue((t.asarray() == u.asarray()).all())
+                except ValueError as e:
+                    # Debian's tifffile decodes zstd only with imagecodecs, which Debian lacks;
+                    # the files are byte-identical (cmp above) all the same.
+                    if "imagecodecs" not in str(e):
+                        raise
 
     def parts(self, args, n, order=None):
         out = self.p("parts.tif")
