@@ -1,0 +1,232 @@
+// The option groups the tools share (Input, Output, Pipeline, parts and resume, Reporting) and
+// what their values become in the job's options.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <string>
+
+#include "common.hpp"
+#include "internal.hpp"
+#include "ooc/error.hpp"
+#include "ooc/io.hpp"
+#include "ooc/job.hpp"
+#include "ooc/pipeline.hpp"
+#include "world.hpp"
+
+namespace ooc::cli {
+
+CLI::Validator positive() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          std::size_t pos = 0;
+          const long long v = std::stoll(text, &pos);
+          if (pos == text.size() && v >= 1) return {};
+        } catch (const std::exception&) {
+        }
+        return "must be a whole number of at least 1, got '" + text + "'";
+      },
+      "POSITIVE");
+}
+
+void add_progress_options(CLI::App& app, ProgressCli& p) {
+  auto* bar = app.add_flag("--progress", p.bar, "progress bar on stderr (default on a terminal)");
+  auto* log = app.add_flag("--progress-log{" + std::to_string(kLogSeconds) + "}", p.log_seconds,
+                           "a progress line every " + std::to_string(kLogSeconds) +
+                               " s (--progress-log=S: every S s), for batch logs (default when "
+                               "stderr is not a terminal)")
+                  ->check(CLI::Range(1, 86400));
+  app.add_flag("--no-progress", p.none, "no progress report")->excludes(bar)->excludes(log);
+  bar->excludes(log);
+}
+
+void add_report_options(CLI::App& app, ReportCli& r) {
+  add_progress_options(app, r.progress);
+  app.add_option("--stats", r.stats, "print a summary on stdout: json or text");
+  app.add_flag("-q,--quiet", r.quiet,
+               "no summary line and no progress on stderr (an explicit --progress or "
+               "--progress-log still reports)");
+}
+
+void check_report_options(ReportCli& r) {
+  if (!r.stats.empty() && r.stats != "json" && r.stats != "text")
+    throw Error(ErrorKind::usage, "--stats takes json or text, got '" + r.stats + "'");
+  r.progress.quiet = r.quiet;
+}
+
+void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& band_rows_help) {
+  group.add_option("--mem-limit", p.mem_limit,
+                   "memory for the band ring, e.g. 512M, 4G (default: min(1G, RAM/4))");
+  group.add_option("--threads", p.options.threads, "worker threads (default: all cores)")
+      ->check(CLI::Range(1, ooc::kMaxThreads));
+  group.add_option("--band-rows", p.options.band_rows, band_rows_help)->check(positive());
+  group.add_option("--slots", p.options.slots, "bands in flight (default: planned)")
+      ->check(CLI::Range(1, 1 << 16));
+  group.add_option("--device", p.device, "auto (CUDA when a GPU is usable), cpu or cuda")
+      ->default_str("auto");
+  group.add_option("--devices", p.devices, "GPUs to use: all, or a list like 0,1")
+      ->default_str("all");
+  group
+      .add_option("--cpu-start", p.cpu_start,
+                  "bands the CPU filters while CUDA starts: auto (until the GPU is ready), off, "
+                  "or the first N")
+      ->default_str("auto")
+      ->envname("OOC_CPU_START");
+}
+
+void apply_pipeline_options(const PipelineCli& p, ooc::JobOptions& jo) {
+  jo.pipeline = p.options;
+  if (p.mem_limit) jo.pipeline.mem_limit = ooc::parse_size(*p.mem_limit, "--mem-limit");
+  jo.device = p.device;
+  jo.devices = p.devices;
+  if (p.cpu_start == "auto") {
+    jo.pipeline.cpu_start_bands = -1;
+  } else if (p.cpu_start == "off") {
+    jo.pipeline.cpu_start_bands = 0;
+  } else {
+    std::size_t pos = 0;
+    long long n = -1;
+    try {
+      n = std::stoll(p.cpu_start, &pos);
+    } catch (const std::exception&) {
+      pos = std::string::npos;
+    }
+    if (pos != p.cpu_start.size() || n < 1)
+      throw ooc::Error(
+          ooc::ErrorKind::usage,
+          "--cpu-start (or OOC_CPU_START) takes auto, off or a number of bands, got '" +
+              p.cpu_start + "'");
+    jo.pipeline.cpu_start_bands = n;
+  }
+}
+
+void add_run_options(CLI::App& app, RunCli& r) {
+  auto* part = app.add_option("--part", r.part,
+                              "I/N: run part I (0 to N-1) of N; auto: from Slurm "
+                              "(SLURM_ARRAY_TASK_ID, SLURM_PROCID) or MPI rank variables");
+  app.add_option("--rows", r.rows, "A:B: run output rows A to B-1 only")->excludes(part);
+  app.add_flag("--resume", r.resume,
+               "continue an interrupted run (or part) from its journal; starts afresh if none");
+}
+
+void apply_run_options(const RunCli& r, ooc::JobOptions& jo) {
+  jo.resume = r.resume;
+  if (World::get().mpi()) {
+    apply_mpi_ranks(r, jo);
+    return;
+  }
+  auto number = [](const std::string& text, const std::string& what) {
+    std::size_t pos = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(text, &pos);
+    } catch (const std::exception&) {
+      pos = std::string::npos;
+    }
+    if (pos != text.size() || v < 0) throw Error(ErrorKind::usage, what);
+    return v;
+  };
+  if (r.part == "auto") {
+    std::string from;
+    if (!part_from_environment(jo.part_index, jo.part_count, from))
+      throw Error(ErrorKind::usage,
+                  "--part auto found no Slurm array, srun or MPI variables: give --part I/N");
+  } else if (!r.part.empty()) {
+    const std::string bad = "--part takes I/N (part I, from 0, of N) or auto, got '" + r.part + "'";
+    const auto slash = r.part.find('/');
+    if (slash == std::string::npos) throw Error(ErrorKind::usage, bad);
+    const long long i = number(r.part.substr(0, slash), bad);
+    const long long n = number(r.part.substr(slash + 1), bad);
+    if (n < 1 || n > (1 << 20) || i >= n) throw Error(ErrorKind::usage, bad);
+    jo.part_index = static_cast<int>(i);
+    jo.part_count = static_cast<int>(n);
+  }
+  if (!r.rows.empty()) {
+    const std::string bad = "--rows takes A:B (rows A to B-1), got '" + r.rows + "'";
+    const auto colon = r.rows.find(':');
+    if (colon == std::string::npos) throw Error(ErrorKind::usage, bad);
+    jo.rows_begin = number(r.rows.substr(0, colon), bad);
+    jo.rows_end = number(r.rows.substr(colon + 1), bad);
+    if (jo.rows_end <= jo.rows_begin) throw Error(ErrorKind::usage, bad);
+  }
+}
+
+void add_input_options(CLI::App& g, InputCli& in, ooc::RawHints& hints, std::uint64_t& seed,
+                       const std::string& default_type, const std::string& types_help) {
+  in.type = default_type;
+  g.add_option("--width", hints.width, "samples per row (raw input: required)")->check(positive());
+  g.add_option("--height", hints.height, "rows (raw: checked against the file size)")
+      ->check(positive());
+  in.type_opt =
+      g.add_option("--type", in.type, "sample type: " + types_help)->default_str(default_type);
+  in.channels_opt =
+      g.add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
+  g.add_option("--seed", seed, "seed of a synth: input")->default_str("1");
+  g.add_option("--in-format", hints.format,
+               "auto (magic bytes, or a Zarr directory), raw, npy, tiff or zarr")
+      ->default_str("auto");
+  g.add_option("--page", hints.page, "TIFF: the page (image) to read, from 0")
+      ->default_str("0")
+      ->check(CLI::NonNegativeNumber);
+  g.add_option("--input-level", hints.zarr_level,
+               "OME-Zarr input: the resolution level (dataset) to read, from 0 (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  g.add_option("--io", hints.io,
+               "raw and .npy input and output: auto (direct for a file mostly not in the page "
+               "cache and larger than half the memory), mmap (the page cache) or direct "
+               "(O_DIRECT)")
+      ->default_str("auto")
+      ->check(CLI::IsMember({"auto", "mmap", "direct"}));
+}
+
+void apply_input_options(const InputCli& in, ooc::RawHints& hints) {
+  hints.type = ooc::parse_sample_type(in.type);
+  hints.type_given = in.type_opt->count() > 0;
+  hints.channels_given = in.channels_opt->count() > 0;
+}
+
+void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
+  // --io (an input option, added before) chooses for the output too.
+  if (CLI::App* app = group.get_parent())
+    if (CLI::Option* io = app->get_option_no_throw("--io"))
+      io->each([&o](const std::string& v) { o.io = v; });
+  group
+      .add_option("--format", o.format,
+                  "output format: auto (from the extension), raw, npy, tiff, zarr")
+      ->default_str("auto");
+  group.add_option("--tile", o.tile,
+                   "TIFF: square tiles of N pixels (multiple of 16); default strips, or 512 with "
+                   "--pyramid, --levels or --cog");
+  group.add_option("--compress", o.compress,
+                   "TIFF: none, lzw, deflate, zstd or packbits (default none); Zarr: blosc (lz4, "
+                   "shuffle), blosc-zstd, zstd, zlib, gzip or none (default blosc)");
+  group.add_option("--level", o.level, "compression level: deflate/zlib 1-9, zstd 1-22, blosc 0-9");
+  group.add_option("--chunk", o.chunk, "Zarr: square chunks of N pixels")->default_str("512");
+  group
+      .add_option("--zarr-version", o.zarr_version,
+                  "Zarr: 2 (OME-Zarr 0.4) or 3 (OME-Zarr 0.5, chunks inside shards)")
+      ->default_str("2");
+  group.add_option("--shard", o.shard, "Zarr 3: square shards of N pixels, a multiple of --chunk")
+      ->default_str("4 chunks");
+  group.add_flag_callback(
+      "--pyramid",
+      [&o] {
+        if (o.pyramid_levels == 0) o.pyramid_levels = -1;
+      },
+      "Zarr and TIFF: reduced-resolution levels (2 x 2 means) written in the same pass, until "
+      "the smaller side is under 256 (TIFF: tiled, levels as SubIFDs of the first page; "
+      "OME-XML when the name ends .ome.tif)");
+  group
+      .add_option("--levels", o.pyramid_levels,
+                  "Zarr and TIFF: this many levels below full resolution")
+      ->check(CLI::Range(0, 30));
+  group.add_flag("--cog", o.cog,
+                 "TIFF: a Cloud-Optimized GeoTIFF, overviews (--pyramid's levels unless --levels "
+                 "says) as reduced-resolution pages, directories first, geo tags on every level");
+  group.add_option("--bigtiff", o.bigtiff, "TIFF: auto (if it could pass 4 GiB), yes or no")
+      ->default_str("auto");
+  group.add_flag("--no-locks", o.no_locks,
+                 "go on where the file system cannot lock (two writers of one output then go "
+                 "unnoticed)");
+}
+
+}  // namespace ooc::cli
