@@ -7,7 +7,7 @@
 // through ooc::open_source only, reads X and Y (.npy or text) with its own small readers, and its
 // loops are plain float64 sums. Only X's generators (--x ones, --x random) are shared with
 // oocatax (ooc/ops/atax_x.hpp): they define X, they compute nothing.
-#include "ooccheck_atax.hpp"
+#include "atax.hpp"
 
 #include <sys/stat.h>
 #include <tbb/blocked_range.h>

@@ -1,5 +1,5 @@
 // ooccheck --atax: judges oocatax's y = A^T (A X), A X or A^T X against ooccheck's own float64
-// product, computed in one streaming pass over the matrix A. What ooccheck.cpp's main needs.
+// product, computed in one streaming pass over the matrix A. What main.cpp needs.
 #pragma once
 
 #include <cstdint>
@@ -16,12 +16,12 @@ class App;
 namespace ooc::check {
 
 // `sample` distinct indices of [0, n) picked at random from `seed`, ascending; all of them when
-// sample <= 0 or >= n. What --sample checks: bands (ooccheck.cpp, where it is defined) or rows of
+// sample <= 0 or >= n. What --sample checks: bands (tally.cpp, where it is defined) or rows of
 // y (--atax).
 std::vector<std::int64_t> pick_sample(std::int64_t n, std::int64_t sample, std::uint64_t seed);
 
 // The words of a line of a text file of numbers (a kernel, X): what lies between commas and white
-// space, with everything from a '#' on dropped. Defined in ooccheck.cpp.
+// space, with everything from a '#' on dropped. Defined in tally.cpp.
 std::vector<std::string> line_tokens(std::string line);
 
 // The options of --atax, as given.

@@ -1,0 +1,386 @@
+// ooccheck OUT IN --kernel K: the 2-D convolution (scipy.ndimage.convolve), the kernel read or
+// built here from oocconv's documented definitions, every tap of the K x L window summed in
+// float64 per sample whatever path oocconv took.
+#include <sys/stat.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "cli/filter_options.hpp"
+#include "ooc/ops/conv2d.hpp"
+#include "ooc/ops/separable.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace ooc::check {
+namespace {
+
+// oocconv refuses longer sides, so no OUT comes from them; the reference would take them.
+constexpr std::int64_t kMaxKernelSide = 4097;
+
+// Taps in convolution order (scipy.ndimage.convolve's weights), row major.
+struct OwnKernel {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<double> taps;
+  std::string recipe;  // "gaussian2d sigma 1.5 (radius 5)", "text file k.txt", ...
+
+  std::int64_t rx() const { return cols / 2; }
+  std::int64_t ry() const { return rows / 2; }
+};
+
+OwnKernel outer_kernel(const std::vector<double>& col, const std::vector<double>& row,
+                       std::string recipe) {
+  OwnKernel k;
+  k.rows = static_cast<std::int64_t>(col.size());
+  k.cols = static_cast<std::int64_t>(row.size());
+  for (const double c : col)
+    for (const double r : row) k.taps.push_back(c * r);
+  k.recipe = std::move(recipe);
+  return k;
+}
+
+double kernel_argument(const std::string& spec, const std::string& arg) {
+  char* end = nullptr;
+  const double v = std::strtod(arg.c_str(), &end);
+  if (arg.empty() || end != arg.c_str() + arg.size() || !std::isfinite(v))
+    throw Error(ErrorKind::usage, "--kernel " + spec + ": '" + arg + "' is not a finite number");
+  return v;
+}
+
+OwnKernel own_builtin_kernel(const std::string& spec) {
+  const std::size_t colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
+  if (name == "box" && colon != std::string::npos) {
+    const double n = kernel_argument(spec, arg);
+    if (!(n >= 1 && n <= double(kMaxKernelSide) && n == std::floor(n) && std::fmod(n, 2) == 1))
+      throw Error(ErrorKind::usage, std::string("--kernel box:N takes an odd N from 1 to ") +
+                                        std::to_string(kMaxKernelSide) + ", got " + arg);
+    const auto side = static_cast<std::int64_t>(n);
+    // The mean of the N x N window: every tap 1 / N^2.
+    OwnKernel k;
+    k.rows = k.cols = side;
+    k.taps.assign(static_cast<std::size_t>(side * side), 1.0 / (n * n));
+    k.recipe = std::string("box ") + std::to_string(side) + " x " + std::to_string(side);
+    return k;
+  }
+  if (name == "gaussian2d" && colon != std::string::npos) {
+    const double sigma = kernel_argument(spec, arg);
+    if (!(sigma > 0) || 3 * sigma > double((kMaxKernelSide - 1) / 2))
+      throw Error(ErrorKind::usage,
+                  std::string("--kernel gaussian2d:SIGMA takes a sigma above 0 and at most ") +
+                      number(double((kMaxKernelSide - 1) / 2) / 3) + ", got " + arg);
+    // The outer product of the normalized 1-D Gaussian of radius ceil(3 sigma) with itself (1e-9:
+    // as for --sigma, a sigma of k/3 typed in decimal is radius k).
+    const auto r = static_cast<std::int64_t>(std::ceil(3 * sigma - 1e-9));
+    const std::vector<double> g = own_gaussian(r, sigma);
+    return outer_kernel(
+        g, g,
+        std::string("gaussian2d sigma ") + number(sigma) + " (radius " + std::to_string(r) + ")");
+  }
+  // The 3 x 3 operators from their definitions: the 4-neighbour Laplacian, and Sobel's central
+  // difference along one axis times the [1 2 1] smoothing along the other.
+  if (spec == "laplace") {
+    OwnKernel k;
+    k.rows = k.cols = 3;
+    k.taps = {0, 1, 0, 1, -4, 1, 0, 1, 0};
+    k.recipe = "laplace (4-neighbour)";
+    return k;
+  }
+  if (spec == "sobel-x") return outer_kernel({1, 2, 1}, {-1, 0, 1}, "sobel-x");
+  if (spec == "sobel-y") return outer_kernel({-1, 0, 1}, {1, 2, 1}, "sobel-y");
+  throw Error(ErrorKind::usage, "--kernel '" + spec +
+                                    "' is neither a file nor a built-in kernel: use a text or .npy "
+                                    "file, box:N, gaussian2d:SIGMA, laplace, sobel-x or sobel-y");
+}
+
+// Rows of numbers between commas and white space; '#' starts a comment; lines without numbers
+// are skipped; every row as long as the first.
+OwnKernel own_text_kernel(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::input, "cannot read kernel file '" + path + "'");
+  OwnKernel k;
+  k.recipe = "text file " + path;
+  std::int64_t line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    const std::vector<std::string> tokens = ooc::check::line_tokens(line);
+    for (const std::string& token : tokens) {
+      char* end = nullptr;
+      const double v = std::strtod(token.c_str(), &end);
+      const bool number_ok = end == token.c_str() + token.size();
+      if (!number_ok || !std::isfinite(v))
+        throw Error(ErrorKind::usage, "kernel file '" + path + "' line " + std::to_string(line_no) +
+                                          ": '" + token + "' is not " +
+                                          (number_ok ? "finite" : "a number"));
+      k.taps.push_back(v);
+    }
+    const auto count = static_cast<std::int64_t>(tokens.size());
+    if (count == 0) continue;
+    if (k.rows > 0 && count != k.cols)
+      throw Error(ErrorKind::usage, "kernel file '" + path + "' line " + std::to_string(line_no) +
+                                        " has " + std::to_string(count) + " taps, the first row " +
+                                        std::to_string(k.cols) + ": every row needs as many");
+    k.cols = count;
+    // Stop reading what oocconv refuses anyway before it takes the memory.
+    if (++k.rows > kMaxKernelSide || k.cols > kMaxKernelSide)
+      throw Error(ErrorKind::usage, "kernel file '" + path + "' is larger than " +
+                                        std::to_string(kMaxKernelSide) +
+                                        " on a side: oocconv refuses it");
+  }
+  return k;
+}
+
+// A 2-D float32 or float64 array (shape (K, L), or (K, L, 1)) through the image reader: its rows
+// are the kernel's rows.
+OwnKernel own_npy_kernel(const std::string& path) {
+  ooc::RawHints h;
+  h.format = "npy";
+  const std::string what = "; a kernel is a 2-D float32 or float64 array in C order";
+  std::unique_ptr<ooc::Source> src;
+  try {
+    src = ooc::open_source(path, h);
+  } catch (const Error& e) {  // a bad kernel is a bad option, not a bad input image
+    throw Error(ErrorKind::usage, std::string("kernel file: ") + e.what() + what);
+  }
+  const ooc::ImageSpec& s = src->spec();
+  if (s.channels != 1 || (s.type != SampleType::f64 && s.type != SampleType::f32))
+    throw Error(ErrorKind::usage, "kernel file '" + path + "' holds " + s.describe() + what);
+  if (s.width > kMaxKernelSide || s.height > kMaxKernelSide)
+    throw Error(ErrorKind::usage, "kernel file '" + path + "' is larger than " +
+                                      std::to_string(kMaxKernelSide) +
+                                      " on a side: oocconv refuses it");
+  OwnKernel k;
+  k.rows = s.height;
+  k.cols = s.width;
+  k.recipe = ".npy file " + path;
+  k.taps.resize(static_cast<std::size_t>(k.rows * k.cols));
+  std::vector<std::byte> raw(s.row_bytes());
+  try {
+    for (std::int64_t i = 0; i < k.rows; ++i) {
+      src->read_rows(i, 1, raw.data());
+      to_double(s.type, raw.data(), k.cols, k.taps.data() + i * k.cols);
+    }
+  } catch (const Error& e) {
+    throw Error(ErrorKind::usage, std::string("kernel file: ") + e.what() + what);
+  }
+  return k;
+}
+
+// --kernel as oocconv takes it: an existing path is a file (.npy by its magic bytes, else text),
+// anything else the name of a built-in.
+OwnKernel own_kernel(const std::string& spec) {
+  OwnKernel k;
+  struct stat st {};
+  if (::stat(spec.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      throw Error(ErrorKind::usage, "kernel file '" + spec + "' is not a regular file");
+    char magic[6] = {};
+    std::ifstream(spec, std::ios::binary).read(magic, sizeof magic);
+    k = std::memcmp(magic, "\x93NUMPY", 6) == 0 ? own_npy_kernel(spec) : own_text_kernel(spec);
+  } else {
+    k = own_builtin_kernel(spec);
+  }
+  if (k.rows == 0 || k.cols == 0)
+    throw Error(ErrorKind::usage, "kernel '" + spec + "' has no taps");
+  if (k.rows % 2 == 0 || k.cols % 2 == 0)
+    throw Error(ErrorKind::usage, "kernel '" + spec + "' is " + std::to_string(k.rows) + " x " +
+                                      std::to_string(k.cols) +
+                                      ": both sides must be odd (the centre is the origin)");
+  for (const double t : k.taps)
+    if (!std::isfinite(t))
+      throw Error(ErrorKind::usage, "kernel '" + spec + "' holds a tap that is not finite");
+  return k;
+}
+
+// Checks the options as oocconv checks them (contradictions with the separable filter's options,
+// --border, --out-type, --precision) on a copy whose kernel is a harmless built-in: the kernel
+// itself is ooccheck's own to read and judge.
+ooc::Conv2dParams validated_conv2d_params(const ooc::cli::FilterCli& f) {
+  ooc::cli::FilterCli probe = f;
+  probe.kernel = "box:1";
+  return ooc::cli::conv2d_params(probe);
+}
+
+// Bytes the 2-D reference holds for a kernel over an image: the taps and their magnitudes, per
+// band the distinct input rows padded along x, per thread a raw row and three output rows.
+double reference2d_bytes(const OwnKernel& k, const ooc::ImageSpec& s) {
+  const double threads = tbb::this_task_arena::max_concurrency();
+  const double slots = std::min(double(s.height) + 1, double(kBandRows) + 2 * double(k.ry()));
+  const double n = double(s.width) * s.channels;
+  return 16 * double(k.taps.size()) +
+         slots * 8 * (double(s.width) + 2 * double(k.rx())) * s.channels +
+         threads * (double(s.row_bytes()) + 24 * n);
+}
+
+// The float64 reference of scipy.ndimage.convolve: every output sample the sum over its whole
+// K x L window, with M = sum |tap| x |input| and S = sum |input| over it (the scales of the
+// rounding errors of any order of summing, and of a rank-1 factorization).
+class Reference2d {
+ public:
+  Reference2d(ooc::Source& in, const OwnKernel& k, ooc::BorderMode border, double cval,
+              double tap_floor)
+      : in_(in),
+        s_(in.spec()),
+        n_(s_.row_samples()),
+        k_(k),
+        border_(border),
+        cval_(cval),
+        pad_n_((s_.width + 2 * k.rx()) * s_.channels),
+        mag_(magnitudes(k.taps, tap_floor)) {}
+
+  std::int64_t row_samples() const { return n_; }
+
+  // Reads the input rows that output rows [y0, y0 + rows) need, each distinct one once, padded
+  // along x by the border rule; valid until the next call.
+  void load_band(std::int64_t y0, std::int64_t rows) {
+    const std::int64_t ry = k_.ry();
+    band_slots(y0 - ry, rows + 2 * ry, s_.height, border_, slot_of_, src_rows_);
+    padded_.resize(src_rows_.size() * static_cast<std::size_t>(pad_n_));
+    tbb::parallel_for(std::size_t{0}, src_rows_.size(), [&](std::size_t slot) {
+      load_row(src_rows_[slot], padded_.data() + slot * static_cast<std::size_t>(pad_n_));
+    });
+  }
+
+  // Output row y0 + y of the band (after load_band): the exact result, M and S.
+  void output_row(std::int64_t y, double* out, double* mag, double* sum_abs) const {
+    std::fill(out, out + n_, 0.0);
+    std::fill(mag, mag + n_, 0.0);
+    std::fill(sum_abs, sum_abs + n_, 0.0);
+    const int C = s_.channels;
+    const std::int64_t rx = k_.rx(), ry = k_.ry();
+    // out(Y, x) = sum_{i,j} k[i][j] in(Y + ry - i, x + rx - j): input row Y + ry - i is band
+    // coordinate y + 2 ry - i; pixel x + rx - j sits at (x + 2 rx - j) C of the padded row. Zero
+    // taps too: 0 x inf is NaN in scipy and in oocconv, and S counts every sample.
+    for (std::int64_t i = 0; i < k_.rows; ++i) {
+      const double* row =
+          padded_.data() + slot_of_[static_cast<std::size_t>(y + 2 * ry - i)] * pad_n_;
+      for (std::int64_t j = 0; j < k_.cols; ++j) {
+        const double w = k_.taps[static_cast<std::size_t>(i * k_.cols + j)];
+        const double a = mag_[static_cast<std::size_t>(i * k_.cols + j)];
+        const double* src = row + (2 * rx - j) * C;
+        for (std::int64_t p = 0; p < n_; ++p) {
+          const double v = src[p], av = std::abs(v);
+          out[p] += w * v;
+          mag[p] += a * av;
+          sum_abs[p] += av;
+        }
+      }
+    }
+  }
+
+ private:
+  // Source row src_row as doubles at dst[(q + rx) C] for pixels q in [-rx, W + rx), the border
+  // rule outside the row; row -1 (outside the image under the constant rule) is the constant:
+  // scipy pads the input itself along both axes.
+  void load_row(std::int64_t src_row, double* dst) const {
+    if (src_row < 0) {
+      std::fill(dst, dst + pad_n_, cval_);
+      return;
+    }
+    const int C = s_.channels;
+    const std::int64_t rx = k_.rx();
+    thread_local std::vector<std::byte> raw;
+    thread_local std::vector<double> x;
+    raw.resize(s_.row_bytes());
+    x.resize(static_cast<std::size_t>(n_));
+    in_.read_rows(src_row, 1, raw.data());
+    to_double(s_.type, raw.data(), n_, x.data());
+    for (std::int64_t q = -rx; q < s_.width + rx; ++q) {
+      double* p = dst + (q + rx) * C;
+      const std::int64_t m = ooc::map_border(q, s_.width, border_);
+      for (int c = 0; c < C; ++c) p[c] = m < 0 ? cval_ : x[static_cast<std::size_t>(m * C + c)];
+    }
+  }
+
+  ooc::Source& in_;
+  ooc::ImageSpec s_;
+  std::int64_t n_;
+  const OwnKernel& k_;
+  ooc::BorderMode border_;
+  double cval_;
+  std::int64_t pad_n_;
+  std::vector<double> mag_;             // |taps| (see magnitudes)
+  std::vector<std::int64_t> slot_of_;   // band coordinate j (row y0 - ry + j) -> its slot
+  std::vector<std::int64_t> src_rows_;  // slot -> source row (-1: the constant border)
+  std::vector<double> padded_;          // slot s at s * pad_n_
+};
+
+}  // namespace
+
+int run_reference2d(const std::vector<std::string>& files, const ooc::RawHints& hints,
+                    std::uint64_t seed, const ooc::cli::FilterCli& filter, double tolerance,
+                    std::int64_t sample) {
+  const std::string &out_path = files[0], &in_path = files[1];
+  const ooc::Conv2dParams params = validated_conv2d_params(filter);
+  const OwnKernel kernel = own_kernel(filter.kernel);
+  auto in = ooc::open_source(in_path, hints, seed);
+  auto out = open_output(out_path, *in, in_path, params.out_type);
+  const ooc::ImageSpec& is = in->spec();
+  const double need = reference2d_bytes(kernel, is), have = double(usable_memory_bytes()) / 2;
+  if (need > have)
+    throw Error(ErrorKind::usage, "--kernel " + filter.kernel + " (" + std::to_string(kernel.rows) +
+                                      " x " + std::to_string(kernel.cols) + ") over " +
+                                      is.describe() + " needs about " + bytes_text(need) +
+                                      " in ooccheck's float64 reference, more than half of the " +
+                                      ooc::format_bytes(double(usable_memory_bytes())) +
+                                      " this process may use (memory, ulimit -v)");
+  const SampleType out_type = out->spec().type;
+  const bool acc_f64 = ooc::accumulates_in_f64(is.type, out_type, params.precision);
+  double sum_abs_taps = 0, peak_tap = 0;
+  for (const double t : kernel.taps) {
+    sum_abs_taps += std::abs(t);
+    peak_tap = std::max(peak_tap, std::abs(t));
+  }
+  const std::string window = std::to_string(kernel.rows) + " x " + std::to_string(kernel.cols);
+  // 2^-48 max|tap| per unit of S: oocconv accepts factors whose products are within 2^-49
+  // max|tap| of each tap (plus their own rounding), an error relative to the largest tap, not
+  // to the tap it replaces, so M alone does not bound it.
+  const ReferenceTolerance tolerance_of(
+      double(kernel.taps.size()), acc_f64, out_type, tolerance, sum_abs_taps, 0x1p-48 * peak_tap,
+      "M = sum of |tap| x |input| and S = sum of |input| over the sample's " + window + " window");
+
+  Reference2d ref(*in, kernel, params.border, params.border_value, acc_f64 ? DBL_MIN : FLT_MIN);
+  const std::int64_t n = ref.row_samples();
+  tbb::combinable<double> largest_m([] { return 0.0; });
+  auto check = [&](std::int64_t y0, std::int64_t rows, tbb::combinable<Tally>& tallies) {
+    ref.load_band(y0, rows);
+    tbb::parallel_for(std::int64_t{0}, rows, [&](std::int64_t y) {
+      thread_local std::vector<double> expected, mag, sum_abs, got;
+      thread_local std::vector<std::byte> raw;
+      expected.resize(n);
+      mag.resize(n);
+      sum_abs.resize(n);
+      got.resize(n);
+      raw.resize(out->spec().row_bytes());
+      ref.output_row(y, expected.data(), mag.data(), sum_abs.data());
+      out->read_rows(y0 + y, 1, raw.data());
+      to_double(out_type, raw.data(), n, got.data());
+      Tally& t = tallies.local();
+      double& lm = largest_m.local();
+      const std::int64_t base = (y0 + y) * n;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double e = expected[i], m = mag[i];
+        if (std::isfinite(m)) lm = std::max(lm, m);
+        t.add(base + i, as_stored(e, out_type), got[i], tolerance_of(e, m, sum_abs[i]));
+      }
+    });
+  };
+
+  return check_reference(*in, *out,
+                         "2-D kernel (ooccheck's own taps, every tap summed): " + kernel.recipe +
+                             ", " + window + " taps",
+                         params.border, params.border_value, acc_f64, tolerance_of, largest_m,
+                         sample, seed, check);
+}
+
+}  // namespace ooc::check

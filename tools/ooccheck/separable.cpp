@@ -1,0 +1,394 @@
+// ooccheck OUT IN [filter options of oocconv]: the separable convolution recomputed in float64
+// from taps built here (not through ooc::gaussian_taps & co.), band by band, and compared with OUT
+// sample by sample against the rounding bound of oocconv's arithmetic.
+#include <sys/stat.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "cli/filter_options.hpp"
+#include "ooc/ops/separable.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace ooc::check {
+namespace {
+
+// The largest radius the reference takes at all (then memory decides): 2R+1 and the byte counts
+// stay far from overflow.
+constexpr std::int64_t kMaxRadius = std::int64_t{1} << 31;
+
+// Taps in convolution order (scipy.ndimage.convolve1d's weights), along x and along y.
+struct OwnFilter {
+  std::vector<double> row{1.0}, col{1.0};
+  std::string what;    // "--radius 16": the options that made it, for messages
+  std::string recipe;  // "gaussian radius 16, sigma 5.33333"
+
+  std::int64_t rx() const { return static_cast<std::int64_t>(row.size() / 2); }
+  std::int64_t ry() const { return static_cast<std::int64_t>(col.size() / 2); }
+};
+
+}  // namespace
+
+std::vector<double> own_gaussian(std::int64_t r, double sigma) {
+  if (r == 0) return {1.0};
+  std::vector<double> t(static_cast<std::size_t>(2 * r + 1));
+  double sum = 0, carry = 0;
+  auto add = [&](double v) {
+    const double s = sum + v;
+    carry += std::abs(sum) >= std::abs(v) ? (sum - s) + v : (v - s) + sum;
+    sum = s;
+  };
+  for (std::int64_t i = 0; i <= r; ++i) {
+    const double z = static_cast<double>(i) / sigma;
+    const double v = std::exp(-0.5 * z * z);
+    t[static_cast<std::size_t>(r + i)] = t[static_cast<std::size_t>(r - i)] = v;
+    add(v);
+    if (i > 0) add(v);
+  }
+  const double total = sum + carry;  // >= 1: the centre is exp(0)
+  for (double& v : t) v /= total;
+  return t;
+}
+
+namespace {
+
+std::vector<double> own_box(std::int64_t r) {
+  return std::vector<double>(static_cast<std::size_t>(2 * r + 1),
+                             1.0 / static_cast<double>(2 * r + 1));
+}
+
+// "a,b c": numbers between commas and white space; an odd count of finite numbers.
+std::vector<double> own_parse_taps(const std::string& text, const std::string& origin) {
+  auto separator = [](char c) {
+    return c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n';
+  };
+  std::vector<double> taps;
+  for (const std::string& token : ooc::check::split_tokens(text, separator)) {
+    char* end = nullptr;
+    const double v = std::strtod(token.c_str(), &end);
+    if (end != token.c_str() + token.size() || !std::isfinite(v))
+      throw Error(ErrorKind::usage, origin + ": '" + token + "' is not a finite number");
+    taps.push_back(v);
+  }
+  if (taps.empty()) throw Error(ErrorKind::usage, origin + ": no taps given");
+  if (taps.size() % 2 == 0)
+    throw Error(ErrorKind::usage, origin + ": " + std::to_string(taps.size()) +
+                                      " taps; the count must be odd (2 x radius + 1)");
+  return taps;
+}
+
+// The lines of a taps file that hold taps: '#' starts a comment, blank lines are skipped.
+std::vector<std::string> own_taps_lines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::input, "cannot read taps file '" + path + "'");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    line.erase(std::min(line.find('#'), line.size()));
+    if (line.find_first_not_of(" \t\r,") != std::string::npos) lines.push_back(line);
+  }
+  if (lines.empty() || lines.size() > 2)
+    throw Error(ErrorKind::usage, "taps file '" + path +
+                                      "' must hold one line of taps (both directions) or two "
+                                      "(x, then y)");
+  return lines;
+}
+
+// Bytes the reference holds for radii rx, ry over an image of width x height x channels (with 1
+// x 1 x 1: what the taps alone take): the taps and their magnitudes, per thread a padded row and
+// the source pointers, per band a slot per row coordinate, and the distinct row-pass rows.
+double reference_bytes(double rx, double ry, std::int64_t width, int channels,
+                       std::int64_t height) {
+  const double threads = tbb::this_task_arena::max_concurrency();
+  const double nx = 2 * rx + 1, ny = 2 * ry + 1;
+  const double coords = double(kBandRows) + 2 * ry;
+  const double slots = std::min(double(height) + 1, coords);
+  const double n = double(width) * channels;
+  return 16 * (nx + ny) + threads * (8 * (double(width) + 2 * rx) * channels + 8 * nx) +
+         8 * coords + threads * (8 * slots + 32 * std::min(ny, slots)) + 16 * slots * n;
+}
+
+// Refuses a filter whose reference would not fit in half the machine's memory (or whose radius
+// exceeds kMaxRadius), naming the option, before anything is allocated.
+void check_fits(const std::string& what, double rx, double ry, std::int64_t width = 1,
+                int channels = 1, std::int64_t height = 1) {
+  const double have = double(usable_memory_bytes()) / 2;
+  auto fits = [&](double x, double y) {
+    return x <= double(kMaxRadius) && y <= double(kMaxRadius) &&
+           reference_bytes(x, y, width, channels, height) <= have;
+  };
+  if (fits(rx, ry)) return;
+  std::int64_t lo = 0, hi = kMaxRadius;  // the largest radius that fits, for the message
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(double(mid), double(mid))) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  throw Error(ErrorKind::usage,
+              what + " is too large for ooccheck's float64 reference: its taps, padded rows and " +
+                  "row-pass rows would need about " +
+                  bytes_text(reference_bytes(rx, ry, width, channels, height)) +
+                  ", more than half of the " + ooc::format_bytes(double(usable_memory_bytes())) +
+                  " this process may use (memory, ulimit -v); at most radius " +
+                  std::to_string(lo) + " fits");
+}
+
+// Builds the filter from the options, after they passed the shared validation.
+OwnFilter own_filter(const ooc::cli::FilterCli& f) {
+  OwnFilter out;
+  if (!f.taps.empty()) {
+    out.row = out.col = own_parse_taps(f.taps, "--taps");
+    out.what = "--taps";
+  } else if (!f.taps_file.empty()) {
+    const auto lines = own_taps_lines(f.taps_file);
+    out.row = own_parse_taps(lines.front(), f.taps_file);
+    out.col = own_parse_taps(lines.back(), f.taps_file);
+    out.what = "--taps-file " + f.taps_file;
+  } else if (!f.row_taps.empty() || !f.col_taps.empty()) {
+    // A direction without taps is left alone: one tap of 1.
+    if (!f.row_taps.empty()) out.row = own_parse_taps(f.row_taps, "--row-taps");
+    if (!f.col_taps.empty()) out.col = own_parse_taps(f.col_taps, "--col-taps");
+    out.what = !f.row_taps.empty() ? "--row-taps" : "--col-taps";
+  }
+  if (!out.what.empty()) {
+    out.recipe = "explicit taps";
+    check_fits(out.what, double(out.rx()), double(out.ry()));
+    return out;
+  }
+  // --radius R, --sigma S, or both; validated (R >= 0, S finite and > 0) before this.
+  std::int64_t r = 0;
+  if (f.radius) {
+    r = *f.radius;
+    out.what = "--radius " + std::to_string(r);
+  } else {
+    // 1e-9: a sigma of k/3 typed in decimal (3 x 0.3333333333333334 is just over 1) is radius k.
+    const double rd = std::ceil(3.0 * *f.sigma - 1e-9);
+    out.what = "--sigma " + number(*f.sigma) + " (radius ceil(3 sigma) = " + number(rd) + ")";
+    check_fits(out.what, rd, rd);
+    r = static_cast<std::int64_t>(rd);
+  }
+  check_fits(out.what, double(r), double(r));
+  if (f.filter_kind == "box") {
+    out.row = out.col = own_box(r);
+    out.recipe = "box radius " + std::to_string(r);
+  } else {
+    const double sigma = f.sigma.value_or(static_cast<double>(r) / 3.0);
+    out.row = out.col = own_gaussian(r, sigma);
+    out.recipe = "gaussian radius " + std::to_string(r) + ", sigma " + number(sigma);
+  }
+  return out;
+}
+
+// Checks what the shared parser cannot be trusted with (values that would make it allocate or
+// overflow), then runs its validation on a copy with harmless sizes: contradictions, --filter,
+// --border, --out-type, --precision and taps syntax are judged exactly as oocconv judges them.
+// Its taps are thrown away.
+ooc::SeparableParams validated_params(const ooc::cli::FilterCli& f) {
+  const bool explicit_taps =
+      !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
+  if (!explicit_taps) {
+    if (f.radius && *f.radius < 0)
+      throw Error(ErrorKind::usage, "--radius must be >= 0, got " + std::to_string(*f.radius));
+    if (f.sigma && !(std::isfinite(*f.sigma) && *f.sigma > 0))
+      throw Error(ErrorKind::usage, "--sigma must be a finite number > 0, got " + number(*f.sigma));
+  }
+  ooc::cli::FilterCli probe = f;
+  if (probe.radius && *probe.radius > 0) probe.radius = 0;
+  if (probe.sigma && std::isfinite(*probe.sigma) && *probe.sigma > 0) probe.sigma = 1.0;
+  return ooc::cli::filter_params(probe);
+}
+
+// out[i] = sum_k w[k] * src[k][i], k ascending.
+void weighted_sum(const std::vector<const double*>& src, const std::vector<double>& w, double* out,
+                  std::int64_t n) {
+  std::fill(out, out + n, 0.0);
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    const double wk = w[k];
+    const double* s = src[k];
+    for (std::int64_t i = 0; i < n; ++i) out[i] += wk * s[i];
+  }
+}
+
+// The float64 reference of oocconv's separable convolution, one band of output rows at a time,
+// with M = sum |column tap| x |row tap| x |input| over each output sample's support (the scale
+// of the rounding errors of any order of summing those products).
+class Reference {
+ public:
+  Reference(ooc::Source& in, const OwnFilter& f, ooc::BorderMode border, double cval,
+            double tap_floor)
+      : in_(in),
+        s_(in.spec()),
+        n_(s_.row_samples()),
+        tx_(f.row),
+        ty_(f.col),
+        rx_(f.rx()),
+        ry_(f.ry()),
+        border_(border),
+        cval_(cval),
+        ax_(magnitudes(tx_, tap_floor)),
+        ay_(magnitudes(ty_, tap_floor)) {}
+
+  std::int64_t row_samples() const { return n_; }
+
+  // Rows [y0, y0 + rows) of the exact result and of M; valid until the next call. Each distinct
+  // source row of the band (through the border rule, rows + 2 ry coordinates may name the same
+  // row many times over when the radius exceeds the height) is filtered along x once.
+  void compute_band(std::int64_t y0, std::int64_t rows) {
+    band_slots(y0 - ry_, rows + 2 * ry_, s_.height, border_, slot_of_, src_rows_);
+    const auto slots = static_cast<std::int64_t>(src_rows_.size());
+    rowpass_.resize(static_cast<std::size_t>(slots * n_));
+    rowpass_mag_.resize(rowpass_.size());
+    tbb::parallel_for(std::int64_t{0}, slots, [&](std::int64_t s) {
+      row_pass(src_rows_[static_cast<std::size_t>(s)], rowpass_.data() + s * n_,
+               rowpass_mag_.data() + s * n_);
+    });
+  }
+
+  // Output row y0 + y of the band (after compute_band) into out, and its M into mag.
+  void column_pass(std::int64_t y, double* out, double* mag) const {
+    // out(Y) = sum_k ty[k] * rowpass(Y + ry - k), rowpass(Y') at coordinate j = Y' - y0 + ry of
+    // the band. Taps that land on one source row are summed first (w), and so are their
+    // magnitudes (a): the row is then read once.
+    thread_local std::vector<std::int64_t> pos;  // slot -> its entry in w and a, or -1
+    thread_local std::vector<std::int64_t> used;
+    thread_local std::vector<double> w, a;
+    thread_local std::vector<const double*> src;
+    if (pos.size() < src_rows_.size()) pos.resize(src_rows_.size(), -1);
+    used.clear();
+    w.clear();
+    a.clear();
+    for (std::size_t k = 0; k < ty_.size(); ++k) {
+      const std::int64_t slot =
+          slot_of_[static_cast<std::size_t>(y + 2 * ry_ - static_cast<std::int64_t>(k))];
+      std::int64_t& p = pos[static_cast<std::size_t>(slot)];
+      if (p < 0) {
+        p = static_cast<std::int64_t>(used.size());
+        used.push_back(slot);
+        w.push_back(0.0);
+        a.push_back(0.0);
+      }
+      w[static_cast<std::size_t>(p)] += ty_[k];
+      a[static_cast<std::size_t>(p)] += ay_[k];
+    }
+    src.resize(used.size());
+    for (std::size_t e = 0; e < used.size(); ++e) src[e] = rowpass_.data() + used[e] * n_;
+    weighted_sum(src, w, out, n_);
+    for (std::size_t e = 0; e < used.size(); ++e) src[e] = rowpass_mag_.data() + used[e] * n_;
+    weighted_sum(src, a, mag, n_);
+    for (const std::int64_t slot : used) pos[static_cast<std::size_t>(slot)] = -1;
+  }
+
+ private:
+  // Source row src_row filtered along x, and its magnitude. A row outside the image under the
+  // constant rule (src_row -1) is the constant itself: scipy pads the x-filtered image, not the
+  // input, along y.
+  void row_pass(std::int64_t src_row, double* out, double* mag) const {
+    if (src_row < 0) {
+      std::fill(out, out + n_, cval_);
+      std::fill(mag, mag + n_, std::abs(cval_));
+      return;
+    }
+    const int C = s_.channels;
+    thread_local std::vector<std::byte> raw;
+    thread_local std::vector<double> x, pad;
+    thread_local std::vector<const double*> src;
+    raw.resize(s_.row_bytes());
+    x.resize(static_cast<std::size_t>(n_));
+    in_.read_rows(src_row, 1, raw.data());
+    to_double(s_.type, raw.data(), n_, x.data());
+    // Pixel q in [-rx, W + rx) at pad[(q + rx) * C]; outside the row, the border rule along x.
+    pad.resize(static_cast<std::size_t>((s_.width + 2 * rx_) * C));
+    for (std::int64_t q = -rx_; q < s_.width + rx_; ++q) {
+      double* p = pad.data() + (q + rx_) * C;
+      const std::int64_t m = ooc::map_border(q, s_.width, border_);
+      for (int c = 0; c < C; ++c) p[c] = m < 0 ? cval_ : x[m * C + c];
+    }
+    // convolve1d: out(p) = sum_k tx[k] * in(p + rx - k), in(p') at pad[(p' + rx) * C].
+    src.resize(tx_.size());
+    for (std::size_t k = 0; k < tx_.size(); ++k)
+      src[k] = pad.data() + (2 * rx_ - static_cast<std::int64_t>(k)) * C;
+    weighted_sum(src, tx_, out, n_);
+    for (double& v : pad) v = std::abs(v);
+    weighted_sum(src, ax_, mag, n_);
+  }
+
+  ooc::Source& in_;
+  ooc::ImageSpec s_;
+  std::int64_t n_;
+  std::vector<double> tx_, ty_;
+  std::int64_t rx_, ry_;
+  ooc::BorderMode border_;
+  double cval_;
+  std::vector<double> ax_, ay_;                // |taps| (see magnitudes)
+  std::vector<std::int64_t> slot_of_;          // band coordinate j (row y0 - ry + j) -> its slot
+  std::vector<std::int64_t> src_rows_;         // slot -> source row (-1: the constant border)
+  std::vector<double> rowpass_, rowpass_mag_;  // slot s at s * n_
+};
+
+}  // namespace
+
+int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hints,
+                  std::uint64_t seed, const ooc::cli::FilterCli& filter, double tolerance,
+                  std::int64_t sample) {
+  const std::string &out_path = files[0], &in_path = files[1];
+  // Options checked as oocconv checks them; the taps are ooccheck's own.
+  const ooc::SeparableParams params = validated_params(filter);
+  const OwnFilter own = own_filter(filter);
+  auto in = ooc::open_source(in_path, hints, seed);
+  auto out = open_output(out_path, *in, in_path, params.out_type);
+  const ooc::ImageSpec& is = in->spec();
+  check_fits(own.what, double(own.rx()), double(own.ry()), is.width, is.channels, is.height);
+  const SampleType out_type = out->spec().type;
+  const bool acc_f64 = ooc::accumulates_in_f64(is.type, out_type, params.precision);
+  double col_abs = 0;
+  for (const double t : own.col) col_abs += std::abs(t);
+  const ReferenceTolerance tolerance_of(
+      double(own.row.size() + own.col.size()), acc_f64, out_type, tolerance, col_abs, 0,
+      "M = sum of |column tap| x |row tap| x |input| over the sample's support");
+
+  Reference ref(*in, own, params.border, params.border_value, acc_f64 ? DBL_MIN : FLT_MIN);
+  const std::int64_t n = ref.row_samples();
+  tbb::combinable<double> largest_m([] { return 0.0; });
+  auto check = [&](std::int64_t y0, std::int64_t rows, tbb::combinable<Tally>& tallies) {
+    ref.compute_band(y0, rows);
+    tbb::parallel_for(std::int64_t{0}, rows, [&](std::int64_t y) {
+      thread_local std::vector<double> expected, mag, got;
+      thread_local std::vector<std::byte> raw;
+      expected.resize(n);
+      got.resize(n);
+      mag.resize(n);
+      raw.resize(out->spec().row_bytes());
+      ref.column_pass(y, expected.data(), mag.data());
+      out->read_rows(y0 + y, 1, raw.data());
+      to_double(out_type, raw.data(), n, got.data());
+      Tally& t = tallies.local();
+      double& lm = largest_m.local();
+      const std::int64_t base = (y0 + y) * n;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double e = expected[i], m = mag[i];
+        if (std::isfinite(m)) lm = std::max(lm, m);
+        t.add(base + i, as_stored(e, out_type), got[i], tolerance_of(e, m));
+      }
+    });
+  };
+
+  char filter_line[1024];
+  std::snprintf(filter_line, sizeof filter_line, "filter (ooccheck's own taps): %s, %zu x %zu taps",
+                own.recipe.c_str(), own.row.size(), own.col.size());
+  return check_reference(*in, *out, filter_line, params.border, params.border_value, acc_f64,
+                         tolerance_of, largest_m, sample, seed, check);
+}
+
+}  // namespace ooc::check
