@@ -6,15 +6,16 @@ packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev li
           python3-tifffile python3-opencv libtiff-tools libvips-tools libopenmpi-dev
           openmpi-bin munge slurmctld slurmd slurm-client libpmix2 bc
           libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs libkissfft-dev
+          gdal-bin python3-gdal
           pybind11-dev python3-pytest python3-setuptools python3-pip python3-venv)
 # The tests read TIFFs written by libvips and tifffile, check big ones with tiffinfo, and compare
 # equalization with OpenCV's.
 [ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(gnuplot-nox libvips-dev)
 # Optional: FFTW3 for the CPU's FFT convolution (cmake -DOOC_WITH_FFTW=ON; GPL, see README).
 [ "${OOC_WITH_FFTW:-0}" = 1 ] && packages+=(libfftw3-dev)
-# Optional: gdalinfo lets cli.meta_check compare the coordinate system GDAL reads from the geo
-# tags ooc carries over; without it those comparisons are skipped.
-[ "${OOC_GDAL:-0}" = 1 ] && packages+=(gdal-bin)
+# GDAL checks what Cloud-Optimized GeoTIFF outputs are (its COG validator, gdalinfo's overviews)
+# and the coordinate system read from the geo tags ooc carries over (cli.tiff_pyramid_check,
+# cli.meta_check).
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
