@@ -167,8 +167,8 @@ int guarded_main(const char* prog, const std::function<int()>& body) {
     rc = failed(prog, e.what(), 1);
   }
   // Done, the output in place or removed: leave without the static destructors and atexit
-  // handlers. On the H200 the CUDA runtime's teardown of its context took 50-70 ms of a 1.6 s
-  // run (tools/bench/results/gpu-h200/logs/streaming-ceiling.md).
+  // handlers: the CUDA runtime's teardown of its context is a measurable share of a short GPU run
+  // (docs/design.md, "Starting CUDA").
   if (quick_exit && detail::background_may_outlive()) {
     std::fflush(nullptr);
     ::_exit(rc);
