@@ -1,7 +1,7 @@
 // CUDA helper kernels of the matrix products (see atax.cuh): grid-stride element-wise loops.
 #include <algorithm>
 
-#include "../../src/cuda/check.hpp"
+#include "cuda/check.hpp"
 #include "atax.cuh"
 
 namespace ooc::cuda {

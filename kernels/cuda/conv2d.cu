@@ -5,7 +5,7 @@
 // memory directly. Any width, channels 1-4, 64-bit offsets.
 #include <cuda_runtime.h>
 
-#include "../../src/cuda/check.hpp"
+#include "cuda/check.hpp"
 #include "common.cuh"
 #include "conv2d.cuh"
 #include "ooc/detail/sample_type.hpp"

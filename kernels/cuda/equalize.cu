@@ -4,7 +4,7 @@
 // spare, so threads add straight into the band's u64 counts in global memory (L2 atomics; spread
 // values rarely collide, a constant image serializes but stays correct). The mapping reads the
 // table through the read-only cache.
-#include "../../src/cuda/check.hpp"
+#include "cuda/check.hpp"
 #include "equalize.cuh"
 
 namespace ooc::cuda {

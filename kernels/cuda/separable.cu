@@ -41,7 +41,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "../../src/cuda/check.hpp"
+#include "cuda/check.hpp"
 #include "common.cuh"
 #include "ooc/detail/sample_type.hpp"
 #include "separable.cuh"

@@ -15,8 +15,8 @@
 #include <exception>
 #include <new>
 
-#include "../pipeline/staging.hpp"
-#include "../pipeline/trace.hpp"
+#include "pipeline/staging.hpp"
+#include "pipeline/trace.hpp"
 #include "common.hpp"
 #include "internal.hpp"
 #include "ooc/error.hpp"

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "../pipeline/staging.hpp"
+#include "pipeline/staging.hpp"
 #include "ooc/error.hpp"
 
 #if defined(OOC_HAVE_MPI)

@@ -6,7 +6,7 @@
 #include <cctype>
 #include <cstdint>
 
-#include "../pipeline/text_file.hpp"
+#include "pipeline/text_file.hpp"
 #include "check.hpp"
 #include "ooc/device.hpp"
 #include "ooc/pipeline.hpp"

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <thread>
 
-#include "../pipeline/staging.hpp"
+#include "pipeline/staging.hpp"
 #include "check.hpp"
 #include "ooc/error.hpp"
 #include "resources.hpp"

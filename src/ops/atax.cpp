@@ -13,7 +13,7 @@
 #include <cstring>
 #include <limits>
 
-#include "../../kernels/cpu/atax.hpp"
+#include "cpu/atax.hpp"
 #include "cuda_kernels.hpp"
 #include "ooc/error.hpp"
 

@@ -10,9 +10,9 @@
 #include <map>
 #include <mutex>
 
-#include "../../kernels/cuda/atax.cuh"
-#include "../cuda/check.hpp"
-#include "../cuda/resources.hpp"
+#include "cuda/atax.cuh"
+#include "cuda/check.hpp"
+#include "cuda/resources.hpp"
 #include "cuda_kernels.hpp"
 #include "ooc/error.hpp"
 #include "ooc/ops/atax.hpp"

@@ -13,8 +13,8 @@
 #include <limits>
 #include <sstream>
 
-#include "../../kernels/cpu/conv2d.hpp"
-#include "../io/npy.hpp"
+#include "cpu/conv2d.hpp"
+#include "io/npy.hpp"
 #include "cpu/fft_backend.hpp"
 #include "cpu/fft_conv.hpp"
 #include "cuda_kernels.hpp"

@@ -5,8 +5,8 @@
 #include <optional>
 #include <vector>
 
-#include "../../kernels/cuda/conv2d.cuh"
-#include "../cuda/resources.hpp"
+#include "cuda/conv2d.cuh"
+#include "cuda/resources.hpp"
 #include "cuda_kernels.hpp"
 
 namespace ooc {

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "../../kernels/cuda/equalize.cuh"
-#include "../cuda/resources.hpp"
+#include "cuda/equalize.cuh"
+#include "cuda/resources.hpp"
 #include "cuda_kernels.hpp"
 
 namespace ooc {

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../../kernels/cpu/separable.hpp"
+#include "cpu/separable.hpp"
 #include "cuda_kernels.hpp"
 #include "ooc/error.hpp"
 #include "pipeline/digest.hpp"

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "../../kernels/cpu/separable.hpp"
+#include "cpu/separable.hpp"
 #include "ooc/error.hpp"
 #include "ooc/pipeline.hpp"
 #include "staging.hpp"
