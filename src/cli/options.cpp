@@ -168,7 +168,8 @@ void add_input_options(CLI::App& g, InputCli& in, ooc::RawHints& hints, std::uin
       ->default_str("0")
       ->check(CLI::NonNegativeNumber);
   g.add_option("--input-level", hints.zarr_level,
-               "OME-Zarr input: the resolution level (dataset) to read, from 0 (default 0)")
+               "OME-Zarr or pyramidal TIFF input: the resolution level to read, from 0 (a "
+               "Zarr dataset, a TIFF page's SubIFD)")
       ->check(CLI::NonNegativeNumber);
   g.add_option("--io", hints.io,
                "raw and .npy input and output: auto (direct for a file mostly not in the page "

@@ -177,9 +177,10 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
     throw Error(ErrorKind::input, "input '" + path + "' does not exist");
   if (hints.format == "zarr" || (hints.format == "auto" && is_zarr_store(path)))
     return open_zarr_source(path, hints);
-  if (hints.zarr_level >= 0)
-    throw Error(ErrorKind::usage,
-                "--input-level applies to OME-Zarr input; '" + path + "' is not a Zarr store");
+  if (hints.zarr_level >= 0 && hints.format != "tiff" &&
+      (hints.format != "auto" || !fs::is_regular_file(status) || detect_format(path) != "tiff"))
+    throw Error(ErrorKind::usage, "--input-level applies to OME-Zarr and pyramidal TIFF input; '" +
+                                      path + "' is neither");
   if (fs::is_directory(status))
     throw Error(ErrorKind::input, "input '" + path +
                                       "' is a directory, not an image file (nor a Zarr store: "

@@ -216,7 +216,34 @@ void install_tiff_handlers() {
   });
 }
 
-TIFF* open_tiff(const std::string& path, int page) {
+int subifd_count(TIFF* tif) {
+  std::uint16_t n = 0;
+  toff_t* offsets = nullptr;
+  return TIFFGetField(tif, TIFFTAG_SUBIFD, &n, &offsets) ? n : 0;
+}
+
+void select_level(TIFF* tif, int level, const std::string& path, int page) {
+  if (level <= 0) return;
+  std::uint16_t n = 0;
+  toff_t* offsets = nullptr;
+  if (!TIFFGetField(tif, TIFFTAG_SUBIFD, &n, &offsets) || n == 0)
+    throw Error(ErrorKind::usage,
+                "TIFF '" + path + "' page " + std::to_string(page) +
+                    " has no reduced levels (SubIFDs) for --input-level " + std::to_string(level) +
+                    "; a Cloud-Optimized GeoTIFF's overviews are pages: use --page");
+  if (level > n)
+    throw Error(ErrorKind::usage, "TIFF '" + path + "' page " + std::to_string(page) + " has " +
+                                      std::to_string(n) + " reduced level(s); --input-level " +
+                                      std::to_string(level) + " does not exist (0 is the page)");
+  // The offsets live in the directory TIFFSetSubDirectory is about to leave.
+  const toff_t at = offsets[level - 1];
+  if (!TIFFSetSubDirectory(tif, at))
+    throw Error(ErrorKind::input, "TIFF '" + path + "': cannot read level " +
+                                      std::to_string(level) + " of page " + std::to_string(page) +
+                                      ": " + take_tiff_error());
+}
+
+TIFF* open_tiff(const std::string& path, int page, int level) {
   install_tiff_handlers();
   t_last_error.clear();
   errno = 0;
@@ -235,6 +262,12 @@ TIFF* open_tiff(const std::string& path, int page) {
     TIFFClose(tif);
     throw Error(ErrorKind::input, "TIFF '" + path + "': cannot read page " + std::to_string(page) +
                                       ": " + take_tiff_error());
+  }
+  try {
+    select_level(tif, level, path, page);
+  } catch (...) {
+    TIFFClose(tif);
+    throw;
   }
   return tif;
 }

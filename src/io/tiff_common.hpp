@@ -28,8 +28,14 @@ GeoTags read_geo_tags(TIFF* tif, const std::string& path);
 void write_geo_tags(TIFF* tif, const GeoTags& geo, SampleType type);
 
 // Opens `path` for reading without libtiff's own mapping (reads go through the page cache, and a
-// huge file does not pin its pages); page >= 0 selects that directory. Throws an input Error.
-TIFF* open_tiff(const std::string& path, int page);
+// huge file does not pin its pages); page >= 0 selects that directory, and level > 0 its
+// reduced-resolution SubIFD level - 1 (a pyramidal OME-TIFF's levels). Throws an input Error.
+TIFF* open_tiff(const std::string& path, int page, int level = 0);
+// Selects SubIFD level - 1 of the current directory (level 0: the directory itself); a usage
+// Error names the levels there are.
+void select_level(TIFF* tif, int level, const std::string& path, int page);
+// How many SubIFDs (reduced levels) the current directory has.
+int subifd_count(TIFF* tif);
 
 const char* compression_name(int compression);
 

@@ -64,6 +64,7 @@ struct TiffInfo {
   std::int64_t chunk_w = 0, chunk_h = 0;  // a strip is image-wide
   std::int64_t across = 1, down = 1, planes = 1;
   int pages = 1;
+  int levels = 0;                   // SubIFDs (reduced levels) of the page read
   std::uint64_t largest_chunk = 0;  // bytes of the largest stored (compressed) strip or tile
   Metadata metadata;
 
@@ -244,7 +245,7 @@ std::optional<std::uint64_t> raw_data_offset(TIFF* tif, const TiffInfo& t) {
   return first;
 }
 
-std::string describe_layout(const TiffInfo& t, int page) {
+std::string describe_layout(const TiffInfo& t, int page, int level = 0) {
   std::string s = t.bigtiff ? "BigTIFF" : "classic TIFF";
   s += t.swapped ? ", big endian" : ", little endian";
   if (t.tiled)
@@ -256,6 +257,10 @@ std::string describe_layout(const TiffInfo& t, int page) {
   s += std::string(", ") + compression_name(t.compression);
   if (t.separate) s += ", separate planes";
   s += ", page " + std::to_string(page) + " of " + std::to_string(t.pages);
+  if (level > 0)
+    s += ", reduced level " + std::to_string(level) + " of " + std::to_string(t.levels);
+  else if (t.levels > 0)
+    s += ", " + std::to_string(t.levels) + " reduced level(s) as SubIFDs (--input-level)";
   return s;
 }
 
@@ -263,7 +268,8 @@ std::string describe_layout(const TiffInfo& t, int page) {
 // directory read, so they are kept for reuse.
 class HandlePool {
  public:
-  HandlePool(std::string path, int page) : path_(std::move(path)), page_(page) {}
+  HandlePool(std::string path, int page, int level)
+      : path_(std::move(path)), page_(page), level_(level) {}
   ~HandlePool() {
     for (TIFF* t : free_) TIFFClose(t);
   }
@@ -296,7 +302,7 @@ class HandlePool {
         return t;
       }
     }
-    TIFF* t = open_tiff(path_, page_);
+    TIFF* t = open_tiff(path_, page_, level_);
     return t;
   }
   void release(TIFF* t) {
@@ -306,6 +312,7 @@ class HandlePool {
 
   std::string path_;
   int page_;
+  int level_;
   std::mutex mutex_;
   std::vector<TIFF*> free_;
 };
@@ -395,10 +402,11 @@ class DecodeThreads {
 
 class TiffChunkSource final : public Source {
  public:
-  TiffChunkSource(std::string path, TiffInfo info, int page, TIFF* first, unsigned threads)
-      : path_(std::move(path)), t_(std::move(info)), page_(page), pool_(path_, page) {
+  TiffChunkSource(std::string path, TiffInfo info, int page, int level, TIFF* first,
+                  unsigned threads)
+      : path_(std::move(path)), t_(std::move(info)), page_(page), pool_(path_, page, level) {
     pool_.adopt(first);
-    layout_ = describe_layout(t_, page_);
+    layout_ = describe_layout(t_, page_, level);
     // Rows of blocks decoded ahead: two blocks per thread, within kMaxAheadBytes.
     const std::uint64_t row_bytes = t_.spec.row_bytes() * std::uint64_t(t_.chunk_h);
     const std::int64_t per_row = t_.across * t_.planes;
@@ -658,8 +666,12 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
     if (!TIFFSetDirectory(tif, static_cast<tdir_t>(hints.page)))
       throw Error(ErrorKind::input, "TIFF '" + path + "': cannot read page " +
                                         std::to_string(hints.page) + ": " + take_tiff_error());
+    const int level = std::max(0, hints.zarr_level);
+    const int levels = subifd_count(tif);
+    select_level(tif, level, path, hints.page);
     t = read_info(tif, path);
     t.pages = pages;
+    t.levels = levels;
     check_hints(hints, t.spec, "the TIFF tags of '" + path + "', which say");
     check_chunks(tif, t, path, file_size);
     if (const auto offset = raw_data_offset(tif, t)) {
@@ -668,7 +680,7 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
       l.offset = *offset;
       l.swap = t.swapped && sample_bytes(t.spec.type) > 1;
       l.format = "tiff";
-      l.layout = describe_layout(t, hints.page) + ", read mapped";
+      l.layout = describe_layout(t, hints.page, std::max(0, hints.zarr_level)) + ", read mapped";
       l.metadata = t.metadata;
       TIFFClose(tif);
       guard.fd = -1;
@@ -687,7 +699,8 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
   }
   const unsigned threads =
       static_cast<unsigned>(hints.threads > 0 ? hints.threads : default_threads());
-  return std::make_unique<TiffChunkSource>(path, std::move(t), hints.page, tif, threads);
+  return std::make_unique<TiffChunkSource>(path, std::move(t), hints.page,
+                                           std::max(0, hints.zarr_level), tif, threads);
 }
 
 }  // namespace ooc

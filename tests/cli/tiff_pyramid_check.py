@@ -426,6 +426,31 @@ if rc == 0:
             problems.append(f"tiled {pg.is_tiled} {pg.tilewidth}, {len(tf.series[0].levels)} levels")
 report("--pyramid on 50 x 40 (no level below 256): one tiled 512 level", problems)
 
+# ooc reads a pyramidal TIFF's reduced levels back (--input-level K: SubIFD K-1 of the page), as
+# tifffile reads them; a level that is not there, and a COG (overviews are pages), are refused.
+src, hints = make_input("lv", np.uint16, 301, 257, 1)
+lv = p("lv.tif")
+rc, _, err = run([OOCCONV, src, lv, *hints, "--taps", 1, "--levels", 3, "--tile", 32,
+                  "--compress", "deflate", "-q"])
+problems = [None if rc == 0 else err.strip()[:200]]
+if rc == 0:
+    with tifffile.TiffFile(lv) as tf:
+        want = [np.asarray(level.asarray()) for level in tf.series[0].levels]
+    for k in range(4):
+        back = p(f"lv{k}.npy")
+        rc, _, err = run([OOCCONV, lv, back, "--input-level", k, "--taps", 1, "-q"])
+        if rc != 0:
+            problems.append(f"--input-level {k}: exit {rc}: {err.strip()[:200]}")
+        else:
+            got = np.load(back)
+            if got.size != want[k].size or not np.array_equal(got.ravel(), want[k].ravel()):
+                problems.append(f"--input-level {k} ({got.shape}) differs from tifffile's level "
+                                f"{k} ({want[k].shape})")
+    rc, _, err = run([OOCCONV, lv, p("lv9.npy"), "--input-level", 9, "--taps", 1, "-q"])
+    if rc != 2 or "does not exist" not in err:
+        problems.append(f"--input-level 9 of 3 levels: exit {rc}: {err.strip()[:200]}")
+report("--input-level reads every reduced level as tifffile does", problems)
+
 elapsed = time.monotonic() - started
 print(f"\ntiff pyramid check: {counts['ok']} ok, {counts['FAIL']} failed, {counts['skip']} "
       f"skipped in {elapsed:.1f} s")
