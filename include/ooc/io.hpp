@@ -172,7 +172,7 @@ struct SinkOptions {
   // TIFF: none, lzw, deflate, zstd or packbits; Zarr: blosc, blosc-zstd, zstd, zlib, gzip or
   // none. Empty: the format's default (TIFF none, Zarr blosc).
   std::string compress;
-  int level = -1;  // deflate/zlib 1-9, zstd 1-22, blosc 0-9; -1: the codec's default
+  int level = -1;          // deflate/zlib 1-9, zstd 1-22, blosc 0-9; -1: the codec's default
   std::int64_t chunk = 0;  // Zarr: chunk side (rows and columns); 0: 512
   int zarr_version = 2;    // Zarr 2 (OME-Zarr 0.4) or 3 (OME-Zarr 0.5, sharded)
   std::int64_t shard = 0;  // Zarr 3: shard side, a multiple of chunk; 0: 4 chunks
@@ -182,10 +182,10 @@ struct SinkOptions {
   // TIFF: a Cloud-Optimized GeoTIFF (overviews as reduced-resolution IFDs after the first, IFDs
   // at the front, smallest overview's tiles first) instead of levels as SubIFDs.
   bool cog = false;
-  std::string bigtiff = "auto";   // TIFF: auto (when the file could pass 4 GiB), yes or no
-  Metadata metadata;              // TIFF: tags carried over from the input
-  std::size_t mem_limit = 0;      // the job's --mem-limit (0: the default): buffers stay within it
-  int threads = 0;                // threads that compress (0: all cores)
+  std::string bigtiff = "auto";  // TIFF: auto (when the file could pass 4 GiB), yes or no
+  Metadata metadata;             // TIFF: tags carried over from the input
+  std::size_t mem_limit = 0;     // the job's --mem-limit (0: the default): buffers stay within it
+  int threads = 0;               // threads that compress (0: all cores)
   OutputMode mode = OutputMode::fresh;
   // The rows this process writes (shared mode locks only those); row_end 0: to the bottom.
   std::int64_t row_begin = 0, row_end = 0;

@@ -1,8 +1,8 @@
 // CUDA helper kernels of the matrix products (see atax.cuh): grid-stride element-wise loops.
 #include <algorithm>
 
-#include "cuda/check.hpp"
 #include "atax.cuh"
+#include "cuda/check.hpp"
 
 namespace ooc::cuda {
 namespace {

@@ -41,8 +41,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "cuda/check.hpp"
 #include "common.cuh"
+#include "cuda/check.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "separable.cuh"
 
@@ -610,8 +610,8 @@ __global__ void __launch_bounds__(P::kThreads, P::min_blocks<T>())
 // by 16-byte cp.async (every quad of it in flight at once, no registers held, no shared store
 // instruction); the row pass reads its windows and writes its 8 outputs in 16-byte shared
 // accesses: a quarter fewer instructions than the tiled layout, and faster at radius 3
-// (docs/performance.md, GPU kernels against NPP). Tiles at the row ends, on rows that are not 16-byte
-// aligned, or holding constant-border rows load through load_tile into the same layout.
+// (docs/performance.md, GPU kernels against NPP). Tiles at the row ends, on rows that are not
+// 16-byte aligned, or holding constant-border rows load through load_tile into the same layout.
 
 #ifndef OOC_TUNE_QUAD_MIN_BLOCKS
 #define OOC_TUNE_QUAD_MIN_BLOCKS 5

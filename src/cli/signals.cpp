@@ -15,13 +15,13 @@
 #include <exception>
 #include <new>
 
-#include "pipeline/staging.hpp"
-#include "pipeline/trace.hpp"
 #include "common.hpp"
 #include "internal.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
+#include "pipeline/staging.hpp"
+#include "pipeline/trace.hpp"
 #include "world.hpp"
 
 namespace ooc::cli {

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string>
 
-#include "pipeline/staging.hpp"
 #include "ooc/error.hpp"
+#include "pipeline/staging.hpp"
 
 #if defined(OOC_HAVE_MPI)
 #include <mpi.h>

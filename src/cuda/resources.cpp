@@ -6,10 +6,10 @@
 #include <cctype>
 #include <cstdint>
 
-#include "pipeline/text_file.hpp"
 #include "check.hpp"
 #include "ooc/device.hpp"
 #include "ooc/pipeline.hpp"
+#include "pipeline/text_file.hpp"
 
 namespace ooc {
 

@@ -16,9 +16,9 @@
 #include <mutex>
 #include <thread>
 
-#include "pipeline/staging.hpp"
 #include "check.hpp"
 #include "ooc/error.hpp"
+#include "pipeline/staging.hpp"
 #include "resources.hpp"
 
 namespace ooc::detail {

@@ -14,10 +14,10 @@
 #include <sstream>
 
 #include "cpu/conv2d.hpp"
-#include "io/npy.hpp"
 #include "cpu/fft_backend.hpp"
 #include "cpu/fft_conv.hpp"
 #include "cuda_kernels.hpp"
+#include "io/npy.hpp"
 #include "ooc/error.hpp"
 #include "pipeline/digest.hpp"
 

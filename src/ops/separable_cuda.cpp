@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "cuda/separable.cuh"
 #include "cuda/resources.hpp"
+#include "cuda/separable.cuh"
 #include "cuda_kernels.hpp"
 #include "ooc/ops/separable.hpp"
 
