@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "ooc/border.hpp"
+#include "ooc/image.hpp"
 
 namespace ooc::cuda {
 
@@ -33,6 +34,35 @@ __device__ __forceinline__ U store_as(Acc v) {
     d = fmin(fmax(d, static_cast<double>(std::numeric_limits<U>::lowest())),
              static_cast<double>(std::numeric_limits<U>::max()));
     return static_cast<U>(rint(d));
+  }
+}
+
+// Stores v as the output type picked at run time (a uniform branch), not by a template: 7 x 7 x 2
+// instances of each kernel using it would cost minutes of nvcc for nothing measurable.
+template <class Acc>
+__device__ __forceinline__ void store_any(SampleType t, void* row, std::int64_t i, Acc v) {
+  switch (t) {
+    case SampleType::u8:
+      static_cast<std::uint8_t*>(row)[i] = store_as<std::uint8_t, Acc>(v);
+      return;
+    case SampleType::u16:
+      static_cast<std::uint16_t*>(row)[i] = store_as<std::uint16_t, Acc>(v);
+      return;
+    case SampleType::i16:
+      static_cast<std::int16_t*>(row)[i] = store_as<std::int16_t, Acc>(v);
+      return;
+    case SampleType::u32:
+      static_cast<std::uint32_t*>(row)[i] = store_as<std::uint32_t, Acc>(v);
+      return;
+    case SampleType::i32:
+      static_cast<std::int32_t*>(row)[i] = store_as<std::int32_t, Acc>(v);
+      return;
+    case SampleType::f32:
+      static_cast<float*>(row)[i] = store_as<float, Acc>(v);
+      return;
+    case SampleType::f64:
+      static_cast<double*>(row)[i] = store_as<double, Acc>(v);
+      return;
   }
 }
 

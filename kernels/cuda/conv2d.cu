@@ -5,9 +5,9 @@
 // memory directly. Any width, channels 1-4, 64-bit offsets.
 #include <cuda_runtime.h>
 
-#include "cuda/check.hpp"
 #include "common.cuh"
 #include "conv2d.cuh"
+#include "cuda/check.hpp"
 #include "ooc/detail/sample_type.hpp"
 
 namespace ooc::cuda {
@@ -27,35 +27,6 @@ __device__ __forceinline__ Acc input_at(const std::byte* in, std::size_t stride,
   const std::int64_t xm = map_index(x, width, border);
   if (xm < 0) return cval;
   return load_as<T, Acc>(reinterpret_cast<const T*>(in + r * stride) + xm * C + c);
-}
-
-// The output type is picked at run time here (a uniform branch), not by a template: 7 x 7 x 2
-// instances of each kernel would cost minutes of nvcc for nothing measurable.
-template <class Acc>
-__device__ __forceinline__ void store_any(SampleType t, void* row, std::int64_t i, Acc v) {
-  switch (t) {
-    case SampleType::u8:
-      static_cast<std::uint8_t*>(row)[i] = store_as<std::uint8_t, Acc>(v);
-      return;
-    case SampleType::u16:
-      static_cast<std::uint16_t*>(row)[i] = store_as<std::uint16_t, Acc>(v);
-      return;
-    case SampleType::i16:
-      static_cast<std::int16_t*>(row)[i] = store_as<std::int16_t, Acc>(v);
-      return;
-    case SampleType::u32:
-      static_cast<std::uint32_t*>(row)[i] = store_as<std::uint32_t, Acc>(v);
-      return;
-    case SampleType::i32:
-      static_cast<std::int32_t*>(row)[i] = store_as<std::int32_t, Acc>(v);
-      return;
-    case SampleType::f32:
-      static_cast<float*>(row)[i] = store_as<float, Acc>(v);
-      return;
-    case SampleType::f64:
-      static_cast<double*>(row)[i] = store_as<double, Acc>(v);
-      return;
-  }
 }
 
 template <class T, class Acc>

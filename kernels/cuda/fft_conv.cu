@@ -46,33 +46,6 @@ __global__ void pack(FftTileRow r, Acc cval) {
   }
 }
 
-template <class Acc>
-__device__ __forceinline__ void store_any(SampleType t, void* row, std::int64_t i, Acc v) {
-  switch (t) {
-    case SampleType::u8:
-      static_cast<std::uint8_t*>(row)[i] = store_as<std::uint8_t, Acc>(v);
-      return;
-    case SampleType::u16:
-      static_cast<std::uint16_t*>(row)[i] = store_as<std::uint16_t, Acc>(v);
-      return;
-    case SampleType::i16:
-      static_cast<std::int16_t*>(row)[i] = store_as<std::int16_t, Acc>(v);
-      return;
-    case SampleType::u32:
-      static_cast<std::uint32_t*>(row)[i] = store_as<std::uint32_t, Acc>(v);
-      return;
-    case SampleType::i32:
-      static_cast<std::int32_t*>(row)[i] = store_as<std::int32_t, Acc>(v);
-      return;
-    case SampleType::f32:
-      static_cast<float*>(row)[i] = store_as<float, Acc>(v);
-      return;
-    case SampleType::f64:
-      static_cast<double*>(row)[i] = store_as<double, Acc>(v);
-      return;
-  }
-}
-
 // Output (y, x) of plane p = element (y - ty + K - 1, x - tx w + L - 1), for the rows in the band.
 template <class Acc>
 __global__ void unpack(FftTileRow r) {

@@ -1,8 +1,13 @@
 // The 2 x 2 mean pyramid of pyramid.hpp.
 #include "io/pyramid.hpp"
 
+#include "ooc/error.hpp"
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <type_traits>
 
 #include <tbb/parallel_for.h>
@@ -87,6 +92,70 @@ void reduce(const ImageSpec& upper, const std::byte* a_, const std::byte* b_, st
 void pyramid_reduce_row(const ImageSpec& upper, const std::byte* a, const std::byte* b,
                         std::byte* dst) {
   dispatch_type(upper.type, [&](auto t) { reduce<decltype(t)>(upper, a, b, dst); });
+}
+
+void join_pyramid_edges(
+    int levels, const std::function<ImageSpec(int)>& spec,
+    const std::function<std::int64_t(int)>& unit_rows, const std::vector<LevelEdge>& edges,
+    const std::string& temp, const std::function<void(int, std::int64_t, const std::byte*)>& write,
+    const std::function<void(int, std::int64_t, std::int64_t, std::int64_t)>& incomplete) {
+  std::map<std::int64_t, std::vector<std::byte>> upper;  // level k - 1's rows held here
+  for (int k = 0; k <= levels; ++k) {
+    const ImageSpec s = spec(k);
+    const ImageSpec up = spec(k > 0 ? k - 1 : 0);
+    const std::size_t rb = s.row_bytes();
+    const std::int64_t unit = unit_rows(k);
+    std::map<std::int64_t, std::vector<std::byte>> rows;
+    for (const LevelEdge& e : edges) {
+      if (e.level != k) continue;
+      std::ifstream in(e.path, std::ios::binary);
+      std::vector<std::byte> bytes;
+      if (in && e.lo >= 0 && e.hi > e.lo && e.hi <= s.height) {
+        bytes.resize(static_cast<std::size_t>(e.hi - e.lo) * rb + 1);
+        in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        bytes.resize(static_cast<std::size_t>(in.gcount()));
+      }
+      if (bytes.empty() || bytes.size() != static_cast<std::size_t>(e.hi - e.lo) * rb)
+        throw Error(ErrorKind::input, "'" + e.path +
+                                          "' does not hold the rows its name says: remove '" +
+                                          temp + "*' and run again");
+      for (std::int64_t r = e.lo; r < e.hi; ++r) {
+        const std::byte* p = bytes.data() + static_cast<std::size_t>(r - e.lo) * rb;
+        rows[r].assign(p, p + rb);
+      }
+    }
+    std::vector<std::int64_t> touched;
+    for (const auto& [r, _] : rows) touched.push_back(r / unit);
+    for (const auto& [r, _] : upper) touched.push_back(r / 2 / unit);
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    for (const std::int64_t ur : touched) {
+      const std::int64_t r0 = ur * unit, r1 = std::min(r0 + unit, s.height);
+      bool whole = true;
+      for (std::int64_t r = r0; r < r1; ++r) {
+        if (rows.count(r)) continue;
+        const auto a = upper.find(2 * r);
+        const bool last = 2 * r + 1 >= up.height;
+        const auto b = last ? upper.end() : upper.find(2 * r + 1);
+        if (k == 0 || a == upper.end() || (!last && b == upper.end())) {
+          whole = false;
+          continue;
+        }
+        std::vector<std::byte> row(rb);
+        pyramid_reduce_row(up, a->second.data(), last ? nullptr : b->second.data(), row.data());
+        rows[r] = std::move(row);
+      }
+      if (!whole) {
+        incomplete(k, ur, r0, r1);
+        continue;
+      }
+      std::vector<std::byte> block(static_cast<std::size_t>(r1 - r0) * rb);
+      for (std::int64_t r = r0; r < r1; ++r)
+        std::memcpy(block.data() + static_cast<std::size_t>(r - r0) * rb, rows[r].data(), rb);
+      write(k, ur, block.data());
+    }
+    upper = std::move(rows);
+  }
 }
 
 PyramidBuilder::PyramidBuilder(const ImageSpec& base, int levels, std::int64_t begin,

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "ooc/image.hpp"
@@ -23,6 +24,28 @@ int pyramid_auto_levels(const ImageSpec& base, std::int64_t min_side = 256);
 // nullptr: 2r is the image's last row, averaged with itself), written to dst.
 void pyramid_reduce_row(const ImageSpec& upper, const std::byte* a, const std::byte* b,
                         std::byte* dst);
+
+// Rows of a level that a writer could not make whole units of (a unit: the rows one chunk, strip
+// or tile row holds), left in a file of raw rows [lo, hi) of level `level` for whoever joins the
+// writers' work.
+struct LevelEdge {
+  int level = 0;
+  std::int64_t lo = 0, hi = 0;
+  std::string path;
+};
+
+// Joins what the writers of one pyramid left at their boundaries, level by level: the rows of
+// the edge files, and the level rows whose two source rows two writers made (reduced here from
+// the level above's joined rows). For every unit row these touch, write(k, unit_row, rows) gets
+// its rows (contiguous) when all are there, and incomplete(k, unit_row, first, end) is called
+// when not (it throws, or returns where a writer made that unit row whole after all).
+// spec(k) is level k's geometry, unit_rows(k) its unit height; `temp` is named in the error about
+// a damaged edge file.
+void join_pyramid_edges(
+    int levels, const std::function<ImageSpec(int)>& spec,
+    const std::function<std::int64_t(int)>& unit_rows, const std::vector<LevelEdge>& edges,
+    const std::string& temp, const std::function<void(int, std::int64_t, const std::byte*)>& write,
+    const std::function<void(int, std::int64_t, std::int64_t, std::int64_t)>& incomplete);
 
 // Takes the rows of level 0 that one writer covers, [begin, end) of the image, in order, and
 // emits every row of levels 1..levels that those rows alone determine. Where the range starts

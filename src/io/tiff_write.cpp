@@ -1804,75 +1804,27 @@ void finish_tiff_parts(const std::string& output, const std::string& temp) {
 
   // Rows of blocks that straddle writers' boundaries, level by level: from the rows the writers
   // left, and the level rows whose two source rows two writers made (as finish_zarr_store).
-  struct Edge {
-    int level;
-    long long lo, hi;
-    std::string path;
-  };
-  std::vector<Edge> edges;
+  std::vector<LevelEdge> edges;
   for (const std::string& f : files) {
     const std::size_t at = f.rfind(".tiff-edge-L");
-    Edge e{0, 0, 0, f};
+    int level = 0;
+    long long lo = 0, hi = 0;
     if (at == std::string::npos || f.find(".tmp-", at) != std::string::npos ||
-        std::sscanf(f.c_str() + at + 12, "%d-%lld-%lld", &e.level, &e.lo, &e.hi) != 3)
+        std::sscanf(f.c_str() + at + 12, "%d-%lld-%lld", &level, &lo, &hi) != 3)
       continue;
-    edges.push_back(e);
+    edges.push_back({level, lo, hi, f});
   }
   std::map<std::pair<int, std::int64_t>, std::vector<std::vector<std::byte>>> made;
-  std::map<std::int64_t, std::vector<std::byte>> upper;  // level k - 1's rows held here
-  for (int k = 0; k <= levels; ++k) {
-    const TiffPlan& plan = sink.level_plan(k);
-    const ImageSpec& s = plan.spec;
-    const ImageSpec& up = sink.level_plan(k > 0 ? k - 1 : 0).spec;
-    const std::size_t rb = s.row_bytes();
-    const std::int64_t ch = plan.chunk_h;
-    std::map<std::int64_t, std::vector<std::byte>> rows;
-    for (const Edge& e : edges) {
-      if (e.level != k) continue;
-      const std::string bytes = read_small_file(e.path);
-      if (e.lo < 0 || e.hi <= e.lo || e.hi > s.height ||
-          bytes.size() != static_cast<std::size_t>(e.hi - e.lo) * rb)
-        throw Error(ErrorKind::input, "'" + e.path +
-                                          "' does not hold the rows its name says: "
-                                          "remove '" +
-                                          temp + "*' and run again");
-      for (std::int64_t r = e.lo; r < e.hi; ++r) {
-        const auto* p = reinterpret_cast<const std::byte*>(bytes.data()) +
-                        static_cast<std::size_t>(r - e.lo) * rb;
-        rows[r].assign(p, p + rb);
-      }
-    }
-    std::vector<std::int64_t> touched;
-    for (const auto& [r, _] : rows) touched.push_back(r / ch);
-    if (k > 0)
-      for (const auto& [r, _] : upper) touched.push_back(r / 2 / ch);
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    for (const std::int64_t cy : touched) {
-      const std::int64_t r0 = cy * ch, r1 = std::min(r0 + ch, s.height);
-      bool whole = true;
-      for (std::int64_t r = r0; r < r1; ++r) {
-        if (rows.count(r)) continue;
-        const auto a = upper.find(2 * r);
-        const bool last = 2 * r + 1 >= up.height;
-        const auto b = last ? upper.end() : upper.find(2 * r + 1);
-        if (k == 0 || a == upper.end() || (!last && b == upper.end())) {
-          whole = false;
-          continue;
-        }
-        std::vector<std::byte> row(rb);
-        pyramid_reduce_row(up, a->second.data(), last ? nullptr : b->second.data(), row.data());
-        rows[r] = std::move(row);
-      }
-      if (row_present(k, cy)) continue;  // a writer made it whole after all (a rerun)
-      if (!whole) throw incomplete(k, r0, r1);
-      std::vector<std::byte> block(static_cast<std::size_t>(r1 - r0) * rb);
-      for (std::int64_t r = r0; r < r1; ++r)
-        std::memcpy(block.data() + static_cast<std::size_t>(r - r0) * rb, rows[r].data(), rb);
-      made[{k, cy}] = sink.encode_row(k, cy, block.data());
-    }
-    upper = std::move(rows);
-  }
+  join_pyramid_edges(
+      levels, [&](int k) { return sink.level_plan(k).spec; },
+      [&](int k) { return sink.level_plan(k).chunk_h; }, edges, temp,
+      [&](int k, std::int64_t cy, const std::byte* rows) {
+        if (row_present(k, cy)) return;  // a writer made it whole after all (a rerun)
+        made[{k, cy}] = sink.encode_row(k, cy, rows);
+      },
+      [&](int k, std::int64_t cy, std::int64_t r0, std::int64_t r1) {
+        if (!row_present(k, cy)) throw incomplete(k, r0, r1);
+      });
 
   // Every block, in the order one process appends them.
   std::vector<std::byte> buf;

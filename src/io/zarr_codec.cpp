@@ -229,6 +229,30 @@ std::vector<std::int64_t> int_list(const json& j, const std::string& field,
   return v;
 }
 
+// fill_value: a number, "NaN", "Infinity" or "-Infinity", null (no fill: Zarr 2), and in Zarr
+// 3 a boolean.
+void parse_fill(const json& j, ArrayMeta& m, bool v3, const std::string& where) {
+  const json& f = j.contains("fill_value") ? j["fill_value"] : json(nullptr);
+  m.fill_json = f.dump();
+  if (f.is_number()) {
+    m.fill = f.get<double>();
+  } else if (f.is_string()) {
+    const std::string s = f.get<std::string>();
+    if (s == "NaN")
+      m.fill = std::numeric_limits<double>::quiet_NaN();
+    else if (s == "Infinity")
+      m.fill = std::numeric_limits<double>::infinity();
+    else if (s == "-Infinity")
+      m.fill = -std::numeric_limits<double>::infinity();
+    else
+      bad(where, "has fill_value \"" + s + "\", which is not a number");
+  } else if (v3 && f.is_boolean()) {
+    m.fill = f.get<bool>() ? 1 : 0;
+  } else if (v3 || !f.is_null()) {
+    bad(where, "has fill_value " + f.dump() + ", which is not a number");
+  }
+}
+
 }  // namespace
 
 std::string array_json(const ArrayMeta& m) {
@@ -307,23 +331,7 @@ ArrayMeta parse_array_json(const std::string& text, const std::string& where) {
       bad(where, "has a malformed \"compressor\" (" + c.dump() + ")");
     }
   }
-  const json& f = j.contains("fill_value") ? j["fill_value"] : json(nullptr);
-  m.fill_json = f.dump();
-  if (f.is_number()) {
-    m.fill = f.get<double>();
-  } else if (f.is_string()) {
-    const std::string s = f.get<std::string>();
-    if (s == "NaN")
-      m.fill = std::numeric_limits<double>::quiet_NaN();
-    else if (s == "Infinity")
-      m.fill = std::numeric_limits<double>::infinity();
-    else if (s == "-Infinity")
-      m.fill = -std::numeric_limits<double>::infinity();
-    else
-      bad(where, "has fill_value \"" + s + "\", which is not a number");
-  } else if (!f.is_null()) {
-    bad(where, "has fill_value " + f.dump() + ", which is not a number");
-  }
+  parse_fill(j, m, false, where);
   return m;
 }
 
@@ -469,25 +477,7 @@ ArrayMeta parse_v3_array_json(const std::string& text, const std::string& where)
     if (!m.shard.empty() && (m.shard[i] <= 0 || m.shard[i] % m.chunks[i] != 0))
       bad(where, "has shards that are not whole numbers of inner chunks");
   }
-  const json& f = j.contains("fill_value") ? j["fill_value"] : json(nullptr);
-  m.fill_json = f.dump();
-  if (f.is_number()) {
-    m.fill = f.get<double>();
-  } else if (f.is_string()) {
-    const std::string s = f.get<std::string>();
-    if (s == "NaN")
-      m.fill = std::numeric_limits<double>::quiet_NaN();
-    else if (s == "Infinity")
-      m.fill = std::numeric_limits<double>::infinity();
-    else if (s == "-Infinity")
-      m.fill = -std::numeric_limits<double>::infinity();
-    else
-      bad(where, "has fill_value \"" + s + "\", which is not a number");
-  } else if (f.is_boolean()) {
-    m.fill = f.get<bool>() ? 1 : 0;
-  } else {
-    bad(where, "has fill_value " + f.dump() + ", which is not a number");
-  }
+  parse_fill(j, m, true, where);
   return m;
 }
 

@@ -279,6 +279,26 @@ struct Store {
   std::string level_path;
 };
 
+// The array of OME-Zarr group `path` at `level` (-1: 0), whose metadata file is `meta` (Zarr
+// 2's .zarray, Zarr 3's zarr.json); returns the group's axis names.
+std::vector<std::string> pick_level(Store& st, const Multiscales& ms, int level,
+                                    const std::string& path, const char* meta) {
+  st.levels = static_cast<int>(ms.paths.size());
+  st.level = level < 0 ? 0 : level;
+  if (st.level >= st.levels)
+    throw Error(ErrorKind::usage, "OME-Zarr '" + path + "' has " + std::to_string(st.levels) +
+                                      " level(s); --input-level " + std::to_string(st.level) +
+                                      " does not exist (levels count from 0)");
+  st.level_path = ms.paths[static_cast<std::size_t>(st.level)];
+  st.array_dir = path + "/" + st.level_path;
+  if (!is_file(st.array_dir + "/" + meta))
+    fail("OME-Zarr '" + path + "': level " + std::to_string(st.level) + " ('" + st.level_path +
+         "') has no " + meta);
+  if (!under(real_path(st.array_dir), st.root))
+    fail("OME-Zarr '" + path + "': level '" + st.level_path + "' lies outside the store");
+  return ms.axes;
+}
+
 Store open_store(const std::string& path, int level) {
   Store st;
   st.path = path;
@@ -324,20 +344,7 @@ Store open_store(const std::string& path, int level) {
            "' has no OME-Zarr multiscales in its .zattrs: name one of its arrays" +
            (arrays.empty() ? std::string() : arrays + ")"));
     }
-    st.levels = static_cast<int>(ms->paths.size());
-    st.level = level < 0 ? 0 : level;
-    if (st.level >= st.levels)
-      throw Error(ErrorKind::usage, "OME-Zarr '" + path + "' has " + std::to_string(st.levels) +
-                                        " level(s); --input-level " + std::to_string(st.level) +
-                                        " does not exist (levels count from 0)");
-    st.level_path = ms->paths[static_cast<std::size_t>(st.level)];
-    st.array_dir = path + "/" + st.level_path;
-    axes = ms->axes;
-    if (!is_file(st.array_dir + "/.zarray"))
-      fail("OME-Zarr '" + path + "': level " + std::to_string(st.level) + " ('" + st.level_path +
-           "') has no .zarray");
-    if (!under(real_path(st.array_dir), st.root))
-      fail("OME-Zarr '" + path + "': level '" + st.level_path + "' lies outside the store");
+    axes = pick_level(st, *ms, level, path, ".zarray");
   } else if (is_file(path + "/zarr.json")) {
     const json node = read_json(path + "/zarr.json");
     const std::string type = node.is_object() ? node.value("node_type", std::string()) : "";
@@ -350,20 +357,7 @@ Store open_store(const std::string& path, int level) {
       const auto ms = read_multiscales(path);
       if (!ms)
         fail("Zarr 3 group '" + path + "' has no OME-Zarr multiscales: name one of its arrays");
-      st.levels = static_cast<int>(ms->paths.size());
-      st.level = level < 0 ? 0 : level;
-      if (st.level >= st.levels)
-        throw Error(ErrorKind::usage, "OME-Zarr '" + path + "' has " + std::to_string(st.levels) +
-                                          " level(s); --input-level " + std::to_string(st.level) +
-                                          " does not exist (levels count from 0)");
-      st.level_path = ms->paths[static_cast<std::size_t>(st.level)];
-      st.array_dir = path + "/" + st.level_path;
-      axes = ms->axes;
-      if (!is_file(st.array_dir + "/zarr.json"))
-        fail("OME-Zarr '" + path + "': level " + std::to_string(st.level) + " ('" + st.level_path +
-             "') has no zarr.json");
-      if (!under(real_path(st.array_dir), st.root))
-        fail("OME-Zarr '" + path + "': level '" + st.level_path + "' lies outside the store");
+      axes = pick_level(st, *ms, level, path, "zarr.json");
     } else {
       fail("'" + path + "/zarr.json' is neither a Zarr 3 array nor a group");
     }

@@ -691,20 +691,14 @@ class ZarrSink final : public Sink {
   bool created_ = false, done_ = false;
 };
 
-struct Edge {
-  int level;
-  std::int64_t lo, hi;
-  std::string path;
-};
-
-std::vector<Edge> list_edges(const std::string& temp) {
-  std::vector<Edge> edges;
+std::vector<LevelEdge> list_edges(const std::string& temp) {
+  std::vector<LevelEdge> edges;
   const std::string prefix = kEdgePrefix;
   if (DIR* d = ::opendir(temp.c_str())) {
     while (const dirent* e = ::readdir(d)) {
       const std::string n = e->d_name;
       if (n.rfind(prefix, 0) != 0 || n.find(".tmp-") != std::string::npos) continue;
-      Edge g;
+      LevelEdge g;
       long long lo = 0, hi = 0;
       int level = 0;
       if (std::sscanf(n.c_str() + prefix.size(), "%d-%lld-%lld", &level, &lo, &hi) != 3) continue;
@@ -748,74 +742,27 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
 
   // Chunk rows that straddle writers' boundaries, level by level: the rows the writers left,
   // and the rows no writer could make (their two source rows came from two writers).
-  const std::vector<Edge> edges = list_edges(temp);
-  std::map<std::int64_t, std::vector<std::byte>> upper;  // level k - 1's rows held here
+  const std::vector<LevelEdge> edges = list_edges(temp);
   const std::int64_t ch = info.unit();
-  for (int k = 0; k <= info.levels; ++k) {
-    const ImageSpec s = pyramid_level(info.spec, k);
-    const ImageSpec up = pyramid_level(info.spec, k > 0 ? k - 1 : 0);
-    const std::size_t rb = s.row_bytes();
-    std::map<std::int64_t, std::vector<std::byte>> rows;
-    for (const Edge& e : edges) {
-      if (e.level != k) continue;
-      if (e.lo < 0 || e.hi <= e.lo || e.hi > s.height)
-        throw Error(ErrorKind::input, "'" + e.path + "' names rows outside level " +
-                                          std::to_string(k) + ": remove '" + temp +
-                                          "' and run again");
-      const std::string bytes = read_text(e.path);
-      if (bytes.size() != static_cast<std::size_t>(e.hi - e.lo) * rb)
-        throw Error(ErrorKind::input, "'" + e.path + "' is " + std::to_string(bytes.size()) +
-                                          " bytes, not the rows it names: remove '" + temp +
-                                          "' and run again");
-      for (std::int64_t r = e.lo; r < e.hi; ++r) {
-        const auto* p = reinterpret_cast<const std::byte*>(bytes.data()) +
-                        static_cast<std::size_t>(r - e.lo) * rb;
-        rows[r].assign(p, p + rb);
-      }
-    }
-    std::vector<std::int64_t> touched;
-    for (const auto& [r, _] : rows) touched.push_back(r / ch);
-    if (k > 0)
-      for (const auto& [r, _] : upper) touched.push_back(r / 2 / ch);
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    const zarr::ArrayMeta meta = level_meta(info, k);
-    for (const std::int64_t cr : touched) {
-      const std::int64_t r0 = cr * ch, r1 = std::min(r0 + ch, s.height);
-      bool whole = true;
-      for (std::int64_t r = r0; r < r1; ++r) {
-        if (rows.count(r)) continue;
-        const auto a = upper.find(2 * r);
-        const bool last = 2 * r + 1 >= up.height;
-        const auto b = last ? upper.end() : upper.find(2 * r + 1);
-        if (k == 0 || a == upper.end() || (!last && b == upper.end())) {
-          whole = false;
-          continue;
-        }
-        std::vector<std::byte> row(rb);
-        pyramid_reduce_row(up, a->second.data(), last ? nullptr : b->second.data(), row.data());
-        rows[r] = std::move(row);
-      }
-      if (!whole) {
+  join_pyramid_edges(
+      info.levels, [&](int k) { return pyramid_level(info.spec, k); }, [&](int) { return ch; },
+      edges, temp,
+      [&](int k, std::int64_t cr, const std::byte* rows) {
+        write_unit_row(temp, info, k, cr, rows);
+      },
+      [&](int k, std::int64_t cr, std::int64_t r0, std::int64_t r1) {
         // Left over from a run killed after it wrote this chunk row whole: nothing to do.
         struct stat st {};
-        if (::stat((temp + "/" + std::to_string(k) + "/" + unit_key(info, meta, cr, 0)).c_str(),
-                   &st) == 0)
-          continue;
+        const std::string first =
+            temp + "/" + std::to_string(k) + "/" + unit_key(info, level_meta(info, k), cr, 0);
+        if (::stat(first.c_str(), &st) == 0) return;
         throw Error(ErrorKind::input,
                     "output '" + target + "' is not complete: rows " + std::to_string(r0) + ":" +
                         std::to_string(r1) + " of level " + std::to_string(k) +
                         " were not written. Run the parts that cover them (with --resume), "
                         "then --finish again",
                     true);
-      }
-      std::vector<std::byte> block(static_cast<std::size_t>(r1 - r0) * rb);
-      for (std::int64_t r = r0; r < r1; ++r)
-        std::memcpy(block.data() + static_cast<std::size_t>(r - r0) * rb, rows[r].data(), rb);
-      write_unit_row(temp, info, k, cr, block.data());
-    }
-    upper = std::move(rows);
-  }
+      });
 
   // Every chunk of every level must be there now.
   for (int k = 0; k <= info.levels; ++k) {
@@ -855,7 +802,7 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
     const std::string attrs = attrs_json(info);
     write_file_atomic(temp + "/.zattrs", attrs.data(), attrs.size());
   }
-  for (const Edge& e : edges) ::unlink(e.path.c_str());
+  for (const LevelEdge& e : edges) ::unlink(e.path.c_str());
   ::unlink(info_path.c_str());
   ::unlink((temp + "/" + kWriters).c_str());
   // Never over another store that appeared meanwhile.
