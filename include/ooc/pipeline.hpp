@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ooc/border.hpp"
+#include "ooc/cost.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
 
@@ -155,10 +156,9 @@ class Operation {
   virtual std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& /*devices*/) const {
     return nullptr;
   }
-  // What --device auto weighs (select_backend): nanoseconds per input sample for one CPU thread,
-  // and for the kernels on one GPU. Estimates from the benchmarks, not promises.
-  virtual double cpu_ns_per_sample() const { return 2.0; }
-  virtual double cuda_ns_per_sample() const { return 0.01; }
+  // The work the kernels do per sample, for --device auto (select_backend): the cost model
+  // (cost_model.cpp) holds the times.
+  virtual Cost cost() const { return {}; }
 };
 
 // Where the bands are computed.
@@ -185,7 +185,7 @@ Workload workload(const ImageSpec& spec, std::int64_t rows, int threads);
 // `device`: auto, cpu or cuda; `devices`: all, or a list like 0,1. auto picks CUDA when a GPU is
 // usable, every operation has a CUDA version and, given `work`, the estimated time on the GPUs
 // (start-up, then the slower of the copies and the kernels) is below the CPU's (see
-// estimate_seconds in backend.cpp). Throws a usage or device Error naming the problem.
+// estimate_seconds in cost_model.cpp). Throws a usage or device Error naming the problem.
 Backend select_backend(const std::string& device, const std::string& devices,
                        const std::vector<const Operation*>& ops, const Workload* work = nullptr);
 int cuda_device_count() noexcept;  // 0 in a build without CUDA, or without a driver or device

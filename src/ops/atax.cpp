@@ -277,12 +277,11 @@ class Product final : public MatrixProductOp {
     return std::make_unique<ProductCpu>(a_, p_, kp_, leaf_, x_, x32_, read_ns_, compute_ns_,
                                         nonfinite_);
   }
-  // Two FMAs per sample and column of X; memory-bound at small k (docs/performance.md, atax).
-  double cpu_ns_per_sample() const override {
-    return 1.0 + 0.25 * p_.k;
-  }
-  double cuda_ns_per_sample() const override {
-    return 0.002 + 0.0005 * p_.k;
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::product;
+    c.columns = p_.k;
+    return c;
   }
   bool has_cuda() const override {
     return kCudaBuilt;

@@ -480,8 +480,11 @@ class PointOp final : public Operation {
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
     return detail::make_point_cuda(p_, in_.type, out_.type);
   }
-  double cpu_ns_per_sample() const override { return 0.3; }
-  double cuda_ns_per_sample() const override { return 0.001; }
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::pointwise;
+    return c;
+  }
 
  private:
   ImageSpec in_, out_;
@@ -596,11 +599,12 @@ class CombineOp final : public Operation {
     return detail::make_combine_cuda(devices, kind_, amount_, g1_.get(), g2_.get(), halo(),
                                      in_.type, f64_, out_.type);
   }
-  double cpu_ns_per_sample() const override {
-    return 0.5 + g1_->cpu_ns_per_sample() + (g2_ ? g2_->cpu_ns_per_sample() : 0);
-  }
-  double cuda_ns_per_sample() const override {
-    return 0.002 + g1_->cuda_ns_per_sample() + (g2_ ? g2_->cuda_ns_per_sample() : 0);
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::combine;
+    c.stages.push_back(g1_->cost());
+    if (g2_) c.stages.push_back(g2_->cost());
+    return c;
   }
 
  private:
@@ -731,15 +735,11 @@ class Chain final : public Operation {
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
     return detail::make_chain_cuda(devices, g_);
   }
-  double cpu_ns_per_sample() const override {
-    double t = 0;
-    for (const auto& s : g_.stages) t += s.op->cpu_ns_per_sample();
-    return t;
-  }
-  double cuda_ns_per_sample() const override {
-    double t = 0;
-    for (const auto& s : g_.stages) t += s.op->cuda_ns_per_sample();
-    return t;
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::fused;
+    for (const auto& s : g_.stages) c.stages.push_back(s.op->cost());
+    return c;
   }
 
  private:

@@ -174,23 +174,6 @@ class FftCpuKernel final : public CpuKernel {
   cpu::FftConvArgs base_;
 };
 
-// The cost model of ConvMethod::automatic, in ns per output sample (one CPU thread, one GPU).
-// Direct: fitted to the 16-core `run ops` rows (K 3 to 31; docs/performance.md); on the 2-core
-// AVX2 VM it overestimates K >= 31 about 2x. FFT: work per sample (fft_work_per_sample,
-// butterfly passes over a point) times a time per pass. The CPU's is the VM's measured KissFFT
-// time (1.3 to 1.8 ns a pass, docs/performance.md, FFT) in the direct model's units
-// (x2), so that the model's crossover is the measured one, K about 40 (direct 0.13 s against FFT
-// 0.19 s at 31 x 31, 0.25 s against 0.14 s at 45 x 45, 4096 x 2048 f32, 2 threads). The GPU's:
-// CuPy's FFT convolution on an H100, about 10 Gpixel/s at K 63 to 255 (issue 32), for cuFFT.
-constexpr double kCpuFftNsPerPass = 3.0, kCpuFftNsBase = 4.0;
-constexpr double kCudaFftNsPerPass = 0.0025, kCudaFftNsBase = 0.02;
-double cpu_direct_ns(double taps, bool f64) {
-  return (f64 ? 1.6 : 1.0) * (3.0 + 0.055 * taps);
-}
-double cuda_direct_ns(double taps, bool f64) {
-  return (f64 ? 2.0 : 1.0) * (0.005 + 0.0003 * taps);
-}
-
 class Conv2d final : public Operation {
  public:
   Conv2d(const ImageSpec& in, const Conv2dParams& p, const PipelineOptions& o)
@@ -274,11 +257,11 @@ class Conv2d final : public Operation {
           fft_args_);
     return std::make_unique<Conv2dCpuKernel>(args_);
   }
-  double cpu_ns_per_sample() const override {
-    return costs_.cpu_uses_fft ? costs_.cpu_fft : costs_.cpu_direct;
-  }
-  double cuda_ns_per_sample() const override {
-    return costs_.cuda_uses_fft ? costs_.cuda_fft : costs_.cuda_direct;
+  Cost cost() const override {
+    Cost c = costs_.work;
+    c.cpu_fft = costs_.cpu_uses_fft;
+    c.cuda_fft = costs_.cuda_uses_fft;
+    return c;
   }
   bool has_cuda() const override {
     return kCudaBuilt;
@@ -362,8 +345,7 @@ class AsSeparable final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override { return op_->make_cpu(); }
   bool has_cuda() const override { return op_->has_cuda(); }
   bool cpu_gives_cuda_bits() const override { return op_->cpu_gives_cuda_bits(); }
-  double cpu_ns_per_sample() const override { return op_->cpu_ns_per_sample(); }
-  double cuda_ns_per_sample() const override { return op_->cuda_ns_per_sample(); }
+  Cost cost() const override { return op_->cost(); }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& d) const override {
     return op_->make_cuda(d);
   }
@@ -462,10 +444,12 @@ double fft_error_bound(std::int64_t n, std::int64_t m, bool f64) noexcept {
 Conv2dCosts conv2d_costs(const ImageSpec& in, const Conv2dParams& p) {
   Conv2dCosts c;
   const bool f64 = accumulates_in_f64(in.type, p.out_type.value_or(in.type), p.precision);
-  const double taps = double(p.kernel.rows) * double(p.kernel.cols);
   const double inf = std::numeric_limits<double>::infinity();
-  c.cpu_direct = cpu_direct_ns(taps, f64);
-  c.cuda_direct = cuda_direct_ns(taps, f64);
+  c.work.kind = Cost::Kind::conv2d;
+  c.work.f64 = f64;
+  c.work.taps = double(p.kernel.rows) * double(p.kernel.cols);
+  c.cpu_direct = cpu_ns_per_sample(c.work);
+  c.cuda_direct = cuda_ns_per_sample(c.work);
   c.cpu_fft = c.cuda_fft = inf;
   if (p.method != ConvMethod::direct) {
     const cpu::FftTiling t =
@@ -473,9 +457,11 @@ Conv2dCosts conv2d_costs(const ImageSpec& in, const Conv2dParams& p) {
     if (t.valid()) {
       c.tile_rows = t.n;
       c.tile_cols = t.m;
-      const double work = cpu::fft_work_per_sample(t, in.height, in.width);
-      c.cpu_fft = (f64 ? 2.0 : 1.0) * (kCpuFftNsBase + kCpuFftNsPerPass * work);
-      c.cuda_fft = (f64 ? 2.0 : 1.0) * (kCudaFftNsBase + kCudaFftNsPerPass * work);
+      c.work.fft_work = cpu::fft_work_per_sample(t, in.height, in.width);
+      Cost fft = c.work;
+      fft.cpu_fft = fft.cuda_fft = true;
+      c.cpu_fft = cpu_ns_per_sample(fft);
+      c.cuda_fft = cuda_ns_per_sample(fft);
     }
   }
   const bool force = p.method == ConvMethod::fft;

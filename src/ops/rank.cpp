@@ -308,11 +308,13 @@ class MinMax final : public Operation {
     return detail::make_minmax_cuda(w_.max, w_.y.left, w_.y.right, w_.x.left, w_.x.right, w_.border,
                                     w_.border_value);
   }
-  double cpu_ns_per_sample() const override {
-    return w_.mask ? 1.5 + 0.3 * double(runs_of(w_).size()) : 1.5;
-  }
-  double cuda_ns_per_sample() const override {
-    return 0.0005 * double(w_.y.left + w_.y.right + w_.x.left + w_.x.right + 2);
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::minmax;
+    c.window_rows = double(w_.y.left + w_.y.right + 1);
+    c.window_cols = double(w_.x.left + w_.x.right + 1);
+    if (w_.mask) c.footprint_runs = double(runs_of(w_).size());
+    return c;
   }
 
  private:
@@ -399,9 +401,11 @@ class Morphology final : public Operation {
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
     return detail::make_tophat_cuda(devices, g_, sign_);
   }
-  double cpu_ns_per_sample() const override { return 3.5; }
-  double cuda_ns_per_sample() const override {
-    return first_->cuda_ns_per_sample() + second_->cuda_ns_per_sample();
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::morphology;
+    c.stages = {first_->cost(), second_->cost()};
+    return c;
   }
 
  private:
@@ -812,12 +816,14 @@ class Rank final : public Operation {
     return detail::make_rank_cuda(w_.y.left, w_.x.left, w_.rows(), w_.cols(), samples(), rank_,
                                   w_.border, w_.border_value);
   }
-  double cuda_ns_per_sample() const override {
-    const double n = double(samples().size());
-    return 0.0002 * n * n / 9.0;
-  }
-  double cpu_ns_per_sample() const override {
-    return 2.0 + 0.5 * double(w_.y.left + w_.y.right + 1);
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::rank;
+    c.window_rows = double(w_.y.left + w_.y.right + 1);
+    c.window_cols = double(w_.x.left + w_.x.right + 1);
+    // What the CUDA kernel would sort: a window too large for it counts as 50 samples.
+    c.window_samples = double(samples().size());
+    return c;
   }
 
  private:

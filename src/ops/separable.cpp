@@ -89,16 +89,12 @@ class Separable final : public Operation {
     return std::make_unique<SeparableCpuKernel>(args_);
   }
 
-  // Fitted to the start-up benchmark (16 cores, f32 from the page cache to null:, 1-32 GiB at
-  // radius 3 and 16: 3.2-3.7 and 6.2-7.0 ns per sample and thread; docs/performance.md, start-up):
-  // a fixed cost per sample, then one per tap of both passes; f64 accumulation runs half as many
-  // lanes. A fit from small images alone (1.6 + 0.1 per tap) made radius 16 on 4 GiB look slower
-  // on the CPU than it is, and auto picked the slower backend.
-  double cpu_ns_per_sample() const override {
-    return (args_.f64 ? 1.6 : 1.0) * (2.4 + 0.062 * double(row_taps_.size() + col_taps_.size()));
-  }
-  double cuda_ns_per_sample() const override {
-    return (args_.f64 ? 2.0 : 1.0) * (0.005 + 0.0004 * double(row_taps_.size() + col_taps_.size()));
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::separable;
+    c.taps = double(row_taps_.size() + col_taps_.size());
+    c.f64 = args_.f64;
+    return c;
   }
   bool has_cuda() const override { return kCudaBuilt; }
   // Float sums: both round every sample the same way (FMA in tap order from a plain first

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "cost_model.hpp"
 #include "cpu/separable.hpp"
 #include "ooc/error.hpp"
 #include "ooc/pipeline.hpp"
@@ -36,35 +37,6 @@ std::string Backend::start_error() const {
 }
 
 namespace {
-
-// What a GPU run pays besides streaming: mostly the CUDA context, made before the first band
-// (0.19-0.31 s on an H200) and torn down at exit (about 0.1 s); the first slots' buffers add 0.02 s
-// each (docs/design.md, "--device auto"; docs/performance.md, start-up: a 1 GiB image took
-// 0.35-0.40 s on CUDA alone).
-constexpr double kCudaStartSeconds = 0.33;
-// Bytes per second one GPU's slots stream (read into pinned memory, copied in and out), as
-// measured on the same machine: 32 GiB f32 from the page cache to null: in 1.41-1.54 s (radius 16)
-// and 1.42-1.51 s (radius 3), start-up included; the host's memory bandwidth, shared by the read
-// and both copies, bounds it (about 36-44 GB/s of reads while H2D and D2H run).
-constexpr double kCudaStreamBytesPerSecond = 30e9;
-
-struct Estimate {
-  double cpu = 0, cuda = 0;
-};
-
-// Seconds for every pass of `ops` over `work` on `threads` CPU threads and on `gpus` devices.
-Estimate estimate_seconds(const std::vector<const Operation*>& ops, const Workload& work,
-                          int threads, std::size_t gpus) {
-  Estimate e;
-  const double samples = double(work.samples), n = double(std::max<std::size_t>(gpus, 1));
-  for (const Operation* op : ops) {
-    e.cpu += samples * op->cpu_ns_per_sample() * 1e-9 / std::max(threads, 1);
-    e.cuda += std::max(double(work.bytes) / (kCudaStreamBytesPerSecond * n),
-                       samples * op->cuda_ns_per_sample() * 1e-9 / n);
-  }
-  e.cuda += kCudaStartSeconds;
-  return e;
-}
 
 // GPUs CUDA will see, told without initializing it (which costs about 0.15 s) from the NVIDIA
 // kernel driver's list and CUDA_VISIBLE_DEVICES when it is a list of indices (as Slurm sets it);
@@ -146,10 +118,11 @@ Backend select_backend(const std::string& device, const std::string& devices,
       return b;
     }
     const int threads = work->threads > 0 ? work->threads : default_threads();
-    const Estimate e = estimate_seconds(ops, *work, threads, static_cast<std::size_t>(gpus));
+    const detail::RunEstimate e =
+        detail::estimate_seconds(ops, *work, threads, static_cast<std::size_t>(gpus));
     b.why = "auto: estimated " + seconds(e.cpu) + " on " + std::to_string(threads) +
             " CPU threads, " + seconds(e.cuda) + " on " + std::to_string(gpus) + " GPU" +
-            (gpus > 1 ? "s" : "") + " (" + seconds(kCudaStartSeconds) + " of it start-up)";
+            (gpus > 1 ? "s" : "") + " (" + seconds(e.cuda_start) + " of it start-up)";
     if (e.cpu <= e.cuda) return b;
   }
   if (count < 0) {

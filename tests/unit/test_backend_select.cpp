@@ -1,11 +1,11 @@
 // Backend selection (select_backend, workload): --device cpu|cuda|auto on a machine without a GPU
 // (cuda: a device error; auto: the CPU), the --devices list ("all", "0,1", bad values), and
-// --device auto's cost model. A --devices list stands for the GPU count in auto's estimate before
-// any GPU is asked for, so the estimate is observable here through Backend::why, against times
-// computed in the test from the model's definition (start-up 0.33 s, then per pass the slower of
-// 30 GB/s per GPU and the kernels' ns per sample over the GPUs; the CPU's ns per sample over its
-// threads): a CPU win says "auto: estimated ...", a GPU win goes on to look for the GPU and, with
-// none, says "auto: no usable CUDA device".
+// --device auto's cost model (and the model's sums over stages). A --devices list stands for the
+// GPU count in auto's estimate before any GPU is asked for, so the estimate is observable here
+// through Backend::why, against times computed in the test from the model's definition (start-up
+// 0.33 s, then per pass the slower of 30 GB/s per GPU and the kernels' ns per sample over the GPUs;
+// the CPU's ns per sample over its threads): a CPU win says "auto: estimated ...", a GPU win goes
+// on to look for the GPU and, with none, says "auto: no usable CUDA device".
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ooc/cost.hpp"
 #include "ooc/error.hpp"
 #include "ooc/image.hpp"
 #include "ooc/pipeline.hpp"
@@ -33,7 +34,7 @@ bool may_have_gpu() {
 #define SKIP_WITH_GPU() \
   if (may_have_gpu()) GTEST_SKIP() << "this machine has (or may have) a GPU"
 
-// An operation that only states its costs; its kernels are never made.
+// An operation that only states its times (Cost::Kind::given); its kernels are never made.
 class CostOp final : public ooc::Operation {
  public:
   CostOp(bool cuda, double cpu_ns, double cuda_ns) : cuda_(cuda), cpu_(cpu_ns), gpu_(cuda_ns) {}
@@ -41,8 +42,13 @@ class CostOp final : public ooc::Operation {
   std::optional<ooc::ImageSpec> output() const override { return std::nullopt; }
   std::unique_ptr<ooc::CpuKernel> make_cpu() const override { return nullptr; }
   bool has_cuda() const override { return cuda_; }
-  double cpu_ns_per_sample() const override { return cpu_; }
-  double cuda_ns_per_sample() const override { return gpu_; }
+  ooc::Cost cost() const override {
+    ooc::Cost c;
+    c.kind = ooc::Cost::Kind::given;
+    c.cpu_ns = cpu_;
+    c.cuda_ns = gpu_;
+    return c;
+  }
 
  private:
   bool cuda_;
@@ -210,6 +216,41 @@ TEST(BackendSelect, AutoSumsThePassesAndStartsOnce) {
   const CostOp cpu_only(false, 1.0, 0.0);
   const std::string why = auto_why({&a, &cpu_only}, "0", work(1e3, 0, 1));
   EXPECT_FALSE(contains(why, "estimated")) << why;
+}
+
+// A pass of several stages costs the sum of its stages; combining filtered copies adds a pass of
+// its own; a 2-D convolution costs what the method each backend takes does.
+TEST(CostModel, CompositesAddTheirStages) {
+  ooc::Cost a, b;
+  a.kind = b.kind = ooc::Cost::Kind::given;
+  a.cpu_ns = 1.5;
+  a.cuda_ns = 0.25;
+  b.cpu_ns = 2.0;
+  b.cuda_ns = 0.5;
+  ooc::Cost fused;
+  fused.kind = ooc::Cost::Kind::fused;
+  fused.stages = {a, b};
+  EXPECT_EQ(ooc::cpu_ns_per_sample(fused), 3.5);
+  EXPECT_EQ(ooc::cuda_ns_per_sample(fused), 0.75);
+  ooc::Cost combine = fused;
+  combine.kind = ooc::Cost::Kind::combine;
+  EXPECT_GT(ooc::cpu_ns_per_sample(combine), 3.5);
+  EXPECT_GT(ooc::cuda_ns_per_sample(combine), 0.75);
+  ooc::Cost conv;
+  conv.kind = ooc::Cost::Kind::conv2d;
+  conv.taps = 41 * 41;
+  conv.fft_work = 20;
+  const double direct = ooc::cpu_ns_per_sample(conv);
+  conv.cpu_fft = true;
+  EXPECT_LT(ooc::cpu_ns_per_sample(conv), direct);
+  EXPECT_EQ(ooc::cuda_ns_per_sample(conv), [&] {
+    ooc::Cost d = conv;
+    d.cpu_fft = false;
+    return ooc::cuda_ns_per_sample(d);
+  }());
+  ooc::Cost f64 = conv;
+  f64.f64 = true;
+  EXPECT_GT(ooc::cpu_ns_per_sample(f64), ooc::cpu_ns_per_sample(conv));
 }
 
 }  // namespace

@@ -55,12 +55,14 @@ struct Conv2dParams {
   ConvMethod method = ConvMethod::automatic;
 };
 
-// What the cost model of ConvMethod::automatic weighs, in nanoseconds per output sample for one
-// CPU thread and for one GPU, and what it picked (oocinfo and --stats show the description).
+// What ConvMethod::automatic weighs, in nanoseconds per output sample for one CPU thread and for
+// one GPU (the cost model's, ooc/cost.hpp, for `work`), and what it picked (oocinfo and --stats
+// show the description).
 struct Conv2dCosts {
   double cpu_direct = 0, cpu_fft = 0, cuda_direct = 0, cuda_fft = 0;  // inf: not possible
   bool cpu_uses_fft = false, cuda_uses_fft = false;
   std::int64_t tile_rows = 0, tile_cols = 0;  // the FFT's transform size (0: none fits)
+  Cost work;  // the kernel's taps and the FFT tiling's work (Cost::Kind::conv2d)
 };
 Conv2dCosts conv2d_costs(const ImageSpec& input, const Conv2dParams& params);
 

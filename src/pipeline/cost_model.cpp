@@ -1,0 +1,187 @@
+// The cost model: every number --device auto and the 2-D convolution's method weigh, with where it
+// was measured. An operation describes its work (ooc/cost.hpp); this file turns the description
+// into nanoseconds per sample on one CPU thread and on one GPU, and a run into seconds.
+#include "cost_model.hpp"
+
+#include <algorithm>
+
+namespace ooc {
+namespace {
+
+// What nothing was measured for (the histogram and lookup passes, make_convert, an operation that
+// says nothing): a CPU thread a little slower than a small separable filter, a GPU that streams.
+constexpr double kUnknownCpuNs = 2.0, kUnknownCudaNs = 0.01;
+
+// Point operations: one read, a few flops and one write per sample.
+constexpr double kPointwiseCpuNs = 0.3, kPointwiseCudaNs = 0.001;
+
+// Separable filters, fitted to the start-up benchmark (16 cores, f32 from the page cache to null:,
+// 1-32 GiB at radius 3 and 16: 3.2-3.7 and 6.2-7.0 ns per sample and thread; docs/performance.md,
+// start-up): a fixed cost per sample, then one per tap of both passes; f64 accumulation runs half
+// as many lanes. A fit from small images alone (1.6 + 0.1 per tap) made radius 16 on 4 GiB look
+// slower on the CPU than it is, and auto picked the slower backend.
+double separable_cpu_ns(double taps, bool f64) {
+  return (f64 ? 1.6 : 1.0) * (2.4 + 0.062 * taps);
+}
+double separable_cuda_ns(double taps, bool f64) {
+  return (f64 ? 2.0 : 1.0) * (0.005 + 0.0004 * taps);
+}
+
+// The 2-D convolution, per output sample (the cost model of ConvMethod::automatic too).
+// Direct: fitted to the 16-core `run ops` rows (K 3 to 31; docs/performance.md); on the 2-core
+// AVX2 VM it overestimates K >= 31 about 2x. FFT: work per sample (fft_work_per_sample,
+// butterfly passes over a point) times a time per pass. The CPU's is the VM's measured KissFFT
+// time (1.3 to 1.8 ns a pass, docs/performance.md, FFT) in the direct model's units
+// (x2), so that the model's crossover is the measured one, K about 40 (direct 0.13 s against FFT
+// 0.19 s at 31 x 31, 0.25 s against 0.14 s at 45 x 45, 4096 x 2048 f32, 2 threads). The GPU's:
+// CuPy's FFT convolution on an H100, about 10 Gpixel/s at K 63 to 255 (issue 32), for cuFFT.
+constexpr double kCpuFftNsPerPass = 3.0, kCpuFftNsBase = 4.0;
+constexpr double kCudaFftNsPerPass = 0.0025, kCudaFftNsBase = 0.02;
+double direct2d_cpu_ns(double taps, bool f64) {
+  return (f64 ? 1.6 : 1.0) * (3.0 + 0.055 * taps);
+}
+double direct2d_cuda_ns(double taps, bool f64) {
+  return (f64 ? 2.0 : 1.0) * (0.005 + 0.0003 * taps);
+}
+double fft2d_cpu_ns(double work, bool f64) {
+  return (f64 ? 2.0 : 1.0) * (kCpuFftNsBase + kCpuFftNsPerPass * work);
+}
+double fft2d_cuda_ns(double work, bool f64) {
+  return (f64 ? 2.0 : 1.0) * (kCudaFftNsBase + kCudaFftNsPerPass * work);
+}
+
+// Minimum and maximum: the CPU's van Herk/Gil-Werman passes cost the same whatever the window,
+// a footprint adds a pass per run of its rows; the GPU's kernels read the window's rows and
+// columns.
+double minmax_cpu_ns(const Cost& c) {
+  return c.footprint_runs > 0 ? 1.5 + 0.3 * c.footprint_runs : 1.5;
+}
+double minmax_cuda_ns(const Cost& c) {
+  return 0.0005 * (c.window_rows + c.window_cols);
+}
+
+// Rank filters: the CPU's sliding histogram updates a row of the window per output sample; the
+// GPU's sorting network in registers grows with the square of the samples.
+double rank_cpu_ns(const Cost& c) {
+  return 2.0 + 0.5 * c.window_rows;
+}
+double rank_cuda_ns(const Cost& c) {
+  return 0.0002 * c.window_samples * c.window_samples / 9.0;
+}
+
+// Combining a stage's input with its filtered copies: a pass over the band beside the filters'.
+constexpr double kCombineCpuNs = 0.5, kCombineCudaNs = 0.002;
+
+// Opening, closing and the top-hats on the CPU, as one (the two passes and the difference).
+constexpr double kMorphologyCpuNs = 3.5;
+
+// Matrix products: two FMAs per sample and column of X; memory-bound at small k
+// (docs/performance.md, atax).
+double product_cpu_ns(double k) {
+  return 1.0 + 0.25 * k;
+}
+double product_cuda_ns(double k) {
+  return 0.002 + 0.0005 * k;
+}
+
+double sum_of_stages(const Cost& c, double start, double (*ns)(const Cost&)) {
+  double t = start;
+  for (const Cost& s : c.stages) t += ns(s);
+  return t;
+}
+
+// What a GPU run pays besides streaming: mostly the CUDA context, made before the first band
+// (0.19-0.31 s on an H200) and torn down at exit (about 0.1 s); the first slots' buffers add 0.02 s
+// each (docs/design.md, "--device auto"; docs/performance.md, start-up: a 1 GiB image took
+// 0.35-0.40 s on CUDA alone).
+constexpr double kCudaStartSeconds = 0.33;
+// Bytes per second one GPU's slots stream (read into pinned memory, copied in and out), as
+// measured on the same machine: 32 GiB f32 from the page cache to null: in 1.41-1.54 s (radius 16)
+// and 1.42-1.51 s (radius 3), start-up included; the host's memory bandwidth, shared by the read
+// and both copies, bounds it (about 36-44 GB/s of reads while H2D and D2H run).
+constexpr double kCudaStreamBytesPerSecond = 30e9;
+
+}  // namespace
+
+double cpu_ns_per_sample(const Cost& c) {
+  using K = Cost::Kind;
+  switch (c.kind) {
+    case K::unknown:
+    case K::convert:
+    case K::histogram:
+    case K::lut:
+      return kUnknownCpuNs;
+    case K::given:
+      return c.cpu_ns;
+    case K::pointwise:
+      return kPointwiseCpuNs;
+    case K::separable:
+      return separable_cpu_ns(c.taps, c.f64);
+    case K::conv2d:
+      return c.cpu_fft ? fft2d_cpu_ns(c.fft_work, c.f64) : direct2d_cpu_ns(c.taps, c.f64);
+    case K::minmax:
+      return minmax_cpu_ns(c);
+    case K::rank:
+      return rank_cpu_ns(c);
+    case K::combine:
+      return sum_of_stages(c, kCombineCpuNs, cpu_ns_per_sample);
+    case K::morphology:
+      return kMorphologyCpuNs;
+    case K::fused:
+      return sum_of_stages(c, 0, cpu_ns_per_sample);
+    case K::product:
+      return product_cpu_ns(c.columns);
+  }
+  return kUnknownCpuNs;
+}
+
+double cuda_ns_per_sample(const Cost& c) {
+  using K = Cost::Kind;
+  switch (c.kind) {
+    case K::unknown:
+    case K::convert:
+    case K::histogram:
+    case K::lut:
+      return kUnknownCudaNs;
+    case K::given:
+      return c.cuda_ns;
+    case K::pointwise:
+      return kPointwiseCudaNs;
+    case K::separable:
+      return separable_cuda_ns(c.taps, c.f64);
+    case K::conv2d:
+      return c.cuda_fft ? fft2d_cuda_ns(c.fft_work, c.f64) : direct2d_cuda_ns(c.taps, c.f64);
+    case K::minmax:
+      return minmax_cuda_ns(c);
+    case K::rank:
+      return rank_cuda_ns(c);
+    case K::combine:
+      return sum_of_stages(c, kCombineCudaNs, cuda_ns_per_sample);
+    case K::morphology:
+    case K::fused:
+      return sum_of_stages(c, 0, cuda_ns_per_sample);
+    case K::product:
+      return product_cuda_ns(c.columns);
+  }
+  return kUnknownCudaNs;
+}
+
+namespace detail {
+
+RunEstimate estimate_seconds(const std::vector<const Operation*>& ops, const Workload& work,
+                             int threads, std::size_t gpus) {
+  RunEstimate e;
+  const double samples = double(work.samples), n = double(std::max<std::size_t>(gpus, 1));
+  for (const Operation* op : ops) {
+    const Cost c = op->cost();
+    e.cpu += samples * cpu_ns_per_sample(c) * 1e-9 / std::max(threads, 1);
+    e.cuda += std::max(double(work.bytes) / (kCudaStreamBytesPerSecond * n),
+                       samples * cuda_ns_per_sample(c) * 1e-9 / n);
+  }
+  e.cuda_start = kCudaStartSeconds;
+  e.cuda += kCudaStartSeconds;
+  return e;
+}
+
+}  // namespace detail
+}  // namespace ooc
