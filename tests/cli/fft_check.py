@@ -33,6 +33,10 @@ _ap = argparse.ArgumentParser(add_help=False)
 _ap.add_argument("--bin-dir", required=True, help="directory holding oocconv and oocrun")
 ARGS, _REST = _ap.parse_known_args()
 BIN_DIR = os.path.abspath(ARGS.bin_dir)
+# OOC_CHECK_DEVICE=cuda runs every oocconv/oocrun call on the GPU (device_check.sh's fft step);
+# the references and tolerances are the same.
+DEVICE = os.environ.get("OOC_CHECK_DEVICE", "")
+DEVICE_ARGS = ["--device", DEVICE, "--cpu-start", "off"] if DEVICE else []
 
 NP = {"u8": np.uint8, "u16": np.uint16, "i16": np.int16, "u32": np.uint32, "i32": np.int32,
       "f32": np.float32, "f64": np.float64}
@@ -41,6 +45,8 @@ BORDERS = ["reflect", "mirror", "nearest", "wrap", "constant"]
 
 def run(args, expect=0):
     cmd = [os.path.join(BIN_DIR, str(args[0]))] + [str(a) for a in args[1:]]
+    if args[0] in ("oocconv", "oocrun"):
+        cmd += DEVICE_ARGS
     r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300)
     if r.returncode != expect:
         print(f"\n$ {' '.join(cmd)}\nrc={r.returncode}\nstderr: {r.stderr.strip()}",

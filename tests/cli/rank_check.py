@@ -30,6 +30,11 @@ _ap = argparse.ArgumentParser(add_help=False)
 _ap.add_argument("--bin-dir", required=True)
 ARGS, _REST = _ap.parse_known_args()
 BIN = os.path.abspath(ARGS.bin_dir)
+# OOC_CHECK_DEVICE=cuda runs the oocrun calls on the GPU (device_check.sh's rank step): the
+# windows the CUDA kernels take must give scipy's values exactly, as the CPU's do. Footprint
+# stages have no CUDA kernels (--device cuda refuses them): those calls stay on the CPU.
+DEVICE = os.environ.get("OOC_CHECK_DEVICE", "")
+DEVICE_ARGS = ["--device", DEVICE, "--cpu-start", "off"] if DEVICE else []
 NP = {"u8": np.uint8, "u16": np.uint16, "i16": np.int16, "u32": np.uint32, "i32": np.int32,
       "f32": np.float32, "f64": np.float64}
 BORDERS = ["reflect", "mirror", "nearest", "wrap", "constant"]
@@ -109,7 +114,8 @@ class Base(unittest.TestCase):
         c = 1 if x.ndim == 2 else x.shape[2]
         t = [k for k, v in NP.items() if v == x.dtype.type][0]
         r = run([os.path.join(BIN, "oocrun"), inp, out, pipeline, "--width", w, "--type", t,
-                 "--channels", c, "-q"] + list(extra))
+                 "--channels", c, "-q"] + list(extra) +
+                ([] if "footprint=" in pipeline else DEVICE_ARGS))
         self.assertEqual(r.returncode, 0, pipeline + ": " + r.stderr)
         return np.fromfile(out, x.dtype).reshape(x.shape)
 
