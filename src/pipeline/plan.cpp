@@ -144,11 +144,24 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     return static_cast<std::size_t>(slots) * slot_total(rows) + shared(rows) + buffers(rows, slots);
   };
 
+  const std::int64_t smallest = std::min<std::int64_t>(span, std::max<std::int64_t>(1, 2 * halo));
+  if (o.threads <= 0 && !backend.cuda) {
+    // Kernels with large per-thread scratch (FFT tiles: tens of MiB a thread) would not fit on
+    // every core of a large node under the default limit: fewer threads beat failing, and beat
+    // bands much shorter than the halo (an FFT band shorter than its tiles transforms each tile
+    // once per band it touches: 4x slower at 16-row bands than at 128 with one thread less). Only
+    // when --threads was not given; the slots follow the threads as by default.
+    const int min_slots = o.slots > 0 ? o.slots : 1;
+    const std::int64_t probe = std::min<std::int64_t>(span, std::max<std::int64_t>(1, halo / 2));
+    while (plan.threads > 1 && ring_total(probe, min_slots) > plan.mem_limit) {
+      plan.threads = std::max(1, plan.threads * 3 / 4);
+      if (o.slots <= 0) plan.slots = plan.threads + 2;
+    }
+  }
   if (o.slots <= 0) {
     // Under a tight limit, fewer bands in flight beat failing: down to 2 (reading overlaps
     // computing), then 1.
     plan.slots = std::max(1, plan.slots);
-    const std::int64_t smallest = std::min<std::int64_t>(span, std::max<std::int64_t>(1, 2 * halo));
     while (plan.slots > 1 && ring_total(smallest, plan.slots) > plan.mem_limit) --plan.slots;
   }
   // Bands on a GPU: tall enough that each band's fixed costs (a parallel pack, copies, launches)

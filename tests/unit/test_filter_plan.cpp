@@ -89,5 +89,40 @@ TEST(Plan, TooSmallLimitSaysWhatIsNeeded) {
   }
 }
 
+// An operation with a tall halo and large per-thread scratch, as the FFT convolution has.
+class ScratchHeavy : public Operation {
+ public:
+  explicit ScratchHeavy(ImageSpec in) : in_(in) {}
+  std::string describe() const override { return "scratch-heavy"; }
+  std::optional<ImageSpec> output() const override { return in_; }
+  std::int64_t halo() const override { return 100; }
+  std::size_t cpu_scratch_bytes(std::int64_t) const override { return std::size_t{50} << 20; }
+  std::unique_ptr<CpuKernel> make_cpu() const override { return nullptr; }
+
+ private:
+  ImageSpec in_;
+};
+
+TEST(Plan, DefaultThreadsShrinkToFitTheScratchAndGivenThreadsAreKept) {
+  if (default_threads() < 2) GTEST_SKIP() << "one core: there are no threads to drop";
+  const ImageSpec in{65536, 4096, 1, SampleType::f32};  // 256 KiB rows
+  const ScratchHeavy op(in);
+  PipelineOptions o;
+  // A 50-row band with its halo and output (75 MiB) and one thread's scratch fit; two don't.
+  o.mem_limit = std::size_t{140} << 20;
+  const BandPlan plan = plan_bands(in, {&op}, Backend{}, o);
+  EXPECT_EQ(plan.threads, 1);
+  EXPECT_LE(plan.ring_bytes, o.mem_limit);
+  EXPECT_GE(plan.band_rows, 50);
+  o.threads = 2;  // asked for: kept, and the bands shrink instead
+  try {
+    const BandPlan two = plan_bands(in, {&op}, Backend{}, o);
+    EXPECT_EQ(two.threads, 2);
+    EXPECT_LE(two.ring_bytes, o.mem_limit);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lower --threads"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ooc
