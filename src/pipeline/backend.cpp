@@ -118,10 +118,17 @@ Backend select_backend(const std::string& device, const std::string& devices,
       return b;
     }
     const int threads = work->threads > 0 ? work->threads : default_threads();
-    const detail::RunEstimate e =
+    detail::RunEstimate e =
         detail::estimate_seconds(ops, *work, threads, static_cast<std::size_t>(gpus));
+    if (devices != "all") {  // the GPUs listed, every one of them
+      e.gpus = static_cast<std::size_t>(gpus);
+      e.cuda = detail::cuda_seconds(ops, *work, e.gpus);
+      e.cuda_start = detail::cuda_start_seconds(e.gpus);
+    }
+    const int used = static_cast<int>(e.gpus);
     b.why = "auto: estimated " + seconds(e.cpu) + " on " + std::to_string(threads) +
-            " CPU threads, " + seconds(e.cuda) + " on " + std::to_string(gpus) + " GPU" +
+            " CPU threads, " + seconds(e.cuda) + " on " +
+            (used < gpus ? std::to_string(used) + " of " : "") + std::to_string(gpus) + " GPU" +
             (gpus > 1 ? "s" : "") + " (" + seconds(e.cuda_start) + " of it start-up)";
     if (e.cpu <= e.cuda) return b;
   }
@@ -146,8 +153,25 @@ Backend select_backend(const std::string& device, const std::string& devices,
   if (!every_op_on_gpu)
     throw Error(ErrorKind::device,
                 "--device cuda: this operation has no CUDA version; use --device cpu or auto");
-  if (list.empty())
+  if (list.empty()) {
     for (int d = 0; d < count; ++d) list.push_back(d);
+    // --devices all: the GPUs that pay. Where the host's copies bound the run (streaming from
+    // the page cache or a disk), a second GPU only adds its start and takes bands from the CPU's
+    // share while CUDA starts: on the 2 x H200 host every job measured ran slower on two.
+    if (work != nullptr && count > 1) {
+      const int threads = work->threads > 0 ? work->threads : default_threads();
+      const std::size_t best =
+          detail::estimate_seconds(ops, *work, threads, static_cast<std::size_t>(count)).gpus;
+      if (best < list.size()) {
+        if (device == "cuda")
+          b.why += ", " + std::to_string(best) + " of " + std::to_string(count) +
+                   " GPUs: estimated " + seconds(detail::cuda_seconds(ops, *work, best)) +
+                   " against " + seconds(detail::cuda_seconds(ops, *work, list.size())) +
+                   " on all (--devices lists them)";
+        list.resize(best);
+      }
+    }
+  }
   for (int d : list)
     if (d < 0 || d >= count)
       throw Error(ErrorKind::device,

@@ -95,11 +95,16 @@ double sum_of_stages(const Cost& c, double start, double (*ns)(const Cost&)) {
 // each (docs/design.md, "--device auto"; docs/performance.md, start-up: a 1 GiB image took
 // 0.35-0.40 s on CUDA alone).
 constexpr double kCudaStartSeconds = 0.33;
-// Bytes per second one GPU's slots stream (read into pinned memory, copied in and out), as
+// Bytes per second the GPUs' slots stream (read into pinned memory, copied in and out), as
 // measured on the same machine: 32 GiB f32 from the page cache to null: in 1.41-1.54 s (radius 16)
 // and 1.42-1.51 s (radius 3), start-up included; the host's memory bandwidth, shared by the read
-// and both copies, bounds it (about 36-44 GB/s of reads while H2D and D2H run).
+// and both copies, bounds it (about 36-44 GB/s of reads while H2D and D2H run). A second GPU does
+// not add to it: on the 2 x H200 host, 8 GiB f32 streamed at 17-25 GB/s on one GPU and 17-18 on
+// two (separable r16, a 6-stage pipeline, 2-D 31x31; docs/performance.md, several GPUs).
 constexpr double kCudaStreamBytesPerSecond = 30e9;
+// Each GPU after the first: its context and its slots' buffers (setup 0.42-0.44 s against 0.33 on
+// one GPU for the same pipeline there; 0.21-0.27 against 0.13-0.16 for a 2-D kernel).
+constexpr double kCudaExtraDeviceSeconds = 0.1;
 
 }  // namespace
 
@@ -168,18 +173,36 @@ double cuda_ns_per_sample(const Cost& c) {
 
 namespace detail {
 
+double cuda_start_seconds(std::size_t gpus) {
+  return kCudaStartSeconds + kCudaExtraDeviceSeconds * double(std::max<std::size_t>(gpus, 1) - 1);
+}
+
+double cuda_seconds(const std::vector<const Operation*>& ops, const Workload& work,
+                    std::size_t gpus) {
+  // The copies share the host's bandwidth whatever the GPU count; the kernels divide over the
+  // GPUs; each GPU adds its start.
+  const double n = double(std::max<std::size_t>(gpus, 1));
+  double t = cuda_start_seconds(gpus);
+  for (const Operation* op : ops)
+    t += std::max(double(work.bytes) / kCudaStreamBytesPerSecond,
+                  double(work.samples) * cuda_ns_per_sample(op->cost()) * 1e-9 / n);
+  return t;
+}
+
 RunEstimate estimate_seconds(const std::vector<const Operation*>& ops, const Workload& work,
                              int threads, std::size_t gpus) {
   RunEstimate e;
-  const double samples = double(work.samples), n = double(std::max<std::size_t>(gpus, 1));
-  for (const Operation* op : ops) {
-    const Cost c = op->cost();
-    e.cpu += samples * cpu_ns_per_sample(c) * 1e-9 / std::max(threads, 1);
-    e.cuda += std::max(double(work.bytes) / (kCudaStreamBytesPerSecond * n),
-                       samples * cuda_ns_per_sample(c) * 1e-9 / n);
+  for (const Operation* op : ops)
+    e.cpu += double(work.samples) * cpu_ns_per_sample(op->cost()) * 1e-9 / std::max(threads, 1);
+  for (std::size_t n = 1; n <= std::max<std::size_t>(gpus, 1); ++n) {
+    const double t = cuda_seconds(ops, work, n);
+    // The fewest GPUs that give the shortest time (one more must save more than rounding).
+    if (n == 1 || t < e.cuda * (1 - 1e-9)) {
+      e.cuda = t;
+      e.cuda_start = cuda_start_seconds(n);
+      e.gpus = n;
+    }
   }
-  e.cuda_start = kCudaStartSeconds;
-  e.cuda += kCudaStartSeconds;
   return e;
 }
 

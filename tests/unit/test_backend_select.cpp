@@ -17,6 +17,7 @@
 #include "ooc/error.hpp"
 #include "ooc/image.hpp"
 #include "ooc/pipeline.hpp"
+#include "pipeline/cost_model.hpp"
 
 namespace {
 
@@ -179,13 +180,15 @@ TEST(BackendSelect, AutoWeighsStartUpAgainstTheCpu) {
       << why;
 }
 
-TEST(BackendSelect, AutoSplitsCopiesAndKernelsOverTheGpus) {
+TEST(BackendSelect, AutoWeighsTheGpusListed) {
   SKIP_WITH_GPU();
-  // Copy-bound: 30e9 bytes at 30 GB/s is 1 s on one GPU, 0.5 s on two; the CPU takes 1 s.
+  // Copy-bound: 30e9 bytes at 30 GB/s is 1 s however many GPUs (the host's bandwidth bounds the
+  // copies); a second GPU adds 0.1 s of start. The CPU takes 1 s.
   const CostOp copy_bound(true, 1.0, 0.0);
   EXPECT_EQ(auto_why({&copy_bound}, "0", work(1e9, 30e9, 1)),
             "auto: estimated 1.00 s on 1 CPU threads, 1.33 s on 1 GPU (0.33 s of it start-up)");
-  EXPECT_EQ(auto_why({&copy_bound}, "0,1", work(1e9, 30e9, 1)), kGpuWon);
+  EXPECT_EQ(auto_why({&copy_bound}, "0,1", work(1e9, 30e9, 1)),
+            "auto: estimated 1.00 s on 1 CPU threads, 1.43 s on 2 GPUs (0.43 s of it start-up)");
   // Kernel-bound: 1e9 samples at 2 ns is 2 s on one GPU, 1 s on two, against 2 s on the CPU.
   const CostOp kernel_bound(true, 2.0, 2.0);
   EXPECT_EQ(auto_why({&kernel_bound}, "0", work(1e9, 0, 1)),
@@ -198,7 +201,29 @@ TEST(BackendSelect, AutoSplitsCopiesAndKernelsOverTheGpus) {
   // Ten seconds and more are written without decimals; plural GPUs.
   const CostOp slow_gpu(true, 1.0, 6.0);
   EXPECT_EQ(auto_why({&slow_gpu}, "0,1", work(12e9, 0, 1)),
-            "auto: estimated 12 s on 1 CPU threads, 36 s on 2 GPUs (0.33 s of it start-up)");
+            "auto: estimated 12 s on 1 CPU threads, 36 s on 2 GPUs (0.43 s of it start-up)");
+}
+
+// --devices all takes the fewest GPUs that give the shortest estimate: one where the copies bound
+// the run, more where the kernels do and the time they save pays for each one's start.
+TEST(CostModel, TheGpusThatPay) {
+  const CostOp copy_bound(true, 1.0, 0.01), kernel_bound(true, 2.0, 2.0), light(true, 1.0, 0.2);
+  const ooc::Workload w = work(1e9, 30e9, 1);
+  using ooc::detail::estimate_seconds;
+  EXPECT_EQ(estimate_seconds({&copy_bound}, w, 1, 2).gpus, 1u);
+  EXPECT_DOUBLE_EQ(estimate_seconds({&copy_bound}, w, 1, 2).cuda, 1.33);
+  const ooc::detail::RunEstimate k = estimate_seconds({&kernel_bound}, w, 1, 8);
+  EXPECT_EQ(k.gpus, 2u);  // 2 s of kernels: 1 s on two GPUs, the copies' 1 s on more
+  EXPECT_DOUBLE_EQ(k.cuda, 0.43 + 1.0);
+  EXPECT_DOUBLE_EQ(k.cuda_start, 0.43);
+  // 0.2 s of kernels under 1 s of copies: one GPU.
+  EXPECT_EQ(estimate_seconds({&light}, w, 1, 4).gpus, 1u);
+  // Without copies, kernels of 2 s: 0.33 + 2 on one, 0.43 + 1 on two, 0.53 + 0.667 on three,
+  // 0.63 + 0.5 on four (1.13 s), 0.73 + 0.4 on five (1.13 s: no better, so four).
+  const ooc::detail::RunEstimate m = estimate_seconds({&kernel_bound}, work(1e9, 0, 1), 1, 8);
+  EXPECT_EQ(m.gpus, 4u);
+  EXPECT_NEAR(m.cuda, 1.13, 1e-9);
+  EXPECT_DOUBLE_EQ(ooc::detail::cuda_seconds({&kernel_bound}, work(1e9, 0, 1), 1), 2.33);
 }
 
 TEST(BackendSelect, AutoSumsThePassesAndStartsOnce) {
