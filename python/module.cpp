@@ -1,7 +1,9 @@
 // The Python extension ooc._core: oocconv's, ooceq's and oocrun's file-to-file runs, and ooc's
 // filters and pipelines over NumPy arrays (the array's memory, a numpy.memmap included, is the
 // image the bounded band pipeline streams through: strided views and big-endian dtypes are gathered
-// band by band, never copied whole). Every run releases the GIL. python/ooc/__init__.py is the
+// band by band, never copied whole). Files and arrays run alike as one ooc::Job (an array call's
+// job reads and writes the arrays' memory); multi-pass runs go through run_pipeline, so that the
+// equalization flow exists once. Every run releases the GIL. python/ooc/__init__.py is the
 // documented front: it normalizes arguments (scipy.ndimage names, modes, origins) and calls these.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -426,9 +428,24 @@ class ArraySource final : public ooc::Source {
     for (std::int64_t i = 0; i < n; ++i)
       read_row(l_, y0 + i, dst + static_cast<std::size_t>(i) * row);
   }
+  // Reads the whole image into memory of its own and serves the rows from there: the array's
+  // bytes may then be overwritten (an output sharing them).
+  void copy_in() {
+    const ooc::ImageSpec& in = l_.spec;
+    // Not zeroed: every byte is written here, and untouched pages would only cost time.
+    copy_.reset(new std::byte[in.total_bytes()]);
+    read_rows(0, in.height, copy_.get());
+    l_.data = copy_.get();
+    l_.row = static_cast<std::ptrdiff_t>(in.row_bytes());
+    l_.col = static_cast<std::ptrdiff_t>(in.pixel_bytes());
+    l_.ch = static_cast<std::ptrdiff_t>(ooc::sample_bytes(in.type));
+    l_.swap = false;
+    l_.dense_rows = l_.dense = true;
+  }
 
  private:
   ArrayLayout l_;
+  std::unique_ptr<std::byte[]> copy_;
 };
 
 class ArraySink final : public ooc::Sink {
@@ -442,6 +459,7 @@ class ArraySink final : public ooc::Sink {
       write_row(l_, y0 + i, data + static_cast<std::size_t>(i) * stride);
   }
   void commit() override {}
+  std::string io_method() const override { return "none"; }  // memory: no file is written
 
  private:
   ArrayLayout l_;
@@ -504,22 +522,24 @@ std::size_t budget_after_copy(const ArrayRun& a, const std::vector<const ooc::Op
           need_m + "' or more");
 }
 
-// The passes of `a`, on one plan and one set of slots; `between` runs after each pass but the
-// last (equalization sets its table there).
-template <class Between>
-py::dict run_passes(ArrayRun& a, const std::vector<ooc::Operation*>& passes, Between between) {
+// A job over the arrays of `a` (their memory is the source and the sink), started with `ops`
+// (every pass it will run); `run` runs the passes on it, each pass's stats into `each`. Returns
+// the stats dict, every pass's reads and time added up (the array is read once per pass).
+template <class Run>
+py::dict run_array_job(ArrayRun& a, const std::vector<const ooc::Operation*>& ops,
+                       const std::string& operation, Run run) {
   ooc::cli::RunReport r;
   {
     py::gil_scoped_release release;
-    const std::vector<const ooc::Operation*> ops(passes.begin(), passes.end());
     const ooc::ImageSpec& in = a.in.spec;
-    const ooc::Workload work = ooc::workload(in, in.height, a.run.pipeline.threads);
-    const ooc::Backend backend = ooc::select_backend(a.run.device, a.run.devices, ops, &work);
-    ooc::PipelineOptions po = a.run.pipeline;
-    po.row_begin = 0;
-    po.row_end = in.height;
-    ArrayLayout source_layout = a.in;
-    std::unique_ptr<std::byte[]> copy;
+    ooc::JobOptions jo;
+    jo.input = jo.output = "<array>";  // names for the stats
+    jo.pipeline = a.run.pipeline;
+    jo.device = a.run.device;
+    jo.devices = a.run.devices;
+    auto owned = std::make_unique<ArraySource>(a.in);
+    ArraySource& source = *owned;
+    ooc::Job job(std::move(owned), std::make_unique<ArraySink>(a.out), jo);
     // A pointwise pass (no halo) over an output laid out exactly as the input reads each band's
     // rows before it writes them, and no other band reads them: in place needs no copy.
     const bool pointwise = std::all_of(ops.begin(), ops.end(),
@@ -528,28 +548,17 @@ py::dict run_passes(ArrayRun& a, const std::vector<ooc::Operation*>& passes, Bet
                              a.in.col == a.out.col && a.in.ch == a.out.ch &&
                              a.in.swap == a.out.swap && in.type == a.out.spec.type;
     if (!a.alias.empty() && !(pointwise && same_layout)) {
-      po.mem_limit = budget_after_copy(a, ops, backend, po);
-      // Not zeroed: every byte is written below, and untouched pages would only cost time.
-      copy.reset(new std::byte[in.total_bytes()]);
-      ArraySource(a.in).read_rows(0, in.height, copy.get());
-      source_layout.data = copy.get();
-      source_layout.row = static_cast<std::ptrdiff_t>(in.row_bytes());
-      source_layout.col = static_cast<std::ptrdiff_t>(in.pixel_bytes());
-      source_layout.ch = static_cast<std::ptrdiff_t>(ooc::sample_bytes(in.type));
-      source_layout.swap = false;
-      source_layout.dense_rows = source_layout.dense = true;
+      ooc::PipelineOptions po = a.run.pipeline;
+      po.row_begin = 0;
+      po.row_end = in.height;
+      job.set_mem_limit(budget_after_copy(a, ops, job.pick_backend(ops), po));
+      source.copy_in();
     }
-    ArraySource source(source_layout);
-    ArraySink sink(a.out);
-    const ooc::BandPlan plan = ooc::plan_bands(in, ops, backend, po, &source, &sink);
-    ooc::Engine engine(source, backend, plan);
-    const std::int64_t n = static_cast<std::int64_t>(passes.size()), H = in.height;
-    for (std::int64_t i = 0; i < n; ++i) {
-      ooc::Operation* op = passes[static_cast<std::size_t>(i)];
-      const ooc::RunStats st =
-          engine.run(*op, op->output() ? &sink : nullptr,
-                     [&](std::int64_t d, std::int64_t) { a.progress(i * H + d, n * H); });
-      if (i + 1 < n) between(i);
+    job.start(ops);
+    std::vector<ooc::RunStats> each;
+    run(job, a.progress, each);
+    job.commit();
+    for (const ooc::RunStats& st : each) {
       r.stats.seconds += st.seconds;
       r.stats.setup_seconds += st.setup_seconds;
       r.stats.read_seconds += st.read_seconds;
@@ -558,19 +567,20 @@ py::dict run_passes(ArrayRun& a, const std::vector<ooc::Operation*>& passes, Bet
       r.stats.bytes_read += st.bytes_read;
       r.stats.bytes_written += st.bytes_written;
       r.stats.pixels = st.pixels;
-      r.operation = op->describe();
     }
-    r.input_path = "<array>";
-    r.input_description = source.describe();
-    r.in = in;
-    r.output_path = "<array>";
-    r.output_type = std::string(ooc::name(a.out.spec.type));
-    r.backend = backend.describe();
-    r.backend_choice = backend.why;
-    r.cuda = backend.cuda;
-    r.plan = plan;
+    r = ooc::cli::run_report(job, operation, r.stats);
+    r.input_io.clear();  // memory: no file's reads to name
   }
   return stats_dict(r);
+}
+
+// One operation over the arrays of `a`.
+py::dict run_one(ArrayRun& a, ooc::Operation& op) {
+  return run_array_job(
+      a, {&op}, op.describe(),
+      [&](ooc::Job& job, const ooc::ProgressFn& progress, std::vector<ooc::RunStats>& each) {
+        each.push_back(job.run(op, progress));
+      });
 }
 
 ooc::Precision precision_of(const py::dict& o) {
@@ -596,7 +606,7 @@ py::dict filter_array(const py::array& input, const py::array& output, std::vect
   p.out_type = a.out.spec.type;
   p.precision = precision_of(o);
   auto op = ooc::make_separable(a.in.spec, p, a.run.pipeline);
-  return run_passes(a, {op.get()}, [](std::int64_t) {});
+  return run_one(a, *op);
 }
 
 py::dict conv2d_array(const py::array& input, const py::array& output, const F64Array& kernel,
@@ -611,19 +621,28 @@ py::dict conv2d_array(const py::array& input, const py::array& output, const F64
   p.precision = precision_of(o);
   p.method = ooc::parse_conv_method(get<std::string>(o, "method", "auto"));
   auto op = ooc::make_conv2d(a.in.spec, p, a.run.pipeline);
-  return run_passes(a, {op.get()}, [](std::int64_t) {});
+  return run_one(a, *op);
 }
 
+// Every pass of `plan` over the arrays of `a`, as run_file runs them over files.
+py::dict run_plan(ArrayRun& a, ooc::PipelinePlan& plan, const std::string& operation) {
+  return run_array_job(
+      a, plan.operations(), operation,
+      [&](ooc::Job& job, const ooc::ProgressFn& progress, std::vector<ooc::RunStats>& each) {
+        ooc::run_pipeline(job, plan, progress, {}, &each);
+      });
+}
+
+// ooceq's pipeline of one stage (equalize_file's): a histogram pass, then the table.
 py::dict equalize_array(const py::array& input, const py::array& output, const py::dict& o,
                         const py::object& progress) {
   ArrayRun a = array_run(input, output, o, progress);
   if (a.out.spec.type != a.in.spec.type)
     throw ooc::Error(ooc::ErrorKind::usage, "equalize writes the input's dtype");
-  auto hist = ooc::make_histogram(a.in.spec);
-  auto lut = ooc::make_lut(a.in.spec);
-  return run_passes(a, {hist.get(), lut.get()}, [&](std::int64_t) {
-    lut->set_lut(ooc::equalization_lut(hist->counts(), hist->bins(), hist->channels()));
-  });
+  // The message for other dtypes names no pipeline stage: this call has none.
+  (void)ooc::HistogramOp::bins_of(a.in.spec.type);
+  ooc::PipelinePlan plan(a.in.spec, {ooc::StageCall{"equalize", {}}}, {}, a.run.pipeline);
+  return run_plan(a, plan, "histogram equalization (2 passes)");  // equalize_file's name
 }
 
 // ---- Pipelines (ooc/ops/chain.hpp): oocrun's stages, over files and arrays ----
@@ -642,12 +661,6 @@ ooc::PipelineSettings pipeline_settings(const py::dict& o) {
   else if (p != "auto" && p != "f32")
     throw ooc::Error(ooc::ErrorKind::usage, "precision takes auto or f64, got '" + p + "'");
   return s;
-}
-
-std::vector<ooc::Operation*> passes_of(ooc::PipelinePlan& plan) {
-  std::vector<ooc::Operation*> passes;
-  for (int i = 0; i < plan.passes(); ++i) passes.push_back(&plan.pass(i));
-  return passes;
 }
 
 // oocrun INPUT OUTPUT PIPELINE: the same job, passes and stats as the tool (one process, no
@@ -733,8 +746,7 @@ py::tuple pipeline_array(const py::array& input, py::object output,
                      "output has samples " + std::string(ooc::name(a.out.spec.type)) +
                          ", the pipeline makes " + std::string(ooc::name(out.type)) +
                          ": give out_type of the output's dtype");
-  py::dict stats =
-      run_passes(a, passes_of(plan), [&](std::int64_t i) { plan.end_pass(static_cast<int>(i)); });
+  py::dict stats = run_plan(a, plan, plan.describe());
   return py::make_tuple(output, stats);
 }
 

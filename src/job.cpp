@@ -239,6 +239,33 @@ Job::Job(JobOptions options) : options_(std::move(options)) {
   source_ = open_source(options_.input, options_.hints, options_.seed);
 }
 
+Job::Job(std::unique_ptr<Source> source, std::unique_ptr<Sink> sink, JobOptions options)
+    : options_(std::move(options)),
+      source_(std::move(source)),
+      sink_(std::move(sink)),
+      given_(true) {
+  if (!source_) throw Error(ErrorKind::usage, "a job needs a source");
+  // Parts, journals and resuming are about files the job makes; the caller's sink is none.
+  if (options_.part_count != 1 || options_.part_index != 0 || options_.rows_end > 0 ||
+      options_.resume || options_.journal)
+    throw Error(ErrorKind::usage,
+                "a job over a given source and sink runs the whole image in one process: it "
+                "takes no parts, rows, journal or resume");
+}
+
+const Backend& Job::pick_backend(const std::vector<const Operation*>& ops) {
+  if (picked_) return backend_;
+  // --device auto weighs this job's share of the image.
+  const ImageSpec& spec = source_->spec();
+  const std::int64_t share_rows = options_.rows_end > 0 ? options_.rows_end - options_.rows_begin
+                                                        : (spec.height + options_.part_count - 1) /
+                                                              std::max(options_.part_count, 1);
+  const Workload work = workload(spec, share_rows, options_.pipeline.threads);
+  backend_ = select_backend(options_.device, options_.devices, ops, &work);
+  picked_ = true;
+  return backend_;
+}
+
 namespace {
 constexpr const char* kStateMagic = "ooc-state 1";
 // The state files a job may leave beside its temporary (pipeline passes before the last).
@@ -337,14 +364,13 @@ void Job::write_journal(std::int64_t done) const {
 
 void Job::start(const std::vector<const Operation*>& ops) {
   if (engine_) throw Error(ErrorKind::usage, "a job starts once");
-  // --device auto weighs this job's share of the image.
-  const ImageSpec& spec = source_->spec();
-  const std::int64_t share_rows = options_.rows_end > 0 ? options_.rows_end - options_.rows_begin
-                                                        : (spec.height + options_.part_count - 1) /
-                                                              std::max(options_.part_count, 1);
   const Operation* writer = nullptr;
   for (const Operation* op : ops)
     if (op->output()) writer = op;
+  if (given_) {
+    start_given(ops, writer);
+    return;
+  }
   if (writer && options_.output.empty())
     throw Error(ErrorKind::usage, "operation '" + writer->describe() + "' needs an output");
 
@@ -481,8 +507,7 @@ void Job::start(const std::vector<const Operation*>& ops) {
   const std::size_t mem_limit =
       options_.pipeline.mem_limit > 0 ? options_.pipeline.mem_limit : default_mem_limit();
   source_->prefetch(start_, mem_limit / 4);
-  const Workload work = workload(spec, share_rows, options_.pipeline.threads);
-  backend_ = select_backend(options_.device, options_.devices, ops, &work);
+  pick_backend(ops);
   if (writer) {
     so.metadata = source_->metadata();
     // Georeferencing maps pixel positions to the ground: true of an output on the input's pixel
@@ -522,6 +547,31 @@ void Job::start(const std::vector<const Operation*>& ops) {
   engine_ = std::make_unique<Engine>(*source_, backend_, plan_);
 }
 
+void Job::start_given(const std::vector<const Operation*>& ops, const Operation* writer) {
+  const ImageSpec& in = source_->spec();
+  if (writer && !sink_)
+    throw Error(ErrorKind::usage, "operation '" + writer->describe() + "' needs an output");
+  if (writer) {
+    const ImageSpec want = *writer->output(), &have = sink_->spec();
+    if (want.width != have.width || want.height != have.height || want.channels != have.channels ||
+        want.type != have.type)
+      throw Error(ErrorKind::usage, "operation '" + writer->describe() + "' makes " +
+                                        want.describe() + ", and its output (" + sink_->describe() +
+                                        ") holds " + have.describe());
+  }
+  begin_ = start_ = 0;
+  end_ = run_end_ = in.height;
+  const std::size_t mem_limit =
+      options_.pipeline.mem_limit > 0 ? options_.pipeline.mem_limit : default_mem_limit();
+  source_->prefetch(0, mem_limit / 4);
+  pick_backend(ops);
+  PipelineOptions po = options_.pipeline;
+  po.row_begin = 0;
+  po.row_end = in.height;
+  plan_ = plan_bands(in, ops, backend_, po, source_.get(), sink_.get());
+  engine_ = std::make_unique<Engine>(*source_, backend_, plan_);
+}
+
 RunStats Job::run(Operation& op, const ProgressFn& progress) {
   if (nothing_left()) return RunStats{};
   if (!engine_) throw Error(ErrorKind::usage, "start the job before running it");
@@ -539,7 +589,8 @@ RunStats Job::run(Operation& op, const ProgressFn& progress) {
     if (progress) progress(start_ - begin_ + done, end_ - begin_);
   };
   RunStats st = engine_->run(op, writes ? sink_.get() : nullptr, tracked);
-  if (st.stopped && (writes || sink_)) {
+  // A stop leaves nothing to resume in a caller's sink: the caller sees RunStats::stopped.
+  if (st.stopped && (writes || sink_) && !given_) {
     // A pass that writes nothing (a histogram) stopped: the rows on disk are those before it.
     if (sink_) sink_->keep();
     write_journal(writes ? start_ + st.rows_done : start_);

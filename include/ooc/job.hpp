@@ -4,6 +4,8 @@
 // temporary shared with the other parts; finish_output() puts the whole into place. Every run
 // that writes a raw or .npy file keeps a journal beside its temporary (which rows are done, and a
 // fingerprint of the input and the options), so that an interrupted run can resume.
+// A job may also run over a Source and Sink its caller made (arrays, memory): the same backend
+// choice, plan and passes, on the whole image, with no file, temporary or journal of its own.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,9 @@
 namespace ooc {
 
 struct JobOptions {
-  std::string input;  // a file, or synth:PATTERN
+  // A file, or synth:PATTERN. A job over a caller's source and sink opens and creates nothing:
+  // input and output only name them in reports (stats), and its output may stay empty.
+  std::string input;
   RawHints hints;
   std::uint64_t seed = 1;  // of a synth: input
   std::string output;      // a file, null: to discard, or empty for a job that writes none
@@ -45,7 +49,14 @@ std::string finish_output(const std::string& output);
 class Job {
  public:
   explicit Job(JobOptions options);  // opens the input
+  // Runs over `source` and writes into `sink` (null for operations that write none); the job
+  // owns both. It covers the whole image in this process: JobOptions' parts, rows, journal and
+  // resume must stay unset, and nothing on disk is created, renamed or removed by the job.
+  // start() checks that the writing operation's output has the sink's spec.
+  Job(std::unique_ptr<Source> source, std::unique_ptr<Sink> sink, JobOptions options = {});
   ~Job();
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
 
   Source& source() noexcept { return *source_; }
   // What the tool's options make of the bytes (JobOptions::fingerprint), once the operation that
@@ -55,6 +66,12 @@ class Job {
   // can resume; before start().
   void set_journal(bool on) { options_.journal = on; }
   const JobOptions& options() const noexcept { return options_; }
+  // The memory limit of the bands (JobOptions::pipeline.mem_limit), before start(): a caller that
+  // holds memory of its own beside them (an array run's copy of its input) lowers it by that.
+  void set_mem_limit(std::size_t bytes) { options_.pipeline.mem_limit = bytes; }
+  // Picks the backend for `ops` (the operations start() will get) now, instead of in start(), for
+  // a caller that sizes its own memory by the backend's bands first. Picked once: start() keeps it.
+  const Backend& pick_backend(const std::vector<const Operation*>& ops);
 
   // Picks the backend, creates the output (for the operation that writes one), plans the bands
   // for every pass and makes the engine. Call once, with every operation the job will run.
@@ -93,6 +110,8 @@ class Job {
   Backend backend_;
   BandPlan plan_;
   std::unique_ptr<Engine> engine_;
+  bool given_ = false;   // the caller's source and sink: no files of the job's own
+  bool picked_ = false;  // backend_ chosen (pick_backend)
   // This job's rows [begin_, end_); it writes [start_, run_end_), the rest being on disk already
   // (a resumed run).
   std::int64_t begin_ = 0, end_ = 0, start_ = 0, run_end_ = 0;
@@ -104,6 +123,8 @@ class Job {
   bool kept_ = false;           // committed, or stopped for --resume
   bool owns_manifest_ = false;  // a whole-image run's: removed with its journal on an error
   void write_journal(std::int64_t done) const;
+  // start() of a job over the caller's source and sink.
+  void start_given(const std::vector<const Operation*>& ops, const Operation* writer);
 };
 
 }  // namespace ooc
