@@ -88,6 +88,7 @@ struct CpuBand {
   ImageSpec in;
   BandView out;                  // band.rows rows of the output; data is null without an output
   std::byte* partial = nullptr;  // Operation::partial_bytes() for this band, or null
+  int slot = 0;                  // the ring slot holding the band (see CpuKernel::start)
 };
 
 // One band on a GPU, in device memory, for an operation's CUDA kernels.
@@ -104,20 +105,39 @@ struct CudaBand {
   std::byte* scratch = nullptr;  // Operation::cuda_scratch_bytes(band rows)
   int device = 0;
   void* stream = nullptr;  // the slot's cudaStream_t: every launch goes there
+  int slot = 0;            // the ring slot holding the band (see CudaKernel::start)
 };
 
+// A GPU slot as its kernel's start and stop see it.
+struct CudaSlotInfo {
+  int slot = 0;
+  int device = 0;          // current while start and stop run
+  void* stream = nullptr;  // the slot's cudaStream_t, the same for every band of the slot
+};
+
+// Per-slot state: a slot holds one band at a time, so what a kernel keeps per slot (buffers,
+// library handles, plans) is used by one band at a time and needs no lock. The engine calls
+// start(slot) once before any band of that slot in a run, and stop(slot) for every started slot
+// when the run ends (also when it fails), never at the same time as run() or another start/stop.
+// Kernels that hold other kernels pass both on.
 class CpuKernel {
  public:
   virtual ~CpuKernel() = default;
+  virtual void start(int /*slot*/) {}
   // Called from several threads at once, for different bands; may use TBB inside.
   virtual void run(const CpuBand& band) = 0;
+  virtual void stop(int /*slot*/) {}
 };
 
+// As CpuKernel, start and stop once per slot, on the slot's device; start, run_async and stop are
+// called from one thread at a time.
 class CudaKernel {
  public:
   virtual ~CudaKernel() = default;
+  virtual void start(const CudaSlotInfo& /*slot*/) {}
   // Enqueues the band's work on band.stream and returns at once.
   virtual void run_async(const CudaBand& band) = 0;
+  virtual void stop(const CudaSlotInfo& /*slot*/) {}
 };
 
 // An operation: what it needs and makes, and its math. Adding one is this class, its kernels and

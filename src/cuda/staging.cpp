@@ -42,8 +42,9 @@ std::size_t partial_offset(const SlotSizes& z) {
 
 class CudaSlotImpl final : public CudaSlot {
  public:
-  CudaSlotImpl(int device, const SlotSizes& z)
-      : stream_(device),
+  CudaSlotImpl(int index, int device, const SlotSizes& z)
+      : index_(index),
+        stream_(device),
         h_in_(static_cast<std::size_t>(z.band_rows + 2 * z.halo) * z.in_row),
         h_out_(partial_offset(z) + z.partial),
         d_in_(device, h_in_.size()),
@@ -64,6 +65,15 @@ class CudaSlotImpl final : public CudaSlot {
       if (e) cudaEventDestroy(e);
     if (base_) cudaEventDestroy(base_);
     if (halo_taken_) cudaEventDestroy(halo_taken_);
+  }
+
+  void start_kernel(CudaKernel& kernel) override {
+    OOC_CUDA_TRY(cudaSetDevice(stream_.device()));
+    kernel.start(info());
+  }
+  void stop_kernel(CudaKernel& kernel) override {
+    OOC_CUDA_TRY(cudaSetDevice(stream_.device()));
+    kernel.stop(info());
   }
 
   void start(Source& source, const std::int64_t* source_rows, const Band& band, std::int64_t halo,
@@ -162,6 +172,7 @@ class CudaSlotImpl final : public CudaSlot {
     b.scratch = d_scratch_.data();
     b.device = stream_.device();
     b.stream = s;
+    b.slot = index_;
     kernel.run_async(b);
     OOC_CUDA_TRY(cudaEventRecord(marks_[2], s));
     if (out_bytes > 0)
@@ -190,6 +201,9 @@ class CudaSlotImpl final : public CudaSlot {
   }
 
  private:
+  CudaSlotInfo info() { return CudaSlotInfo{index_, stream_.device(), stream_.stream()}; }
+
+  int index_;
   cuda::StreamEvent stream_;
   cuda::PinnedBuffer h_in_, h_out_;  // h_out_: the output rows, then the partial
   cuda::DeviceBuffer d_in_, d_out_, d_scratch_;
@@ -207,8 +221,8 @@ class CudaSlotImpl final : public CudaSlot {
 
 }  // namespace
 
-std::unique_ptr<CudaSlot> CudaSlot::make(int device, const SlotSizes& sizes) {
-  return std::make_unique<CudaSlotImpl>(device, sizes);
+std::unique_ptr<CudaSlot> CudaSlot::make(int index, int device, const SlotSizes& sizes) {
+  return std::make_unique<CudaSlotImpl>(index, device, sizes);
 }
 
 namespace {

@@ -7,8 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <bit>
-#include <map>
-#include <mutex>
+#include <vector>
 
 #include "cuda/atax.cuh"
 #include "cuda/check.hpp"
@@ -71,15 +70,36 @@ class ProductCuda final : public CudaKernel {
   }
 
   ~ProductCuda() override {
-    for (auto& [stream, h] : handles_) {
-      cudaSetDevice(h.device);
-      cublasDestroy(h.handle);
-    }
+    for (Handle& h : handles_)
+      if (h.handle) {
+        cudaSetDevice(h.device);
+        cublasDestroy(h.handle);
+      }
+  }
+
+  // One handle per slot, bound to its stream: a handle is not safe to share between threads, and
+  // a fixed workspace of its own keeps cuBLAS's choice of algorithm, and so the bits, the same.
+  void start(const CudaSlotInfo& slot) override {
+    const auto i = static_cast<std::size_t>(slot.slot);
+    if (handles_.size() <= i) handles_.resize(i + 1);
+    Handle& h = handles_[i];
+    h.device = slot.device;
+    h.workspace = cuda::DeviceBuffer(slot.device, kWorkspace);
+    OOC_CUBLAS_TRY(cublasCreate(&h.handle));
+    OOC_CUBLAS_TRY(cublasSetStream(h.handle, static_cast<cudaStream_t>(slot.stream)));
+    OOC_CUBLAS_TRY(cublasSetWorkspace(h.handle, h.workspace.data(), kWorkspace));
+  }
+  void stop(const CudaSlotInfo& slot) override {
+    const auto i = static_cast<std::size_t>(slot.slot);
+    if (i >= handles_.size()) return;
+    Handle& h = handles_[i];
+    if (h.handle) cublasDestroy(h.handle);
+    h = Handle{};
   }
 
   void run_async(const CudaBand& b) override {
     const auto s = static_cast<cudaStream_t>(b.stream);
-    cublasHandle_t h = handle(b);
+    cublasHandle_t h = handles_[static_cast<std::size_t>(b.slot)].handle;
     const Layout l = layout(a_, p_, kp_, leaf_, b.band.rows);
     std::byte* convert = b.scratch;
     std::byte* t_buf = convert + l.convert;
@@ -150,23 +170,6 @@ class ProductCuda final : public CudaKernel {
     gemm_t(h, n, m, k, a.data(), n, x.data(), t.data(), kp_);
     gemm_y(h, n, m, k, a.data(), n, t.data(), kp_, y.data());
     OOC_CUDA_TRY(cudaDeviceSynchronize());
-  }
-
-  // One handle per stream (slot): a handle is not safe to share between threads, and a fixed
-  // workspace of its own keeps cuBLAS's choice of algorithm, and so the bits, the same.
-  cublasHandle_t handle(const CudaBand& b) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = handles_.find(b.stream);
-    if (it == handles_.end()) {
-      Handle h;
-      h.device = b.device;
-      h.workspace = cuda::DeviceBuffer(b.device, kWorkspace);
-      OOC_CUBLAS_TRY(cublasCreate(&h.handle));
-      OOC_CUBLAS_TRY(cublasSetStream(h.handle, static_cast<cudaStream_t>(b.stream)));
-      OOC_CUBLAS_TRY(cublasSetWorkspace(h.handle, h.workspace.data(), kWorkspace));
-      it = handles_.emplace(b.stream, std::move(h)).first;
-    }
-    return it->second.handle;
   }
 
   // The leaf's rows [r0, r0 + rows) of the band: T = A_l X (into the output for ax), then
@@ -260,8 +263,7 @@ class ProductCuda final : public CudaKernel {
   int kp_;
   std::int64_t leaf_;
   cuda::Replicated x_;
-  std::mutex mutex_;
-  std::map<void*, Handle> handles_;
+  std::vector<Handle> handles_;  // by slot (start, stop)
 };
 
 }  // namespace

@@ -512,6 +512,14 @@ class CombineKernel final : public CpuKernel {
     k1_ = g1->make_cpu();
     if (g2) k2_ = g2->make_cpu();
   }
+  void start(int slot) override {
+    k1_->start(slot);
+    if (k2_) k2_->start(slot);
+  }
+  void stop(int slot) override {
+    k1_->stop(slot);
+    if (k2_) k2_->stop(slot);
+  }
   void run(const CpuBand& b) override {
     const std::int64_t n = b.in.row_samples(), rows = b.band.rows;
     const std::size_t acc = f64_ ? 8 : 4, row_bytes = static_cast<std::size_t>(n) * acc;
@@ -624,6 +632,12 @@ class ChainKernel final : public CpuKernel {
   explicit ChainKernel(const ChainGeometry& g) : g_(g) {
     for (const auto& s : g_.stages) kernels_.push_back(s.op->make_cpu());
   }
+  void start(int slot) override {
+    for (auto& k : kernels_) k->start(slot);
+  }
+  void stop(int slot) override {
+    for (auto& k : kernels_) k->stop(slot);
+  }
   void run(const CpuBand& b) override {
     const std::size_t n = g_.stages.size();
     const std::int64_t y0 = b.band.y0, y1 = y0 + b.band.rows;
@@ -642,6 +656,7 @@ class ChainKernel final : public CpuKernel {
       const std::int64_t a = r[k].first, e = r[k].second, h = s.halo;
       CpuBand sb;
       sb.band = Band{b.band.index, a, e - a};
+      sb.slot = b.slot;
       sb.halo = h;
       sb.in = s.in;
       if (k == 0) {

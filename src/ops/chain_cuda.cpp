@@ -50,6 +50,14 @@ class CombineCudaKernel final : public CudaKernel {
     k1_ = g1->make_cuda(devices);
     if (g2) k2_ = g2->make_cuda(devices);
   }
+  void start(const CudaSlotInfo& slot) override {
+    k1_->start(slot);
+    if (k2_) k2_->start(slot);
+  }
+  void stop(const CudaSlotInfo& slot) override {
+    k1_->stop(slot);
+    if (k2_) k2_->stop(slot);
+  }
   void run_async(const CudaBand& b) override {
     const std::int64_t rows = b.band.rows, n = b.in_spec.row_samples();
     const std::size_t pitch = align_up(static_cast<std::size_t>(n) * (f64_ ? 8 : 4));
@@ -101,6 +109,12 @@ class ChainCudaKernel final : public CudaKernel {
  public:
   ChainCudaKernel(const std::vector<int>& devices, const ChainGeometry& g) : g_(g) {
     for (const auto& s : g_.stages) kernels_.push_back(s.op->make_cuda(devices));
+  }
+  void start(const CudaSlotInfo& slot) override {
+    for (auto& k : kernels_) k->start(slot);
+  }
+  void stop(const CudaSlotInfo& slot) override {
+    for (auto& k : kernels_) k->stop(slot);
   }
   void run_async(const CudaBand& b) override {
     const std::size_t n = g_.stages.size();

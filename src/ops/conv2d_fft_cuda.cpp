@@ -1,8 +1,8 @@
 // The CUDA kernel object of the 2-D convolution by FFT: the kernel's half spectrum uploaded once
-// per device, cuFFT plans (R2C and C2R, batched over the planes of one tile row) made once per
-// slot stream and kept, their work area in the slot's device scratch (conv2d_fft_cuda_scratch,
-// which the planner counts against device memory), and per tile row of a band: pack, forward,
-// product, inverse, unpack, all in the slot's stream.
+// per device, cuFFT plans (R2C and C2R, batched over the planes of one tile row) made when a slot
+// starts and destroyed when it stops, their work area in the slot's device scratch
+// (conv2d_fft_cuda_scratch, which the planner counts against device memory), and per tile row of a
+// band: pack, forward, product, inverse, unpack, all in the slot's stream.
 //
 // One tile row per batch whatever the band, so every plane goes through the same plan: results do
 // not depend on the band height (the tile grid is the image's, as on the CPU).
@@ -11,9 +11,7 @@
 
 #include <algorithm>
 #include <complex>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -123,16 +121,41 @@ class FftCudaKernel final : public CudaKernel {
   }
 
   ~FftCudaKernel() override {
-    for (auto& [key, p] : plans_) {
-      cudaSetDevice(key.first);
-      cufftDestroy(p.fwd);
-      cufftDestroy(p.inv);
-    }
+    for (Plans& p : plans_) destroy(p);
+  }
+
+  // The plans of one slot: a plan's stream and work area are set before each band, so two slots
+  // never share one.
+  void start(const CudaSlotInfo& slot) override {
+    const auto i = static_cast<std::size_t>(slot.slot);
+    if (plans_.size() <= i) plans_.resize(i + 1);
+    Plans& p = plans_[i];
+    p.device = slot.device;
+    PlanArgs a(s_, g_);
+    std::size_t fwd_bytes = 0, inv_bytes = 0;
+    OOC_CUFFT_TRY(cufftCreate(&p.fwd));
+    p.has_fwd = true;
+    OOC_CUFFT_TRY(cufftCreate(&p.inv));
+    p.has_inv = true;
+    OOC_CUFFT_TRY(cufftSetAutoAllocation(p.fwd, 0));
+    OOC_CUFFT_TRY(cufftSetAutoAllocation(p.inv, 0));
+    OOC_CUFFT_TRY(cufftMakePlanMany(p.fwd, 2, a.dims, a.real_embed, 1, a.real_dist, a.complex_embed,
+                                    1, a.complex_dist, f64_ ? CUFFT_D2Z : CUFFT_R2C, a.batch,
+                                    &fwd_bytes));
+    OOC_CUFFT_TRY(cufftMakePlanMany(p.inv, 2, a.dims, a.complex_embed, 1, a.complex_dist,
+                                    a.real_embed, 1, a.real_dist, f64_ ? CUFFT_Z2D : CUFFT_C2R,
+                                    a.batch, &inv_bytes));
+    const std::size_t need = std::max(fwd_bytes, inv_bytes);
+    if (need > work_bytes_) p.own_work = std::make_unique<cuda::DeviceBuffer>(slot.device, need);
+  }
+  void stop(const CudaSlotInfo& slot) override {
+    const auto i = static_cast<std::size_t>(slot.slot);
+    if (i < plans_.size()) destroy(plans_[i]);
   }
 
   void run_async(const CudaBand& b) override {
     const auto stream = static_cast<cudaStream_t>(b.stream);
-    Plans& p = plans_for(b.device, stream);
+    Plans& p = plans_[static_cast<std::size_t>(b.slot)];
     std::byte* planes = b.scratch;
     void* work = p.own_work ? static_cast<void*>(p.own_work->data())
                             : static_cast<void*>(b.scratch + g_.planes_bytes);
@@ -199,38 +222,21 @@ class FftCudaKernel final : public CudaKernel {
  private:
   struct Plans {
     cufftHandle fwd = 0, inv = 0;
+    bool has_fwd = false, has_inv = false;  // a handle of 0 is a valid one
+    int device = 0;
     std::unique_ptr<cuda::DeviceBuffer> own_work;  // when the plans want more than estimated
   };
+
+  static void destroy(Plans& p) {
+    if (p.has_fwd || p.has_inv) cudaSetDevice(p.device);
+    if (p.has_fwd) cufftDestroy(p.fwd);
+    if (p.has_inv) cufftDestroy(p.inv);
+    p = Plans{};
+  }
 
   static std::int64_t floor_div(std::int64_t a, std::int64_t b) {
     const std::int64_t q = a / b;
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-  }
-
-  // The plans of one slot (its stream on its device), made at its first band. A plan's stream and
-  // work area are set before each band, so two slots never share one.
-  Plans& plans_for(int device, cudaStream_t stream) {
-    std::lock_guard lock(mutex_);
-    const auto key = std::make_pair(device, stream);
-    auto it = plans_.find(key);
-    if (it != plans_.end()) return it->second;
-    OOC_CUDA_TRY(cudaSetDevice(device));
-    Plans p;
-    PlanArgs a(s_, g_);
-    std::size_t fwd_bytes = 0, inv_bytes = 0;
-    OOC_CUFFT_TRY(cufftCreate(&p.fwd));
-    OOC_CUFFT_TRY(cufftCreate(&p.inv));
-    OOC_CUFFT_TRY(cufftSetAutoAllocation(p.fwd, 0));
-    OOC_CUFFT_TRY(cufftSetAutoAllocation(p.inv, 0));
-    OOC_CUFFT_TRY(cufftMakePlanMany(p.fwd, 2, a.dims, a.real_embed, 1, a.real_dist, a.complex_embed,
-                                    1, a.complex_dist, f64_ ? CUFFT_D2Z : CUFFT_R2C, a.batch,
-                                    &fwd_bytes));
-    OOC_CUFFT_TRY(cufftMakePlanMany(p.inv, 2, a.dims, a.complex_embed, 1, a.complex_dist,
-                                    a.real_embed, 1, a.real_dist, f64_ ? CUFFT_Z2D : CUFFT_C2R,
-                                    a.batch, &inv_bytes));
-    const std::size_t need = std::max(fwd_bytes, inv_bytes);
-    if (need > work_bytes_) p.own_work = std::make_unique<cuda::DeviceBuffer>(device, need);
-    return plans_.emplace(key, std::move(p)).first->second;
   }
 
   FftCudaShape s_;
@@ -238,8 +244,7 @@ class FftCudaKernel final : public CudaKernel {
   bool f64_;
   std::size_t work_bytes_;
   std::optional<cuda::Replicated> spectrum_;
-  std::mutex mutex_;
-  std::map<std::pair<int, cudaStream_t>, Plans> plans_;
+  std::vector<Plans> plans_;  // by slot (start, stop)
 };
 
 }  // namespace

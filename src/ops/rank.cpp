@@ -330,6 +330,8 @@ class TophatKernel final : public CpuKernel {
   TophatKernel(const detail::ChainGeometry& g, int sign) : sign_(sign) {
     chain_ = detail::make_chain_cpu(g);
   }
+  void start(int slot) override { chain_->start(slot); }
+  void stop(int slot) override { chain_->stop(slot); }
   void run(const CpuBand& b) override {
     if (sign_ == 0) {
       chain_->run(b);

@@ -48,6 +48,8 @@ class TophatCudaKernel final : public CudaKernel {
       : sign_(sign) {
     chain_ = make_chain_cuda(devices, g);
   }
+  void start(const CudaSlotInfo& slot) override { chain_->start(slot); }
+  void stop(const CudaSlotInfo& slot) override { chain_->stop(slot); }
   void run_async(const CudaBand& b) override {
     const std::size_t row_bytes = b.in_spec.row_bytes();
     CudaBand inner = b;

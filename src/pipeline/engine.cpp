@@ -13,6 +13,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <functional>
 #include <future>
 #include <optional>
 #include <thread>
@@ -162,22 +164,23 @@ struct Engine::Impl {
       const detail::SlotSizes sizes{plan.band_rows,     plan.halo,
                                     in.row_bytes(),     plan.out_row_bytes,
                                     plan.partial_bytes, plan.device_scratch_bytes};
-      gpu_maker = std::thread([m = maker, start = backend.start, devices = backend.devices, sizes,
-                               order] {
-        for (std::size_t k = 0; k < order.size(); ++k) {
-          try {
-            if (start && k == 0) start->wait();
-            if (m->cancel) throw Error(ErrorKind::usage, "the engine stopped");
-            const std::size_t i = order[k];
-            m->promises[i].set_value(detail::CudaSlot::make(devices[i % devices.size()], sizes));
-          } catch (...) {
-            // This slot and every later one fail with the same error.
-            for (std::size_t j = k; j < order.size(); ++j)
-              m->promises[order[j]].set_exception(std::current_exception());
-            return;
-          }
-        }
-      });
+      gpu_maker =
+          std::thread([m = maker, start = backend.start, devices = backend.devices, sizes, order] {
+            for (std::size_t k = 0; k < order.size(); ++k) {
+              try {
+                if (start && k == 0) start->wait();
+                if (m->cancel) throw Error(ErrorKind::usage, "the engine stopped");
+                const std::size_t i = order[k];
+                m->promises[i].set_value(detail::CudaSlot::make(
+                    static_cast<int>(i), devices[i % devices.size()], sizes));
+              } catch (...) {
+                // This slot and every later one fail with the same error.
+                for (std::size_t j = k; j < order.size(); ++j)
+                  m->promises[order[j]].set_exception(std::current_exception());
+                return;
+              }
+            }
+          });
       return;
     }
     for (Slot& s : slots) cpu_buffers(s);
@@ -260,7 +263,43 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   }
   std::unique_ptr<CpuKernel> cpu;
   std::unique_ptr<CudaKernel> gpu;
-  if (mode != Mode::gpu) cpu = op.make_cpu();
+  // The kernels' per-slot state (CpuKernel::start). The CPU's, for every slot as soon as its
+  // kernel is made: no CPU band runs yet, and later starts would race with them. A GPU slot's
+  // before its first band, in the read stage, where the slot's device and stream are known.
+  // Every started slot is stopped when the run ends, failed runs included, before the kernels go.
+  int cpu_started = 0;
+  std::vector<char> gpu_started(e.slots.size(), 0);
+  auto make_cpu = [&] {
+    cpu = op.make_cpu();
+    for (; cpu_started < plan.slots; ++cpu_started) cpu->start(cpu_started);
+  };
+  auto stop_kernels = [&] {
+    std::exception_ptr error;
+    auto keep = [&](auto&& f) {
+      try {
+        f();
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+    };
+    for (; cpu_started > 0; --cpu_started) keep([&] { cpu->stop(cpu_started - 1); });
+    for (std::size_t i = 0; i < gpu_started.size(); ++i)
+      if (gpu_started[i]) {
+        gpu_started[i] = 0;
+        keep([&] { e.slots[i].gpu->stop_kernel(*gpu); });
+      }
+    if (error) std::rethrow_exception(error);
+  };
+  struct StopAtExit {
+    std::function<void()> stop;
+    ~StopAtExit() {
+      try {
+        stop();
+      } catch (...) {  // the run's own error is already on its way
+      }
+    }
+  } stop_at_exit{stop_kernels};
+  if (mode != Mode::gpu) make_cpu();
   // To the GPU from this band on: its kernel object (it needs the context), or, when the start
   // failed under --device auto, the CPU for good.
   auto go_gpu = [&] {
@@ -269,7 +308,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
         start->wait();
       } catch (const Error&) {
         mode = Mode::cpu;
-        if (!cpu) cpu = op.make_cpu();
+        if (!cpu) make_cpu();
         return;
       }
     }
@@ -322,8 +361,13 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     }
     slot.on_gpu = mode == Mode::gpu;
     if (slot.on_gpu) {
-      e.gpu_slot(slot);
+      detail::CudaSlot& gpu_slot = e.gpu_slot(slot);
       gpu_wait_s += seconds_since(waited_from);
+      const std::size_t i = static_cast<std::size_t>(&slot - e.slots.data());
+      if (!gpu_started[i]) {
+        gpu_started[i] = 1;  // stopped even if its start fails half way
+        gpu_slot.start_kernel(*gpu);
+      }
       // The halo this band shares with the one before (the same image rows, border included).
       std::int64_t reuse = 0;
       if (last && last != &slot && last->band.index == next - 1) {
@@ -333,8 +377,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
             !std::equal(before.end() - reuse, before.end(), slot.source_rows.begin()))
           reuse = 0;
       }
-      e.gpu_slot(slot).start(e.source, slot.source_rows.data(), slot.band, halo, in, *gpu, out_row,
-                             partial_bytes, last ? last->gpu.get() : nullptr, reuse);
+      gpu_slot.start(e.source, slot.source_rows.data(), slot.band, halo, in, *gpu, out_row,
+                     partial_bytes, last ? last->gpu.get() : nullptr, reuse);
       last = &slot;
     } else {
       e.cpu_buffers(slot);
@@ -360,6 +404,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
         b.out = BandView{slot->out.get(),    out_row,       slot->band.rows, out_spec->width,
                          out_spec->channels, out_spec->type};
       b.partial = partial_bytes > 0 ? slot->partial.data() : nullptr;
+      b.slot = static_cast<int>(slot - e.slots.data());
       if (b.partial) std::fill_n(b.partial, partial_bytes, std::byte{0});
       cpu->run(b);
     }
@@ -408,6 +453,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
             tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, compute_stage) &
             tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order, write_stage));
   });
+  stop_kernels();
 
   // --device cuda whose bands all went to the CPU: a CUDA that failed to start meanwhile is still
   // the run's error (one still starting is not waited for).

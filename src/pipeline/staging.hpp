@@ -63,8 +63,12 @@ struct SlotTimes {
 // One ring slot on a GPU, made once per job.
 class CudaSlot {
  public:
-  static std::unique_ptr<CudaSlot> make(int device, const SlotSizes& sizes);
+  // `index`: the slot's place in the ring, which its bands carry (CudaBand::slot).
+  static std::unique_ptr<CudaSlot> make(int index, int device, const SlotSizes& sizes);
   virtual ~CudaSlot() = default;
+  // The kernel's state for this slot (CudaKernel::start, stop), on the slot's device.
+  virtual void start_kernel(CudaKernel& kernel) = 0;
+  virtual void stop_kernel(CudaKernel& kernel) = 0;
   // Reads the band's rows (source_rows: image row of each input row, -1 for the constant border)
   // straight into pinned memory from several threads, then enqueues the copy in, the kernels, and
   // the copies out of the output rows (when out_row > 0) and of the partial (partial bytes).

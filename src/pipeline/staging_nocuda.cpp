@@ -31,7 +31,7 @@ std::int64_t cuda_max_band_rows(const std::vector<int>&, int, std::int64_t,
 std::shared_ptr<CudaStart> CudaStart::begin(const std::vector<int>&) {
   throw no_cuda();
 }
-std::unique_ptr<CudaSlot> CudaSlot::make(int, const SlotSizes&) {
+std::unique_ptr<CudaSlot> CudaSlot::make(int, int, const SlotSizes&) {
   throw no_cuda();
 }
 }  // namespace detail
