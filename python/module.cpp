@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -52,6 +53,84 @@ const char* kind_name(ooc::ErrorKind k) {
       return "device";
   }
   return "usage";
+}
+
+// The library names its parameters as the command line spells them (--mem-limit); Python users
+// pass keywords. Each option the Python functions take is rewritten to its keyword ("raise
+// mem_limit", "mem_limit=1.0 GiB is too small"); the others (--part, --finish, ...) have no Python
+// spelling and stay as the tools' flags.
+std::string python_words(const std::string& message) {
+  static const std::pair<const char*, const char*> keywords[] = {{"mem-limit", "mem_limit"},
+                                                                 {"band-rows", "band_rows"},
+                                                                 {"slots", "slots"},
+                                                                 {"threads", "threads"},
+                                                                 {"devices", "devices"},
+                                                                 {"device", "device"},
+                                                                 {"border-value", "cval"},
+                                                                 {"border", "mode"},
+                                                                 {"out-type", "out_type"},
+                                                                 {"precision", "precision"},
+                                                                 {"method", "method"},
+                                                                 {"kernel", "kernel"},
+                                                                 {"compress", "compress"},
+                                                                 {"level", "level"},
+                                                                 {"chunk", "chunk"},
+                                                                 {"shard", "shard"},
+                                                                 {"zarr-version", "zarr_version"},
+                                                                 {"levels", "levels"},
+                                                                 {"pyramid", "pyramid"},
+                                                                 {"cog", "cog"},
+                                                                 {"tile", "tile"},
+                                                                 {"page", "page"},
+                                                                 {"input-level", "input_level"},
+                                                                 {"in-format", "in_format"},
+                                                                 {"bigtiff", "bigtiff"},
+                                                                 {"format", "format"},
+                                                                 {"radius", "radius"},
+                                                                 {"sigma", "sigma"},
+                                                                 {"taps", "taps"},
+                                                                 {"taps-file", "taps_file"},
+                                                                 {"filter", "filter"},
+                                                                 {"type", "type"},
+                                                                 {"width", "width"},
+                                                                 {"height", "height"},
+                                                                 {"channels", "channels"}};
+  std::string out;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    const bool flag = message.compare(i, 2, "--") == 0 && i + 2 < message.size() &&
+                      std::islower(static_cast<unsigned char>(message[i + 2])) &&
+                      (i == 0 || !std::isalnum(static_cast<unsigned char>(message[i - 1])));
+    if (!flag) {
+      out += message[i++];
+      continue;
+    }
+    std::size_t j = i + 2;
+    while (j < message.size() &&
+           (std::islower(static_cast<unsigned char>(message[j])) ||
+            std::isdigit(static_cast<unsigned char>(message[j])) || message[j] == '-'))
+      ++j;
+    while (j > i + 2 && message[j - 1] == '-') --j;  // "--slots-" is not a name
+    const std::string name = message.substr(i + 2, j - i - 2);
+    const char* keyword = nullptr;
+    for (const auto& [flag_name, py_name] : keywords)
+      if (name == flag_name) keyword = py_name;
+    if (!keyword) {
+      out += message.substr(i, j - i);
+    } else {
+      out += keyword;
+      // "--mem-limit 1.0 GiB is too small": "mem_limit=1.0 GiB ..."; so with a quoted value or a
+      // placeholder ("use --radius R"); a word after it stays apart ("raise mem_limit").
+      if (j + 1 < message.size() && message[j] == ' ' &&
+          (std::isdigit(static_cast<unsigned char>(message[j + 1])) ||
+           std::isupper(static_cast<unsigned char>(message[j + 1])) || message[j + 1] == '\'')) {
+        out += '=';
+        ++j;
+      }
+    }
+    i = j;
+  }
+  return out;
 }
 
 std::string repr_of(const py::handle& v) {
@@ -789,7 +868,7 @@ PYBIND11_MODULE(_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ooc::Error& e) {
-      py::object exc = py::handle(g_error)(e.what());
+      py::object exc = py::handle(g_error)(python_words(e.what()));
       exc.attr("kind") = kind_name(e.kind());
       exc.attr("exit_code") = e.exit_code();
       PyErr_SetObject(g_error, exc.ptr());

@@ -123,7 +123,7 @@ def test_progress_raising_stops_and_leaves_nothing(tmp_path):
 
 
 def test_errors_carry_ooc_messages(tmp_path):
-    with pytest.raises(ooc.Error, match="no filter given: use --radius R") as e:
+    with pytest.raises(ooc.Error, match="no filter given: use radius=R") as e:
         ooc.convolve(tmp_path / "missing.npy", tmp_path / "out.npy")
     assert e.value.kind == "usage" and e.value.exit_code == 2
     assert isinstance(e.value, RuntimeError)
@@ -148,6 +148,18 @@ def test_errors_carry_ooc_messages(tmp_path):
     with pytest.raises(ooc.Error, match="u8 and u16|uint8|u16"):
         ooc.equalize(noise((10, 10)))
     assert os.listdir(tmp_path) == ["in.npy"]
+
+
+def test_errors_name_python_keywords():
+    # The library's messages name its parameters; Python renders them as its keywords.
+    with pytest.raises(ooc.Error) as e:
+        ooc.gaussian_filter(noise((100, 100)), 2.0, mem_limit=1000)
+    msg = str(e.value)
+    assert msg.startswith("mem_limit=1000 B is too small"), msg
+    assert msg.endswith("raise mem_limit"), msg
+    assert "--" not in msg, msg
+    with pytest.raises(ooc.Error, match="^device takes auto, cpu or cuda, got 'gpu'$"):
+        ooc.gaussian_filter(noise((10, 10)), 1.0, device="gpu")
 
 
 def test_device_cuda_without_gpu():
