@@ -288,6 +288,9 @@ TEST(Engine, BandsRunOnTheCpuWhileCudaStarts) {
   p.filter.row = p.filter.col = gaussian_taps(5, 0);
   p.border = BorderMode::reflect;
   auto op = make_separable(spec, p, PipelineOptions{});
+  // A build without CUDA kernels refuses the CUDA backend before any band (and the held start
+  // below would then never end).
+  if (!op->has_cuda()) GTEST_SKIP() << "this build has no CUDA kernels";
   PipelineOptions o;
   o.band_rows = 16;
   o.threads = 2;
