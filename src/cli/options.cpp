@@ -63,7 +63,10 @@ void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& ba
       ->check(CLI::Range(1, 1 << 16));
   group.add_option("--device", p.device, "auto (CUDA when a GPU is usable), cpu or cuda")
       ->default_str("auto");
-  group.add_option("--devices", p.devices, "GPUs to use: all, or a list like 0,1")
+  group
+      .add_option("--devices", p.devices,
+                  "GPUs to use: all (as many as pay: the copies share the host's bandwidth), or "
+                  "a list like 0,1")
       ->default_str("all");
   group
       .add_option("--cpu-start", p.cpu_start,
