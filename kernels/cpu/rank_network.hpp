@@ -1,10 +1,11 @@
-// The 5 x 5 median by a selection network (Paeth's / Devillard's opt_med25: 99 compare-exchanges,
-// the median ends on wire 12), run on vectors of adjacent output columns at once, for
-// every sample type. A selection network only moves samples, so the result is the window's
-// 13th smallest exactly: the value nth_element and scipy pick (for floats, +0 and -0 compare
-// equal and either may come out where both sit at the median's rank, as with any selection).
-// A NaN in the window gives NaN, as the other rank paths (a NaN poisons the comparisons).
-// Checked by the 0-1 principle: all 2^25 inputs of 0 and 1 give their majority on wire 12.
+// The 5 x 5 and 3 x 3 medians by selection networks (Paeth's / Devillard's opt_med25: 99
+// compare-exchanges, the median ends on wire 12; opt_med9: 19, on wire 4), run on vectors of
+// adjacent output columns at once, for every sample type. A selection network only moves samples,
+// so the result is the window's 13th smallest exactly: the value nth_element and scipy pick (for
+// floats, +0 and -0 compare equal and either may come out where both sit at the median's rank, as
+// with any selection). A NaN in the window gives NaN, as the other rank paths (a NaN poisons the
+// comparisons). Checked by the 0-1 principle: all 2^25 (2^9) inputs of 0 and 1 give their majority
+// on wire 12 (wire 4).
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,11 @@ inline constexpr unsigned char kMedian25[99][2] = {
     {7, 13},  {7, 15},  {1, 9},   {3, 11},  {5, 17},  {11, 17}, {9, 17},  {4, 10},  {6, 12},
     {7, 14},  {4, 6},   {4, 7},   {12, 14}, {10, 14}, {6, 7},   {10, 12}, {6, 10},  {6, 17},
     {12, 17}, {7, 17},  {7, 10},  {12, 18}, {7, 12},  {10, 18}, {12, 20}, {10, 20}, {10, 12}};
+
+// opt_med9: a pair {a, b} leaves the smaller on wire a.
+inline constexpr unsigned char kMedian9[19][2] = {
+    {1, 2}, {4, 5}, {7, 8}, {0, 1}, {3, 4}, {6, 7}, {1, 2}, {4, 5}, {7, 8}, {0, 3},
+    {5, 8}, {4, 7}, {3, 6}, {1, 4}, {2, 5}, {4, 7}, {4, 2}, {6, 4}, {4, 2}};
 
 // One register of samples: 32 bytes with AVX2, else 16 (GCC lowers the compare-selects of a
 // vector wider than the machine's one lane at a time for floats).
@@ -78,28 +84,32 @@ template <class V>
   b = hi;
 }
 
-template <class V, std::size_t... I>
-[[gnu::always_inline]] inline void median25_network(V* v, std::index_sequence<I...>) {
-  (exchange(v[kMedian25[I][0]], v[kMedian25[I][1]]), ...);
+template <int N, class V, std::size_t... I>
+[[gnu::always_inline]] inline void median_network(V* v, std::index_sequence<I...>) {
+  if constexpr (N == 5)
+    (exchange(v[kMedian25[I][0]], v[kMedian25[I][1]]), ...);
+  else
+    (exchange(v[kMedian9[I][0]], v[kMedian9[I][1]]), ...);
 }
 
-// out[x * stride] for x in [x0, x0 + kLanes25<T>): the median of rows[k][x + j], k, j in 0..4
-// (rows hold at least x0 + kLanes25<T> + 4 samples).
-template <class T>
+// out[x * stride] for x in [x0, x0 + kLanes25<T>): the median of rows[k][x + j], k, j in
+// 0..N-1, N = 5 or 3 (rows hold at least x0 + kLanes25<T> + N - 1 samples).
+template <class T, int N = 5>
 [[gnu::always_inline]] inline void median25_lanes(const T* const* rows, std::int64_t x0, T* out,
                                                   std::int64_t stride) {
+  static_assert(N == 5 || N == 3);
   using V = Vec32<T>;
-  V v[25];
-  for (int k = 0; k < 5; ++k)
-    for (int j = 0; j < 5; ++j) std::memcpy(&v[k * 5 + j], rows[k] + x0 + j, sizeof(V));
+  V v[N * N];
+  for (int k = 0; k < N; ++k)
+    for (int j = 0; j < N; ++j) std::memcpy(&v[k * N + j], rows[k] + x0 + j, sizeof(V));
   // Lanes holding a NaN (all ones) for floats: the network's comparisons say nothing there.
   using M = Vec32<std::conditional_t<sizeof(T) == 8, std::int64_t,
                                      std::conditional_t<sizeof(T) == 4, std::int32_t, T>>>;
   [[maybe_unused]] M numbers = M{} - 1;
   if constexpr (std::is_floating_point_v<T>)
-    for (int i = 0; i < 25; ++i) numbers &= (v[i] == v[i]);
-  median25_network(v, std::make_index_sequence<99>{});
-  V m = v[12];
+    for (int i = 0; i < N * N; ++i) numbers &= (v[i] == v[i]);
+  median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
+  V m = v[N * N / 2];
   if constexpr (std::is_floating_point_v<T>)
     m = numbers != 0 ? m : V{} + std::numeric_limits<T>::quiet_NaN();
   if (stride == 1) {
@@ -109,15 +119,15 @@ template <class T>
   }
 }
 
-// One output row of a 5 x 5 median: rows[0..4] are the window's padded rows (W + 4 samples each),
-// out[x * stride] for x in [0, W). Needs W >= kLanes25<T>: the last vector overlaps the one
-// before it instead of reading past the rows.
-template <class T>
+// One output row of an N x N median (N = 5 or 3): rows[0..N-1] are the window's padded rows
+// (W + N - 1 samples each), out[x * stride] for x in [0, W). Needs W >= kLanes25<T>: the last
+// vector overlaps the one before it instead of reading past the rows.
+template <class T, int N = 5>
 void median25_row(const T* const* rows, std::int64_t W, T* out, std::int64_t stride) {
   constexpr int L = kLanes25<T>;
   std::int64_t x = 0;
-  for (; x + L <= W; x += L) median25_lanes<T>(rows, x, out, stride);
-  if (x < W) median25_lanes<T>(rows, W - L, out, stride);
+  for (; x + L <= W; x += L) median25_lanes<T, N>(rows, x, out, stride);
+  if (x < W) median25_lanes<T, N>(rows, W - L, out, stride);
 }
 
 }  // namespace ooc::kernels

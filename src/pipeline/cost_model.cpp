@@ -62,11 +62,26 @@ double minmax_cuda_ns(const Cost& c) {
 
 // Rank filters: the CPU's sliding histogram updates a row of the window per output sample; the
 // GPU's sorting network in registers grows with the square of the samples.
+// Rank filters (median size=3, 5, 7 of f32 on the 2 x H200 host, 32 threads, 1 GiB from
+// synth:noise to null:, kernel seconds from --stats; docs/performance.md, rank filters). CPU, per
+// thread: 3 x 3 and 5 x 5 are selection networks on vectors (5 x 5: 3.7 ns; 3 x 3 about 1.1 ns,
+// scaled from the 2-core VM, where the network took it from 211 to 8.5 ns); larger float windows
+// run nth_element per sample (7 x 7: 184 ns, about 3.75 ns a window sample). 8/16-bit integers use
+// sliding histograms, whose cost grows with the rows (not measured on the GPU host).
 double rank_cpu_ns(const Cost& c) {
-  return 2.0 + 0.5 * c.window_rows;
+  if (c.histogram) return 2.0 + 0.5 * c.window_rows;
+  if (c.window_samples <= 9) return 1.1;
+  if (c.window_samples <= 25) return 3.7;
+  return 3.75 * c.window_samples;
 }
+// GPU kernels: a selection per output in registers; 0.041, 0.172 and 2.16 ns per sample at 9, 25
+// and 49 window samples (one H200), linear between them; why 49 costs 12x what 25 does is not
+// known.
 double rank_cuda_ns(const Cost& c) {
-  return 0.0002 * c.window_samples * c.window_samples / 9.0;
+  const double n = c.window_samples;
+  if (n <= 9) return 0.041;
+  if (n <= 25) return 0.041 + (n - 9) * (0.172 - 0.041) / 16;
+  return 0.172 + (n - 25) * (2.16 - 0.172) / 24;
 }
 
 // Combining a stage's input with its filtered copies: a pass over the band beside the filters'.

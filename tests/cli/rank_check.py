@@ -11,6 +11,7 @@ C. NaN in a footprint's samples gives NaN (the rule of the rectangular windows),
    outside the footprint's ones does not.
 D. Bad footprints and bad stages (even side, a 2, float, 3-D, no 1, size and footprint together,
    neither): exit 2 with a message naming the stage and what is wrong, no output.
+E. The 3 x 3 float median's selection network exactly equal to scipy; NaN in a window gives NaN.
 
 Usage: rank_check.py --bin-dir DIR [unittest options]
 """
@@ -250,6 +251,34 @@ class Median5x5(Base):
                 got = self.oocrun(x, "median size=5", "--band-rows", 6)
                 np.testing.assert_array_equal(np.isnan(got), nan)
                 np.testing.assert_array_equal(got[~nan], ndi.median_filter(x, size=5)[~nan])
+
+
+class Median3x3Floats(Base):
+    # The 19-exchange network of float 3 x 3 medians (integers take sorted columns): vectors of
+    # adjacent columns at widths below, at and between multiples of a vector, NaN in a window.
+    def test_network_against_scipy_exactly(self):
+        rng = random.Random(93)
+        for i, t in enumerate(("f32", "f64")):
+            for w in (3, 8, 16, 37, 131):
+                c = rng.choice([1, 3])
+                mode = rng.choice(BORDERS)
+                x = self.image(rng.randint(3, 23), w, c, t, seed=900 + 10 * i + w)
+                full = (3, 3) + ((1,) if c > 1 else ())
+                with self.subTest(type=t, width=w, channels=c, border=mode):
+                    got = self.oocrun(x, "median size=3", "--border", mode, "--border-value", 7,
+                                      "--band-rows", rng.choice([1, 4, 64]))
+                    np.testing.assert_array_equal(
+                        got, ndi.median_filter(x, size=full, mode=mode, cval=7))
+
+    def test_network_nan_gives_nan(self):
+        for t in ("f32", "f64"):
+            x = self.image(19, 70, 1, t, seed=31)
+            x[[2, 9, 18], [0, 33, 69]] = np.nan
+            nan = ndi.maximum_filter(np.isnan(x).astype(np.uint8), size=3) > 0
+            with self.subTest(type=t):
+                got = self.oocrun(x, "median size=3", "--band-rows", 6)
+                np.testing.assert_array_equal(np.isnan(got), nan)
+                np.testing.assert_array_equal(got[~nan], ndi.median_filter(x, size=3)[~nan])
 
 
 class Refusals(Base):
