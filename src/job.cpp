@@ -17,11 +17,11 @@
 #include <string_view>
 #include <vector>
 
+#include "io/digest.hpp"
 #include "io/formats.hpp"
 #include "io/output_file.hpp"
 #include "io/tiff_parts.hpp"
 #include "ooc/error.hpp"
-#include "pipeline/digest.hpp"
 
 namespace fs = std::filesystem;
 

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <optional>
 
-#include "../kernels/cpu/separable.hpp"
 #include "cli/common.hpp"
 #include "cli/filter_options.hpp"
 #include "io/formats.hpp"
@@ -83,8 +82,7 @@ Examples:
       const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
       const ooc::MachineLimits& limits = ooc::machine_limits_cached();
       std::printf("CPU: %ld cores, %s RAM, kernels %s\n", ::sysconf(_SC_NPROCESSORS_ONLN),
-                  ooc::format_bytes(double(pages) * double(page)).c_str(),
-                  ooc::cpu::separable_isa());
+                  ooc::format_bytes(double(pages) * double(page)).c_str(), ooc::cpu_kernels_isa());
       std::printf("default --threads: %d, from %s\n", ooc::default_threads(),
                   limits.cpus_from.c_str());
       std::printf("default --mem-limit: %s, the smaller of 1 GiB and a quarter of %s (%s)\n",

@@ -210,6 +210,8 @@ Backend select_backend(const std::string& device, const std::string& devices,
                        const std::vector<const Operation*>& ops, const Workload* work = nullptr);
 int cuda_device_count() noexcept;  // 0 in a build without CUDA, or without a driver or device
 std::string cuda_device_name(int device);
+// The instruction set the CPU kernels run on here: "avx2+fma" or "baseline".
+const char* cpu_kernels_isa() noexcept;
 
 struct BandPlan {
   std::int64_t band_rows = 0;

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "atax.cuh"
-#include "cuda/check.hpp"
+#include "check.cuh"
 
 namespace ooc::cuda {
 namespace {
@@ -52,19 +52,19 @@ void convert_rows_async(const std::byte* src, std::size_t src_stride, SampleType
   else
     convert_kernel<double, float>
         <<<grid, kThreads, 0, stream>>>(src, src_stride, reinterpret_cast<float*>(dst), rows, cols);
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 void add_async(double* dst, const double* src, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;
   add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, src, n);
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 void widen_async(const float* src, double* dst, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;
   widen_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n);
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 }  // namespace ooc::cuda

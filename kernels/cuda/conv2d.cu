@@ -5,9 +5,9 @@
 // memory directly. Any width, channels 1-4, 64-bit offsets.
 #include <cuda_runtime.h>
 
+#include "check.cuh"
 #include "common.cuh"
 #include "conv2d.cuh"
-#include "cuda/check.hpp"
 #include "ooc/detail/sample_type.hpp"
 
 namespace ooc::cuda {
@@ -118,7 +118,7 @@ void launch(const Conv2dLaunch& a, cudaStream_t s) {
     const dim3 grid(static_cast<unsigned>((n + kThreads - 1) / kThreads), grid_rows(a.out_rows));
     conv2d_direct<T, Acc><<<grid, kThreads, 0, s>>>(a, cval);
   }
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 }  // namespace

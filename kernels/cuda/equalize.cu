@@ -4,7 +4,7 @@
 // spare, so threads add straight into the band's u64 counts in global memory (L2 atomics; spread
 // values rarely collide, a constant image serializes but stays correct). The mapping reads the
 // table through the read-only cache.
-#include "cuda/check.hpp"
+#include "check.cuh"
 #include "equalize.cuh"
 
 namespace ooc::cuda {
@@ -74,7 +74,7 @@ void histogram_async(const std::byte* in, std::size_t stride, std::int64_t rows,
   } else {
     histogram_u16<<<blocks_for(rows * n), P::kThreads, 0, s>>>(in, stride, rows, n, channels, c);
   }
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 void apply_lut_async(const std::byte* in, std::size_t in_stride, std::byte* out,
@@ -88,7 +88,7 @@ void apply_lut_async(const std::byte* in, std::size_t in_stride, std::byte* out,
     lut_kernel<std::uint16_t><<<blocks_for(rows * n), P::kThreads, 0, s>>>(
         in, in_stride, out, out_stride, rows, n, channels, 65536, lut);
   }
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 }  // namespace ooc::cuda

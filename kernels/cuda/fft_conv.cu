@@ -3,8 +3,8 @@
 // direct kernels do it.
 #include <cuda_runtime.h>
 
+#include "check.cuh"
 #include "common.cuh"
-#include "cuda/check.hpp"
 #include "fft_conv.cuh"
 #include "ooc/detail/sample_type.hpp"
 
@@ -92,7 +92,7 @@ void fft_pack_async(const FftTileRow& r, cudaStream_t stream) {
       pack<T, float><<<grid, P::kThreads, 0, stream>>>(r, static_cast<float>(r.border_value));
     }
   });
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 void fft_multiply_async(void* spectra, const void* kernel_spectrum, std::int64_t planes,
@@ -105,7 +105,7 @@ void fft_multiply_async(void* spectra, const void* kernel_spectrum, std::int64_t
     multiply<float><<<grid, P::kThreads, 0, stream>>>(
         static_cast<float*>(spectra), static_cast<const float*>(kernel_spectrum), planes, points);
   }
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 void fft_unpack_async(const FftTileRow& r, cudaStream_t stream) {
@@ -115,7 +115,7 @@ void fft_unpack_async(const FftTileRow& r, cudaStream_t stream) {
   } else {
     unpack<float><<<grid, P::kThreads, 0, stream>>>(r);
   }
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 }  // namespace ooc::cuda

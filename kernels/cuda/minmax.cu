@@ -7,8 +7,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "check.cuh"
 #include "common.cuh"
-#include "cuda/check.hpp"
 #include "minmax.cuh"
 #include "ooc/detail/sample_type.hpp"
 
@@ -125,7 +125,7 @@ void minmax_band_async(const MinMaxLaunch& l, cudaStream_t stream) {
       cols_kernel<false, T><<<grid_for(l.out_rows, S), MinMaxPolicy::kThreads, 0, stream>>>(l);
     }
   });
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 void tophat_difference_async(const std::byte* x, std::size_t x_stride, const std::byte* o,
@@ -138,7 +138,7 @@ void tophat_difference_async(const std::byte* x, std::size_t x_stride, const std
         <<<grid_for(rows, row_samples), MinMaxPolicy::kThreads, 0, stream>>>(
             x, x_stride, o, o_stride, out, out_stride, rows, row_samples, sign);
   });
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 }  // namespace ooc::cuda

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "cuda/check.hpp"
+#include "check.cuh"
 #include "ooc/detail/sample_type.hpp"
 #include "pointwise.cuh"
 
@@ -150,7 +150,7 @@ void point_async(const std::byte* src, std::size_t src_stride, SampleType in, st
               src, src_stride, dst, dst_stride, rows, row_samples, p.kind, p.a, p.b);
     });
   });
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 void combine_async(kernels::CombineKind k, const std::byte* x, std::size_t x_stride,
@@ -173,7 +173,7 @@ void combine_async(kernels::CombineKind k, const std::byte* x, std::size_t x_str
                 k, x, x_stride, g1, g2, g_stride, dst, dst_stride, rows, row_samples, amount);
     });
   });
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 }  // namespace ooc::cuda

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cpu/pointwise.hpp"
+#include "kernels/cpu/pointwise.hpp"
 #include "ooc/image.hpp"
 
 namespace ooc::cuda {

@@ -9,8 +9,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "check.cuh"
 #include "common.cuh"
-#include "cuda/check.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "rank.cuh"
 
@@ -124,7 +124,7 @@ void rank_band_async(const RankLaunch& l, cudaStream_t stream) {
     else
       launch<T, 49>(l, stream);
   });
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 }  // namespace ooc::cuda

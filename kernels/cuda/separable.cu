@@ -41,8 +41,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "check.cuh"
 #include "common.cuh"
-#include "cuda/check.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "separable.cuh"
 
@@ -266,7 +266,7 @@ void launch_row(const SeparableLaunch& a, cudaStream_t s) {
         a.mid_stride, a.width, a.channels, a.rx, w, a.border, cval, rows, a.first_row,
         a.image_height);
   }
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 template <class U, class Acc>
@@ -277,7 +277,7 @@ void launch_column(const SeparableLaunch& a, cudaStream_t s) {
   column_pass<U, Acc><<<grid, P::kColThreads, 0, s>>>(
       static_cast<const std::byte*>(a.mid), a.mid_stride, static_cast<std::byte*>(a.out),
       a.out_stride, n, a.out_rows, static_cast<int>(a.ry), static_cast<const Acc*>(a.col_taps));
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -865,8 +865,8 @@ Taps<R> taps_of(const void* host) {
 
 std::size_t max_dynamic_smem() {
   int dev = 0, bytes = 0;
-  OOC_CUDA_TRY(cudaGetDevice(&dev));
-  OOC_CUDA_TRY(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  OOC_KERNEL_TRY(cudaGetDevice(&dev));
+  OOC_KERNEL_TRY(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   return static_cast<std::size_t>(bytes);
 }
 
@@ -923,8 +923,8 @@ TileArgs tile_args(const SeparableLaunch& a, void* out, std::size_t out_stride, 
 template <class Kernel>
 void allow_smem(Kernel k, std::size_t smem) {
   if (smem > 48 * 1024)
-    OOC_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(smem)));
+    OOC_KERNEL_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(smem)));
 }
 
 void launch_fused(const SeparableLaunch& a, cudaStream_t s) {
@@ -949,7 +949,7 @@ void launch_fused(const SeparableLaunch& a, cudaStream_t s) {
       }
     });
   });
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 void launch_fast_row(const SeparableLaunch& a, cudaStream_t s) {
@@ -967,7 +967,7 @@ void launch_fast_row(const SeparableLaunch& a, cudaStream_t s) {
       k<<<grid, P::kThreads, smem, s>>>(t, taps_of<R>(a.row_taps_host));
     });
   });
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 void launch_fast_column(const SeparableLaunch& a, cudaStream_t s) {
@@ -983,7 +983,7 @@ void launch_fast_column(const SeparableLaunch& a, cudaStream_t s) {
           a.out_stride, n, a.out_rows, taps_of<R>(a.col_taps_host));
     });
   });
-  OOC_CUDA_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cudaGetLastError());
 }
 
 template <class Acc>

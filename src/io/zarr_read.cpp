@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "formats.hpp"
+#include "io/digest.hpp"
 #include "io/zarr_codec.hpp"
 #include "ooc/error.hpp"
 #include "ooc/pipeline.hpp"
-#include "pipeline/digest.hpp"
 
 namespace ooc {
 namespace {

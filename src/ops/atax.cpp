@@ -13,8 +13,8 @@
 #include <cstring>
 #include <limits>
 
-#include "cpu/atax.hpp"
 #include "cuda_kernels.hpp"
+#include "kernels/cpu/atax.hpp"
 #include "ooc/error.hpp"
 
 namespace ooc {

@@ -9,10 +9,10 @@
 #include <bit>
 #include <vector>
 
-#include "cuda/atax.cuh"
 #include "cuda/check.hpp"
 #include "cuda/resources.hpp"
 #include "cuda_kernels.hpp"
+#include "kernels/cuda/atax.cuh"
 #include "ooc/error.hpp"
 #include "ooc/ops/atax.hpp"
 

@@ -15,13 +15,13 @@
 
 #include "chain_impl.hpp"
 #include "cuda_kernels.hpp"
+#include "io/digest.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/ops/rank.hpp"
-#include "pipeline/digest.hpp"
 
 namespace ooc {
 namespace {

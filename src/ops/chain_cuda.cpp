@@ -7,7 +7,7 @@
 
 #include "chain_impl.hpp"
 #include "cuda/check.hpp"
-#include "cuda/pointwise.cuh"
+#include "kernels/cuda/pointwise.cuh"
 
 namespace ooc::detail {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/pointwise.hpp"
+#include "kernels/cpu/pointwise.hpp"
 #include "ooc/border.hpp"
 #include "ooc/image.hpp"
 #include "ooc/pipeline.hpp"

@@ -13,13 +13,13 @@
 #include <limits>
 #include <sstream>
 
-#include "cpu/conv2d.hpp"
-#include "cpu/fft_backend.hpp"
-#include "cpu/fft_conv.hpp"
 #include "cuda_kernels.hpp"
+#include "io/digest.hpp"
 #include "io/npy.hpp"
+#include "kernels/cpu/conv2d.hpp"
+#include "kernels/cpu/fft_backend.hpp"
+#include "kernels/cpu/fft_conv.hpp"
 #include "ooc/error.hpp"
-#include "pipeline/digest.hpp"
 
 namespace ooc {
 namespace {

@@ -5,9 +5,9 @@
 #include <optional>
 #include <vector>
 
-#include "cuda/conv2d.cuh"
 #include "cuda/resources.hpp"
 #include "cuda_kernels.hpp"
+#include "kernels/cuda/conv2d.cuh"
 
 namespace ooc {
 namespace {

@@ -17,11 +17,11 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/fft_backend.hpp"
 #include "cuda/check.hpp"
-#include "cuda/fft_conv.cuh"
 #include "cuda/resources.hpp"
 #include "cuda_kernels.hpp"
+#include "kernels/cpu/fft_backend.hpp"
+#include "kernels/cuda/fft_conv.cuh"
 #include "ooc/error.hpp"
 
 namespace ooc {

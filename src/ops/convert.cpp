@@ -10,7 +10,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "cpu/pointwise.hpp"
+#include "kernels/cpu/pointwise.hpp"
 #include "ooc/detail/sample_type.hpp"
 
 namespace ooc {

@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "cuda/equalize.cuh"
 #include "cuda/resources.hpp"
 #include "cuda_kernels.hpp"
+#include "kernels/cuda/equalize.cuh"
 
 namespace ooc {
 namespace {

@@ -4,8 +4,8 @@
 #include <cuda_runtime.h>
 
 #include "chain_impl.hpp"
-#include "cuda/minmax.cuh"
-#include "cuda/rank.cuh"
+#include "kernels/cuda/minmax.cuh"
+#include "kernels/cuda/rank.cuh"
 
 namespace ooc::detail {
 namespace {

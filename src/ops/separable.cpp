@@ -5,10 +5,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cpu/separable.hpp"
 #include "cuda_kernels.hpp"
+#include "io/digest.hpp"
+#include "kernels/cpu/separable.hpp"
 #include "ooc/error.hpp"
-#include "pipeline/digest.hpp"
 
 namespace ooc {
 

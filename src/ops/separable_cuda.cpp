@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cuda/resources.hpp"
-#include "cuda/separable.cuh"
 #include "cuda_kernels.hpp"
+#include "kernels/cuda/separable.cuh"
 #include "ooc/ops/separable.hpp"
 
 namespace ooc {

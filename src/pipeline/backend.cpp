@@ -9,12 +9,16 @@
 #include <sstream>
 
 #include "cost_model.hpp"
-#include "cpu/separable.hpp"
+#include "kernels/cpu/separable.hpp"
 #include "ooc/error.hpp"
 #include "ooc/pipeline.hpp"
 #include "staging.hpp"
 
 namespace ooc {
+
+const char* cpu_kernels_isa() noexcept {
+  return cpu::separable_isa();
+}
 
 std::string Backend::describe() const {
   if (!cuda || (start && start->failed())) return std::string("cpu (") + cpu::separable_isa() + ")";

@@ -11,8 +11,8 @@
 #if defined(OOC_HAVE_CUDA)
 #include <cuda_runtime.h>
 
-#include "../../kernels/cuda/separable.cuh"
-#include "../../src/cuda/resources.hpp"
+#include "cuda/resources.hpp"
+#include "kernels/cuda/separable.cuh"
 #endif
 
 #include "gpu_support.hpp"

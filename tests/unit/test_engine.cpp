@@ -10,8 +10,7 @@
 #include <mutex>
 #include <random>
 
-#include "../../kernels/cpu/separable.hpp"
-#include "../../src/pipeline/staging.hpp"
+#include "kernels/cpu/separable.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/conv2d.hpp"
@@ -19,6 +18,7 @@
 #include "ooc/ops/equalize.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
+#include "pipeline/staging.hpp"
 #include "reference.hpp"
 
 namespace ooc {
