@@ -99,12 +99,6 @@ double product_cuda_ns(double k) {
   return 0.002 + 0.0005 * k;
 }
 
-double sum_of_stages(const Cost& c, double start, double (*ns)(const Cost&)) {
-  double t = start;
-  for (const Cost& s : c.stages) t += ns(s);
-  return t;
-}
-
 // What a GPU run pays besides streaming: mostly the CUDA context, made before the first band
 // (0.19-0.31 s on an H200) and torn down at exit (about 0.1 s); the first slots' buffers add 0.02 s
 // each (docs/design.md, "--device auto"; docs/performance.md, start-up: a 1 GiB image took
@@ -123,67 +117,65 @@ constexpr double kCudaExtraDeviceSeconds = 0.1;
 
 }  // namespace
 
-double cpu_ns_per_sample(const Cost& c) {
+namespace {
+
+// Both backends' ns per sample, from one reading of the description.
+struct Ns {
+  double cpu = 0, cuda = 0;
+};
+
+Ns ns_per_sample(const Cost& c);
+
+Ns sum_of_stages(const Cost& c, Ns start) {
+  for (const Cost& s : c.stages) {
+    const Ns t = ns_per_sample(s);
+    start.cpu += t.cpu;
+    start.cuda += t.cuda;
+  }
+  return start;
+}
+
+Ns ns_per_sample(const Cost& c) {
   using K = Cost::Kind;
   switch (c.kind) {
     case K::unknown:
     case K::convert:
     case K::histogram:
     case K::lut:
-      return kUnknownCpuNs;
+      break;
     case K::given:
-      return c.cpu_ns;
+      return {c.cpu_ns, c.cuda_ns};
     case K::pointwise:
-      return kPointwiseCpuNs;
+      return {kPointwiseCpuNs, kPointwiseCudaNs};
     case K::separable:
-      return separable_cpu_ns(c.taps, c.f64);
+      return {separable_cpu_ns(c.taps, c.f64), separable_cuda_ns(c.taps, c.f64)};
     case K::conv2d:
-      return c.cpu_fft ? fft2d_cpu_ns(c.fft_work, c.f64) : direct2d_cpu_ns(c.taps, c.f64);
+      return {c.cpu_fft ? fft2d_cpu_ns(c.fft_work, c.f64) : direct2d_cpu_ns(c.taps, c.f64),
+              c.cuda_fft ? fft2d_cuda_ns(c.fft_work, c.f64) : direct2d_cuda_ns(c.taps, c.f64)};
     case K::minmax:
-      return minmax_cpu_ns(c);
+      return {minmax_cpu_ns(c), minmax_cuda_ns(c)};
     case K::rank:
-      return rank_cpu_ns(c);
+      return {rank_cpu_ns(c), rank_cuda_ns(c)};
     case K::combine:
-      return sum_of_stages(c, kCombineCpuNs, cpu_ns_per_sample);
-    case K::morphology:
-      return kMorphologyCpuNs;
+      return sum_of_stages(c, {kCombineCpuNs, kCombineCudaNs});
+    case K::morphology:  // the CPU runs the stages as one kernel, measured as a whole
+      return {kMorphologyCpuNs, sum_of_stages(c, {}).cuda};
     case K::fused:
-      return sum_of_stages(c, 0, cpu_ns_per_sample);
+      return sum_of_stages(c, {});
     case K::product:
-      return product_cpu_ns(c.columns);
+      return {product_cpu_ns(c.columns), product_cuda_ns(c.columns)};
   }
-  return kUnknownCpuNs;
+  return {kUnknownCpuNs, kUnknownCudaNs};
+}
+
+}  // namespace
+
+double cpu_ns_per_sample(const Cost& c) {
+  return ns_per_sample(c).cpu;
 }
 
 double cuda_ns_per_sample(const Cost& c) {
-  using K = Cost::Kind;
-  switch (c.kind) {
-    case K::unknown:
-    case K::convert:
-    case K::histogram:
-    case K::lut:
-      return kUnknownCudaNs;
-    case K::given:
-      return c.cuda_ns;
-    case K::pointwise:
-      return kPointwiseCudaNs;
-    case K::separable:
-      return separable_cuda_ns(c.taps, c.f64);
-    case K::conv2d:
-      return c.cuda_fft ? fft2d_cuda_ns(c.fft_work, c.f64) : direct2d_cuda_ns(c.taps, c.f64);
-    case K::minmax:
-      return minmax_cuda_ns(c);
-    case K::rank:
-      return rank_cuda_ns(c);
-    case K::combine:
-      return sum_of_stages(c, kCombineCudaNs, cuda_ns_per_sample);
-    case K::morphology:
-    case K::fused:
-      return sum_of_stages(c, 0, cuda_ns_per_sample);
-    case K::product:
-      return product_cuda_ns(c.columns);
-  }
-  return kUnknownCudaNs;
+  return ns_per_sample(c).cuda;
 }
 
 namespace detail {

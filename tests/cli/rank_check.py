@@ -225,60 +225,43 @@ class Footprints(Base):
                 np.testing.assert_array_equal(got[~nan], want[~nan])
 
 
-class Median5x5(Base):
-    # The selection network (every type, vectors of adjacent columns; widths below, at and
-    # between multiples of a vector; the scalar path under one vector's width).
-    def test_network_against_scipy_exactly(self):
-        rng = random.Random(55)
-        for i, t in enumerate(NP):
-            for w in (3, 16, 37, 131):
+class MedianNetworks(Base):
+    # The selection networks: 5 x 5 of every type, 3 x 3 of floats (integers take sorted
+    # columns), on vectors of adjacent columns: widths below, at and between multiples of a
+    # vector, the scalar path under one vector's width; NaN in a window gives NaN.
+    def sweep(self, size, types, widths, seed):
+        rng = random.Random(seed)
+        for i, t in enumerate(types):
+            for w in widths:
                 c = rng.choice([1, 3])
                 mode = rng.choice(BORDERS)
-                x = self.image(rng.randint(5, 23), w, c, t, seed=700 + 10 * i + w)
-                full = (5, 5) + ((1,) if c > 1 else ())
-                with self.subTest(type=t, width=w, channels=c, border=mode):
-                    got = self.oocrun(x, "median size=5", "--border", mode, "--border-value", 7,
-                                      "--band-rows", rng.choice([1, 4, 64]))
+                x = self.image(rng.randint(size, 23), w, c, t, seed=seed + 10 * i + w)
+                full = (size, size) + ((1,) if c > 1 else ())
+                with self.subTest(size=size, type=t, width=w, channels=c, border=mode):
+                    got = self.oocrun(x, "median size=%d" % size, "--border", mode,
+                                      "--border-value", 7, "--band-rows", rng.choice([1, 4, 64]))
                     np.testing.assert_array_equal(
                         got, ndi.median_filter(x, size=full, mode=mode, cval=7))
 
-    def test_network_nan_gives_nan(self):
+    def nan_case(self, size, seed):
         for t in ("f32", "f64"):
-            x = self.image(19, 70, 1, t, seed=3)
+            x = self.image(19, 70, 1, t, seed=seed)
             x[[2, 9, 18], [0, 33, 69]] = np.nan
-            nan = ndi.maximum_filter(np.isnan(x).astype(np.uint8), size=5) > 0
-            with self.subTest(type=t):
-                got = self.oocrun(x, "median size=5", "--band-rows", 6)
+            nan = ndi.maximum_filter(np.isnan(x).astype(np.uint8), size=size) > 0
+            with self.subTest(size=size, type=t):
+                got = self.oocrun(x, "median size=%d" % size, "--band-rows", 6)
                 np.testing.assert_array_equal(np.isnan(got), nan)
-                np.testing.assert_array_equal(got[~nan], ndi.median_filter(x, size=5)[~nan])
+                np.testing.assert_array_equal(got[~nan], ndi.median_filter(x, size=size)[~nan])
 
+    def test_5x5_against_scipy_exactly(self):
+        self.sweep(5, list(NP), (3, 16, 37, 131), 700)
 
-class Median3x3Floats(Base):
-    # The 19-exchange network of float 3 x 3 medians (integers take sorted columns): vectors of
-    # adjacent columns at widths below, at and between multiples of a vector, NaN in a window.
-    def test_network_against_scipy_exactly(self):
-        rng = random.Random(93)
-        for i, t in enumerate(("f32", "f64")):
-            for w in (3, 8, 16, 37, 131):
-                c = rng.choice([1, 3])
-                mode = rng.choice(BORDERS)
-                x = self.image(rng.randint(3, 23), w, c, t, seed=900 + 10 * i + w)
-                full = (3, 3) + ((1,) if c > 1 else ())
-                with self.subTest(type=t, width=w, channels=c, border=mode):
-                    got = self.oocrun(x, "median size=3", "--border", mode, "--border-value", 7,
-                                      "--band-rows", rng.choice([1, 4, 64]))
-                    np.testing.assert_array_equal(
-                        got, ndi.median_filter(x, size=full, mode=mode, cval=7))
+    def test_3x3_floats_against_scipy_exactly(self):
+        self.sweep(3, ["f32", "f64"], (3, 8, 16, 37, 131), 900)
 
-    def test_network_nan_gives_nan(self):
-        for t in ("f32", "f64"):
-            x = self.image(19, 70, 1, t, seed=31)
-            x[[2, 9, 18], [0, 33, 69]] = np.nan
-            nan = ndi.maximum_filter(np.isnan(x).astype(np.uint8), size=3) > 0
-            with self.subTest(type=t):
-                got = self.oocrun(x, "median size=3", "--band-rows", 6)
-                np.testing.assert_array_equal(np.isnan(got), nan)
-                np.testing.assert_array_equal(got[~nan], ndi.median_filter(x, size=3)[~nan])
+    def test_nan_gives_nan(self):
+        self.nan_case(5, 3)
+        self.nan_case(3, 31)
 
 
 class Refusals(Base):
