@@ -5,7 +5,7 @@
 #   export LD_LIBRARY_PATH=$PWD/stage/lib:/usr/local/cuda/lib64
 # With --python it also packs stage/python.tar.xz: the Python module of the build with this
 # machine's Python 3.11, NumPy, the parts of SciPy the tests import, and pytest (the GPU machine's
-# Python is another version, which cannot load the module). There, tools/bench/device_check.sh
+# Python is another version, which cannot load the module). There, tools/device/device_check.sh
 # module unpacks it and runs tests/python.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

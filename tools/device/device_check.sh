@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # device_check.sh: the correctness checks of the GPU machine (not benchmarks: those are
-# tools/bench/run). Run from anywhere after `bash tools/bench/stage.sh build/release` staged
+# tools/bench/run). Run from anywhere after `bash tools/device/stage.sh build/release` staged
 # ./stage (binaries in stage/bin, their libraries in stage/lib):
 #
-#   bash tools/bench/device_check.sh [SECTION ...]     (default: every section, in this order)
+#   bash tools/device/device_check.sh [SECTION ...]    (default: every section, in this order)
 #     device     nvidia-smi and oocinfo's device listing                       device.txt, oocinfo.txt
 #     tests      every GoogleTest binary staged in stage/bin (test_*)          test_*.log
 #     sanitizer  compute-sanitizer: memcheck of test_gpu sweeps (separable, 2-D, equalize, atax,
@@ -31,7 +31,7 @@ S=${STAGE:-stage}
 case $S in /*) B=$S/bin ;; *) B=$PWD/$S/bin ;; esac
 OUT=${OUT:-/tmp/ooc-out}
 if [ ! -x "$B/oocconv" ]; then
-  echo "device_check: no $S/bin/oocconv: run 'bash tools/bench/stage.sh build/release' first" >&2
+  echo "device_check: no $S/bin/oocconv: run 'bash tools/device/stage.sh build/release' first" >&2
   exit 2
 fi
 export LD_LIBRARY_PATH=$B/../lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -261,7 +261,7 @@ section_pipeline() {
 # The Python module's own tests on the GPU, in the interpreter it was built for.
 section_module() {
   if [ ! -f "$S/python.tar.xz" ]; then
-    echo "module: no $S/python.tar.xz: run 'bash tools/bench/stage.sh --python build/release'"
+    echo "module: no $S/python.tar.xz: run 'bash tools/device/stage.sh --python build/release'"
     failed=$((failed + 1))
     return
   fi
