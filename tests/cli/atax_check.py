@@ -28,7 +28,6 @@ H. NaN/Inf in A: rc 0, y as NumPy computes it, and a warning on stderr (even und
 
 Usage: atax_check.py --bin-dir DIR [unittest options, e.g. -v or a test name]
 """
-import argparse
 import hashlib
 import json
 import os
@@ -41,10 +40,12 @@ import unittest
 
 import numpy as np
 
-_ap = argparse.ArgumentParser(add_help=False)
-_ap.add_argument("--bin-dir", required=True, help="directory holding oocatax, ooccheck, oocinfo")
-ARGS, _REST = _ap.parse_known_args()
-BIN_DIR = os.path.abspath(ARGS.bin_dir)
+import cli_args  # beside this file
+
+# --bin-dir DIR as a script (the other arguments go to unittest.main), $OOC_BIN_DIR under
+# pytest (conftest.py).
+BIN_DIR, _REST = cli_args.bin_dir_and_rest(
+    __name__, bin_help="directory holding oocatax, ooccheck, oocinfo")
 TIMEOUT = 300
 
 

@@ -10,7 +10,6 @@ kernel whose tmpfs refuses it) the run falls back to the page cache with a note 
 
 Usage: direct_io_check.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
 """
-import argparse
 import filecmp
 import json
 import os
@@ -22,7 +21,12 @@ import tempfile
 import time
 import unittest
 
-BIN_DIR = None
+import cli_args  # beside this file
+
+# --bin-dir DIR as a script (the other arguments go to unittest.main), $OOC_BIN_DIR under
+# pytest (conftest.py).
+BIN_DIR, _REST = cli_args.bin_dir_and_rest(__name__,
+                                            description=__doc__.split("\n")[0])
 RESUMABLE = 75
 
 
@@ -182,8 +186,4 @@ class DirectIoTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin-dir", required=True)
-    args, rest = ap.parse_known_args()
-    BIN_DIR = args.bin_dir
-    unittest.main(argv=[sys.argv[0]] + rest)
+    unittest.main(argv=[sys.argv[0]] + _REST)

@@ -17,7 +17,6 @@ for f32 transforms, 1e-12 for f64; plus 0.5 for integer outputs (rounding of a v
 
 Usage: fft_check.py --bin-dir DIR [unittest options]
 """
-import argparse
 import json
 import os
 import shutil
@@ -29,10 +28,12 @@ import unittest
 import numpy as np
 import scipy.ndimage as ndi
 
-_ap = argparse.ArgumentParser(add_help=False)
-_ap.add_argument("--bin-dir", required=True, help="directory holding oocconv and oocrun")
-ARGS, _REST = _ap.parse_known_args()
-BIN_DIR = os.path.abspath(ARGS.bin_dir)
+import cli_args  # beside this file
+
+# --bin-dir DIR as a script (the other arguments go to unittest.main), $OOC_BIN_DIR under
+# pytest (conftest.py).
+BIN_DIR, _REST = cli_args.bin_dir_and_rest(
+    __name__, bin_help="directory holding oocconv and oocrun")
 # OOC_CHECK_DEVICE=cuda runs every oocconv/oocrun call on the GPU (device_check.sh's fft step);
 # the references and tolerances are the same.
 DEVICE = os.environ.get("OOC_CHECK_DEVICE", "")

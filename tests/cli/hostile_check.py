@@ -18,7 +18,6 @@ that replaces its output cannot replace the machine's /dev/null.
 
 Usage: hostile_check.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
 """
-import argparse
 import filecmp
 import hashlib
 import json
@@ -47,7 +46,13 @@ try:
 except ImportError:  # the tests that need it skip
     tifffile = None
 
-BIN_DIR = None  # from --bin-dir
+import cli_args  # beside this file
+
+# --bin-dir DIR as a script (the other arguments go to unittest.main), $OOC_BIN_DIR under
+# pytest (conftest.py).
+BIN_DIR, _REST = cli_args.bin_dir_and_rest(
+    __name__, description=__doc__.split("\n")[0],
+    bin_help="directory holding oocconv, oocgen, ooccheck and oocinfo")
 IS_ROOT = os.geteuid() == 0
 # A safety net for the cases that must be refused before allocating anything: a tool that does
 # allocate gets an error instead of taking the machine's memory. Not on GPU machines (the CUDA
@@ -1554,18 +1559,12 @@ class NoLocks(HostileBase):
 
 
 def main():
-    global BIN_DIR
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--bin-dir", required=True, help="directory holding oocconv, oocgen, "
-                    "ooccheck and oocinfo")
-    args, rest = ap.parse_known_args()
-    BIN_DIR = os.path.abspath(args.bin_dir)
     missing = [t for t in ("oocconv", "oocgen", "ooccheck", "oocinfo")
                if not os.access(tool(t), os.X_OK)]
     if missing:
         print("hostile check: missing in %s: %s" % (BIN_DIR, ", ".join(missing)))
         return 1
-    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False)
+    prog = unittest.main(argv=[sys.argv[0]] + _REST, exit=False)
     return 0 if prog.result.wasSuccessful() else 1
 
 

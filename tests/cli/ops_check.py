@@ -31,7 +31,6 @@ C. Where `oocinfo` lists a CUDA device: a few cases of A and B with --device cud
 
 Usage: ops_check.py --bin-dir DIR [unittest options, e.g. -v or a test name]
 """
-import argparse
 import json
 import math
 import os
@@ -50,10 +49,12 @@ try:
 except ImportError:  # the B tests that need it skip, saying so
     cv2 = None
 
-_ap = argparse.ArgumentParser(add_help=False)
-_ap.add_argument("--bin-dir", required=True, help="directory holding oocconv, ooceq, oocinfo")
-ARGS, _REST = _ap.parse_known_args()
-BIN_DIR = os.path.abspath(ARGS.bin_dir)
+import cli_args  # beside this file
+
+# --bin-dir DIR as a script (the other arguments go to unittest.main), $OOC_BIN_DIR under
+# pytest (conftest.py).
+BIN_DIR, _REST = cli_args.bin_dir_and_rest(
+    __name__, bin_help="directory holding oocconv, ooceq, oocinfo")
 
 TIMEOUT = 120
 NP = {"u8": np.uint8, "u16": np.uint16, "i16": np.int16, "u32": np.uint32, "i32": np.int32,

@@ -11,7 +11,6 @@ cases skip without mpirun.
 
 Usage: parts_check.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
 """
-import argparse
 import filecmp
 import os
 import shutil
@@ -22,7 +21,12 @@ import tempfile
 import time
 import unittest
 
-BIN_DIR = None
+import cli_args  # beside this file
+
+# --bin-dir DIR as a script (the other arguments go to unittest.main), $OOC_BIN_DIR under
+# pytest (conftest.py).
+BIN_DIR, _REST = cli_args.bin_dir_and_rest(__name__,
+                                            description=__doc__.split("\n")[0])
 MPIRUN = shutil.which("mpirun")
 HAVE_GPU = os.path.exists("/dev/nvidiactl")
 RESUMABLE = 75
@@ -595,12 +599,7 @@ class PartsTest(unittest.TestCase):
 
 
 def main():
-    global BIN_DIR
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin-dir", required=True)
-    args, rest = ap.parse_known_args()
-    BIN_DIR = os.path.abspath(args.bin_dir)
-    unittest.main(argv=[sys.argv[0]] + rest)
+    unittest.main(argv=[sys.argv[0]] + _REST)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ F. minimum, maximum, opening, closing, white-tophat, black-tophat exactly equal 
 
 Usage: pipeline_check.py --bin-dir DIR [unittest options]
 """
-import argparse
 import os
 import random
 import shutil
@@ -37,10 +36,11 @@ try:
 except ImportError:
     cv2 = None
 
-_ap = argparse.ArgumentParser(add_help=False)
-_ap.add_argument("--bin-dir", required=True)
-ARGS, _REST = _ap.parse_known_args()
-BIN = os.path.abspath(ARGS.bin_dir)
+import cli_args  # beside this file
+
+# --bin-dir DIR as a script (the other arguments go to unittest.main), $OOC_BIN_DIR under
+# pytest (conftest.py).
+BIN, _REST = cli_args.bin_dir_and_rest(__name__)
 MPIRUN = shutil.which("mpirun")
 NP = {"u8": np.uint8, "u16": np.uint16, "i16": np.int16, "u32": np.uint32, "i32": np.int32,
       "f32": np.float32, "f64": np.float64}

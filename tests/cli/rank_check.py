@@ -15,7 +15,6 @@ E. The 3 x 3 float median's selection network exactly equal to scipy; NaN in a w
 
 Usage: rank_check.py --bin-dir DIR [unittest options]
 """
-import argparse
 import os
 import random
 import shutil
@@ -27,10 +26,11 @@ import unittest
 import numpy as np
 import scipy.ndimage as ndi
 
-_ap = argparse.ArgumentParser(add_help=False)
-_ap.add_argument("--bin-dir", required=True)
-ARGS, _REST = _ap.parse_known_args()
-BIN = os.path.abspath(ARGS.bin_dir)
+import cli_args  # beside this file
+
+# --bin-dir DIR as a script (the other arguments go to unittest.main), $OOC_BIN_DIR under
+# pytest (conftest.py).
+BIN, _REST = cli_args.bin_dir_and_rest(__name__)
 # OOC_CHECK_DEVICE=cuda runs the oocrun calls on the GPU (device_check.sh's rank step): the
 # windows the CUDA kernels take must give scipy's values exactly, as the CPU's do. Footprint
 # stages have no CUDA kernels (--device cuda refuses them): those calls stay on the CPU.

@@ -11,7 +11,6 @@ without mpirun.
 
 Usage: tiff_parts_check.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
 """
-import argparse
 import filecmp
 import os
 import random
@@ -23,7 +22,12 @@ import tempfile
 import time
 import unittest
 
-BIN_DIR = None
+import cli_args  # beside this file
+
+# --bin-dir DIR as a script (the other arguments go to unittest.main), $OOC_BIN_DIR under
+# pytest (conftest.py).
+BIN_DIR, _REST = cli_args.bin_dir_and_rest(__name__,
+                                            description=__doc__.split("\n")[0])
 MPIRUN = shutil.which("mpirun")
 RESUMABLE = 75
 try:
@@ -224,12 +228,7 @@ class TiffPartsTest(unittest.TestCase):
 
 
 def main():
-    global BIN_DIR
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin-dir", required=True)
-    args, rest = ap.parse_known_args()
-    BIN_DIR = args.bin_dir
-    unittest.main(argv=[sys.argv[0]] + rest)
+    unittest.main(argv=[sys.argv[0]] + _REST)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,23 @@
+"""The tools' folder for the unittest checks here, run as scripts or under pytest.
+
+As a script (`python3 X.py --bin-dir DIR [unittest options]`), --bin-dir is read from sys.argv and
+the other arguments go to unittest.main. Imported by pytest (conftest.py, which takes its own
+--bin-dir option into $OOC_BIN_DIR), the folder is $OOC_BIN_DIR and sys.argv, pytest's, is not
+read."""
+import argparse
+import os
+
+
+def bin_dir_and_rest(module_name, description=None, bin_help=None):
+    """(absolute tools folder, arguments left for unittest.main) of the module `module_name`:
+    from the command line where it runs as __main__, else from $OOC_BIN_DIR."""
+    if module_name == "__main__":
+        ap = argparse.ArgumentParser(description=description, add_help=description is not None)
+        ap.add_argument("--bin-dir", required=True, help=bin_help)
+        args, rest = ap.parse_known_args()
+        return os.path.abspath(args.bin_dir), rest
+    d = os.environ.get("OOC_BIN_DIR")
+    if not d:
+        raise RuntimeError(f"{module_name}: no tools folder: run it as a script with --bin-dir "
+                           "DIR, or under pytest with --bin-dir DIR or OOC_BIN_DIR set")
+    return os.path.abspath(d), []

@@ -1,0 +1,41 @@
+# pytest for the unittest checks here (atax_check.py, ops_check.py, ...): each TestCase method is
+# one pytest test, so a failing case no longer hides the others behind one ctest failure. The
+# tools' folder comes from --bin-dir DIR (as the scripts take it) or $OOC_BIN_DIR; cli_args.py
+# hands it to the modules, which read sys.argv only when run as scripts.
+#   python3 -m pytest -v -rs tests/cli/ops_check.py --bin-dir build/cpu
+# The checks written as plain scripts (tiff_check.py, meta_check.py, npy_check.py, ...) run as
+# scripts only: they check everything at import and exit.
+import os
+
+import pytest
+
+# The plain scripts: never imported by pytest (they parse sys.argv and exit at import).
+PLAIN = {"meta_check.py", "npy_check.py", "scipy_check.py", "tiff_check.py",
+         "tiff_pyramid_check.py", "zarr_read_check.py", "zarr_write_check.py"}
+collect_ignore = sorted(PLAIN)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--bin-dir", default=None,
+                     help="directory holding the tools (oocconv, oocgen, ...); "
+                          "default $OOC_BIN_DIR")
+
+
+def pytest_collect_file(file_path, parent):
+    """`pytest tests/cli` collects the unittest checks too (*_check.py is not a test_*.py name);
+    a file named on the command line is collected by pytest itself."""
+    if (file_path.name.endswith("_check.py") and file_path.name not in PLAIN
+            and not parent.session.isinitpath(file_path)):
+        return pytest.Module.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_configure(config):
+    """--bin-dir into $OOC_BIN_DIR, where cli_args.py reads it when the modules are imported
+    (without either, each module fails to import, saying so)."""
+    d = config.getoption("--bin-dir", default=None) or os.environ.get("OOC_BIN_DIR")
+    if not d:
+        return
+    if not os.path.isdir(d):
+        raise pytest.UsageError(f"tests/cli: --bin-dir / OOC_BIN_DIR {d!r} is not a directory")
+    os.environ["OOC_BIN_DIR"] = os.path.abspath(d)
