@@ -8,12 +8,14 @@
 // on wire 12 (wire 4).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <immintrin.h>
@@ -128,6 +130,91 @@ void median25_row(const T* const* rows, std::int64_t W, T* out, std::int64_t str
   std::int64_t x = 0;
   for (; x + L <= W; x += L) median25_lanes<T, N>(rows, x, out, stride);
   if (x < W) median25_lanes<T, N>(rows, W - L, out, stride);
+}
+
+// The k-th smallest of n samples (n <= kMaxNetworkSamples) by a network built at run time:
+// Batcher's odd-even merge sort on the next power of two, the wires from n on holding +infinity.
+// A comparator whose second wire holds infinity does nothing and is dropped; one whose first
+// does is a swap, done by renaming the wires; then only the comparators the output wire depends
+// on are kept (49 samples: 319 of the sort's 543). Padding wires are never read, so the samples
+// need n places. Correct as the sort is, by the 0-1 principle.
+inline constexpr int kMaxNetworkSamples = 128;
+
+struct SelectionNetwork {
+  std::vector<std::pair<std::uint8_t, std::uint8_t>> pairs;
+  int out = 0;  // the wire the k-th smallest ends on
+};
+
+inline SelectionNetwork make_selection_network(int n, int k) {
+  int P = 1;
+  while (P < n) P *= 2;
+  std::vector<std::pair<int, int>> sort;
+  for (int p = 1; p < P; p *= 2)
+    for (int q = p; q >= 1; q /= 2)
+      for (int j = q % p; j < P - q; j += 2 * q)
+        for (int i = 0; i < std::min(q, P - j - q); ++i)
+          if ((i + j) / (2 * p) == (i + j + q) / (2 * p)) sort.emplace_back(i + j, i + j + q);
+  std::vector<char> inf(static_cast<std::size_t>(P));
+  std::vector<int> phys(static_cast<std::size_t>(P));
+  for (int w = 0; w < P; ++w) inf[w] = w >= n, phys[w] = w;
+  std::vector<std::pair<int, int>> live;
+  for (const auto& [a, b] : sort) {
+    if (inf[b]) continue;
+    if (inf[a]) {
+      std::swap(phys[a], phys[b]);
+      std::swap(inf[a], inf[b]);
+      continue;
+    }
+    live.emplace_back(phys[a], phys[b]);
+  }
+  SelectionNetwork net;
+  net.out = phys[k];
+  std::vector<char> need(static_cast<std::size_t>(P));
+  need[net.out] = 1;
+  for (auto it = live.rbegin(); it != live.rend(); ++it)
+    if (need[it->first] || need[it->second]) {
+      need[it->first] = need[it->second] = 1;
+      net.pairs.emplace_back(static_cast<std::uint8_t>(it->first),
+                             static_cast<std::uint8_t>(it->second));
+    }
+  std::reverse(net.pairs.begin(), net.pairs.end());
+  return net;
+}
+
+// out[x * stride] for x in [x0, x0 + kLanes25<T>): the k-th smallest of rows[r][x + j], r < Ny,
+// j < Nx, by `net` (made for Ny * Nx samples); NaN in a window gives NaN.
+template <class T>
+void select_lanes(const SelectionNetwork& net, const T* const* rows, int Ny, int Nx,
+                  std::int64_t x0, T* out, std::int64_t stride) {
+  using V = Vec32<T>;
+  V v[kMaxNetworkSamples];
+  for (int r = 0; r < Ny; ++r)
+    for (int j = 0; j < Nx; ++j) std::memcpy(&v[r * Nx + j], rows[r] + x0 + j, sizeof(V));
+  using M = Vec32<std::conditional_t<sizeof(T) == 8, std::int64_t,
+                                     std::conditional_t<sizeof(T) == 4, std::int32_t, T>>>;
+  [[maybe_unused]] M numbers = M{} - 1;
+  if constexpr (std::is_floating_point_v<T>)
+    for (int i = 0; i < Ny * Nx; ++i) numbers &= (v[i] == v[i]);
+  for (const auto& [a, b] : net.pairs) exchange(v[a], v[b]);
+  V m = v[net.out];
+  if constexpr (std::is_floating_point_v<T>)
+    m = numbers != 0 ? m : V{} + std::numeric_limits<T>::quiet_NaN();
+  if (stride == 1) {
+    std::memcpy(out + x0, &m, sizeof(V));
+  } else {
+    for (int t = 0; t < kLanes25<T>; ++t) out[(x0 + t) * stride] = m[t];
+  }
+}
+
+// One output row of the selection: rows[0..Ny-1] are the window's padded rows (W + Nx - 1
+// samples each). Needs W >= kLanes25<T>, as median25_row.
+template <class T>
+void select_row_network(const SelectionNetwork& net, const T* const* rows, int Ny, int Nx,
+                        std::int64_t W, T* out, std::int64_t stride) {
+  constexpr int L = kLanes25<T>;
+  std::int64_t x = 0;
+  for (; x + L <= W; x += L) select_lanes<T>(net, rows, Ny, Nx, x, out, stride);
+  if (x < W) select_lanes<T>(net, rows, Ny, Nx, W - L, out, stride);
 }
 
 }  // namespace ooc::kernels
