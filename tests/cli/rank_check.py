@@ -11,7 +11,9 @@ C. NaN in a footprint's samples gives NaN (the rule of the rectangular windows),
    outside the footprint's ones does not.
 D. Bad footprints and bad stages (even side, a 2, float, 3-D, no 1, size and footprint together,
    neither): exit 2 with a message naming the stage and what is wrong, no output.
-E. The 3 x 3 float median's selection network exactly equal to scipy; NaN in a window gives NaN.
+E. The selection networks (5 x 5 median of every type, 3 x 3 of floats, rectangles of up to 128
+   samples of floats and 32-bit integers for median, percentile and rank) exactly equal to scipy;
+   NaN in a window gives NaN.
 
 Usage: rank_check.py --bin-dir DIR [unittest options]
 """
@@ -262,6 +264,32 @@ class MedianNetworks(Base):
     def test_nan_gives_nan(self):
         self.nan_case(5, 3)
         self.nan_case(3, 31)
+        self.nan_case(7, 37)
+
+    def test_general_networks_against_scipy_exactly(self):
+        # Rectangles of up to 128 samples of floats and 32-bit integers: one network per window
+        # and rank (median, percentile, rank), with every border, channels and band height.
+        rng = random.Random(128)
+        for t in ("f32", "f64", "i32", "u32"):
+            for h, w in ((7, 7), (3, 5), (1, 7), (7, 1), (9, 9), (11, 11), (5, 9)):
+                n = h * w
+                c = rng.choice([1, 3])
+                mode = rng.choice(BORDERS)
+                x = self.image(rng.randint(max(h, 3), 30), rng.choice([8, 13, 37, 70]), c, t,
+                               seed=h * 100 + w)
+                full = (h, w) + ((1,) if c > 1 else ())
+                kw = dict(size=full, mode=mode, cval=7)
+                q, index = rng.choice([10, 37.5, 90]), rng.choice([0, 1, -2, n // 3])
+                for text, ref in (
+                        ("median size=%dx%d" % (h, w), lambda: ndi.median_filter(x, **kw)),
+                        ("percentile q=%g size=%dx%d" % (q, h, w),
+                         lambda: ndi.percentile_filter(x, q, **kw)),
+                        ("rank index=%d size=%dx%d" % (index, h, w),
+                         lambda: ndi.rank_filter(x, index, **kw))):
+                    with self.subTest(type=t, stage=text, channels=c, border=mode):
+                        got = self.oocrun(x, text, "--border", mode, "--border-value", 7,
+                                          "--band-rows", rng.choice([1, 5, 64]))
+                        np.testing.assert_array_equal(got, ref())
 
 
 class Refusals(Base):
