@@ -64,14 +64,18 @@ double minmax_cuda_ns(const Cost& c) {
 // GPU's sorting network in registers grows with the square of the samples.
 // Rank filters (median size=3, 5, 7 of f32 on the 2 x H200 host, 32 threads, 1 GiB from
 // synth:noise to null:, kernel seconds from --stats; docs/performance.md, rank filters). CPU, per
-// thread: 3 x 3 and 5 x 5 are selection networks on vectors (5 x 5: 3.7 ns; 3 x 3 about 1.1 ns,
-// scaled from the 2-core VM, where the network took it from 211 to 8.5 ns); larger float windows
-// run nth_element per sample (7 x 7: 184 ns, about 3.75 ns a window sample). 8/16-bit integers use
-// sliding histograms, whose cost grows with the rows (not measured on the GPU host).
+// thread: windows of floats and 32-bit integers run selection networks on vectors: 3 x 3 about
+// 1.1 ns (scaled from the 2-core VM, where its network took it from 211 to 8.5 ns), 5 x 5 3.7 ns
+// (measured), up to 128 samples about 0.3 ns a window sample (scaled from the VM: 81, 145 and 229
+// ns at 7x7, 9x9 and 11x11 there, the VM being 5.4x slower a thread at 5 x 5; before the network,
+// nth_element took 184 ns at 7 x 7 on the host, about 3.75 ns a sample, as it still does above
+// 128). 8/16-bit integers use sliding histograms, whose cost grows with the rows (not measured on
+// the GPU host).
 double rank_cpu_ns(const Cost& c) {
   if (c.histogram) return 2.0 + 0.5 * c.window_rows;
   if (c.window_samples <= 9) return 1.1;
   if (c.window_samples <= 25) return 3.7;
+  if (c.window_samples <= 128) return 0.3 * c.window_samples;
   return 3.75 * c.window_samples;
 }
 // GPU kernels: a selection per output in registers; 0.041, 0.172 and 2.16 ns per sample at 9, 25
