@@ -38,9 +38,6 @@ struct JobOptions {
   std::string fingerprint;  // what the tool's options make of the bytes (checked on resume)
 };
 
-// The exit code of a run stopped by SIGTERM/SIGINT that --resume can continue (EX_TEMPFAIL).
-inline constexpr int kExitResumable = 75;
-
 // Checks that the parts of `output` (their journals) are complete, from one input and the same
 // options, and cover the image; then renames the temporary into place and removes the journals.
 // Throws an input Error naming each missing or unfinished part. Returns a one-line summary.
@@ -78,7 +75,7 @@ class Job {
   void start(const std::vector<const Operation*>& ops);
   // One pass; an operation with an output writes it to the job's output. When request_stop()
   // ends it early (RunStats::stopped), the output is flushed and the journal records the rows
-  // done: the tool then exits with kExitResumable.
+  // done: the tool then exits with EX_TEMPFAIL (75), which --resume continues.
   RunStats run(Operation& op, const ProgressFn& progress = {});
   // Renames the output into place (nothing without one); a part only records that it is done.
   void commit();

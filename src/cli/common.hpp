@@ -26,6 +26,12 @@ struct JobOptions;
 class Job;
 }  // namespace ooc
 
+namespace ooc {
+// The exit code of a run stopped by SIGTERM/SIGINT that --resume can continue (EX_TEMPFAIL): the
+// tools' convention, not the library's (a library call returns RunStats::stopped).
+inline constexpr int kExitResumable = 75;
+}  // namespace ooc
+
 namespace ooc::cli {
 
 // Parses the command line. On --help, or on a usage error (printed with a pointer to --help),

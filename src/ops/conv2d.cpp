@@ -2,6 +2,7 @@
 // separable filter, the choice between the direct sum and the FFT (conv2d_costs), and the CPU
 // kernels of kernels/cpu (the CUDA ones in conv2d_cuda.cpp and conv2d_fft_cuda.cpp).
 #include "ooc/ops/conv2d.hpp"
+#include "ooc/ops/separable.hpp"
 
 #include <sys/stat.h>
 

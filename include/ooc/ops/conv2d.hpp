@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "ooc/filter.hpp"
-#include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
+#include "ooc/precision.hpp"
 
 namespace ooc {
 

@@ -9,10 +9,9 @@
 #include "ooc/border.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/pipeline.hpp"
+#include "ooc/precision.hpp"
 
 namespace ooc {
-
-enum class Precision { automatic, f32, f64 };
 
 struct SeparableParams {
   SeparableFilter filter;
@@ -21,10 +20,6 @@ struct SeparableParams {
   std::optional<SampleType> out_type;  // default: the input type
   Precision precision = Precision::automatic;
 };
-
-// f64 when the input or the output is f64, u32 or i32 (f32 cannot hold 32-bit integers to within
-// 1); f32 otherwise. --precision overrides.
-bool accumulates_in_f64(SampleType input, SampleType output, Precision precision) noexcept;
 
 // The operation: the CPU kernels of kernels/cpu, and the CUDA ones of kernels/cuda where this
 // build has CUDA.
