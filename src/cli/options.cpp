@@ -61,7 +61,9 @@ void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& ba
   group.add_option("--band-rows", p.options.band_rows, band_rows_help)->check(positive());
   group.add_option("--slots", p.options.slots, "bands in flight (default: planned)")
       ->check(CLI::Range(1, 1 << 16));
-  group.add_option("--device", p.device, "auto (CUDA when a GPU is usable), cpu or cuda")
+  group
+      .add_option("--device", p.device,
+                  "auto (CUDA where it is estimated faster: --stats says why), cpu or cuda")
       ->default_str("auto");
   group
       .add_option("--devices", p.devices,
