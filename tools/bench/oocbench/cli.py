@@ -1,10 +1,10 @@
 # The command line of tools/bench/run: its options, the case selection and the loop over the
 # cases (the help text is run's docstring, so that it stays at the top of the command).
-import argparse, csv, os, subprocess, sys, tempfile
+import argparse, csv, os, signal, subprocess, sys, tempfile
 from .cases import CASES, REGISTRY
 from .cases.multi_gpu import MULTI_JOBS
 from .cases.peers import plot
-from .common import BYTES, Bench, ROOT, Skip
+from .common import BYTES, Bench, ROOT, Skip, Stopped
 
 
 def type_list(v):
@@ -90,9 +90,22 @@ def main(doc):
     print(f"run: machine {b.machine}, binaries {os.path.relpath(b.build, ROOT)}, "
           f"{'%d GPU(s)' % b.gpus if b.gpu else b.gpu_why}, workdir {b.work}", file=sys.stderr)
     failed = []
+
+    def stop(signum, _frame):
+        raise Stopped(signal.Signals(signum).name)
+
+    # A case cut by a time limit (timeout sends SIGTERM) keeps the rows it had measured.
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     for c in cases:
         try:
             REGISTRY[c](b)
+        except Stopped as e:
+            for case, rows in list(b.made.items()):
+                if rows:
+                    b.write(case, rows, f"cut short by {e}: only the rows measured before it")
+            print(f"run: stopped by {e} in {c}", file=sys.stderr)
+            return 128 + (signal.SIGTERM if str(e) == "SIGTERM" else signal.SIGINT)
         except Skip as e:
             print(f"run: {c}: {'skipped' if not explicit else 'cannot run'}: {e}", file=sys.stderr)
             if explicit:

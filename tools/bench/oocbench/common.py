@@ -13,6 +13,10 @@ VIPS_FMT = {"u8": "uchar", "u16": "ushort", "i16": "short", "u32": "uint", "i32"
 NP_DT = {"u8": "uint8", "u16": "uint16", "f32": "float32", "f64": "float64"}
 
 
+class Stopped(Exception):
+    """SIGTERM or SIGINT (a time limit, Ctrl-C): the rows measured so far are written."""
+
+
 class Skip(Exception):
     """A case that cannot run here; the message says why."""
 
@@ -38,6 +42,7 @@ class Bench:
         if self.capture(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"]):
             self.git += "+dirty"
         self.date = time.strftime("%Y-%m-%d %H:%M")
+        self.made = {}  # case -> rows made and not yet written
         self.command = "tools/bench/run " + shlex.join(sys.argv[1:])
         self.gpus, self.gpu_why = self.probe_gpu()
         self.gpu = self.gpus > 0
@@ -68,7 +73,12 @@ class Bench:
             t0 = time.perf_counter()
             proc = subprocess.Popen(cmd, stdout=out if capture else subprocess.DEVNULL, stderr=err,
                                     env=env or self.env, shell=shell)
-            _, status, usage = os.wait4(proc.pid, 0)
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            except BaseException:  # stopped: the tool being timed goes too
+                proc.kill()
+                proc.wait()
+                raise
             if sync:
                 subprocess.run(["sync"])
             wall = time.perf_counter() - t0
@@ -172,6 +182,8 @@ class Bench:
             note="", repeats=None, median=None, gbps=None):
         """One CSV row. times: seconds of each run (median/min/max from them), or median alone."""
         r = dict.fromkeys(SCHEMA, "")
+        # Kept until write(): a run stopped in the middle of a case still writes these.
+        self.made.setdefault(case, []).append(r)
         r.update(date=self.date, git=self.git, machine=self.machine, case=case, tool=tool, params=params,
                  bytes=nbytes or "", check=check, note=note, baseline=baseline)
         if times:
@@ -192,6 +204,7 @@ class Bench:
         return r
 
     def write(self, case, rows, title):
+        self.made.pop(case, None)
         os.makedirs(self.outdir, exist_ok=True)
         path = os.path.join(self.outdir, case + ".csv")
         new = not os.path.exists(path)
