@@ -94,42 +94,34 @@ template <int N, class V, std::size_t... I>
     (exchange(v[kMedian9[I][0]], v[kMedian9[I][1]]), ...);
 }
 
-// out[x * stride] for x in [x0, x0 + kLanes25<T>): the median of rows[k][x + j], k, j in
-// 0..N-1, N = 5 or 3 (rows hold at least x0 + kLanes25<T> + N - 1 samples).
-template <class T, int N = 5>
-[[gnu::always_inline]] inline void median25_lanes(const T* const* rows, std::int64_t x0, T* out,
-                                                  std::int64_t stride) {
-  static_assert(N == 5 || N == 3);
-  using V = Vec32<T>;
-  V v[N * N];
-  for (int k = 0; k < N; ++k)
-    for (int j = 0; j < N; ++j) std::memcpy(&v[k * N + j], rows[k] + x0 + j, sizeof(V));
-  // Lanes holding a NaN (all ones) for floats: the network's comparisons say nothing there.
-  using M = Vec32<std::conditional_t<sizeof(T) == 8, std::int64_t,
-                                     std::conditional_t<sizeof(T) == 4, std::int32_t, T>>>;
-  [[maybe_unused]] M numbers = M{} - 1;
-  if constexpr (std::is_floating_point_v<T>)
-    for (int i = 0; i < N * N; ++i) numbers &= (v[i] == v[i]);
-  median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
-  V m = v[N * N / 2];
-  if constexpr (std::is_floating_point_v<T>)
-    m = numbers != 0 ? m : V{} + std::numeric_limits<T>::quiet_NaN();
-  if (stride == 1) {
-    std::memcpy(out + x0, &m, sizeof(V));
-  } else {
-    for (int t = 0; t < kLanes25<T>; ++t) out[(x0 + t) * stride] = m[t];
-  }
-}
+// out[x * stride] for x in [x0, x0 + kLanes25<T>): the sample `network` leaves on the wire it
+// returns, of the window rows[r][x + j], r < Ny, j < Nx (rows hold at least x0 + kLanes25<T> +
+// Nx - 1 samples; Ny * Nx <= kMaxNetworkSamples). A NaN in a lane's window gives NaN there: the
+// network's comparisons say nothing about NaN.
+template <class T, class Network>
+inline void network_lanes(const T* const* rows, int Ny, int Nx, std::int64_t x0, T* out,
+                          std::int64_t stride, Network&& network);
 
-// One output row of an N x N median (N = 5 or 3): rows[0..N-1] are the window's padded rows
-// (W + N - 1 samples each), out[x * stride] for x in [0, W). Needs W >= kLanes25<T>: the last
-// vector overlaps the one before it instead of reading past the rows.
-template <class T, int N = 5>
-void median25_row(const T* const* rows, std::int64_t W, T* out, std::int64_t stride) {
+// One output row: rows[0..Ny-1] are the window's padded rows (W + Nx - 1 samples each), out[x *
+// stride] for x in [0, W). Needs W >= kLanes25<T>: the last vector overlaps the one before it
+// instead of reading past the rows.
+template <class T, class Network>
+void network_row(const T* const* rows, int Ny, int Nx, std::int64_t W, T* out, std::int64_t stride,
+                 const Network& network) {
   constexpr int L = kLanes25<T>;
   std::int64_t x = 0;
-  for (; x + L <= W; x += L) median25_lanes<T, N>(rows, x, out, stride);
-  if (x < W) median25_lanes<T, N>(rows, W - L, out, stride);
+  for (; x + L <= W; x += L) network_lanes<T>(rows, Ny, Nx, x, out, stride, network);
+  if (x < W) network_lanes<T>(rows, Ny, Nx, W - L, out, stride, network);
+}
+
+// One output row of an N x N median (N = 5 or 3) by its hand-made network, unrolled.
+template <class T, int N = 5>
+void median25_row(const T* const* rows, std::int64_t W, T* out, std::int64_t stride) {
+  static_assert(N == 5 || N == 3);
+  network_row<T>(rows, N, N, W, out, stride, [](auto* v) {
+    median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
+    return N * N / 2;
+  });
 }
 
 // The k-th smallest of n samples (n <= kMaxNetworkSamples) by a network built at run time:
@@ -181,11 +173,9 @@ inline SelectionNetwork make_selection_network(int n, int k) {
   return net;
 }
 
-// out[x * stride] for x in [x0, x0 + kLanes25<T>): the k-th smallest of rows[r][x + j], r < Ny,
-// j < Nx, by `net` (made for Ny * Nx samples); NaN in a window gives NaN.
-template <class T>
-void select_lanes(const SelectionNetwork& net, const T* const* rows, int Ny, int Nx,
-                  std::int64_t x0, T* out, std::int64_t stride) {
+template <class T, class Network>
+inline void network_lanes(const T* const* rows, int Ny, int Nx, std::int64_t x0, T* out,
+                          std::int64_t stride, Network&& network) {
   using V = Vec32<T>;
   V v[kMaxNetworkSamples];
   for (int r = 0; r < Ny; ++r)
@@ -195,8 +185,7 @@ void select_lanes(const SelectionNetwork& net, const T* const* rows, int Ny, int
   [[maybe_unused]] M numbers = M{} - 1;
   if constexpr (std::is_floating_point_v<T>)
     for (int i = 0; i < Ny * Nx; ++i) numbers &= (v[i] == v[i]);
-  for (const auto& [a, b] : net.pairs) exchange(v[a], v[b]);
-  V m = v[net.out];
+  V m = v[network(v)];
   if constexpr (std::is_floating_point_v<T>)
     m = numbers != 0 ? m : V{} + std::numeric_limits<T>::quiet_NaN();
   if (stride == 1) {
@@ -206,15 +195,14 @@ void select_lanes(const SelectionNetwork& net, const T* const* rows, int Ny, int
   }
 }
 
-// One output row of the selection: rows[0..Ny-1] are the window's padded rows (W + Nx - 1
-// samples each). Needs W >= kLanes25<T>, as median25_row.
+// The k-th smallest by `net` (made for Ny * Nx samples) over one output row, as network_row.
 template <class T>
 void select_row_network(const SelectionNetwork& net, const T* const* rows, int Ny, int Nx,
                         std::int64_t W, T* out, std::int64_t stride) {
-  constexpr int L = kLanes25<T>;
-  std::int64_t x = 0;
-  for (; x + L <= W; x += L) select_lanes<T>(net, rows, Ny, Nx, x, out, stride);
-  if (x < W) select_lanes<T>(net, rows, Ny, Nx, W - L, out, stride);
+  network_row<T>(rows, Ny, Nx, W, out, stride, [&net](auto* v) {
+    for (const auto& [a, b] : net.pairs) exchange(v[a], v[b]);
+    return net.out;
+  });
 }
 
 }  // namespace ooc::kernels

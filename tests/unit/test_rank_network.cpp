@@ -23,7 +23,7 @@ std::vector<T> run_lanes(const kernels::SelectionNetwork& net,
   std::vector<const T*> r;
   for (const auto& row : rows) r.push_back(row.data());
   std::vector<T> out(kernels::kLanes25<T>);
-  kernels::select_lanes<T>(net, r.data(), Ny, Nx, 0, out.data(), 1);
+  kernels::select_row_network<T>(net, r.data(), Ny, Nx, kernels::kLanes25<T>, out.data(), 1);
   return out;
 }
 
