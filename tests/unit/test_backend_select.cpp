@@ -18,12 +18,11 @@
 #include "ooc/image.hpp"
 #include "ooc/pipeline.hpp"
 #include "pipeline/cost_model.hpp"
+#include "scratch.hpp"
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using ooc::test::contains;
 
 // Whether this machine may have a GPU: the tests that rely on its absence skip then.
 bool may_have_gpu() {

@@ -18,31 +18,14 @@
 
 #include "io/direct.hpp"
 #include "ooc/io.hpp"
+#include "scratch.hpp"
 
 namespace {
 
+using ooc::test::random_bytes;
+using ooc::test::TempDir;
+
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    // Under /var/tmp: a disk file system (tmpfs may refuse O_DIRECT, or take it without meaning).
-    char name[] = "/var/tmp/ooc-test-direct-XXXXXX";
-    if (::mkdtemp(name)) dir = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string operator/(const std::string& f) const { return (dir / f).string(); }
-};
-
-std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::byte> v(n);
-  for (auto& b : v) b = static_cast<std::byte>(rng() & 0xff);
-  return v;
-}
 
 void write_file(const std::string& path, const void* p, std::size_t n) {
   std::ofstream f(path, std::ios::binary);
@@ -79,7 +62,7 @@ bool direct_supported(const std::string& dir) {
   if (!direct_supported(tmp.dir.string())) GTEST_SKIP() << "/var/tmp refuses O_DIRECT"
 
 TEST(DirectIo, ReaderEveryAlignmentAndThreads) {
-  TempDir tmp;
+  TempDir tmp("direct");
   SKIP_WITHOUT_DIRECT(tmp);
   // Not a multiple of the block: the last block is partial. Larger than two requests.
   const std::size_t n = 2 * ooc::direct::kRequest + 3 * 4096 + 777;
@@ -126,7 +109,7 @@ TEST(DirectIo, ReaderEveryAlignmentAndThreads) {
 }
 
 TEST(DirectIo, ReaderRefusesAShorterFile) {
-  TempDir tmp;
+  TempDir tmp("direct");
   SKIP_WITHOUT_DIRECT(tmp);
   const auto data = random_bytes(10000, 3);
   write_file(tmp / "f", data.data(), data.size());
@@ -172,7 +155,7 @@ void expect_rows(ooc::Source& src, const std::vector<std::byte>& image, std::int
 }
 
 TEST(DirectIo, RawAndNpySourcesEqualTheMappedOnes) {
-  TempDir tmp;
+  TempDir tmp("direct");
   SKIP_WITHOUT_DIRECT(tmp);
   struct Case {
     std::int64_t width, height;
@@ -216,7 +199,7 @@ TEST(DirectIo, RawAndNpySourcesEqualTheMappedOnes) {
 }
 
 TEST(DirectIo, BigEndianNpyIsSwapped) {
-  TempDir tmp;
+  TempDir tmp("direct");
   SKIP_WITHOUT_DIRECT(tmp);
   const ooc::ImageSpec spec{333, 401, 1, ooc::SampleType::u16};
   const auto le = random_bytes(spec.total_bytes(), 5);
@@ -235,7 +218,7 @@ TEST(DirectIo, BigEndianNpyIsSwapped) {
 }
 
 TEST(DirectIo, AutoGoesDirectOnlyForColdLargeFiles) {
-  TempDir tmp;
+  TempDir tmp("direct");
   SKIP_WITHOUT_DIRECT(tmp);
   const auto image = random_bytes(4 << 20, 9);
   write_file(tmp / "in.raw", image.data(), image.size());
@@ -277,7 +260,7 @@ void write_bands(ooc::Sink& sink, const std::vector<std::byte>& image, std::int6
 }
 
 TEST(DirectIo, SinkWritesTheSameBytes) {
-  TempDir tmp;
+  TempDir tmp("direct");
   SKIP_WITHOUT_DIRECT(tmp);
   for (const ooc::ImageSpec spec : {ooc::ImageSpec{1001, 2999, 1, ooc::SampleType::u16},
                                     ooc::ImageSpec{4096, 1025, 1, ooc::SampleType::u8},
@@ -317,7 +300,7 @@ TEST(DirectIo, SinkWritesTheSameBytes) {
 }
 
 TEST(DirectIo, PartsShareBoundaryBlocksAndResumeContinues) {
-  TempDir tmp;
+  TempDir tmp("direct");
   SKIP_WITHOUT_DIRECT(tmp);
   // Rows of 2002 bytes: every part boundary falls inside a block that two parts share.
   const ooc::ImageSpec spec{1001, 3001, 1, ooc::SampleType::u16};
@@ -366,7 +349,7 @@ TEST(DirectIo, PartsShareBoundaryBlocksAndResumeContinues) {
 }
 
 TEST(DirectIo, AutoWritesDirectOnlyForLargeOutputs) {
-  TempDir tmp;
+  TempDir tmp("direct");
   SKIP_WITHOUT_DIRECT(tmp);
   const ooc::ImageSpec spec{1024, 1024, 1, ooc::SampleType::u8};
   ooc::SinkOptions o;

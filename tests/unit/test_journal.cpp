@@ -20,27 +20,14 @@
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
 #include "ooc/pipeline.hpp"
+#include "scratch.hpp"
 
 namespace {
 
+using ooc::test::contains;
+using ooc::test::TempDir;
+
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    char name[] = "/var/tmp/ooc-test-journal-XXXXXX";
-    if (::mkdtemp(name)) dir = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string operator/(const std::string& f) const { return (dir / f).string(); }
-};
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -170,7 +157,7 @@ void expect_journal(const std::string& path, const std::string& body) {
 }
 
 TEST(Journal, PartsJournalAfterCommitThenFinish) {
-  TempDir tmp;
+  TempDir tmp("journal");
   const std::string out = tmp / "out.raw", temp = out + ".partial";
   const auto want = input_bytes();
   const std::size_t row = kW * 2;
@@ -201,7 +188,7 @@ TEST(Journal, PartsJournalAfterCommitThenFinish) {
 }
 
 TEST(Journal, WholeRunRemovesItsJournalOnCommit) {
-  TempDir tmp;
+  TempDir tmp("journal");
   const std::string out = tmp / "out.npy";
   const Ran r = run_job(options(out, 0, 1));
   EXPECT_EQ(r.journal, out + ".partial.journal");
@@ -215,7 +202,7 @@ TEST(Journal, WholeRunRemovesItsJournalOnCommit) {
 }
 
 TEST(Journal, FinishNamesTheMissingParts) {
-  TempDir tmp;
+  TempDir tmp("journal");
   const std::string out = tmp / "out.raw";
   ooc::Error e = error_of([&] { ooc::finish_output(out); });
   EXPECT_EQ(e.kind(), ooc::ErrorKind::input);
@@ -257,7 +244,7 @@ TEST(Journal, FinishNamesTheMissingParts) {
 }
 
 TEST(Journal, DamagedJournalCannotBeTrusted) {
-  TempDir tmp;
+  TempDir tmp("journal");
   const std::string out = tmp / "out.raw";
   const Ran p0 = run_job(options(out, 0, 2));
   const std::string good = read_text(p0.journal);
@@ -296,7 +283,7 @@ TEST(Journal, DamagedJournalCannotBeTrusted) {
 }
 
 TEST(Journal, ResumeRefusesJournalsOfAnotherInputOrOptions) {
-  TempDir tmp;
+  TempDir tmp("journal");
   const std::string out = tmp / "out.raw";
   run_job(options(out, 0, 2));
 
@@ -353,7 +340,7 @@ TEST(Journal, ResumeRefusesJournalsOfAnotherInputOrOptions) {
 }
 
 TEST(Journal, WholeRunRefusedWhilePartsExist) {
-  TempDir tmp;
+  TempDir tmp("journal");
   const std::string out = tmp / "out.raw";
   run_job(options(out, 1, 2));
   const ooc::Error e = error_of([&] { run_job(options(out, 0, 1)); });
@@ -370,7 +357,7 @@ TEST(Journal, WholeRunRefusedWhilePartsExist) {
 }
 
 TEST(Journal, ResumeSkipsRowsDoneByAnotherSplit) {
-  TempDir tmp;
+  TempDir tmp("journal");
   const std::string out = tmp / "out.raw", temp = out + ".partial";
   const std::size_t row = kW * 2;
   run_job(options(out, 0, 2));  // rows 0:10

@@ -17,27 +17,14 @@
 #include "ooc/error.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
+#include "scratch.hpp"
 
 namespace {
 
+using ooc::test::contains;
+using ooc::test::TempDir;
+
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    char name[] = "/var/tmp/ooc-test-npy-XXXXXX";
-    if (::mkdtemp(name)) dir = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string operator/(const std::string& f) const { return (dir / f).string(); }
-};
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 // A .npy file as NumPy lays it out: magic, version, little-endian header length (2 bytes in
 // version 1, 4 in versions 2 and 3), the dict padded with spaces to a multiple of 64 and ended
@@ -130,7 +117,7 @@ void expect_rows(ooc::Source& src, const std::string& native) {
 }
 
 TEST(NpySource, EveryDtypeInBothByteOrders) {
-  TempDir tmp;
+  TempDir tmp("npy");
   for (const Dtype& t : kDtypes) {
     // u1 has no byte order: NumPy writes '|'; the others '<' or '>'.
     const std::vector<char> orders =
@@ -157,7 +144,7 @@ TEST(NpySource, EveryDtypeInBothByteOrders) {
 }
 
 TEST(NpySource, ShapesWithAndWithoutChannels) {
-  TempDir tmp;
+  TempDir tmp("npy");
   struct Case {
     std::string shape;
     std::int64_t h, w;
@@ -188,7 +175,7 @@ TEST(NpySource, ShapesWithAndWithoutChannels) {
 }
 
 TEST(NpySource, HeaderVersions) {
-  TempDir tmp;
+  TempDir tmp("npy");
   const Data d = make_data(8 * 5 * 3, 4, '<', 9);
   for (const int version : {1, 2, 3}) {
     SCOPED_TRACE(version);
@@ -212,7 +199,7 @@ TEST(NpySource, HeaderVersions) {
 }
 
 TEST(NpySource, FortranOrderIsRefused) {
-  TempDir tmp;
+  TempDir tmp("npy");
   write_file(tmp / "f.npy", npy_bytes(dict_of("<u2", "(4, 6)", true), 1, std::string(48, 'x')));
   const ooc::Error e = open_error(tmp / "f.npy");
   EXPECT_EQ(e.kind(), ooc::ErrorKind::input);
@@ -221,7 +208,7 @@ TEST(NpySource, FortranOrderIsRefused) {
 }
 
 TEST(NpySource, HeaderThatPromisesMoreThanTheFileHoldsIsRefused) {
-  TempDir tmp;
+  TempDir tmp("npy");
   // (10, 10) f8 needs 800 bytes of data; the file has 799, then 400.
   for (const std::size_t have : {std::size_t{799}, std::size_t{400}, std::size_t{0}}) {
     SCOPED_TRACE(have);
@@ -245,7 +232,7 @@ TEST(NpySource, HeaderThatPromisesMoreThanTheFileHoldsIsRefused) {
 }
 
 TEST(NpySource, UnsupportedOrDamagedHeadersAreRefused) {
-  TempDir tmp;
+  TempDir tmp("npy");
   for (const std::string descr : {"<i8", "<c8", "<f2", "|b1", "<U4"}) {
     SCOPED_TRACE(descr);
     write_file(tmp / "d.npy", npy_bytes(dict_of(descr, "(2, 2)"), 1, std::string(64, 'x')));
@@ -268,7 +255,7 @@ TEST(NpySource, UnsupportedOrDamagedHeadersAreRefused) {
 }
 
 TEST(NpySource, HintThatContradictsTheHeaderNamesBoth) {
-  TempDir tmp;
+  TempDir tmp("npy");
   const Data d = make_data(6 * 9 * 2, 2, '<', 3);
   write_file(tmp / "a.npy", npy_bytes(dict_of("<u2", "(6, 9, 2)"), 1, d.file));
   // Hints that agree are taken.

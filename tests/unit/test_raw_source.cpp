@@ -19,30 +19,15 @@
 #include "ooc/error.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
+#include "scratch.hpp"
 
 namespace {
 
+using ooc::test::contains;
+using ooc::test::random_bytes;
+using ooc::test::TempDir;
+
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    char name[] = "/var/tmp/ooc-test-raw-XXXXXX";
-    if (::mkdtemp(name)) dir = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string operator/(const std::string& f) const { return (dir / f).string(); }
-};
-
-std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::byte> v(n);
-  for (auto& b : v) b = static_cast<std::byte>(rng() & 0xff);
-  return v;
-}
 
 void write_file(const std::string& path, const std::vector<std::byte>& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -69,15 +54,11 @@ ooc::Error open_error(const std::string& path, const ooc::RawHints& h) {
   return ooc::Error(ooc::ErrorKind::usage, "");
 }
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
 constexpr std::byte kPoison{0xA5};
 constexpr std::size_t kGuard = 64;  // poisoned bytes after a destination: must stay poisoned
 
 TEST(RawSource, HeightIsInferredFromTheFileSize) {
-  TempDir tmp;
+  TempDir tmp("raw");
   struct Case {
     std::int64_t width, height;
     int channels;
@@ -110,7 +91,7 @@ TEST(RawSource, HeightIsInferredFromTheFileSize) {
 }
 
 TEST(RawSource, SizeThatIsNotWholeRowsIsRefused) {
-  TempDir tmp;
+  TempDir tmp("raw");
   // 84 bytes of u8 at width 13: 84 = 6 x 13 + 6. The divisors of 84 nearest 13 are 12 and 14
   // (1 away), 7 (6), 6 (7), 21 (8) and 4 (9): the message lists them in order.
   write_file(tmp / "in.raw", random_bytes(84, 2));
@@ -181,7 +162,7 @@ void expect_bands(ooc::Source& src, const std::vector<std::byte>& file, std::int
 }
 
 TEST(RawSource, EveryBandReadsTheFilesBytes) {
-  TempDir tmp;
+  TempDir tmp("raw");
   struct Case {
     std::int64_t width, height;
     int channels;
@@ -208,7 +189,7 @@ TEST(RawSource, EveryBandReadsTheFilesBytes) {
 }
 
 TEST(RawSource, ReadRowsFromSeveralThreadsAtOnce) {
-  TempDir tmp;
+  TempDir tmp("raw");
   const ooc::ImageSpec spec{523, 211, 2, ooc::SampleType::u16};
   const auto file = random_bytes(spec.total_bytes(), 11);
   write_file(tmp / "in.raw", file);
@@ -239,7 +220,7 @@ TEST(RawSource, ReadRowsFromSeveralThreadsAtOnce) {
 }
 
 TEST(RawSource, FileCutShortAfterOpeningIsAnErrorNotACrash) {
-  TempDir tmp;
+  TempDir tmp("raw");
   const ooc::ImageSpec spec{256, 64, 1, ooc::SampleType::f32};
   const auto file = random_bytes(spec.total_bytes(), 12);
   for (const std::string io : {"mmap", "direct"}) {
