@@ -1,18 +1,14 @@
-# pytest for the unittest checks here (atax_check.py, ops_check.py, ...): each TestCase method is
+# pytest for the unittest checks here (atax_check.py, tiff_check.py, ...): each TestCase method is
 # one pytest test, so a failing case no longer hides the others behind one ctest failure. The
 # tools' folder comes from --bin-dir DIR (as the scripts take it) or $OOC_BIN_DIR; cli_args.py
 # hands it to the modules, which read sys.argv only when run as scripts.
 #   python3 -m pytest -v -rs tests/cli/ops_check.py --bin-dir build/cpu
-# The checks written as plain scripts (tiff_check.py, meta_check.py, npy_check.py, ...) run as
-# scripts only: they check everything at import and exit.
 import os
 
 import pytest
 
-# The plain scripts: never imported by pytest (they parse sys.argv and exit at import).
-PLAIN = {"meta_check.py", "npy_check.py", "scipy_check.py", "tiff_check.py",
-         "tiff_pyramid_check.py", "zarr_read_check.py", "zarr_write_check.py"}
-collect_ignore = sorted(PLAIN)
+# Set when a module skipped itself at import (cli_cases.skip_module: no tifffile, no zarr).
+_module_skipped = []
 
 
 def pytest_addoption(parser):
@@ -24,8 +20,7 @@ def pytest_addoption(parser):
 def pytest_collect_file(file_path, parent):
     """`pytest tests/cli` collects the unittest checks too (*_check.py is not a test_*.py name);
     a file named on the command line is collected by pytest itself."""
-    if (file_path.name.endswith("_check.py") and file_path.name not in PLAIN
-            and not parent.session.isinitpath(file_path)):
+    if file_path.name.endswith("_check.py") and not parent.session.isinitpath(file_path):
         return pytest.Module.from_parent(parent, path=file_path)
     return None
 
@@ -39,3 +34,15 @@ def pytest_configure(config):
     if not os.path.isdir(d):
         raise pytest.UsageError(f"tests/cli: --bin-dir / OOC_BIN_DIR {d!r} is not a directory")
     os.environ["OOC_BIN_DIR"] = os.path.abspath(d)
+
+
+def pytest_collectreport(report):
+    if report.skipped:
+        _module_skipped.append(report.nodeid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A run whose only modules skipped themselves collects no test (pytest's exit 5); it exits 77
+    instead, which ctest reports as skipped (SKIP_RETURN_CODE 77), as the scripts' own exit did."""
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and _module_skipped:
+        session.exitstatus = 77

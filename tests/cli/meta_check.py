@@ -21,9 +21,10 @@
 4. Decode threads follow --threads: the output under --threads 1 is byte-identical to the
    default's, and the process never runs more than a few threads (Linux: /proc/PID/task sampled).
 
-Usage: meta_check.py --bin-dir DIR [--keep]. Exits 1 on a failure, 77 without tifffile or scipy.
+Usage: meta_check.py --bin-dir DIR [--keep] [unittest options]   (or under pytest: conftest.py)
+A test lists every failing case; the check is skipped (exit 77 as a script) without tifffile or
+scipy.
 """
-import argparse
 import atexit
 import os
 import shutil
@@ -32,32 +33,36 @@ import sys
 import tempfile
 import threading
 import time
+import unittest
 
 import numpy as np
+
+import cli_args  # beside this file
+import cli_cases
+from cli_cases import report, skip
 
 try:
     import tifffile
     from scipy import ndimage
 except ImportError as e:
-    print(f"meta check: skipped: {e}")
-    sys.exit(77)
+    cli_cases.skip_module(__name__, str(e))
 
-ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-ap.add_argument("--bin-dir", required=True)
-ap.add_argument("--keep", action="store_true")
-args = ap.parse_args()
-OOCCONV = os.path.join(args.bin_dir, "oocconv")
-OOCEQ = os.path.join(args.bin_dir, "ooceq")
+BIN, _REST = cli_args.bin_dir_and_rest(__name__)
+KEEP = "--keep" in _REST  # as a script: keep the temporary folder
+if KEEP:
+    _REST.remove("--keep")
+OOCCONV = os.path.join(BIN, "oocconv")
+OOCEQ = os.path.join(BIN, "ooceq")
 VIPS = shutil.which("vips")
 VIPSHEADER = shutil.which("vipsheader")
 GDALINFO = shutil.which("gdalinfo")
 tmp = tempfile.mkdtemp(prefix="ooc_meta_")
-if not args.keep:
+if KEEP:
+    print(f"files kept in {tmp}")
+else:
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+# One generator for the whole check, drawn in the tests' (numbered) order: cli_cases.py.
 rng = np.random.default_rng(20240612)
-counts = {"ok": 0, "FAIL": 0, "skip": 0}
-failures = []
-started = time.monotonic()
 ROW_TAPS, COL_TAPS = [0.25, 0.5, 0.25], [0.125, 0.375, 0.375, 0.125, 0.0]
 TAPS = ["--row-taps=" + ",".join(map(str, ROW_TAPS)), "--col-taps=" + ",".join(map(str, COL_TAPS)),
         "--border", "reflect"]
@@ -67,20 +72,6 @@ VIPS_FORMAT = {"uchar": "u1", "ushort": "u2", "short": "i2", "uint": "u4", "int"
 
 def p(name):
     return os.path.join(tmp, name)
-
-
-def report(name, problems):
-    problems = [x for x in problems if x]
-    key = "FAIL" if problems else "ok"
-    counts[key] += 1
-    if problems:
-        failures.append((name, problems))
-    print(f"{key:5} {name}" + (": " + " | ".join(problems) if problems else ""), flush=True)
-
-
-def skip(name, why):
-    counts["skip"] += 1
-    print(f"skip  {name}: {why}", flush=True)
 
 
 def run(cmd):
@@ -207,7 +198,7 @@ def image(dtype, h, w, c):
 
 
 # =============================================================================================
-print("== 1. Layouts: tifffile, libvips and libtiff read every output as the same array")
+# 1. Layouts: tifffile, libvips and libtiff read every output as the same array
 H, W = 37, 45
 outputs = [[], ["--tile", 32], ["--compress", "deflate"], ["--tile", 16, "--compress", "deflate"]]
 
@@ -230,8 +221,8 @@ def filter_and_check(label, src, name, img, dtype, c, oo):
             check_output("ooceq " + label, out, dtype, H, W, c, exact=eq_reference(img))
 
 
-k = 0
-for dtype in ("u1", "u2", "f4"):
+def tifffile_inputs(dtype, k):
+    """Inputs of one sample type written by tifffile, k counting the inputs of every type."""
     for c, planar in ((1, None), (3, "separate"), (3, "contig"), (4, "separate"), (4, "contig")):
         k += 1
         img = image(dtype, H, W, c)
@@ -252,30 +243,9 @@ for dtype in ("u1", "u2", "f4"):
                 f"{' '.join(map(str, oo)) or 'strips'}"
         filter_and_check(label, src, f"tf{k}", img, dtype, c, oo)
 
-if not VIPS:
-    skip("libvips inputs and readback", "no vips (libvips-tools)")
-else:
-    for k, (dtype, vfmt, c, opts) in enumerate((
-            ("u1", "uchar", 1, ["--tile", "--tile-width", 16, "--tile-height", 16]),
-            ("u2", "ushort", 3, ["--compression", "deflate"]),
-            ("f4", "float", 4, []),
-            ("u1", "uchar", 3, ["--tile", "--tile-width", 32, "--tile-height", 32,
-                                "--compression", "deflate"]))):
-        img = image(dtype, H, W, c)
-        raw, src = p(f"v{k}.raw"), p(f"v{k}.tif")
-        img.tofile(raw)
-        problem = must([VIPS, "rawload", raw, p(f"v{k}.v"), W, H, c, "--format", vfmt]) or \
-            must([VIPS, "tiffsave", p(f"v{k}.v"), src, *opts])
-        if problem:
-            report(f"libvips input {k}", [problem])
-            continue
-        oo = outputs[(k + 1) % len(outputs)] if dtype != "f4" else ["--tile", 32]
-        label = f"vips {dtype} c{c} {' '.join(map(str, opts))} -> {' '.join(map(str, oo)) or 'strips'}"
-        filter_and_check(label, src, f"v{k}", img, dtype, c, oo)
-
 
 # =============================================================================================
-print("\n== 2. ImageDescription: kept when true, rewritten or dropped when not")
+# 2. ImageDescription: kept when true, rewritten or dropped when not
 
 
 def description_of(path):
@@ -295,27 +265,10 @@ DESCRIPTIONS = [
     ("ImageJ stack", (3,), "ImageJ=1.11a\nimages=3\nchannels=3\nhyperstack=true", "separate",
      None),
 ]
-for label, (c,), desc, planar, want in DESCRIPTIONS:
-    img = image("u2", H, W, c)
-    src, out = p("desc_in.tif"), p("desc_out.tif")
-    data = img[..., 0] if c == 1 else np.moveaxis(img, 2, 0)
-    tifffile.imwrite(src, data, description=desc, metadata=None,
-                     photometric="minisblack" if c == 1 else "rgb",
-                     **({"planarconfig": planar} if planar else {}))
-    problem = must([OOCCONV, src, out, "--taps", 1, "-q"])
-    if problem:
-        report(f"description: {label}", [problem])
-        continue
-    got = description_of(out)
-    problems = [] if (got or None) == want else [f"description {got!r}, want {want!r}"]
-    shape = (H, W) if c == 1 else (H, W, c)
-    a, pa = read_tifffile(out, shape)
-    problems += [pa, same("tifffile read", a, img)]
-    report(f"description: {label}", problems)
 
 
 # =============================================================================================
-print("\n== 3. GeoTIFF and GDAL tags")
+# 3. GeoTIFF and GDAL tags
 GEO_TAGS = (33550, 33922, 34264, 34735, 34736, 34737, 42112, 42113)
 KEYS = [1, 1, 0, 5,
         1024, 0, 1, 1,  # GTModelType: projected
@@ -355,53 +308,19 @@ def gdal_facts(path):
             j["bands"][0].get("noDataValue")), None
 
 
-geo_img = image("f4", H, W, 1)
-geo_src = p("geo_in.tif")
-tifffile.imwrite(geo_src, geo_img[..., 0], extratags=geo_extratags(), tile=(16, 16),
-                 compression="zlib")
-want_tags = tag_values(geo_src)
-want_tags[42112] = (None, XML.replace(STATS, ""))
-if not GDALINFO:
-    skip("gdalinfo comparisons", "no gdalinfo (gdal-bin is optional)")
-for opts in ([], ["--tile", 16], ["--tile", 32, "--compress", "deflate"],
-             ["--compress", "deflate"]):
-    out = p("geo_out.tif")
-    name = f"geo tags f32 -> {' '.join(map(str, opts)) or 'strips'}"
-    problem = must([OOCCONV, geo_src, out, *TAPS, "-q", *opts])
-    if problem:
-        report(name, [problem])
-        continue
-    got = tag_values(out)
-    problems = []
-    for code in GEO_TAGS:
-        wc, wv = want_tags[code]
-        gc, gv = got.get(code, (None, None))
-        if gv != wv or (wc is not None and gc != wc):
-            problems.append(f"tag {code}: {gc} {gv!r}, want {wc} {wv!r}")
-    if GDALINFO:
-        a, pa = gdal_facts(geo_src)
-        b, pb = gdal_facts(out)
-        problems += [pa, pb]
-        if a and b and a != b:
-            problems.append(f"gdalinfo: input {a[1:]} {(a[0] or '')[:40]!r}, output {b[1:]} "
-                            f"{(b[0] or '')[:40]!r}")
-        if a and a[2] != -9999:
-            problems.append(f"gdalinfo reads the input's nodata as {a[2]!r}")
-    report(name, problems)
+_geo = []
 
-# GDAL_NODATA must hold in the output's sample type.
-for out_type, keep in (("u8", False), ("i16", True), ("f64", True)):
-    out = p("geo_nodata.tif")
-    problem = must([OOCCONV, geo_src, out, "--taps", 1, "-q", "--out-type", out_type])
-    got = {} if problem else tag_values(out)
-    has = got.get(42113, (0, None))[1]
-    problems = [problem]
-    if not problem and (has == "-9999") != keep:
-        problems.append(f"GDAL_NODATA {has!r} in a {out_type} output (want it "
-                        f"{'kept' if keep else 'dropped'})")
-    if not problem and 34735 not in got:
-        problems.append("the other geo tags were dropped too")
-    report(f"GDAL_NODATA -9999 with --out-type {out_type}", problems)
+
+def geo_input():
+    """(image, GeoTIFF written by tifffile): drawn by the first test that needs it."""
+    if not _geo:
+        geo_img = image("f4", H, W, 1)
+        geo_src = p("geo_in.tif")
+        tifffile.imwrite(geo_src, geo_img[..., 0], extratags=geo_extratags(), tile=(16, 16),
+                         compression="zlib")
+        _geo.append((geo_img, geo_src))
+    return _geo[0]
+
 
 # Malformed tags: dropped (with a warning), never a crash; the well-formed ones still carried.
 HOSTILE = [
@@ -417,28 +336,10 @@ HOSTILE = [
     ("ModelTiepoint as ASCII", {33922: ("s", "0 0 0 1 2 0")}, [33922], False),
     ("GDAL_NODATA as a double", {42113: ("d", (-9999.0,))}, [42113], False),
 ]
-for label, override, dropped, warns in HOSTILE:
-    src, out = p("hostile.tif"), p("hostile_out.tif")
-    tifffile.imwrite(src, geo_img[..., 0], extratags=geo_extratags(override))
-    rc, _, err = run([OOCCONV, src, out, "--taps", 1, "-q"])
-    if rc != 0:
-        report(f"malformed: {label}", [f"exit {rc}: {err.strip()[:300]}"])
-        continue
-    got = tag_values(out)
-    problems = [f"tag {c} carried over: {got[c][1]!r}" for c in dropped if c in got]
-    problems += [f"well-formed tag {c} lost" for c in GEO_TAGS if c not in dropped and c not in got]
-    if warns and "warning" not in err:
-        problems.append(f"no warning on stderr (got {err.strip()[:200]!r})")
-    a, pa = read_tifffile(out, (H, W))
-    problems += [pa, same("pixels", a, geo_img)]
-    report(f"malformed: {label}", problems)
 
 
 # =============================================================================================
-print("\n== 4. Decode threads follow --threads")
-big = image("u2", 1200, 1500, 1)
-src = p("threads_in.tif")
-tifffile.imwrite(src, big[..., 0], tile=(64, 64), compression="zlib")
+# 4. Decode threads follow --threads
 
 
 def run_sampled(cmd):
@@ -462,32 +363,157 @@ def run_sampled(cmd):
     return proc.returncode, peak[0]
 
 
-outs = {}
-for threads in (None, 1, 6):
-    out = p(f"threads_{threads}.tif")
-    extra = [] if threads is None else ["--threads", threads]
-    rc, peak = run_sampled([OOCCONV, src, out, *TAPS, "-q", "--compress", "deflate", *extra])
-    outs[threads] = (rc, peak, open(out, "rb").read() if rc == 0 else b"")
-problems = [f"--threads {t}: exit {rc}" for t, (rc, _, _) in outs.items() if rc != 0]
-if outs[1][2] != outs[None][2] or outs[6][2] != outs[None][2]:
-    problems.append("outputs differ between --threads 1, 6 and the default")
-if sys.platform.startswith("linux"):
-    # main thread, one decoder, one TBB worker at most, a spare
-    if outs[1][1] > 4:
-        problems.append(f"--threads 1 ran {outs[1][1]} threads at once")
-    if outs[6][1] < 6:
-        problems.append(f"--threads 6 ran only {outs[6][1]} threads at once")
-report(f"--threads 1 / 6 / default (peak threads {outs[1][1]} / {outs[6][1]} / "
-       f"{outs[None][1]})", problems)
+class MetaCheck(unittest.TestCase):
+    # Numbered in the order they draw their data (cli_cases.py).
+    def test_1a_layouts_tifffile_u1(self):
+        with cli_cases.cases(self):
+            tifffile_inputs("u1", 0)
+
+    def test_1b_layouts_tifffile_u2(self):
+        with cli_cases.cases(self):
+            tifffile_inputs("u2", 5)
+
+    def test_1c_layouts_tifffile_f4(self):
+        with cli_cases.cases(self):
+            tifffile_inputs("f4", 10)
+
+    def test_1d_layouts_libvips(self):
+        if not VIPS:
+            self.skipTest("libvips inputs and readback: no vips (libvips-tools)")
+        with cli_cases.cases(self):
+            for k, (dtype, vfmt, c, opts) in enumerate((
+                    ("u1", "uchar", 1, ["--tile", "--tile-width", 16, "--tile-height", 16]),
+                    ("u2", "ushort", 3, ["--compression", "deflate"]),
+                    ("f4", "float", 4, []),
+                    ("u1", "uchar", 3, ["--tile", "--tile-width", 32, "--tile-height", 32,
+                                        "--compression", "deflate"]))):
+                img = image(dtype, H, W, c)
+                raw, src = p(f"v{k}.raw"), p(f"v{k}.tif")
+                img.tofile(raw)
+                problem = must([VIPS, "rawload", raw, p(f"v{k}.v"), W, H, c, "--format", vfmt]) \
+                    or must([VIPS, "tiffsave", p(f"v{k}.v"), src, *opts])
+                if problem:
+                    report(f"libvips input {k}", [problem])
+                    continue
+                oo = outputs[(k + 1) % len(outputs)] if dtype != "f4" else ["--tile", 32]
+                label = f"vips {dtype} c{c} {' '.join(map(str, opts))} -> " \
+                        f"{' '.join(map(str, oo)) or 'strips'}"
+                filter_and_check(label, src, f"v{k}", img, dtype, c, oo)
+
+    def test_2_descriptions(self):
+        with cli_cases.cases(self):
+            for label, (c,), desc, planar, want in DESCRIPTIONS:
+                img = image("u2", H, W, c)
+                src, out = p("desc_in.tif"), p("desc_out.tif")
+                data = img[..., 0] if c == 1 else np.moveaxis(img, 2, 0)
+                tifffile.imwrite(src, data, description=desc, metadata=None,
+                                 photometric="minisblack" if c == 1 else "rgb",
+                                 **({"planarconfig": planar} if planar else {}))
+                problem = must([OOCCONV, src, out, "--taps", 1, "-q"])
+                if problem:
+                    report(f"description: {label}", [problem])
+                    continue
+                got = description_of(out)
+                problems = [] if (got or None) == want else [f"description {got!r}, want {want!r}"]
+                shape = (H, W) if c == 1 else (H, W, c)
+                a, pa = read_tifffile(out, shape)
+                problems += [pa, same("tifffile read", a, img)]
+                report(f"description: {label}", problems)
+
+    def test_3a_geo_tags(self):
+        geo_img, geo_src = geo_input()
+        want_tags = tag_values(geo_src)
+        want_tags[42112] = (None, XML.replace(STATS, ""))
+        with cli_cases.cases(self):
+            if not GDALINFO:
+                skip("gdalinfo comparisons", "no gdalinfo (gdal-bin is optional)")
+            for opts in ([], ["--tile", 16], ["--tile", 32, "--compress", "deflate"],
+                         ["--compress", "deflate"]):
+                out = p("geo_out.tif")
+                name = f"geo tags f32 -> {' '.join(map(str, opts)) or 'strips'}"
+                problem = must([OOCCONV, geo_src, out, *TAPS, "-q", *opts])
+                if problem:
+                    report(name, [problem])
+                    continue
+                got = tag_values(out)
+                problems = []
+                for code in GEO_TAGS:
+                    wc, wv = want_tags[code]
+                    gc, gv = got.get(code, (None, None))
+                    if gv != wv or (wc is not None and gc != wc):
+                        problems.append(f"tag {code}: {gc} {gv!r}, want {wc} {wv!r}")
+                if GDALINFO:
+                    a, pa = gdal_facts(geo_src)
+                    b, pb = gdal_facts(out)
+                    problems += [pa, pb]
+                    if a and b and a != b:
+                        problems.append(f"gdalinfo: input {a[1:]} {(a[0] or '')[:40]!r}, output "
+                                        f"{b[1:]} {(b[0] or '')[:40]!r}")
+                    if a and a[2] != -9999:
+                        problems.append(f"gdalinfo reads the input's nodata as {a[2]!r}")
+                report(name, problems)
+
+    def test_3b_gdal_nodata_in_the_output_type(self):
+        """GDAL_NODATA must hold in the output's sample type."""
+        _, geo_src = geo_input()
+        with cli_cases.cases(self):
+            for out_type, keep in (("u8", False), ("i16", True), ("f64", True)):
+                out = p("geo_nodata.tif")
+                problem = must([OOCCONV, geo_src, out, "--taps", 1, "-q", "--out-type", out_type])
+                got = {} if problem else tag_values(out)
+                has = got.get(42113, (0, None))[1]
+                problems = [problem]
+                if not problem and (has == "-9999") != keep:
+                    problems.append(f"GDAL_NODATA {has!r} in a {out_type} output (want it "
+                                    f"{'kept' if keep else 'dropped'})")
+                if not problem and 34735 not in got:
+                    problems.append("the other geo tags were dropped too")
+                report(f"GDAL_NODATA -9999 with --out-type {out_type}", problems)
+
+    def test_3c_malformed_geo_tags(self):
+        geo_img, _ = geo_input()
+        with cli_cases.cases(self):
+            for label, override, dropped, warns in HOSTILE:
+                src, out = p("hostile.tif"), p("hostile_out.tif")
+                tifffile.imwrite(src, geo_img[..., 0], extratags=geo_extratags(override))
+                rc, _, err = run([OOCCONV, src, out, "--taps", 1, "-q"])
+                if rc != 0:
+                    report(f"malformed: {label}", [f"exit {rc}: {err.strip()[:300]}"])
+                    continue
+                got = tag_values(out)
+                problems = [f"tag {c} carried over: {got[c][1]!r}" for c in dropped if c in got]
+                problems += [f"well-formed tag {c} lost" for c in GEO_TAGS
+                             if c not in dropped and c not in got]
+                if warns and "warning" not in err:
+                    problems.append(f"no warning on stderr (got {err.strip()[:200]!r})")
+                a, pa = read_tifffile(out, (H, W))
+                problems += [pa, same("pixels", a, geo_img)]
+                report(f"malformed: {label}", problems)
+
+    def test_4_decode_threads_follow_threads(self):
+        big = image("u2", 1200, 1500, 1)
+        src = p("threads_in.tif")
+        tifffile.imwrite(src, big[..., 0], tile=(64, 64), compression="zlib")
+        outs = {}
+        with cli_cases.cases(self):
+            for threads in (None, 1, 6):
+                out = p(f"threads_{threads}.tif")
+                extra = [] if threads is None else ["--threads", threads]
+                rc, peak = run_sampled([OOCCONV, src, out, *TAPS, "-q", "--compress", "deflate",
+                                        *extra])
+                outs[threads] = (rc, peak, open(out, "rb").read() if rc == 0 else b"")
+            problems = [f"--threads {t}: exit {rc}" for t, (rc, _, _) in outs.items() if rc != 0]
+            if outs[1][2] != outs[None][2] or outs[6][2] != outs[None][2]:
+                problems.append("outputs differ between --threads 1, 6 and the default")
+            if sys.platform.startswith("linux"):
+                # main thread, one decoder, one TBB worker at most, a spare
+                if outs[1][1] > 4:
+                    problems.append(f"--threads 1 ran {outs[1][1]} threads at once")
+                if outs[6][1] < 6:
+                    problems.append(f"--threads 6 ran only {outs[6][1]} threads at once")
+            report(f"--threads 1 / 6 / default (peak threads {outs[1][1]} / {outs[6][1]} / "
+                   f"{outs[None][1]})", problems)
 
 
-elapsed = time.monotonic() - started
-print(f"\nmeta check: {counts['ok']} ok, {counts['FAIL']} failed, {counts['skip']} skipped in "
-      f"{elapsed:.1f} s")
-if failures:
-    print("failed cases:")
-    for name, problems in failures:
-        print(f"  {name}")
-        for pr in problems:
-            print(f"      {pr}")
-    sys.exit(1)
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + _REST)

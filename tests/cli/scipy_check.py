@@ -8,17 +8,22 @@ With --precision f64 --out-type f64 the largest relative error must stay under 1
 relative to |scipy| floored at 1e-6 of the image's largest |scipy|); f32 runs at default precision
 must stay within 1e-6 of the image's largest value.
 
-Usage: scipy_check.py --oocconv PATH/TO/oocconv [-v]
-Exits 1 and prints every failing case (with the command to reproduce it) on a mismatch.
+Usage: scipy_check.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)
+A failing test names every failing case with the command to reproduce it.
 """
-import argparse
 import os
 import subprocess
 import sys
 import tempfile
+import unittest
 
 import numpy as np
 from scipy import ndimage
+
+import cli_args  # beside this file
+import cli_cases
+
+BIN, _REST = cli_args.bin_dir_and_rest(__name__)
 
 TYPES = {"f32": np.float32, "f64": np.float64, "u8": np.uint8, "u16": np.uint16, "i16": np.int16}
 BORDERS = ["reflect", "mirror", "nearest", "wrap", "constant"]
@@ -61,12 +66,9 @@ def fmt_taps(taps):
 
 
 class Checker:
-    def __init__(self, oocconv, workdir, verbose):
+    def __init__(self, oocconv, workdir):
         self.oocconv = oocconv
         self.workdir = workdir
-        self.verbose = verbose
-        self.cases = 0
-        self.failures = []
         self.n = 0
 
     def run(self, img, args, out_dtype=np.float64):
@@ -92,18 +94,13 @@ class Checker:
         return out.reshape(h, w, c), shown, None
 
     def check(self, name, img, args, ref, tol, out_dtype=np.float64, metric=rel_error):
-        self.cases += 1
         got, cmd, err = self.run(img, args, out_dtype)
         if err is None:
             e, where = metric(got.astype(np.float64), ref)
             if not e < tol:
                 err = "relative error %.3g >= %.3g at (y, x, c) = %s: oocconv %.17g, scipy %.17g" % (
                     e, tol, tuple(int(i) for i in where), got[where], ref[where])
-        if err is not None:
-            self.failures.append("%s\n    %s\n    %s" % (name, err, cmd))
-            print("FAIL " + name + ": " + err, flush=True)
-        elif self.verbose:
-            print("ok   " + name, flush=True)
+        cli_cases.report(name, [err, err and cmd])
         return got
 
 
@@ -113,19 +110,22 @@ def scipy_separable(img, row_taps, col_taps, mode):
     return ndimage.convolve1d(x, col_taps, axis=0, mode=mode, cval=CVAL)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--oocconv", required=True)
-    ap.add_argument("-v", "--verbose", action="store_true")
-    opts = ap.parse_args()
-    rng = np.random.default_rng(20240607)
+# One generator for the whole check, drawn in the tests' (numbered) order: cli_cases.py.
+rng = np.random.default_rng(20240607)
+# (width, height, row taps, col taps, extra band heights that do not divide the height)
+GEOMETRIES = [(37, 23, 3, 5, [5]), (5, 3, 19, 15, [2]), (1, 1, 5, 3, []), (2, 40, 9, 7, [3])]
 
-    with tempfile.TemporaryDirectory(prefix="ooc_scipy_") as workdir:
-        ck = Checker(os.path.abspath(opts.oocconv), workdir, opts.verbose)
 
-        # (width, height, row taps, col taps, extra band heights that do not divide the height)
-        geometries = [(37, 23, 3, 5, [5]), (5, 3, 19, 15, [2]), (1, 1, 5, 3, []), (2, 40, 9, 7, [3])]
-        for w, h, nr, nc, band_rows in geometries:
+class ScipyCheck(unittest.TestCase):
+    def setUp(self):
+        work = tempfile.TemporaryDirectory(prefix="ooc_scipy_")
+        self.addCleanup(work.cleanup)
+        self.ck = Checker(os.path.join(BIN, "oocconv"), work.name)
+
+    def separable(self, w, h, nr, nc, band_rows):
+        """Explicit taps over every type, 1 to 4 channels and border; band heights."""
+        ck = self.ck
+        with cli_cases.cases(self, verbose=False):
             row_taps = rng.uniform(-1.0, 2.0, nr)
             col_taps = rng.uniform(-1.0, 2.0, nc)
             taps_args = ["--row-taps=" + fmt_taps(row_taps), "--col-taps=" + fmt_taps(col_taps)]
@@ -144,12 +144,27 @@ def main():
                                      args + ["--band-rows", str(b), "--threads", "2"], ref,
                                      F64_TOL)
 
-        # Gaussian of --radius 4: sigma 4/3, normalized, applied along x then y.
+    # One test per geometry, numbered in the order they draw their data.
+    def test_1_separable_37x23(self):
+        self.separable(*GEOMETRIES[0])
+
+    def test_2_separable_5x3_radius_past_the_image(self):
+        self.separable(*GEOMETRIES[1])
+
+    def test_3_separable_1x1(self):
+        self.separable(*GEOMETRIES[2])
+
+    def test_4_separable_2x40(self):
+        self.separable(*GEOMETRIES[3])
+
+    def gaussian(self, w, h):
+        """The Gaussian of --radius 4: sigma 4/3, normalized, applied along x then y."""
+        ck = self.ck
         r, sigma = 4, 4.0 / 3.0
         x = np.arange(-r, r + 1, dtype=np.float64)
         g = np.exp(-x * x / (2 * sigma * sigma))
         g /= g.sum()
-        for w, h in [(37, 23), (5, 3)]:
+        with cli_cases.cases(self, verbose=False):
             for c in (1, 3):
                 for type_name in ("f64", "f32", "u16"):
                     img = random_image(rng, h, w, c, TYPES[type_name])
@@ -167,13 +182,12 @@ def main():
                             ck.check(name + " f32", img, base, ref, 1e-6, out_dtype=np.float32,
                                      metric=norm_error)
 
-        print("%d cases, %d passed, %d failed" % (ck.cases, ck.cases - len(ck.failures),
-                                                 len(ck.failures)))
-        if ck.failures:
-            print("\nFailing cases:\n" + "\n".join(ck.failures))
-            return 1
-    return 0
+    def test_5_gaussian_37x23(self):
+        self.gaussian(37, 23)
+
+    def test_6_gaussian_5x3(self):
+        self.gaussian(5, 3)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    unittest.main(argv=[sys.argv[0]] + _REST)

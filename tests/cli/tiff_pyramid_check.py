@@ -20,10 +20,9 @@
 4. Usage errors (exit 2, nothing left beside the output): --cog to raw, --chunk to TIFF, --cog
    with an .ome.tif name, --levels past 1 x 1; and no spill file is left after a run.
 
-Usage: tiff_pyramid_check.py --bin-dir DIR [--keep]
-   Exits 1 if any case failed, 77 (skipped) without tifffile.
+Usage: tiff_pyramid_check.py --bin-dir DIR [--keep] [unittest options]   (or under pytest:
+   conftest.py). A test lists every failing case; skipped (exit 77 as a script) without tifffile.
 """
-import argparse
 import atexit
 import json
 import os
@@ -31,21 +30,24 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
+import unittest
 
 import numpy as np
+
+import cli_args  # beside this file
+import cli_cases
+from cli_cases import report, skip
 
 try:
     import tifffile
 except ImportError as e:
-    print(f"tiff pyramid check: skipped: {e}")
-    sys.exit(77)
+    cli_cases.skip_module(__name__, str(e))
 
-ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-ap.add_argument("--bin-dir", required=True)
-ap.add_argument("--keep", action="store_true")
-args = ap.parse_args()
-OOCCONV = os.path.join(args.bin_dir, "oocconv")
+BIN, _REST = cli_args.bin_dir_and_rest(__name__)
+KEEP = "--keep" in _REST  # as a script: keep the temporary folder
+if KEEP:
+    _REST.remove("--keep")
+OOCCONV = os.path.join(BIN, "oocconv")
 VIPS = shutil.which("vips")
 GDALINFO = shutil.which("gdalinfo")
 try:
@@ -53,32 +55,18 @@ try:
 except ImportError:
     cog_validator = None
 tmp = tempfile.mkdtemp(prefix="ooc_pyr_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-if not args.keep:
+if KEEP:
+    print(f"files kept in {tmp}")
+else:
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+# One generator for the whole check, drawn in the tests' (numbered) order: cli_cases.py.
 rng = np.random.default_rng(20240731)
-counts = {"ok": 0, "FAIL": 0, "skip": 0}
-failures = []
-started = time.monotonic()
 FILTER = ["--radius", "1", "-q"]
 TYPES = {"u8": np.uint8, "u16": np.uint16, "f32": np.float32}
 
 
 def p(name):
     return os.path.join(tmp, name)
-
-
-def report(name, problems):
-    problems = [x for x in problems if x]
-    key = "FAIL" if problems else "ok"
-    counts[key] += 1
-    if problems:
-        failures.append((name, problems))
-    print(f"{key:5} {name}" + (": " + " | ".join(problems) if problems else ""), flush=True)
-
-
-def skip(name, why):
-    counts["skip"] += 1
-    print(f"skip  {name}: {why}", flush=True)
 
 
 def run(cmd):
@@ -256,208 +244,251 @@ def pyramid_case(label, out_name, dtype, h, w, c, comp, opts, nlevels, cog=False
 
 known = set()
 
-# 1. SubIFD pyramids over types, channels and codecs.
-for tname, dtype in TYPES.items():
+
+def subifd_sweep(tname):
+    """SubIFD pyramids of one type over channels and codecs."""
+    dtype = TYPES[tname]
     for c in (1, 3):
         for comp in ("none", "deflate", "zstd"):
             h, w = 203, 157
             label = f"subifd {tname} x{c} {comp} {w}x{h} --tile 32 --levels 4"
             pyramid_case(label, "pyr.tif", dtype, h, w, c, comp, ["--tile", 32, "--levels", 4], 4)
 
-# --pyramid's automatic levels (until the smaller side is under 256) and the default tile 512.
-out = pyramid_case("subifd u16 x1 deflate 1300x531 --pyramid (auto levels, tile 512)",
-                   "auto.tif", np.uint16, 531, 1300, 1, "deflate", ["--pyramid"], 2)
-if out:
-    with tifffile.TiffFile(out) as tf:
-        pg = tf.pages[0]
-        report("--pyramid without --tile gives 512 x 512 tiles",
-               [None if (pg.tilewidth, pg.tilelength) == (512, 512)
-                else f"tiles {pg.tilewidth} x {pg.tilelength}"])
-pyramid_case("subifd BigTIFF f32 x3 deflate --bigtiff yes", "big.tif", np.float32, 75, 99, 3,
-             "deflate", ["--tile", 16, "--levels", 3, "--bigtiff", "yes"], 3)
-
-# Descriptions carried over from a tifffile input: a shaped one goes on every level (tifffile
-# reads the levels of a shaped series only then), an ImageJ one is dropped (it cannot tell of
-# levels); series[0].levels lists every level either way, without a warning.
-for kind, kw in (("shaped", {}), ("ImageJ", {"imagej": True})):
-    img = image(np.uint8, 300, 270, 1)[..., 0]
-    src = p(f"desc_{kind}.tif")
-    tifffile.imwrite(src, img, **kw)
-    out = p(f"desc_{kind}_pyr.tif")
-    problems = [must([OOCCONV, src, out, "--taps", 1, "-q", "--levels", 2, "--tile", 64])]
-    if not problems[0]:
-        import logging
-        seen = []
-        handler = logging.Handler()
-        handler.emit = lambda record: seen.append(record.getMessage())
-        logging.getLogger("tifffile").addHandler(handler)
-        with tifffile.TiffFile(out) as tf:
-            levels = tf.series[0].levels
-            if len(levels) != 3:
-                problems.append(f"series[0] ({tf.series[0].kind}) has {len(levels)} levels, want 3")
-            else:
-                got = [as_hwc(lv.asarray()) for lv in levels]
-                problems += check_levels(got, img[..., None], "tifffile", 2)
-        logging.getLogger("tifffile").removeHandler(handler)
-        problems += [f"tifffile warns: {m}" for m in seen]
-    report(f"{kind} description from a tifffile input: series levels", problems)
-
-# 2. OME-TIFF.
-for tname, dtype, c, comp in (("u16", np.uint16, 3, "deflate"), ("u8", np.uint8, 1, "none"),
-                              ("f32", np.float32, 1, "deflate")):
-    name = f"ome_{tname}.ome.tif"
-    label = f"OME-TIFF {tname} x{c} {comp}"
-    out = pyramid_case(label + " levels", name, dtype, 301, 259, c, comp,
-                       ["--tile", 64, "--levels", 3], 3)
-    if out:
-        problems = []
-        with tifffile.TiffFile(out) as tf:
-            if not tf.is_ome:
-                problems.append("tifffile: not is_ome")
-            s = tf.series[0]
-            want = (301, 259, c) if c > 1 else (301, 259)
-            if tuple(s.shape) != want:
-                problems.append(f"OME series shape {s.shape}, want {want}")
-            if s.dtype != dtype:
-                problems.append(f"OME series dtype {s.dtype}")
-            if len(s.levels) != 4:
-                problems.append(f"OME series has {len(s.levels)} levels, want 4")
-            if "<OME" not in (tf.pages[0].description or ""):
-                problems.append("no OME-XML in the first page's ImageDescription")
-        report(label + " is_ome", problems)
-
-# 3. COG.
-for tname, dtype, c, comp, opts, n in (
-        ("u16", np.uint16, 1, "deflate", ["--tile", 64], 2),  # auto: 700 x 555 -> 2 levels
-        ("f32", np.float32, 3, "zstd", ["--tile", 32, "--levels", 3], 3),
-        ("u8", np.uint8, 1, "none", ["--tile", 64, "--bigtiff", "yes"], 2)):
-    label = f"COG {tname} x{c} {comp} {' '.join(map(str, opts))}"
-    out = pyramid_case(label, "cog.tif", dtype, 555, 700, c, comp, ["--cog", *opts], n, cog=True)
-    if not out:
-        continue
-    problems = []
-    if cog_validator:
-        warnings, errors, _ = cog_validator.validate(out, full_check=True)
-        problems += [f"validator error: {e}" for e in errors]
-        problems += [f"validator warning: {w}" for w in warnings]
-    else:
-        skip(label + " (validator)", "no python3-gdal")
-    if GDALINFO:
-        rc, text, err = run([GDALINFO, "-json", out])
-        if rc:
-            problems.append(f"gdalinfo: {err.strip()[:200]}")
-        else:
-            ovr = json.loads(text)["bands"][0].get("overviews", [])
-            if len(ovr) != n:
-                problems.append(f"gdalinfo lists {len(ovr)} overviews, want {n}")
-    report(label + ": validator and gdalinfo", problems)
 
 # COG from a GeoTIFF input: geo tags on every level, pixel scale times 2^k.
 GEO = {33550: ("d", (30.0, 30.0, 0.0)), 33922: ("d", (0.0, 0.0, 0.0, 500000.0, 5000000.0, 0.0)),
        34735: ("H", (1, 1, 0, 3, 1024, 0, 1, 1, 1025, 0, 1, 1, 3072, 0, 1, 32633)),
        42113: ("s", "7")}
-geo_img = image(np.uint16, 600, 520, 1)
-geo_src = p("geo_in.tif")
-tifffile.imwrite(geo_src, geo_img[..., 0], tile=(64, 64),
-                 extratags=[(k, dt, 0 if dt == "s" else len(v), v, True)
-                            for k, (dt, v) in GEO.items()])
-out = p("geo_cog.tif")
-problems = [must([OOCCONV, geo_src, out, "--taps", 1, "-q", "--cog", "--compress", "deflate",
-                  "--tile", 128])]
-if not problems[0]:
-    with tifffile.TiffFile(out) as tf:
-        if len(tf.pages) != 3:
-            problems.append(f"{len(tf.pages)} pages, want 3 (auto levels of 600 x 520)")
-        for k, pg in enumerate(tf.pages):
-            scale = pg.tags.get(33550)
-            tie = pg.tags.get(33922)
-            if scale is None or tie is None:
-                problems.append(f"level {k}: geo tags missing")
-                continue
-            if tuple(scale.value) != (30.0 * 2 ** k, 30.0 * 2 ** k, 0.0):
-                problems.append(f"level {k}: ModelPixelScale {scale.value}")
-            if tuple(tie.value) != GEO[33922][1]:
-                problems.append(f"level {k}: ModelTiepoint {tie.value}")
-            if 34735 not in pg.tags:
-                problems.append(f"level {k}: no GeoKeyDirectory")
-        levels = [as_hwc(pg.asarray()) for pg in tf.pages]
-        problems += check_levels(levels, geo_img, "tifffile", 2)
-    if cog_validator:
-        warnings, errors, _ = cog_validator.validate(out, full_check=True)
-        problems += [f"validator: {e}" for e in errors + warnings]
-    if GDALINFO:
-        rc, text, err = run([GDALINFO, "-json", out])
-        j = json.loads(text) if rc == 0 else {}
-        if j.get("geoTransform") != [500000.0, 30.0, 0.0, 5000000.0, 0.0, -30.0]:
-            problems.append(f"gdalinfo geoTransform {j.get('geoTransform')}")
-        if "32633" not in json.dumps(j.get("coordinateSystem", {})):
-            problems.append("gdalinfo: not EPSG 32633")
-        if len(j.get("bands", [{}])[0].get("overviews", [])) != 2:
-            problems.append("gdalinfo lists no 2 overviews")
-        if j.get("bands", [{}])[0].get("noDataValue") != 7:
-            problems.append(f"nodata {j.get('bands', [{}])[0].get('noDataValue')}")
-report("COG from a GeoTIFF: geo tags on every level, gdalinfo, validator", problems)
 
-# 4. Usage errors: exit 2 and nothing left behind.
-src, hints = make_input("small.raw", np.uint8, 40, 50, 1)
-for what, out, opts, says in (
-        ("--cog to a raw output", "e.raw", ["--cog"], "--cog"),
-        ("--chunk to a TIFF output", "e.tif", ["--chunk", 64], "--tile"),
-        ("--cog with an .ome.tif name", "e.ome.tif", ["--cog"], "OME"),
-        ("--levels 7 on 50 x 40 (1 x 1 at level 6)", "e.tif", ["--levels", 7], "too many"),
-        ("--pyramid to .npy", "e.npy", ["--pyramid"], "--pyramid")):
-    before = set(os.listdir(tmp))
-    rc, _, err = run([OOCCONV, src, p(out), *hints, "-q", "--taps", 1, *opts])
-    problems = []
-    if rc != 2 or says not in err:
-        problems.append(f"exit {rc}, want 2 and a message naming {says!r}: {err.strip()[:200]}")
-    new = set(os.listdir(tmp)) - before
-    if new:
-        problems.append(f"left behind: {sorted(new)}")
-    report(f"usage error: {what} ({err.strip()[:90]})", problems)
-rc, _, err = run([OOCCONV, src, p("ok6.tif"), *hints, "-q", "--taps", 1, "--levels", 6])
-report("--levels 6 on 50 x 40 (down to 1 x 1) works", [None if rc == 0 else err.strip()[:200]])
-rc, _, err = run([OOCCONV, src, p("small.tif"), *hints, "-q", "--taps", 1, "--pyramid"])
-problems = [None if rc == 0 else err.strip()[:200]]
-if rc == 0:
-    with tifffile.TiffFile(p("small.tif")) as tf:
-        pg = tf.pages[0]
-        if not pg.is_tiled or pg.tilewidth != 512 or len(tf.series[0].levels) != 1:
-            problems.append(f"tiled {pg.is_tiled} {pg.tilewidth}, {len(tf.series[0].levels)} levels")
-report("--pyramid on 50 x 40 (no level below 256): one tiled 512 level", problems)
 
-# ooc reads a pyramidal TIFF's reduced levels back (--input-level K: SubIFD K-1 of the page), as
-# tifffile reads them; a level that is not there, and a COG (overviews are pages), are refused.
-src, hints = make_input("lv", np.uint16, 301, 257, 1)
-lv = p("lv.tif")
-rc, _, err = run([OOCCONV, src, lv, *hints, "--taps", 1, "--levels", 3, "--tile", 32,
-                  "--compress", "deflate", "-q"])
-problems = [None if rc == 0 else err.strip()[:200]]
-if rc == 0:
-    with tifffile.TiffFile(lv) as tf:
-        want = [np.asarray(level.asarray()) for level in tf.series[0].levels]
-    for k in range(4):
-        back = p(f"lv{k}.npy")
-        rc, _, err = run([OOCCONV, lv, back, "--input-level", k, "--taps", 1, "-q"])
-        if rc != 0:
-            problems.append(f"--input-level {k}: exit {rc}: {err.strip()[:200]}")
-        else:
-            got = np.load(back)
-            if got.size != want[k].size or not np.array_equal(got.ravel(), want[k].ravel()):
-                problems.append(f"--input-level {k} ({got.shape}) differs from tifffile's level "
-                                f"{k} ({want[k].shape})")
-    rc, _, err = run([OOCCONV, lv, p("lv9.npy"), "--input-level", 9, "--taps", 1, "-q"])
-    if rc != 2 or "does not exist" not in err:
-        problems.append(f"--input-level 9 of 3 levels: exit {rc}: {err.strip()[:200]}")
-report("--input-level reads every reduced level as tifffile does", problems)
+class TiffPyramidCheck(unittest.TestCase):
+    # Numbered in the order they draw their data (cli_cases.py).
 
-elapsed = time.monotonic() - started
-print(f"\ntiff pyramid check: {counts['ok']} ok, {counts['FAIL']} failed, {counts['skip']} "
-      f"skipped in {elapsed:.1f} s")
-if failures:
-    print("failed cases:")
-    for name, problems in failures:
-        print(f"  {name}")
-        for pr in problems:
-            print(f"      {pr}")
-    sys.exit(1)
+    # 1. SubIFD pyramids over types, channels and codecs.
+    def test_1a_subifd_u8(self):
+        with cli_cases.cases(self):
+            subifd_sweep("u8")
+
+    def test_1b_subifd_u16(self):
+        with cli_cases.cases(self):
+            subifd_sweep("u16")
+
+    def test_1c_subifd_f32(self):
+        with cli_cases.cases(self):
+            subifd_sweep("f32")
+
+    def test_1d_auto_levels_and_default_tile(self):
+        """--pyramid's automatic levels (until the smaller side is under 256) and the default
+        tile 512."""
+        with cli_cases.cases(self):
+            out = pyramid_case("subifd u16 x1 deflate 1300x531 --pyramid (auto levels, tile 512)",
+                               "auto.tif", np.uint16, 531, 1300, 1, "deflate", ["--pyramid"], 2)
+            if out:
+                with tifffile.TiffFile(out) as tf:
+                    pg = tf.pages[0]
+                    report("--pyramid without --tile gives 512 x 512 tiles",
+                           [None if (pg.tilewidth, pg.tilelength) == (512, 512)
+                            else f"tiles {pg.tilewidth} x {pg.tilelength}"])
+
+    def test_1e_bigtiff(self):
+        with cli_cases.cases(self):
+            pyramid_case("subifd BigTIFF f32 x3 deflate --bigtiff yes", "big.tif", np.float32, 75,
+                         99, 3, "deflate", ["--tile", 16, "--levels", 3, "--bigtiff", "yes"], 3)
+
+    def test_1f_descriptions_from_tifffile_inputs(self):
+        """A shaped description goes on every level (tifffile reads the levels of a shaped series
+        only then), an ImageJ one is dropped (it cannot tell of levels); series[0].levels lists
+        every level either way, without a warning."""
+        with cli_cases.cases(self):
+            for kind, kw in (("shaped", {}), ("ImageJ", {"imagej": True})):
+                img = image(np.uint8, 300, 270, 1)[..., 0]
+                src = p(f"desc_{kind}.tif")
+                tifffile.imwrite(src, img, **kw)
+                out = p(f"desc_{kind}_pyr.tif")
+                problems = [must([OOCCONV, src, out, "--taps", 1, "-q", "--levels", 2,
+                                  "--tile", 64])]
+                if not problems[0]:
+                    import logging
+                    seen = []
+                    handler = logging.Handler()
+                    handler.emit = lambda record: seen.append(record.getMessage())
+                    logging.getLogger("tifffile").addHandler(handler)
+                    with tifffile.TiffFile(out) as tf:
+                        levels = tf.series[0].levels
+                        if len(levels) != 3:
+                            problems.append(f"series[0] ({tf.series[0].kind}) has {len(levels)} "
+                                            "levels, want 3")
+                        else:
+                            got = [as_hwc(lv.asarray()) for lv in levels]
+                            problems += check_levels(got, img[..., None], "tifffile", 2)
+                    logging.getLogger("tifffile").removeHandler(handler)
+                    problems += [f"tifffile warns: {m}" for m in seen]
+                report(f"{kind} description from a tifffile input: series levels", problems)
+
+    def test_2_ome_tiff(self):
+        with cli_cases.cases(self):
+            for tname, dtype, c, comp in (("u16", np.uint16, 3, "deflate"),
+                                          ("u8", np.uint8, 1, "none"),
+                                          ("f32", np.float32, 1, "deflate")):
+                name = f"ome_{tname}.ome.tif"
+                label = f"OME-TIFF {tname} x{c} {comp}"
+                out = pyramid_case(label + " levels", name, dtype, 301, 259, c, comp,
+                                   ["--tile", 64, "--levels", 3], 3)
+                if out:
+                    problems = []
+                    with tifffile.TiffFile(out) as tf:
+                        if not tf.is_ome:
+                            problems.append("tifffile: not is_ome")
+                        s = tf.series[0]
+                        want = (301, 259, c) if c > 1 else (301, 259)
+                        if tuple(s.shape) != want:
+                            problems.append(f"OME series shape {s.shape}, want {want}")
+                        if s.dtype != dtype:
+                            problems.append(f"OME series dtype {s.dtype}")
+                        if len(s.levels) != 4:
+                            problems.append(f"OME series has {len(s.levels)} levels, want 4")
+                        if "<OME" not in (tf.pages[0].description or ""):
+                            problems.append("no OME-XML in the first page's ImageDescription")
+                    report(label + " is_ome", problems)
+
+    def test_3a_cog(self):
+        with cli_cases.cases(self):
+            for tname, dtype, c, comp, opts, n in (
+                    ("u16", np.uint16, 1, "deflate", ["--tile", 64], 2),  # auto: 700 x 555 -> 2
+                    ("f32", np.float32, 3, "zstd", ["--tile", 32, "--levels", 3], 3),
+                    ("u8", np.uint8, 1, "none", ["--tile", 64, "--bigtiff", "yes"], 2)):
+                label = f"COG {tname} x{c} {comp} {' '.join(map(str, opts))}"
+                out = pyramid_case(label, "cog.tif", dtype, 555, 700, c, comp, ["--cog", *opts],
+                                   n, cog=True)
+                if not out:
+                    continue
+                problems = []
+                if cog_validator:
+                    warnings, errors, _ = cog_validator.validate(out, full_check=True)
+                    problems += [f"validator error: {e}" for e in errors]
+                    problems += [f"validator warning: {w}" for w in warnings]
+                else:
+                    skip(label + " (validator)", "no python3-gdal")
+                if GDALINFO:
+                    rc, text, err = run([GDALINFO, "-json", out])
+                    if rc:
+                        problems.append(f"gdalinfo: {err.strip()[:200]}")
+                    else:
+                        ovr = json.loads(text)["bands"][0].get("overviews", [])
+                        if len(ovr) != n:
+                            problems.append(f"gdalinfo lists {len(ovr)} overviews, want {n}")
+                report(label + ": validator and gdalinfo", problems)
+
+    def test_3b_cog_from_a_geotiff(self):
+        with cli_cases.cases(self):
+            geo_img = image(np.uint16, 600, 520, 1)
+            geo_src = p("geo_in.tif")
+            tifffile.imwrite(geo_src, geo_img[..., 0], tile=(64, 64),
+                             extratags=[(k, dt, 0 if dt == "s" else len(v), v, True)
+                                        for k, (dt, v) in GEO.items()])
+            out = p("geo_cog.tif")
+            problems = [must([OOCCONV, geo_src, out, "--taps", 1, "-q", "--cog", "--compress",
+                              "deflate", "--tile", 128])]
+            if not problems[0]:
+                with tifffile.TiffFile(out) as tf:
+                    if len(tf.pages) != 3:
+                        problems.append(f"{len(tf.pages)} pages, want 3 (auto levels of 600 x 520)")
+                    for k, pg in enumerate(tf.pages):
+                        scale = pg.tags.get(33550)
+                        tie = pg.tags.get(33922)
+                        if scale is None or tie is None:
+                            problems.append(f"level {k}: geo tags missing")
+                            continue
+                        if tuple(scale.value) != (30.0 * 2 ** k, 30.0 * 2 ** k, 0.0):
+                            problems.append(f"level {k}: ModelPixelScale {scale.value}")
+                        if tuple(tie.value) != GEO[33922][1]:
+                            problems.append(f"level {k}: ModelTiepoint {tie.value}")
+                        if 34735 not in pg.tags:
+                            problems.append(f"level {k}: no GeoKeyDirectory")
+                    levels = [as_hwc(pg.asarray()) for pg in tf.pages]
+                    problems += check_levels(levels, geo_img, "tifffile", 2)
+                if cog_validator:
+                    warnings, errors, _ = cog_validator.validate(out, full_check=True)
+                    problems += [f"validator: {e}" for e in errors + warnings]
+                if GDALINFO:
+                    rc, text, err = run([GDALINFO, "-json", out])
+                    j = json.loads(text) if rc == 0 else {}
+                    if j.get("geoTransform") != [500000.0, 30.0, 0.0, 5000000.0, 0.0, -30.0]:
+                        problems.append(f"gdalinfo geoTransform {j.get('geoTransform')}")
+                    if "32633" not in json.dumps(j.get("coordinateSystem", {})):
+                        problems.append("gdalinfo: not EPSG 32633")
+                    if len(j.get("bands", [{}])[0].get("overviews", [])) != 2:
+                        problems.append("gdalinfo lists no 2 overviews")
+                    if j.get("bands", [{}])[0].get("noDataValue") != 7:
+                        problems.append(f"nodata {j.get('bands', [{}])[0].get('noDataValue')}")
+            report("COG from a GeoTIFF: geo tags on every level, gdalinfo, validator", problems)
+
+    def test_4a_usage_errors_and_small_images(self):
+        """Usage errors: exit 2 and nothing left behind; the smallest pyramids."""
+        with cli_cases.cases(self):
+            src, hints = make_input("small.raw", np.uint8, 40, 50, 1)
+            for what, out, opts, says in (
+                    ("--cog to a raw output", "e.raw", ["--cog"], "--cog"),
+                    ("--chunk to a TIFF output", "e.tif", ["--chunk", 64], "--tile"),
+                    ("--cog with an .ome.tif name", "e.ome.tif", ["--cog"], "OME"),
+                    ("--levels 7 on 50 x 40 (1 x 1 at level 6)", "e.tif", ["--levels", 7],
+                     "too many"),
+                    ("--pyramid to .npy", "e.npy", ["--pyramid"], "--pyramid")):
+                before = set(os.listdir(tmp))
+                rc, _, err = run([OOCCONV, src, p(out), *hints, "-q", "--taps", 1, *opts])
+                problems = []
+                if rc != 2 or says not in err:
+                    problems.append(f"exit {rc}, want 2 and a message naming {says!r}: "
+                                    f"{err.strip()[:200]}")
+                new = set(os.listdir(tmp)) - before
+                if new:
+                    problems.append(f"left behind: {sorted(new)}")
+                report(f"usage error: {what} ({err.strip()[:90]})", problems)
+            rc, _, err = run([OOCCONV, src, p("ok6.tif"), *hints, "-q", "--taps", 1,
+                              "--levels", 6])
+            report("--levels 6 on 50 x 40 (down to 1 x 1) works",
+                   [None if rc == 0 else err.strip()[:200]])
+            rc, _, err = run([OOCCONV, src, p("small.tif"), *hints, "-q", "--taps", 1,
+                              "--pyramid"])
+            problems = [None if rc == 0 else err.strip()[:200]]
+            if rc == 0:
+                with tifffile.TiffFile(p("small.tif")) as tf:
+                    pg = tf.pages[0]
+                    if not pg.is_tiled or pg.tilewidth != 512 or len(tf.series[0].levels) != 1:
+                        problems.append(f"tiled {pg.is_tiled} {pg.tilewidth}, "
+                                        f"{len(tf.series[0].levels)} levels")
+            report("--pyramid on 50 x 40 (no level below 256): one tiled 512 level", problems)
+
+    def test_4b_input_level(self):
+        """ooc reads a pyramidal TIFF's reduced levels back (--input-level K: SubIFD K-1 of the
+        page), as tifffile reads them; a level that is not there is refused."""
+        with cli_cases.cases(self):
+            src, hints = make_input("lv", np.uint16, 301, 257, 1)
+            lv = p("lv.tif")
+            rc, _, err = run([OOCCONV, src, lv, *hints, "--taps", 1, "--levels", 3, "--tile", 32,
+                              "--compress", "deflate", "-q"])
+            problems = [None if rc == 0 else err.strip()[:200]]
+            if rc == 0:
+                with tifffile.TiffFile(lv) as tf:
+                    want = [np.asarray(level.asarray()) for level in tf.series[0].levels]
+                for k in range(4):
+                    back = p(f"lv{k}.npy")
+                    rc, _, err = run([OOCCONV, lv, back, "--input-level", k, "--taps", 1, "-q"])
+                    if rc != 0:
+                        problems.append(f"--input-level {k}: exit {rc}: {err.strip()[:200]}")
+                    else:
+                        got = np.load(back)
+                        if got.size != want[k].size or \
+                                not np.array_equal(got.ravel(), want[k].ravel()):
+                            problems.append(f"--input-level {k} ({got.shape}) differs from "
+                                            f"tifffile's level {k} ({want[k].shape})")
+                rc, _, err = run([OOCCONV, lv, p("lv9.npy"), "--input-level", 9, "--taps", 1,
+                                  "-q"])
+                if rc != 2 or "does not exist" not in err:
+                    problems.append(f"--input-level 9 of 3 levels: exit {rc}: "
+                                    f"{err.strip()[:200]}")
+            report("--input-level reads every reduced level as tifffile does", problems)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + _REST)

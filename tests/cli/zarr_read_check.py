@@ -5,39 +5,43 @@ channels), compressors, byte orders, missing chunks (fill_value), the "/" separa
 of length 1, and OME-Zarr groups with several levels; each filtered with random taps and compared
 with scipy.ndimage in float64. Then stores that lie or are damaged: exit 3 and a message naming
 the problem, never a crash. And oocinfo's description of a store.
-Usage: zarr_read_check.py --bin-dir DIR   (exits 77, skipped, where zarr-python is missing)"""
-import argparse, atexit, filecmp, json, os, shutil, subprocess, sys, tempfile
+Usage: zarr_read_check.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py);
+skipped (exit 77 as a script) where zarr-python is missing."""
+import atexit
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
 
 import numpy as np
 from scipy import ndimage
 
+import cli_args  # beside this file
+import cli_cases
+from cli_cases import fail
+
 try:
     import zarr
     from numcodecs import GZip, Blosc, Zlib, Zstd
-except ImportError:
-    print("zarr-python (python3-zarr) is not installed: skipped")
-    sys.exit(77)
+except ImportError as e:
+    cli_cases.skip_module(__name__, f"zarr-python (python3-zarr) is not installed ({e})")
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--bin-dir", required=True)
-ap.add_argument("-v", "--verbose", action="store_true")
-a = ap.parse_args()
-OOCCONV = os.path.join(a.bin_dir, "oocconv")
-OOCINFO = os.path.join(a.bin_dir, "oocinfo")
+BIN, _REST = cli_args.bin_dir_and_rest(__name__)
+OOCCONV = os.path.join(BIN, "oocconv")
+OOCINFO = os.path.join(BIN, "oocinfo")
 tmp = tempfile.mkdtemp(prefix="ooc_zarr_read_",
                        dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-atexit.register(shutil.rmtree, tmp, True)  # also when a case raises
+atexit.register(shutil.rmtree, tmp, True)
+# One generator for the whole check, drawn in the tests' (numbered) order: cli_cases.py.
 rng = np.random.default_rng(31)
-failures = []
 ROW_TAPS = rng.uniform(-1.0, 2.0, 5)
 COL_TAPS = rng.uniform(-1.0, 2.0, 7)  # halo 3: consecutive bands share rows of chunks
 TAPS = ["--row-taps=" + ",".join("%.17g" % t for t in ROW_TAPS),
         "--col-taps=" + ",".join("%.17g" % t for t in COL_TAPS)]
-
-
-def fail(what):
-    failures.append(what)
-    print("FAIL:", what, flush=True)
 
 
 def run(tool, *args):
@@ -83,8 +87,6 @@ def check_read(name, store, want, extra=()):
     if not np.all(np.isfinite(got)) or float(np.max(err)) > 1e-9:
         i = np.unravel_index(int(np.argmax(np.where(np.isfinite(err), err, np.inf))), ref.shape)
         return fail(f"{name}: differs from scipy at (y, x, c) = {i}: {got[i]} vs {ref[i]}")
-    if a.verbose:
-        print("ok  ", name, flush=True)
 
 
 def remove_chunks(store, want, chunks, keys, fill, sep="."):
@@ -118,7 +120,11 @@ CASES = [
     ("i4", (30, 33), (16, 5, 2), Zlib(), ">", []),
     ("u1", (30, 33), (7, 40, 3), None, "|", []),
 ]
-for i, (kind, shape, chunks, comp, order, extra) in enumerate(CASES):
+
+
+def array_store(i):
+    """Store a{i}.zarr of CASES[i] and the image in it."""
+    kind, shape, chunks, comp, order, extra = CASES[i]
     channels = 0 if len(chunks) == 2 else 4 if i == len(CASES) - 1 else 3
     full = shape + ((channels,) if channels else ())
     dt = np.dtype(kind if order == "|" else order + kind)
@@ -126,47 +132,15 @@ for i, (kind, shape, chunks, comp, order, extra) in enumerate(CASES):
     store = os.path.join(tmp, f"a{i}.zarr")
     z = zarr.open(store, mode="w", shape=full, chunks=chunks, dtype=dt, compressor=comp)
     z[...] = img
-    check_read(f"{dt.str} {full} chunks {chunks} {comp}", store, img, extra)
+    return store, img, f"{dt.str} {full} chunks {chunks} {comp}"
 
-# Missing chunks read as fill_value; "/" separator; both at once.
-for i, (kind, fill, sep) in enumerate([("f4", 2.5, "."), ("i2", -3, "."), ("u2", 9, "/"),
-                                       ("f8", float("nan"), "/")]):
-    shape, chunks = (30, 26), (8, 6)
-    img = random_image(shape, kind)
-    store = os.path.join(tmp, f"m{i}.zarr")
-    z = zarr.open(store, mode="w", shape=shape, chunks=chunks, dtype=kind, fill_value=fill,
-                  dimension_separator=sep)
-    z[...] = img
-    want = img.copy()
-    keys = [(0, 0), (1, 2), (3, 4), (2, 1)] if i < 3 else [(3, 0)]
-    remove_chunks(store, want, chunks, keys, fill, sep)
-    if i == 3:  # NaN fill: a NaN in the taps' window gives NaN; compare only the copy
-        out = os.path.join(tmp, "nan.raw")
-        r = run(OOCCONV, store, out, "--taps", "1", "-q")
-        if r.returncode:
-            fail(f"NaN fill: exit {r.returncode}: {r.stderr.strip()}")
-        elif not np.array_equal(np.fromfile(out, "<f8").reshape(shape), want, equal_nan=True):
-            fail("NaN fill: the copy differs from the store")
-        continue
-    check_read(f"{kind} missing chunks, fill {fill}, separator {sep!r}", store, want,
-               ["--band-rows", "5"])
 
-# Channels, separator "/", missing channel chunks.
-img = random_image((21, 17, 3), "u2")
-store = os.path.join(tmp, "cs.zarr")
-z = zarr.open(store, mode="w", shape=img.shape, chunks=(5, 6, 2), dtype="u2", fill_value=4,
-              dimension_separator="/", compressor=Zstd())
-z[...] = img
-want = img.copy()
-remove_chunks(store, want, (5, 6, 2), [(1, 1, 1), (4, 2, 0)], 4, "/")
-check_read("u2 (21, 17, 3) chunks (5, 6, 2) separator / missing", store, want)
-
-# Leading axes of length 1 (OME's t, c, z) in a bare array.
-img = random_image((1, 1, 26, 19), ">f8")
-store = os.path.join(tmp, "lead.zarr")
-z = zarr.open(store, mode="w", shape=img.shape, chunks=(1, 1, 8, 8), dtype=">f8")
-z[...] = img
-check_read("f8 (1, 1, 26, 19)", store, img[0, 0])
+def needed_array_store(i):
+    """a{i}.zarr as the sweep left it; made here when a test runs without the sweep."""
+    store = os.path.join(tmp, f"a{i}.zarr")
+    if not os.path.isdir(store):
+        array_store(i)
+    return store
 
 
 def ome_group(path, levels, channels=0, axes=None, dtype="u2"):
@@ -192,69 +166,21 @@ def ome_group(path, levels, channels=0, axes=None, dtype="u2"):
     return images
 
 
-group = os.path.join(tmp, "ome.zarr")
-levels = ome_group(group, 3)
-check_read("OME-Zarr group, level 0 (default)", group, levels[0])
-check_read("OME-Zarr group, --input-level 2", group, levels[2], ["--input-level", "2"])
-check_read("OME-Zarr group, level 1 by its directory", os.path.join(group, "1"), levels[1])
-group3 = os.path.join(tmp, "ome3.zarr")
-levels3 = ome_group(group3, 2, channels=3, dtype="f4")
-check_read("OME-Zarr group (y, x, c), --input-level 1", group3, levels3[1], ["--input-level", "1"])
+def ome_group_of_3():
+    """ome.zarr, the 3-level group of test_05 (made here when a test runs without it)."""
+    group = os.path.join(tmp, "ome.zarr")
+    return group, ome_group(group, 3)
 
-# OME's own order (t, c, z, y, x) with one channel.
-g = zarr.open_group(os.path.join(tmp, "tczyx.zarr"), mode="w")
-img = random_image((1, 1, 1, 20, 30), "i2")
-g.create_dataset("0", shape=img.shape, chunks=(1, 1, 1, 7, 11), dtype="i2")[...] = img
-g.attrs["multiscales"] = [{"version": "0.4", "datasets": [{"path": "0"}],
-                           "axes": [{"name": n} for n in "tczyx"]}]
-check_read("OME-Zarr (t, c, z, y, x) of one channel", os.path.join(tmp, "tczyx.zarr"), img[0, 0, 0])
 
-# ooc's own stores: every level of an oocconv --pyramid output reads back as zarr-python reads it.
-for kind, channels in (("f32", 1), ("u16", 3)):
-    src = random_image((150, 133, channels), {"f32": "<f4", "u16": "<u2"}[kind])
-    src.tofile(os.path.join(tmp, "own.raw"))
-    own = os.path.join(tmp, f"own_{kind}.zarr")
-    r = run(OOCCONV, os.path.join(tmp, "own.raw"), own, "--width", 133, "--type", kind,
-            "--channels", channels, "--radius", 2, "--pyramid", "--levels", 2, "--chunk", 32, "-q")
-    if r.returncode:
-        fail(f"oocconv --pyramid to {own}: exit {r.returncode}: {r.stderr.strip()}")
-        continue
-    for k in range(3):
-        want = np.asarray(zarr.open_group(own, mode="r")[str(k)])
-        out = os.path.join(tmp, "own_out.raw")
-        r = run(OOCCONV, own, out, "--input-level", k, "--taps", "1", "-q")
-        got = np.fromfile(out, dtype=want.dtype) if r.returncode == 0 else None
-        if got is None or not np.array_equal(got.reshape(want.shape), want):
-            fail(f"level {k} of ooc's {own}: exit {r.returncode} {r.stderr.strip()}, "
-                 "differs from zarr-python's read")
-# ooc's own Zarr 3 (sharded) output reads back as its Zarr 2 twin (zarr_write_check decodes
-# the shards independently).
-v3, v2 = os.path.join(tmp, "v3.zarr"), os.path.join(tmp, "v2twin.zarr")
-made = [run(OOCCONV, os.path.join(tmp, "own.raw"), z, "--width", 133, "--type", "u16",
-            "--channels", 3, "--radius", 1, *extra, "-q").returncode
-        for z, extra in ((v3, ["--zarr-version", "3", "--chunk", "16", "--shard", "32"]), (v2, []))]
-if made != [0, 0]:
-    fail(f"writing the Zarr 3 / 2 twins: exit {made}")
-else:
-    outs = [os.path.join(tmp, "v3.raw"), os.path.join(tmp, "v2.raw")]
-    rs = [run(OOCCONV, z, o, "--radius", 1, "-q") for z, o in zip((v3, v2), outs)]
-    if any(r.returncode for r in rs) or not filecmp.cmp(outs[0], outs[1], shallow=False):
-        fail(f"a Zarr 3 input: exit {[r.returncode for r in rs]}, {rs[0].stderr.strip()!r}, "
-             "differs from its Zarr 2 twin")
+def needed_ome_group():
+    group = os.path.join(tmp, "ome.zarr")
+    if not os.path.isdir(group):
+        ome_group_of_3()
+    return group
 
-# oocinfo: every level, its shape, scale, chunks and codec.
-r = run(OOCINFO, group, "--device", "cpu")
-for phrase in ["OME-Zarr group, 3 level(s)", "level 2 '2': shape [12, 10]", "scale [4, 4]",
-               "blosc lz4 shuffle", "zarr v2, chunks 16 x 16"]:
-    if r.returncode or phrase not in r.stdout:
-        fail(f"oocinfo {group}: exit {r.returncode}, {phrase!r} not in {r.stdout!r} {r.stderr!r}")
-r = run(OOCINFO, os.path.join(tmp, "a2.zarr"), "--device", "cpu")
-if r.returncode or "array: shape [37, 53], dtype >i2, chunks [10, 7], blosc zstd bitshuffle" \
-        not in r.stdout:
-    fail(f"oocinfo of an array: exit {r.returncode}: {r.stdout!r} {r.stderr!r}")
 
-# Hostile stores: exit 3 (input) or 2 (usage) and a message naming the problem.
 def expect(store, code, phrase, what, extra=()):
+    """Hostile stores: exit 3 (input) or 2 (usage) and a message naming the problem."""
     out = os.path.join(tmp, "bad.raw")
     r = run(OOCCONV, store, out, "--radius", 1, "-q", *extra)
     if r.returncode != code or phrase not in r.stderr:
@@ -262,8 +188,6 @@ def expect(store, code, phrase, what, extra=()):
              f"(want {phrase!r})")
     if os.path.exists(out):
         fail(f"{what}: an output was left")
-    elif a.verbose:
-        print("ok  ", what, flush=True)
 
 
 def bad_store(name, meta, chunks=None):
@@ -283,102 +207,266 @@ def bad_store(name, meta, chunks=None):
     return path
 
 
-expect(bad_store("dims", {"chunks": [5, 6, 1]}), 3, "dimensions in", "shape vs chunks")
-expect(bad_store("codec", {"compressor": {"id": "lz4"}}), 3, "compressor 'lz4'", "unknown codec")
-expect(bad_store("dtype", {"dtype": "<c8"}), 3, "dtype '<c8'", "complex dtype")
-expect(bad_store("dtype2", {"dtype": "<i8"}), 3, "dtype '<i8'", "i8 dtype")
-expect(bad_store("nanfill", {"fill_value": "NaN"}), 3, "fill_value \"NaN\"", "NaN fill, u2")
-expect(bad_store("fracfill", {"fill_value": 0.5}), 3, "fill_value 0.5", "fractional fill, u2")
-expect(bad_store("bigchunk", {"chunks": [10 ** 12, 10 ** 12]}), 3, "over 2 GiB",
-       "1e12-sample chunk sides")
-expect(bad_store("bigshape", {"shape": [10 ** 12, 10 ** 12], "chunks": [512, 512]}), 3,
-       "larger than 2^63", "1e12 x 1e12 shape")
-expect(bad_store("chunkrow", {"shape": [10, 10 ** 9], "chunks": [4096, 1], "dtype": "<f8"}), 3,
-       "rechunk", "rows of chunks too large to hold")
-expect(bad_store("negative", {"shape": [-1, 12]}), 3, "negative", "negative shape")
-expect(bad_store("fortran", {"order": "F"}), 3, "Fortran", "F order")
-expect(bad_store("filters", {"filters": [{"id": "delta", "dtype": "<u2"}]}), 3, "filters",
-       "filters")
-expect(bad_store("v3", {"zarr_format": 3}), 3, "version 2", "zarr_format 3")
-expect(bad_store("notjson", "{\"zarr_format\": 2, "), 3, "not JSON", ".zarray not JSON")
-expect(bad_store("cfirst", {"shape": [3, 10, 12], "chunks": [1, 5, 6]}), 3, "channels first",
-       "channel-first (c, y, x)")
-expect(bad_store("volume", {"shape": [9, 10, 12], "chunks": [1, 5, 6]}), 3, "volume", "3-D volume")
-expect(bad_store("onedim", {"shape": [12], "chunks": [6]}), 3, "not an image", "1-D array")
-expect(bad_store("nofill", {"fill_value": None}), 3, "fill_value (null)",
-       "missing chunk without fill_value")
-chunk = np.arange(1, 31, dtype="<u2").tobytes()
-expect(bad_store("short", {}, {"0.0": chunk[:-2]}), 3, "holds 58 bytes", "truncated raw chunk")
-expect(bad_store("long", {}, {"0.0": chunk * 100}), 3, "is not this array's chunk",
-       "chunk far too large")
-blosc = BLOSC.encode(np.arange(1, 31, dtype="<u2"))
-expect(bad_store("bshort", {"compressor": BLOSC.get_config()}, {"1.1": blosc[:len(blosc) // 2]}),
-       3, "truncated", "truncated blosc chunk")
-expect(bad_store("bother", {"compressor": BLOSC.get_config()},
-                 {"0.1": BLOSC.encode(np.arange(1, 11, dtype="<u2"))}), 3, "decodes to 20 bytes",
-       "blosc chunk of another size")
-zl = Zlib().encode(np.arange(1, 31, dtype="<u2").tobytes())
-expect(bad_store("zbad", {"compressor": {"id": "zlib", "level": 1}},
-                 {"0.0": zl[:10] + bytes(len(zl) - 10)}), 3, "does not decode", "damaged zlib")
-expect(bad_store("zsbad", {"compressor": {"id": "zstd", "level": 1}}, {"0.0": b"garbage!" * 3}),
-       3, "does not decode", "zstd garbage")
-outside = os.path.join(tmp, "secret.bin")
-with open(outside, "wb") as f:
-    f.write(chunk)
-link = bad_store("link", {})
-os.symlink(outside, os.path.join(link, "0.0"))
-expect(link, 3, "outside the store", "chunk linked out of the store")
-link2 = bad_store("link2", {"dimension_separator": "/"})
-os.makedirs(os.path.join(tmp, "elsewhere"), exist_ok=True)
-shutil.copy(outside, os.path.join(tmp, "elsewhere", "0"))
-os.symlink(os.path.join(tmp, "elsewhere"), os.path.join(link2, "0"))
-expect(link2, 3, "outside the store", "chunk directory linked out of the store ('/')")
-dangling = bad_store("dangling", {})
-os.symlink(os.path.join(tmp, "nothing-here"), os.path.join(dangling, "1.0"))
-expect(dangling, 3, "dangling", "dangling chunk link")
-inside = bad_store("inside", {}, {"data.bin": chunk})
-os.symlink("data.bin", os.path.join(inside, "0.0"))
-r = run(OOCCONV, inside, os.path.join(tmp, "ok.raw"), "--taps", "1", "-q")
-if r.returncode or np.fromfile(os.path.join(tmp, "ok.raw"), "<u2")[:6].tolist() != [1, 2, 3, 4, 5,
-                                                                                     6]:
-    fail(f"a chunk linked inside the store: exit {r.returncode}: {r.stderr.strip()}")
-isdir = bad_store("isdir", {})
-os.makedirs(os.path.join(isdir, "1.1"))
-expect(isdir, 3, "is a directory", "chunk that is a directory")
-fifo = bad_store("fifo", {})
-os.mkfifo(os.path.join(fifo, "0.1"))
-expect(fifo, 3, "not a regular file", "chunk that is a FIFO (must not block)")
-if os.geteuid() != 0:
-    locked = bad_store("locked", {}, {"0.0": chunk})
-    os.chmod(os.path.join(locked, "0.0"), 0)
-    expect(locked, 3, "cannot open", "unreadable chunk")
-nogroup = os.path.join(tmp, "plain_group.zarr")
-zarr.open_group(nogroup, mode="w").create_dataset("img", shape=(4, 4), dtype="u1")
-expect(nogroup, 3, "multiscales", "group without multiscales")
-expect(group, 2, "does not exist", "--input-level past the last level", ["--input-level", "3"])
-expect(os.path.join(tmp, "a0.zarr"), 2, "applies to OME-Zarr groups", "--input-level on an array",
-       ["--input-level", "1"])
-ycx = os.path.join(tmp, "ycx.zarr")
-g = zarr.open_group(ycx, mode="w")
-g.create_dataset("0", shape=(10, 3, 12), chunks=(5, 3, 6), dtype="u1")[...] = 1
-g.attrs["multiscales"] = [{"datasets": [{"path": "0"}], "axes": [{"name": n} for n in "ycx"]}]
-expect(ycx, 3, "not right after y", "OME axes (y, c, x)")
-named = os.path.join(tmp, "named.zarr")
-g = zarr.open_group(named, mode="w")
-img = random_image((14, 11), "u2")
-g.create_dataset("0", shape=img.shape, chunks=(4, 4), dtype="u2")[...] = img
-g.attrs["multiscales"] = [{"datasets": [{"path": "0"}], "axes": ["row", "col"]}]
-check_read("OME-Zarr with unknown axis names (the shape decides)", named, img)
-escape = os.path.join(tmp, "escape.zarr")
-zarr.open_group(escape, mode="w")
-with open(os.path.join(escape, ".zattrs"), "w") as f:
-    json.dump({"multiscales": [{"datasets": [{"path": "../a0.zarr"}]}]}, f)
-expect(escape, 3, "leaves the store", "dataset path out of the store")
-os.makedirs(os.path.join(tmp, "empty.zarr"), exist_ok=True)
-expect(os.path.join(tmp, "empty.zarr"), 3, "not a Zarr v2 store", "directory without metadata",
-       ["--in-format", "zarr"])
+CHUNK = np.arange(1, 31, dtype="<u2").tobytes()
 
-if failures:
-    print(f"{len(failures)} failure(s)")
-    sys.exit(1)
-print("zarr_read_check: all passed")
+
+class ZarrReadCheck(unittest.TestCase):
+    # Numbered in the order they draw their data (cli_cases.py).
+    def sweep_case(self, i):
+        with cli_cases.cases(self, verbose=False):
+            store, img, name = array_store(i)
+            check_read(name, store, img, CASES[i][5])
+
+    def test_02_missing_chunks_and_separator(self):
+        """Missing chunks read as fill_value; "/" separator; both at once."""
+        with cli_cases.cases(self, verbose=False):
+            for i, (kind, fill, sep) in enumerate([("f4", 2.5, "."), ("i2", -3, "."),
+                                                   ("u2", 9, "/"), ("f8", float("nan"), "/")]):
+                shape, chunks = (30, 26), (8, 6)
+                img = random_image(shape, kind)
+                store = os.path.join(tmp, f"m{i}.zarr")
+                z = zarr.open(store, mode="w", shape=shape, chunks=chunks, dtype=kind,
+                              fill_value=fill, dimension_separator=sep)
+                z[...] = img
+                want = img.copy()
+                keys = [(0, 0), (1, 2), (3, 4), (2, 1)] if i < 3 else [(3, 0)]
+                remove_chunks(store, want, chunks, keys, fill, sep)
+                if i == 3:  # NaN fill: a NaN in the taps' window gives NaN; compare only the copy
+                    out = os.path.join(tmp, "nan.raw")
+                    r = run(OOCCONV, store, out, "--taps", "1", "-q")
+                    if r.returncode:
+                        fail(f"NaN fill: exit {r.returncode}: {r.stderr.strip()}")
+                    elif not np.array_equal(np.fromfile(out, "<f8").reshape(shape), want,
+                                            equal_nan=True):
+                        fail("NaN fill: the copy differs from the store")
+                    continue
+                check_read(f"{kind} missing chunks, fill {fill}, separator {sep!r}", store, want,
+                           ["--band-rows", "5"])
+
+    def test_03_channels_separator_missing(self):
+        """Channels, separator "/", missing channel chunks."""
+        with cli_cases.cases(self, verbose=False):
+            img = random_image((21, 17, 3), "u2")
+            store = os.path.join(tmp, "cs.zarr")
+            z = zarr.open(store, mode="w", shape=img.shape, chunks=(5, 6, 2), dtype="u2",
+                          fill_value=4, dimension_separator="/", compressor=Zstd())
+            z[...] = img
+            want = img.copy()
+            remove_chunks(store, want, (5, 6, 2), [(1, 1, 1), (4, 2, 0)], 4, "/")
+            check_read("u2 (21, 17, 3) chunks (5, 6, 2) separator / missing", store, want)
+
+    def test_04_leading_axes_of_one(self):
+        """Leading axes of length 1 (OME's t, c, z) in a bare array."""
+        with cli_cases.cases(self, verbose=False):
+            img = random_image((1, 1, 26, 19), ">f8")
+            store = os.path.join(tmp, "lead.zarr")
+            z = zarr.open(store, mode="w", shape=img.shape, chunks=(1, 1, 8, 8), dtype=">f8")
+            z[...] = img
+            check_read("f8 (1, 1, 26, 19)", store, img[0, 0])
+
+    def test_05_ome_zarr_groups(self):
+        with cli_cases.cases(self, verbose=False):
+            group, levels = ome_group_of_3()
+            check_read("OME-Zarr group, level 0 (default)", group, levels[0])
+            check_read("OME-Zarr group, --input-level 2", group, levels[2],
+                       ["--input-level", "2"])
+            check_read("OME-Zarr group, level 1 by its directory", os.path.join(group, "1"),
+                       levels[1])
+            group3 = os.path.join(tmp, "ome3.zarr")
+            levels3 = ome_group(group3, 2, channels=3, dtype="f4")
+            check_read("OME-Zarr group (y, x, c), --input-level 1", group3, levels3[1],
+                       ["--input-level", "1"])
+
+    def test_06_ome_tczyx(self):
+        """OME's own order (t, c, z, y, x) with one channel."""
+        with cli_cases.cases(self, verbose=False):
+            g = zarr.open_group(os.path.join(tmp, "tczyx.zarr"), mode="w")
+            img = random_image((1, 1, 1, 20, 30), "i2")
+            g.create_dataset("0", shape=img.shape, chunks=(1, 1, 1, 7, 11), dtype="i2")[...] = img
+            g.attrs["multiscales"] = [{"version": "0.4", "datasets": [{"path": "0"}],
+                                       "axes": [{"name": n} for n in "tczyx"]}]
+            check_read("OME-Zarr (t, c, z, y, x) of one channel", os.path.join(tmp, "tczyx.zarr"),
+                       img[0, 0, 0])
+
+    def test_07_own_stores(self):
+        """ooc's own stores: every level of an oocconv --pyramid output reads back as zarr-python
+        reads it; its Zarr 3 (sharded) output reads back as its Zarr 2 twin (zarr_write_check
+        decodes the shards independently)."""
+        with cli_cases.cases(self, verbose=False):
+            for kind, channels in (("f32", 1), ("u16", 3)):
+                src = random_image((150, 133, channels), {"f32": "<f4", "u16": "<u2"}[kind])
+                src.tofile(os.path.join(tmp, "own.raw"))
+                own = os.path.join(tmp, f"own_{kind}.zarr")
+                r = run(OOCCONV, os.path.join(tmp, "own.raw"), own, "--width", 133, "--type",
+                        kind, "--channels", channels, "--radius", 2, "--pyramid", "--levels", 2,
+                        "--chunk", 32, "-q")
+                if r.returncode:
+                    fail(f"oocconv --pyramid to {own}: exit {r.returncode}: {r.stderr.strip()}")
+                    continue
+                for k in range(3):
+                    want = np.asarray(zarr.open_group(own, mode="r")[str(k)])
+                    out = os.path.join(tmp, "own_out.raw")
+                    r = run(OOCCONV, own, out, "--input-level", k, "--taps", "1", "-q")
+                    got = np.fromfile(out, dtype=want.dtype) if r.returncode == 0 else None
+                    if got is None or not np.array_equal(got.reshape(want.shape), want):
+                        fail(f"level {k} of ooc's {own}: exit {r.returncode} "
+                             f"{r.stderr.strip()}, differs from zarr-python's read")
+            # The u16 x 3 input written last above.
+            v3, v2 = os.path.join(tmp, "v3.zarr"), os.path.join(tmp, "v2twin.zarr")
+            made = [run(OOCCONV, os.path.join(tmp, "own.raw"), z, "--width", 133, "--type", "u16",
+                        "--channels", 3, "--radius", 1, *extra, "-q").returncode
+                    for z, extra in ((v3, ["--zarr-version", "3", "--chunk", "16", "--shard",
+                                           "32"]), (v2, []))]
+            if made != [0, 0]:
+                fail(f"writing the Zarr 3 / 2 twins: exit {made}")
+            else:
+                outs = [os.path.join(tmp, "v3.raw"), os.path.join(tmp, "v2.raw")]
+                rs = [run(OOCCONV, z, o, "--radius", 1, "-q") for z, o in zip((v3, v2), outs)]
+                if any(r.returncode for r in rs) or \
+                        not filecmp.cmp(outs[0], outs[1], shallow=False):
+                    fail(f"a Zarr 3 input: exit {[r.returncode for r in rs]}, "
+                         f"{rs[0].stderr.strip()!r}, differs from its Zarr 2 twin")
+
+    def test_08_oocinfo(self):
+        """oocinfo: every level, its shape, scale, chunks and codec."""
+        with cli_cases.cases(self, verbose=False):
+            group = needed_ome_group()
+            r = run(OOCINFO, group, "--device", "cpu")
+            for phrase in ["OME-Zarr group, 3 level(s)", "level 2 '2': shape [12, 10]",
+                           "scale [4, 4]", "blosc lz4 shuffle", "zarr v2, chunks 16 x 16"]:
+                if r.returncode or phrase not in r.stdout:
+                    fail(f"oocinfo {group}: exit {r.returncode}, {phrase!r} not in {r.stdout!r} "
+                         f"{r.stderr!r}")
+            r = run(OOCINFO, needed_array_store(2), "--device", "cpu")
+            if r.returncode or "array: shape [37, 53], dtype >i2, chunks [10, 7], blosc zstd " \
+                    "bitshuffle" not in r.stdout:
+                fail(f"oocinfo of an array: exit {r.returncode}: {r.stdout!r} {r.stderr!r}")
+
+    def test_09_hostile_metadata(self):
+        with cli_cases.cases(self, verbose=False):
+            expect(bad_store("dims", {"chunks": [5, 6, 1]}), 3, "dimensions in", "shape vs chunks")
+            expect(bad_store("codec", {"compressor": {"id": "lz4"}}), 3, "compressor 'lz4'",
+                   "unknown codec")
+            expect(bad_store("dtype", {"dtype": "<c8"}), 3, "dtype '<c8'", "complex dtype")
+            expect(bad_store("dtype2", {"dtype": "<i8"}), 3, "dtype '<i8'", "i8 dtype")
+            expect(bad_store("nanfill", {"fill_value": "NaN"}), 3, "fill_value \"NaN\"",
+                   "NaN fill, u2")
+            expect(bad_store("fracfill", {"fill_value": 0.5}), 3, "fill_value 0.5",
+                   "fractional fill, u2")
+            expect(bad_store("bigchunk", {"chunks": [10 ** 12, 10 ** 12]}), 3, "over 2 GiB",
+                   "1e12-sample chunk sides")
+            expect(bad_store("bigshape", {"shape": [10 ** 12, 10 ** 12], "chunks": [512, 512]}),
+                   3, "larger than 2^63", "1e12 x 1e12 shape")
+            expect(bad_store("chunkrow", {"shape": [10, 10 ** 9], "chunks": [4096, 1],
+                                          "dtype": "<f8"}), 3, "rechunk",
+                   "rows of chunks too large to hold")
+            expect(bad_store("negative", {"shape": [-1, 12]}), 3, "negative", "negative shape")
+            expect(bad_store("fortran", {"order": "F"}), 3, "Fortran", "F order")
+            expect(bad_store("filters", {"filters": [{"id": "delta", "dtype": "<u2"}]}), 3,
+                   "filters", "filters")
+            expect(bad_store("v3", {"zarr_format": 3}), 3, "version 2", "zarr_format 3")
+            expect(bad_store("notjson", "{\"zarr_format\": 2, "), 3, "not JSON",
+                   ".zarray not JSON")
+            expect(bad_store("cfirst", {"shape": [3, 10, 12], "chunks": [1, 5, 6]}), 3,
+                   "channels first", "channel-first (c, y, x)")
+            expect(bad_store("volume", {"shape": [9, 10, 12], "chunks": [1, 5, 6]}), 3, "volume",
+                   "3-D volume")
+            expect(bad_store("onedim", {"shape": [12], "chunks": [6]}), 3, "not an image",
+                   "1-D array")
+            expect(bad_store("nofill", {"fill_value": None}), 3, "fill_value (null)",
+                   "missing chunk without fill_value")
+
+    def test_10_hostile_chunks(self):
+        with cli_cases.cases(self, verbose=False):
+            chunk = CHUNK
+            expect(bad_store("short", {}, {"0.0": chunk[:-2]}), 3, "holds 58 bytes",
+                   "truncated raw chunk")
+            expect(bad_store("long", {}, {"0.0": chunk * 100}), 3, "is not this array's chunk",
+                   "chunk far too large")
+            blosc = BLOSC.encode(np.arange(1, 31, dtype="<u2"))
+            expect(bad_store("bshort", {"compressor": BLOSC.get_config()},
+                             {"1.1": blosc[:len(blosc) // 2]}), 3, "truncated",
+                   "truncated blosc chunk")
+            expect(bad_store("bother", {"compressor": BLOSC.get_config()},
+                             {"0.1": BLOSC.encode(np.arange(1, 11, dtype="<u2"))}), 3,
+                   "decodes to 20 bytes", "blosc chunk of another size")
+            zl = Zlib().encode(np.arange(1, 31, dtype="<u2").tobytes())
+            expect(bad_store("zbad", {"compressor": {"id": "zlib", "level": 1}},
+                             {"0.0": zl[:10] + bytes(len(zl) - 10)}), 3, "does not decode",
+                   "damaged zlib")
+            expect(bad_store("zsbad", {"compressor": {"id": "zstd", "level": 1}},
+                             {"0.0": b"garbage!" * 3}), 3, "does not decode", "zstd garbage")
+
+    def test_11_links_and_special_files(self):
+        with cli_cases.cases(self, verbose=False):
+            chunk = CHUNK
+            outside = os.path.join(tmp, "secret.bin")
+            with open(outside, "wb") as f:
+                f.write(chunk)
+            link = bad_store("link", {})
+            os.symlink(outside, os.path.join(link, "0.0"))
+            expect(link, 3, "outside the store", "chunk linked out of the store")
+            link2 = bad_store("link2", {"dimension_separator": "/"})
+            os.makedirs(os.path.join(tmp, "elsewhere"), exist_ok=True)
+            shutil.copy(outside, os.path.join(tmp, "elsewhere", "0"))
+            os.symlink(os.path.join(tmp, "elsewhere"), os.path.join(link2, "0"))
+            expect(link2, 3, "outside the store", "chunk directory linked out of the store ('/')")
+            dangling = bad_store("dangling", {})
+            os.symlink(os.path.join(tmp, "nothing-here"), os.path.join(dangling, "1.0"))
+            expect(dangling, 3, "dangling", "dangling chunk link")
+            inside = bad_store("inside", {}, {"data.bin": chunk})
+            os.symlink("data.bin", os.path.join(inside, "0.0"))
+            r = run(OOCCONV, inside, os.path.join(tmp, "ok.raw"), "--taps", "1", "-q")
+            if r.returncode or np.fromfile(os.path.join(tmp, "ok.raw"), "<u2")[:6].tolist() != \
+                    [1, 2, 3, 4, 5, 6]:
+                fail(f"a chunk linked inside the store: exit {r.returncode}: {r.stderr.strip()}")
+            isdir = bad_store("isdir", {})
+            os.makedirs(os.path.join(isdir, "1.1"))
+            expect(isdir, 3, "is a directory", "chunk that is a directory")
+            fifo = bad_store("fifo", {})
+            os.mkfifo(os.path.join(fifo, "0.1"))
+            expect(fifo, 3, "not a regular file", "chunk that is a FIFO (must not block)")
+            if os.geteuid() != 0:
+                locked = bad_store("locked", {}, {"0.0": chunk})
+                os.chmod(os.path.join(locked, "0.0"), 0)
+                expect(locked, 3, "cannot open", "unreadable chunk")
+
+    def test_12_groups_and_levels(self):
+        with cli_cases.cases(self, verbose=False):
+            group = needed_ome_group()
+            nogroup = os.path.join(tmp, "plain_group.zarr")
+            zarr.open_group(nogroup, mode="w").create_dataset("img", shape=(4, 4), dtype="u1")
+            expect(nogroup, 3, "multiscales", "group without multiscales")
+            expect(group, 2, "does not exist", "--input-level past the last level",
+                   ["--input-level", "3"])
+            expect(needed_array_store(0), 2, "applies to OME-Zarr groups",
+                   "--input-level on an array", ["--input-level", "1"])
+            ycx = os.path.join(tmp, "ycx.zarr")
+            g = zarr.open_group(ycx, mode="w")
+            g.create_dataset("0", shape=(10, 3, 12), chunks=(5, 3, 6), dtype="u1")[...] = 1
+            g.attrs["multiscales"] = [{"datasets": [{"path": "0"}],
+                                       "axes": [{"name": n} for n in "ycx"]}]
+            expect(ycx, 3, "not right after y", "OME axes (y, c, x)")
+            named = os.path.join(tmp, "named.zarr")
+            g = zarr.open_group(named, mode="w")
+            img = random_image((14, 11), "u2")
+            g.create_dataset("0", shape=img.shape, chunks=(4, 4), dtype="u2")[...] = img
+            g.attrs["multiscales"] = [{"datasets": [{"path": "0"}], "axes": ["row", "col"]}]
+            check_read("OME-Zarr with unknown axis names (the shape decides)", named, img)
+            escape = os.path.join(tmp, "escape.zarr")
+            zarr.open_group(escape, mode="w")
+            with open(os.path.join(escape, ".zattrs"), "w") as f:
+                json.dump({"multiscales": [{"datasets": [{"path": "../a0.zarr"}]}]}, f)
+            expect(escape, 3, "leaves the store", "dataset path out of the store")
+            os.makedirs(os.path.join(tmp, "empty.zarr"), exist_ok=True)
+            expect(os.path.join(tmp, "empty.zarr"), 3, "not a Zarr v2 store",
+                   "directory without metadata", ["--in-format", "zarr"])
+
+
+# One test per array of the sweep (test_01_NN_...), numbered in its order.
+for _i, _case in enumerate(CASES):
+    setattr(ZarrReadCheck, f"test_01_{_i:02d}_{np.dtype(_case[0]).name}_{len(_case[2])}d_chunks",
+            (lambda i: lambda self: self.sweep_case(i))(_i))
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + _REST)

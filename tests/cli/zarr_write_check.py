@@ -5,33 +5,43 @@ even, odd last rows and columns averaged with themselves), the OME-Zarr 0.4 meta
 over types, channels, chunk sizes and codecs. Parts (in any order, odd chunk boundaries), MPI
 ranks and a run stopped by SIGTERM and resumed give the same chunk files as one run. Hostile
 cases: an existing store, a second writer, a temporary in the way, misaligned --rows, bad
-options. Exits 77 (skipped) without zarr-python.
-Usage: zarr_write_check.py --bin-dir DIR"""
-import argparse, filecmp, os, shutil, signal, subprocess, sys, tempfile, time
+options. Zarr 3 (OME-Zarr 0.5) sharded stores read by an independent decoder and by ooc.
+Usage: zarr_write_check.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py);
+skipped (exit 77 as a script) without zarr-python."""
+import atexit
+import filecmp
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
 import numpy as np
+
+import cli_args  # beside this file
+import cli_cases
+from cli_cases import fail
 
 try:
     import zarr
-except ImportError:
-    print("SKIP: python3-zarr is not installed")
-    sys.exit(77)
+    import numcodecs
+except ImportError as e:
+    cli_cases.skip_module(__name__, f"python3-zarr is not installed ({e})")
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--bin-dir", required=True)
-a = ap.parse_args()
-conv = os.path.join(a.bin_dir, "oocconv")
-failures = []
+BIN, _REST = cli_args.bin_dir_and_rest(__name__)
+conv = os.path.join(BIN, "oocconv")
 tmp = tempfile.mkdtemp(prefix="ooc_zarr_w_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+atexit.register(shutil.rmtree, tmp, True)
+# One generator for the whole check, drawn in the tests' (numbered) order: cli_cases.py.
 rng = np.random.default_rng(31)
 
 
 def run(*args, env=None):
     return subprocess.run([conv, *map(str, args), "-q"], capture_output=True, text=True, env=env)
-
-
-def fail(what):
-    failures.append(what)
-    print("FAIL:", what, flush=True)
 
 
 def reduce(x):
@@ -106,180 +116,10 @@ def make_input(shape, dt):
     return p
 
 
-# --- 1. sweep: types, channels, chunks, codecs, levels -------------------------------------------
-codecs = ["blosc", "blosc-zstd", "zstd", "zlib", "gzip", "none"]
-cases = 0
-for i, dt in enumerate(["u1", "u2", "i2", "u4", "i4", "f4", "f8"]):
-    for channels in (1, 3):
-        shape = (203, 157) if channels == 1 else (131, 97, 3)
-        src = make_input(shape, dt)
-        chunk = (16, 64, 512)[(i + channels) % 3]
-        codec = codecs[(i * 2 + channels) % len(codecs)]
-        levels = "--pyramid" if chunk != 16 else "--levels=5"
-        n_levels = 0
-        case = f"{dt} c{channels} chunk {chunk} {codec} {levels}"
-        out, flat = os.path.join(tmp, f"s{i}_{channels}.zarr"), os.path.join(tmp, "flat.npy")
-        for p in (out, flat):
-            shutil.rmtree(p, ignore_errors=True) if p.endswith(".zarr") else None
-        r = run(src, out, "--radius", 2, "--chunk", chunk, "--compress", codec, levels)
-        rf = run(src, flat, "--radius", 2)
-        if r.returncode or rf.returncode:
-            fail(f"{case}: exit {r.returncode}/{rf.returncode}: {r.stderr}{rf.stderr}")
-            continue
-        h, w = shape[:2]
-        if levels == "--pyramid":
-            while min(h, w) >= 256:
-                h, w, n_levels = (h + 1) // 2, (w + 1) // 2, n_levels + 1
-        else:
-            n_levels = 5
-        check_store(case, out, np.load(flat), n_levels, chunk, channels)
-        cases += 1
-        if os.path.exists(out + ".partial") or [f for f in os.listdir(tmp) if ".journal" in f]:
-            fail(f"{case}: a temporary or journal was left behind")
-print(f"1. {cases} stores of every type, channels, chunks and codecs read back by zarr-python",
-      flush=True)
 
-# The auto rule on a larger image: 600 x 520 -> 300 x 260 -> 150 x 130 (under 256: stop).
-src = make_input((600, 520), "u2")
-out = os.path.join(tmp, "auto.zarr")
-r = run(src, out, "--radius", 1, "--pyramid", "--chunk", 128)
-flat = os.path.join(tmp, "auto_flat.npy")
-run(src, flat, "--radius", 1)
-if r.returncode:
-    fail(f"auto pyramid: {r.stderr}")
-else:
-    check_store("auto pyramid", out, np.load(flat), 2, 128, 1)
-
-# --- 2. parts, in any order, odd boundaries in the levels; MPI ranks -----------------------------
-src = make_input((999, 1001, 3), "f4")
-one = os.path.join(tmp, "one.zarr")
-r = run(src, one, "--radius", 1, "--levels", 6, "--chunk", 16)
-if r.returncode:
-    fail(f"one-process store: {r.stderr}")
-for n, order in ((7, [3, 0, 6, 1, 5, 2, 4]), (2, [1, 0]), (5, [4, 3, 2, 1, 0])):
-    out = os.path.join(tmp, f"parts{n}.zarr")
-    bad = False
-    for i in order:
-        r = run(src, out, "--radius", 1, "--levels", 6, "--chunk", 16, "--part", f"{i}/{n}")
-        if r.returncode:
-            fail(f"{n} parts: part {i} exit {r.returncode}: {r.stderr}")
-            bad = True
-    r = run("--finish", out)
-    if bad or r.returncode:
-        fail(f"{n} parts: --finish exit {r.returncode}: {r.stderr}")
-    elif not stores_equal(out, one):
-        fail(f"{n} parts (order {order}): the store differs from one process's")
-# --finish with a part missing names it and leaves the parts' work.
-out = os.path.join(tmp, "missing.zarr")
-for i in (0, 2):
-    run(src, out, "--radius", 1, "--levels", 3, "--chunk", 16, "--part", f"{i}/3")
-r = run("--finish", out)
-if r.returncode == 0 or "not complete" not in r.stderr or not os.path.isdir(out + ".partial"):
-    fail(f"--finish without part 1: exit {r.returncode}: {r.stderr}")
-run(src, out, "--radius", 1, "--levels", 3, "--chunk", 16, "--part", "1/3")
-r = run("--finish", out)
-if r.returncode:
-    fail(f"--finish after the missing part ran: {r.stderr}")
-# Explicit --rows must follow chunk rows.
-r = run(src, os.path.join(tmp, "rows.zarr"), "--radius", 1, "--chunk", 16, "--rows", "10:100")
-if r.returncode != 2 or "chunk row" not in r.stderr:
-    fail(f"--rows 10:100 with 16-row chunks: exit {r.returncode}: {r.stderr}")
-mpirun = shutil.which("mpirun")
-if mpirun:
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader")
-    out = os.path.join(tmp, "mpi.zarr")
-    r = subprocess.run([mpirun, "-np", "3", conv, src, out, "--radius", "1", "--levels", "6",
-                        "--chunk", "16", "-q"], capture_output=True, text=True, env=env)
-    if r.returncode or not stores_equal(out, one):
-        fail(f"mpirun -np 3: exit {r.returncode}, equal {r.returncode == 0 and stores_equal(out, one)}: {r.stderr[:1500]}")
-print("2. parts (7, 2, 5 in shuffled orders), a missing part, misaligned --rows"
-      + (", mpirun -np 3" if mpirun else " (no mpirun)"), flush=True)
-
-# --- 3. stopped by SIGTERM, resumed: the same store --------------------------------------------
-src = os.path.join(tmp, "slow.raw")
-(rng.random((2048, 1024), dtype=np.float32) + 0.5).tofile(src)
-slow = ["--width", 1024, "--radius", 200, "--threads", 1, "--band-rows", 16, "--pyramid", "--chunk", 64]
-ref = os.path.join(tmp, "slow_ref.zarr")
-run(src, ref, *slow)
-for attempt in range(3):
-    out = os.path.join(tmp, f"resumed{attempt}.zarr")
-    p = subprocess.Popen([conv, src, out, *map(str, slow), "-q"], stderr=subprocess.PIPE, text=True)
-    time.sleep(0.4 + 0.3 * attempt)
-    p.send_signal(signal.SIGTERM)
-    err = p.communicate()[1]
-    if p.returncode == 0:
-        continue  # finished before the signal: try later in the run
-    if p.returncode != 75 or not os.path.isdir(out + ".partial"):
-        fail(f"SIGTERM: exit {p.returncode}, temporary kept {os.path.isdir(out + '.partial')}: {err}")
-        break
-    r = run(src, out, *slow, "--resume")
-    if r.returncode or not stores_equal(out, ref):
-        fail(f"--resume: exit {r.returncode}: {r.stderr}; equal {r.returncode == 0 and stores_equal(out, ref)}")
-    break
-else:
-    fail("the run always finished before SIGTERM: make it slower")
-print("3. a run stopped by SIGTERM and resumed gives one run's store", flush=True)
-
-# --- 4. hostile ---------------------------------------------------------------------------------
-src = make_input((64, 48), "f4")
-existing = os.path.join(tmp, "existing.zarr")
-os.makedirs(os.path.join(existing, "other"))
-open(os.path.join(existing, "other", ".zarray"), "w").write("{}")
-r = run(src, existing, "--radius", 1)
-if r.returncode != 2 or "exists" not in r.stderr or not os.path.exists(os.path.join(existing, "other", ".zarray")):
-    fail(f"an existing store: exit {r.returncode}: {r.stderr}")
-# A directory in the way of the temporary that ooc did not make stays.
-blocked = os.path.join(tmp, "blocked.zarr")
-os.makedirs(blocked + ".partial")
-open(os.path.join(blocked + ".partial", "keep.txt"), "w").write("mine")
-r = run(src, blocked, "--radius", 1)
-if r.returncode != 2 or "in the way" not in r.stderr or not os.path.exists(os.path.join(blocked + ".partial", "keep.txt")):
-    fail(f"a foreign directory at the temporary: exit {r.returncode}: {r.stderr}")
-# Two writers of one store: the second is refused, the first completes.
-src2 = os.path.join(tmp, "slow.raw")
-out = os.path.join(tmp, "two.zarr")
-p = subprocess.Popen([conv, src2, out, "--width", "1024", "--radius", "400", "--threads", "1",
-                      "--band-rows", "16", "-q"],
-                     stderr=subprocess.PIPE, text=True)
-for _ in range(100):
-    if os.path.isdir(out + ".partial"):
-        break
-    time.sleep(0.02)
-time.sleep(0.1)
-r = run(src2, out, "--width", 1024, "--radius", 400)
-err = p.communicate()[1]
-if r.returncode == 0 or "another process" not in r.stderr:
-    fail(f"a second writer of one store: exit {r.returncode}: {r.stderr}")
-if p.returncode != 0 or not os.path.isdir(out):
-    fail(f"the first writer, with a second refused: exit {p.returncode}: {err}")
-for args, text in (
-    (["--chunk", 8], "--chunk is 16 to 65536"),
-    (["--compress", "lzw"], "--compress for Zarr takes"),
-    (["--compress", "zstd", "--level", 30], "--level for zstd"),
-    (["--tile", 256], "--tile and --bigtiff apply to TIFF"),
-):
-    out = os.path.join(tmp, "bad.zarr")
-    r = run(src, out, "--radius", 1, *args)
-    if r.returncode != 2 or text not in r.stderr or os.path.exists(out) or os.path.exists(out + ".partial"):
-        fail(f"{args}: exit {r.returncode}: {r.stderr}")
-r = run(src, os.path.join(tmp, "flat.raw"), "--radius", 1, "--pyramid")
-if r.returncode != 2 or "Zarr" not in r.stderr:
-    fail(f"--pyramid with a raw output: exit {r.returncode}: {r.stderr}")
-# A trailing slash names the same store.
-out = os.path.join(tmp, "slash.zarr")
-r = run(src, out + "/", "--radius", 1)
-if r.returncode or not os.path.isfile(os.path.join(out, "0", ".zarray")):
-    fail(f"'x.zarr/': exit {r.returncode}: {r.stderr}")
-print("4. hostile: existing store, foreign temporary, two writers, bad options", flush=True)
-
-# --- 5. Zarr 3 (OME-Zarr 0.5) with sharding, read by an independent decoder ---------------------
 # python3-zarr 2.13 has no Zarr 3: the shards are taken apart here, by the spec (inner chunks in
 # C order, an index of (offset, size) pairs and its CRC-32C at the end), and the chunks decoded by
 # numcodecs.
-import json
-import numcodecs
-
 CRC_TABLE = []
 for i in range(256):
     c = i
@@ -337,10 +177,49 @@ def read_v3(path):
     return out
 
 
-v3_cases = 0
-for dt, channels, codec, chunk, shard in (("u2", 1, "blosc", 32, 128), ("f4", 3, "zstd", 16, 64),
-                                           ("u1", 1, "gzip", 64, 64), ("i4", 1, "none", 16, 48),
-                                           ("f8", 1, "blosc-zstd", 32, 96)):
+
+CODECS = ["blosc", "blosc-zstd", "zstd", "zlib", "gzip", "none"]
+SWEEP = [(i, dt, channels) for i, dt in enumerate(["u1", "u2", "i2", "u4", "i4", "f4", "f8"])
+         for channels in (1, 3)]
+# The slow run of section 3, also the second writer's input in section 4.
+SLOW = ["--width", 1024, "--radius", 200, "--threads", 1, "--band-rows", 16, "--pyramid",
+        "--chunk", 64]
+V3_CASES = [("u2", 1, "blosc", 32, 128), ("f4", 3, "zstd", 16, 64), ("u1", 1, "gzip", 64, 64),
+            ("i4", 1, "none", 16, 48), ("f8", 1, "blosc-zstd", 32, 96)]
+_made = {}
+
+
+def once(key, make):
+    """make() on the first call for key (in the numbered order: where the script made it)."""
+    if key not in _made:
+        _made[key] = make()
+    return _made[key]
+
+
+def slow_input():
+    def make():
+        src = os.path.join(tmp, "slow.raw")
+        (rng.random((2048, 1024), dtype=np.float32) + 0.5).tofile(src)
+        return src
+    return once("slow", make)
+
+
+def parts_input():
+    """The 999 x 1001 x 3 input of section 2 and its one-process store."""
+    def make():
+        src = make_input((999, 1001, 3), "f4")
+        one = os.path.join(tmp, "one.zarr")
+        r = run(src, one, "--radius", 1, "--levels", 6, "--chunk", 16)
+        return src, one, r
+    return once("parts", make)
+
+
+def hostile_input():
+    return once("hostile", lambda: make_input((64, 48), "f4"))
+
+
+def v3_store(dt, channels, codec, chunk, shard):
+    """A Zarr 3 store and its flat twin: (store, flat, case, problem)."""
     shape = (203, 157) if channels == 1 else (131, 97, 3)
     src = make_input(shape, dt)
     out, flat = os.path.join(tmp, f"v3_{dt}.zarr"), os.path.join(tmp, "flat.npy")
@@ -348,69 +227,306 @@ for dt, channels, codec, chunk, shard in (("u2", 1, "blosc", 32, 128), ("f4", 3,
             "--compress", codec, "--levels", 3)
     rf = run(src, flat, "--radius", 2)
     case = f"zarr 3 {dt} c{channels} {codec} chunk {chunk} shard {shard}"
+    problem = None
     if r.returncode or rf.returncode:
-        fail(f"{case}: exit {r.returncode}/{rf.returncode}: {r.stderr}{rf.stderr}")
-        continue
-    try:
-        group = json.load(open(os.path.join(out, "zarr.json")))
-        ms = group["attributes"]["ome"]["multiscales"][0]
-        assert group["attributes"]["ome"]["version"] == "0.5" and len(ms["datasets"]) == 4
-        cur = np.load(flat)
-        for k in range(4):
-            got = read_v3(os.path.join(out, str(k)))
-            want = cur if k == 0 else reduce(cur)
-            if got.shape != want.shape or not np.array_equal(got, want):
-                fail(f"{case}: level {k} differs from the reference")
-                break
-            cur = got
-        # ooc reads its Zarr 3 stores back: every level, through the shards' indexes.
-        for k in (0, 2):
-            back, ref = os.path.join(tmp, "back.npy"), os.path.join(tmp, "back_ref.npy")
-            lvl = os.path.join(tmp, "lvl.npy")
-            np.save(lvl, read_v3(os.path.join(out, str(k))))
-            r1 = run(out, back, "--radius", 1, "--input-level", k)
-            r2 = run(lvl, ref, "--radius", 1)
-            if r1.returncode or r2.returncode or not np.array_equal(np.load(back), np.load(ref)):
-                fail(f"{case}: ooc reading level {k} back: exit {r1.returncode}: {r1.stderr}")
-            for f in (back, ref, lvl):
-                if os.path.exists(f):
-                    os.unlink(f)
-        v3_cases += 1
-    except Exception as e:  # noqa: BLE001
-        fail(f"{case}: {type(e).__name__}: {e}")
-# Parts of a sharded store own whole shard rows and give one run's files.
-src = make_input((999, 1001, 3), "f4")
-one3 = os.path.join(tmp, "one3.zarr")
-run(src, one3, "--radius", 1, "--zarr-version", 3, "--chunk", 16, "--shard", 48, "--levels", 5)
-out = os.path.join(tmp, "parts3.zarr")
-for i in (2, 0, 3, 1):
-    r = run(src, out, "--radius", 1, "--zarr-version", 3, "--chunk", 16, "--shard", 48,
-            "--levels", 5, "--part", f"{i}/4")
-    if r.returncode:
-        fail(f"zarr 3 part {i}/4: {r.stderr}")
-r = run("--finish", out)
-if r.returncode or not stores_equal(out, one3):
-    fail(f"zarr 3 in 4 parts: exit {r.returncode} {r.stderr}; equal {r.returncode == 0 and stores_equal(out, one3)}")
-for args, text in ((["--shard", 100, "--zarr-version", 3, "--chunk", 16], "not a multiple"),
-                   (["--shard", 64], "--shard is for Zarr 3"),
-                   (["--zarr-version", 3, "--compress", "zlib"], "use --compress gzip")):
-    r = run(make_input((64, 48), "f4"), os.path.join(tmp, "bad3.zarr"), "--radius", 1, *args)
-    if r.returncode != 2 or text not in r.stderr:
-        fail(f"{args}: exit {r.returncode}: {r.stderr}")
-# A damaged shard index is refused by ooc's reader with its name.
-bad_store = os.path.join(tmp, "v3_u2.zarr")
-shard = os.path.join(bad_store, "0", "c", "0", "0")
-with open(shard, "r+b") as f:
-    f.seek(-3, os.SEEK_END)
-    f.write(b"\x00\x01\x02")
-r = run(bad_store, os.path.join(tmp, "bad_back.npy"), "--radius", 1)
-if r.returncode != 3 or "CRC-32C" not in r.stderr:
-    fail(f"a damaged shard index: exit {r.returncode}: {r.stderr}")
-print(f"5. {v3_cases} Zarr 3 sharded stores read by an independent decoder and by ooc; 4 parts",
-      flush=True)
+        problem = f"{case}: exit {r.returncode}/{rf.returncode}: {r.stderr}{rf.stderr}"
+    return out, flat, case, problem
 
-shutil.rmtree(tmp, ignore_errors=True)
-if failures:
-    print(f"{len(failures)} failure(s)")
-    sys.exit(1)
-print("PASS")
+
+class ZarrWriteCheck(unittest.TestCase):
+    # Numbered in the order they draw their data (cli_cases.py).
+
+    # --- 1. sweep: types, channels, chunks, codecs, levels ---------------------------------------
+    def sweep(self, i, dt, channels):
+        with cli_cases.cases(self, verbose=False):
+            shape = (203, 157) if channels == 1 else (131, 97, 3)
+            src = make_input(shape, dt)
+            chunk = (16, 64, 512)[(i + channels) % 3]
+            codec = CODECS[(i * 2 + channels) % len(CODECS)]
+            levels = "--pyramid" if chunk != 16 else "--levels=5"
+            n_levels = 0
+            case = f"{dt} c{channels} chunk {chunk} {codec} {levels}"
+            out, flat = os.path.join(tmp, f"s{i}_{channels}.zarr"), os.path.join(tmp, "flat.npy")
+            for p in (out, flat):
+                shutil.rmtree(p, ignore_errors=True) if p.endswith(".zarr") else None
+            r = run(src, out, "--radius", 2, "--chunk", chunk, "--compress", codec, levels)
+            rf = run(src, flat, "--radius", 2)
+            if r.returncode or rf.returncode:
+                fail(f"{case}: exit {r.returncode}/{rf.returncode}: {r.stderr}{rf.stderr}")
+                return
+            h, w = shape[:2]
+            if levels == "--pyramid":
+                while min(h, w) >= 256:
+                    h, w, n_levels = (h + 1) // 2, (w + 1) // 2, n_levels + 1
+            else:
+                n_levels = 5
+            check_store(case, out, np.load(flat), n_levels, chunk, channels)
+            if os.path.exists(out + ".partial") or [f for f in os.listdir(tmp) if ".journal" in f]:
+                fail(f"{case}: a temporary or journal was left behind")
+
+    def test_1b_auto_pyramid(self):
+        """The auto rule on a larger image: 600 x 520 -> 300 x 260 -> 150 x 130 (under 256:
+        stop)."""
+        with cli_cases.cases(self, verbose=False):
+            src = make_input((600, 520), "u2")
+            out = os.path.join(tmp, "auto.zarr")
+            r = run(src, out, "--radius", 1, "--pyramid", "--chunk", 128)
+            flat = os.path.join(tmp, "auto_flat.npy")
+            run(src, flat, "--radius", 1)
+            if r.returncode:
+                fail(f"auto pyramid: {r.stderr}")
+            else:
+                check_store("auto pyramid", out, np.load(flat), 2, 128, 1)
+
+    # --- 2. parts, in any order, odd boundaries in the levels; MPI ranks -------------------------
+    def test_2a_parts_in_any_order(self):
+        with cli_cases.cases(self, verbose=False):
+            src, one, r = parts_input()
+            if r.returncode:
+                fail(f"one-process store: {r.stderr}")
+            for n, order in ((7, [3, 0, 6, 1, 5, 2, 4]), (2, [1, 0]), (5, [4, 3, 2, 1, 0])):
+                out = os.path.join(tmp, f"parts{n}.zarr")
+                bad = False
+                for i in order:
+                    r = run(src, out, "--radius", 1, "--levels", 6, "--chunk", 16, "--part",
+                            f"{i}/{n}")
+                    if r.returncode:
+                        fail(f"{n} parts: part {i} exit {r.returncode}: {r.stderr}")
+                        bad = True
+                r = run("--finish", out)
+                if bad or r.returncode:
+                    fail(f"{n} parts: --finish exit {r.returncode}: {r.stderr}")
+                elif not stores_equal(out, one):
+                    fail(f"{n} parts (order {order}): the store differs from one process's")
+
+    def test_2b_finish_with_a_part_missing(self):
+        """--finish with a part missing names it and leaves the parts' work."""
+        with cli_cases.cases(self, verbose=False):
+            src, _, _ = parts_input()
+            out = os.path.join(tmp, "missing.zarr")
+            for i in (0, 2):
+                run(src, out, "--radius", 1, "--levels", 3, "--chunk", 16, "--part", f"{i}/3")
+            r = run("--finish", out)
+            if r.returncode == 0 or "not complete" not in r.stderr or \
+                    not os.path.isdir(out + ".partial"):
+                fail(f"--finish without part 1: exit {r.returncode}: {r.stderr}")
+            run(src, out, "--radius", 1, "--levels", 3, "--chunk", 16, "--part", "1/3")
+            r = run("--finish", out)
+            if r.returncode:
+                fail(f"--finish after the missing part ran: {r.stderr}")
+
+    def test_2c_rows_follow_chunk_rows(self):
+        """Explicit --rows must follow chunk rows."""
+        with cli_cases.cases(self, verbose=False):
+            src, _, _ = parts_input()
+            r = run(src, os.path.join(tmp, "rows.zarr"), "--radius", 1, "--chunk", 16, "--rows",
+                    "10:100")
+            if r.returncode != 2 or "chunk row" not in r.stderr:
+                fail(f"--rows 10:100 with 16-row chunks: exit {r.returncode}: {r.stderr}")
+
+    def test_2d_mpirun(self):
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            self.skipTest("no mpirun")
+        with cli_cases.cases(self, verbose=False):
+            src, one, _ = parts_input()
+            env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                       OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader")
+            out = os.path.join(tmp, "mpi.zarr")
+            r = subprocess.run([mpirun, "-np", "3", conv, src, out, "--radius", "1", "--levels",
+                                "6", "--chunk", "16", "-q"], capture_output=True, text=True,
+                               env=env)
+            if r.returncode or not stores_equal(out, one):
+                fail(f"mpirun -np 3: exit {r.returncode}, equal "
+                     f"{r.returncode == 0 and stores_equal(out, one)}: {r.stderr[:1500]}")
+
+    # --- 3. stopped by SIGTERM, resumed: the same store ------------------------------------------
+    def test_3_sigterm_and_resume(self):
+        with cli_cases.cases(self, verbose=False):
+            src = slow_input()
+            slow = SLOW
+            ref = os.path.join(tmp, "slow_ref.zarr")
+            run(src, ref, *slow)
+            for attempt in range(3):
+                out = os.path.join(tmp, f"resumed{attempt}.zarr")
+                p = subprocess.Popen([conv, src, out, *map(str, slow), "-q"],
+                                     stderr=subprocess.PIPE, text=True)
+                time.sleep(0.4 + 0.3 * attempt)
+                p.send_signal(signal.SIGTERM)
+                err = p.communicate()[1]
+                if p.returncode == 0:
+                    continue  # finished before the signal: try later in the run
+                if p.returncode != 75 or not os.path.isdir(out + ".partial"):
+                    fail(f"SIGTERM: exit {p.returncode}, temporary kept "
+                         f"{os.path.isdir(out + '.partial')}: {err}")
+                    break
+                r = run(src, out, *slow, "--resume")
+                if r.returncode or not stores_equal(out, ref):
+                    fail(f"--resume: exit {r.returncode}: {r.stderr}; equal "
+                         f"{r.returncode == 0 and stores_equal(out, ref)}")
+                break
+            else:
+                fail("the run always finished before SIGTERM: make it slower")
+
+    # --- 4. hostile ------------------------------------------------------------------------------
+    def test_4a_existing_store(self):
+        with cli_cases.cases(self, verbose=False):
+            src = hostile_input()
+            existing = os.path.join(tmp, "existing.zarr")
+            os.makedirs(os.path.join(existing, "other"))
+            open(os.path.join(existing, "other", ".zarray"), "w").write("{}")
+            r = run(src, existing, "--radius", 1)
+            if r.returncode != 2 or "exists" not in r.stderr or \
+                    not os.path.exists(os.path.join(existing, "other", ".zarray")):
+                fail(f"an existing store: exit {r.returncode}: {r.stderr}")
+
+    def test_4b_foreign_temporary(self):
+        """A directory in the way of the temporary that ooc did not make stays."""
+        with cli_cases.cases(self, verbose=False):
+            src = hostile_input()
+            blocked = os.path.join(tmp, "blocked.zarr")
+            os.makedirs(blocked + ".partial")
+            open(os.path.join(blocked + ".partial", "keep.txt"), "w").write("mine")
+            r = run(src, blocked, "--radius", 1)
+            if r.returncode != 2 or "in the way" not in r.stderr or \
+                    not os.path.exists(os.path.join(blocked + ".partial", "keep.txt")):
+                fail(f"a foreign directory at the temporary: exit {r.returncode}: {r.stderr}")
+
+    def test_4c_two_writers(self):
+        """Two writers of one store: the second is refused, the first completes."""
+        with cli_cases.cases(self, verbose=False):
+            src2 = slow_input()
+            out = os.path.join(tmp, "two.zarr")
+            p = subprocess.Popen([conv, src2, out, "--width", "1024", "--radius", "400",
+                                  "--threads", "1", "--band-rows", "16", "-q"],
+                                 stderr=subprocess.PIPE, text=True)
+            for _ in range(100):
+                if os.path.isdir(out + ".partial"):
+                    break
+                time.sleep(0.02)
+            time.sleep(0.1)
+            r = run(src2, out, "--width", 1024, "--radius", 400)
+            err = p.communicate()[1]
+            if r.returncode == 0 or "another process" not in r.stderr:
+                fail(f"a second writer of one store: exit {r.returncode}: {r.stderr}")
+            if p.returncode != 0 or not os.path.isdir(out):
+                fail(f"the first writer, with a second refused: exit {p.returncode}: {err}")
+
+    def test_4d_bad_options(self):
+        with cli_cases.cases(self, verbose=False):
+            src = hostile_input()
+            for args, text in (
+                (["--chunk", 8], "--chunk is 16 to 65536"),
+                (["--compress", "lzw"], "--compress for Zarr takes"),
+                (["--compress", "zstd", "--level", 30], "--level for zstd"),
+                (["--tile", 256], "--tile and --bigtiff apply to TIFF"),
+            ):
+                out = os.path.join(tmp, "bad.zarr")
+                r = run(src, out, "--radius", 1, *args)
+                if r.returncode != 2 or text not in r.stderr or os.path.exists(out) or \
+                        os.path.exists(out + ".partial"):
+                    fail(f"{args}: exit {r.returncode}: {r.stderr}")
+            r = run(src, os.path.join(tmp, "flat.raw"), "--radius", 1, "--pyramid")
+            if r.returncode != 2 or "Zarr" not in r.stderr:
+                fail(f"--pyramid with a raw output: exit {r.returncode}: {r.stderr}")
+
+    def test_4e_trailing_slash(self):
+        """A trailing slash names the same store."""
+        with cli_cases.cases(self, verbose=False):
+            src = hostile_input()
+            out = os.path.join(tmp, "slash.zarr")
+            r = run(src, out + "/", "--radius", 1)
+            if r.returncode or not os.path.isfile(os.path.join(out, "0", ".zarray")):
+                fail(f"'x.zarr/': exit {r.returncode}: {r.stderr}")
+
+    # --- 5. Zarr 3 (OME-Zarr 0.5) with sharding, read by an independent decoder -----------------
+    def zarr3(self, dt, channels, codec, chunk, shard):
+        with cli_cases.cases(self, verbose=False):
+            out, flat, case, problem = v3_store(dt, channels, codec, chunk, shard)
+            if problem:
+                fail(problem)
+                return
+            try:
+                group = json.load(open(os.path.join(out, "zarr.json")))
+                ms = group["attributes"]["ome"]["multiscales"][0]
+                assert group["attributes"]["ome"]["version"] == "0.5" and len(ms["datasets"]) == 4
+                cur = np.load(flat)
+                for k in range(4):
+                    got = read_v3(os.path.join(out, str(k)))
+                    want = cur if k == 0 else reduce(cur)
+                    if got.shape != want.shape or not np.array_equal(got, want):
+                        fail(f"{case}: level {k} differs from the reference")
+                        break
+                    cur = got
+                # ooc reads its Zarr 3 stores back: every level, through the shards' indexes.
+                for k in (0, 2):
+                    back, ref = os.path.join(tmp, "back.npy"), os.path.join(tmp, "back_ref.npy")
+                    lvl = os.path.join(tmp, "lvl.npy")
+                    np.save(lvl, read_v3(os.path.join(out, str(k))))
+                    r1 = run(out, back, "--radius", 1, "--input-level", k)
+                    r2 = run(lvl, ref, "--radius", 1)
+                    if r1.returncode or r2.returncode or \
+                            not np.array_equal(np.load(back), np.load(ref)):
+                        fail(f"{case}: ooc reading level {k} back: exit {r1.returncode}: "
+                             f"{r1.stderr}")
+                    for f in (back, ref, lvl):
+                        if os.path.exists(f):
+                            os.unlink(f)
+            except Exception as e:  # noqa: BLE001
+                fail(f"{case}: {type(e).__name__}: {e}")
+
+    def test_5b_zarr3_parts(self):
+        """Parts of a sharded store own whole shard rows and give one run's files."""
+        with cli_cases.cases(self, verbose=False):
+            src = make_input((999, 1001, 3), "f4")
+            one3 = os.path.join(tmp, "one3.zarr")
+            run(src, one3, "--radius", 1, "--zarr-version", 3, "--chunk", 16, "--shard", 48,
+                "--levels", 5)
+            out = os.path.join(tmp, "parts3.zarr")
+            for i in (2, 0, 3, 1):
+                r = run(src, out, "--radius", 1, "--zarr-version", 3, "--chunk", 16, "--shard",
+                        48, "--levels", 5, "--part", f"{i}/4")
+                if r.returncode:
+                    fail(f"zarr 3 part {i}/4: {r.stderr}")
+            r = run("--finish", out)
+            if r.returncode or not stores_equal(out, one3):
+                fail(f"zarr 3 in 4 parts: exit {r.returncode} {r.stderr}; equal "
+                     f"{r.returncode == 0 and stores_equal(out, one3)}")
+
+    def test_5c_zarr3_bad_options(self):
+        with cli_cases.cases(self, verbose=False):
+            for args, text in ((["--shard", 100, "--zarr-version", 3, "--chunk", 16],
+                                "not a multiple"),
+                               (["--shard", 64], "--shard is for Zarr 3"),
+                               (["--zarr-version", 3, "--compress", "zlib"],
+                                "use --compress gzip")):
+                r = run(make_input((64, 48), "f4"), os.path.join(tmp, "bad3.zarr"), "--radius", 1,
+                        *args)
+                if r.returncode != 2 or text not in r.stderr:
+                    fail(f"{args}: exit {r.returncode}: {r.stderr}")
+
+    def test_5d_damaged_shard_index(self):
+        """A damaged shard index is refused by ooc's reader with its name."""
+        with cli_cases.cases(self, verbose=False):
+            bad_store = os.path.join(tmp, "v3_u2.zarr")
+            if not os.path.isdir(bad_store):  # run alone: make the store of test_5a_0
+                v3_store(*V3_CASES[0])
+            shard = os.path.join(bad_store, "0", "c", "0", "0")
+            with open(shard, "r+b") as f:
+                f.seek(-3, os.SEEK_END)
+                f.write(b"\x00\x01\x02")
+            r = run(bad_store, os.path.join(tmp, "bad_back.npy"), "--radius", 1)
+            if r.returncode != 3 or "CRC-32C" not in r.stderr:
+                fail(f"a damaged shard index: exit {r.returncode}: {r.stderr}")
+
+
+# One test per store of the sweeps (test_1a_NN_..., test_5a_N_...), numbered in their order.
+for _n, (_i, _dt, _c) in enumerate(SWEEP):
+    setattr(ZarrWriteCheck, f"test_1a_{_n:02d}_{_dt}_c{_c}",
+            (lambda i, dt, c: lambda self: self.sweep(i, dt, c))(_i, _dt, _c))
+for _n, _case in enumerate(V3_CASES):
+    setattr(ZarrWriteCheck, f"test_5a_{_n}_zarr3_{_case[0]}_c{_case[1]}_{_case[2]}",
+            (lambda case: lambda self: self.zarr3(*case))(_case))
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + _REST)
