@@ -28,6 +28,40 @@ void cublas_try(cublasStatus_t s, const char* call) {
 }
 #define OOC_CUBLAS_TRY(expr) cublas_try((expr), #expr)
 
+// cuBLAS's GEMV (unit strides) and GEMM with alpha 1 and beta 0, on matrices of float (f32) or
+// double given as bytes: the products below are written once for both precisions. A failure
+// names the cuBLAS call.
+template <class S>
+const S* as(const std::byte* p) {
+  return reinterpret_cast<const S*>(p);
+}
+template <class S>
+S* as(std::byte* p) {
+  return reinterpret_cast<S*>(p);
+}
+void gemv(bool f32, cublasHandle_t h, cublasOperation_t op, int m, int n, const std::byte* a,
+          int lda, const std::byte* x, std::byte* y) {
+  const float onef = 1, zerof = 0;
+  const double one = 1, zero = 0;
+  if (f32)
+    OOC_CUBLAS_TRY(cublasSgemv(h, op, m, n, &onef, as<float>(a), lda, as<float>(x), 1, &zerof,
+                               as<float>(y), 1));
+  else
+    OOC_CUBLAS_TRY(cublasDgemv(h, op, m, n, &one, as<double>(a), lda, as<double>(x), 1, &zero,
+                               as<double>(y), 1));
+}
+void gemm(bool f32, cublasHandle_t h, cublasOperation_t opa, cublasOperation_t opb, int m, int n,
+          int k, const std::byte* a, int lda, const std::byte* b, int ldb, std::byte* c, int ldc) {
+  const float onef = 1, zerof = 0;
+  const double one = 1, zero = 0;
+  if (f32)
+    OOC_CUBLAS_TRY(cublasSgemm(h, opa, opb, m, n, k, &onef, as<float>(a), lda, as<float>(b), ldb,
+                               &zerof, as<float>(c), ldc));
+  else
+    OOC_CUBLAS_TRY(cublasDgemm(h, opa, opb, m, n, k, &one, as<double>(a), lda, as<double>(b), ldb,
+                               &zero, as<double>(c), ldc));
+}
+
 constexpr std::size_t kWorkspace = std::size_t{32} << 20;
 
 // Scratch of one slot: [converted leaf][T][float leaf sums][tree stack entries 1..depth].
@@ -209,53 +243,19 @@ class ProductCuda final : public CudaKernel {
   // Tc (k x m, ld ldt) = Xc (k x n, ld kp) Ac (n x m, ld lda).
   void gemm_t(cublasHandle_t h, int n, int m, int k, const std::byte* a, int lda,
               const std::byte* x, std::byte* t, int ldt) const {
-    if (p_.f32) {
-      const float one = 1, zero = 0;
-      const auto* A = reinterpret_cast<const float*>(a);
-      const auto* X = reinterpret_cast<const float*>(x);
-      auto* T = reinterpret_cast<float*>(t);
-      if (k == 1)
-        OOC_CUBLAS_TRY(cublasSgemv(h, CUBLAS_OP_T, n, m, &one, A, lda, X, 1, &zero, T, 1));
-      else
-        OOC_CUBLAS_TRY(
-            cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, k, m, n, &one, X, kp_, A, lda, &zero, T, ldt));
-    } else {
-      const double one = 1, zero = 0;
-      const auto* A = reinterpret_cast<const double*>(a);
-      const auto* X = reinterpret_cast<const double*>(x);
-      auto* T = reinterpret_cast<double*>(t);
-      if (k == 1)
-        OOC_CUBLAS_TRY(cublasDgemv(h, CUBLAS_OP_T, n, m, &one, A, lda, X, 1, &zero, T, 1));
-      else
-        OOC_CUBLAS_TRY(
-            cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, k, m, n, &one, X, kp_, A, lda, &zero, T, ldt));
-    }
+    if (k == 1)
+      gemv(p_.f32, h, CUBLAS_OP_T, n, m, a, lda, x, t);
+    else
+      gemm(p_.f32, h, CUBLAS_OP_N, CUBLAS_OP_N, k, m, n, x, kp_, a, lda, t, ldt);
   }
 
   // Yc (k x n, ld kp) = Tc (k x m, ld ldt) Ac^T (m x n).
   void gemm_y(cublasHandle_t h, int n, int m, int k, const std::byte* a, int lda,
               const std::byte* t, int ldt, std::byte* y) const {
-    if (p_.f32) {
-      const float one = 1, zero = 0;
-      const auto* A = reinterpret_cast<const float*>(a);
-      const auto* T = reinterpret_cast<const float*>(t);
-      auto* Y = reinterpret_cast<float*>(y);
-      if (k == 1)
-        OOC_CUBLAS_TRY(cublasSgemv(h, CUBLAS_OP_N, n, m, &one, A, lda, T, 1, &zero, Y, 1));
-      else
-        OOC_CUBLAS_TRY(
-            cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, k, n, m, &one, T, ldt, A, lda, &zero, Y, kp_));
-    } else {
-      const double one = 1, zero = 0;
-      const auto* A = reinterpret_cast<const double*>(a);
-      const auto* T = reinterpret_cast<const double*>(t);
-      auto* Y = reinterpret_cast<double*>(y);
-      if (k == 1)
-        OOC_CUBLAS_TRY(cublasDgemv(h, CUBLAS_OP_N, n, m, &one, A, lda, T, 1, &zero, Y, 1));
-      else
-        OOC_CUBLAS_TRY(
-            cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, k, n, m, &one, T, ldt, A, lda, &zero, Y, kp_));
-    }
+    if (k == 1)
+      gemv(p_.f32, h, CUBLAS_OP_N, n, m, a, lda, t, y);
+    else
+      gemm(p_.f32, h, CUBLAS_OP_N, CUBLAS_OP_T, k, n, m, t, ldt, a, lda, y, kp_);
   }
 
   ImageSpec a_;
