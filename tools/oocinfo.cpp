@@ -17,6 +17,7 @@
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/io.hpp"
+#include "ooc/ops/chain.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/ops/separable.hpp"
@@ -34,6 +35,8 @@ Examples:
   oocinfo big.raw --width 65536 --mem-limit 4G --radius 64
   oocinfo big.raw --width 65536 --kernel box:31      the plan of a 2-D kernel
   oocinfo scan.tif --equalize                        the plan of ooceq's two passes
+  oocinfo big.raw --width 65536 --pipeline 'gaussian sigma=2 ! equalize'
+                                            the passes of an oocrun pipeline, and their plan
 )");
     std::vector<std::string> files;
     ooc::RawHints hints;
@@ -57,6 +60,10 @@ Examples:
     bool equalize = false;
     app.add_option("--kernel", kernel, "2-D kernel the plan is made for, as for oocconv");
     app.add_flag("--equalize", equalize, "the plan of ooceq (two passes) instead");
+    std::string pipeline;
+    app.add_option("--pipeline", pipeline,
+                   "the plan of this oocrun pipeline instead ('STAGE k=v ! STAGE ...'; oocrun "
+                   "--list shows the stages)");
     app.add_option("--device", device, "backend the plan is made for: auto, cpu or cuda")
         ->default_str("auto");
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocinfo")) return *code;
@@ -100,8 +107,11 @@ Examples:
     ooc::cli::FilterCli filter;
     if (kernel.empty()) filter.radius = radius;  // a 2-D kernel has its own size
     filter.kernel = kernel;
-    if (equalize && !kernel.empty())
-      throw ooc::Error(ooc::ErrorKind::usage, "--equalize and --kernel: pick one");
+    if (equalize + !kernel.empty() + !pipeline.empty() > 1)
+      throw ooc::Error(ooc::ErrorKind::usage, "--equalize, --kernel and --pipeline: pick one");
+    // Checked before any file is opened, as oocrun does: a bad stage is a usage error first.
+    const std::vector<ooc::StageCall> stages =
+        pipeline.empty() ? std::vector<ooc::StageCall>{} : ooc::parse_pipeline({pipeline});
     std::optional<ooc::Conv2dParams> params2d;
     ooc::SeparableParams params;
     if (!kernel.empty())
@@ -128,8 +138,16 @@ Examples:
         if (it->is_regular_file(ec) && !it->is_symlink(ec)) size += it->file_size(ec);
       // The operations of the tool the plan is for: ooceq plans both of its passes at once.
       std::vector<std::unique_ptr<ooc::Operation>> ops;
+      std::unique_ptr<ooc::PipelinePlan> passes;
+      std::vector<const ooc::Operation*> views;
       std::string what;
-      if (equalize) {
+      if (!stages.empty()) {
+        passes = std::make_unique<ooc::PipelinePlan>(s, stages, ooc::PipelineSettings{}, popt);
+        views = passes->operations();
+        what = "the pipeline (" + std::to_string(passes->passes()) + " pass" +
+               (passes->passes() > 1 ? "es" : "") + ", halo " +
+               std::to_string(views.back()->halo()) + " rows)";
+      } else if (equalize) {
         ops.push_back(ooc::make_histogram(s));
         ops.push_back(ooc::make_lut(s));
         what = "equalization (2 passes)";
@@ -140,7 +158,6 @@ Examples:
         ops.push_back(ooc::make_separable(s, params, popt));
         what = "radius " + std::to_string(radius);
       }
-      std::vector<const ooc::Operation*> views;
       for (const auto& op : ops) views.push_back(op.get());
       const ooc::Workload work = ooc::workload(s, s.height, popt.threads);
       const ooc::Backend backend = ooc::select_backend(device, "all", views, &work);
@@ -153,7 +170,8 @@ Examples:
           source->layout().empty() ? "" : ("  layout: " + source->layout() + "\n").c_str(),
           store ? "store" : "file", (unsigned long long)size, (unsigned long long)s.total_bytes(),
           (long long)s.width, (long long)s.height, s.channels,
-          std::string(ooc::name(s.type)).c_str(), ops.front()->describe().c_str(), what.c_str(),
+          std::string(ooc::name(s.type)).c_str(),
+          (passes ? views.back() : views.front())->describe().c_str(), what.c_str(),
           backend.describe().c_str(), (long long)plan.bands, (long long)plan.band_rows, plan.slots,
           plan.threads, ooc::format_bytes(double(plan.ring_bytes)).c_str(),
           ooc::format_bytes(double(plan.mem_limit)).c_str(), backend.why.c_str());
@@ -162,7 +180,7 @@ Examples:
           std::printf("  %s\n", line.c_str());
       if (backend.cuda) {
         bool same_bits = true;
-        for (const auto& op : ops) same_bits = same_bits && op->cpu_gives_cuda_bits();
+        for (const auto* op : views) same_bits = same_bits && op->cpu_gives_cuda_bits();
         std::string start;
         if (plan.cpu_start_bands > 0)
           start = "the first " + std::to_string(plan.cpu_start_bands) + " band(s) (--cpu-start)";

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
+#include "ooc/ops/chain.hpp"
 #include "ooc/pipeline.hpp"
 
 namespace ooc::cli {
@@ -58,6 +60,13 @@ std::vector<std::string> taps_file_lines(const std::string& path, std::size_t me
   return lines;
 }
 
+// A double as the shortest text that reads back as the same double.
+std::string exact_text(double v) {
+  char s[64];
+  const auto r = std::to_chars(s, s + sizeof s, v);
+  return std::string(s, r.ptr);
+}
+
 // --border, --border-value, --out-type and --precision, shared by both kinds of filter.
 template <class Params>
 void result_options(const FilterCli& f, Params& params) {
@@ -76,17 +85,24 @@ void result_options(const FilterCli& f, Params& params) {
 }  // namespace
 
 void add_filter_options(CLI::App& app, FilterCli& f) {
+  // The filters are pipeline stages; their declarations say what the values mean.
+  auto help = [](const char* stage, const char* param) {
+    return stage_parameter(stage, param).help;
+  };
   auto* g_f = app.add_option_group("Filter");
-  g_f->add_option("--radius", f.radius, "filter radius R (taps = 2R+1); alone: sigma = R/3");
-  g_f->add_option("--sigma", f.sigma, "Gaussian sigma; alone: radius = ceil(3 sigma)");
-  g_f->add_option("--filter", f.filter_kind, "gaussian or box")->default_str("gaussian");
-  g_f->add_option("--taps", f.taps, "explicit taps a,b,c,... for both directions (odd count)");
-  g_f->add_option("--row-taps", f.row_taps, "explicit taps along x");
-  g_f->add_option("--col-taps", f.col_taps, "explicit taps along y");
+  g_f->add_option("--radius", f.radius,
+                  "radius R: " + help("gaussian", "radius") + "; alone: sigma = R/3");
+  g_f->add_option("--sigma", f.sigma,
+                  help("gaussian", "sigma") + " (stage gaussian); alone: radius = ceil(3 sigma)");
+  g_f->add_option("--filter", f.filter_kind,
+                  "gaussian, or box (stage uniform, size 2R+1) with --radius")
+      ->default_str("gaussian");
+  g_f->add_option("--taps", f.taps, "taps a,b,c,... for both directions (stage separable)");
+  g_f->add_option("--row-taps", f.row_taps, help("separable", "row"));
+  g_f->add_option("--col-taps", f.col_taps, help("separable", "col"));
   g_f->add_option("--taps-file", f.taps_file, "file: one line of taps, or two (x then y)");
   g_f->add_option("--kernel", f.kernel,
-                  "2-D kernel (scipy.ndimage.convolve): a text or .npy file, box:N, "
-                  "gaussian2d:SIGMA, laplace, sobel-x or sobel-y");
+                  stage_declaration("convolve").help + ": " + help("convolve", "kernel"));
   g_f->add_option("--border", f.border, "reflect mirror nearest wrap constant")
       ->default_str("reflect");
   g_f->add_option("--border-value", f.border_value, "value outside the image for constant")
@@ -97,8 +113,7 @@ void add_filter_options(CLI::App& app, FilterCli& f) {
   g_r->add_option("--precision", f.precision, "accumulate in f32, f64 or auto")
       ->default_str("auto");
   g_r->add_option("--method", f.method,
-                  "--kernel: direct sum, FFT (overlap-save tiles), or auto (a cost model; "
-                  "--stats shows its pick)")
+                  "--kernel: " + help("convolve", "method") + "; --stats shows the pick")
       ->default_str("auto");
 }
 
@@ -107,14 +122,29 @@ std::size_t filter_taps_bytes(std::int64_t radius) {
   return static_cast<std::size_t>(2 * std::min(radius, kMaxRadius) + 1) * 64;
 }
 
-ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit) {
+ooc::StageCall filter_stage(const FilterCli& f, std::size_t mem_limit) {
   if (mem_limit == 0) mem_limit = default_mem_limit();
-  if (!f.kernel.empty()) return {};  // a 2-D kernel: conv2d_params() builds the filter
+  // Each value is checked by the declaration of the parameter it becomes, named as the option.
+  StageCall call;
+  auto arg = [&](const char* param, const std::string& value, const char* option) {
+    check_stage_value(stage_parameter(call.name, param), value, option);
+    call.args.emplace_back(param, value);
+  };
+  if (!f.kernel.empty()) {
+    if (f.radius || f.sigma || f.filter_kind != "gaussian" || !f.taps.empty() ||
+        !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty())
+      throw Error(ErrorKind::usage,
+                  "--kernel excludes --radius, --sigma, --filter and the --taps options: give "
+                  "one filter");
+    call.name = "convolve";
+    arg("kernel", f.kernel, "--kernel");
+    arg("method", f.method, "--method");
+    return call;
+  }
   if (parse_conv_method(f.method) == ConvMethod::fft)
     throw Error(ErrorKind::usage,
                 "--method fft is for 2-D kernels (--kernel); separable filters run directly: "
                 "leave --method out");
-  SeparableParams params;
   const bool explicit_taps =
       !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
   if (explicit_taps) {
@@ -124,68 +154,72 @@ ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit) {
     if (!f.taps.empty() + !f.taps_file.empty() + !(f.row_taps.empty() && f.col_taps.empty()) > 1)
       throw Error(ErrorKind::usage,
                   "give taps one way: --taps, --taps-file, or --row-taps/--col-taps");
+    call.name = "separable";
     if (!f.taps.empty()) {
-      params.filter.row = params.filter.col = parse_taps(f.taps, "--taps");
+      arg("row", f.taps, "--taps");
+      arg("col", f.taps, "--taps");
     } else if (!f.taps_file.empty()) {
       const auto lines = taps_file_lines(f.taps_file, mem_limit);
-      params.filter.row = parse_taps(lines[0], f.taps_file);
-      params.filter.col = parse_taps(lines.back(), f.taps_file);
+      arg("row", lines[0], f.taps_file.c_str());
+      arg("col", lines.back(), f.taps_file.c_str());
     } else {
       // A direction without taps is left alone: the identity, one tap of 1.
-      params.filter.row =
-          f.row_taps.empty() ? std::vector<double>{1.0} : parse_taps(f.row_taps, "--row-taps");
-      params.filter.col =
-          f.col_taps.empty() ? std::vector<double>{1.0} : parse_taps(f.col_taps, "--col-taps");
+      arg("row", f.row_taps.empty() ? "1" : f.row_taps, "--row-taps");
+      arg("col", f.col_taps.empty() ? "1" : f.col_taps, "--col-taps");
     }
-  } else {
-    if (!f.radius && !f.sigma)
-      throw Error(ErrorKind::usage,
-                  "no filter given: use --radius R, --sigma S, --taps or --kernel (see --help)");
-    if (f.radius && *f.radius < 0)
-      throw Error(ErrorKind::usage, "--radius must be >= 0, got " + std::to_string(*f.radius));
-    if (f.sigma && !(*f.sigma > 0 && std::isfinite(*f.sigma)))
-      throw Error(ErrorKind::usage,
-                  "--sigma must be a positive finite number, got " + std::to_string(*f.sigma));
-    const char* option = f.radius ? "--radius" : "--sigma";
-    // 1e-9: a sigma of k/3 typed in decimal (3 x 0.3333333333333334 is just over 1) is radius k.
-    const double wanted = f.radius ? double(*f.radius) : std::ceil(3.0 * *f.sigma - 1e-9);
-    const std::int64_t max_r = std::min<std::int64_t>(
-        kMaxRadius, static_cast<std::int64_t>((mem_limit / filter_taps_bytes(0) - 1) / 2));
-    if (wanted > double(max_r)) {
-      char sigma[32];
-      std::snprintf(sigma, sizeof sigma, "%g", f.sigma.value_or(0.0));
-      const std::string given = f.radius ? std::to_string(*f.radius) : std::string(sigma);
-      throw Error(ErrorKind::usage,
-                  std::string(option) + " " + given + " makes a filter of " +
-                      (wanted < 1e18 ? std::to_string(std::int64_t(wanted) * 2 + 1) : "over 1e18") +
-                      " taps, more than --mem-limit " + format_bytes(double(mem_limit)) +
-                      " holds (at most radius " + std::to_string(max_r) +
-                      "): lower the radius or sigma, or raise --mem-limit");
-    }
-    const std::int64_t r = static_cast<std::int64_t>(wanted);
-    std::vector<double> t;
-    if (f.filter_kind == "gaussian") {
-      t = gaussian_taps(r, f.sigma.value_or(0.0));
-    } else if (f.filter_kind == "box") {
-      if (f.sigma) throw Error(ErrorKind::usage, "--filter box takes --radius, not --sigma");
-      t = box_taps(r);
-    } else {
-      throw Error(ErrorKind::usage,
-                  "unknown --filter '" + f.filter_kind + "': use gaussian or box");
-    }
-    params.filter.row = params.filter.col = t;
+    return call;
   }
+  if (!f.radius && !f.sigma)
+    throw Error(ErrorKind::usage,
+                "no filter given: use --radius R, --sigma S, --taps or --kernel (see --help)");
+  if (f.filter_kind != "gaussian" && f.filter_kind != "box")
+    throw Error(ErrorKind::usage, "unknown --filter '" + f.filter_kind + "': use gaussian or box");
+  if (f.filter_kind == "box" && f.sigma)
+    throw Error(ErrorKind::usage, "--filter box takes --radius, not --sigma");
+  call.name = f.filter_kind == "box" ? "uniform" : "gaussian";
+  if (f.radius)
+    check_stage_value(stage_parameter("gaussian", "radius"), std::to_string(*f.radius), "--radius");
+  if (f.sigma)
+    check_stage_value(stage_parameter("gaussian", "sigma"), exact_text(*f.sigma), "--sigma");
+  // 1e-9: a sigma of k/3 typed in decimal (3 x 0.3333333333333334 is just over 1) is radius k.
+  const double wanted = f.radius ? double(*f.radius) : std::ceil(3.0 * *f.sigma - 1e-9);
+  const std::int64_t max_r = static_cast<std::int64_t>((mem_limit / filter_taps_bytes(0) - 1) / 2);
+  if (wanted > double(max_r)) {
+    const std::string given = f.radius ? std::to_string(*f.radius) : exact_text(*f.sigma);
+    throw Error(ErrorKind::usage,
+                std::string(f.radius ? "--radius" : "--sigma") + " " + given +
+                    " makes a filter of " + std::to_string(std::int64_t(wanted) * 2 + 1) +
+                    " taps, more than --mem-limit " + format_bytes(double(mem_limit)) +
+                    " holds (at most radius " + std::to_string(max_r) +
+                    "): lower the radius or sigma, or raise --mem-limit");
+  }
+  if (call.name == "uniform") {
+    arg("size", std::to_string(2 * *f.radius + 1), "--radius");
+  } else if (f.sigma) {
+    arg("sigma", exact_text(*f.sigma), "--sigma");
+    if (f.radius) arg("radius", std::to_string(*f.radius), "--radius");
+  } else if (*f.radius == 0) {
+    call = StageCall{"separable", {{"row", "1"}, {"col", "1"}}};  // no sigma for radius 0
+  } else {
+    // --radius alone: sigma R/3, as scipy's gaussian_filter(sigma=R/3, truncate=3).
+    arg("sigma", exact_text(double(*f.radius) / 3.0), "--radius");
+    arg("radius", std::to_string(*f.radius), "--radius");
+  }
+  return call;
+}
+
+ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit) {
+  if (!f.kernel.empty()) return {};  // a 2-D kernel: conv2d_params() builds the filter
+  SeparableParams params;
+  params.filter = stage_taps(filter_stage(f, mem_limit));
   result_options(f, params);
   return params;
 }
 
 ooc::Conv2dParams conv2d_params(const FilterCli& f, std::size_t mem_limit) {
   if (mem_limit == 0) mem_limit = default_mem_limit();
-  if (f.radius || f.sigma || f.filter_kind != "gaussian" || !f.taps.empty() ||
-      !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty())
-    throw Error(ErrorKind::usage,
-                "--kernel excludes --radius, --sigma, --filter and the --taps options: give one "
-                "filter");
+  const StageCall call = filter_stage(f, mem_limit);
+  if (call.name != "convolve") throw Error(ErrorKind::usage, "no --kernel given");
   Conv2dParams params;
   params.kernel = parse_kernel(f.kernel, mem_limit);
   result_options(f, params);

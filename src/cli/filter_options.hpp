@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "ooc/ops/chain.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
 
@@ -32,6 +33,12 @@ struct FilterCli {
 
 // Adds the option groups "Filter" (taps and border) and "Result" (--out-type, --precision).
 void add_filter_options(CLI::App& app, FilterCli& f);
+
+// The pipeline stage the filter options select (--sigma/--radius: gaussian, --filter box: uniform,
+// the taps options: separable, --kernel: convolve), each value checked against the stage's
+// declaration, errors naming the option. Throws a usage Error for a contradiction, a missing
+// filter, or a filter whose taps alone would not fit in `mem_limit`; reads --taps-file.
+ooc::StageCall filter_stage(const FilterCli& f, std::size_t mem_limit = 0);
 
 // Validates the options and builds the filter: explicit taps, or a Gaussian/box of a radius and
 // sigma. Throws a usage Error for a contradiction, a missing filter, or a filter whose taps alone

@@ -1,5 +1,6 @@
-// Pipelines (see ooc/ops/chain.hpp): the stage declarations and their parser, the point and
-// combining operations, and the fused operation that runs a band through every stage of a pass.
+// Pipelines (see ooc/ops/chain.hpp): the parser of stage calls (the declarations are the
+// families', stage_registry.hpp), the fused operation that runs a band through every stage of a
+// pass, and the plan of passes.
 #include "ooc/ops/chain.hpp"
 
 #include <tbb/parallel_for.h>
@@ -22,153 +23,23 @@
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/ops/rank.hpp"
+#include "stage_registry.hpp"
 
 namespace ooc {
 namespace {
 
 using Kind = StageParam::Kind;
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-StageParam number(std::string name, std::string fallback, double min, bool open, std::string help,
-                  double max = kInf) {
-  StageParam p;
-  p.name = std::move(name);
-  p.kind = Kind::number;
-  p.fallback = std::move(fallback);
-  p.min = min;
-  p.max = max;
-  p.min_open = open;
-  p.help = std::move(help);
-  return p;
-}
-StageParam integer(std::string name, std::string fallback, double min, double max,
-                   std::string help) {
-  StageParam p = number(std::move(name), std::move(fallback), min, false, std::move(help), max);
-  p.kind = Kind::integer;
-  return p;
-}
-StageParam other(std::string name, Kind kind, std::string fallback, std::string help) {
-  StageParam p;
-  p.name = std::move(name);
-  p.kind = kind;
-  p.fallback = std::move(fallback);
-  p.help = std::move(help);
-  return p;
-}
-
-// Radii beyond this are refused: 2R+1 taps and the halos of bands stay far from overflow.
-constexpr double kMaxRadius = 1 << 20;
-
-}  // namespace
-
-const std::vector<StageDecl>& stage_declarations() {
-  static const std::vector<StageDecl> decls = [] {
-    // 3 sigma, the default radius, stays within the largest radius.
-    constexpr double kMaxSigma = kMaxRadius / 3;
-    const StageParam sigma = number("sigma", "", 0, true, "Gaussian sigma, pixels", kMaxSigma);
-    const StageParam radius =
-        integer("radius", "auto", 0, kMaxRadius, "taps 2R+1 (default ceil(3 sigma))");
-    std::vector<StageDecl> d;
-    d.push_back({"gaussian",
-                 "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3)",
-                 {sigma, radius}});
-    d.push_back({"uniform",
-                 "mean over an N x N window (scipy.ndimage.uniform_filter)",
-                 {integer("size", "", 1, 2 * kMaxRadius + 1, "window side N, odd")}});
-    d.push_back({"correlate1d",
-                 "1-D correlation along one axis (scipy.ndimage.correlate1d)",
-                 {other("taps", Kind::taps, "", "weights a,b,c (an odd count)"),
-                  integer("axis", "1", 0, 1, "0: along columns (y), 1: along rows (x)")}});
-    d.push_back({"separable",
-                 "row taps along x, then column taps along y (scipy.ndimage.convolve1d)",
-                 {other("row", Kind::taps, "1", "taps along x, convolution order"),
-                  other("col", Kind::taps, "1", "taps along y, convolution order")}});
-    d.push_back({"convolve",
-                 "2-D convolution (scipy.ndimage.convolve)",
-                 {other("kernel", Kind::text, "",
-                        "FILE (text or .npy), box:N, gaussian2d:S, laplace, sobel-x, sobel-y"),
-                  other("method", Kind::text, "auto",
-                        "auto (a cost model), direct or fft (overlap-save tiles)")}});
-    d.push_back({"gradient-magnitude",
-                 "hypot of scipy.ndimage.sobel along x and along y (each smoothed along x "
-                 "first: under --border constant with a value other than 0 the y derivative's "
-                 "edge rows pad the smoothed rows, where scipy pads the derivative's)",
-                 {}});
-    d.push_back({"dog",
-                 "difference of Gaussians: gaussian(sigma1) - gaussian(sigma2)",
-                 {number("sigma1", "", 0, true, "sigma of the first Gaussian", kMaxSigma),
-                  number("sigma2", "", 0, true, "sigma of the second Gaussian", kMaxSigma)}});
-    d.push_back({"unsharp",
-                 "unsharp mask: x + amount (x - gaussian(sigma))",
-                 {sigma, number("amount", "1", -kInf, false, "weight of the detail")}});
-    d.push_back({"subtract-background",
-                 "x - gaussian(sigma): removes what varies slower than sigma",
-                 {sigma}});
-    d.push_back(
-        {"scale",
-         "mul x + add",
-         {number("mul", "1", -kInf, false, "factor"), number("add", "0", -kInf, false, "offset")}});
-    d.push_back({"abs", "absolute value", {}});
-    d.push_back({"clamp",
-                 "values below min become min, above max become max",
-                 {number("min", "", -kInf, false, "lower bound"),
-                  number("max", "", -kInf, false, "upper bound")}});
-    d.push_back({"threshold",
-                 "1 where x > value, else 0",
-                 {number("value", "", -kInf, false, "threshold")}});
-    d.push_back({"convert",
-                 "to another sample type, rounding half to even and saturating",
-                 {other("type", Kind::type, "", "u8 u16 i16 u32 i32 f32 f64")}});
-    // size or footprint: "none" is no default, the builder asks for one of the two.
-    const StageParam window =
-        other("size", Kind::size, "none",
-              "window N x N, or H x W as HxW (scipy's size; even sizes too); this or footprint");
-    const StageParam footprint =
-        other("footprint", Kind::text, "none",
-              "FILE.npy: a 2-D 0/1 array of odd sides, the window's shape (scipy's footprint; "
-              "origin at the centre)");
-    d.push_back(
-        {"minimum", "minimum over the window (scipy.ndimage.minimum_filter)", {window, footprint}});
-    d.push_back(
-        {"maximum", "maximum over the window (scipy.ndimage.maximum_filter)", {window, footprint}});
-    d.push_back(
-        {"opening", "maximum of the minimum (scipy.ndimage.grey_opening)", {window, footprint}});
-    d.push_back(
-        {"closing", "minimum of the maximum (scipy.ndimage.grey_closing)", {window, footprint}});
-    d.push_back({"white-tophat", "x - opening (scipy.ndimage.white_tophat)", {window, footprint}});
-    d.push_back({"black-tophat", "closing - x (scipy.ndimage.black_tophat)", {window, footprint}});
-    d.push_back(
-        {"median",
-         "median of the window (scipy.ndimage.median_filter; CUDA for windows of up to 49 samples)",
-         {window, footprint}});
-    d.push_back(
-        {"percentile",
-         "percentile of the window (scipy.ndimage.percentile_filter; CUDA up to 49 samples)",
-         {window, footprint,
-          number("q", "", -100, false, "percentile (negative: from 100 down)", 100)}});
-    d.push_back({"rank",
-                 "the sample of this rank in the window, 0 the smallest (scipy.ndimage.rank_filter;"
-                 " CUDA up to 49 samples)",
-                 {window, footprint,
-                  integer("index", "", -kMaxRadius * kMaxRadius, kMaxRadius * kMaxRadius,
-                          "rank; negative: from the largest (-1)")}});
-    StageDecl eq{"equalize",
-                 "histogram equalization of u8/u16 (as ooceq, cv2.equalizeHist per channel): a "
-                 "histogram pass, then the table",
-                 {}};
-    eq.reduction = true;
-    d.push_back(eq);
-    return d;
-  }();
-  return decls;
-}
-
-namespace {
 
 const StageDecl* find_decl(const std::string& name) {
   for (const StageDecl& d : stage_declarations())
     if (d.name == name) return &d;
   return nullptr;
+}
+
+std::string stage_names() {
+  std::string names;
+  for (const StageDecl& x : stage_declarations()) names += (names.empty() ? "" : ", ") + x.name;
+  return names;
 }
 
 std::string format_number(double v) {
@@ -194,11 +65,11 @@ std::string where(std::size_t index, const std::string& name) {
   return "stage " + std::to_string(index + 1) + " (" + name + ")";
 }
 
-// Checks a value against its declaration; throws naming the stage and the parameter.
-void check_value(const StageParam& p, const std::string& value, const std::string& at) {
+}  // namespace
+
+void check_stage_value(const StageParam& p, const std::string& value, const std::string& as) {
   auto bad = [&](const std::string& what) {
-    return Error(ErrorKind::usage,
-                 at + ": " + p.name + " must be " + what + ", got '" + value + "'");
+    return Error(ErrorKind::usage, as + " must be " + what + ", got '" + value + "'");
   };
   switch (p.kind) {
     case Kind::number:
@@ -217,7 +88,7 @@ void check_value(const StageParam& p, const std::string& value, const std::strin
     }
     case Kind::taps:
       try {
-        (void)parse_taps(value, at + " " + p.name);
+        (void)parse_taps(value, as);
       } catch (const Error& e) {
         throw Error(ErrorKind::usage, e.what());
       }
@@ -236,6 +107,13 @@ void check_value(const StageParam& p, const std::string& value, const std::strin
       if (!parse_window(value)) throw bad("N or HxW, whole numbers from 1 to 1048576");
       break;
   }
+}
+
+namespace {
+
+// Checks a value against its declaration; throws naming the stage and the parameter.
+void check_value(const StageParam& p, const std::string& value, const std::string& at) {
+  check_stage_value(p, value, at + ": " + p.name);
 }
 
 }  // namespace
@@ -268,6 +146,17 @@ std::string StageCall::text() const {
   std::string t = name;
   for (const auto& [k, v] : args) t += " " + k + "=" + v;
   return t;
+}
+
+const StageDecl& stage_declaration(const std::string& name) {
+  if (const StageDecl* d = find_decl(name)) return *d;
+  throw Error(ErrorKind::usage, "unknown stage '" + name + "'; the stages are " + stage_names());
+}
+
+const StageParam& stage_parameter(const std::string& stage, const std::string& param) {
+  for (const StageParam& p : stage_declaration(stage).params)
+    if (p.name == param) return p;
+  throw Error(ErrorKind::usage, "stage " + stage + " has no parameter '" + param + "'");
 }
 
 std::string stage_list() {
@@ -315,10 +204,8 @@ std::vector<StageCall> parse_pipeline(const std::vector<std::string>& words) {
     s >> c.name;
     const StageDecl* d = find_decl(c.name);
     if (!d) {
-      std::string names;
-      for (const StageDecl& x : stage_declarations()) names += (names.empty() ? "" : ", ") + x.name;
       throw Error(ErrorKind::usage, "stage " + std::to_string(i + 1) + ": unknown stage '" +
-                                        c.name + "'; the stages are " + names +
+                                        c.name + "'; the stages are " + stage_names() +
                                         " (oocrun --list says what each takes)");
     }
     const std::string at = where(i, c.name);
@@ -428,202 +315,7 @@ namespace {
 
 using detail::ChainGeometry;
 
-SampleType acc_type(Precision p) {
-  return p == Precision::f64 ? SampleType::f64 : SampleType::f32;
-}
-
 using detail::BufferPool;
-
-// --- point operations -----------------------------------------------------------------------
-
-std::string exact(double v) {
-  char s[64];
-  std::snprintf(s, sizeof s, "%.17g", v);
-  return s;
-}
-
-class PointKernel final : public CpuKernel {
- public:
-  PointKernel(kernels::PointParams p, SampleType out) : p_(p), out_(out) {}
-  void run(const CpuBand& b) override {
-    const std::int64_t n = b.in.row_samples();
-    tbb::parallel_for(std::int64_t{0}, b.band.rows, [&](std::int64_t y) {
-      const std::byte* src = b.rows[b.halo + y];
-      std::byte* dst = b.out.row(y);
-      dispatch_type(b.in.type, [&](auto in) {
-        dispatch_type(out_, [&](auto out) {
-          kernels::point_row<decltype(in), decltype(out)>(src, dst, n, p_);
-        });
-      });
-    });
-  }
-
- private:
-  kernels::PointParams p_;
-  SampleType out_;
-};
-
-class PointOp final : public Operation {
- public:
-  PointOp(const ImageSpec& in, kernels::PointParams p, SampleType out, std::string what)
-      : in_(in), out_{in.width, in.height, in.channels, out}, p_(p), what_(std::move(what)) {}
-  std::string describe() const override { return what_; }
-  std::string fingerprint() const override {
-    return what_ + " (" + exact(p_.a) + ", " + exact(p_.b) + ") to " + std::string(name(out_.type));
-  }
-  std::optional<ImageSpec> output() const override { return out_; }
-  std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<PointKernel>(p_, out_.type);
-  }
-  bool has_cuda() const override { return kCudaBuilt; }
-  bool cpu_gives_cuda_bits() const override { return true; }
-  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
-    return detail::make_point_cuda(p_, in_.type, out_.type);
-  }
-  Cost cost() const override {
-    Cost c;
-    c.kind = Cost::Kind::pointwise;
-    return c;
-  }
-
- private:
-  ImageSpec in_, out_;
-  kernels::PointParams p_;
-  std::string what_;
-};
-
-// --- a stage's input combined with its filtered copies ------------------------------------------
-
-// A band of `b` for a sub-operation of halo h <= b.halo.
-CpuBand sub_band(const CpuBand& b, std::int64_t h, const BandView& out) {
-  CpuBand s = b;
-  s.rows = b.rows + (b.halo - h);
-  s.halo = h;
-  s.out = out;
-  s.partial = nullptr;
-  return s;
-}
-
-class CombineKernel final : public CpuKernel {
- public:
-  CombineKernel(kernels::CombineKind kind, double amount, const Operation* g1, const Operation* g2,
-                bool f64, SampleType out)
-      : kind_(kind), amount_(amount), g1_(g1), g2_(g2), f64_(f64), out_(out) {
-    k1_ = g1->make_cpu();
-    if (g2) k2_ = g2->make_cpu();
-  }
-  void start(int slot) override {
-    k1_->start(slot);
-    if (k2_) k2_->start(slot);
-  }
-  void stop(int slot) override {
-    k1_->stop(slot);
-    if (k2_) k2_->stop(slot);
-  }
-  void run(const CpuBand& b) override {
-    const std::int64_t n = b.in.row_samples(), rows = b.band.rows;
-    const std::size_t acc = f64_ ? 8 : 4, row_bytes = static_cast<std::size_t>(n) * acc;
-    std::vector<std::byte> buf = pool_.take(2 * row_bytes * static_cast<std::size_t>(rows));
-    const SampleType at = f64_ ? SampleType::f64 : SampleType::f32;
-    BandView v1{buf.data(), row_bytes, rows, b.in.width, b.in.channels, at};
-    BandView v2{buf.data() + row_bytes * rows, row_bytes, rows, b.in.width, b.in.channels, at};
-    k1_->run(sub_band(b, g1_->halo(), v1));
-    if (k2_) k2_->run(sub_band(b, g2_->halo(), v2));
-    const bool reads_x =
-        kind_ == kernels::CombineKind::subtract || kind_ == kernels::CombineKind::unsharp;
-    tbb::parallel_for(std::int64_t{0}, rows, [&](std::int64_t y) {
-      const std::byte* x = reads_x ? b.rows[b.halo + y] : nullptr;
-      dispatch_type(b.in.type, [&](auto in) {
-        dispatch_type(out_, [&](auto out) {
-          using In = decltype(in);
-          using Out = decltype(out);
-          if (f64_)
-            kernels::combine_row<In, double, Out>(
-                kind_, x, reinterpret_cast<const double*>(v1.row(y)),
-                k2_ ? reinterpret_cast<const double*>(v2.row(y)) : nullptr, b.out.row(y), n,
-                amount_);
-          else
-            kernels::combine_row<In, float, Out>(
-                kind_, x, reinterpret_cast<const float*>(v1.row(y)),
-                k2_ ? reinterpret_cast<const float*>(v2.row(y)) : nullptr, b.out.row(y), n,
-                amount_);
-        });
-      });
-    });
-    pool_.give(std::move(buf));
-  }
-
- private:
-  kernels::CombineKind kind_;
-  double amount_;
-  const Operation *g1_, *g2_;
-  bool f64_;
-  SampleType out_;
-  std::unique_ptr<CpuKernel> k1_, k2_;
-  BufferPool pool_;
-};
-
-class CombineOp final : public Operation {
- public:
-  // out: the accumulator's type, or that of a convert fused into the stage.
-  CombineOp(const ImageSpec& in, kernels::CombineKind kind, double amount,
-            std::unique_ptr<Operation> g1, std::unique_ptr<Operation> g2, BorderMode border,
-            bool f64, SampleType out, std::string what)
-      : in_(in),
-        out_{in.width, in.height, in.channels, out},
-        kind_(kind),
-        amount_(amount),
-        g1_(std::move(g1)),
-        g2_(std::move(g2)),
-        border_(border),
-        f64_(f64),
-        what_(std::move(what)) {}
-  std::string describe() const override { return what_; }
-  std::string fingerprint() const override {
-    return what_ + " (" + exact(amount_) + ": " + g1_->fingerprint() +
-           (g2_ ? "; " + g2_->fingerprint() : "") + ") to " + std::string(name(out_.type));
-  }
-  std::optional<ImageSpec> output() const override { return out_; }
-  std::int64_t halo() const override {
-    return std::max(g1_->halo(), g2_ ? g2_->halo() : std::int64_t{0});
-  }
-  BorderMode border() const override { return border_; }
-  std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
-    return 2 * static_cast<std::size_t>(rows) * static_cast<std::size_t>(in_.row_samples()) *
-               (f64_ ? 8 : 4) +
-           std::max(g1_->cpu_scratch_bytes(rows), g2_ ? g2_->cpu_scratch_bytes(rows) : 0);
-  }
-  std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
-    return detail::combine_cuda_scratch(g1_.get(), g2_.get(), rows, in_.row_samples(), f64_);
-  }
-  std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<CombineKernel>(kind_, amount_, g1_.get(), g2_.get(), f64_, out_.type);
-  }
-  bool has_cuda() const override { return kCudaBuilt && g1_->has_cuda(); }
-  bool cpu_gives_cuda_bits() const override {
-    return g1_->cpu_gives_cuda_bits() && (!g2_ || g2_->cpu_gives_cuda_bits());
-  }
-  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
-    return detail::make_combine_cuda(devices, kind_, amount_, g1_.get(), g2_.get(), halo(),
-                                     in_.type, f64_, out_.type);
-  }
-  Cost cost() const override {
-    Cost c;
-    c.kind = Cost::Kind::combine;
-    c.stages.push_back(g1_->cost());
-    if (g2_) c.stages.push_back(g2_->cost());
-    return c;
-  }
-
- private:
-  ImageSpec in_, out_;
-  kernels::CombineKind kind_;
-  double amount_;
-  std::unique_ptr<Operation> g1_, g2_;
-  BorderMode border_;
-  bool f64_;
-  std::string what_;
-};
 
 // --- the fused pass -------------------------------------------------------------------------
 
@@ -764,57 +456,6 @@ class Chain final : public Operation {
   std::string what_;
 };
 
-// --- building the stages --------------------------------------------------------------------
-
-class Args {
- public:
-  Args(const StageCall& c, const StageDecl& d, std::string at) : c_(c), d_(d), at_(std::move(at)) {}
-  bool has(const std::string& key) const {
-    for (const auto& [k, v] : c_.args)
-      if (k == key) return true;
-    return false;
-  }
-  std::string text(const std::string& key) const {
-    for (const auto& [k, v] : c_.args)
-      if (k == key) return v;
-    for (const StageParam& p : d_.params)
-      if (p.name == key) return p.fallback;
-    return "";
-  }
-  double number(const std::string& key) const { return std::stod(text(key)); }
-  std::vector<double> taps(const std::string& key) const { return parse_taps(text(key), at_); }
-  const std::string& at() const { return at_; }
-
- private:
-  const StageCall& c_;
-  const StageDecl& d_;
-  std::string at_;
-};
-
-// The window of a rank or morphology stage: size=, or footprint= (exactly one of them).
-std::tuple<std::int64_t, std::int64_t, Footprint> window_of(const Args& a) {
-  if (a.has("size") == a.has("footprint"))
-    throw Error(
-        ErrorKind::usage,
-        a.at() + (a.has("size") ? ": give size or footprint, not both"
-                                : ": size is required (size=N or HxW), or footprint=FILE.npy"));
-  if (a.has("size")) {
-    const auto hw = *parse_window(a.text("size"));
-    return {hw.first, hw.second, Footprint{}};
-  }
-  try {
-    Footprint f = load_footprint(a.text("footprint"));
-    return {f.height, f.width, std::move(f)};
-  } catch (const Error& e) {
-    throw Error(ErrorKind::usage, a.at() + ": " + e.what());
-  }
-}
-
-std::int64_t gaussian_radius(double sigma) {
-  // 1e-9: a sigma of k/3 typed in decimal (3 x 0.3333333333333334 is just over 1) is radius k.
-  return static_cast<std::int64_t>(std::ceil(3.0 * sigma - 1e-9));
-}
-
 }  // namespace
 
 struct PipelinePlan::Impl {
@@ -838,166 +479,16 @@ struct PipelinePlan::Impl {
     return owned.back().get();
   }
 
-  std::unique_ptr<Operation> separable(const ImageSpec& in, SeparableFilter f,
-                                       std::optional<SampleType> out = {}) const {
-    SeparableParams p;
-    p.filter = std::move(f);
-    p.border = settings.border;
-    p.border_value = settings.border_value;
-    p.out_type = out.value_or(acc_type(settings.precision));
-    p.precision = settings.precision;
-    return make_separable(in, p, options);
-  }
-  std::unique_ptr<Operation> gaussian(const ImageSpec& in, double sigma,
-                                      std::optional<std::int64_t> radius = {},
-                                      std::optional<SampleType> out = {}) const {
-    const std::int64_t r = radius ? *radius : gaussian_radius(sigma);
-    auto t = gaussian_taps(r, sigma);
-    return separable(in, SeparableFilter{t, t}, out);
-  }
-
-  // The filters and combinations: a convert after them is fused into their output stage (the
-  // same rounding of the same value, one pass over the band less).
-  static bool takes_convert(const std::string& n) {
-    return n == "gaussian" || n == "uniform" || n == "correlate1d" || n == "separable" ||
-           n == "convolve" || n == "gradient-magnitude" || n == "dog" || n == "unsharp" ||
-           n == "subtract-background";
-  }
-
-  // The operation of one stage on an input of `in`; its output's type follows the declarations,
-  // or is `out` (a fused convert) for the stages takes_convert() names.
+  // The operation of a call on an input of `in`; `out`: a convert fused into a filter stage.
   Stage build(const ImageSpec& in, const StageCall& c, std::size_t index,
               std::optional<SampleType> out = {}) {
-    const StageDecl& d = *find_decl(c.name);
-    const Args a(c, d, where(index, c.name));
-    const bool f64 = settings.precision == Precision::f64;
-    const SampleType acc = acc_type(settings.precision);
-    const SampleType to = out.value_or(acc);
-    const std::string& n = c.name;
-    auto point = [&](kernels::PointKind k, double pa, double pb, SampleType out) {
-      kernels::PointParams p;
-      p.kind = k;
-      p.a = pa;
-      p.b = pb;
-      return Stage{keep(std::make_unique<PointOp>(in, p, out, c.text()))};
-    };
-    if (n == "gaussian") {
-      std::optional<std::int64_t> r;
-      if (a.has("radius")) r = static_cast<std::int64_t>(a.number("radius"));
-      return Stage{keep(gaussian(in, a.number("sigma"), r, to))};
-    }
-    if (n == "uniform") {
-      const auto size = static_cast<std::int64_t>(a.number("size"));
-      if (size % 2 == 0)
-        throw Error(ErrorKind::usage,
-                    a.at() + ": size must be odd (2R+1), got " + std::to_string(size));
-      auto t = box_taps(size / 2);
-      return Stage{keep(separable(in, SeparableFilter{t, t}, to))};
-    }
-    if (n == "correlate1d") {
-      const auto t = correlation_taps(a.taps("taps"));  // correlation to convolution order
-      const bool x = a.number("axis") == 1;
-      return Stage{
-          keep(separable(in, x ? SeparableFilter{t, {1.0}} : SeparableFilter{{1.0}, t}, to))};
-    }
-    if (n == "separable")
-      return Stage{keep(separable(in, SeparableFilter{a.taps("row"), a.taps("col")}, to))};
-    if (n == "convolve") {
-      Conv2dParams p;
-      p.kernel = parse_kernel(a.text("kernel"),
-                              options.mem_limit ? options.mem_limit : default_mem_limit());
-      p.border = settings.border;
-      p.border_value = settings.border_value;
-      p.out_type = to;
-      p.precision = settings.precision;
-      try {
-        p.method = parse_conv_method(a.text("method"));
-      } catch (const Error&) {
-        throw Error(ErrorKind::usage, a.at() + ": method must be auto, direct or fft, got '" +
-                                          a.text("method") + "'");
-      }
-      return Stage{keep(make_conv2d(in, p, options))};
-    }
-    if (n == "gradient-magnitude") {
-      // scipy.ndimage.sobel: correlate [-1, 0, 1] along the axis, [1, 2, 1] across it.
-      const std::vector<double> d1{1.0, 0.0, -1.0}, s1{1.0, 2.0, 1.0};
-      return Stage{keep(std::make_unique<CombineOp>(
-          in, kernels::CombineKind::magnitude, 0.0, separable(in, SeparableFilter{d1, s1}),
-          separable(in, SeparableFilter{s1, d1}), settings.border, f64, to, c.text()))};
-    }
-    if (n == "dog")
-      return Stage{keep(std::make_unique<CombineOp>(
-          in, kernels::CombineKind::difference, 0.0, gaussian(in, a.number("sigma1")),
-          gaussian(in, a.number("sigma2")), settings.border, f64, to, c.text()))};
-    if (n == "unsharp")
-      return Stage{keep(std::make_unique<CombineOp>(
-          in, kernels::CombineKind::unsharp, a.number("amount"), gaussian(in, a.number("sigma")),
-          nullptr, settings.border, f64, to, c.text()))};
-    if (n == "subtract-background")
-      return Stage{keep(std::make_unique<CombineOp>(in, kernels::CombineKind::subtract, 0.0,
-                                                    gaussian(in, a.number("sigma")), nullptr,
-                                                    settings.border, f64, to, c.text()))};
-    if (n == "scale")
-      return point(kernels::PointKind::scale, a.number("mul"), a.number("add"), acc);
-    if (n == "abs") return point(kernels::PointKind::abs, 0, 0, acc);
-    if (n == "clamp") {
-      if (a.number("min") > a.number("max"))
-        throw Error(ErrorKind::usage,
-                    a.at() + ": min " + a.text("min") + " is above max " + a.text("max"));
-      return point(kernels::PointKind::clamp, a.number("min"), a.number("max"), acc);
-    }
-    if (n == "threshold") return point(kernels::PointKind::threshold, a.number("value"), 0, acc);
-    if (n == "convert")
-      return point(kernels::PointKind::convert, 0, 0, parse_sample_type(a.text("type")));
-    for (const auto& [name_, kind] :
-         {std::pair<const char*, MorphKind>{"minimum", MorphKind::minimum},
-          {"maximum", MorphKind::maximum},
-          {"opening", MorphKind::opening},
-          {"closing", MorphKind::closing},
-          {"white-tophat", MorphKind::white_tophat},
-          {"black-tophat", MorphKind::black_tophat}})
-      if (n == name_) {
-        MorphParams p;
-        p.kind = kind;
-        std::tie(p.height, p.width, p.footprint) = window_of(a);
-        p.border = settings.border;
-        p.border_value = settings.border_value;
-        return Stage{keep(make_morphology(in, p))};
-      }
-    if (n == "median" || n == "percentile" || n == "rank") {
-      RankParams p;
-      std::tie(p.height, p.width, p.footprint) = window_of(a);
-      p.border = settings.border;
-      p.border_value = settings.border_value;
-      const std::int64_t count = p.footprint.empty() ? p.height * p.width : p.footprint.count();
-      if (n == "median") p.rank = count / 2;
-      if (n == "percentile") p.rank = rank_of_percentile(a.number("q"), count);
-      if (n == "rank") {
-        p.rank = static_cast<std::int64_t>(a.number("index"));
-        if (p.rank < 0) p.rank += count;
-        if (p.rank < 0 || p.rank >= count)
-          throw Error(ErrorKind::usage, a.at() + ": index " + a.text("index") +
-                                            " is outside the window's " + std::to_string(count) +
-                                            " samples");
-      }
-      return Stage{keep(make_rank(in, p))};
-    }
-    if (n == "equalize") {
-      if (in.type != SampleType::u8 && in.type != SampleType::u16)
-        throw Error(ErrorKind::usage,
-                    a.at() + ": equalize takes u8 or u16 samples, and its input is " +
-                        std::string(name(in.type)) +
-                        (index == 0 ? std::string(" (the image)") : " (the previous stage's)") +
-                        ": put 'convert type=u8' or 'convert type=u16' before it, scaling the "
-                        "values onto that range first (scale mul=... add=...)");
-      auto h = make_histogram(in);
-      auto l = make_lut(in);
-      Stage s{nullptr, h.get(), l.get()};
-      keep(std::move(h));
-      s.op = keep(std::move(l));
-      return s;
-    }
-    throw Error(ErrorKind::usage, a.at() + ": not built");  // a declaration without a builder
+    const detail::StageEntry& e = *detail::find_stage(c.name);
+    const detail::StageArgs args(c, e.decl, where(index, c.name));
+    detail::BuiltStage b = e.build(detail::StageContext{in, args, settings, options, out, index});
+    Stage s{nullptr, b.histogram.get(), b.lut};
+    if (b.histogram) keep(std::move(b.histogram));
+    s.op = keep(std::move(b.op));
+    return s;
   }
 
   ChainGeometry geometry(std::size_t count, Operation* last) const {
@@ -1027,7 +518,7 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
     m.text += (i ? " ! " : "") + calls[i].text();
     std::optional<SampleType> fused;
     if (i + 1 < calls.size() && calls[i + 1].name == "convert" &&
-        Impl::takes_convert(calls[i].name)) {
+        detail::find_stage(calls[i].name)->decl.takes_convert) {
       for (const auto& [k, v] : calls[i + 1].args)
         if (k == "type") fused = parse_sample_type(v);
     }
@@ -1043,7 +534,7 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
     kernels::PointParams p;
     p.kind = kernels::PointKind::convert;
     m.stages.push_back(Impl::Stage{
-        m.keep(std::make_unique<PointOp>(in, p, want, "convert type=" + std::string(name(want))))});
+        m.keep(detail::make_point(in, p, want, "convert type=" + std::string(name(want))))});
   }
   // A pass ends at each reduction: its prefix and the histogram; the last pass runs everything.
   for (std::size_t k = 0; k < m.stages.size(); ++k) {
@@ -1164,7 +655,7 @@ RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
 std::string PipelinePlan::fingerprint() const {
   const Impl& m = *impl_;
   return m.passes.back()->fingerprint() + "; border " + std::string(name(m.settings.border)) + " " +
-         exact(m.settings.border_value);
+         detail::exact_number(m.settings.border_value);
 }
 
 }  // namespace ooc

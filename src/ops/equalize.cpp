@@ -10,6 +10,7 @@
 
 #include "cuda_kernels.hpp"
 #include "ooc/error.hpp"
+#include "stage_registry.hpp"
 
 namespace ooc {
 namespace {
@@ -205,4 +206,32 @@ std::vector<std::uint16_t> equalization_lut(const std::vector<std::uint64_t>& co
   return lut;
 }
 
+namespace detail {
+
+std::vector<StageEntry> equalize_stages() {
+  StageEntry e{
+      {"equalize",
+       "histogram equalization of u8/u16 (as ooceq, cv2.equalizeHist per channel): a "
+       "histogram pass, then the table",
+       {}},
+      [](const StageContext& c) {
+        if (c.in.type != SampleType::u8 && c.in.type != SampleType::u16)
+          throw Error(ErrorKind::usage,
+                      c.args.at() + ": equalize takes u8 or u16 samples, and its input is " +
+                          std::string(name(c.in.type)) +
+                          (c.index == 0 ? std::string(" (the image)") : " (the previous stage's)") +
+                          ": put 'convert type=u8' or 'convert type=u16' before it, scaling the "
+                          "values onto that range first (scale mul=... add=...)");
+        BuiltStage b;
+        b.histogram = make_histogram(c.in);
+        auto lut = make_lut(c.in);
+        b.lut = lut.get();
+        b.op = std::move(lut);
+        return b;
+      }};
+  e.decl.reduction = true;
+  return {e};
+}
+
+}  // namespace detail
 }  // namespace ooc

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -25,6 +27,7 @@
 #include "kernels/cpu/rank_network.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
+#include "stage_registry.hpp"
 
 namespace ooc {
 namespace detail {
@@ -1027,4 +1030,102 @@ std::unique_ptr<Operation> make_morphology(const ImageSpec& input, const MorphPa
   throw Error(ErrorKind::usage, "unknown morphology");
 }
 
+namespace detail {
+namespace {
+
+// The window of a rank or morphology stage: size=, or footprint= (exactly one of them).
+std::tuple<std::int64_t, std::int64_t, Footprint> window_of(const StageArgs& a) {
+  if (a.has("size") == a.has("footprint"))
+    throw Error(
+        ErrorKind::usage,
+        a.at() + (a.has("size") ? ": give size or footprint, not both"
+                                : ": size is required (size=N or HxW), or footprint=FILE.npy"));
+  if (a.has("size")) {
+    const auto hw = *parse_window(a.text("size"));
+    return {hw.first, hw.second, Footprint{}};
+  }
+  try {
+    Footprint f = load_footprint(a.text("footprint"));
+    return {f.height, f.width, std::move(f)};
+  } catch (const Error& e) {
+    throw Error(ErrorKind::usage, a.at() + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+std::vector<StageEntry> rank_stages() {
+  using Kind = StageParam::Kind;
+  // size or footprint: "none" is no default, the builder asks for one of the two.
+  const StageParam window = other_param(
+      "size", Kind::size, "none",
+      "window N x N, or H x W as HxW (scipy's size; even sizes too); this or footprint");
+  const StageParam footprint =
+      other_param("footprint", Kind::text, "none",
+                  "FILE.npy: a 2-D 0/1 array of odd sides, the window's shape (scipy's footprint; "
+                  "origin at the centre)");
+  std::vector<StageEntry> s;
+  for (const auto& [name_, kind, help] :
+       {std::tuple<const char*, MorphKind, const char*>{
+            "minimum", MorphKind::minimum,
+            "minimum over the window (scipy.ndimage.minimum_filter)"},
+        {"maximum", MorphKind::maximum, "maximum over the window (scipy.ndimage.maximum_filter)"},
+        {"opening", MorphKind::opening, "maximum of the minimum (scipy.ndimage.grey_opening)"},
+        {"closing", MorphKind::closing, "minimum of the maximum (scipy.ndimage.grey_closing)"},
+        {"white-tophat", MorphKind::white_tophat, "x - opening (scipy.ndimage.white_tophat)"},
+        {"black-tophat", MorphKind::black_tophat, "closing - x (scipy.ndimage.black_tophat)"}}) {
+    const MorphKind k = kind;
+    s.push_back({{name_, help, {window, footprint}}, [k](const StageContext& c) {
+                   MorphParams p;
+                   p.kind = k;
+                   std::tie(p.height, p.width, p.footprint) = window_of(c.args);
+                   p.border = c.settings.border;
+                   p.border_value = c.settings.border_value;
+                   return BuiltStage{make_morphology(c.in, p)};
+                 }});
+  }
+  // median, percentile and rank: the window's sample of a rank each computes from its count.
+  auto ranked = [](std::function<std::int64_t(const StageArgs&, std::int64_t)> rank_of) {
+    return [rank_of](const StageContext& c) {
+      RankParams p;
+      std::tie(p.height, p.width, p.footprint) = window_of(c.args);
+      p.border = c.settings.border;
+      p.border_value = c.settings.border_value;
+      const std::int64_t count = p.footprint.empty() ? p.height * p.width : p.footprint.count();
+      p.rank = rank_of(c.args, count);
+      return BuiltStage{make_rank(c.in, p)};
+    };
+  };
+  s.push_back(
+      {{"median",
+        "median of the window (scipy.ndimage.median_filter; CUDA for windows of up to 49 samples)",
+        {window, footprint}},
+       ranked([](const StageArgs&, std::int64_t count) { return count / 2; })});
+  s.push_back({{"percentile",
+                "percentile of the window (scipy.ndimage.percentile_filter; CUDA up to 49 samples)",
+                {window, footprint,
+                 number_param("q", "", -100, false, "percentile (negative: from 100 down)", 100)}},
+               ranked([](const StageArgs& a, std::int64_t count) {
+                 return rank_of_percentile(a.number("q"), count);
+               })});
+  s.push_back({{"rank",
+                "the sample of this rank in the window, 0 the smallest (scipy.ndimage.rank_filter;"
+                " CUDA up to 49 samples)",
+                {window, footprint,
+                 integer_param("index", "", -kMaxStageRadius * kMaxStageRadius,
+                               kMaxStageRadius * kMaxStageRadius,
+                               "rank; negative: from the largest (-1)")}},
+               ranked([](const StageArgs& a, std::int64_t count) {
+                 std::int64_t r = static_cast<std::int64_t>(a.number("index"));
+                 if (r < 0) r += count;
+                 if (r < 0 || r >= count)
+                   throw Error(ErrorKind::usage, a.at() + ": index " + a.text("index") +
+                                                     " is outside the window's " +
+                                                     std::to_string(count) + " samples");
+                 return r;
+               })});
+  return s;
+}
+
+}  // namespace detail
 }  // namespace ooc

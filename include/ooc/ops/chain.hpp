@@ -41,10 +41,19 @@ struct StageDecl {
   std::string help;
   std::vector<StageParam> params;
   bool reduction = false;  // needs a pass of its own over the image before it can map
+  // A filter whose output a following `convert` is fused into (the same rounding of the same
+  // value, one pass over the band less).
+  bool takes_convert = false;
 };
 
 // Every stage, in the order oocrun --list shows them.
 const std::vector<StageDecl>& stage_declarations();
+// One stage's declaration and one of its parameters; a usage Error for an unknown name.
+const StageDecl& stage_declaration(const std::string& name);
+const StageParam& stage_parameter(const std::string& stage, const std::string& param);
+// Checks a value against its declaration; the usage Error names it `as` (the pipeline parser:
+// "stage 2 (gaussian): sigma"; a tool: its option, "--sigma").
+void check_stage_value(const StageParam& p, const std::string& value, const std::string& as);
 // The declarations as text: one stage a paragraph, its parameters with default, range and help.
 std::string stage_list();
 
@@ -54,6 +63,10 @@ struct StageCall {
   std::vector<std::pair<std::string, std::string>> args;
   std::string text() const;  // "gaussian sigma=2"
 };
+
+// The taps a gaussian, uniform, correlate1d or separable call filters with, as its stage builds
+// them (a usage Error for another stage): how the tools turn their filter options into taps.
+SeparableFilter stage_taps(const StageCall& call);
 
 // Stages separated by `!`, from one string or several words (`a k=v ! b`, `a k=v` `!` `b`).
 // Throws a usage Error naming the stage and the parameter: unknown stage or parameter, a value of

@@ -1,0 +1,117 @@
+// The stage registry behind pipelines (ooc/ops/chain.hpp): each family of operations declares its
+// stages (name, parameters, help) beside a builder that turns a parsed call into the family's
+// Operation, in the family's own file. stages.cpp lists the families in the order `oocrun --list`
+// shows them; the parser, --list, oocconv's filter options and the Python keywords all read the
+// declarations from there, so adding a stage touches its family's file and, for a new family, one
+// line of that list.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/pointwise.hpp"
+#include "ooc/filter.hpp"
+#include "ooc/ops/chain.hpp"
+#include "ooc/ops/equalize.hpp"
+
+namespace ooc::detail {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+// Radii beyond this are refused: 2R+1 taps and the halos of bands stay far from overflow.
+inline constexpr double kMaxStageRadius = 1 << 20;
+
+// Parameter declarations: a number (open: min itself excluded), an integer, or another kind.
+StageParam number_param(std::string name, std::string fallback, double min, bool open,
+                        std::string help, double max = kInf);
+StageParam integer_param(std::string name, std::string fallback, double min, double max,
+                         std::string help);
+StageParam other_param(std::string name, StageParam::Kind kind, std::string fallback,
+                       std::string help);
+
+// A parsed call's arguments, typed; defaults from the declaration.
+class StageArgs {
+ public:
+  StageArgs(const StageCall& c, const StageDecl& d, std::string at)
+      : c_(c), d_(d), at_(std::move(at)) {}
+  bool has(const std::string& key) const;
+  std::string text(const std::string& key) const;
+  double number(const std::string& key) const { return std::stod(text(key)); }
+  std::vector<double> taps(const std::string& key) const;
+  // "stage 2 (median)": what errors start with.
+  const std::string& at() const { return at_; }
+  const std::string& call_text() const;  // "median size=5"
+
+ private:
+  const StageCall& c_;
+  const StageDecl& d_;
+  std::string at_;
+  mutable std::string text_;
+};
+
+// What a builder gets: the stage's input, its arguments and what the pipeline shares.
+struct StageContext {
+  const ImageSpec& in;
+  const StageArgs& args;
+  const PipelineSettings& settings;
+  const PipelineOptions& options;
+  // The type of a convert fused into a filter stage (StageDecl::takes_convert), else none.
+  std::optional<SampleType> fused_out;
+  std::size_t index = 0;  // the stage's place in the pipeline, from 0
+
+  // Intermediates: f64 under --precision f64, else f32.
+  SampleType acc() const {
+    return settings.precision == Precision::f64 ? SampleType::f64 : SampleType::f32;
+  }
+  SampleType out() const { return fused_out.value_or(acc()); }
+  // A separable filter or Gaussian of `in` with the pipeline's border and precision; its output
+  // `out` (default: the accumulator's type).
+  std::unique_ptr<Operation> separable(const ImageSpec& in, SeparableFilter f,
+                                       std::optional<SampleType> out = {}) const;
+  std::unique_ptr<Operation> gaussian(const ImageSpec& in, double sigma,
+                                      std::optional<std::int64_t> radius = {},
+                                      std::optional<SampleType> out = {}) const;
+};
+
+// What a builder gives: the stage's operation, and for a reduction (equalize) the operation of
+// its own pass and the table that pass's result sets before the next pass maps with `op`.
+struct BuiltStage {
+  BuiltStage() = default;
+  explicit BuiltStage(std::unique_ptr<Operation> o) : op(std::move(o)) {}
+  std::unique_ptr<Operation> op;
+  std::unique_ptr<HistogramOp> histogram;
+  LutOp* lut = nullptr;  // `op`, when it is the table
+};
+
+struct StageEntry {
+  StageDecl decl;
+  std::function<BuiltStage(const StageContext&)> build;
+};
+
+// The families, each in its operation's file.
+std::vector<StageEntry> filter_stages();    // filter_stages.cpp: gaussian ... convolve
+std::vector<StageEntry> combine_stages();   // combine.cpp: gradient-magnitude, dog, ...
+std::vector<StageEntry> point_stages();     // point.cpp: scale ... convert
+std::vector<StageEntry> rank_stages();      // rank.cpp: minimum ... rank
+std::vector<StageEntry> equalize_stages();  // equalize.cpp
+
+// Every stage (stages.cpp), and one by name (null when unknown).
+const std::vector<StageEntry>& stage_registry();
+const StageEntry* find_stage(const std::string& name);
+
+// The radius of a Gaussian of `sigma` (truncate 3), as scipy.ndimage and oocconv take it.
+std::int64_t gaussian_radius(double sigma);
+
+// A point operation (scale, clamp, convert, ...) from `in` to `out`, described as `what`.
+std::unique_ptr<Operation> make_point(const ImageSpec& in, const kernels::PointParams& p,
+                                      SampleType out, std::string what);
+
+// Exact text of a double, for fingerprints.
+std::string exact_number(double v);
+
+}  // namespace ooc::detail

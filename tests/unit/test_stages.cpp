@@ -1,0 +1,97 @@
+// The stage declarations: every declared stage builds from its declaration alone (the registry
+// has no stage without a builder), values are checked and named as the caller says, and the taps
+// the tools take from a stage call are the stage's own.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "ooc/error.hpp"
+#include "ooc/filter.hpp"
+#include "ooc/ops/chain.hpp"
+
+namespace ooc {
+namespace {
+
+// A value inside the declared range of each kind, for the required parameters.
+std::string sample_value(const StageParam& p) {
+  switch (p.kind) {
+    case StageParam::Kind::number:
+      return p.min > 0 || p.min_open ? std::to_string(p.min + 1.5) : "1";
+    case StageParam::Kind::integer:
+      return "3";
+    case StageParam::Kind::taps:
+      return "1,2,1";
+    case StageParam::Kind::type:
+      return "u16";
+    case StageParam::Kind::text:
+      return "laplace";
+    case StageParam::Kind::size:
+      return "3";
+  }
+  return "";
+}
+
+TEST(Stages, EveryDeclarationBuildsAndRunsItsCheck) {
+  const ImageSpec in{40, 30, 2, SampleType::u8};
+  std::set<std::string> names;
+  for (const StageDecl& d : stage_declarations()) {
+    SCOPED_TRACE(d.name);
+    EXPECT_TRUE(names.insert(d.name).second) << "declared twice";
+    EXPECT_FALSE(d.help.empty());
+    StageCall call{d.name, {}};
+    for (const StageParam& p : d.params) {
+      EXPECT_FALSE(p.help.empty()) << p.name;
+      EXPECT_EQ(&stage_parameter(d.name, p.name), &p);
+      if (p.fallback.empty() || (p.kind == StageParam::Kind::size && p.fallback == "none"))
+        call.args.emplace_back(p.name, sample_value(p));
+    }
+    // The text a user would write parses back to the same call.
+    const auto parsed = parse_pipeline({call.text()});
+    ASSERT_EQ(parsed.size(), 1u);
+    EXPECT_EQ(parsed[0].text(), call.text());
+    PipelinePlan plan(in, parsed, PipelineSettings{});
+    EXPECT_EQ(plan.passes(), d.reduction ? 2 : 1);
+    EXPECT_EQ(plan.output().width, in.width);
+    // The input's type, unless the stage converts (to u16 here).
+    EXPECT_EQ(plan.output().type, d.name == "convert" ? SampleType::u16 : in.type);
+  }
+  EXPECT_THROW(stage_declaration("blur"), Error);
+  EXPECT_THROW(stage_parameter("gaussian", "size"), Error);
+}
+
+TEST(Stages, ValuesAreCheckedAndNamedAsTheCallerSays) {
+  const StageParam& sigma = stage_parameter("gaussian", "sigma");
+  EXPECT_NO_THROW(check_stage_value(sigma, "0.5", "--sigma"));
+  for (const char* bad : {"0", "-1", "nan", "inf", "2x", ""}) {
+    try {
+      check_stage_value(sigma, bad, "--sigma");
+      ADD_FAILURE() << bad << " passed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::usage);
+      EXPECT_EQ(std::string(e.what()).rfind("--sigma must be", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_THROW(check_stage_value(stage_parameter("uniform", "size"), "2.5", "size"), Error);
+  EXPECT_THROW(check_stage_value(stage_parameter("separable", "row"), "1,2", "--taps"), Error);
+  EXPECT_THROW(check_stage_value(stage_parameter("convert", "type"), "f16", "type"), Error);
+}
+
+TEST(Stages, TapsOfAStageCallAreTheStagesOwn) {
+  // --radius 4 alone is sigma 4/3: the stage's radius and sigma give oocconv's taps.
+  const SeparableFilter g =
+      stage_taps({"gaussian", {{"sigma", "1.3333333333333333"}, {"radius", "4"}}});
+  EXPECT_EQ(g.row, gaussian_taps(4, 0));
+  EXPECT_EQ(g.col, g.row);
+  EXPECT_EQ(stage_taps({"gaussian", {{"sigma", "2"}}}).row, gaussian_taps(6, 2));
+  EXPECT_EQ(stage_taps({"uniform", {{"size", "5"}}}).row, box_taps(2));
+  EXPECT_THROW(stage_taps({"uniform", {{"size", "4"}}}), Error);
+  const SeparableFilter c = stage_taps({"correlate1d", {{"taps", "1,2,3"}, {"axis", "0"}}});
+  EXPECT_EQ(c.row, std::vector<double>{1.0});
+  EXPECT_EQ(c.col, (std::vector<double>{3, 2, 1}));  // correlation reversed to convolution
+  EXPECT_THROW(stage_taps({"median", {{"size", "3"}}}), Error);
+  EXPECT_THROW(stage_taps({"blur", {}}), Error);
+}
+
+}  // namespace
+}  // namespace ooc
