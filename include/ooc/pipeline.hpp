@@ -71,10 +71,13 @@ int default_threads();
 std::size_t parse_size(const std::string& text, const std::string& option = "size");
 std::string format_bytes(double bytes);  // "1.5 GiB"
 
+// A region of the image: output rows [y0, y0 + rows) of plane z. Images have one plane; a stack
+// of planes will be walked plane by plane with kernels unchanged (docs/design.md).
 struct Band {
   std::int64_t index = 0;
   std::int64_t y0 = 0;    // first output row
   std::int64_t rows = 0;  // output rows
+  std::int64_t z = 0;     // plane
 };
 
 // One band as an operation's CPU kernel sees it.
@@ -165,6 +168,12 @@ class Operation {
   virtual std::int64_t fit_band_rows(std::int64_t rows, std::int64_t /*span*/) const {
     return rows;
   }
+  // An operation that computes its outputs in blocks of rows fixed in image coordinates (the FFT's
+  // tile rows) needs halo() rows for any band, but only grid_halo() for a band that starts at a
+  // multiple of row_grid() and ends at one or at the image's end. The planner aligns the bands so
+  // where the job's rows allow (BandPlan::grid, band_halo).
+  virtual std::int64_t row_grid() const { return 1; }
+  virtual std::int64_t grid_halo() const { return halo(); }
   virtual std::unique_ptr<CpuKernel> make_cpu() const = 0;
   // Whether make_cuda() works: the operation has CUDA kernels and this build has CUDA.
   virtual bool has_cuda() const { return false; }
@@ -222,7 +231,10 @@ struct BandPlan {
   int threads = 0;
   std::size_t mem_limit = 0;
   std::size_t ring_bytes = 0;  // what the plan expects to use, <= mem_limit
-  // What each slot holds, the largest over the job's operations.
+  // Bands start at multiples of `grid` image rows and end at one or at the image's end: the
+  // operations' row_grid() where the job's rows start (and end) on it, else 1.
+  std::int64_t grid = 1;
+  // What each slot holds, the largest over the job's operations (halo: band_halo's).
   std::int64_t halo = 0;
   std::size_t out_row_bytes = 0, partial_bytes = 0, device_scratch_bytes = 0;
   // CUDA: bands the CPU may filter while CUDA starts (PipelineOptions::cpu_start_bands, 0 when
@@ -237,6 +249,10 @@ struct BandPlan {
 BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>& ops,
                     const Backend& backend, const PipelineOptions& options,
                     const Source* source = nullptr, const Sink* sink = nullptr);
+
+// The rows of context `op`'s bands carry under `plan`: op.grid_halo() where the plan's bands fall
+// on op's row grid, op.halo() otherwise.
+std::int64_t band_halo(const Operation& op, const BandPlan& plan);
 
 // Most worker threads --threads may ask for (more than the machine has is allowed: they run).
 inline constexpr int kMaxThreads = 1024;
