@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +27,7 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
+#include "ooc/memory.hpp"
 #include "ooc/ops/chain.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
@@ -383,25 +383,13 @@ ooc::SampleType sample_type_of(const py::dtype& dt) {
 }
 
 // Where the samples of an (H, W) or (H, W, C) array live: any strides (a strided view, a
-// transposed or reversed array), any byte order. The image itself is C-contiguous and native.
-struct ArrayLayout {
-  ooc::ImageSpec spec;
-  std::byte* data = nullptr;                // sample (0, 0, 0)
-  std::ptrdiff_t row = 0, col = 0, ch = 0;  // byte strides of the axes
-  bool swap = false;                        // samples stored in the other byte order
-  // Rows are stored as the image's rows: they can be handed out and written in place.
-  bool dense_rows = false;
-  bool dense = false;  // the whole image as well, rows row_bytes() apart
-
-  std::byte* row_at(std::int64_t y) const { return data + static_cast<std::ptrdiff_t>(y) * row; }
-};
-
-ArrayLayout layout_of(const py::array& a, const char* what) {
+// transposed or reversed array), any byte order.
+ooc::MemoryImage layout_of(const py::array& a, const char* what) {
   if (a.ndim() != 2 && a.ndim() != 3)
     throw ooc::Error(ooc::ErrorKind::usage, std::string(what) +
                                                 " must be 2-D (H, W) or 3-D (H, W, C), got " +
                                                 std::to_string(a.ndim()) + " dimensions");
-  ArrayLayout l;
+  ooc::MemoryImage l;
   ooc::ImageSpec& s = l.spec;
   s.height = a.shape(0);
   s.width = a.shape(1);
@@ -416,139 +404,20 @@ ArrayLayout layout_of(const py::array& a, const char* what) {
   // data() is the first sample whatever the strides' signs. Not const: an output's rows are
   // written through it (array_run checks that the output is writeable).
   l.data = static_cast<std::byte*>(const_cast<void*>(a.data()));
-  l.row = a.strides(0);
-  l.col = a.strides(1);
-  l.ch = a.ndim() == 3 ? a.strides(2) : item;
+  l.row_stride = a.strides(0);
+  l.col_stride = a.strides(1);
+  l.channel_stride = a.ndim() == 3 ? a.strides(2) : item;
   const char order = a.dtype().byteorder();
-  l.swap = item > 1 && (order == '>' || order == '<') &&
-           (order == '>') != (std::endian::native == std::endian::big);
-  l.dense_rows =
-      !l.swap && (s.channels == 1 || l.ch == item) && (s.width == 1 || l.col == item * s.channels);
-  l.dense = l.dense_rows && (s.height == 1 || l.row == static_cast<std::ptrdiff_t>(s.row_bytes()));
+  l.swap_bytes = item > 1 && (order == '>' || order == '<') &&
+                 (order == '>') != (std::endian::native == std::endian::big);
   return l;
 }
-
-// One row, sample by sample, between any two layouts (N: the sample's bytes).
-template <std::size_t N>
-void copy_row_samples(const std::byte* src, std::ptrdiff_t src_col, std::ptrdiff_t src_ch,
-                      std::byte* dst, std::ptrdiff_t dst_col, std::ptrdiff_t dst_ch,
-                      std::int64_t width, int channels, bool swap) {
-  for (std::int64_t x = 0; x < width; ++x) {
-    const std::byte* s = src + x * src_col;
-    std::byte* d = dst + x * dst_col;
-    for (int c = 0; c < channels; ++c) {
-      std::byte v[N];
-      std::memcpy(v, s + c * src_ch, N);
-      if (swap) std::reverse(v, v + N);
-      std::memcpy(d + c * dst_ch, v, N);
-    }
-  }
-}
-
-// f(std::integral_constant<std::size_t, N>) for the sample size N of `type`.
-template <class F>
-void with_sample_bytes(ooc::SampleType type, F f) {
-  switch (ooc::sample_bytes(type)) {
-    case 1:
-      return f(std::integral_constant<std::size_t, 1>{});
-    case 2:
-      return f(std::integral_constant<std::size_t, 2>{});
-    case 4:
-      return f(std::integral_constant<std::size_t, 4>{});
-    default:
-      return f(std::integral_constant<std::size_t, 8>{});
-  }
-}
-
-// Row `y` of the array into `dst`, the image's native, contiguous row.
-void read_row(const ArrayLayout& l, std::int64_t y, std::byte* dst) {
-  const ooc::ImageSpec& s = l.spec;
-  if (l.dense_rows) {
-    std::memcpy(dst, l.row_at(y), s.row_bytes());
-    return;
-  }
-  const auto item = static_cast<std::ptrdiff_t>(ooc::sample_bytes(s.type));
-  with_sample_bytes(s.type, [&](auto n) {
-    copy_row_samples<decltype(n)::value>(l.row_at(y), l.col, l.ch, dst, item * s.channels, item,
-                                         s.width, s.channels, l.swap);
-  });
-}
-
-// The image's row `src` into row `y` of the array.
-void write_row(const ArrayLayout& l, std::int64_t y, const std::byte* src) {
-  const ooc::ImageSpec& s = l.spec;
-  if (l.dense_rows) {
-    std::memcpy(l.row_at(y), src, s.row_bytes());
-    return;
-  }
-  const auto item = static_cast<std::ptrdiff_t>(ooc::sample_bytes(s.type));
-  with_sample_bytes(s.type, [&](auto n) {
-    copy_row_samples<decltype(n)::value>(src, item * s.channels, item, l.row_at(y), l.col, l.ch,
-                                         s.width, s.channels, l.swap);
-  });
-}
-
-// An array as the image. Dense rows are handed out in place (no copy; a memmap's pages are read
-// as the bands reach them); others are gathered into the band's own buffer, which the plan counts
-// as the band's input rows, so a strided view of a memmap streams within mem_limit as well.
-class ArraySource final : public ooc::Source {
- public:
-  explicit ArraySource(const ArrayLayout& layout) : l_(layout) {}
-  const ooc::ImageSpec& spec() const noexcept override { return l_.spec; }
-  std::string describe() const override { return "array " + l_.spec.describe(); }
-  const std::byte* rows(std::int64_t y0, std::int64_t n, ooc::RowArena& arena) override {
-    if (l_.dense) return l_.row_at(y0);
-    std::byte* dst = arena.take(static_cast<std::size_t>(n) * l_.spec.row_bytes());
-    read_rows(y0, n, dst);
-    return dst;
-  }
-  void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
-    const std::size_t row = l_.spec.row_bytes();
-    for (std::int64_t i = 0; i < n; ++i)
-      read_row(l_, y0 + i, dst + static_cast<std::size_t>(i) * row);
-  }
-  // Reads the whole image into memory of its own and serves the rows from there: the array's
-  // bytes may then be overwritten (an output sharing them).
-  void copy_in() {
-    const ooc::ImageSpec& in = l_.spec;
-    // Not zeroed: every byte is written here, and untouched pages would only cost time.
-    copy_.reset(new std::byte[in.total_bytes()]);
-    read_rows(0, in.height, copy_.get());
-    l_.data = copy_.get();
-    l_.row = static_cast<std::ptrdiff_t>(in.row_bytes());
-    l_.col = static_cast<std::ptrdiff_t>(in.pixel_bytes());
-    l_.ch = static_cast<std::ptrdiff_t>(ooc::sample_bytes(in.type));
-    l_.swap = false;
-    l_.dense_rows = l_.dense = true;
-  }
-
- private:
-  ArrayLayout l_;
-  std::unique_ptr<std::byte[]> copy_;
-};
-
-class ArraySink final : public ooc::Sink {
- public:
-  explicit ArraySink(const ArrayLayout& layout) : l_(layout) {}
-  const ooc::ImageSpec& spec() const noexcept override { return l_.spec; }
-  std::string describe() const override { return "array " + l_.spec.describe(); }
-  void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
-                  std::size_t stride) override {
-    for (std::int64_t i = 0; i < n; ++i)
-      write_row(l_, y0 + i, data + static_cast<std::size_t>(i) * stride);
-  }
-  void commit() override {}
-  std::string io_method() const override { return "none"; }  // memory: no file is written
-
- private:
-  ArrayLayout l_;
-};
 
 // One or more passes over an array into an array, on the same plan and slots. `alias` (from
 // ooc/__init__.py) says how the output shares the input's bytes, empty where it does not.
 struct ArrayRun {
   py::array input, output;
-  ArrayLayout in, out;
+  ooc::MemoryImage in, out;
   RunOptions run;
   ooc::ProgressFn progress;
   std::string alias;
@@ -616,16 +485,17 @@ py::dict run_array_job(ArrayRun& a, const std::vector<const ooc::Operation*>& op
     jo.pipeline = a.run.pipeline;
     jo.device = a.run.device;
     jo.devices = a.run.devices;
-    auto owned = std::make_unique<ArraySource>(a.in);
-    ArraySource& source = *owned;
-    ooc::Job job(std::move(owned), std::make_unique<ArraySink>(a.out), jo);
+    auto owned = std::make_unique<ooc::MemorySource>(a.in, "array");
+    ooc::MemorySource& source = *owned;
+    ooc::Job job(std::move(owned), std::make_unique<ooc::MemorySink>(a.out, "array"), jo);
     // A pointwise pass (no halo) over an output laid out exactly as the input reads each band's
     // rows before it writes them, and no other band reads them: in place needs no copy.
     const bool pointwise = std::all_of(ops.begin(), ops.end(),
                                        [](const ooc::Operation* op) { return op->halo() == 0; });
-    const bool same_layout = a.in.data == a.out.data && a.in.row == a.out.row &&
-                             a.in.col == a.out.col && a.in.ch == a.out.ch &&
-                             a.in.swap == a.out.swap && in.type == a.out.spec.type;
+    const bool same_layout = a.in.data == a.out.data && a.in.row_stride == a.out.row_stride &&
+                             a.in.col_stride == a.out.col_stride &&
+                             a.in.channel_stride == a.out.channel_stride &&
+                             a.in.swap_bytes == a.out.swap_bytes && in.type == a.out.spec.type;
     if (!a.alias.empty() && !(pointwise && same_layout)) {
       ooc::PipelineOptions po = a.run.pipeline;
       po.row_begin = 0;

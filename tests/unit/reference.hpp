@@ -1,5 +1,6 @@
-// Test helpers: random images, an in-memory Source and poisoned Sink, and the float64 reference
-// (a direct sum over the separable kernel, written from scipy's definitions, not from the kernels).
+// Test helpers: random images, the library's in-memory Source and Sink over buffers of their own
+// (the sink poisoned), and the float64 reference (a direct sum over the separable kernel, written
+// from scipy's definitions, not from the kernels).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "ooc/border.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
+#include "ooc/memory.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/pipeline.hpp"
 
@@ -87,40 +89,40 @@ inline std::vector<std::byte> random_image(const ImageSpec& s, std::uint64_t see
   return buf;
 }
 
-class MemorySource final : public Source {
+// The library's MemorySource over a buffer of its own.
+struct SourceBytes {
+  std::vector<std::byte> bytes;
+};
+class MemorySource final : private SourceBytes, public ooc::MemorySource {
  public:
-  MemorySource(ImageSpec spec, std::vector<std::byte> data) : spec_(spec), data_(std::move(data)) {}
-  const ImageSpec& spec() const noexcept override { return spec_; }
-  std::string describe() const override { return "memory"; }
-  const std::byte* rows(std::int64_t y0, std::int64_t n, RowArena&) override {
-    if (y0 < 0 || n <= 0 || y0 + n > spec_.height) throw std::logic_error("rows outside image");
-    return data_.data() + static_cast<std::size_t>(y0) * spec_.row_bytes();
-  }
-
- private:
-  ImageSpec spec_;
-  std::vector<std::byte> data_;
+  MemorySource(ImageSpec spec, std::vector<std::byte> data)
+      : SourceBytes{std::move(data)}, ooc::MemorySource(MemoryImage::dense(spec, bytes.data())) {}
+  MemorySource(const MemorySource&) = delete;
+  MemorySource& operator=(const MemorySource&) = delete;
 };
 
-// Starts poisoned (0xA5 bytes: NaN-like floats, odd integers) and counts writes per row.
-class MemorySink final : public Sink {
- public:
-  explicit MemorySink(ImageSpec spec)
-      : spec_(spec), data(spec.total_bytes(), std::byte{0xA5}), writes(spec.height, 0) {}
-  const ImageSpec& spec() const noexcept override { return spec_; }
-  std::string describe() const override { return "memory"; }
-  void write_rows(std::int64_t y0, std::int64_t n, const std::byte* p,
-                  std::size_t stride) override {
-    for (std::int64_t y = 0; y < n; ++y) {
-      std::memcpy(data.data() + (y0 + y) * spec_.row_bytes(), p + y * stride, spec_.row_bytes());
-      ++writes[y0 + y];
-    }
-  }
-  void commit() override {}
-
-  ImageSpec spec_;
+// The library's MemorySink over a buffer of its own, which starts poisoned (0xA5 bytes: NaN-like
+// floats, odd integers); counts writes per row. Copies write into their own buffer.
+struct SinkBytes {
   std::vector<std::byte> data;
   std::vector<int> writes;
+};
+class MemorySink final : public SinkBytes, public ooc::MemorySink {
+ public:
+  explicit MemorySink(const ImageSpec& spec)
+      : SinkBytes{std::vector<std::byte>(spec.total_bytes(), std::byte{0xA5}),
+                  std::vector<int>(static_cast<std::size_t>(spec.height), 0)},
+        ooc::MemorySink(MemoryImage::dense(spec, data.data())) {}
+  MemorySink(const MemorySink& o)
+      : SinkBytes(o), ooc::MemorySink(MemoryImage::dense(o.spec(), data.data())) {}
+  MemorySink(MemorySink&& o) noexcept
+      : SinkBytes(std::move(o)), ooc::MemorySink(MemoryImage::dense(o.spec(), data.data())) {}
+  MemorySink& operator=(const MemorySink&) = delete;
+  void write_rows(std::int64_t y0, std::int64_t n, const std::byte* p,
+                  std::size_t stride) override {
+    ooc::MemorySink::write_rows(y0, n, p, stride);
+    for (std::int64_t y = 0; y < n; ++y) ++writes[static_cast<std::size_t>(y0 + y)];
+  }
 };
 
 // Runs `op` over an in-memory image through the real pipeline and plan; returns the poisoned sink.
@@ -188,7 +190,7 @@ inline void expect_matches(const MemorySink& out, const test::Reference& ref, bo
   for (std::size_t y = 0; y < out.writes.size(); ++y)
     ASSERT_EQ(out.writes[y], 1) << what << ": row " << y << " written " << out.writes[y]
                                 << " times";
-  const SampleType t = out.spec_.type;
+  const SampleType t = out.spec().type;
   const double rel = f64_accumulate ? 1e-12 : 1e-5;
   for (std::size_t i = 0; i < ref.value.size(); ++i) {
     const double got = test::get(out.data, t, i);

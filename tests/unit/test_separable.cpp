@@ -87,7 +87,7 @@ TEST(Separable, OutputTypesRoundAndSaturate) {
       o.band_rows = 4;
       o.threads = 2;
       const auto sink = run(spec, data, p, o);
-      ASSERT_EQ(sink.spec_.type, out);
+      ASSERT_EQ(sink.spec().type, out);
       const auto ref = test::reference(spec, data, p.filter.row, p.filter.col, p.border, 0);
       expect_matches(sink, ref, accumulates_in_f64(spec.type, out, prec),
                      std::string("out ") + std::string(name(out)));
