@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <string_view>
 #include <vector>
@@ -412,9 +413,17 @@ void Job::start(const std::vector<const Operation*>& ops) {
     };
     begin_ = cut(options_.part_index);
     end_ = cut(options_.part_index + 1);
-    // Parts of a chunked output (Zarr) own whole chunk rows: no two write one chunk.
-    if (align > 1) {
-      if (options_.part_count > (H + align - 1) / align)
+    // Parts of a chunked output (Zarr) own whole chunk rows: no two write one chunk. Parts of an
+    // operation that computes rows in fixed blocks (Operation::row_grid: the FFT's tile rows)
+    // also start on a block where every part still gets one, so that their bands need the
+    // operation's smaller halo (plan_bands); elsewhere they plan with the whole halo.
+    std::int64_t grid = 1;
+    for (const Operation* op : ops)
+      if (grid <= H) grid = std::lcm(grid, std::max<std::int64_t>(1, op->row_grid()));
+    const std::int64_t both = grid <= H ? std::lcm(align, grid) : H + 1;
+    const std::int64_t unit = grid > 1 && both <= H / options_.part_count ? both : align;
+    if (unit > 1) {
+      if (options_.part_count > (H + unit - 1) / unit)
         throw Error(ErrorKind::usage, std::to_string(options_.part_count) +
                                           " parts is more than the output's " +
                                           std::to_string((H + align - 1) / align) +
@@ -422,7 +431,7 @@ void Job::start(const std::vector<const Operation*>& ops) {
       const auto aligned = [&](int i) {
         if (i == options_.part_count) return H;
         // The nearest chunk row boundary, so that parts stay about even.
-        return std::min(H, (cut(i) + align / 2) / align * align);
+        return std::min(H, (cut(i) + unit / 2) / unit * unit);
       };
       begin_ = aligned(options_.part_index);
       end_ = aligned(options_.part_index + 1);

@@ -192,9 +192,11 @@ class Engine final : public FftConv2d::Impl {
     const T cval = static_cast<T>(a.border_value);
 
     // Input row i of the tile is image row ty - ry + i, band row ty - ry + i - (y0 - halo):
-    // inside the band's rows by the choice of the halo.
+    // inside the band's rows by the choice of the halo, up to image row H + ry (zeros below).
     const std::int64_t row0 = ty - ry - (a.y0 - a.halo);
-    for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t rows_in = std::clamp<std::int64_t>(a.height + ry - (ty - ry), 0, n);
+    std::fill(A + rows_in * m, A + n * m, Cx(0));
+    for (std::int64_t i = 0; i < rows_in; ++i) {
       T* dst = reinterpret_cast<T*>(A + i * m);
       const std::byte* src = a.rows[row0 + i];
       for (std::int64_t k = 0; k < 2; ++k) {

@@ -7,8 +7,11 @@
 // The tile grid is fixed in image coordinates (tile rows start at multiples of h from image row
 // 0; tile columns at multiples of w from column 0), so every output is computed from the same
 // tile inputs in the same order whatever the band: results are bit-identical across band heights,
-// threads and parts. The price is a halo of ry + h - 1 rows (a band must hold every tile that
-// touches it), see fft_halo().
+// threads and parts. A band must hold every input row of the tiles that touch it: a band that
+// starts at a multiple of h and ends at one (or at the image's end) needs ry rows of halo, any
+// other band up to ry + h - 1 (fft_halo()); the planner aligns bands to the grid where it can
+// (Operation::row_grid). Tile rows from image row H + ry on, which no output inside the image
+// reads, are zeros: the last tile row needs no rows past the last band's halo.
 #pragma once
 
 #include <cstddef>
@@ -46,7 +49,7 @@ FftTiling plan_fft_tiling(std::int64_t K, std::int64_t L, std::int64_t H, std::i
 // minimizes): n m (log2(n m) + overhead) / (min(h, H) min(w, W)).
 double fft_work_per_sample(const FftTiling& t, std::int64_t H, std::int64_t W,
                            const FftTilingPolicy& policy = {});
-// Rows of context above and below a band that its tiles need.
+// Rows of context above and below any band that its tiles need (one on the grid: (K - 1) / 2).
 inline std::int64_t fft_halo(std::int64_t K, const FftTiling& t) {
   return (K - 1) / 2 + t.h - 1;
 }
@@ -57,6 +60,7 @@ struct FftConvArgs {
   const std::byte* const* rows = nullptr;
   std::int64_t halo = 0;
   std::int64_t y0 = 0;  // image row of output row 0
+  std::int64_t height = 0;
   std::int64_t width = 0;
   int channels = 1;
   SampleType in_type = SampleType::f32;

@@ -18,7 +18,8 @@ unsigned blocks_for(std::int64_t n) {
   return static_cast<unsigned>(b < P::kMaxBlocksX ? (b > 0 ? b : 1) : P::kMaxBlocksX);
 }
 
-// Plane element (i, j) = input at image row ty - ry + i, column tx w - rx + j, channel c.
+// Plane element (i, j) = input at image row ty - ry + i, column tx w - rx + j, channel c; zero
+// from image row height + ry on (no output inside the image reads those: the CPU's rule).
 template <class T, class Acc>
 __global__ void pack(FftTileRow r, Acc cval) {
   const std::int64_t per_plane = r.n * r.m;
@@ -34,7 +35,9 @@ __global__ void pack(FftTileRow r, Acc cval) {
       const std::int64_t i = k / r.m, j = k - i * r.m;
       const std::int64_t image_row = r.ty - ry + i;
       Acc v = cval;
-      if (!(r.border == BorderMode::constant && (image_row < 0 || image_row >= r.height))) {
+      if (image_row >= r.height + ry) {
+        v = Acc(0);
+      } else if (!(r.border == BorderMode::constant && (image_row < 0 || image_row >= r.height))) {
         const std::int64_t x = map_index(tx * r.w - rx + j, r.width, r.border);
         if (x >= 0) {
           const T* row = reinterpret_cast<const T*>(in + (image_row - r.first_row) * r.in_stride);

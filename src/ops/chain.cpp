@@ -249,6 +249,12 @@ std::int64_t ChainGeometry::halo() const noexcept {
   return h;
 }
 
+ChainGeometry on_grid(const ChainGeometry& g) {
+  ChainGeometry c = g;
+  c.stages.back().halo = c.stages.back().op->grid_halo();
+  return c;
+}
+
 std::vector<std::pair<std::int64_t, std::int64_t>> ChainGeometry::ranges(std::int64_t y0,
                                                                          std::int64_t y1) const {
   const std::size_t n = stages.size();
@@ -321,7 +327,7 @@ using detail::BufferPool;
 
 class ChainKernel final : public CpuKernel {
  public:
-  explicit ChainKernel(const ChainGeometry& g) : g_(g) {
+  explicit ChainKernel(const ChainGeometry& g) : g_(g), grid_(detail::on_grid(g)) {
     for (const auto& s : g_.stages) kernels_.push_back(s.op->make_cpu());
   }
   void start(int slot) override {
@@ -331,9 +337,10 @@ class ChainKernel final : public CpuKernel {
     for (auto& k : kernels_) k->stop(slot);
   }
   void run(const CpuBand& b) override {
-    const std::size_t n = g_.stages.size();
+    const ChainGeometry& g = b.halo == g_.halo() ? g_ : grid_;
+    const std::size_t n = g.stages.size();
     const std::int64_t y0 = b.band.y0, y1 = y0 + b.band.rows;
-    const auto r = g_.ranges(y0, y1);
+    const auto r = g.ranges(y0, y1);
     // One buffer for every intermediate of this band.
     std::vector<std::size_t> offset(n, 0);
     std::size_t total = 0;
@@ -344,7 +351,7 @@ class ChainKernel final : public CpuKernel {
     std::vector<std::byte> buf = pool_.take(total);
     std::vector<const std::byte*> rows;
     for (std::size_t k = 0; k < n; ++k) {
-      const detail::ChainStage& s = g_.stages[k];
+      const detail::ChainStage& s = g.stages[k];
       const std::int64_t a = r[k].first, e = r[k].second, h = s.halo;
       CpuBand sb;
       sb.band = Band{b.band.index, a, e - a};
@@ -358,7 +365,7 @@ class ChainKernel final : public CpuKernel {
         const std::byte* base = buf.data() + offset[k - 1];
         rows.assign(static_cast<std::size_t>(e - a + 2 * h), nullptr);
         for (std::int64_t row = a - h; row < e + h; ++row) {
-          const auto m = g_.source_row(row);
+          const auto m = g.source_row(row);
           if (m)
             rows[static_cast<std::size_t>(row - (a - h))] =
                 base + static_cast<std::size_t>(*m - r[k - 1].first) * prev.row_bytes();
@@ -380,7 +387,7 @@ class ChainKernel final : public CpuKernel {
 
  private:
   ImageSpec out_spec(std::size_t k) const { return g_.stages[k + 1].in; }
-  ChainGeometry g_;
+  ChainGeometry g_, grid_;  // grid_: bands on the last stage's row grid (detail::on_grid)
   std::vector<std::unique_ptr<CpuKernel>> kernels_;
   BufferPool pool_;
 };
@@ -428,6 +435,9 @@ class Chain final : public Operation {
   std::int64_t fit_band_rows(std::int64_t rows, std::int64_t span) const override {
     return last().fit_band_rows(rows, span);
   }
+  // The engine's band is the last stage's: on its row grid, that stage needs only its grid_halo().
+  std::int64_t row_grid() const override { return last().row_grid(); }
+  std::int64_t grid_halo() const override { return detail::on_grid(g_).halo(); }
   std::unique_ptr<CpuKernel> make_cpu() const override { return std::make_unique<ChainKernel>(g_); }
   bool has_cuda() const override {
     for (const auto& s : g_.stages)

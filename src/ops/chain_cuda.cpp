@@ -107,7 +107,8 @@ struct ChainLayout {
 
 class ChainCudaKernel final : public CudaKernel {
  public:
-  ChainCudaKernel(const std::vector<int>& devices, const ChainGeometry& g) : g_(g) {
+  ChainCudaKernel(const std::vector<int>& devices, const ChainGeometry& g)
+      : g_(g), grid_(on_grid(g)) {
     for (const auto& s : g_.stages) kernels_.push_back(s.op->make_cuda(devices));
   }
   void start(const CudaSlotInfo& slot) override {
@@ -117,15 +118,16 @@ class ChainCudaKernel final : public CudaKernel {
     for (auto& k : kernels_) k->stop(slot);
   }
   void run_async(const CudaBand& b) override {
-    const std::size_t n = g_.stages.size();
+    const ChainGeometry& g = b.halo == g_.halo() ? g_ : grid_;
+    const std::size_t n = g.stages.size();
     const std::int64_t y0 = b.band.y0, y1 = y0 + b.band.rows;
-    const auto r = g_.ranges(y0, y1);
-    // The layout for this band's height: offsets only grow with it, so the scratch sized for
-    // the planned band height holds it.
-    const ChainLayout layout(g_, b.band.rows);
+    const auto r = g.ranges(y0, y1);
+    // The layout for this band's height: offsets only grow with it and with the halos, so the
+    // scratch sized for the planned band height and the whole halos holds it.
+    const ChainLayout layout(g, b.band.rows);
     const auto stream = static_cast<cudaStream_t>(b.stream);
     for (std::size_t k = 0; k < n; ++k) {
-      const ChainStage& s = g_.stages[k];
+      const ChainStage& s = g.stages[k];
       const std::int64_t a = r[k].first, e = r[k].second, h = s.halo;
       CudaBand sb = b;
       sb.band = Band{b.band.index, a, e - a};
@@ -151,7 +153,7 @@ class ChainCudaKernel final : public CudaKernel {
         sb.partial = b.partial;
       } else {
         // Stage k writes its rows into the next stage's input buffer at their place.
-        const std::int64_t next_first = r[k + 1].first - g_.stages[k + 1].halo;
+        const std::int64_t next_first = r[k + 1].first - g.stages[k + 1].halo;
         sb.out = b.scratch + layout.offset[k] +
                  static_cast<std::size_t>(a - next_first) * layout.pitch[k];
         sb.out_stride = layout.pitch[k];
@@ -178,7 +180,7 @@ class ChainCudaKernel final : public CudaKernel {
     }
   }
 
-  ChainGeometry g_;
+  ChainGeometry g_, grid_;  // grid_: bands on the last stage's row grid (on_grid)
   std::vector<std::unique_ptr<CudaKernel>> kernels_;
 };
 

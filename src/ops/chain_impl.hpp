@@ -54,6 +54,11 @@ struct ChainGeometry {
   }
 };
 
+// g for bands on its last stage's row grid (Operation::row_grid): that stage's halo is its
+// grid_halo(), and the stages before it compute only the rows that reads. A chain's kernels take
+// this geometry for a band that carries less than g's halo().
+ChainGeometry on_grid(const ChainGeometry& g);
+
 // The fused kernels of a chain (stages [0, n) of g, the last writing the band's output).
 std::unique_ptr<CpuKernel> make_chain_cpu(const ChainGeometry& g);
 std::unique_ptr<CudaKernel> make_chain_cuda(const std::vector<int>& devices,

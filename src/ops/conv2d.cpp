@@ -165,6 +165,7 @@ class FftCpuKernel final : public CpuKernel {
     a.rows = b.rows;
     a.halo = b.halo;
     a.y0 = b.band.y0;
+    a.height = b.in.height;
     a.out = b.out.data;
     a.out_rows = b.band.rows;
     fft_->band(a);
@@ -223,11 +224,17 @@ class Conv2d final : public Operation {
                .add(params_.border_value)
                .add(std::string(name(params_.border)))
                .hex() +
-           " to " + std::string(name(out_spec_.type));
+           " to " + std::string(name(out_spec_.type)) +
+           // How the last tile row is filled (fft_conv.hpp): a journal of a build that filled it
+           // by the border rule, which gives other last bits, must not be resumed.
+           (uses_fft() ? ", tile rows past the halo zero" : "");
   }
   std::optional<ImageSpec> output() const override { return out_spec_; }
-  // The FFT's tiles need every row of a tile that touches the band (fft_conv.hpp).
+  // The FFT's tiles need every row of a tile that touches the band (fft_conv.hpp): a band on the
+  // tile grid only the kernel's rows, any other band up to a tile row more.
   std::int64_t halo() const override { return uses_fft() ? cpu::fft_halo(K(), tiling_) : args_.ry; }
+  std::int64_t row_grid() const override { return uses_fft() ? tiling_.h : 1; }
+  std::int64_t grid_halo() const override { return args_.ry; }
   BorderMode border() const override { return params_.border; }
   std::size_t cpu_scratch_bytes(std::int64_t band_rows) const override {
     if (costs_.cpu_uses_fft)  // the shared spectrum counted with each thread: a bound
@@ -246,7 +253,7 @@ class Conv2d final : public Operation {
     return 0;
   }
   // Whole tile rows per band where the band is taller than one: fewer tiles cut by a band edge
-  // (each is transformed by both bands).
+  // (each is transformed by both bands). Bands on the tile grid are whole tile rows anyway.
   std::int64_t fit_band_rows(std::int64_t rows, std::int64_t /*span*/) const override {
     if (!uses_fft() || rows < tiling_.h) return rows;
     return rows / tiling_.h * tiling_.h;
@@ -309,7 +316,6 @@ class Conv2d final : public Operation {
     s.m = tiling_.m;
     s.h = tiling_.h;
     s.w = tiling_.w;
-    s.halo = halo();
     s.width = out_spec_.width;
     s.height = out_spec_.height;
     s.channels = out_spec_.channels;

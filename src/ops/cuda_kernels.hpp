@@ -39,7 +39,6 @@ std::unique_ptr<CudaKernel> make_conv2d_cuda(const std::vector<int>& devices, co
 // tile grid of kernels/cpu/fft_conv.hpp), through cuFFT; taps K x L in convolution order.
 struct FftCudaShape {
   std::int64_t K = 0, L = 0, n = 0, m = 0, h = 0, w = 0;
-  std::int64_t halo = 0;  // the operation's: ry + h - 1
   std::int64_t width = 0, height = 0;
   int channels = 1;
   SampleType out_type = SampleType::f32;

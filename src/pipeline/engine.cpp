@@ -225,7 +225,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   const BandPlan& plan = e.plan;
   const ImageSpec in = e.source.spec();
   const std::optional<ImageSpec> out_spec = op.output();
-  const std::int64_t halo = op.halo();
+  const std::int64_t halo = band_halo(op, plan);
   const std::size_t partial_bytes = op.partial_bytes();
   const std::size_t out_row = out_spec ? out_spec->row_bytes() : 0;
   if (halo > plan.halo || out_row > plan.out_row_bytes || partial_bytes > plan.partial_bytes)

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 
 #include "ooc/error.hpp"
 #include "ooc/pipeline.hpp"
@@ -100,8 +101,19 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
                                       std::to_string(H) + " rows of the image");
   // Bands cover the range only: a part of a run plans its own bands.
   const std::int64_t span = plan.row_end - plan.row_begin;
+  // Bands on the operations' row grid (the FFT's tile rows) where the rows start on it and end on
+  // it or at the image's end: those operations then need only their grid_halo(). Elsewhere (a part
+  // or a resumed run that starts inside a tile row) every band carries the whole halo().
   for (const Operation* op : ops) {
-    plan.halo = std::max(plan.halo, op->halo());
+    const std::int64_t g = std::max<std::int64_t>(1, op->row_grid());
+    plan.grid = plan.grid / std::gcd(plan.grid, g) * g;
+    if (plan.grid > (std::int64_t{1} << 40)) break;
+  }
+  if (plan.grid > (std::int64_t{1} << 40) || plan.row_begin % plan.grid != 0 ||
+      (plan.row_end % plan.grid != 0 && plan.row_end != H))
+    plan.grid = 1;
+  for (const Operation* op : ops) {
+    plan.halo = std::max(plan.halo, band_halo(*op, plan));
     if (const auto out = op->output())
       plan.out_row_bytes = std::max(plan.out_row_bytes, out->row_bytes());
     plan.partial_bytes = std::max(plan.partial_bytes, op->partial_bytes());
@@ -144,7 +156,13 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     return static_cast<std::size_t>(slots) * slot_total(rows) + shared(rows) + buffers(rows, slots);
   };
 
-  const std::int64_t smallest = std::min<std::int64_t>(span, std::max<std::int64_t>(1, 2 * halo));
+  // Bands on a grid are whole grid rows (or the whole span).
+  const std::int64_t least = std::min(span, plan.grid);
+  auto on_grid = [&](std::int64_t rows) {
+    if (plan.grid <= 1 || rows >= span) return rows;
+    return std::min(span, std::max(plan.grid, rows / plan.grid * plan.grid));
+  };
+  const std::int64_t smallest = std::min<std::int64_t>(span, std::max(least, 2 * halo));
   if (o.threads <= 0 && !backend.cuda) {
     // Kernels with large per-thread scratch (FFT tiles: tens of MiB a thread) would not fit on
     // every core of a large node under the default limit: fewer threads beat failing, and beat
@@ -152,7 +170,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     // once per band it touches: 4x slower at 16-row bands than at 128 with one thread less). Only
     // when --threads was not given; the slots follow the threads as by default.
     const int min_slots = o.slots > 0 ? o.slots : 1;
-    const std::int64_t probe = std::min<std::int64_t>(span, std::max<std::int64_t>(1, halo / 2));
+    const std::int64_t probe = std::min<std::int64_t>(span, std::max(least, halo / 2));
     while (plan.threads > 1 && ring_total(probe, min_slots) > plan.mem_limit) {
       plan.threads = std::max(1, plan.threads * 3 / 4);
       if (o.slots <= 0) plan.slots = plan.threads + 2;
@@ -225,6 +243,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
                                         std::to_string(device_rows));
     rows = std::min(rows, device_rows);
     for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
+    rows = on_grid(rows);
     if (rows > device_rows)
       throw Error(ErrorKind::device, "bands of " + std::to_string(rows) +
                                          " rows (the operation's smallest) do not fit in GPU "
@@ -233,6 +252,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
                                          " slots: use --slots 1 or a GPU with more free memory");
   } else {
     for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
+    rows = on_grid(rows);
   }
   plan.bands = (span + rows - 1) / rows;
   plan.first_band = 0;
@@ -258,7 +278,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     }
   }
   if (plan.ring_bytes > plan.mem_limit) {
-    const std::int64_t r = o.band_rows > 0 ? rows : 1;
+    const std::int64_t r = o.band_rows > 0 ? rows : least;
     const std::size_t need = ring_total(r, plan.slots);
     const std::size_t scratch = shared(r);
     const std::size_t blocks = buffers(r, plan.slots);
@@ -281,6 +301,11 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
                                       (blocks > 0 ? ", or use smaller TIFF strips or tiles" : ""));
   }
   return plan;
+}
+
+std::int64_t band_halo(const Operation& op, const BandPlan& plan) {
+  const std::int64_t g = op.row_grid();
+  return g > 1 && plan.grid % g == 0 ? op.grid_halo() : op.halo();
 }
 
 }  // namespace ooc

@@ -238,6 +238,71 @@ class FftCase(unittest.TestCase):
                     self.assertTrue(np.array_equal(got.view(np.uint32), first.view(np.uint32)),
                                     f"{border} {extra}: bytes differ from the planned bands'")
 
+    def test_parts_ranks_and_resume_give_one_runs_bytes(self):
+        """Bands on the tile grid carry only the kernel's halo, so parts, MPI ranks and resumed
+        runs may start on the grid or inside a tile row: every split gives one run's bytes, for
+        oocconv and for oocrun's convolve stage, alone or after another stage."""
+        k = self.random_kernel(31, 31)
+        kf = self.kernel_file(k)
+        H, W = 1400, 400
+        x = random_data(self.rng, "f32", (H, W, 1))
+        src = self.fresh()
+        x.tofile(src)
+        size = ["--width", W, "--height", H, "-q"]
+        tools = {"oocconv": (["oocconv"], ["--kernel", kf, "--method", "fft"] + size),
+                 "convolve": (["oocrun"], [f"convolve kernel={kf} method=fft"] + size),
+                 "gaussian ! convolve": (["oocrun"], ["gaussian sigma=2 ! convolve "
+                                                      f"kernel={kf} method=fft"] + size)}
+        for name, (tool, args) in tools.items():
+            self.check_splits(name, tool, src, args, H)
+
+    def check_splits(self, name, tool, src, args, H):
+        def conv(out, *extra):
+            rc, _, err = run(tool + [src, out] + args + list(extra))
+            self.assertEqual(rc, 0, f"{name} {extra}: {err}")
+
+        def finish(out):
+            rc, _, err = run(["oocconv", "--finish", out])
+            self.assertEqual(rc, 0, err)
+
+        ref = self.fresh()
+        conv(ref)
+        with open(ref, "rb") as f:
+            want = f.read()
+
+        def same(out, what):
+            with open(out, "rb") as f:
+                self.assertTrue(f.read() == want, f"{name}, {what}: bytes differ from one run's")
+
+        for extra in (["--band-rows", 1], ["--band-rows", 500, "--threads", 1]):
+            out = self.fresh()
+            conv(out, *extra)
+            same(out, str(extra))
+        for n, extra in ((2, []), (3, ["--band-rows", 1]), (5, ["--threads", 1])):
+            out = self.fresh()
+            for i in range(n):
+                conv(out, "--part", f"{i}/{n}", *extra)
+            finish(out)
+            same(out, f"{n} parts {extra}")
+        # A run that stopped at row `done` (on the tile grid or inside a tile row), resumed.
+        for done in (337, 900, H - 1):
+            out = self.fresh()
+            conv(out, "--rows", f"0:{done}")
+            conv(out, "--rows", f"0:{H}", "--resume")
+            finish(out)
+            same(out, f"resumed at row {done}")
+        mpirun = shutil.which("mpirun")
+        if mpirun and not DEVICE:
+            env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                       OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
+                       OMPI_MCA_btl_vader_single_copy_mechanism="none")
+            out = self.fresh()
+            cmd = [mpirun, "-np", "3", os.path.join(BIN_DIR, tool[0]), src, out]
+            r = subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True,
+                               env=env, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            same(out, "3 MPI ranks")
+
     def stats_operation(self, x, kf, method="auto"):
         src = self.fresh()
         x.tofile(src)

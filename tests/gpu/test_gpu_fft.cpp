@@ -116,6 +116,47 @@ TEST(GpuFftConv2d, BitIdenticalAcrossBandHeightsAndSlots) {
   }
 }
 
+// Bands on the tile grid carry only the kernel's (K - 1) / 2 rows of halo (fewer rows copied in);
+// ranges that start or end inside a tile row (parts, resumed runs) the whole halo. Every split, on
+// one slot or several, gives one run's bytes.
+TEST(GpuFftConv2d, RangesOnAndOffTheTileGridGiveOneRunsBytes) {
+  OOC_REQUIRE_GPU();
+  const ImageSpec s{400, 1400, 2, SampleType::f32};
+  const auto d = test::random_image(s, 15);
+  Conv2dParams p;
+  p.kernel = random_kernel(31, 25, 10);
+  p.border = BorderMode::wrap;
+  p.method = ConvMethod::fft;
+  auto op = make_conv2d(s, p);
+  const Backend backend = gpu(*op);
+  const std::int64_t h = op->row_grid(), H = s.height;
+  ASSERT_LT(3 * h, H) << "the image should hold several tile rows";
+  const auto whole = test::run_in_memory(*op, s, d, PipelineOptions{}, backend);
+  const std::int64_t cases[][4] = {{0, H, 0, 0},         {0, H, 1, 1},     {0, H, h + 1, 3},
+                                   {2 * h, H, 7, 0},     {h + 7, H, 0, 2}, {5, 2 * h + 3, 13, 0},
+                                   {h, 2 * h + 1, 0, 1}, {H - 3, H, 0, 0}};
+  for (const auto& c : cases) {
+    PipelineOptions o;
+    o.row_begin = c[0];
+    o.row_end = c[1];
+    o.band_rows = c[2];
+    o.slots = static_cast<int>(c[3]);
+    o.cpu_start_bands = 0;
+    const BandPlan plan = plan_bands(s, {op.get()}, backend, o);
+    const bool on_grid = c[0] % h == 0 && (c[1] % h == 0 || c[1] == H);
+    const std::string what = "rows " + std::to_string(c[0]) + ":" + std::to_string(c[1]) +
+                             " bands " + std::to_string(c[2]) + " slots " + std::to_string(c[3]);
+    EXPECT_EQ(plan.halo, on_grid ? 15 : op->halo()) << what;
+    test::MemorySource src(s, d);
+    test::MemorySink part(*op->output());
+    Engine(src, backend, plan).run(*op, &part);
+    const std::size_t row = s.row_bytes();
+    ASSERT_TRUE(std::equal(part.data.begin() + c[0] * row, part.data.begin() + c[1] * row,
+                           whole.data.begin() + c[0] * row))
+        << what << ": bytes differ from one run's";
+  }
+}
+
 TEST(GpuFftConv2d, AgreesWithTheCpuFft) {
   OOC_REQUIRE_GPU();
   const ImageSpec s{4099, 301, 1, SampleType::f32};

@@ -13,6 +13,7 @@
 #include "kernels/cpu/separable.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
+#include "ooc/ops/chain.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/convert.hpp"
 #include "ooc/ops/equalize.hpp"
@@ -220,6 +221,94 @@ TEST(Conv2d, RankOneKernelsRunSeparableAndSaySo) {
   }
   EXPECT_FALSE(separable_factors(parse_kernel("laplace", 1 << 30)));
   EXPECT_TRUE(separable_factors(parse_kernel("sobel-y", 1 << 30)));
+}
+
+// The FFT's tile rows are fixed in image coordinates: bands on that grid carry only the kernel's
+// (K - 1) / 2 rows of halo, a range that starts or ends inside a tile row the whole halo(), and
+// every split of the rows (parts, a resumed run's rest, any band height) gives one run's bytes.
+TEST(Conv2d, FftBandsOnTheTileGridCarryTheKernelsHaloAndEverySplitGivesOneRunsBytes) {
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Kernel2d k{31, 25, {}, "random"};
+  for (int i = 0; i < 31 * 25; ++i) k.taps.push_back(u(rng));
+  k.taps[15 * 25 + 12] += 2;  // not a pure high-pass
+  const ImageSpec s{400, 1400, 2, SampleType::f32};
+  const auto d = test::random_image(s, 21);
+  for (BorderMode b : {BorderMode::reflect, BorderMode::constant}) {
+    Conv2dParams p;
+    p.kernel = k;
+    p.border = b;
+    p.border_value = 1.5;
+    p.method = ConvMethod::fft;
+    auto op = make_conv2d(s, p);
+    const std::int64_t h = op->row_grid(), H = s.height;
+    ASSERT_GT(h, 1);
+    ASSERT_LT(3 * h, H) << "the image should hold several tile rows";
+    EXPECT_EQ(op->grid_halo(), 15);
+    EXPECT_EQ(op->halo(), 15 + h - 1);
+    const MemorySink whole = test::run_in_memory(*op, s, d, PipelineOptions{});
+    // {row_begin, row_end, band_rows}: on the grid (any asked height becomes whole tile rows),
+    // then ranges that start or end inside a tile row.
+    const std::int64_t cases[][3] = {
+        {0, H, 0},     {0, H, 1},     {0, H, h + 1},      {0, 2 * h, 0},     {2 * h, H, 7},
+        {h, 3 * h, 0}, {h + 7, H, 0}, {5, 2 * h + 3, 13}, {h, 2 * h + 1, 0}, {H - 3, H, 0}};
+    for (const auto& c : cases) {
+      PipelineOptions o;
+      o.row_begin = c[0];
+      o.row_end = c[1];
+      o.band_rows = c[2];
+      const BandPlan plan = plan_bands(s, {op.get()}, Backend{}, o);
+      const bool on_grid = c[0] % h == 0 && (c[1] % h == 0 || c[1] == H);
+      const std::string what = std::string(name(b)) + " rows " + std::to_string(c[0]) + ":" +
+                               std::to_string(c[1]) + " bands " + std::to_string(c[2]);
+      EXPECT_EQ(plan.halo, on_grid ? 15 : op->halo()) << what;
+      EXPECT_EQ(plan.grid, on_grid ? h : 1) << what;
+      if (on_grid) {
+        EXPECT_TRUE(plan.band_rows % h == 0 || plan.band_rows == c[1] - c[0]) << what;
+      }
+      MemorySource src(s, d);
+      MemorySink part(*op->output());
+      Engine(src, Backend{}, plan).run(*op, &part);
+      const std::size_t row = s.row_bytes();
+      ASSERT_TRUE(std::equal(part.data.begin() + c[0] * row, part.data.begin() + c[1] * row,
+                             whole.data.begin() + c[0] * row))
+          << what << ": bytes differ from one run's";
+    }
+  }
+}
+
+// A pipeline whose last stage is the FFT's takes the same grid: its bands carry that stage's
+// (K - 1) / 2 rows and the halos of the stages before it, with one run's bytes for every range.
+TEST(Conv2d, FftAsAPipelinesLastStageTakesTheTileGrid) {
+  const ImageSpec s{300, 1400, 1, SampleType::f32};
+  const auto d = test::random_image(s, 22);
+  PipelinePlan pipeline(s,
+                        {StageCall{"gaussian", {{"sigma", "2"}}},
+                         StageCall{"convolve", {{"kernel", "box:31"}, {"method", "fft"}}}},
+                        {}, PipelineOptions{});
+  Operation& chain = pipeline.pass(0);
+  const std::int64_t h = chain.row_grid(), H = s.height;
+  ASSERT_GT(h, 1);
+  ASSERT_LT(2 * h, H);
+  EXPECT_EQ(chain.halo() - chain.grid_halo(), h - 1);
+  const MemorySink whole = test::run_in_memory(chain, s, d, PipelineOptions{});
+  const std::int64_t cases[][3] = {{0, H, 1}, {h, H, 0}, {h + 3, 2 * h, 0}, {7, H - 5, 100}};
+  for (const auto& c : cases) {
+    PipelineOptions o;
+    o.row_begin = c[0];
+    o.row_end = c[1];
+    o.band_rows = c[2];
+    const BandPlan plan = plan_bands(s, {&chain}, Backend{}, o);
+    const bool on_grid = c[0] % h == 0 && (c[1] % h == 0 || c[1] == H);
+    EXPECT_EQ(plan.halo, on_grid ? chain.grid_halo() : chain.halo()) << c[0] << ":" << c[1];
+    MemorySource src(s, d);
+    MemorySink part(*chain.output());
+    Engine(src, Backend{}, plan).run(chain, &part);
+    const std::size_t row = s.row_bytes();
+    ASSERT_TRUE(std::equal(part.data.begin() + c[0] * row, part.data.begin() + c[1] * row,
+                           whole.data.begin() + c[0] * row))
+        << "rows " << c[0] << ":" << c[1] << ": bytes differ from one run's";
+  }
 }
 
 TEST(Conv2d, BadKernelsAreUsageErrors) {
