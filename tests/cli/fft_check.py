@@ -7,9 +7,11 @@ against scipy.ndimage.convolve in float64, through the binaries.
   non-zero data, with the output file poisoned first and required to come out exactly
   H x W x C x bytes.
 - Every sample type, --out-type, --precision f64 (double transforms), 1 to 4 channels.
-- Band heights that cut the image into many bands (1, 7, 23 rows and the planned height),
-  kernels taller and wider than the image, images of 1 row and of 1 column, a row of 100000.
-- Results bit-identical across --band-rows and --threads (the tile grid is the image's).
+- Band heights asked of 1, 7 and 23 rows (the planner makes them whole tile rows) and the planned
+  height, kernels taller and wider than the image, images of 1 row and of 1 column, a row of
+  100000.
+- Results bit-identical across --band-rows and --threads (the tile grid is the image's), and
+  across parts, MPI ranks and resumed runs that start on the tile grid or inside a tile row.
 - --method auto picks direct for small kernels and the FFT for large ones (--stats json).
 - Bad --method values: exit 2 and a message naming the option.
 Tolerance (fft_error_bound in conv2d.hpp, with margin): |err| <= rel x sum|k| x max|x|, rel 1e-5
