@@ -54,7 +54,7 @@ TEST(GpuFftConv2d, MatchesADirectFloat64Convolution) {
             p.out_type = out_type;
             p.method = ConvMethod::fft;
             PipelineOptions o;
-            o.band_rows = 11;  // many bands, most of them inside one tile row
+            o.band_rows = 11;  // asked for: the planner makes it whole tile rows
             auto op = make_conv2d(s, p, o);
             const auto out = test::run_in_memory(*op, s, d, o, gpu(*op));
             const bool f64 = out_type == SampleType::f64 || t == SampleType::f64;
