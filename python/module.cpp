@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cli/filter_options.hpp"
+#include "cli/input_options.hpp"
 #include "cli/stats.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
@@ -214,33 +215,37 @@ py::dict stats_dict(const ooc::cli::RunReport& r) {
   return py::module_::import("json").attr("loads")(ooc::cli::stats_json(r).dump());
 }
 
+// Sets `field` to the keyword's value where one is given, else leaves the option's default (the
+// library's, as the tools' options do).
+template <class T>
+void take(const py::dict& d, const char* key, T& field) {
+  if (const auto v = get<T>(d, key)) field = *v;
+}
+
+// The tools' Input and Output file options under their Python keywords.
 ooc::JobOptions job_options(const std::string& input, const std::string& output, const py::dict& o,
                             const RunOptions& run, const char* default_type) {
   ooc::JobOptions jo;
   jo.input = input;
   jo.output = output;
-  jo.hints.width = get<std::int64_t>(o, "width", 0);
-  jo.hints.height = get<std::int64_t>(o, "height", 0);
-  const auto type = get<std::string>(o, "type");
-  jo.hints.type = ooc::parse_sample_type(type.value_or(default_type));
-  jo.hints.type_given = type.has_value();
-  const auto channels = get<int>(o, "channels");
-  jo.hints.channels = channels.value_or(1);
-  jo.hints.channels_given = channels.has_value();
-  jo.hints.format = get<std::string>(o, "in_format", "auto");
-  jo.hints.page = get<int>(o, "page", 0);
-  jo.hints.zarr_level = get<int>(o, "input_level", -1);
-  jo.seed = get<std::uint64_t>(o, "seed", 1);
-  jo.sink.format = get<std::string>(o, "format", "auto");
-  jo.sink.tile = get<std::int64_t>(o, "tile", 0);
-  jo.sink.compress = get<std::string>(o, "compress", "");  // the format's default
-  jo.sink.level = get<int>(o, "level", -1);
-  jo.sink.bigtiff = get<std::string>(o, "bigtiff", "auto");
-  jo.sink.chunk = get<std::int64_t>(o, "chunk", 0);
-  jo.sink.pyramid_levels = get<int>(o, "pyramid_levels", 0);
-  jo.sink.zarr_version = get<int>(o, "zarr_version", 2);
-  jo.sink.shard = get<std::int64_t>(o, "shard", 0);
-  jo.sink.cog = get<bool>(o, "cog", false);
+  take(o, "width", jo.hints.width);
+  take(o, "height", jo.hints.height);
+  ooc::cli::set_sample_hints(jo.hints, get<std::string>(o, "type"), default_type,
+                             get<int>(o, "channels"));
+  take(o, "in_format", jo.hints.format);
+  take(o, "page", jo.hints.page);
+  take(o, "input_level", jo.hints.zarr_level);
+  take(o, "seed", jo.seed);
+  take(o, "format", jo.sink.format);
+  take(o, "tile", jo.sink.tile);
+  take(o, "compress", jo.sink.compress);
+  take(o, "level", jo.sink.level);
+  take(o, "bigtiff", jo.sink.bigtiff);
+  take(o, "chunk", jo.sink.chunk);
+  take(o, "pyramid_levels", jo.sink.pyramid_levels);
+  take(o, "zarr_version", jo.sink.zarr_version);
+  take(o, "shard", jo.sink.shard);
+  take(o, "cog", jo.sink.cog);
   jo.pipeline = run.pipeline;
   jo.device = run.device;
   jo.devices = run.devices;

@@ -65,28 +65,25 @@ int main(int argc, char** argv) {
     app.footer(kExamples);
     app.get_formatter()->column_width(34);
 
-    std::string input, output;
-    app.add_option("INPUT", input,
+    ooc::JobOptions jo;
+    app.add_option("INPUT", jo.input,
                    "raw, .npy or TIFF image file, or synth:PATTERN (noise, gradient, checker, "
                    "gaussian-spots, low-contrast, low-rank[:R[:S]])");
     app.add_option(
-        "OUTPUT", output,
+        "OUTPUT", jo.output,
         "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:");
     std::string finish;
     app.add_option("--finish", finish,
                    "OUT: check that every part of OUT is done, then rename it into place");
 
-    ooc::RawHints hints;
-    std::uint64_t seed = 1;
     ooc::cli::InputCli input_cli;
-    ooc::cli::add_input_options(*app.add_option_group("Input"), input_cli, hints, seed, "f32",
+    ooc::cli::add_input_options(*app.add_option_group("Input"), input_cli, jo.hints, jo.seed, "f32",
                                 "u8 u16 i16 u32 i32 f32 f64");
 
     ooc::cli::FilterCli filter;
     ooc::cli::add_filter_options(app, filter);
 
-    ooc::SinkOptions out_options;
-    ooc::cli::add_output_options(*app.add_option_group("Output file"), out_options);
+    ooc::cli::add_output_options(*app.add_option_group("Output file"), jo.sink);
 
     ooc::cli::PipelineCli pipeline_cli;
     ooc::cli::add_pipeline_options(*app.add_option_group("Pipeline"), pipeline_cli,
@@ -103,7 +100,7 @@ int main(int argc, char** argv) {
     using ooc::Error;
     using ooc::ErrorKind;
     if (!finish.empty()) {
-      if (!input.empty())
+      if (!jo.input.empty())
         throw Error(ErrorKind::usage,
                     "--finish OUT takes no INPUT or OUTPUT: the parts' "
                     "journals say what they are");
@@ -111,11 +108,10 @@ int main(int argc, char** argv) {
       if (!quiet) std::fprintf(stderr, "oocconv: %s\n", done.c_str());
       return 0;
     }
-    if (input.empty() || output.empty())
+    if (jo.input.empty() || jo.output.empty())
       throw Error(ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
     ooc::cli::check_report_options(report_cli);
-    ooc::cli::apply_input_options(input_cli, hints);
-    ooc::JobOptions jo;
+    ooc::cli::apply_input_options(input_cli, jo.hints);
     ooc::cli::apply_pipeline_options(pipeline_cli, jo);
     const ooc::PipelineOptions& popt = jo.pipeline;
 
@@ -126,11 +122,6 @@ int main(int argc, char** argv) {
       params2d = ooc::cli::conv2d_params(filter, popt.mem_limit);
     else
       params = ooc::cli::filter_params(filter, popt.mem_limit);
-    jo.input = input;
-    jo.hints = hints;
-    jo.seed = seed;
-    jo.output = output;
-    jo.sink = out_options;
     ooc::cli::apply_run_options(run_cli, jo);
     jo.journal = true;  // resumable
     ooc::Job job(jo);
@@ -140,7 +131,7 @@ int main(int argc, char** argv) {
     // What makes the output's bytes: checked when a run resumes or parts are finished.
     const auto out_spec = op->output();
     job.set_fingerprint(op->fingerprint() + "; output " + out_spec->describe() + " " +
-                        ooc::output_format(output, out_options));
+                        ooc::output_format(jo.output, jo.sink));
     // Before start(), which creates the temporary: a signal from then on stops cleanly. Every
     // output is resumable (a TIFF keeps its compressed blocks, tiff_parts.hpp).
     ooc::cli::stop_gracefully_on_signals();

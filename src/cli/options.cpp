@@ -2,9 +2,11 @@
 // what their values become in the job's options.
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "common.hpp"
+#include "input_options.hpp"
 #include "internal.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
@@ -185,9 +187,9 @@ void add_input_options(CLI::App& g, InputCli& in, ooc::RawHints& hints, std::uin
 }
 
 void apply_input_options(const InputCli& in, ooc::RawHints& hints) {
-  hints.type = ooc::parse_sample_type(in.type);
-  hints.type_given = in.type_opt->count() > 0;
-  hints.channels_given = in.channels_opt->count() > 0;
+  // in.type holds the default where --type was not given.
+  set_sample_hints(hints, in.type_opt->count() > 0 ? std::optional(in.type) : std::nullopt, in.type,
+                   in.channels_opt->count() > 0 ? std::optional(hints.channels) : std::nullopt);
 }
 
 void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
