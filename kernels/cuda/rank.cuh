@@ -1,7 +1,9 @@
-// CUDA kernel of the rank filters (median, percentile, rank) over small windows: each thread
-// gathers its window's samples from a shared-memory tile into registers and selects the rank
-// there. Selection only moves samples, so the result is the CPU's exactly (kernels/cpu and
-// src/ops/rank.cpp); a window holding a NaN gives NaN, as on the CPU.
+// CUDA kernels of the rank filters (median, percentile, rank). Small windows (rank_band_async):
+// each thread gathers its window's samples from a shared-memory tile into registers and selects
+// the rank there. Rectangles of u8, u16 and i16 of any size up to 65535 samples
+// (rank_histogram_band_async): sliding histograms (rank_histogram.hpp). Selection only moves
+// samples, so the result is the CPU's exactly (kernels/cpu and src/ops/rank.cpp); a window holding
+// a NaN gives NaN, as on the CPU.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -40,5 +42,10 @@ struct RankLaunch {
   std::int64_t out_rows = 0;
 };
 void rank_band_async(const RankLaunch& l, cudaStream_t stream);
+
+// The rectangle rows x cols of l (dy, dx and count unused) by sliding histograms; 16-bit types
+// need rank_histogram_scratch_bytes(type) of device scratch, which the launch zeroes.
+std::size_t rank_histogram_scratch_bytes(SampleType t);
+void rank_histogram_band_async(const RankLaunch& l, std::byte* scratch, cudaStream_t stream);
 
 }  // namespace ooc::cuda

@@ -31,14 +31,17 @@
 
 namespace ooc {
 namespace detail {
-// rank_cuda.cpp: the rank filter of a window of up to 49 samples (rows, columns up to 15) on
-// CUDA; `samples` are the (row, column) of its samples in the rectangle from row -top, column
-// -left.
+// rank_cuda.cpp: the rank filter on CUDA of the window rows x cols from row -top, column -left:
+// `samples`, the (row, column) of its samples in that rectangle, for a window of up to 49 samples
+// (rows, columns up to 15) selected in registers; none for the whole rectangle by sliding
+// histograms (u8, u16, i16, up to 65535 samples), which takes rank_histogram_scratch_bytes() of
+// device scratch.
 std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t top, std::int64_t left, std::int64_t rows,
                                            std::int64_t cols,
                                            const std::vector<std::pair<int, int>>& samples,
                                            std::int64_t rank, BorderMode border,
                                            double border_value);
+std::size_t rank_histogram_scratch_bytes(SampleType t);
 }  // namespace detail
 namespace {
 
@@ -841,26 +844,41 @@ class Rank final : public Operation {
                static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes() +
            (65536 + 256) * 4;
   }
+  std::size_t cuda_scratch_bytes(std::int64_t) const override {
+    return cuda_histogram() ? detail::rank_histogram_scratch_bytes(in_.type) : 0;
+  }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<RankKernel>(w_, rank_);
   }
-  // CUDA: windows a thread can hold in registers (see kernels/cuda/rank.cuh); larger ones run on
-  // the CPU (a pipeline holding one runs on the CPU, and --device cuda says so).
+  // CUDA: rectangles of u8, u16 and i16 larger than 25 samples (up to 65535) by sliding
+  // histograms (kernels/cuda/rank_histogram.hpp); other windows a thread can hold in registers
+  // (49 samples, sides up to 15; kernels/cuda/rank.cuh). The rest run on the CPU (a pipeline
+  // holding one runs on the CPU, and --device cuda says so).
+  bool cuda_histogram() const {
+    const std::int64_t n = w_.rows() * w_.cols();
+    return !w_.mask &&
+           (in_.type == SampleType::u8 || in_.type == SampleType::u16 ||
+            in_.type == SampleType::i16) &&
+           n > 25 && n <= 65535;
+  }
   bool has_cuda() const override {
-    return kCudaBuilt && w_.rows() <= 15 && w_.cols() <= 15 && samples().size() <= 49;
+    return kCudaBuilt &&
+           (cuda_histogram() || (w_.rows() <= 15 && w_.cols() <= 15 && samples().size() <= 49));
   }
   bool cpu_gives_cuda_bits() const override { return true; }  // selections, no arithmetic
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
-    return detail::make_rank_cuda(w_.y.left, w_.x.left, w_.rows(), w_.cols(), samples(), rank_,
-                                  w_.border, w_.border_value);
+    return detail::make_rank_cuda(w_.y.left, w_.x.left, w_.rows(), w_.cols(),
+                                  cuda_histogram() ? std::vector<std::pair<int, int>>{} : samples(),
+                                  rank_, w_.border, w_.border_value);
   }
   Cost cost() const override {
     Cost c;
     c.kind = Cost::Kind::rank;
     c.window_rows = double(w_.y.left + w_.y.right + 1);
     c.window_cols = double(w_.x.left + w_.x.right + 1);
-    // What the CUDA kernel would sort: a window too large for it counts as 50 samples.
-    c.window_samples = double(samples().size());
+    // What the CUDA kernel would sort: a window too large for it counts as 50 samples; the
+    // rectangles CUDA counts by histograms, their samples.
+    c.window_samples = cuda_histogram() ? double(w_.rows() * w_.cols()) : double(samples().size());
     c.histogram = sample_bytes(in_.type) <= 2;  // u8, u16, i16: the CPU counts values
     return c;
   }
@@ -887,6 +905,9 @@ std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t, std::int64_t, std::int6
                                            const std::vector<std::pair<int, int>>&, std::int64_t,
                                            BorderMode, double) {
   return nullptr;
+}
+std::size_t rank_histogram_scratch_bytes(SampleType) {
+  return 0;
 }
 }  // namespace detail
 #endif
@@ -1098,11 +1119,12 @@ std::vector<StageEntry> rank_stages() {
   };
   s.push_back(
       {{"median",
-        "median of the window (scipy.ndimage.median_filter; CUDA for windows of up to 49 samples)",
+        "median of the window (scipy.ndimage.median_filter; CUDA: u8/u16/i16 rectangles of up to "
+        "65535 samples, other windows of up to 49)",
         {window, footprint}},
        ranked([](const StageArgs&, std::int64_t count) { return count / 2; })});
   s.push_back({{"percentile",
-                "percentile of the window (scipy.ndimage.percentile_filter; CUDA up to 49 samples)",
+                "percentile of the window (scipy.ndimage.percentile_filter; CUDA as median)",
                 {window, footprint,
                  number_param("q", "", -100, false, "percentile (negative: from 100 down)", 100)}},
                ranked([](const StageArgs& a, std::int64_t count) {
@@ -1110,7 +1132,7 @@ std::vector<StageEntry> rank_stages() {
                })});
   s.push_back({{"rank",
                 "the sample of this rank in the window, 0 the smallest (scipy.ndimage.rank_filter;"
-                " CUDA up to 49 samples)",
+                " CUDA as median)",
                 {window, footprint,
                  integer_param("index", "", -kMaxStageRadius * kMaxStageRadius,
                                kMaxStageRadius * kMaxStageRadius,

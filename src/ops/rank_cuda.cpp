@@ -1,6 +1,6 @@
 // The CUDA side of the minimum/maximum filters, the morphology built on them and the rank filters
-// of small windows (see ooc/ops/rank.hpp): launches on a band in device memory, the scratch from
-// the slot.
+// (small windows in registers, 8/16-bit rectangles by sliding histograms; see ooc/ops/rank.hpp):
+// launches on a band in device memory, the scratch from the slot.
 #include <cuda_runtime.h>
 
 #include "chain_impl.hpp"
@@ -75,7 +75,7 @@ class TophatCudaKernel final : public CudaKernel {
 
 class RankCudaKernel final : public CudaKernel {
  public:
-  explicit RankCudaKernel(const cuda::RankLaunch& l) : l_(l) {}
+  RankCudaKernel(const cuda::RankLaunch& l, bool histogram) : l_(l), histogram_(histogram) {}
   void run_async(const CudaBand& b) override {
     cuda::RankLaunch l = l_;
     l.in = b.in + static_cast<std::size_t>(b.halo - top_) * b.in_stride;
@@ -88,28 +88,34 @@ class RankCudaKernel final : public CudaKernel {
     l.out = b.out;
     l.out_stride = b.out_stride;
     l.out_rows = b.band.rows;
-    cuda::rank_band_async(l, static_cast<cudaStream_t>(b.stream));
+    if (histogram_)
+      cuda::rank_histogram_band_async(l, b.scratch, static_cast<cudaStream_t>(b.stream));
+    else
+      cuda::rank_band_async(l, static_cast<cudaStream_t>(b.stream));
   }
   std::int64_t top_ = 0;
 
  private:
   cuda::RankLaunch l_;
+  bool histogram_;
 };
 
 }  // namespace
 
 // Declared in rank.cpp (which builds without CUDA): the window's rectangle from row -top and
-// column -left, its samples' (row, column) in it, the rank among them.
+// column -left, its samples' (row, column) in it (none: the whole rectangle by sliding histograms),
+// the rank among them.
 std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t top, std::int64_t left, std::int64_t rows,
                                            std::int64_t cols,
                                            const std::vector<std::pair<int, int>>& samples,
                                            std::int64_t rank, BorderMode border,
                                            double border_value) {
+  const bool histogram = samples.empty();
   cuda::RankLaunch l;
   l.rows = static_cast<int>(rows);
   l.cols = static_cast<int>(cols);
   l.left = static_cast<int>(left);
-  l.count = static_cast<int>(samples.size());
+  l.count = static_cast<int>(histogram ? rows * cols : std::int64_t(samples.size()));
   l.rank = static_cast<int>(rank);
   for (std::size_t j = 0; j < samples.size(); ++j) {
     l.dy[j] = static_cast<signed char>(samples[j].first);
@@ -117,9 +123,13 @@ std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t top, std::int64_t left, 
   }
   l.border = border;
   l.border_value = border_value;
-  auto k = std::make_unique<RankCudaKernel>(l);
+  auto k = std::make_unique<RankCudaKernel>(l, histogram);
   k->top_ = top;
   return k;
+}
+
+std::size_t rank_histogram_scratch_bytes(SampleType t) {
+  return cuda::rank_histogram_scratch_bytes(t);
 }
 
 std::unique_ptr<CudaKernel> make_minmax_cuda(bool max, std::int64_t ly, std::int64_t ry,

@@ -80,9 +80,14 @@ double rank_cpu_ns(const Cost& c) {
 }
 // GPU kernels: a selection per output in registers; 0.041, 0.172 and 2.16 ns per sample at 9, 25
 // and 49 window samples (one H200), linear between them; why 49 costs 12x what 25 does is not
-// known.
+// known. Rectangles of 8/16-bit integers above 25 samples count sliding histograms instead
+// (kernels/cuda/rank_histogram.hpp): 2 x window_cols count updates per output (shared memory,
+// and for 16 bits an atomic add in L2 each) and a scan. An estimate, not measured yet: 0.02 ns
+// per output and 0.006 per window column (u8 expected below it, u16 above).
 double rank_cuda_ns(const Cost& c) {
   const double n = c.window_samples;
+  if (c.histogram && n > 25 && n == c.window_rows * c.window_cols)
+    return 0.02 + 0.006 * c.window_cols;
   if (n <= 9) return 0.041;
   if (n <= 25) return 0.041 + (n - 9) * (0.172 - 0.041) / 16;
   return 0.172 + (n - 25) * (2.16 - 0.172) / 24;

@@ -1,7 +1,8 @@
-// The CUDA rank filters (median, percentile, rank over windows of up to 49 samples, rectangles
-// and footprints) against the CPU backend: selections, so the bytes must be identical, over every
-// type, 1 and 3 channels, the five borders and band heights that do not divide the height.
-// Skips, with the reason, where no CUDA device is usable (CI has none).
+// The CUDA rank filters (median, percentile, rank: windows of up to 49 samples in registers,
+// rectangles and footprints; u8/u16/i16 rectangles of any size by sliding histograms) against the
+// CPU backend: selections, so the bytes must be identical, over types, 1 and 3 channels, the five
+// borders and band heights that do not divide the height. Skips, with the reason, where no CUDA
+// device is usable (CI has none).
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -91,12 +92,102 @@ TEST(GpuRank, NanInTheWindowGivesNanAsOnTheCpu) {
   EXPECT_TRUE(run_on(s, d, *op, false, 64) == run_on(s, d, *op, true, 7));
 }
 
-TEST(GpuRank, LargeWindowsStayOnTheCpu) {
-  const ImageSpec s{64, 64, 1, SampleType::u16};
+// Sliding histograms (kernels/cuda/rank_histogram.hpp): u8, u16 and i16 rectangles of any size,
+// ranks from the first to the last (the extremes run as minimum/maximum, so 1 and count - 2 too),
+// every border with a constant inside the data's range, random data over the whole type and over a
+// narrow range (ties, coarse bins straddled), images smaller than the window.
+TEST(GpuRank, HistogramsEqualTheCpuExactly) {
+  OOC_REQUIRE_GPU();
+  const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                                BorderMode::wrap, BorderMode::constant};
+  struct Window {
+    std::int64_t h, w;
+  };
+  const Window windows[] = {{1, 1},   {3, 17},  {17, 3},    {16, 16}, {7, 7},
+                            {31, 31}, {51, 51}, {101, 101}, {2, 40}};
+  std::mt19937 rng(3333);
+  int n = 0;
+  for (SampleType t : {SampleType::u8, SampleType::u16, SampleType::i16})
+    for (const Window& w : windows)
+      for (const int channels : {1, 3})
+        for (const bool small : {false, true}) {
+          const BorderMode border = borders[(n + channels) % 5];
+          // Smaller than the window, or a few windows across; heights no band height divides.
+          const ImageSpec s =
+              small ? ImageSpec{std::max<std::int64_t>(1, w.h / 2 + 1),
+                                std::max<std::int64_t>(1, w.w / 3 + 2), channels, t}
+                    : ImageSpec{static_cast<std::int64_t>(97 + rng() % 300),
+                                static_cast<std::int64_t>(71 + rng() % 400), channels, t};
+          auto d = test::random_image(s, 700 + n++);
+          if (rng() % 2) {  // a narrow range: many ties, coarse bins straddled
+            const std::size_t m = d.size() / sample_bytes(t);
+            for (std::size_t i = 0; i < m; ++i) {
+              const int v = static_cast<int>(rng() % 600);
+              if (t == SampleType::u8)
+                reinterpret_cast<std::uint8_t*>(d.data())[i] = static_cast<std::uint8_t>(1 + v % 7);
+              else if (t == SampleType::u16)
+                reinterpret_cast<std::uint16_t*>(d.data())[i] = static_cast<std::uint16_t>(900 + v);
+              else
+                reinterpret_cast<std::int16_t*>(d.data())[i] = static_cast<std::int16_t>(v - 300);
+            }
+          }
+          RankParams p;
+          p.height = w.h;
+          p.width = w.w;
+          p.border = border;
+          p.border_value = t == SampleType::i16 ? -1000 : 1000;
+          const std::int64_t count = w.h * w.w;
+          for (std::int64_t rank :
+               {std::int64_t{0}, std::int64_t{1}, count / 2, count - 2, count - 1}) {
+            if (rank < 0 || rank >= count) continue;
+            p.rank = rank;
+            auto op = make_rank(s, p);
+            ASSERT_TRUE(op->has_cuda()) << w.h << "x" << w.w;
+            const auto cpu = run_on(s, d, *op, false, 64);
+            const std::int64_t band = 13 + static_cast<std::int64_t>(rng() % 50);
+            const auto gpu = run_on(s, d, *op, true, band);
+            EXPECT_TRUE(cpu == gpu) << name(t) << " " << w.h << "x" << w.w << " rank " << rank
+                                    << " border " << name(border) << " c" << channels << " "
+                                    << s.height << "x" << s.width << " band " << band;
+          }
+        }
+}
+
+// A large image in one band per call: tasks of many row chunks and 64-column strips, and (u16)
+// more tasks than the blocks that hold fine counts, so blocks take several tasks in turn.
+TEST(GpuRank, HistogramsOnALargeImage) {
+  OOC_REQUIRE_GPU();
+  for (SampleType t : {SampleType::u8, SampleType::u16}) {
+    const ImageSpec s{1500, 2300, 1, t};
+    const auto d = test::random_image(s, 41);
+    RankParams p;
+    p.height = p.width = 51;
+    p.rank = 51 * 51 / 2;
+    p.border = BorderMode::reflect;
+    auto op = make_rank(s, p);
+    ASSERT_TRUE(op->has_cuda());
+    EXPECT_TRUE(run_on(s, d, *op, false, 256) == run_on(s, d, *op, true, 1500)) << name(t);
+  }
+}
+
+TEST(GpuRank, WhichWindowsRunOnCuda) {
+#if !defined(OOC_HAVE_CUDA)
+  GTEST_SKIP() << "a build without CUDA";
+#endif
+  const ImageSpec s16{64, 64, 1, SampleType::u16}, sf{64, 64, 1, SampleType::f32};
   RankParams p;
-  p.height = p.width = 9;
+  p.height = p.width = 101;
   p.rank = 40;
-  EXPECT_FALSE(make_rank(s, p)->has_cuda());
+  EXPECT_TRUE(make_rank(s16, p)->has_cuda());  // histograms
+  EXPECT_FALSE(make_rank(sf, p)->has_cuda());  // floats: registers only
+  p.height = p.width = 255;
+  EXPECT_TRUE(make_rank(s16, p)->has_cuda());  // 65025 samples: 16-bit counts
+  p.height = 258;  // 65790 samples
+  EXPECT_FALSE(make_rank(s16, p)->has_cuda());
+  p.height = p.width = 9;
+  p.footprint = disk(4);
+  p.rank = 10;
+  EXPECT_FALSE(make_rank(s16, p)->has_cuda());  // footprints: up to 49 samples
 }
 
 }  // namespace
