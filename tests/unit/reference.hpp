@@ -1,6 +1,7 @@
 // Test helpers: random images, the library's in-memory Source and Sink over buffers of their own
-// (the sink poisoned), and the float64 reference (a direct sum over the separable kernel, written
-// from scipy's definitions, not from the kernels).
+// (the sink poisoned), and the float64 references of the separable and 2-D convolutions: ooccheck's
+// (tools/ooccheck/reference.hpp, written from scipy's definitions, not from the kernels) over
+// those buffers.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,34 +22,15 @@
 #include "ooc/memory.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/pipeline.hpp"
+#include "ooccheck/reference.hpp"
 
 namespace ooc::test {
 
 // Reads sample i of a buffer of type t as double.
 inline double get(const std::vector<std::byte>& buf, SampleType t, std::size_t i) {
-  const std::byte* p = buf.data() + i * sample_bytes(t);
-  auto rd = [p]<class T>(T) {
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    return static_cast<double>(v);
-  };
-  switch (t) {
-    case SampleType::u8:
-      return rd(std::uint8_t{});
-    case SampleType::u16:
-      return rd(std::uint16_t{});
-    case SampleType::i16:
-      return rd(std::int16_t{});
-    case SampleType::u32:
-      return rd(std::uint32_t{});
-    case SampleType::i32:
-      return rd(std::int32_t{});
-    case SampleType::f32:
-      return rd(float{});
-    case SampleType::f64:
-      return rd(double{});
-  }
-  return 0;
+  double v = 0;
+  check::to_double(t, buf.data() + i * sample_bytes(t), 1, &v);
+  return v;
 }
 
 inline void put(std::vector<std::byte>& buf, SampleType t, std::size_t i, double v) {
@@ -145,43 +127,23 @@ struct Reference {
 };
 
 // out = convolve1d(convolve1d(in, row, axis=x), col, axis=y) in float64, as scipy.ndimage defines
-// it: out[i] = sum_j w[j] * in[i + r - j]. With the constant border, rows outside the image are
+// it: out[i] = sum_j w[j] * in[i + r - j]; ooccheck's reference (tools/ooccheck/reference.hpp),
+// over the whole image as one band. With the constant border, rows outside the image are
 // constant in the intermediate image (the column pass extends it with cval).
 inline Reference reference(const ImageSpec& s, const std::vector<std::byte>& in,
                            const std::vector<double>& row, const std::vector<double>& col,
                            BorderMode border, double cval) {
-  const std::int64_t W = s.width, H = s.height, C = s.channels;
-  const std::int64_t rx = static_cast<std::int64_t>(row.size() / 2);
-  const std::int64_t ry = static_cast<std::int64_t>(col.size() / 2);
-  auto sample = [&](std::int64_t y, std::int64_t x, std::int64_t c) {
-    return get(in, s.type, static_cast<std::size_t>((y * W + x) * C + c));
-  };
-  Reference ref;
-  ref.value.assign(static_cast<std::size_t>(W * H * C), 0.0);
-  ref.scale.assign(ref.value.size(), 0.0);
-  for (std::int64_t y = 0; y < H; ++y)
-    for (std::int64_t x = 0; x < W; ++x)
-      for (std::int64_t c = 0; c < C; ++c) {
-        double sum = 0, mag = 0;
-        for (std::int64_t a = 0; a < static_cast<std::int64_t>(col.size()); ++a) {
-          const std::int64_t yy = map_border(y + ry - a, H, border);
-          if (yy < 0) {
-            sum += col[a] * cval;
-            mag += std::abs(col[a] * cval);
-            continue;
-          }
-          for (std::int64_t b = 0; b < static_cast<std::int64_t>(row.size()); ++b) {
-            const std::int64_t xx = map_border(x + rx - b, W, border);
-            const double v = xx < 0 ? cval : sample(yy, xx, c);
-            sum += col[a] * row[b] * v;
-            mag += std::abs(col[a] * row[b] * v);
-          }
-        }
-        const auto i = static_cast<std::size_t>((y * W + x) * C + c);
-        ref.value[i] = sum;
-        ref.scale[i] = mag;
-      }
-  return ref;
+  // The source only reads the bytes.
+  ooc::MemorySource src(MemoryImage::dense(s, const_cast<std::byte*>(in.data())));
+  check::SeparableReference ref(src, row, col, border, cval, 0.0);
+  const std::int64_t n = s.row_samples();
+  Reference out;
+  out.value.assign(static_cast<std::size_t>(n * s.height), 0.0);
+  out.scale.assign(out.value.size(), 0.0);
+  ref.compute_band(0, s.height);
+  for (std::int64_t y = 0; y < s.height; ++y)
+    ref.column_pass(y, out.value.data() + y * n, out.scale.data() + y * n);
+  return out;
 }
 
 // Every sample within tolerance of the reference, every row written exactly once.
@@ -222,20 +184,46 @@ inline std::string sweep_name(const ::testing::TestParamInfo<SweepParam>& info) 
 }
 
 // One sample of the 2-D convolution, in float64, as scipy.ndimage.convolve defines it (the
-// kernel flipped; the border rule along both axes).
+// kernel flipped; the border rule along both axes): ooccheck's reference
+// (tools/ooccheck/reference.hpp). It computes the sample's whole output row and keeps it for the
+// next calls of the same row, image and kernel, so that a test walking an image row by row pays
+// one row's sums per row; a changed row y of the input, kernel or border computes it anew.
 inline double convolve_at(const ImageSpec& s, const std::vector<std::byte>& d, const Kernel2d& k,
                           BorderMode b, double cval, std::int64_t y, std::int64_t x, int c) {
-  double acc = 0;
-  for (std::int64_t i = 0; i < k.rows; ++i)
-    for (std::int64_t j = 0; j < k.cols; ++j) {
-      const std::int64_t yy = map_border(y + k.rows / 2 - i, s.height, b);
-      const std::int64_t xx = map_border(x + k.cols / 2 - j, s.width, b);
-      const double v = yy < 0 || xx < 0
-                           ? cval
-                           : get(d, s.type, std::size_t((yy * s.width + xx) * s.channels + c));
-      acc += k.taps[std::size_t(i * k.cols + j)] * v;
-    }
-  return acc;
+  // What the row computed depends on (a NaN cval never compares equal: computed anew).
+  struct Key {
+    const std::byte* data = nullptr;
+    std::int64_t width = 0, height = 0, y = -1;
+    int channels = 0;
+    SampleType type = SampleType::u8;
+    std::int64_t rows = 0, cols = 0;
+    std::vector<double> taps;
+    BorderMode border = BorderMode::reflect;
+    double cval = 0;
+    bool operator==(const Key&) const = default;
+  };
+  struct Row {
+    Key key;
+    std::vector<std::byte> input_row;  // row y of the input, as it was
+    std::vector<double> out;
+  };
+  thread_local Row kept;
+  const std::size_t row_bytes = s.row_bytes();
+  const std::byte* input_row = d.data() + static_cast<std::size_t>(y) * row_bytes;
+  Key key{d.data(), s.width, s.height, y, s.channels, s.type, k.rows, k.cols, k.taps, b, cval};
+  if (!(kept.key == key) || std::memcmp(kept.input_row.data(), input_row, row_bytes) != 0) {
+    ooc::MemorySource src(MemoryImage::dense(s, const_cast<std::byte*>(d.data())));
+    const check::KernelTaps taps{k.rows, k.cols, k.taps};
+    check::Reference2d ref(src, taps, b, cval, 0.0);
+    const auto n = static_cast<std::size_t>(s.row_samples());
+    std::vector<double> mag(n), sum_abs(n);
+    kept.out.resize(n);
+    ref.load_band(y, 1);
+    ref.output_row(0, kept.out.data(), mag.data(), sum_abs.data());
+    kept.key = std::move(key);
+    kept.input_row.assign(input_row, input_row + row_bytes);
+  }
+  return kept.out[static_cast<std::size_t>(x * s.channels + c)];
 }
 
 }  // namespace ooc::test

@@ -1,7 +1,7 @@
 // What the checkers of ooccheck share: the band walk and the error tally, the report, OUT opened
-// against IN, the per-sample tolerance of the reference modes and the helpers they both use, and
-// the entry point of each checker (separable.cpp, conv2d.cpp, equalize.cpp, compare.cpp; --atax is
-// atax.hpp's).
+// against IN, the per-sample tolerance of the reference modes (the references themselves are
+// reference.hpp's, shared with the tests), and the entry point of each checker (separable.cpp,
+// conv2d.cpp, equalize.cpp, compare.cpp; --atax is atax.hpp's).
 #pragma once
 
 #include <tbb/combinable.h>
@@ -24,6 +24,7 @@
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
+#include "reference.hpp"  // to_double, magnitudes, band_slots, the references
 
 namespace ooc::check {
 
@@ -54,9 +55,6 @@ std::string bytes_text(double bytes);
 std::size_t usable_memory_bytes();
 
 std::string number(double v);
-
-// Row of samples of type t as doubles.
-void to_double(SampleType t, const std::byte* p, std::int64_t n, double* out);
 
 // The value oocconv stores for an exact result v in an output of type t. nearbyint, not round:
 // ties go to even, as in the kernels (default rounding mode).
@@ -146,17 +144,6 @@ int report(const std::string& what, const std::string& rule, const Tally& t, dou
 // "3 of 40 bands of 64 rows (--sample 3, seed 1)".
 std::string band_summary(std::size_t picked, std::int64_t first, std::int64_t end,
                          std::int64_t sample, std::uint64_t seed);
-
-// |tap|, at least `floor` for a non-zero tap: the accumulator holds a tap below its smallest
-// normal number only to within floor x its epsilon, so the bound counts such a tap as `floor`.
-std::vector<double> magnitudes(std::vector<double> v, double floor);
-
-// The rows a band reads: coordinate first + j (j < coords) of the band reads slot slot_of[j],
-// and slot s holds source row src_rows[s] through the border rule (-1: the constant). Coordinates
-// that name one row share its slot: a radius beyond the height folds many onto each, and each
-// distinct row is then read (and filtered along x) once.
-void band_slots(std::int64_t first, std::int64_t coords, std::int64_t h, ooc::BorderMode border,
-                std::vector<std::int64_t>& slot_of, std::vector<std::int64_t>& src_rows);
 
 // exp(-0.5 (i / sigma)^2) for i in [-r, r], divided by their sum (summed with Neumaier's
 // compensation, so that the normalization is good to an ulp or two whatever the count).

@@ -27,14 +27,9 @@ namespace {
 // oocconv refuses longer sides, so no OUT comes from them; the reference would take them.
 constexpr std::int64_t kMaxKernelSide = 4097;
 
-// Taps in convolution order (scipy.ndimage.convolve's weights), row major.
-struct OwnKernel {
-  std::int64_t rows = 0, cols = 0;
-  std::vector<double> taps;
+// The kernel and how it was made.
+struct OwnKernel : KernelTaps {
   std::string recipe;  // "gaussian2d sigma 1.5 (radius 5)", "text file k.txt", ...
-
-  std::int64_t rx() const { return cols / 2; }
-  std::int64_t ry() const { return rows / 2; }
 };
 
 OwnKernel outer_kernel(const std::vector<double>& col, const std::vector<double>& row,
@@ -221,99 +216,6 @@ double reference2d_bytes(const OwnKernel& k, const ooc::ImageSpec& s) {
          slots * 8 * (double(s.width) + 2 * double(k.rx())) * s.channels +
          threads * (double(s.row_bytes()) + 24 * n);
 }
-
-// The float64 reference of scipy.ndimage.convolve: every output sample the sum over its whole
-// K x L window, with M = sum |tap| x |input| and S = sum |input| over it (the scales of the
-// rounding errors of any order of summing, and of a rank-1 factorization).
-class Reference2d {
- public:
-  Reference2d(ooc::Source& in, const OwnKernel& k, ooc::BorderMode border, double cval,
-              double tap_floor)
-      : in_(in),
-        s_(in.spec()),
-        n_(s_.row_samples()),
-        k_(k),
-        border_(border),
-        cval_(cval),
-        pad_n_((s_.width + 2 * k.rx()) * s_.channels),
-        mag_(magnitudes(k.taps, tap_floor)) {}
-
-  std::int64_t row_samples() const { return n_; }
-
-  // Reads the input rows that output rows [y0, y0 + rows) need, each distinct one once, padded
-  // along x by the border rule; valid until the next call.
-  void load_band(std::int64_t y0, std::int64_t rows) {
-    const std::int64_t ry = k_.ry();
-    band_slots(y0 - ry, rows + 2 * ry, s_.height, border_, slot_of_, src_rows_);
-    padded_.resize(src_rows_.size() * static_cast<std::size_t>(pad_n_));
-    tbb::parallel_for(std::size_t{0}, src_rows_.size(), [&](std::size_t slot) {
-      load_row(src_rows_[slot], padded_.data() + slot * static_cast<std::size_t>(pad_n_));
-    });
-  }
-
-  // Output row y0 + y of the band (after load_band): the exact result, M and S.
-  void output_row(std::int64_t y, double* out, double* mag, double* sum_abs) const {
-    std::fill(out, out + n_, 0.0);
-    std::fill(mag, mag + n_, 0.0);
-    std::fill(sum_abs, sum_abs + n_, 0.0);
-    const int C = s_.channels;
-    const std::int64_t rx = k_.rx(), ry = k_.ry();
-    // out(Y, x) = sum_{i,j} k[i][j] in(Y + ry - i, x + rx - j): input row Y + ry - i is band
-    // coordinate y + 2 ry - i; pixel x + rx - j sits at (x + 2 rx - j) C of the padded row. Zero
-    // taps too: 0 x inf is NaN in scipy and in oocconv, and S counts every sample.
-    for (std::int64_t i = 0; i < k_.rows; ++i) {
-      const double* row =
-          padded_.data() + slot_of_[static_cast<std::size_t>(y + 2 * ry - i)] * pad_n_;
-      for (std::int64_t j = 0; j < k_.cols; ++j) {
-        const double w = k_.taps[static_cast<std::size_t>(i * k_.cols + j)];
-        const double a = mag_[static_cast<std::size_t>(i * k_.cols + j)];
-        const double* src = row + (2 * rx - j) * C;
-        for (std::int64_t p = 0; p < n_; ++p) {
-          const double v = src[p], av = std::abs(v);
-          out[p] += w * v;
-          mag[p] += a * av;
-          sum_abs[p] += av;
-        }
-      }
-    }
-  }
-
- private:
-  // Source row src_row as doubles at dst[(q + rx) C] for pixels q in [-rx, W + rx), the border
-  // rule outside the row; row -1 (outside the image under the constant rule) is the constant:
-  // scipy pads the input itself along both axes.
-  void load_row(std::int64_t src_row, double* dst) const {
-    if (src_row < 0) {
-      std::fill(dst, dst + pad_n_, cval_);
-      return;
-    }
-    const int C = s_.channels;
-    const std::int64_t rx = k_.rx();
-    thread_local std::vector<std::byte> raw;
-    thread_local std::vector<double> x;
-    raw.resize(s_.row_bytes());
-    x.resize(static_cast<std::size_t>(n_));
-    in_.read_rows(src_row, 1, raw.data());
-    to_double(s_.type, raw.data(), n_, x.data());
-    for (std::int64_t q = -rx; q < s_.width + rx; ++q) {
-      double* p = dst + (q + rx) * C;
-      const std::int64_t m = ooc::map_border(q, s_.width, border_);
-      for (int c = 0; c < C; ++c) p[c] = m < 0 ? cval_ : x[static_cast<std::size_t>(m * C + c)];
-    }
-  }
-
-  ooc::Source& in_;
-  ooc::ImageSpec s_;
-  std::int64_t n_;
-  const OwnKernel& k_;
-  ooc::BorderMode border_;
-  double cval_;
-  std::int64_t pad_n_;
-  std::vector<double> mag_;             // |taps| (see magnitudes)
-  std::vector<std::int64_t> slot_of_;   // band coordinate j (row y0 - ry + j) -> its slot
-  std::vector<std::int64_t> src_rows_;  // slot -> source row (-1: the constant border)
-  std::vector<double> padded_;          // slot s at s * pad_n_
-};
 
 }  // namespace
 

@@ -210,133 +210,6 @@ ooc::SeparableParams validated_params(const ooc::cli::FilterCli& f) {
   return ooc::cli::filter_params(probe);
 }
 
-// out[i] = sum_k w[k] * src[k][i], k ascending.
-void weighted_sum(const std::vector<const double*>& src, const std::vector<double>& w, double* out,
-                  std::int64_t n) {
-  std::fill(out, out + n, 0.0);
-  for (std::size_t k = 0; k < w.size(); ++k) {
-    const double wk = w[k];
-    const double* s = src[k];
-    for (std::int64_t i = 0; i < n; ++i) out[i] += wk * s[i];
-  }
-}
-
-// The float64 reference of oocconv's separable convolution, one band of output rows at a time,
-// with M = sum |column tap| x |row tap| x |input| over each output sample's support (the scale
-// of the rounding errors of any order of summing those products).
-class Reference {
- public:
-  Reference(ooc::Source& in, const OwnFilter& f, ooc::BorderMode border, double cval,
-            double tap_floor)
-      : in_(in),
-        s_(in.spec()),
-        n_(s_.row_samples()),
-        tx_(f.row),
-        ty_(f.col),
-        rx_(f.rx()),
-        ry_(f.ry()),
-        border_(border),
-        cval_(cval),
-        ax_(magnitudes(tx_, tap_floor)),
-        ay_(magnitudes(ty_, tap_floor)) {}
-
-  std::int64_t row_samples() const { return n_; }
-
-  // Rows [y0, y0 + rows) of the exact result and of M; valid until the next call. Each distinct
-  // source row of the band (through the border rule, rows + 2 ry coordinates may name the same
-  // row many times over when the radius exceeds the height) is filtered along x once.
-  void compute_band(std::int64_t y0, std::int64_t rows) {
-    band_slots(y0 - ry_, rows + 2 * ry_, s_.height, border_, slot_of_, src_rows_);
-    const auto slots = static_cast<std::int64_t>(src_rows_.size());
-    rowpass_.resize(static_cast<std::size_t>(slots * n_));
-    rowpass_mag_.resize(rowpass_.size());
-    tbb::parallel_for(std::int64_t{0}, slots, [&](std::int64_t s) {
-      row_pass(src_rows_[static_cast<std::size_t>(s)], rowpass_.data() + s * n_,
-               rowpass_mag_.data() + s * n_);
-    });
-  }
-
-  // Output row y0 + y of the band (after compute_band) into out, and its M into mag.
-  void column_pass(std::int64_t y, double* out, double* mag) const {
-    // out(Y) = sum_k ty[k] * rowpass(Y + ry - k), rowpass(Y') at coordinate j = Y' - y0 + ry of
-    // the band. Taps that land on one source row are summed first (w), and so are their
-    // magnitudes (a): the row is then read once.
-    thread_local std::vector<std::int64_t> pos;  // slot -> its entry in w and a, or -1
-    thread_local std::vector<std::int64_t> used;
-    thread_local std::vector<double> w, a;
-    thread_local std::vector<const double*> src;
-    if (pos.size() < src_rows_.size()) pos.resize(src_rows_.size(), -1);
-    used.clear();
-    w.clear();
-    a.clear();
-    for (std::size_t k = 0; k < ty_.size(); ++k) {
-      const std::int64_t slot =
-          slot_of_[static_cast<std::size_t>(y + 2 * ry_ - static_cast<std::int64_t>(k))];
-      std::int64_t& p = pos[static_cast<std::size_t>(slot)];
-      if (p < 0) {
-        p = static_cast<std::int64_t>(used.size());
-        used.push_back(slot);
-        w.push_back(0.0);
-        a.push_back(0.0);
-      }
-      w[static_cast<std::size_t>(p)] += ty_[k];
-      a[static_cast<std::size_t>(p)] += ay_[k];
-    }
-    src.resize(used.size());
-    for (std::size_t e = 0; e < used.size(); ++e) src[e] = rowpass_.data() + used[e] * n_;
-    weighted_sum(src, w, out, n_);
-    for (std::size_t e = 0; e < used.size(); ++e) src[e] = rowpass_mag_.data() + used[e] * n_;
-    weighted_sum(src, a, mag, n_);
-    for (const std::int64_t slot : used) pos[static_cast<std::size_t>(slot)] = -1;
-  }
-
- private:
-  // Source row src_row filtered along x, and its magnitude. A row outside the image under the
-  // constant rule (src_row -1) is the constant itself: scipy pads the x-filtered image, not the
-  // input, along y.
-  void row_pass(std::int64_t src_row, double* out, double* mag) const {
-    if (src_row < 0) {
-      std::fill(out, out + n_, cval_);
-      std::fill(mag, mag + n_, std::abs(cval_));
-      return;
-    }
-    const int C = s_.channels;
-    thread_local std::vector<std::byte> raw;
-    thread_local std::vector<double> x, pad;
-    thread_local std::vector<const double*> src;
-    raw.resize(s_.row_bytes());
-    x.resize(static_cast<std::size_t>(n_));
-    in_.read_rows(src_row, 1, raw.data());
-    to_double(s_.type, raw.data(), n_, x.data());
-    // Pixel q in [-rx, W + rx) at pad[(q + rx) * C]; outside the row, the border rule along x.
-    pad.resize(static_cast<std::size_t>((s_.width + 2 * rx_) * C));
-    for (std::int64_t q = -rx_; q < s_.width + rx_; ++q) {
-      double* p = pad.data() + (q + rx_) * C;
-      const std::int64_t m = ooc::map_border(q, s_.width, border_);
-      for (int c = 0; c < C; ++c) p[c] = m < 0 ? cval_ : x[m * C + c];
-    }
-    // convolve1d: out(p) = sum_k tx[k] * in(p + rx - k), in(p') at pad[(p' + rx) * C].
-    src.resize(tx_.size());
-    for (std::size_t k = 0; k < tx_.size(); ++k)
-      src[k] = pad.data() + (2 * rx_ - static_cast<std::int64_t>(k)) * C;
-    weighted_sum(src, tx_, out, n_);
-    for (double& v : pad) v = std::abs(v);
-    weighted_sum(src, ax_, mag, n_);
-  }
-
-  ooc::Source& in_;
-  ooc::ImageSpec s_;
-  std::int64_t n_;
-  std::vector<double> tx_, ty_;
-  std::int64_t rx_, ry_;
-  ooc::BorderMode border_;
-  double cval_;
-  std::vector<double> ax_, ay_;                // |taps| (see magnitudes)
-  std::vector<std::int64_t> slot_of_;          // band coordinate j (row y0 - ry + j) -> its slot
-  std::vector<std::int64_t> src_rows_;         // slot -> source row (-1: the constant border)
-  std::vector<double> rowpass_, rowpass_mag_;  // slot s at s * n_
-};
-
 }  // namespace
 
 int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hints,
@@ -358,7 +231,8 @@ int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hi
       double(own.row.size() + own.col.size()), acc_f64, out_type, tolerance, col_abs, 0,
       "M = sum of |column tap| x |row tap| x |input| over the sample's support");
 
-  Reference ref(*in, own, params.border, params.border_value, acc_f64 ? DBL_MIN : FLT_MIN);
+  SeparableReference ref(*in, own.row, own.col, params.border, params.border_value,
+                         acc_f64 ? DBL_MIN : FLT_MIN);
   const std::int64_t n = ref.row_samples();
   tbb::combinable<double> largest_m([] { return 0.0; });
   auto check = [&](std::int64_t y0, std::int64_t rows, tbb::combinable<Tally>& tallies) {

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "check.hpp"
@@ -67,17 +66,6 @@ std::string number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
-}
-
-void to_double(SampleType t, const std::byte* p, std::int64_t n, double* out) {
-  auto conv = [&]<class T>(T) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      T v;
-      std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-      out[i] = static_cast<double>(v);
-    }
-  };
-  ooc::dispatch_type(t, conv);
 }
 
 // The value oocconv stores for an exact result v in an output of type t. nearbyint, not round:
@@ -147,41 +135,6 @@ std::string band_summary(std::size_t picked, std::int64_t first, std::int64_t en
   if (sample > 0 && static_cast<std::int64_t>(picked) < bands)
     s += " (--sample " + std::to_string(sample) + ", seed " + std::to_string(seed) + ")";
   return s;
-}
-
-std::vector<double> magnitudes(std::vector<double> v, double floor) {
-  for (double& x : v) x = x == 0 ? 0.0 : std::max(std::abs(x), floor);
-  return v;
-}
-
-void band_slots(std::int64_t first, std::int64_t coords, std::int64_t h, ooc::BorderMode border,
-                std::vector<std::int64_t>& slot_of, std::vector<std::int64_t>& src_rows) {
-  slot_of.resize(static_cast<std::size_t>(coords));
-  src_rows.clear();
-  // slot_ref(src) names the slot of source row src (-1: the constant), -1 while it has none.
-  auto fill_slots = [&](auto&& slot_ref) {
-    for (std::int64_t j = 0; j < coords; ++j) {
-      const std::int64_t src = ooc::map_border(first + j, h, border);
-      std::int64_t& slot = slot_ref(src);
-      if (slot < 0) {
-        slot = static_cast<std::int64_t>(src_rows.size());
-        src_rows.push_back(src);
-      }
-      slot_of[static_cast<std::size_t>(j)] = slot;
-    }
-  };
-  if (h + 1 <= coords) {  // a radius beyond the height: a table of every row is the smaller
-    std::vector<std::int64_t> table(static_cast<std::size_t>(h + 1), -1);
-    fill_slots([&](std::int64_t src) -> std::int64_t& {
-      return table[static_cast<std::size_t>(src + 1)];
-    });
-  } else {
-    std::unordered_map<std::int64_t, std::int64_t> table;
-    table.reserve(static_cast<std::size_t>(coords));
-    fill_slots([&](std::int64_t src) -> std::int64_t& {
-      return table.try_emplace(src, -1).first->second;
-    });
-  }
 }
 
 std::unique_ptr<ooc::Source> open_output(const std::string& path, const ooc::Source& in,
