@@ -220,12 +220,14 @@ class Bench:
             w.writerows(rows)
         lines = table(rows, f"{case} on {self.machine} ({platform.node()}), {self.date}, git {self.git}: {title}",
                       self.command)
-        txt = os.path.join(self.outdir, case + ".txt")
+        # The table is made from the rows: printed, and kept in the work dir for the run's log, not
+        # beside the CSV (results/ holds the CSVs and a README per machine).
+        txt = os.path.join(self.work, case + ".txt")
         sep = "\n" if os.path.exists(txt) else ""
         with open(txt, "a") as f:
             f.write(sep + "\n".join(lines) + "\n")
         print("\n".join(lines))
-        print(f"appended {len(rows)} rows to {os.path.relpath(path, ROOT)} and the table to {case}.txt")
+        print(f"appended {len(rows)} rows to {os.path.relpath(path, ROOT)} and the table to {txt}")
 
 
 def table(rows, title, command):
