@@ -343,7 +343,7 @@ bool fast_radius(std::int64_t r) {
   return false;
 }
 
-// The path the dispatch must take for this case (separable_dispatch.cuh picks it).
+// The path the dispatch must take for this case (as documented in separable.cu).
 cuda::SeparablePath expected_path(const BandCase& c) {
   if (c.channels > 16) return cuda::SeparablePath::generic;
   if (c.rx == c.ry && c.rx >= 1 && c.rx <= 8 && c.in == c.out && fast_type(c.in))
