@@ -233,7 +233,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     } else if (start && !start->ready() && per_device * device_bytes(rows) <= kDeviceBytesSure) {
       check = false;
     }
-    const std::int64_t device_rows =
+    std::int64_t device_rows =
         check ? detail::cuda_max_band_rows(backend.devices, plan.slots, span, device_bytes, start)
               : rows;
     if (o.band_rows > 0 && rows > device_rows)
@@ -244,6 +244,13 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     rows = std::min(rows, device_rows);
     for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
     rows = on_grid(rows);
+    // Unchecked while CUDA starts: a band the grid made taller is checked now, and needs the
+    // devices' figures only when it is no longer surely small.
+    if (!check && rows > device_rows)
+      device_rows = per_device * device_bytes(rows) <= kDeviceBytesSure
+                        ? rows
+                        : detail::cuda_max_band_rows(backend.devices, plan.slots, span,
+                                                     device_bytes, start);
     if (rows > device_rows)
       throw Error(ErrorKind::device, "bands of " + std::to_string(rows) +
                                          " rows (the operation's smallest) do not fit in GPU "

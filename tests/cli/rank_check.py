@@ -107,7 +107,8 @@ class Base(unittest.TestCase):
             x[x == 0] = 1
         return x.astype(NP[t])
 
-    def oocrun(self, x, pipeline, *extra):
+    def oocrun(self, x, pipeline, *extra, gpu=True):
+        # gpu=False: a window without a CUDA version stays on the CPU under OOC_CHECK_DEVICE.
         inp = self.p("in.raw")
         x.tofile(inp)
         out = self.p("out.raw")
@@ -118,7 +119,7 @@ class Base(unittest.TestCase):
         t = [k for k, v in NP.items() if v == x.dtype.type][0]
         r = run([os.path.join(BIN, "oocrun"), inp, out, pipeline, "--width", w, "--type", t,
                  "--channels", c, "-q"] + list(extra) +
-                ([] if "footprint=" in pipeline else DEVICE_ARGS))
+                ([] if "footprint=" in pipeline or not gpu else DEVICE_ARGS))
         self.assertEqual(r.returncode, 0, pipeline + ": " + r.stderr)
         return np.fromfile(out, x.dtype).reshape(x.shape)
 
@@ -287,8 +288,9 @@ class MedianNetworks(Base):
                         ("rank index=%d size=%dx%d" % (index, h, w),
                          lambda: ndi.rank_filter(x, index, **kw))):
                     with self.subTest(type=t, stage=text, channels=c, border=mode):
+                        # The GPU selects in registers for up to 49 samples of these types.
                         got = self.oocrun(x, text, "--border", mode, "--border-value", 7,
-                                          "--band-rows", rng.choice([1, 5, 64]))
+                                          "--band-rows", rng.choice([1, 5, 64]), gpu=n <= 49)
                         np.testing.assert_array_equal(got, ref())
 
 
