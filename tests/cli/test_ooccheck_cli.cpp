@@ -697,6 +697,45 @@ TEST_F(ooccheck, KernelReferencePassesOocconvAcrossTypesChannelsBordersAndKernel
                           {"--kernel", (dir_ / "k57.npy").string(), "--precision", "f64"});
 }
 
+TEST_F(ooccheck, KernelReferenceAllowsTheFftsRoundingAndStillCatchesAnError) {
+  // --method fft: the bound adds the FFT's rounding (fft_error_bound x sum|k| x max|input|,
+  // named in the summary), and an output one tap off still fails. A spike of 1e5 in the tile
+  // makes the FFT's rounding of its small neighbours far larger than the direct sum's bound.
+  const fs::path in = make_image("in_fft.raw", 61, 45, "f32", 1);
+  const auto input = raw_input(61, "f32", 1);
+  {
+    std::fstream f(in, std::ios::in | std::ios::out | std::ios::binary);
+    const float spike = 1e5f;
+    f.seekp((20 * 61 + 30) * 4);
+    f.write(reinterpret_cast<const char*>(&spike), 4);
+  }
+  {
+    std::ofstream k(dir_ / "k7.txt");
+    for (int y = 0; y < 7; ++y) {
+      for (int x = 0; x < 7; ++x) k << ((x * 3 + y * 5) % 7) - 2.5 << (x < 6 ? " " : "\n");
+    }
+  }
+  const std::vector<std::string> filter{"--kernel", (dir_ / "k7.txt").string(), "--method", "fft"};
+  expect_reference_agrees(in, input, filter);
+  const fs::path out = dir_ / "out.raw";
+  const RunResult r = check(out, in, input, filter);
+  EXPECT_NE(r.out.find("the FFT's rounding"), std::string::npos) << r;
+  // Held to the direct sum's bound, the same output fails: the allowance is needed.
+  EXPECT_EQ(check(out, in, input, {"--kernel", (dir_ / "k7.txt").string(), "--method", "direct"})
+                .exit_code,
+            1);
+  // The same kernel with one tap changed, checked as if it were the given one: fails.
+  const fs::path other = dir_ / "other.raw";
+  {
+    std::ifstream a(dir_ / "k7.txt");
+    std::string text((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
+    text[0] = text[0] == '-' ? ' ' : '-';
+    std::ofstream(dir_ / "k7b.txt") << text;
+  }
+  conv(in, other, input, {"--kernel", (dir_ / "k7b.txt").string(), "--method", "fft"});
+  EXPECT_EQ(check(other, in, input, filter).exit_code, 1);
+}
+
 TEST_F(ooccheck, KernelReferencePassesAKernelLargerThanTheImage) {
   // 25 x 23 taps over 9 x 6 pixels: coordinates fold over the image several times both ways.
   const std::vector<double> k = some_taps(25 * 23, 3);

@@ -181,7 +181,7 @@ class ReferenceTolerance {
     if (!std::isfinite(e)) return 0.0;       // NaN and infinities exactly
     if (!std::isfinite(m)) return INFINITY;  // no bound: only NaN/inf must agree
     // oocconv's and the reference's rounding
-    const double b = relative_ * m + s_coefficient_ * s + absolute_;
+    const double b = relative_ * m + s_coefficient_ * s + absolute_ + fft_;
     switch (out_type_) {
       case SampleType::f32:
         return b * (1 + 0x1p-24) + 0x1p-23 * std::abs(e) + 0x1p-149;
@@ -190,6 +190,13 @@ class ReferenceTolerance {
       default:
         return b + 1;  // each side rounded to an integer
     }
+  }
+
+  // An FFT convolution's rounding, the same for every sample: its transforms spread each tile's
+  // rounding over the tile, so it is bounded by the tile's largest |input|, not by M.
+  void allow_fft(double absolute, std::string why) {
+    fft_ = absolute;
+    fft_why_ = std::move(why);
   }
 
   // A line for the summary when the bound is too loose to tell much (f32 sums of many taps), or
@@ -227,6 +234,7 @@ class ReferenceTolerance {
     if (s_coefficient_ > 0)
       s += std::string(" + ") + number(s_coefficient_) +
            " x S (2^-48 x max|tap|, for a kernel oocconv runs as rank-1 factors)";
+    if (fft_ > 0) s += " + " + number(fft_) + " (" + fft_why_ + ")";
     return s + " + underflow, " + support_ + " (largest M " + number(largest_m) + ")";
   }
 
@@ -238,6 +246,8 @@ class ReferenceTolerance {
   double s_coefficient_ = 0;
   std::string support_;
   double relative_ = 0, absolute_ = 0;
+  double fft_ = 0;
+  std::string fft_why_;
 };
 
 // What both reference checks (separable and 2-D) do once their reference is built: say what is

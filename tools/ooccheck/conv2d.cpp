@@ -206,6 +206,24 @@ ooc::Conv2dParams validated_conv2d_params(const ooc::cli::FilterCli& f) {
   return ooc::cli::conv2d_params(probe);
 }
 
+// Raises `peak` to the largest |sample| of the input (NaN and infinities aside: they have no
+// bound), reading it in 64-row pieces.
+void largest_input(ooc::Source& in, double& peak) {
+  const ooc::ImageSpec& s = in.spec();
+  const std::int64_t n = s.row_samples(), step = 64;
+  std::vector<std::byte> raw(static_cast<std::size_t>(step) * s.row_bytes());
+  std::vector<double> row(static_cast<std::size_t>(n));
+  for (std::int64_t y = 0; y < s.height; y += step) {
+    const std::int64_t rows = std::min(step, s.height - y);
+    in.read_rows(y, rows, raw.data());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      to_double(s.type, raw.data() + static_cast<std::size_t>(r) * s.row_bytes(), n, row.data());
+      for (const double v : row)
+        if (std::isfinite(v)) peak = std::max(peak, std::abs(v));
+    }
+  }
+}
+
 // Bytes the 2-D reference holds for a kernel over an image: the taps and their magnitudes, per
 // band the distinct input rows padded along x, per thread a raw row and three output rows.
 double reference2d_bytes(const OwnKernel& k, const ooc::ImageSpec& s) {
@@ -247,9 +265,32 @@ int run_reference2d(const std::vector<std::string>& files, const ooc::RawHints& 
   // 2^-48 max|tap| per unit of S: oocconv accepts factors whose products are within 2^-49
   // max|tap| of each tap (plus their own rounding), an error relative to the largest tap, not
   // to the tap it replaces, so M alone does not bound it.
-  const ReferenceTolerance tolerance_of(
+  ReferenceTolerance tolerance_of(
       double(kernel.taps.size()), acc_f64, out_type, tolerance, sum_abs_taps, 0x1p-48 * peak_tap,
       "M = sum of |tap| x |input| and S = sum of |input| over the sample's " + window + " window");
+
+  // The FFT (--method fft, or auto's pick on either backend): its error bound, relative to
+  // sum|k| x max|x| over a tile (fft_error_bound), taken with the largest |x| of the whole input
+  // (and the constant border), which one extra pass over the input finds.
+  // (The params hold a stand-in kernel: ooccheck reads the kernel itself.) Under auto a kernel
+  // of rank 1 runs as a separable filter, never by FFT.
+  ooc::Conv2dParams planned = params;
+  planned.kernel = ooc::Kernel2d{kernel.rows, kernel.cols, kernel.taps, kernel.recipe};
+  const ooc::Conv2dCosts costs = ooc::conv2d_costs(is, planned);
+  const bool fft =
+      params.method == ooc::ConvMethod::fft ||
+      (params.method == ooc::ConvMethod::automatic && !ooc::separable_factors(planned.kernel) &&
+       (costs.cpu_uses_fft || costs.cuda_uses_fft));
+  if (fft && costs.tile_rows > 0) {
+    double peak = params.border == ooc::BorderMode::constant ? std::abs(params.border_value) : 0;
+    largest_input(*in, peak);
+    const double bound = ooc::fft_error_bound(costs.tile_rows, costs.tile_cols, acc_f64);
+    tolerance_of.allow_fft(bound * sum_abs_taps * peak,
+                           "the FFT's rounding: " + number(bound) + " x sum|k| " +
+                               number(sum_abs_taps) + " x max|input| " + number(peak) + ", tiles " +
+                               std::to_string(costs.tile_rows) + " x " +
+                               std::to_string(costs.tile_cols));
+  }
 
   Reference2d ref(*in, kernel, params.border, params.border_value, acc_f64 ? DBL_MIN : FLT_MIN);
   const std::int64_t n = ref.row_samples();
