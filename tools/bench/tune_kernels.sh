@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# A tuning sweep of the specialized separable kernels' shape (OOC_TUNE_* in
-# kernels/cuda/separable.cu): one ooc_gpu_stages per setting, built here, run on the GPU machine.
+# A tuning sweep of the specialized separable kernels' shape (TilePolicy in
+# kernels/cuda/separable_policy.cuh): one ooc_gpu_stages per setting, built here, run on the GPU
+# machine.
 #
-#   tune_kernels.sh build BUILD OUT NAME=THREADS,TILE,ROWS,RUN,MINBLOCKS,BATCH[,MINBLOCKS_U8,BATCH_U8][+DEFS] ...
-#       compiles separable.cu with each setting (BUILD: a configured CUDA build, already built;
-#       RUN and BATCH apply to f32/u16, u8 has its own MINBLOCKS_U8 and BATCH_U8 and keeps a run of 16)
-#       and links OUT/NAME/ooc_gpu_stages against a copy of libooc.a holding that object (DEFS:
-#       more -D switches, '+'-separated, e.g. +-DOOC_TUNE_BULK=1+-DOOC_TUNE_BULK_DEPTH=2). Only
-#       radii 1, 3 and 16 get specialized kernels there (OOC_TUNE_FEW_RADII), to keep them small.
+#   tune_kernels.sh build BUILD OUT NAME=THREADS,TILE,ROWS,RUN,MINBLOCKS,BATCH[,MINBLOCKS_U8,BATCH_U8[,RUN_U8[,QUAD_MINBLOCKS]]][+FLAGS] ...
+#       instantiates the separable dispatch (kernels/cuda/separable_dispatch.cuh) on
+#       TilePolicy<THREADS, TILE, ...> for each setting (BUILD: a configured CUDA build, already
+#       built; RUN and BATCH apply to f32/u16, u8 has its own MINBLOCKS_U8, BATCH_U8 and RUN_U8;
+#       numbers left out keep the library's values) and links OUT/NAME/ooc_gpu_stages against a
+#       copy of libooc.a holding that object in place of separable.cu's (FLAGS: more compiler
+#       switches, '+'-separated, e.g. +-Xptxas=-v). Only radii 1, 3 and 16 get specialized kernels
+#       there, to keep them small.
 #   tune_kernels.sh run OUT RADII TYPES [REPEATS]
 #       runs every OUT/*/ooc_gpu_stages on the 65536 x 256 band for each radius and type and
 #       prints "variant,type,radius,ours Gpixel/s,fraction of the memory bound,identical,NPP
@@ -22,28 +25,42 @@ build)
   shift 2
   mkdir -p "$out/obj"
   cmds=$(ninja -C "$build" -t commands tools/bench/ooc_gpu_stages)
-  compile=$(grep -- '-c .*kernels/cuda/separable.cu' <<<"$cmds" | sed -E 's/ -MD -MT [^ ]+ -MF [^ ]+//')
+  compile=$(grep -- '-c [^ ]*kernels/cuda/separable\.cu ' <<<"$cmds" | sed -E 's/ -MD -MT [^ ]+ -MF [^ ]+//')
   link=$(grep -- '-o tools/bench/ooc_gpu_stages ' <<<"$cmds" | sed -E 's/^: && //; s/ && :$//')
   for v in "$@"; do
     name=${v%%=*}
     spec=${v#*=}
     extra=""
     [[ $spec == *+* ]] && extra=${spec#*+} && spec=${spec%%+*}
-    IFS=, read -r threads tile rows run blocks batch blocks8 batch8 <<<"$spec"
-    defs="-DOOC_TUNE_THREADS=$threads -DOOC_TUNE_TILE_SAMPLES=$tile -DOOC_TUNE_FUSED_ROWS=$rows"
-    defs+=" -DOOC_TUNE_FUSED_RUN=$run -DOOC_TUNE_MIN_BLOCKS=$blocks -DOOC_TUNE_LOAD_BATCH=$batch"
-    [ -n "$blocks8" ] && defs+=" -DOOC_TUNE_MIN_BLOCKS_U8=$blocks8"
-    [ -n "$batch8" ] && defs+=" -DOOC_TUNE_LOAD_BATCH_U8=$batch8"
-    defs+=" -DOOC_TUNE_FEW_RADII ${extra//+/ }"
+    IFS=, read -r -a numbers <<<"$spec"
+    if ((${#numbers[@]} < 6 || ${#numbers[@]} > 10)); then
+      echo "tune_kernels.sh: $name needs 6 to 10 numbers, not '$spec'" >&2
+      exit 2
+    fi
+    policy="separable::TilePolicy<${spec//,/, }>"
     mkdir -p "$out/obj/$name" "$out/$name"
+    src="$out/obj/$name/separable_tuned.cu"
     obj="$out/obj/$name/separable.cu.o"  # the archive member's name
-    (cd "$build" && eval "${compile/ -o CMakeFiles\/ooc.dir\/kernels\/cuda\/separable.cu.o/ $defs -o $obj}")
+    {
+      echo "// separable.cu's entry points on a tuning under test (tools/bench/tune_kernels.sh)."
+      echo '#include "kernels/cuda/separable_dispatch.cuh"'
+      echo "namespace ooc::cuda {"
+      echo "using Tuned = separable::Dispatch<"
+      echo "    separable::SeparablePolicy<$policy, separable::RadiusList<1, 3, 16>>>;"
+      echo "SeparablePath separable_path(const SeparableLaunch& a) { return Tuned::path(a); }"
+      echo "void separable_band_async(const SeparableLaunch& a, cudaStream_t s) {"
+      echo "  Tuned::band_async(a, s);"
+      echo "}"
+      echo "}  // namespace ooc::cuda"
+    } >"$src"
+    c=$(sed -E "s# -c [^ ]*kernels/cuda/separable\.cu -o [^ ]+# ${extra//+/ } -c $src -o $obj#" <<<"$compile")
+    (cd "$build" && eval "$c")
     cp "$build/libooc.a" "$out/obj/$name/libooc.a"
     ar r "$out/obj/$name/libooc.a" "$obj"
     l=${link/ -o tools\/bench\/ooc_gpu_stages / -o $out/$name/ooc_gpu_stages }
     (cd "$build" && eval "${l/ libooc.a / $out/obj/$name/libooc.a }")
     strip "$out/$name/ooc_gpu_stages"
-    echo "$name: $defs"
+    echo "$name: $policy ${extra//+/ }"
   done
   rm -rf "$out/obj"
   ;;
