@@ -23,6 +23,7 @@
 #include "io/output_file.hpp"
 #include "io/tiff_parts.hpp"
 #include "ooc/error.hpp"
+#include "ooc/limits.hpp"
 
 namespace fs = std::filesystem;
 

@@ -20,9 +20,11 @@
 #include "cli/common.hpp"
 #include "io/npy.hpp"
 #include "io/output_file.hpp"
+#include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
+#include "ooc/limits.hpp"
 #include "ooc/ops/atax.hpp"
 #include "ooc/ops/atax_x.hpp"
 

@@ -15,14 +15,12 @@
 
 #include "ooc/border.hpp"
 #include "ooc/cost.hpp"
+#include "ooc/detail/cuda_start.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
+#include "ooc/limits.hpp"  // default_mem_limit, default_threads: PipelineOptions' zeros
 
 namespace ooc {
-
-namespace detail {
-class CudaStart;
-}
 
 // Tuning numbers live here and nowhere else; zeros mean "derive from the machine and the image".
 struct PipelineOptions {
@@ -49,27 +47,6 @@ struct PipelineOptions {
 // for SIGTERM/SIGINT handlers.
 void request_stop() noexcept;
 bool stop_requested() noexcept;
-
-// What this process may use, and where each figure came from ("cgroup limit /sys/fs/cgroup/...",
-// "the CPU affinity mask (4 of 64 cores)"): the defaults below follow the job's limits, not the
-// node's. `proc` and `cgroup_root` are for tests.
-struct MachineLimits {
-  std::uint64_t memory = 0;  // bytes: physical memory, or the tightest cgroup limit (v1 or v2)
-  std::string memory_from;
-  int cpus = 1;  // cores: online, or the affinity mask, or the cgroup CPU quota, the fewest
-  std::string cpus_from;
-};
-MachineLimits machine_limits(const std::string& proc = "/proc",
-                             const std::string& cgroup_root = "/sys/fs/cgroup");
-const MachineLimits& machine_limits_cached();  // this process's, read once
-
-// Default for --mem-limit: the smaller of 1 GiB and a quarter of machine_limits().memory.
-std::size_t default_mem_limit();
-// Default for --threads: machine_limits().cpus.
-int default_threads();
-// "512M", "4G", "1.5GiB", "100000" -> bytes; throws a usage Error.
-std::size_t parse_size(const std::string& text, const std::string& option = "size");
-std::string format_bytes(double bytes);  // "1.5 GiB"
 
 // A region of the image: output rows [y0, y0 + rows) of plane z. Images have one plane; a stack
 // of planes will be walked plane by plane with kernels unchanged (docs/design.md).
@@ -196,9 +173,9 @@ struct Backend {
   std::vector<int> devices;      // CUDA devices the slots are spread over
   std::string describe() const;  // "cpu (avx2+fma)", "cuda:0,1 (NVIDIA H200)"
   std::string why;               // how it was chosen ("--device cpu", or auto's estimate)
-  // CUDA starting in the background (see detail::CudaStart), and whether the run goes on with the
-  // CPU if it fails (--device auto) instead of failing.
-  std::shared_ptr<detail::CudaStart> start;
+  // CUDA starting in the background (set by select_backend, for the Engine; opaque here), and
+  // whether the run goes on with the CPU if it fails (--device auto) instead of failing.
+  detail::CudaStartHandle start;
   bool cpu_if_cuda_fails = false;
   // The CUDA backend whose start failed, the run done on the CPU: its error.
   std::string start_error() const;

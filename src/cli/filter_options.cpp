@@ -13,8 +13,10 @@
 #include <sstream>
 #include <vector>
 
+#include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
+#include "ooc/limits.hpp"
 #include "ooc/ops/chain.hpp"
 #include "ooc/pipeline.hpp"
 

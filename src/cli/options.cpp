@@ -8,6 +8,7 @@
 #include "common.hpp"
 #include "input_options.hpp"
 #include "internal.hpp"
+#include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "check.hpp"
+#include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "pipeline/staging.hpp"
 #include "resources.hpp"

@@ -24,7 +24,7 @@
 
 #include "formats.hpp"
 #include "ooc/error.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/limits.hpp"
 #include "tiff_common.hpp"
 
 namespace ooc {

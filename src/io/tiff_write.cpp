@@ -38,8 +38,9 @@
 
 #include "formats.hpp"
 #include "io/pyramid.hpp"
+#include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/limits.hpp"
 #include "output_file.hpp"
 #include "tiff_common.hpp"
 #include "tiff_parts.hpp"

@@ -33,7 +33,7 @@
 #include "io/digest.hpp"
 #include "io/zarr_codec.hpp"
 #include "ooc/error.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/limits.hpp"
 
 namespace ooc {
 namespace {

@@ -20,6 +20,7 @@
 #include "kernels/cpu/conv2d.hpp"
 #include "kernels/cpu/fft_backend.hpp"
 #include "kernels/cpu/fft_conv.hpp"
+#include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 
 namespace ooc {

@@ -1,6 +1,7 @@
 // The linear filters as pipeline stages: gaussian, uniform, correlate1d, separable (the
 // separable operation) and convolve (the 2-D one, direct or FFT as the plan decides).
 #include "ooc/error.hpp"
+#include "ooc/limits.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "stage_registry.hpp"
 

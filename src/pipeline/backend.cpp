@@ -11,6 +11,7 @@
 #include "cost_model.hpp"
 #include "kernels/cpu/separable.hpp"
 #include "ooc/error.hpp"
+#include "ooc/limits.hpp"
 #include "ooc/pipeline.hpp"
 #include "staging.hpp"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "ooc/pipeline.hpp"
+#include "ooc/limits.hpp"
 #include "text_file.hpp"
 
 namespace ooc {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "ooc/pipeline.hpp"
 #include "staging.hpp"

@@ -16,6 +16,7 @@
 #include "ooc/cost.hpp"
 #include "ooc/error.hpp"
 #include "ooc/image.hpp"
+#include "ooc/limits.hpp"
 #include "ooc/pipeline.hpp"
 #include "pipeline/cost_model.hpp"
 #include "scratch.hpp"

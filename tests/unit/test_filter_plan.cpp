@@ -4,8 +4,10 @@
 #include <cmath>
 #include <numeric>
 
+#include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
+#include "ooc/limits.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
 

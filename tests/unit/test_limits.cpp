@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "ooc/pipeline.hpp"
+#include "ooc/limits.hpp"
 
 namespace fs = std::filesystem;
 

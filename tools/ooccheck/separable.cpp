@@ -17,6 +17,7 @@
 
 #include "check.hpp"
 #include "cli/filter_options.hpp"
+#include "ooc/detail/size_text.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
 

@@ -15,6 +15,7 @@
 
 #include "check.hpp"
 #include "ooc/detail/hash.hpp"
+#include "ooc/detail/size_text.hpp"
 #include "ooc/pipeline.hpp"
 
 namespace ooc::check {
