@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli/common.hpp"
+#include "io/synthetic.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"

@@ -26,11 +26,9 @@ class RowArena {
   void release();  // unmaps windows and recycles the buffer
 
  private:
-  std::vector<std::byte> buffer_;
-  std::vector<std::vector<std::byte>> spare_;  // outgrown blocks still holding this band's rows
-  std::size_t used_ = 0;
-  std::size_t band_bytes_ = 0;
-  std::vector<std::shared_ptr<const void>> regions_;
+  struct State;  // the buffers and kept mappings (arena.cpp), made at first use
+  State& state();
+  std::unique_ptr<State> state_;
 };
 
 // GeoTIFF's and GDAL's georeferencing tags, as stored (empty: none given). They stay true of an
@@ -205,8 +203,6 @@ struct SinkOptions {
 // "raw", "npy", "tiff", "zarr" (by --format, else the extension) or "null" (null:); throws a
 // usage Error for an unknown --format.
 std::string output_format(const std::string& path, const SinkOptions& options);
-// The rows a part of this output must begin at a multiple of (a Zarr chunk row; 1 otherwise).
-std::int64_t output_row_alignment(const std::string& path, const SinkOptions& options);
 
 // Creates `path` for writing under a temporary name beside it; "null:" discards the rows.
 // Refuses an output that is the input (same file, also through links). Checks the free space up
@@ -214,39 +210,7 @@ std::int64_t output_row_alignment(const std::string& path, const SinkOptions& op
 std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec,
                                   const std::string& input_path, const SinkOptions& options = {});
 
-// The .npy header (version 1.0, or 2.0 when it must be longer) for an image of `spec`, C order,
-// little endian: shape (H, W), or (H, W, C) for several channels.
-std::string npy_header(const ImageSpec& spec);
-
 // The temporary name an output is written under until it is complete.
 std::string partial_path(const std::string& output);
-
-// For a process's fatal-signal handlers; both are async-signal-safe. Removes the temporaries of
-// every output still being written (only files this process created).
-// `interrupted` (a signal that asks to stop, not an error): the temporaries of resumable runs and
-// their journals stay for --resume.
-void remove_temporary_outputs(bool interrupted) noexcept;
-// Writes the names of the input files being read through a memory mapping to `fd`, separated by
-// "', '" (a file cut short under a mapping raises SIGBUS).
-void write_mapped_inputs(int fd) noexcept;
-
-// The synthetic image generator behind "synth:" inputs (and oocgen): deterministic for a seed,
-// independent of how rows are split between calls or threads.
-enum class Pattern { noise, gradient, checker, gaussian_spots, low_contrast, low_rank };
-// What a pattern takes besides the seed: low-rank's rank and noise ("low-rank:R:S"; the
-// definition is in synthetic.cpp and oocgen --help).
-struct PatternParams {
-  int rank = 8;
-  double noise = 0.01;
-};
-// Throws a usage Error; fills *params (the defaults for a pattern without any) when given.
-Pattern parse_pattern(const std::string& name, PatternParams* params = nullptr);
-// "low-rank:R:S", S written so that it reads back exactly.
-std::string low_rank_pattern(int rank, double noise);
-// Writes row y (width x channels samples of `type`) of the pattern to dst. low-rank takes only
-// f32 and f64 (a usage Error otherwise).
-void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,
-                        int channels, SampleType type, std::byte* dst,
-                        const PatternParams& params = {});
 
 }  // namespace ooc

@@ -17,6 +17,7 @@
 
 #include "common.hpp"
 #include "internal.hpp"
+#include "io/output_file.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"

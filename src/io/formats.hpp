@@ -45,6 +45,9 @@ std::unique_ptr<Sink> create_file_sink(const std::string& path, const ImageSpec&
                                        const SinkOptions& options);
 std::unique_ptr<Sink> create_null_sink(const ImageSpec& spec);
 
+// The rows a part of this output must begin at a multiple of (a Zarr chunk row; 1 otherwise).
+std::int64_t output_row_alignment(const std::string& path, const SinkOptions& options);
+
 // Reverses the bytes of each of `samples` samples of `width` bytes (big endian <-> little).
 void reverse_bytes(std::byte* p, std::size_t samples, std::size_t width);
 

@@ -39,4 +39,8 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
 // starts on a multiple of 64 bytes: descr such as "<f8", dims such as {n} or {rows, cols}.
 std::string npy_array_header(const std::string& descr, const std::vector<std::int64_t>& dims);
 
+// The .npy header (version 1.0, or 2.0 when it must be longer) for an image of `spec`, C order,
+// little endian: shape (H, W), or (H, W, C) for several channels.
+std::string npy_header(const ImageSpec& spec);
+
 }  // namespace ooc

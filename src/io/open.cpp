@@ -17,6 +17,7 @@
 #include "npy.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
+#include "synthetic.hpp"
 
 namespace fs = std::filesystem;
 
@@ -64,9 +65,6 @@ void check_hints(const RawHints& hints, const ImageSpec& spec, const std::string
 std::string partial_path(const std::string& output) {
   return output + ".partial";
 }
-
-std::unique_ptr<Source> make_synthetic_source(const std::string& pattern, const RawHints& hints,
-                                              std::uint64_t seed);
 
 namespace {
 

@@ -68,6 +68,15 @@ void unregister_temporary(int slot) noexcept;
 int register_mapped_input(const std::string& path) noexcept;  // slot or -1
 void unregister_mapped_input(int slot) noexcept;
 
+// What a process's fatal-signal handlers call (src/cli/signals.cpp); both are async-signal-safe.
+// Removes the temporaries of every output still being written (only files this process created).
+// `interrupted` (a signal that asks to stop, not an error): the temporaries of resumable runs and
+// their journals stay for --resume.
+void remove_temporary_outputs(bool interrupted) noexcept;
+// Writes the names of the input files being read through a memory mapping to `fd`, separated by
+// "', '" (a file cut short under a mapping raises SIGBUS).
+void write_mapped_inputs(int fd) noexcept;
+
 // Whether a failed lock's errno says that the file system cannot lock at all.
 bool no_locking(int err);
 // The pid holding a write lock on bytes [begin, end) of fd's file (end 0: to its end), 0 when

@@ -13,6 +13,7 @@
 #include "ooc/detail/hash.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
+#include "synthetic.hpp"
 
 namespace ooc {
 namespace {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "io/direct.hpp"
+#include "io/npy.hpp"
 #include "ooc/io.hpp"
 #include "scratch.hpp"
 

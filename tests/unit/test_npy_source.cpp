@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "io/npy.hpp"
 #include "ooc/error.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/synthetic.hpp"
 #include "ooc/error.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"

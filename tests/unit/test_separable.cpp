@@ -9,6 +9,7 @@
 #include <random>
 #include <tuple>
 
+#include "io/npy.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ooc/pipeline.hpp"
