@@ -6,24 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ooc/border.hpp"
-#include "ooc/image.hpp"
+#include "band_args.hpp"
 
 namespace ooc::cpu {
 
-struct Conv2dArgs {
-  const std::byte* const* rows = nullptr;  // out_rows + 2 * ry input rows; null = constant row
-  std::int64_t width = 0;
-  int channels = 1;
-  SampleType in_type = SampleType::f32;
-  std::byte* out = nullptr;
-  std::size_t out_stride = 0;
-  std::int64_t out_rows = 0;
-  SampleType out_type = SampleType::f32;
+// rows: out_rows + 2 * ry input rows.
+struct Conv2dArgs : BandArgs {
   const double* taps = nullptr;  // (2 ry + 1) x (2 rx + 1), row major, correlation order
   std::int64_t rx = 0, ry = 0;
-  BorderMode border = BorderMode::reflect;
-  double border_value = 0;
   std::int64_t strip_samples = 512;
   bool f64 = false;  // accumulate in double
 };

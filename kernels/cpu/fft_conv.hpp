@@ -19,8 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "ooc/border.hpp"
-#include "ooc/image.hpp"
+#include "band_args.hpp"
 
 namespace ooc::cpu {
 
@@ -54,22 +53,11 @@ inline std::int64_t fft_halo(std::int64_t K, const FftTiling& t) {
   return (K - 1) / 2 + t.h - 1;
 }
 
-struct FftConvArgs {
-  // out_rows + 2 * halo input rows from image row y0 - halo on, through the border rule along y;
-  // a null row is a row of the constant border.
-  const std::byte* const* rows = nullptr;
+// rows: out_rows + 2 * halo input rows from image row y0 - halo on.
+struct FftConvArgs : BandArgs {
   std::int64_t halo = 0;
   std::int64_t y0 = 0;  // image row of output row 0
   std::int64_t height = 0;
-  std::int64_t width = 0;
-  int channels = 1;
-  SampleType in_type = SampleType::f32;
-  std::byte* out = nullptr;
-  std::size_t out_stride = 0;
-  std::int64_t out_rows = 0;
-  SampleType out_type = SampleType::f32;
-  BorderMode border = BorderMode::reflect;
-  double border_value = 0;
 };
 
 // The kernel's spectrum for one tiling and the transforms, made once per operation run and shared

@@ -5,26 +5,16 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ooc/border.hpp"
-#include "ooc/image.hpp"
+#include "band_args.hpp"
 
 namespace ooc::cpu {
 
-struct SeparableArgs {
-  const std::byte* const* rows = nullptr;  // out_rows + 2 * ry input rows; null = constant row
-  std::int64_t width = 0;
-  int channels = 1;
-  SampleType in_type = SampleType::f32;
-  std::byte* out = nullptr;
-  std::size_t out_stride = 0;
-  std::int64_t out_rows = 0;
-  SampleType out_type = SampleType::f32;
+// rows: out_rows + 2 * ry input rows.
+struct SeparableArgs : BandArgs {
   const double* row_taps = nullptr;  // 2 * rx + 1, correlation order
   std::int64_t rx = 0;
   const double* col_taps = nullptr;  // 2 * ry + 1, correlation order
   std::int64_t ry = 0;
-  BorderMode border = BorderMode::reflect;
-  double border_value = 0;
   std::int64_t strip_samples = 512;
   bool f64 = false;  // accumulate in double
 };
