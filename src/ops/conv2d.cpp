@@ -14,6 +14,7 @@
 #include <limits>
 #include <sstream>
 
+#include "band_fill.hpp"
 #include "cuda_kernels.hpp"
 #include "io/digest.hpp"
 #include "io/npy.hpp"
@@ -147,9 +148,7 @@ class Conv2dCpuKernel final : public CpuKernel {
   explicit Conv2dCpuKernel(const cpu::Conv2dArgs& base) : base_(base) {}
   void run(const CpuBand& b) override {
     cpu::Conv2dArgs a = base_;
-    a.rows = b.rows + (b.halo - a.ry);  // the halo is the FFT's where CUDA takes the FFT
-    a.out = b.out.data;
-    a.out_rows = b.band.rows;
+    detail::set_band(a, b, b.halo - a.ry);  // the halo is the FFT's where CUDA takes the FFT
     cpu::conv2d_band(a);
   }
 
@@ -163,12 +162,10 @@ class FftCpuKernel final : public CpuKernel {
       : fft_(std::move(fft)), base_(base) {}
   void run(const CpuBand& b) override {
     cpu::FftConvArgs a = base_;
-    a.rows = b.rows;
+    detail::set_band(a, b);
     a.halo = b.halo;
     a.y0 = b.band.y0;
     a.height = b.in.height;
-    a.out = b.out.data;
-    a.out_rows = b.band.rows;
     fft_->band(a);
   }
 
@@ -185,29 +182,17 @@ class Conv2d final : public Operation {
         costs_(conv2d_costs(in, p)) {
     // Correlation order: the kernel flipped along both axes.
     corr_.assign(p.kernel.taps.rbegin(), p.kernel.taps.rend());
-    args_.width = in.width;
-    args_.channels = in.channels;
-    args_.in_type = in.type;
-    args_.out_type = out_spec_.type;
-    args_.out_stride = out_spec_.row_bytes();
+    detail::set_images(args_, in, out_spec_, p.border, p.border_value);
     args_.taps = corr_.data();
     args_.rx = p.kernel.cols / 2;
     args_.ry = p.kernel.rows / 2;
-    args_.border = p.border;
-    args_.border_value = p.border_value;
     args_.strip_samples = o.strip_samples;
     args_.f64 = accumulates_in_f64(in.type, out_spec_.type, p.precision);
     if (costs_.cpu_uses_fft || costs_.cuda_uses_fft) {
       tiling_ =
           cpu::FftTiling{costs_.tile_rows, costs_.tile_cols, costs_.tile_rows - p.kernel.rows + 1,
                          costs_.tile_cols - p.kernel.cols + 1};
-      fft_args_.width = in.width;
-      fft_args_.channels = in.channels;
-      fft_args_.in_type = in.type;
-      fft_args_.out_type = out_spec_.type;
-      fft_args_.out_stride = out_spec_.row_bytes();
-      fft_args_.border = p.border;
-      fft_args_.border_value = p.border_value;
+      detail::set_images(fft_args_, in, out_spec_, p.border, p.border_value);
     }
   }
 

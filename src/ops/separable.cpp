@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "band_fill.hpp"
 #include "cuda_kernels.hpp"
 #include "io/digest.hpp"
 #include "kernels/cpu/separable.hpp"
@@ -28,9 +29,7 @@ class SeparableCpuKernel final : public CpuKernel {
   explicit SeparableCpuKernel(const cpu::SeparableArgs& base) : base_(base) {}
   void run(const CpuBand& b) override {
     cpu::SeparableArgs a = base_;
-    a.rows = b.rows;
-    a.out = b.out.data;
-    a.out_rows = b.band.rows;
+    detail::set_band(a, b);
     cpu::separable_band(a);
   }
 
@@ -47,17 +46,11 @@ class Separable final : public Operation {
         col_taps_(correlation_taps(p.filter.col)) {
     if (row_taps_.size() % 2 == 0 || col_taps_.size() % 2 == 0)
       throw Error(ErrorKind::usage, "filter tap counts must be odd");
-    args_.width = in.width;
-    args_.channels = in.channels;
-    args_.in_type = in.type;
-    args_.out_type = out_spec_.type;
-    args_.out_stride = out_spec_.row_bytes();
+    detail::set_images(args_, in, out_spec_, p.border, p.border_value);
     args_.row_taps = row_taps_.data();
     args_.rx = p.filter.radius_x();
     args_.col_taps = col_taps_.data();
     args_.ry = p.filter.radius_y();
-    args_.border = p.border;
-    args_.border_value = p.border_value;
     args_.strip_samples = o.strip_samples;
     args_.f64 = accumulates_in_f64(in.type, out_spec_.type, p.precision);
   }
