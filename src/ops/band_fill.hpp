@@ -1,7 +1,7 @@
-// Filling the convolution kernels' arguments, shared by the separable and the 2-D operations: what
-// an operation knows once (the images, the border) and what each band brings (its rows, its
-// output). The kernels take these fields under the same names, so they are written here once and
-// every kernel is given them the same way.
+// Filling the convolution kernels' arguments, shared by the separable and the 2-D operations and
+// their CUDA adapters: what an operation knows once (the images, the border) and what each band
+// brings (its rows, its output). The kernels take these fields under the same names, so they are
+// written here once and every kernel is given them the same way.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,34 @@ inline void set_band(cpu::BandArgs& a, const CpuBand& b, std::int64_t skip = 0) 
   a.rows = b.rows + skip;
   a.out = b.out.data;
   a.out_rows = b.band.rows;
+}
+
+// The same for the CUDA launches of kernels/cuda (Conv2dLaunch, SeparableLaunch), which also take
+// the radii and the accumulator's precision once; the input's type comes with each band.
+template <class Launch>
+void set_launch_images(Launch& l, const ImageSpec& out, BorderMode border, double border_value,
+                       std::int64_t rx, std::int64_t ry, bool f64) {
+  l.width = out.width;
+  l.channels = out.channels;
+  l.out_type = out.type;
+  l.rx = rx;
+  l.ry = ry;
+  l.border = border;
+  l.border_value = border_value;
+  l.f64 = f64;
+}
+
+// A band staged in device memory: its rows from image row first_row on, and its output.
+template <class Launch>
+void set_launch_band(Launch& l, const CudaBand& b) {
+  l.in = b.in;
+  l.in_stride = b.in_stride;
+  l.in_type = b.in_spec.type;
+  l.out = b.out;
+  l.out_stride = b.out_stride;
+  l.out_rows = b.band.rows;
+  l.first_row = b.first_row;
+  l.image_height = b.in_spec.height;
 }
 
 }  // namespace ooc::detail

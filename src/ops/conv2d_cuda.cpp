@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "band_fill.hpp"
 #include "cuda/resources.hpp"
 #include "cuda_kernels.hpp"
 #include "kernels/cuda/conv2d.cuh"
@@ -20,27 +21,13 @@ class Conv2dCudaKernel final : public CudaKernel {
     std::vector<float> f(taps.begin(), taps.end());
     const void* host = f64 ? static_cast<const void*>(taps.data()) : f.data();
     taps_.emplace(devices, host, taps.size() * (f64 ? 8 : 4));
-    base_.width = out.width;
-    base_.channels = out.channels;
-    base_.out_type = out.type;
-    base_.rx = rx;
-    base_.ry = ry;
-    base_.border = border;
-    base_.border_value = border_value;
-    base_.f64 = f64;
+    detail::set_launch_images(base_, out, border, border_value, rx, ry, f64);
   }
 
   void run_async(const CudaBand& b) override {
     cuda::Conv2dLaunch l = base_;
     l.taps = taps_->on(b.device);
-    l.in = b.in;
-    l.in_stride = b.in_stride;
-    l.in_type = b.in_spec.type;
-    l.out = b.out;
-    l.out_stride = b.out_stride;
-    l.out_rows = b.band.rows;
-    l.first_row = b.first_row;
-    l.image_height = b.in_spec.height;
+    detail::set_launch_band(l, b);
     cuda::conv2d_band_async(l, static_cast<cudaStream_t>(b.stream));
   }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "band_fill.hpp"
 #include "cuda/resources.hpp"
 #include "cuda_kernels.hpp"
 #include "kernels/cuda/separable.cuh"
@@ -46,14 +47,8 @@ class SeparableCudaKernel final : public CudaKernel {
     put(col_taps, row_taps.size() * acc);
     taps_.emplace(devices, taps.data(), taps.size());
     host_taps_ = std::move(taps);  // the radius-specialized kernels take them by value
-    base_.width = out.width;
-    base_.channels = out.channels;
-    base_.out_type = out.type;
-    base_.rx = p.filter.radius_x();
-    base_.ry = p.filter.radius_y();
-    base_.border = p.border;
-    base_.border_value = p.border_value;
-    base_.f64 = f64;
+    detail::set_launch_images(base_, out, p.border, p.border_value, p.filter.radius_x(),
+                              p.filter.radius_y(), f64);
     base_.generic = generic_kernels_forced();
     col_offset_ = row_taps.size() * acc;
     acc_ = acc;
@@ -66,16 +61,9 @@ class SeparableCudaKernel final : public CudaKernel {
     l.col_taps = taps + col_offset_;
     l.row_taps_host = host_taps_.data();
     l.col_taps_host = host_taps_.data() + col_offset_;
-    l.in = b.in;
-    l.in_stride = b.in_stride;
-    l.in_type = b.in_spec.type;
+    detail::set_launch_band(l, b);
     l.mid = b.scratch;
     l.mid_stride = static_cast<std::size_t>(b.in_spec.row_samples()) * acc_;
-    l.out = b.out;
-    l.out_stride = b.out_stride;
-    l.out_rows = b.band.rows;
-    l.first_row = b.first_row;
-    l.image_height = b.in_spec.height;
     cuda::separable_band_async(l, static_cast<cudaStream_t>(b.stream));
   }
 
