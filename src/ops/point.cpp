@@ -42,9 +42,7 @@ class PointOp final : public Operation {
            std::string(name(out_.type));
   }
   std::optional<ImageSpec> output() const override { return out_; }
-  std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<PointKernel>(p_, out_.type);
-  }
+  std::unique_ptr<CpuKernel> make_cpu() const override { return make_point_cpu(p_, out_.type); }
   bool has_cuda() const override { return kCudaBuilt; }
   bool cpu_gives_cuda_bits() const override { return true; }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
@@ -67,6 +65,10 @@ class PointOp final : public Operation {
 std::unique_ptr<Operation> make_point(const ImageSpec& in, const kernels::PointParams& p,
                                       SampleType out, std::string what) {
   return std::make_unique<PointOp>(in, p, out, std::move(what));
+}
+
+std::unique_ptr<CpuKernel> make_point_cpu(const kernels::PointParams& p, SampleType out) {
+  return std::make_unique<PointKernel>(p, out);
 }
 
 std::vector<StageEntry> point_stages() {

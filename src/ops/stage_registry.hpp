@@ -110,6 +110,8 @@ std::int64_t gaussian_radius(double sigma);
 // A point operation (scale, clamp, convert, ...) from `in` to `out`, described as `what`.
 std::unique_ptr<Operation> make_point(const ImageSpec& in, const kernels::PointParams& p,
                                       SampleType out, std::string what);
+// Its CPU kernel, which make_convert's copy and conversion runs too.
+std::unique_ptr<CpuKernel> make_point_cpu(const kernels::PointParams& p, SampleType out);
 
 // Exact text of a double, for fingerprints.
 std::string exact_number(double v);
