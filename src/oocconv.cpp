@@ -83,18 +83,9 @@ int main(int argc, char** argv) {
     ooc::cli::FilterCli filter;
     ooc::cli::add_filter_options(app, filter);
 
-    ooc::cli::add_output_options(*app.add_option_group("Output file"), jo.sink);
-
-    ooc::cli::PipelineCli pipeline_cli;
-    ooc::cli::add_pipeline_options(*app.add_option_group("Pipeline"), pipeline_cli,
-                                   "output rows per band (default: planned)");
-
-    ooc::cli::RunCli run_cli;
-    ooc::cli::add_run_options(*app.add_option_group("Parts and resume"), run_cli);
-
-    ooc::cli::ReportCli report_cli;
-    ooc::cli::add_report_options(*app.add_option_group("Reporting"), report_cli);
-    auto& [progress, quiet, stats] = report_cli;
+    ooc::cli::JobCli job_cli;
+    ooc::cli::add_job_options(app, job_cli, jo.sink);
+    auto& [progress, quiet, stats] = job_cli.report;
 
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocconv")) return *code;
     using ooc::Error;
@@ -110,9 +101,9 @@ int main(int argc, char** argv) {
     }
     if (jo.input.empty() || jo.output.empty())
       throw Error(ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
-    ooc::cli::check_report_options(report_cli);
+    ooc::cli::check_report_options(job_cli.report);
     ooc::cli::apply_input_options(input_cli, jo.hints);
-    ooc::cli::apply_pipeline_options(pipeline_cli, jo);
+    ooc::cli::apply_pipeline_options(job_cli.pipeline, jo);
     const ooc::PipelineOptions& popt = jo.pipeline;
 
     // Options are checked before the input is opened: a bad filter is a usage error first.
@@ -122,7 +113,7 @@ int main(int argc, char** argv) {
       params2d = ooc::cli::conv2d_params(filter, popt.mem_limit);
     else
       params = ooc::cli::filter_params(filter, popt.mem_limit);
-    ooc::cli::apply_run_options(run_cli, jo);
+    ooc::cli::apply_run_options(job_cli.run, jo);
     jo.journal = true;  // resumable
     ooc::Job job(jo);
     ooc::detail::trace_mark("job made");
@@ -137,12 +128,7 @@ int main(int argc, char** argv) {
     ooc::cli::stop_gracefully_on_signals();
     job.start({op.get()});
     ooc::detail::trace_mark("job started");
-    if (jo.resume && !quiet)
-      std::fprintf(
-          stderr, "oocconv: %s at row %lld of rows %lld:%lld\n",
-          job.resumed_from() > job.row_begin() ? "resuming" : "nothing to resume: starting",
-          static_cast<long long>(job.resumed_from()), static_cast<long long>(job.row_begin()),
-          static_cast<long long>(job.row_end()));
+    if (jo.resume && !quiet) ooc::cli::say_resumed("oocconv", job);
 
     ooc::cli::Progress bar(progress, job.source().spec().total_bytes(), "oocconv");
     const ooc::RunStats st =

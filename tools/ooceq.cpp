@@ -143,12 +143,7 @@ int main(int argc, char** argv) {
     job.set_journal(true);
     ooc::cli::stop_gracefully_on_signals();  // every output resumes, TIFF included
     job.start(plan.operations());
-    if (jo.resume && !quiet)
-      std::fprintf(
-          stderr, "ooceq: %s at row %lld of rows %lld:%lld\n",
-          job.resumed_from() > job.row_begin() ? "resuming" : "nothing to resume: starting",
-          static_cast<long long>(job.resumed_from()), static_cast<long long>(job.row_begin()),
-          static_cast<long long>(job.row_end()));
+    if (jo.resume && !quiet) ooc::cli::say_resumed("ooceq", job);
 
     // One bar over both passes: the file is read twice.
     ooc::cli::Progress bar(progress, 2 * spec.total_bytes(), "ooceq");

@@ -72,15 +72,9 @@ int main(int argc, char** argv) {
                     "auto (f32 intermediates) or f64 (f64 intermediates and sums)")
         ->default_str("auto");
 
-    ooc::cli::add_output_options(*app.add_option_group("Output file"), jo.sink);
-    ooc::cli::PipelineCli pipeline_cli;
-    ooc::cli::add_pipeline_options(*app.add_option_group("Pipeline"), pipeline_cli,
-                                   "output rows per band (default: planned)");
-    ooc::cli::RunCli run_cli;
-    ooc::cli::add_run_options(*app.add_option_group("Parts and resume"), run_cli);
-    ooc::cli::ReportCli report_cli;
-    ooc::cli::add_report_options(*app.add_option_group("Reporting"), report_cli);
-    auto& [progress, quiet, stats] = report_cli;
+    ooc::cli::JobCli job_cli;
+    ooc::cli::add_job_options(app, job_cli, jo.sink);
+    auto& [progress, quiet, stats] = job_cli.report;
 
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocrun")) return *code;
     using ooc::Error;
@@ -96,7 +90,7 @@ int main(int argc, char** argv) {
     jo.input = words[0];
     jo.output = words[1];
     const auto stages = ooc::parse_pipeline({words.begin() + 2, words.end()});
-    ooc::cli::check_report_options(report_cli);
+    ooc::cli::check_report_options(job_cli.report);
     ooc::cli::apply_input_options(input_cli, jo.hints);
     ooc::PipelineSettings settings;
     settings.border = ooc::parse_border_mode(border);
@@ -106,13 +100,13 @@ int main(int argc, char** argv) {
       settings.precision = ooc::Precision::f64;
     else if (precision != "auto" && precision != "f32")
       throw Error(ErrorKind::usage, "--precision takes auto or f64, got '" + precision + "'");
-    ooc::cli::apply_pipeline_options(pipeline_cli, jo);
-    ooc::cli::apply_run_options(run_cli, jo);
+    ooc::cli::apply_pipeline_options(job_cli.pipeline, jo);
+    ooc::cli::apply_run_options(job_cli.run, jo);
 
     ooc::Job job(jo);
     ooc::PipelinePlan plan(job.source().spec(), stages, settings, jo.pipeline);
     ooc::cli::World& world = ooc::cli::World::get();
-    if (plan.has_reduction() && (!run_cli.part.empty() || !run_cli.rows.empty()))
+    if (plan.has_reduction() && (!job_cli.run.part.empty() || !job_cli.run.rows.empty()))
       throw Error(ErrorKind::usage,
                   "equalize needs the histogram of the whole image: a pipeline with it runs "
                   "in one process or as MPI ranks (mpirun), not as --part or --rows");
@@ -122,12 +116,7 @@ int main(int argc, char** argv) {
     job.set_fingerprint(plan.fingerprint() + "; output " + plan.output().describe() + " " + format);
     ooc::cli::stop_gracefully_on_signals();  // every output resumes, TIFF included
     job.start(plan.operations());
-    if (jo.resume && !quiet)
-      std::fprintf(
-          stderr, "oocrun: %s at row %lld of rows %lld:%lld\n",
-          job.resumed_from() > job.row_begin() ? "resuming" : "nothing to resume: starting",
-          static_cast<long long>(job.resumed_from()), static_cast<long long>(job.row_begin()),
-          static_cast<long long>(job.row_end()));
+    if (jo.resume && !quiet) ooc::cli::say_resumed("oocrun", job);
 
     const int passes = plan.passes();
     ooc::cli::Progress bar(progress, passes * job.source().spec().total_bytes(), "oocrun");

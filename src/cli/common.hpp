@@ -126,6 +126,9 @@ void apply_run_options(const RunCli& r, ooc::JobOptions& jo);
 void stop_gracefully_on_signals();
 // The end of a run that a signal stopped: says what is kept and how to resume; returns the exit
 // code (ooc::kExitResumable).
+// The line of a --resume run once the job started: the row it goes on from (or that there was
+// nothing to resume).
+void say_resumed(const char* prog, const Job& job);
 int stopped(const char* prog, const Job& job, const RunStats& st);
 // The end of an MPI run or of a part: rank 0 finishes the output once every rank is done (parts
 // of a Slurm array leave that to --finish); `summary` gets the per-rank times for --stats.
@@ -136,6 +139,16 @@ bool finish_parts(const char* prog, Job& job, const RunStats& st, bool quiet,
 // The output-file options of oocconv, ooceq and oocgen: --format, --tile, --compress, --level,
 // --bigtiff, --no-locks.
 void add_output_options(CLI::App& group, ooc::SinkOptions& options);
+
+// The option groups of the tools that run one job of filters over an image (oocconv, oocrun), in
+// their order: "Output file", "Pipeline", "Parts and resume", "Reporting". The apply and check
+// functions of each group stay the tool's to call, where its own checks fit between them.
+struct JobCli {
+  PipelineCli pipeline;
+  RunCli run;
+  ReportCli report;
+};
+void add_job_options(CLI::App& app, JobCli& c, ooc::SinkOptions& sink);
 
 // A CLI11 check that a count option (--width, --height, --band-rows) is at least 1.
 CLI::Validator positive();

@@ -238,4 +238,12 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
                  "unnoticed)");
 }
 
+void add_job_options(CLI::App& app, JobCli& c, ooc::SinkOptions& sink) {
+  add_output_options(*app.add_option_group("Output file"), sink);
+  add_pipeline_options(*app.add_option_group("Pipeline"), c.pipeline,
+                       "output rows per band (default: planned)");
+  add_run_options(*app.add_option_group("Parts and resume"), c.run);
+  add_report_options(*app.add_option_group("Reporting"), c.report);
+}
+
 }  // namespace ooc::cli

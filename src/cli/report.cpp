@@ -32,6 +32,13 @@ void write_report(const std::string& text, const std::string& done) {
   }
 }
 
+void say_resumed(const char* prog, const Job& job) {
+  std::fprintf(stderr, "%s: %s at row %lld of rows %lld:%lld\n", prog,
+               job.resumed_from() > job.row_begin() ? "resuming" : "nothing to resume: starting",
+               static_cast<long long>(job.resumed_from()), static_cast<long long>(job.row_begin()),
+               static_cast<long long>(job.row_end()));
+}
+
 int stopped(const char* prog, const Job& job, const RunStats& st) {
   const std::int64_t at = job.resumed_from() + st.rows_done;
   if (job.journal_path().empty()) {
