@@ -1,7 +1,7 @@
 # Case `peers`: the separable Gaussian file to file against libvips and OpenCV, the
 # out-of-core run under a cgroup (--big) and the plots (--plot).
 import math, os, re, shlex, subprocess, sys
-from ..common import (BYTES, VIPS_FMT, cgroup, cgroup_peak, check_bands, compare, gauss_taps, have, med,
+from ..common import (BYTES, ROOT, VIPS_FMT, cgroup, cgroup_peak, check_bands, compare, gauss_taps, have, med,
                       python_has, rss, walls)
 
 CV_SEP = """import sys, time, numpy as np, cv2
@@ -110,7 +110,8 @@ def case_peers(b):
         rows += peers_big(b, conv, vips)
     b.write("peers", rows, "separable Gaussian, file to file; inputs in the page cache, every writer "
             f"timed through a sync, median of {a.repeats}, {a.threads} threads")
-    plot(rows, b.outdir, b.machine, b.work)
+    # The plots are figures of docs/performance.md: results/ keeps only CSVs and a README.
+    plot(rows, os.path.join(ROOT, "docs", "img", b.machine), b.machine, b.work)
 
 
 def peers_big(b, conv, vips):
@@ -147,6 +148,7 @@ def plot(rows, outdir, machine, workdir):
     """Throughput against radius per tool (one PNG per type) and peak RSS per tool (gnuplot)."""
     if not have("gnuplot") or not rows:
         return
+    os.makedirs(outdir, exist_ok=True)
     parsed = []
     for r in rows:
         m = re.fullmatch(r"(\w+) r(\d+) (\d+)x(\d+)", r["params"])
