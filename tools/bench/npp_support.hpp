@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "../../src/cuda/check.hpp"
+#include "cuda/check.hpp"
 #include "ooc/error.hpp"
 
 #define OOC_NPP_TRY(expr)                                                                         \
