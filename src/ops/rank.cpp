@@ -553,11 +553,15 @@ class RankKernel final : public CpuKernel {
     if constexpr (sizeof(T) == 1) {
       // Tall windows: Perreault-Hebert, whose cost does not grow with the window.
       if (Ny > kHuangRows && Nx * Ny < 65536) {  // the counts are 16-bit
+        // Jobs of a strip of output columns (whose column counts stay in cache) by a chunk of
+        // rows (over which building the counts from Ny rows is spread).
         const std::int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
-        tbb::parallel_for(std::int64_t{0}, chunks * C, [&](std::int64_t job) {
-          const std::int64_t i0 = (job / C) * kChunkRows, c = job % C;
-          column_histogram_rows<T>(p, m, c, i0, std::min(rows, i0 + kChunkRows), Nx, Ny, W, C,
-                                   b.out);
+        const std::int64_t strips = (W + kStripCols - 1) / kStripCols;
+        tbb::parallel_for(std::int64_t{0}, chunks * strips * C, [&](std::int64_t job) {
+          const std::int64_t c = job % C, strip = (job / C) % strips;
+          const std::int64_t i0 = (job / C / strips) * kChunkRows, x0 = strip * kStripCols;
+          column_histogram_rows<T>(p, m, c, i0, std::min(rows, i0 + kChunkRows), x0,
+                                   std::min(W, x0 + kStripCols), Nx, Ny, C, b.out);
         });
         return;
       }
@@ -612,51 +616,69 @@ class RankKernel final : public CpuKernel {
   // Windows taller than this use column histograms (8 bits): Huang's per-step cost grows with
   // the height, Perreault-Hebert's (two 256-bin vector updates) does not.
   static constexpr std::int64_t kHuangRows = 48;
-  static constexpr std::int64_t kChunkRows = 16;  // output rows sharing one set of column counts
+  static constexpr std::int64_t kChunkRows = 128;   // output rows sharing one set of column counts
+  static constexpr std::int64_t kStripCols = 1024;  // output columns a job: ~0.6 MiB of counts
 
   // Perreault-Hebert: a 256-bin histogram per padded column over the window's rows, moved down a
   // row at a time; the window's histogram moves along x by adding the entering column's and
   // subtracting the leaving one's; the answer is tracked as in Huang's.
   template <class T>
   void column_histogram_rows(const Planes<T>& p, std::int64_t m, std::int64_t c, std::int64_t i0,
-                             std::int64_t i1, std::int64_t Nx, std::int64_t Ny, std::int64_t W,
-                             std::int64_t C, const BandView& outv) {
+                             std::int64_t i1, std::int64_t x0, std::int64_t x1, std::int64_t Nx,
+                             std::int64_t Ny, std::int64_t C, const BandView& outv) {
     constexpr std::int64_t offset = std::is_signed_v<T> ? 128 : 0;
-    const std::int64_t Wp = p.width;
-    std::vector<std::uint16_t> cols(static_cast<std::size_t>(Wp * 256), 0);
-    auto col = [&](std::int64_t q) { return cols.data() + q * 256; };
+    // The padded columns of outputs [x0, x1): x0 .. x1 + Nx - 2, counted from x0.
+    const std::int64_t Wp = x1 - x0 + Nx - 1;
+    // Per padded column: 256 fine counts, then 16 coarse ones (sums of 16 fine bins each).
+    constexpr std::int64_t kStride = 256 + 16;
+    std::vector<std::uint16_t> cols(static_cast<std::size_t>(Wp * kStride), 0);
+    auto col = [&](std::int64_t q) { return cols.data() + q * kStride; };
+    auto count = [&](std::int64_t q, std::int64_t v, int d) {
+      std::uint16_t* h = col(q);
+      h[v] = std::uint16_t(h[v] + d);
+      h[256 + (v >> 4)] = std::uint16_t(h[256 + (v >> 4)] + d);
+    };
     for (std::int64_t k = 0; k < Ny; ++k) {
-      const T* r = p.row(c, i0 + k, m);
-      for (std::int64_t q = 0; q < Wp; ++q) ++col(q)[r[q] + offset];
+      const T* r = p.row(c, i0 + k, m) + x0;
+      for (std::int64_t q = 0; q < Wp; ++q) count(q, r[q] + offset, 1);
     }
-    std::uint16_t kernel[256];
+    alignas(32) std::uint16_t kernel[kStride];
     for (std::int64_t i = i0; i < i1; ++i) {
       if (i > i0) {
-        const T* gone = p.row(c, i - 1, m);
-        const T* come = p.row(c, i + Ny - 1, m);
+        const T* gone = p.row(c, i - 1, m) + x0;
+        const T* come = p.row(c, i + Ny - 1, m) + x0;
         for (std::int64_t q = 0; q < Wp; ++q) {
-          --col(q)[gone[q] + offset];
-          ++col(q)[come[q] + offset];
+          count(q, gone[q] + offset, -1);
+          count(q, come[q] + offset, 1);
         }
       }
-      std::fill(kernel, kernel + 256, std::uint16_t{0});
-      for (std::int64_t q = 0; q < Nx; ++q)
-        for (int v = 0; v < 256; ++v) kernel[v] = std::uint16_t(kernel[v] + col(q)[v]);
+      std::fill(kernel, kernel + kStride, std::uint16_t{0});
+      for (std::int64_t q = 0; q < Nx; ++q) add_counts(kernel, col(q), nullptr);
       T* out = reinterpret_cast<T*>(outv.row(i));
-      std::int64_t v = 0, below = 0;
-      for (std::int64_t x = 0; x < W; ++x) {
-        if (x > 0) {
-          const std::uint16_t* in = col(x + Nx - 1);
-          const std::uint16_t* gone = col(x - 1);
-          for (int b = 0; b < 256; ++b) kernel[b] = std::uint16_t(kernel[b] + in[b] - gone[b]);
-          std::int64_t moved = 0;
-          for (std::int64_t b = 0; b < v; ++b) moved += std::int64_t(in[b]) - std::int64_t(gone[b]);
-          below += moved;
-        }
-        while (below > rank_) below -= kernel[--v];
-        while (below + kernel[v] <= rank_) below += kernel[v++];
-        out[x * C + c] = static_cast<T>(v - offset);
+      for (std::int64_t x = 0; x < x1 - x0; ++x) {
+        // The window moves by a column: the entering column's counts in, the leaving one's out
+        // (one pass of 272 lanes, vectorized); then the rank's coarse bin, and its fine bin in
+        // it (at most 32 steps, where tracking the answer cost a scan up to it per output).
+        if (x > 0) add_counts(kernel, col(x + Nx - 1), col(x - 1));
+        std::int64_t left = rank_, hi = 0;
+        while (left >= kernel[256 + hi]) left -= kernel[256 + hi++];
+        std::int64_t v = hi << 4;
+        while (left >= kernel[v]) left -= kernel[v++];
+        out[(x0 + x) * C + c] = static_cast<T>(v - offset);
       }
+    }
+  }
+
+  // kernel += in - gone over the 272 counts of a column (gone may be null); AVX2 where the CPU has
+  // it (16 counts a vector instead of 8).
+  __attribute__((target_clones("avx2", "default"))) static void add_counts(
+      std::uint16_t* __restrict kernel, const std::uint16_t* __restrict in,
+      const std::uint16_t* __restrict gone) {
+    constexpr int n = 256 + 16;
+    if (gone) {
+      for (int b = 0; b < n; ++b) kernel[b] = std::uint16_t(kernel[b] + in[b] - gone[b]);
+    } else {
+      for (int b = 0; b < n; ++b) kernel[b] = std::uint16_t(kernel[b] + in[b]);
     }
   }
 
@@ -842,7 +864,9 @@ class Rank final : public Operation {
   std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
     return static_cast<std::size_t>(rows + w_.y.left + w_.y.right) *
                static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes() +
-           (65536 + 256) * 4;
+           (65536 + 256) * 4 +
+           // 8 bits, tall windows: a job's column counts (kStripCols + cols - 1 columns of 272)
+           static_cast<std::size_t>(1024 + w_.cols()) * (256 + 16) * 2;
   }
   std::size_t cuda_scratch_bytes(std::int64_t) const override {
     return cuda_histogram() ? detail::rank_histogram_scratch_bytes(in_.type) : 0;

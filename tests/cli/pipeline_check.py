@@ -511,6 +511,19 @@ class Morphology(Base):
                     self.assertEqual(r.returncode, 0, r.stderr)
                     np.testing.assert_array_equal(np.fromfile(out, x.dtype).reshape(x.shape),
                                                   want)
+        # Wider than a job's strip of 1024 output columns and taller than its 128-row chunk: the
+        # strips' and chunks' seams, a partial last strip, two channels.
+        x = self.image(300, 2300, 2, "u8", seed=5)
+        for mode in ("mirror", "constant"):
+            with self.subTest(stage="median size=51x3 (strips)", border=mode):
+                inp = self.write("in.raw", x)
+                out = self.p("out.raw")
+                r = self.oocrun(inp, out, x, "median size=51x3", "--border", mode,
+                                "--border-value", 7)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                np.testing.assert_array_equal(
+                    np.fromfile(out, x.dtype).reshape(x.shape),
+                    ndi.median_filter(x, size=(51, 3, 1), mode=mode, cval=7))
 
     def test_nan_in_the_window_gives_nan(self):
         x = self.image(31, 23, 1, "f32", seed=8)
