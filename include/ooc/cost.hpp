@@ -37,6 +37,7 @@ struct Cost {
   double footprint_runs = 0;  // minmax with a footprint: runs of consecutive samples in its rows
   double window_samples = 0;  // rank: the samples a selection looks at
   bool histogram = false;     // rank: 8- and 16-bit integers, whose CPU kernels count values
+  bool wide = false;          // rank: 16-bit samples (two levels of counts)
   double columns = 0;         // product
   double cpu_ns = 0, cuda_ns = 0;  // given
   std::vector<Cost> stages;        // combine: the filters; morphology, fused: the stages in order

@@ -904,6 +904,7 @@ class Rank final : public Operation {
     // rectangles CUDA counts by histograms, their samples.
     c.window_samples = cuda_histogram() ? double(w_.rows() * w_.cols()) : double(samples().size());
     c.histogram = sample_bytes(in_.type) <= 2;  // u8, u16, i16: the CPU counts values
+    c.wide = sample_bytes(in_.type) == 2;
     return c;
   }
 

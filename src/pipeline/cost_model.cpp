@@ -69,10 +69,12 @@ double minmax_cuda_ns(const Cost& c) {
 // (measured), up to 128 samples about 0.3 ns a window sample (scaled from the VM: 81, 145 and 229
 // ns at 7x7, 9x9 and 11x11 there, the VM being 5.4x slower a thread at 5 x 5; before the network,
 // nth_element took 184 ns at 7 x 7 on the host, about 3.75 ns a sample, as it still does above
-// 128). 8/16-bit integers use sliding histograms, whose cost grows with the rows (not measured on
-// the GPU host).
+// 128). 8/16-bit integers use sliding histograms (one H200 host's 16 cores, 16384^2 medians of
+// sizes 15, 51, 101 from synth:noise, whole runs; docs/performance.md, "Large windows of 8- and
+// 16-bit samples on the GPU"): u8 about 57 ns a sample and thread whatever the size (Huang's up to
+// 48 rows, column histograms above); 16 bits 218, 288 and 445 ns, growing with the rows.
 double rank_cpu_ns(const Cost& c) {
-  if (c.histogram) return 2.0 + 0.5 * c.window_rows;
+  if (c.histogram) return c.wide ? 170.0 + 2.7 * c.window_rows : 57.0;
   if (c.window_samples <= 9) return 1.1;
   if (c.window_samples <= 25) return 3.7;
   if (c.window_samples <= 128) return 0.3 * c.window_samples;
@@ -82,12 +84,14 @@ double rank_cpu_ns(const Cost& c) {
 // and 49 window samples (one H200), linear between them; why 49 costs 12x what 25 does is not
 // known. Rectangles of 8/16-bit integers above 25 samples count sliding histograms instead
 // (kernels/cuda/rank_histogram.hpp): 2 x window_cols count updates per output (shared memory,
-// and for 16 bits an atomic add in L2 each) and a scan. An estimate, not measured yet: 0.02 ns
-// per output and 0.006 per window column (u8 expected below it, u16 above).
+// and for 16 bits an atomic add in L2 each) and a scan. Fitted on one H200 (16384^2 medians of
+// sizes 15, 51, 101; docs/performance.md, "Large windows of 8- and 16-bit samples on the GPU"):
+// u16 0.16 ns per window column (whole runs: 2.5, 7.8, 16.2 ns a sample), u8 0.015 (the kernels'
+// seconds summed over the slots: 0.1, 0.6, 1.75 ns a sample).
 double rank_cuda_ns(const Cost& c) {
   const double n = c.window_samples;
   if (c.histogram && n > 25 && n == c.window_rows * c.window_cols)
-    return 0.02 + 0.006 * c.window_cols;
+    return (c.wide ? 0.16 : 0.015) * c.window_cols;
   if (n <= 9) return 0.041;
   if (n <= 25) return 0.041 + (n - 9) * (0.172 - 0.041) / 16;
   return 0.172 + (n - 25) * (2.16 - 0.172) / 24;

@@ -245,6 +245,29 @@ TEST(BackendSelect, AutoSumsThePassesAndStartsOnce) {
 
 // A pass of several stages costs the sum of its stages; combining filtered copies adds a pass of
 // its own; a 2-D convolution costs what the method each backend takes does.
+TEST(CostModel, RankHistogramsAsMeasured) {
+  // One H200 host, 16384^2 medians (docs/performance.md): 16-bit windows cost the CPU 4-8x what
+  // 8-bit ones do and grow with the rows; the GPU's 16-bit counts cost about 10x its 8-bit ones,
+  // and both grow with the window's columns. Per thread on 16 cores, the GPU wins every size.
+  auto rank = [](bool wide, double k) {
+    ooc::Cost c;
+    c.kind = ooc::Cost::Kind::rank;
+    c.window_rows = c.window_cols = k;
+    c.window_samples = k * k;
+    c.histogram = true;
+    c.wide = wide;
+    return c;
+  };
+  for (const double k : {15.0, 51.0, 101.0}) {
+    const ooc::Cost u8 = rank(false, k), u16 = rank(true, k);
+    EXPECT_GT(ooc::cpu_ns_per_sample(u16), 3 * ooc::cpu_ns_per_sample(u8)) << k;
+    EXPECT_GT(ooc::cuda_ns_per_sample(u16), 5 * ooc::cuda_ns_per_sample(u8)) << k;
+    EXPECT_LT(ooc::cuda_ns_per_sample(u16), ooc::cpu_ns_per_sample(u16) / 16) << k;
+    EXPECT_LT(ooc::cuda_ns_per_sample(u8), ooc::cpu_ns_per_sample(u8) / 16) << k;
+  }
+  EXPECT_GT(ooc::cuda_ns_per_sample(rank(true, 101)), ooc::cuda_ns_per_sample(rank(true, 15)));
+}
+
 TEST(CostModel, CompositesAddTheirStages) {
   ooc::Cost a, b;
   a.kind = b.kind = ooc::Cost::Kind::given;
