@@ -74,7 +74,9 @@ double minmax_cuda_ns(const Cost& c) {
 // 16-bit samples on the GPU"): u8 about 57 ns a sample and thread whatever the size (Huang's up to
 // 48 rows, column histograms above); 16 bits 218, 288 and 445 ns, growing with the rows.
 double rank_cpu_ns(const Cost& c) {
-  if (c.histogram) return c.wide ? 170.0 + 2.7 * c.window_rows : 57.0;
+  // Windows of up to 25 samples of any type: sorted columns (3 x 3 median of integers) and the
+  // selection networks, as below.
+  if (c.histogram && c.window_samples > 25) return c.wide ? 170.0 + 2.7 * c.window_rows : 57.0;
   if (c.window_samples <= 9) return 1.1;
   if (c.window_samples <= 25) return 3.7;
   if (c.window_samples <= 128) return 0.3 * c.window_samples;

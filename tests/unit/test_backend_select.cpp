@@ -266,6 +266,9 @@ TEST(CostModel, RankHistogramsAsMeasured) {
     EXPECT_LT(ooc::cuda_ns_per_sample(u8), ooc::cpu_ns_per_sample(u8) / 16) << k;
   }
   EXPECT_GT(ooc::cuda_ns_per_sample(rank(true, 101)), ooc::cuda_ns_per_sample(rank(true, 15)));
+  // Small windows run networks or sorted columns on the CPU, not histograms.
+  EXPECT_LT(ooc::cpu_ns_per_sample(rank(false, 3)), 5.0);
+  EXPECT_LT(ooc::cpu_ns_per_sample(rank(true, 5)), 5.0);
 }
 
 TEST(CostModel, CompositesAddTheirStages) {
