@@ -248,10 +248,10 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     // Unchecked while CUDA starts: a band the grid made taller is checked now, and needs the
     // devices' figures only when it is no longer surely small.
     if (!check && rows > device_rows)
-      device_rows = per_device * device_bytes(rows) <= kDeviceBytesSure
-                        ? rows
-                        : detail::cuda_max_band_rows(backend.devices, plan.slots, span,
-                                                     device_bytes, start);
+      device_rows =
+          per_device * device_bytes(rows) <= kDeviceBytesSure
+              ? rows
+              : detail::cuda_max_band_rows(backend.devices, plan.slots, span, device_bytes, start);
     if (rows > device_rows)
       throw Error(ErrorKind::device, "bands of " + std::to_string(rows) +
                                          " rows (the operation's smallest) do not fit in GPU "

@@ -21,3 +21,12 @@ def bin_dir_and_rest(module_name, description=None, bin_help=None):
         raise RuntimeError(f"{module_name}: no tools folder: run it as a script with --bin-dir "
                            "DIR, or under pytest with --bin-dir DIR or OOC_BIN_DIR set")
     return os.path.abspath(d), []
+
+
+def take_flag(rest, flag):
+    """Whether `flag` is among the script's leftover arguments `rest`; removes it (unittest.main
+    would refuse it)."""
+    if flag in rest:
+        rest.remove(flag)
+        return True
+    return False

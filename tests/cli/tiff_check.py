@@ -71,9 +71,7 @@ COMPRESS = {"none": 1, "lzw": 5, "deflate": 8, "zstd": 50000, "packbits": 32773}
 TIMEOUT = 120
 
 BIN, _REST = cli_args.bin_dir_and_rest(__name__)
-KEEP = "--keep" in _REST  # as a script: keep the temporary folder
-if KEEP:
-    _REST.remove("--keep")
+KEEP = cli_args.take_flag(_REST, "--keep")  # as a script: keep the temporary folder
 VERBOSE = "-v" in _REST  # as a script (unittest's -v too)
 
 OOCCONV = os.path.join(BIN, "oocconv")

@@ -44,9 +44,7 @@ except ImportError as e:
     cli_cases.skip_module(__name__, str(e))
 
 BIN, _REST = cli_args.bin_dir_and_rest(__name__)
-KEEP = "--keep" in _REST  # as a script: keep the temporary folder
-if KEEP:
-    _REST.remove("--keep")
+KEEP = cli_args.take_flag(_REST, "--keep")  # as a script: keep the temporary folder
 OOCCONV = os.path.join(BIN, "oocconv")
 VIPS = shutil.which("vips")
 GDALINFO = shutil.which("gdalinfo")

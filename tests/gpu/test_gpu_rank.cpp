@@ -182,7 +182,7 @@ TEST(GpuRank, WhichWindowsRunOnCuda) {
   EXPECT_FALSE(make_rank(sf, p)->has_cuda());  // floats: registers only
   p.height = p.width = 255;
   EXPECT_TRUE(make_rank(s16, p)->has_cuda());  // 65025 samples: 16-bit counts
-  p.height = 258;  // 65790 samples
+  p.height = 258;                              // 65790 samples
   EXPECT_FALSE(make_rank(s16, p)->has_cuda());
   p.height = p.width = 9;
   p.footprint = disk(4);

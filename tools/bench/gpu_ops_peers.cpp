@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/conv2d.cuh"
-#include "kernels/cuda/equalize.cuh"
 #include "cuda/check.hpp"
 #include "cuda/resources.hpp"
+#include "kernels/cuda/conv2d.cuh"
+#include "kernels/cuda/equalize.cuh"
 #include "npp_support.hpp"
 #include "ooc/error.hpp"
 

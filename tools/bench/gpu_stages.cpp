@@ -50,9 +50,9 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/separable.cuh"
 #include "cuda/check.hpp"
 #include "cuda/resources.hpp"
+#include "kernels/cuda/separable.cuh"
 #include "ooc/error.hpp"
 
 #if defined(OOC_BENCH_HAVE_NPP)

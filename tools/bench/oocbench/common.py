@@ -115,6 +115,12 @@ class Bench:
             if p and os.path.exists(p):
                 os.remove(p)
 
+    def rm_prefixed(self, prefix, but=None):
+        """Deletes the work folder's files named prefix..., except those named but...."""
+        for f in os.listdir(self.work):
+            if f.startswith(prefix) and not (but and f.startswith(but)):
+                os.remove(os.path.join(self.work, f))
+
     def probe_gpu(self):
         try:
             conv = self.exe("oocconv")

@@ -61,9 +61,7 @@ def case_ops(b):
                     rows.append(b.row("ops", n, f"{t} K{k} {W}x{H}", nbytes, walls(res.get(n, [])),
                                       "" if n == "cp" else "cp", med(res["cp"]), rss(res.get(n)), chk,
                                       spec.get("note", "")))
-                for f in os.listdir(b.work):
-                    if f.startswith("ops_out_"):
-                        os.remove(os.path.join(b.work, f))
+                b.rm_prefixed("ops_out_")
             b.rm(src, v)
         # Equalization of an u8 image.
         src = b.gen(f"ops_eq_{W}x{H}.raw", W, H, "u8", "gaussian-spots")
@@ -88,9 +86,7 @@ def case_ops(b):
                 chk = "ok equals cv2.equalizeHist" if same else "MISMATCH with cv2.equalizeHist"
             rows.append(b.row("ops", n, f"u8 equalize {W}x{H}", W * H, walls(res.get(n, [])),
                               "" if n == "cp" else "cp", med(res["cp"]), rss(res.get(n)), chk, spec.get("note", "")))
-        for f in os.listdir(b.work):
-            if f.startswith("ops_out_"):
-                os.remove(os.path.join(b.work, f))
+        b.rm_prefixed("ops_out_")
         b.rm(src, v)
     b.write("ops", rows, f"random K x K kernels (rank > 1) and equalization, file to file, every run through a "
             f"sync, median of {b.a.repeats}; peers' outputs compared with oocconv cpu's")

@@ -88,9 +88,7 @@ def case_peers(b):
                 if rep < a.repeats - 1:
                     b.rm(*(tl[n].get("out") for n in one))
             checks = {n: check(t, r, n) for n in res}
-            for f in os.listdir(b.work):
-                if f.startswith("out_"):
-                    os.remove(os.path.join(b.work, f))
+            b.rm_prefixed("out_")
             if r == radii[0]:
                 floors[t] = med(res["cp + sync"])
             nbytes = W * H * BYTES[t]

@@ -102,9 +102,7 @@ def case_pipeline(b):
                               base_name if n != base_name and base_name else "",
                               med(res[base_name]) if base_name in res else None, rss(res.get(n)),
                               chk, spec.get("note", "")))
-        for f in os.listdir(b.work):
-            if f.startswith("pipe_out_"):
-                os.remove(os.path.join(b.work, f))
+        b.rm_prefixed("pipe_out_")
     b.write("pipeline", rows, f"a pipeline {'to null:' if null else 'file to file (outputs in ' + b.work + ', each run through a sync)'}, "
             f"{'cold' if b.a.cold else 'page cache warm'}, median of {b.a.repeats}; ratio = the fused oocrun cpu's "
             f"time / this tool's (> 1: faster than it)")

@@ -88,9 +88,7 @@ def case_pyramid(b):
                                " r2" if n.startswith("oocconv") else ""),
                               nbytes, walls(res.get(n, [])), base, med(res.get(base)), rss(res.get(n)),
                               check if n == "oocconv --pyramid (SubIFDs)" else "", note))
-        for f in os.listdir(b.work):
-            if f.startswith("pyr_") and not f.startswith("pyr_in"):
-                os.remove(os.path.join(b.work, f))
+        b.rm_prefixed("pyr_", but="pyr_in")
     b.write("pyramid", rows, f"pyramidal TIFF in the same pass against level 0 alone and the peers' "
             f"pyramids (no filter for the peers); page cache warm, median of {b.a.repeats}; ratio = "
             f"level 0 alone's time / this")

@@ -50,9 +50,7 @@ def case_tiff(b):
                 rows.append(b.row("tiff", n, f"{t} r{r} {W}x{H}" if n.startswith("oocconv") else f"{t} {W}x{H}",
                                   nbytes, walls(res.get(n, [])), base, med(res.get(base)), rss(res.get(n)), check,
                                   spec.get("note", "")))
-            for f in os.listdir(b.work):
-                if f.startswith("tiff_"):
-                    os.remove(os.path.join(b.work, f))
+            b.rm_prefixed("tiff_")
     b.write("tiff", rows, f"the same image raw and in TIFF layouts, written back in the same layout; page cache "
             f"warm, outputs synced, median of {b.a.repeats}; oocconv ratio = raw's time / this, TIFF output "
             f"compared with the raw output")
