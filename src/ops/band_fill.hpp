@@ -26,6 +26,15 @@ inline void set_images(cpu::BandArgs& a, const ImageSpec& in, const ImageSpec& o
   a.border_value = border_value;
 }
 
+// A GPU band as a kernel of halo h <= b.halo reads it: its input starts b.halo - h rows lower
+// (a sub-operation of a combined stage, or a direct kernel in a band sized for the FFT).
+inline CudaBand with_halo(CudaBand b, std::int64_t h) {
+  b.in += static_cast<std::size_t>(b.halo - h) * b.in_stride;
+  b.first_row += b.halo - h;
+  b.halo = h;
+  return b;
+}
+
 // One band's input rows and output. skip: rows of the band's halo the kernel does not read (a
 // halo the operation sized for another kernel, e.g. the FFT's on the other backend).
 inline void set_band(cpu::BandArgs& a, const CpuBand& b, std::int64_t skip = 0) {

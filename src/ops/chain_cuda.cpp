@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "band_fill.hpp"
 #include "chain_impl.hpp"
 #include "cuda/check.hpp"
 #include "kernels/cuda/pointwise.cuh"
@@ -30,10 +31,7 @@ class PointCudaKernel final : public CudaKernel {
 // A band of `b` for a sub-operation of halo h <= b.halo, writing `out` with `scratch`.
 CudaBand sub_band(const CudaBand& b, std::int64_t h, std::byte* out, std::size_t out_stride,
                   std::byte* scratch) {
-  CudaBand s = b;
-  s.in = b.in + static_cast<std::size_t>(b.halo - h) * b.in_stride;
-  s.first_row = b.first_row + (b.halo - h);
-  s.halo = h;
+  CudaBand s = with_halo(b, h);
   s.out = out;
   s.out_stride = out_stride;
   s.partial = nullptr;

@@ -27,12 +27,9 @@ class Conv2dCudaKernel final : public CudaKernel {
   void run_async(const CudaBand& b) override {
     cuda::Conv2dLaunch l = base_;
     l.taps = taps_->on(b.device);
-    detail::set_launch_band(l, b);
     // The band's halo is the FFT's where the CPU takes the FFT (and CUDA the direct sum): the
     // kernel reads from ry rows above the output, as the CPU's direct kernel does.
-    const std::int64_t skip = b.halo - l.ry;
-    l.in = b.in + static_cast<std::size_t>(skip) * b.in_stride;
-    l.first_row = b.first_row + skip;
+    detail::set_launch_band(l, detail::with_halo(b, l.ry));
     cuda::conv2d_band_async(l, static_cast<cudaStream_t>(b.stream));
   }
 

@@ -3,6 +3,7 @@
 // launches on a band in device memory, the scratch from the slot.
 #include <cuda_runtime.h>
 
+#include "band_fill.hpp"
 #include "chain_impl.hpp"
 #include "kernels/cuda/minmax.cuh"
 #include "kernels/cuda/rank.cuh"
@@ -24,9 +25,10 @@ class MinMaxCudaKernel final : public CudaKernel {
   }
   void run_async(const CudaBand& b) override {
     cuda::MinMaxLaunch l = l_;
-    l.in = b.in + static_cast<std::size_t>(b.halo - l.ly) * b.in_stride;
+    const CudaBand w = detail::with_halo(b, l.ly);  // the window's ly rows above the output
+    l.in = w.in;
     l.in_stride = b.in_stride;
-    l.first_row = b.first_row + (b.halo - l.ly);
+    l.first_row = w.first_row;
     l.image_height = b.in_spec.height;
     l.width = b.in_spec.width;
     l.channels = b.in_spec.channels;
@@ -78,9 +80,10 @@ class RankCudaKernel final : public CudaKernel {
   RankCudaKernel(const cuda::RankLaunch& l, bool histogram) : l_(l), histogram_(histogram) {}
   void run_async(const CudaBand& b) override {
     cuda::RankLaunch l = l_;
-    l.in = b.in + static_cast<std::size_t>(b.halo - top_) * b.in_stride;
+    const CudaBand w = detail::with_halo(b, top_);  // the window's top_ rows above the output
+    l.in = w.in;
     l.in_stride = b.in_stride;
-    l.first_row = b.first_row + (b.halo - top_);
+    l.first_row = w.first_row;
     l.image_height = b.in_spec.height;
     l.width = b.in_spec.width;
     l.channels = b.in_spec.channels;
