@@ -9,6 +9,7 @@
 #include <fftw3.h>
 
 #include <type_traits>
+#include <utility>
 #else
 #include <kissfft/kissfft.hh>
 #endif
@@ -75,6 +76,67 @@ void Fft1d<T>::run(const std::complex<T>* in, std::complex<T>* out) const {
                      reinterpret_cast<fftw_complex*>(out));
   }
 }
+
+// Split real and imaginary arrays through the guru interface; FFTW's split transform is the
+// forward one, so the inverse swaps the real and imaginary parts of input and output.
+template <class T>
+struct FftLanes<T>::Impl {
+  using Plan = std::conditional_t<std::is_same_v<T, float>, fftwf_plan, fftw_plan>;
+  Plan plan = nullptr;
+  ~Impl() {
+    std::lock_guard lock(planner_mutex());
+    if constexpr (std::is_same_v<T, float>) {
+      fftwf_destroy_plan(plan);
+    } else {
+      fftw_destroy_plan(plan);
+    }
+  }
+};
+
+template <class T>
+FftLanes<T>::FftLanes(std::size_t n, bool inverse, std::size_t lanes)
+    : impl_(std::make_unique<Impl>()), lanes_(lanes), inverse_(inverse) {
+  const int step = static_cast<int>(2 * lanes);
+  const unsigned flags = FFTW_ESTIMATE | FFTW_UNALIGNED;
+  std::lock_guard lock(planner_mutex());
+  if constexpr (std::is_same_v<T, float>) {
+    fftwf_iodim dim{static_cast<int>(n), step, step}, many{static_cast<int>(lanes), 1, 1};
+    float* in = fftwf_alloc_real(2 * n * lanes);
+    float* out = fftwf_alloc_real(2 * n * lanes);
+    impl_->plan =
+        fftwf_plan_guru_split_dft(1, &dim, 1, &many, in, in + lanes, out, out + lanes, flags);
+    fftwf_free(in);
+    fftwf_free(out);
+  } else {
+    fftw_iodim dim{static_cast<int>(n), step, step}, many{static_cast<int>(lanes), 1, 1};
+    double* in = fftw_alloc_real(2 * n * lanes);
+    double* out = fftw_alloc_real(2 * n * lanes);
+    impl_->plan =
+        fftw_plan_guru_split_dft(1, &dim, 1, &many, in, in + lanes, out, out + lanes, flags);
+    fftw_free(in);
+    fftw_free(out);
+  }
+}
+
+template <class T>
+FftLanes<T>::~FftLanes() = default;
+
+template <class T>
+void FftLanes<T>::run(const T* in, T* out) const {
+  T* ri = const_cast<T*>(in);
+  T* ii = ri + lanes_;
+  T* ro = out;
+  T* io = out + lanes_;
+  if (inverse_) std::swap(ri, ii), std::swap(ro, io);
+  if constexpr (std::is_same_v<T, float>) {
+    fftwf_execute_split_dft(impl_->plan, ri, ii, ro, io);
+  } else {
+    fftw_execute_split_dft(impl_->plan, ri, ii, ro, io);
+  }
+}
+
+template class FftLanes<float>;
+template class FftLanes<double>;
 
 const char* fft_library() noexcept {
   return "fftw3";

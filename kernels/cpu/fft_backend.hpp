@@ -29,6 +29,27 @@ class Fft1d {
   std::size_t n_;
 };
 
+#if defined(OOC_WITH_FFTW)
+// `lanes` transforms of n points at once, in the layout of fft_conv_impl.cpp's vectors: point k
+// of transform l has its real part at [2 lanes k + l] and its imaginary part at
+// [2 lanes k + lanes + l]. (The KissFFT build does this with kissfft.hh on vectors instead.)
+template <class T>
+class FftLanes {
+ public:
+  FftLanes(std::size_t n, bool inverse, std::size_t lanes);
+  ~FftLanes();
+  FftLanes(const FftLanes&) = delete;
+  FftLanes& operator=(const FftLanes&) = delete;
+  void run(const T* in, T* out) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::size_t lanes_;
+  bool inverse_;
+};
+#endif
+
 // "kissfft" or "fftw3", for descriptions and --stats.
 const char* fft_library() noexcept;
 

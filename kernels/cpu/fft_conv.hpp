@@ -23,6 +23,10 @@
 
 namespace ooc::cpu {
 
+// Transform sizes are multiples of this: the transforms run on lanes of 8 lines
+// (fft_conv_impl.cpp).
+constexpr std::int64_t kFftSizeStep = 8;
+
 struct FftTiling {
   std::int64_t n = 0, m = 0;  // transform rows and columns
   std::int64_t h = 0, w = 0;  // outputs per tile: n - K + 1 rows, m - L + 1 columns
@@ -35,22 +39,34 @@ struct FftTilingPolicy {
   // float, 32 in double). Larger tiles save little work and cost cache misses and halo rows.
   std::int64_t max_points = std::int64_t{1} << 20;
   std::int64_t max_points_large_kernel = std::int64_t{1} << 24;
-  // Work of a tile besides the transforms (loading, the spectrum product, storing), in units of
-  // one butterfly pass over its points: fitted to the 2-core benchmark.
+  // Costs in units of one radix-2 pass over a tile's points (a radix-4 stage is two), fitted to
+  // 8192^2 f32 runs at K 31 to 255 on the 2-core AVX2 VM: KissFFT's radix-3 and -5 butterflies
+  // cost more a point than its radix-4 one; the work of a tile besides the transforms (loading,
+  // the transposes, the spectrum product, storing); and, per doubling of a tile beyond
+  // cache_points (two such tiles of floats fill 1 MiB, a core's L2), the passes' cache misses.
+  double radix3_passes = 2.5, radix5_passes = 3.6;
   double overhead_passes = 4.0;
+  std::int64_t cache_points = std::int64_t{1} << 16;
+  double cache_passes = 4.0;
 };
 
 // The tile for a K x L kernel on an H x W image with the least work per output sample (transform
-// sizes with factors 2, 3 and 5 only). Invalid (h or w 0) when no tile fits the policy.
+// sizes with factors 2, 3 and 5 only, multiples of kFftSizeStep). Invalid (h or w 0) when no tile
+// fits the policy.
 FftTiling plan_fft_tiling(std::int64_t K, std::int64_t L, std::int64_t H, std::int64_t W,
                           const FftTilingPolicy& policy = {});
-// The tiling's work per output sample, in butterfly passes over a point (what plan_fft_tiling
-// minimizes): n m (log2(n m) + overhead) / (min(h, H) min(w, W)).
+// The tiling's work per output sample, in radix-2 passes over a point (what plan_fft_tiling
+// minimizes): n m (passes(n) + passes(m) + overhead + cache(n m)) / (min(h, H) min(w, W)).
 double fft_work_per_sample(const FftTiling& t, std::int64_t H, std::int64_t W,
                            const FftTilingPolicy& policy = {});
 // Rows of context above and below any band that its tiles need (one on the grid: (K - 1) / 2).
 inline std::int64_t fft_halo(std::int64_t K, const FftTiling& t) {
   return (K - 1) / 2 + t.h - 1;
+}
+
+// Complex points of a thread's scratch: two tiles, a batch of lines and a row of each plane.
+inline std::int64_t fft_scratch_points(const FftTiling& t) {
+  return 2 * t.n * t.m + kFftSizeStep * (t.n > t.m ? t.n : t.m) + t.m;
 }
 
 // rows: out_rows + 2 * halo input rows from image row y0 - halo on.
@@ -78,7 +94,10 @@ class FftConv2d {
   static std::size_t thread_bytes(const FftTiling& t, bool f64);
   static std::size_t shared_bytes(const FftTiling& t, bool f64);
 
-  struct Impl;  // the engine of one precision (fft_conv.cpp)
+  struct Impl {  // the engine of one precision and instruction set (fft_conv_impl.cpp)
+    virtual ~Impl() = default;
+    virtual void band(const FftConvArgs& a) const = 0;
+  };
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -29,13 +29,14 @@ double separable_cuda_ns(double taps, bool f64) {
 
 // The 2-D convolution, per output sample (the cost model of ConvMethod::automatic too).
 // Direct: fitted to the 16-core `run ops` rows (K 3 to 31; docs/performance.md); on the 2-core
-// AVX2 VM it overestimates K >= 31 about 2x. FFT: work per sample (fft_work_per_sample,
-// butterfly passes over a point) times a time per pass. The CPU's is the VM's measured KissFFT
-// time (1.3 to 1.8 ns a pass, docs/performance.md, FFT) in the direct model's units
-// (x2), so that the model's crossover is the measured one, K about 40 (direct 0.13 s against FFT
-// 0.19 s at 31 x 31, 0.25 s against 0.14 s at 45 x 45, 4096 x 2048 f32, 2 threads). The GPU's:
-// CuPy's FFT convolution on an H100, about 10 Gpixel/s at K 63 to 255 (issue 32), for cuFFT.
-constexpr double kCpuFftNsPerPass = 3.0, kCpuFftNsBase = 4.0;
+// AVX2 VM it is about 5-6x the measured wall time a sample (2 threads) at K 9 to 21. FFT: work per
+// sample (fft_work_per_sample, radix-2 passes over a point) times a time per pass: the VM's
+// measured vectorized KissFFT (8192^2 f32, 2 threads, K 5 to 255: about 0.075 ns a pass a
+// sample of wall time) in the direct model's units, so that the model's crossover is the
+// measured one, K between 9 and 13 (direct 0.11 s against FFT 0.15 s at 9 x 9, 0.18 s against
+// 0.15 s at 13 x 13, whole processes). The GPU's: CuPy's FFT convolution on an H100, about
+// 10 Gpixel/s at K 63 to 255 (issue 32), for cuFFT.
+constexpr double kCpuFftNsPerPass = 0.44, kCpuFftNsBase = 1.0;
 constexpr double kCudaFftNsPerPass = 0.0025, kCudaFftNsBase = 0.02;
 double direct2d_cpu_ns(double taps, bool f64) {
   return (f64 ? 1.6 : 1.0) * (3.0 + 0.055 * taps);

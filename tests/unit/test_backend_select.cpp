@@ -271,6 +271,23 @@ TEST(CostModel, RankHistogramsAsMeasured) {
   EXPECT_LT(ooc::cpu_ns_per_sample(rank(true, 5)), 5.0);
 }
 
+// The CPU's direct sum and vectorized KissFFT cross where they were measured (8192^2 f32, 2
+// threads): direct at 9 x 9 (0.11 s against 0.15 s), FFT from 13 x 13 (0.15 s against 0.18 s);
+// fft_work: fft_work_per_sample of the tiles plan_fft_tiling picks there (128^2, 256^2).
+TEST(CostModel, Conv2dCpuCrossoverAsMeasured) {
+  auto conv = [](double k, double work, bool fft) {
+    ooc::Cost c;
+    c.kind = ooc::Cost::Kind::conv2d;
+    c.taps = k * k;
+    c.fft_work = work;
+    c.cpu_fft = fft;
+    return ooc::cpu_ns_per_sample(c);
+  };
+  EXPECT_LT(conv(9, 20.5, false), conv(9, 20.5, true));
+  EXPECT_GT(conv(13, 21.9, false), conv(13, 21.9, true));
+  EXPECT_GT(conv(21, 23.5, false), 1.5 * conv(21, 23.5, true));
+}
+
 TEST(CostModel, CompositesAddTheirStages) {
   ooc::Cost a, b;
   a.kind = b.kind = ooc::Cost::Kind::given;
