@@ -475,8 +475,11 @@ struct Planes {
 
 class RankKernel final : public CpuKernel {
  public:
-  RankKernel(const Window& w, std::int64_t rank)
-      : w_(w), rank_(rank), runs_(w.mask ? runs_of(w) : std::vector<Run>{}) {
+  RankKernel(const Window& w, std::int64_t rank, std::shared_ptr<Pool> pool)
+      : w_(w),
+        rank_(rank),
+        runs_(w.mask ? runs_of(w) : std::vector<Run>{}),
+        pool_(std::move(pool)) {
     const std::int64_t n = (w.x.left + w.x.right + 1) * (w.y.left + w.y.right + 1);
     if (!w.mask && n <= kernels::kMaxNetworkSamples)
       net_ = kernels::make_selection_network(static_cast<int>(n), static_cast<int>(rank));
@@ -566,6 +569,19 @@ class RankKernel final : public CpuKernel {
         return;
       }
     }
+    if constexpr (sizeof(T) == 2 && std::is_integral_v<T>) {
+      if (wide_column_histograms(Nx, Ny)) {
+        const std::int64_t chunks = (rows + kChunkRows16 - 1) / kChunkRows16;
+        const std::int64_t strips = (W + kStripCols16 - 1) / kStripCols16;
+        tbb::parallel_for(std::int64_t{0}, chunks * strips * C, [&](std::int64_t job) {
+          const std::int64_t c = job % C, strip = (job / C) % strips;
+          const std::int64_t i0 = (job / C / strips) * kChunkRows16, x0 = strip * kStripCols16;
+          column_histogram_rows16<T>(p, m, c, i0, std::min(rows, i0 + kChunkRows16), x0,
+                                     std::min(W, x0 + kStripCols16), Nx, Ny, C, b.out);
+        });
+        return;
+      }
+    }
     if constexpr (!(sizeof(T) == 1 || (sizeof(T) == 2 && std::is_integral_v<T>))) {
       // Windows of up to 128 samples of the other types: a selection network on vectors of
       // adjacent columns (7 x 7 f32: 319 compare-exchanges for 8 outputs instead of a
@@ -618,7 +634,26 @@ class RankKernel final : public CpuKernel {
   static constexpr std::int64_t kHuangRows = 48;
   static constexpr std::int64_t kChunkRows = 128;   // output rows sharing one set of column counts
   static constexpr std::int64_t kStripCols = 1024;  // output columns a job: ~0.6 MiB of counts
+  // 16 bits: a job's second pass keeps a column's fine counts of kGroup coarse bins (9 blocks of
+  // 544 bytes with the coarse one), about 5 MiB for a strip of 512 and a window of 101 columns.
+  static constexpr std::int64_t kChunkRows16 = 256;
+  static constexpr std::int64_t kStripCols16 = 512;
+  static constexpr std::int64_t kGroup = 8;
 
+ public:
+  static bool wide_column_histograms(std::int64_t Nx, std::int64_t Ny) {
+    return Ny > kHuangRows && Nx * Ny < 65536;
+  }
+  // The bytes of a job's counts for windows of `cols` columns: the window's blocks (kGroup fine,
+  // one coarse), the columns' (one coarse, kGroup fine each), then each output's coarse bin and
+  // rank left in it.
+  static std::size_t wide_job_bytes(std::int64_t cols) {
+    const std::int64_t columns = kStripCols16 + cols - 1;
+    return static_cast<std::size_t>((kGroup + 1 + columns * (kGroup + 1)) * kBlock * 2 +
+                                    kChunkRows16 * kStripCols16 * 3);
+  }
+
+ private:
   // Perreault-Hebert: a 256-bin histogram per padded column over the window's rows, moved down a
   // row at a time; the window's histogram moves along x by adding the entering column's and
   // subtracting the leaving one's; the answer is tracked as in Huang's.
@@ -667,6 +702,141 @@ class RankKernel final : public CpuKernel {
         out[(x0 + x) * C + c] = static_cast<T>(v - offset);
       }
     }
+  }
+
+  // 16 bits, tall windows: Perreault-Hebert on two levels of 256 bins, in two passes over a job.
+  // The first finds every output's high byte (coarse bin) as the 8-bit path does, from column
+  // counts of high bytes, and keeps it with the rank left within that bin. The second finds the
+  // low byte, for a group of up to kGroup of the coarse bins the outputs fell in at a time: its
+  // columns count only the samples in those bins (so they stay small, and a sample outside them
+  // costs one look-up), and the window's counts of a bin are brought up to date when an output
+  // falls in it, from the columns that entered and left since its last use or rebuilt from the
+  // window's Nx columns, whichever reads fewer. Every block of 256 counts carries 16 sums of 16
+  // for the search (at most 32 steps a level), each sum before its 16 counts so that a sample's
+  // two increments share a cache line.
+  static constexpr std::int64_t kBlock = 272;
+  static constexpr std::int64_t lane(std::int64_t v) { return 17 * (v >> 4) + 1 + (v & 15); }
+  static constexpr std::int64_t sum_lane(std::int64_t v) { return 17 * (v >> 4); }
+  // The bin in a block's 256 whose counts reach past `left` (reduced by those below it).
+  static std::int64_t find_in_block(const std::uint16_t* k, std::int64_t& left) {
+    std::int64_t j = 0;
+    while (left >= k[17 * j]) left -= k[17 * j++];
+    const std::uint16_t* f = k + 17 * j + 1;
+    std::int64_t t = 0;
+    while (left >= f[t]) left -= f[t++];
+    return 16 * j + t;
+  }
+
+  template <class T>
+  void column_histogram_rows16(const Planes<T>& p, std::int64_t m, std::int64_t c, std::int64_t i0,
+                               std::int64_t i1, std::int64_t x0, std::int64_t x1, std::int64_t Nx,
+                               std::int64_t Ny, std::int64_t C, const BandView& outv) const {
+    constexpr std::int64_t offset = std::is_signed_v<T> ? 32768 : 0;
+    const std::int64_t S = x1 - x0, Wp = S + Nx - 1, maxWp = kStripCols16 + Nx - 1;
+    // Fixed offsets whatever the strip's width: the fine column counts, at the end, are zero
+    // when the buffer goes back to the pool (every sample counted is taken out again), so a job
+    // does not clear them.
+    std::vector<std::byte> buf = pool_->take(wide_job_bytes(Nx));
+    std::uint16_t* kfine = reinterpret_cast<std::uint16_t*>(buf.data());  // kGroup blocks
+    std::uint16_t* kcoarse = kfine + kGroup * kBlock;
+    std::uint16_t* ccoarse = kcoarse + kBlock;               // maxWp blocks
+    std::uint16_t* cfine = ccoarse + maxWp * kBlock;         // [group slot][column]: kGroup x maxWp
+    std::uint16_t* lefts = cfine + kGroup * maxWp * kBlock;  // per output of the job
+    std::uint8_t* his = reinterpret_cast<std::uint8_t*>(lefts + kChunkRows16 * kStripCols16);
+    auto value = [&](const T* r, std::int64_t q) {
+      return static_cast<std::int64_t>(r[q]) + offset;
+    };
+    auto bump = [](std::uint16_t* h, std::int64_t v, int d) {
+      h[lane(v)] = std::uint16_t(h[lane(v)] + d);
+      h[sum_lane(v)] = std::uint16_t(h[sum_lane(v)] + d);
+    };
+
+    // Pass 1: the coarse bins.
+    std::fill(ccoarse, ccoarse + Wp * kBlock, std::uint16_t{0});
+    for (std::int64_t k = 0; k < Ny; ++k) {
+      const T* r = p.row(c, i0 + k, m) + x0;
+      for (std::int64_t q = 0; q < Wp; ++q) bump(ccoarse + q * kBlock, value(r, q) >> 8, 1);
+    }
+    bool used[256] = {};
+    for (std::int64_t i = i0; i < i1; ++i) {
+      if (i > i0) {
+        const T* gone = p.row(c, i - 1, m) + x0;
+        const T* come = p.row(c, i + Ny - 1, m) + x0;
+        for (std::int64_t q = 0; q < Wp; ++q) {
+          bump(ccoarse + q * kBlock, value(gone, q) >> 8, -1);
+          bump(ccoarse + q * kBlock, value(come, q) >> 8, 1);
+        }
+      }
+      std::fill(kcoarse, kcoarse + kBlock, std::uint16_t{0});
+      for (std::int64_t q = 0; q < Nx; ++q) add_counts(kcoarse, ccoarse + q * kBlock, nullptr);
+      std::uint16_t* l = lefts + (i - i0) * S;
+      std::uint8_t* h = his + (i - i0) * S;
+      for (std::int64_t x = 0; x < S; ++x) {
+        if (x > 0) add_counts(kcoarse, ccoarse + (x + Nx - 1) * kBlock, ccoarse + (x - 1) * kBlock);
+        std::int64_t left = rank_;
+        const std::int64_t hi = find_in_block(kcoarse, left);
+        used[hi] = true;
+        h[x] = static_cast<std::uint8_t>(hi);
+        l[x] = static_cast<std::uint16_t>(left);
+      }
+    }
+
+    // Pass 2: the fine bins, a group of coarse bins at a time.
+    std::int8_t slot[256];
+    for (std::int64_t b0 = 0; b0 < 256;) {
+      std::fill(slot, slot + 256, std::int8_t{-1});
+      std::int64_t n = 0;
+      for (; b0 < 256 && n < kGroup; ++b0)
+        if (used[b0]) slot[b0] = static_cast<std::int8_t>(n++);
+      if (n == 0) break;
+      auto fine_col = [&](std::int64_t g, std::int64_t q) { return cfine + (g * Wp + q) * kBlock; };
+      auto count = [&](const T* r, std::int64_t q, int d) {
+        const std::int64_t v = value(r, q), g = slot[v >> 8];
+        if (g >= 0) bump(fine_col(g, q), v & 255, d);
+      };
+      auto count_rows = [&](std::int64_t first, int d) {
+        for (std::int64_t k = 0; k < Ny; ++k) {
+          const T* r = p.row(c, first + k, m) + x0;
+          for (std::int64_t q = 0; q < Wp; ++q) count(r, q, d);
+        }
+      };
+      count_rows(i0, 1);
+      // last[g]: the output column whose window the fine counts of slot g hold; none: stale.
+      constexpr std::int64_t none = -(std::int64_t{1} << 40);
+      std::int64_t last[kGroup];
+      for (std::int64_t i = i0; i < i1; ++i) {
+        if (i > i0) {
+          const T* gone = p.row(c, i - 1, m) + x0;
+          const T* come = p.row(c, i + Ny - 1, m) + x0;
+          for (std::int64_t q = 0; q < Wp; ++q) {
+            count(gone, q, -1);
+            count(come, q, 1);
+          }
+        }
+        std::fill(last, last + kGroup, none);
+        const std::uint16_t* l = lefts + (i - i0) * S;
+        const std::uint8_t* h = his + (i - i0) * S;
+        T* out = reinterpret_cast<T*>(outv.row(i));
+        for (std::int64_t x = 0; x < S; ++x) {
+          const std::int64_t g = slot[h[x]];
+          if (g < 0) continue;
+          std::uint16_t* kf = kfine + g * kBlock;
+          if (2 * (x - last[g]) >= Nx) {  // rebuilding reads Nx columns, catching up 2 a step
+            std::fill(kf, kf + kBlock, std::uint16_t{0});
+            for (std::int64_t q = x; q < x + Nx; ++q) add_counts(kf, fine_col(g, q), nullptr);
+          } else {
+            for (std::int64_t s = last[g] + 1; s <= x; ++s)
+              add_counts(kf, fine_col(g, s + Nx - 1), fine_col(g, s - 1));
+          }
+          last[g] = x;
+          std::int64_t left = l[x];
+          const std::int64_t lo = find_in_block(kf, left);
+          out[(x0 + x) * C + c] = static_cast<T>((std::int64_t{h[x]} << 8 | lo) - offset);
+        }
+      }
+      count_rows(i1 - 1, -1);
+    }
+    pool_->give(std::move(buf));
   }
 
   // kernel += in - gone over the 272 counts of a column (gone may be null); AVX2 where the CPU has
@@ -834,6 +1004,7 @@ class RankKernel final : public CpuKernel {
   std::int64_t rank_;
   std::vector<Run> runs_;          // of the footprint, if any
   kernels::SelectionNetwork net_;  // rectangular windows of up to 128 samples
+  std::shared_ptr<Pool> pool_;     // the 16-bit column counts, shared by the slots' kernels
 };
 
 class Rank final : public Operation {
@@ -866,13 +1037,18 @@ class Rank final : public Operation {
                static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes() +
            (65536 + 256) * 4 +
            // 8 bits, tall windows: a job's column counts (kStripCols + cols - 1 columns of 272)
-           static_cast<std::size_t>(1024 + w_.cols()) * (256 + 16) * 2;
+           static_cast<std::size_t>(1024 + w_.cols()) * (256 + 16) * 2 +
+           // 16 bits: a job's column counts, in a buffer kept for the next job
+           (!w_.mask && (in_.type == SampleType::u16 || in_.type == SampleType::i16) &&
+                    RankKernel::wide_column_histograms(w_.cols(), w_.rows())
+                ? RankKernel::wide_job_bytes(w_.cols())
+                : 0);
   }
   std::size_t cuda_scratch_bytes(std::int64_t) const override {
     return cuda_histogram() ? detail::rank_histogram_scratch_bytes(in_.type) : 0;
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<RankKernel>(w_, rank_);
+    return std::make_unique<RankKernel>(w_, rank_, pool_);
   }
   // CUDA: rectangles of u8, u16 and i16 larger than 25 samples (up to 65535) by sliding
   // histograms (kernels/cuda/rank_histogram.hpp); other windows a thread can hold in registers
@@ -912,6 +1088,7 @@ class Rank final : public Operation {
   ImageSpec in_;
   Window w_;
   std::int64_t rank_;
+  std::shared_ptr<Pool> pool_ = std::make_shared<Pool>();
 };
 
 }  // namespace

@@ -525,6 +525,35 @@ class Morphology(Base):
                     np.fromfile(out, x.dtype).reshape(x.shape),
                     ndi.median_filter(x, size=(51, 3, 1), mode=mode, cval=7))
 
+    def test_tall_16_bit_windows_use_column_histograms_exactly(self):
+        # Wider than a job's strip of 512 output columns and taller than its 256-row chunk; i16
+        # around zero (negative values, the sign flip), u16 over the whole range and a gradient
+        # whose medians fall in many coarse bins (more than one group of 8 in a job).
+        rng = np.random.default_rng(9)
+        yy, xx = np.mgrid[0:300, 0:1100]
+        grad = ((yy * 37 + xx * 53 + rng.integers(0, 700, yy.shape)) % 65536).astype(np.uint16)
+        cases = (("51x5", self.image(300, 1100, 2, "i16", seed=3)),
+                 ("61x3", rng.integers(0, 65536, (300, 1100), dtype=np.uint16)),
+                 ("49x9", grad))
+        for size, x in cases:
+            c = x.shape[2] if x.ndim == 3 else 1
+            hw = tuple(int(v) for v in size.split("x"))
+            full = hw + ((1,) if c > 1 else ())
+            for mode in ("mirror", "constant"):
+                for stage, want in (
+                        ("median size=%s" % size,
+                         ndi.median_filter(x, size=full, mode=mode, cval=7)),
+                        ("percentile size=%s q=80" % size,
+                         ndi.percentile_filter(x, 80, size=full, mode=mode, cval=7))):
+                    with self.subTest(stage=stage, type=x.dtype.name, border=mode):
+                        inp = self.write("in.raw", x)
+                        out = self.p("out.raw")
+                        r = self.oocrun(inp, out, x, stage, "--border", mode, "--border-value", 7,
+                                        "--band-rows", 150)
+                        self.assertEqual(r.returncode, 0, r.stderr)
+                        np.testing.assert_array_equal(
+                            np.fromfile(out, x.dtype).reshape(x.shape), want)
+
     def test_nan_in_the_window_gives_nan(self):
         x = self.image(31, 23, 1, "f32", seed=8)
         x[[3, 17, 29], [5, 11, 0]] = np.nan
