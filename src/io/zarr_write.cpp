@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 #include <algorithm>
 #include <array>
@@ -24,6 +25,7 @@
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "io/formats.hpp"
 #include "io/output_file.hpp"
@@ -652,12 +654,19 @@ class ZarrSink final : public Sink {
     }
     ++in_flight_;
     done_buffers_.emplace_back(k, full);
+    // The tasks go to the arena of the thread that runs this (the engine's, of --threads
+    // threads), which may have no thread of its own left when commit() waits from outside it:
+    // with --threads 1, a wait outside would never see them run. Waiting inside it runs them.
+    if (!arena_) arena_.emplace(tbb::task_arena::attach());
     tasks_->run([this, k, cr, full] { write_unit_row(temp_, info_, k, cr, full->data()); });
   }
 
   // Waits for the chunk rows in flight; rethrows a task's error.
   void drain() {
-    tasks_->wait();
+    if (arena_)
+      arena_->execute([this] { tasks_->wait(); });
+    else
+      tasks_->wait();
     for (auto& [k, b] : done_buffers_) levels_[static_cast<std::size_t>(k)].spare.push_back(b);
     done_buffers_.clear();
     in_flight_ = 0;
@@ -683,6 +692,7 @@ class ZarrSink final : public Sink {
   static constexpr int kInFlight = 2;
   // Behind a pointer: task_group's destructor may throw, a Sink's must not (it is waited first).
   std::unique_ptr<tbb::task_group> tasks_ = std::make_unique<tbb::task_group>();
+  std::optional<tbb::task_arena> arena_;  // where tasks_ runs (see write_async)
   int in_flight_ = 0;
   std::vector<std::pair<int, std::shared_ptr<std::vector<std::byte>>>> done_buffers_;
   std::int64_t first_ = -1, written_ = -1;
