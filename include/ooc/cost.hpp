@@ -29,9 +29,11 @@ struct Cost {
   Kind kind = Kind::unknown;
   bool f64 = false;  // sums in double (separable, conv2d)
   double taps = 0;   // separable: row + column taps; conv2d: K x L
-  // conv2d: butterfly passes per output sample of the FFT tiling (cpu::fft_work_per_sample), and
-  // which backends take the FFT rather than the direct sum.
-  double fft_work = 0;
+  // conv2d: butterfly passes per output sample of the FFT tiling (cpu::fft_work_per_sample) as the
+  // CPU's vectorized KissFFT spends them (radix-3/5 stages and cache misses weighed), and as
+  // cuFFT does (log2 of the points, no cache term: what its constant was fitted to); and which
+  // backends take the FFT rather than the direct sum.
+  double fft_work = 0, fft_work_cuda = 0;
   bool cpu_fft = false, cuda_fft = false;
   double window_rows = 0, window_cols = 0;  // minmax, rank: the window's rectangle
   double footprint_runs = 0;  // minmax with a footprint: runs of consecutive samples in its rows

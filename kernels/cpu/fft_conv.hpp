@@ -50,6 +50,15 @@ struct FftTilingPolicy {
   double cache_passes = 4.0;
 };
 
+// The work measure cuFFT's cost constant is fitted to: log2 of a tile's points plus 4 passes.
+inline constexpr FftTilingPolicy kCufftWorkPolicy{std::int64_t{1} << 20,
+                                                  std::int64_t{1} << 24,
+                                                  1.5849625007211562,
+                                                  2.321928094887362,
+                                                  4.0,
+                                                  std::int64_t{1} << 16,
+                                                  0.0};
+
 // The tile for a K x L kernel on an H x W image with the least work per output sample (transform
 // sizes with factors 2, 3 and 5 only, multiples of kFftSizeStep). Invalid (h or w 0) when no tile
 // fits the policy.

@@ -451,6 +451,8 @@ Conv2dCosts conv2d_costs(const ImageSpec& in, const Conv2dParams& p) {
       c.tile_rows = t.n;
       c.tile_cols = t.m;
       c.work.fft_work = cpu::fft_work_per_sample(t, in.height, in.width);
+      c.work.fft_work_cuda =
+          cpu::fft_work_per_sample(t, in.height, in.width, cpu::kCufftWorkPolicy);
       Cost fft = c.work;
       fft.cpu_fft = fft.cuda_fft = true;
       c.cpu_fft = cpu_ns_per_sample(fft);

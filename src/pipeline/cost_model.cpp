@@ -167,7 +167,7 @@ Ns ns_per_sample(const Cost& c) {
       return {separable_cpu_ns(c.taps, c.f64), separable_cuda_ns(c.taps, c.f64)};
     case K::conv2d:
       return {c.cpu_fft ? fft2d_cpu_ns(c.fft_work, c.f64) : direct2d_cpu_ns(c.taps, c.f64),
-              c.cuda_fft ? fft2d_cuda_ns(c.fft_work, c.f64) : direct2d_cuda_ns(c.taps, c.f64)};
+              c.cuda_fft ? fft2d_cuda_ns(c.fft_work_cuda, c.f64) : direct2d_cuda_ns(c.taps, c.f64)};
     case K::minmax:
       return {minmax_cpu_ns(c), minmax_cuda_ns(c)};
     case K::rank:
