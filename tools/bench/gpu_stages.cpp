@@ -10,11 +10,14 @@
 // the generic kernels (kernels-generic); their outputs are compared byte for byte. Each kernel row
 // also gives the time of its bounds over its time: memory (the DRAM bytes it must move /
 // --dram-peak) and FMA (2 (2r + 1) FMAs per output pixel / the device's fp32 FMA rate, SMs x 128 x
-// clock): 1.00 = at the bound.
+// clock): 1.00 = at the bound. The pinned stage times making and freeing pinned host buffers of
+// 64 MiB to 4 GiB three ways (cudaHostAlloc; the engine's ring slots: anonymous memory on huge
+// pages, populated, then cudaHostRegister; malloc + memset + cudaHostRegister) and the H2D rate
+// from each.
 //
 // Usage: ooc_gpu_stages --file PATH [--width 65536] [--rows 256] [--radius 16] [--type f32|u8]
 //                       [--repeats 10] [--threads 8[,16...]] [--device 0] [--csv PATH]
-//                       [--dram-peak 3900] [--stages read,copies,kernels,write]
+//                       [--dram-peak 3900] [--stages read,copies,kernels,write,pinned]
 //                       [--read-methods pread,mmap,mmap-nt,register]
 // PATH is an existing file of at least 2 GiB (its content does not matter); it is read once
 // before the read stage so that it is in the page cache. The write stage writes as many bytes to
@@ -80,7 +83,7 @@ struct Options {
   int repeats = 10;
   std::vector<int> threads{8};
   std::vector<std::string> read_methods{"pread"};  // how the read stage copies the file
-  std::vector<std::string> stages{"read", "copies", "kernels", "write"};
+  std::vector<std::string> stages{"read", "copies", "kernels", "write"};  // pinned: on request
   int device = 0;
   std::string file;
   std::string csv;
@@ -96,7 +99,8 @@ const char* kUsage =
     "(input band: rows + 2 radius rows). PATH: a file of at least 2 GiB, read through the page\n"
     "cache; PATH.stagewrite is written and deleted. Without --file the read and write stages are\n"
     "skipped. --threads: the read stage's thread counts. --stages: which stages to run (copies:\n"
-    "H2D, D2H, both, device-to-device; kernels: ours, NPP's).\n"
+    "H2D, D2H, both, device-to-device; kernels: ours, NPP's; pinned, only when named: making\n"
+    "pinned buffers of 64 MiB to 4 GiB three ways, and H2D from each).\n"
     "--dram-peak: the device's DRAM bandwidth in GB/s, for the kernels' memory bound.\n"
     "--read-methods: pread into the pinned buffer; mmap: the file mapped (once per pass) and\n"
     "copied with memcpy; mmap-nt: the same with non-temporal 16-byte stores; register: no copy on\n"
@@ -174,9 +178,10 @@ bool parse_options(int argc, char** argv, Options& o) {
     } else if (arg == "--stages") {
       o.stages = split_list(value);
       for (const std::string& st : o.stages)
-        if (st != "read" && st != "copies" && st != "kernels" && st != "write")
-          throw Error(ErrorKind::usage,
-                      "--stages wants names from read, copies, kernels, write; got '" + st + "'");
+        if (st != "read" && st != "copies" && st != "kernels" && st != "write" && st != "pinned")
+          throw Error(
+              ErrorKind::usage,
+              "--stages wants names from read, copies, kernels, write, pinned; got '" + st + "'");
     } else if (arg == "--device") {
       o.device = static_cast<int>(parse_int(arg, value, 0, 1024));
     } else if (arg == "--file") {
@@ -713,6 +718,68 @@ void stage_write(const Options& o, std::int64_t total, const PinnedBuffer& band,
               fmt("%.2f", bytes / kGB) + " GB then fsync (included), to " + path);
 }
 
+// Stage 0 (on request). What a pinned buffer costs to make and free, and whether the way it was
+// made changes the H2D rate: cudaHostAlloc (holds the driver's lock while the kernel fills it);
+// the engine's slots (anonymous memory on transparent huge pages, populated, then registered);
+// malloc + memset + cudaHostRegister (4 KiB pages).
+void stage_pinned(const Options& o, Report& rep) {
+  using Clock = std::chrono::steady_clock;
+  auto secs = [](Clock::time_point a) {
+    return std::chrono::duration<double>(Clock::now() - a).count();
+  };
+  cudaStream_t stream = nullptr;
+  OOC_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (const std::size_t mib : {64, 256, 1024, 4096}) {
+    const std::size_t n = mib << 20;
+    DeviceBuffer dev(o.device, n);
+    for (const std::string way :
+         {"cudaHostAlloc", "ring slot (THP + register)", "malloc + register"}) {
+      std::vector<double> make, free_, h2d;
+      for (int rep_i = 0; rep_i < 3; ++rep_i) {
+        void* p = nullptr;
+        std::unique_ptr<PinnedBuffer> slot;
+        auto t0 = Clock::now();
+        if (way == "cudaHostAlloc") {
+          OOC_CUDA_TRY(cudaHostAlloc(&p, n, cudaHostAllocPortable));
+        } else if (way == "malloc + register") {
+          p = std::malloc(n);
+          if (!p) throw std::bad_alloc();
+          std::memset(p, 0, n);
+          OOC_CUDA_TRY(cudaHostRegister(p, n, cudaHostRegisterPortable));
+        } else {
+          slot = std::make_unique<PinnedBuffer>(n);
+          p = slot->data();
+        }
+        make.push_back(secs(t0));
+        t0 = Clock::now();
+        OOC_CUDA_TRY(cudaMemcpyAsync(dev.data(), p, n, cudaMemcpyHostToDevice, stream));
+        OOC_CUDA_TRY(cudaStreamSynchronize(stream));
+        h2d.push_back(static_cast<double>(n) / 1e9 / secs(t0));
+        t0 = Clock::now();
+        if (way == "cudaHostAlloc") {
+          OOC_CUDA_TRY(cudaFreeHost(p));
+        } else if (way == "malloc + register") {
+          OOC_CUDA_TRY(cudaHostUnregister(p));
+          std::free(p);
+        } else {
+          slot.reset();
+        }
+        free_.push_back(secs(t0));
+      }
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      const double m = median(make);
+      rep.row("pinned", static_cast<double>(n) / 1e9 / m, 3, m * 1e3, -1, static_cast<double>(n),
+              way + ", " + std::to_string(mib) + " MiB: make " + fmt("%.1f", m * 1e3) +
+                  " ms, free " + fmt("%.1f", median(free_) * 1e3) + " ms, then H2D " +
+                  fmt("%.1f", median(h2d)) + " GB/s (GB/s column: bytes made per second)");
+    }
+  }
+  OOC_CUDA_TRY(cudaStreamDestroy(stream));
+}
+
 int run(const Options& o) {
   // The device first: with none, say so and leave with the device exit code (5).
   int ndev = 0;
@@ -751,6 +818,7 @@ int run(const Options& o) {
   std::fflush(stdout);
 
   Report rep(o.csv);
+  if (wants(o, "pinned")) stage_pinned(o, rep);
   PinnedBuffer h_in(in_bytes), h_out(out_bytes);
 
   // 1. read

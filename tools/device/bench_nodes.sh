@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# bench_nodes.sh: the GPU-node measurements of docs/performance.md ("--device auto on GPU nodes",
+# "Pinned memory", "Several GPUs", "Pyramids and parts on many cores") for one device call. Run
+# from the repository root after `bash tools/device/stage.sh build/sm90` staged ./stage. Sections
+# (default: all): pinned auto gpus pyramid. MACHINE names the results folder (default gpu-node).
+# Every section has a time limit of its own; the bench's CSVs and every --stats json go to $OUT.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+B=$PWD/stage/bin
+OUT=${OUT:-/tmp/ooc-bench}
+MACHINE=${MACHINE:-gpu-node}
+PYR=${PYR:-32768}  # side of the pyramid section's u16 image
+W=/dev/shm/ooc-nodes
+mkdir -p "$OUT" "$W"
+export LD_LIBRARY_PATH=$B/../lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+sections=${*:-pinned auto gpus pyramid}
+has() { [[ " $sections " == *" $1 "* ]]; }
+j() {  # j NAME LIMIT CMD...: one run, its --stats json and stderr in $OUT
+  local n=$1 lim=$2; shift 2
+  local t0=$(date +%s.%N)
+  timeout "$lim" "$@" --stats json > "$OUT/$n.json" 2> "$OUT/$n.err"
+  local rc=$?
+  echo "$n rc=$rc wall=$(echo "$(date +%s.%N) - $t0" | bc)"
+}
+nvidia-smi -L
+nproc
+free -g | head -2
+df -h /dev/shm | tail -1
+
+if has pinned; then
+  timeout 120 "$B/ooc_gpu_stages" --stages pinned --csv "$OUT/pinned.csv" > "$OUT/pinned.txt" 2>&1
+  echo "pinned rc=$?"
+fi
+
+if has auto; then
+  # 64^2 and 1 GiB: 3 repeats; 16 and 64 GiB: one run each.
+  timeout 150 tools/bench/run startup --no-build --build-dir "$B" --machine "$MACHINE" --workdir "$W" \
+    --images 64x64,16384x16384 --jobs sep3,sep16,k7,k31,eq,atax --repeats 3 > "$OUT/auto_small.txt" 2>&1
+  echo "auto small rc=$?"
+  timeout 330 tools/bench/run startup --no-build --build-dir "$B" --machine "$MACHINE" --workdir "$W" \
+    --images 65536x65536,131072x131072 --jobs sep3,sep16,k7,k31,eq,atax --repeats 1 \
+    > "$OUT/auto_big.txt" 2>&1
+  echo "auto big rc=$?"
+  cp tools/bench/results/"$MACHINE"/startup.csv "$OUT/" 2>/dev/null
+  rm -f "$W"/startup_*
+fi
+
+if has gpus; then
+  # One GPU against what --devices all picks and against every GPU listed, 16 GiB f32.
+  "$B/oocgen" "$W/g.raw" --width 65536 --height 65536 --type f32 --pattern noise -q
+  python3 -c "import numpy as np; np.save('$W/k31.npy', np.random.default_rng(31).uniform(0.1, 1, (31, 31)) / 528)"
+  n=$(nvidia-smi -L | grep -c '^GPU ')
+  list=$(seq -s, 0 $((n - 1)))
+  cat "$W/g.raw" > /dev/null
+  for rep in 1 2; do
+    for cfg in "0" "all" "$list"; do
+      c=${cfg//,/-}
+      j "gpus_sep16_${c}_$rep" 60 "$B/oocconv" "$W/g.raw" null: --width 65536 --radius 16 --device cuda --devices "$cfg"
+      j "gpus_k31_${c}_$rep" 90 "$B/oocconv" "$W/g.raw" null: --width 65536 --kernel "$W/k31.npy" --device cuda --devices "$cfg"
+      j "gpus_chain_${c}_$rep" 90 "$B/oocrun" "$W/g.raw" null: "gaussian sigma=2 ! unsharp sigma=1 amount=0.7 ! median size=3 ! maximum size=5 ! gaussian sigma=1 ! convert type=u8" --width 65536 --type f32 --device cuda --devices "$cfg"
+      j "gpus_median7_${c}_$rep" 90 "$B/oocrun" "$W/g.raw" null: "median size=7" --width 65536 --type f32 --device cuda --devices "$cfg"
+    done
+  done
+  rm -f "$W/g.raw"
+fi
+
+if has pyramid; then
+  # A pyramid against level 0 alone (Zarr blosc lz4, TIFF zstd), and 4 parts against one process.
+  "$B/oocgen" "$W/p.raw" --width $PYR --height $PYR --type u16 --pattern noise -q
+  cat "$W/p.raw" > /dev/null
+  P=("$W/p.raw" --width $PYR --type u16 --radius 2 --device cpu -q)
+  for rep in 1 2 3; do
+    rm -rf "$W"/o*.zarr "$W"/o*.tif
+    j "pyr_zarr_l0_$rep" 60 "$B/oocconv" "${P[@]}" "$W/o0.zarr"
+    j "pyr_zarr_pyr_$rep" 60 "$B/oocconv" "${P[@]}" "$W/o1.zarr" --pyramid
+    j "pyr_tif_l0_$rep" 60 "$B/oocconv" "${P[@]}" "$W/o0.tif" --compress zstd --tile 512
+    j "pyr_tif_pyr_$rep" 60 "$B/oocconv" "${P[@]}" "$W/o1.tif" --compress zstd --tile 512 --pyramid
+  done
+  du -sb "$W"/o*.zarr "$W"/o*.tif > "$OUT/pyr_sizes.txt"
+  # 4 parts as separate processes of T threads each, against one process of T threads and one of all.
+  T=$(($(nproc) / 4)); [ $T -lt 1 ] && T=1
+  for rep in 1 2; do
+    for fmt in zarr tif; do
+      ex=(); [ $fmt = tif ] && ex=(--compress zstd --tile 512)
+      rm -rf "$W"/q*."$fmt" "$W"/q*."$fmt".partial*
+      j "parts_${fmt}_one_T${T}_$rep" 120 "$B/oocconv" "${P[@]}" "$W/q1.$fmt" --pyramid "${ex[@]}" --threads $T
+      j "parts_${fmt}_one_all_$rep" 120 "$B/oocconv" "${P[@]}" "$W/q2.$fmt" --pyramid "${ex[@]}"
+      t0=$(date +%s.%N)
+      for i in 0 1 2 3; do
+        timeout 120 "$B/oocconv" "${P[@]}" "$W/q4.$fmt" --pyramid "${ex[@]}" --threads $T --part $i/4 \
+          > "$OUT/parts_${fmt}_$i.err" 2>&1 &
+      done
+      wait
+      timeout 120 "$B/oocconv" --finish "$W/q4.$fmt" > "$OUT/parts_${fmt}_finish.err" 2>&1
+      echo "parts_${fmt}_four_T${T}_$rep rc=$? wall=$(echo "$(date +%s.%N) - $t0" | bc)"
+      if [ $fmt = tif ]; then cmp "$W/q1.tif" "$W/q4.tif" && echo "parts tif identical"; fi
+      if [ $fmt = zarr ]; then diff -r "$W/q1.zarr" "$W/q4.zarr" > /dev/null && echo "parts zarr identical"; fi
+    done
+  done
+  rm -rf "$W"
+fi
