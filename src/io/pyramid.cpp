@@ -160,7 +160,12 @@ void join_pyramid_edges(
 
 PyramidBuilder::PyramidBuilder(const ImageSpec& base, int levels, std::int64_t begin,
                                std::int64_t end, Emit emit)
-    : base_(base), levels_(levels), at_bottom_(end >= base.height), emit_(std::move(emit)) {
+    : base_(base),
+      levels_(levels),
+      carried_(static_cast<std::size_t>(levels) + 1),
+      blocks_(static_cast<std::size_t>(levels) + 1),
+      at_bottom_(end >= base.height),
+      emit_(std::move(emit)) {
   for (int k = 0; k <= levels; ++k) {
     specs_.push_back(pyramid_level(base, k));
     if (k == 0) {
@@ -175,54 +180,69 @@ PyramidBuilder::PyramidBuilder(const ImageSpec& base, int levels, std::int64_t b
     }
     pending_.emplace_back(specs_[k].row_bytes());
     pending_row_.push_back(-1);
-    out_.emplace_back(specs_[k].row_bytes());
   }
-}
-
-void PyramidBuilder::feed(int k, std::int64_t row, const std::byte* data) {
-  if (k > 0) emit_(k, row, data);
-  if (k >= levels_) return;
-  const ImageSpec& s = specs_[k];
-  const std::int64_t r = row / 2;
-  if (r < first_[k + 1] || r >= end_[k + 1]) return;  // no partner within this writer's range
-  if (row % 2 == 0) {
-    if (row + 1 < s.height) {
-      std::memcpy(pending_[k].data(), data, s.row_bytes());
-      pending_row_[k] = row;
-      return;
-    }
-    pyramid_reduce_row(s, data, nullptr, out_[k + 1].data());  // the odd last row
-  } else {
-    if (pending_row_[k] != row - 1) return;  // its partner was never seen
-    pyramid_reduce_row(s, pending_[k].data(), data, out_[k + 1].data());
-    pending_row_[k] = -1;
-  }
-  feed(k + 1, r, out_[k + 1].data());
 }
 
 void PyramidBuilder::push(std::int64_t y, std::int64_t n, const std::byte* data,
                           std::size_t stride) {
-  const auto row = [&](std::int64_t i) { return data + static_cast<std::size_t>(i) * stride; };
-  std::int64_t i = 0;
-  if (n > 0 && y % 2 == 1) feed(0, y, row(i++));  // the partner of a row of the last call
-  // Whole pairs: level 1 (a quarter of level 0's work, the bulk of the pyramid's) is reduced in
-  // parallel, then fed down in order.
-  const std::int64_t pairs = levels_ > 0 ? (n - i) / 2 : 0;
-  if (pairs > 1) {
-    const std::size_t rb = specs_[1].row_bytes();
-    scratch_.resize(static_cast<std::size_t>(pairs) * rb);
-    const std::int64_t r0 = (y + i) / 2;
-    tbb::parallel_for(std::int64_t{0}, pairs, [&](std::int64_t p) {
-      if (r0 + p >= first_[1] && r0 + p < end_[1])
-        pyramid_reduce_row(specs_[0], row(i + 2 * p), row(i + 2 * p + 1),
-                           scratch_.data() + static_cast<std::size_t>(p) * rb);
-    });
-    for (std::int64_t p = 0; p < pairs; ++p)
-      if (r0 + p >= first_[1] && r0 + p < end_[1])
-        feed(1, r0 + p, scratch_.data() + static_cast<std::size_t>(p) * rb);
-    i += 2 * pairs;
+  // Level by level: the rows of level k this push brings (consecutive) make consecutive rows of
+  // level k + 1, reduced in parallel, then emitted in order and reduced further. Level 1 is a
+  // quarter of level 0's work and level 2 a sixteenth; with the deeper levels reduced one row at a
+  // time in the (serial) write stage, a 32-core run's pyramid cost 1.9x its level 0 alone.
+  std::int64_t yk = y, nk = n;
+  const std::byte* dk = data;
+  std::size_t sk = stride;
+  for (int k = 0; k < levels_ && nk > 0; ++k) {
+    const ImageSpec& s = specs_[k];
+    const std::size_t rb = s.row_bytes(), next_rb = specs_[k + 1].row_bytes();
+    const auto row = [&](std::int64_t i) { return dk + static_cast<std::size_t>(i) * sk; };
+    struct Pair {
+      const std::byte *a, *b;  // b null: the odd last row, averaged with itself
+    };
+    std::vector<Pair> pairs;
+    std::int64_t r0 = -1;
+    std::vector<std::byte>& carried = carried_[k];  // a partner from the last push, kept apart
+    for (std::int64_t i = 0; i < nk; ++i) {
+      const std::int64_t rk = yk + i, r = rk / 2;
+      if (r < first_[k + 1] || r >= end_[k + 1]) continue;  // no partner in this writer's range
+      if (rk % 2 == 0 && rk + 1 < s.height) {
+        if (i + 1 < nk) continue;  // paired with the next row of the block
+        std::memcpy(pending_[k].data(), row(i), rb);
+        pending_row_[k] = rk;
+        continue;
+      }
+      const std::byte* a = row(i);
+      const std::byte* b = nullptr;
+      if (rk % 2 == 1) {
+        if (i > 0) {
+          a = row(i - 1);
+        } else {
+          if (pending_row_[k] != rk - 1) continue;  // its partner was never seen
+          carried.assign(pending_[k].begin(), pending_[k].end());
+          a = carried.data();
+          pending_row_[k] = -1;
+        }
+        b = row(i);
+      }
+      if (r0 < 0) r0 = r;
+      pairs.push_back({a, b});
+    }
+    std::vector<std::byte>& out = blocks_[k + 1];
+    out.resize(pairs.size() * next_rb);
+    const auto reduce = [&](std::size_t j) {
+      pyramid_reduce_row(s, pairs[j].a, pairs[j].b, out.data() + j * next_rb);
+    };
+    if (pairs.size() > 1)
+      tbb::parallel_for(std::size_t{0}, pairs.size(), reduce);
+    else if (!pairs.empty())
+      reduce(0);
+    for (std::size_t j = 0; j < pairs.size(); ++j)
+      emit_(k + 1, r0 + static_cast<std::int64_t>(j), out.data() + j * next_rb);
+    yk = r0;
+    nk = static_cast<std::int64_t>(pairs.size());
+    dk = out.data();
+    sk = next_rb;
   }
-  for (; i < n; ++i) feed(0, y + i, row(i));
 }
 
 }  // namespace ooc

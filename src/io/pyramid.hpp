@@ -67,15 +67,14 @@ class PyramidBuilder {
   int levels() const noexcept { return levels_; }
 
  private:
-  void feed(int k, std::int64_t row, const std::byte* data);  // a row of level k
   ImageSpec base_;
   int levels_;
   std::vector<ImageSpec> specs_;
   std::vector<std::int64_t> first_, end_;
   std::vector<std::vector<std::byte>> pending_;  // level k's even row awaiting its partner
   std::vector<std::int64_t> pending_row_;        // its index (-1: none)
-  std::vector<std::vector<std::byte>> out_;      // scratch for a reduced row of level k
-  std::vector<std::byte> scratch_;               // level 1 rows of a push, reduced in parallel
+  std::vector<std::vector<std::byte>> carried_;  // level k's pending row, taken by a push
+  std::vector<std::vector<std::byte>> blocks_;   // level k rows of a push, reduced in parallel
   bool at_bottom_;
   Emit emit_;
 };

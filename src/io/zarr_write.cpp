@@ -641,10 +641,11 @@ class ZarrSink final : public Sink {
 
   // A whole chunk row is compressed and written by tasks of its own while the rows of the next
   // bands come in: the write stage of the pipeline does not wait for the codec. At most
-  // kInFlight chunk rows are in flight (their buffers count in buffer_bytes()).
+  // kInFlight chunk rows of each level are in flight (their buffers count in buffer_bytes()), so
+  // a level's chunk row completing beside level 0's does not make the stage wait.
   void write_async(int k, std::int64_t cr) {
     Level& l = levels_[static_cast<std::size_t>(k)];
-    if (in_flight_ >= kInFlight) drain();
+    if (in_flight_[static_cast<std::size_t>(k)] >= kInFlight) drain();
     std::shared_ptr<std::vector<std::byte>> full = std::move(l.buf);
     if (!l.spare.empty()) {
       l.buf = std::move(l.spare.back());
@@ -652,7 +653,7 @@ class ZarrSink final : public Sink {
     } else {
       l.buf = std::make_shared<std::vector<std::byte>>(full->size());
     }
-    ++in_flight_;
+    ++in_flight_[static_cast<std::size_t>(k)];
     done_buffers_.emplace_back(k, full);
     // The tasks go to the arena of the thread that runs this (the engine's, of --threads
     // threads), which may have no thread of its own left when commit() waits from outside it:
@@ -669,7 +670,7 @@ class ZarrSink final : public Sink {
       tasks_->wait();
     for (auto& [k, b] : done_buffers_) levels_[static_cast<std::size_t>(k)].spare.push_back(b);
     done_buffers_.clear();
-    in_flight_ = 0;
+    std::fill(in_flight_.begin(), in_flight_.end(), 0);
   }
 
   // The rows held of a chunk row this writer does not make whole go to an edge file.
@@ -693,7 +694,7 @@ class ZarrSink final : public Sink {
   // Behind a pointer: task_group's destructor may throw, a Sink's must not (it is waited first).
   std::unique_ptr<tbb::task_group> tasks_ = std::make_unique<tbb::task_group>();
   std::optional<tbb::task_arena> arena_;  // where tasks_ runs (see write_async)
-  int in_flight_ = 0;
+  std::array<int, 64> in_flight_{};  // chunk rows in flight, by level (buffer_bytes counts them)
   std::vector<std::pair<int, std::shared_ptr<std::vector<std::byte>>>> done_buffers_;
   std::int64_t first_ = -1, written_ = -1;
   int lock_fd_ = -1;
