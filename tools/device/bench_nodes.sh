@@ -3,6 +3,8 @@
 # "Pinned memory", "Several GPUs", "Pyramids and parts on many cores") for one device call. Run
 # from the repository root after `bash tools/device/stage.sh build/sm90` staged ./stage. Sections
 # (default: all): pinned auto gpus pyramid. MACHINE names the results folder (default gpu-node).
+# cold: a COLD_GIB (default 32) GiB file on DISK (default /var/tmp) read with the page cache
+# dropped (root): dd iflag=direct against oocconv --io direct (CPU, CUDA) and --io mmap.
 # Every section has a time limit of its own; the bench's CSVs and every --stats json go to $OUT.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -13,15 +15,16 @@ PYR=${PYR:-32768}  # side of the pyramid section's u16 image
 W=/dev/shm/ooc-nodes
 mkdir -p "$OUT" "$W"
 export LD_LIBRARY_PATH=$B/../lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-sections=${*:-pinned auto gpus pyramid}
+sections=${*:-pinned auto gpus pyramid cold}
 has() { [[ " $sections " == *" $1 "* ]]; }
 j() {  # j NAME LIMIT CMD...: one run, its --stats json and stderr in $OUT
   local n=$1 lim=$2; shift 2
-  local t0=$(date +%s.%N)
+  local t0=$EPOCHREALTIME
   timeout "$lim" "$@" --stats json > "$OUT/$n.json" 2> "$OUT/$n.err"
   local rc=$?
-  echo "$n rc=$rc wall=$(echo "$(date +%s.%N) - $t0" | bc)"
+  echo "$n rc=$rc wall=$(since "$t0")"
 }
+since() { python3 -c "import sys; print(f'{$EPOCHREALTIME - float(sys.argv[1]):.3f}')" "$1"; }
 nvidia-smi -L
 nproc
 free -g | head -2
@@ -34,10 +37,10 @@ fi
 
 if has auto; then
   # 64^2 and 1 GiB: 3 repeats; 16 and 64 GiB: one run each.
-  timeout 150 tools/bench/run startup --no-build --build-dir "$B" --machine "$MACHINE" --workdir "$W" \
+  timeout 120 python3 tools/bench/run startup --no-build --build-dir "$B" --machine "$MACHINE" --workdir "$W" \
     --images 64x64,16384x16384 --jobs sep3,sep16,k7,k31,eq,atax --repeats 3 > "$OUT/auto_small.txt" 2>&1
   echo "auto small rc=$?"
-  timeout 330 tools/bench/run startup --no-build --build-dir "$B" --machine "$MACHINE" --workdir "$W" \
+  timeout 270 python3 tools/bench/run startup --no-build --build-dir "$B" --machine "$MACHINE" --workdir "$W" \
     --images 65536x65536,131072x131072 --jobs sep3,sep16,k7,k31,eq,atax --repeats 1 \
     > "$OUT/auto_big.txt" 2>&1
   echo "auto big rc=$?"
@@ -85,17 +88,41 @@ if has pyramid; then
       rm -rf "$W"/q*."$fmt" "$W"/q*."$fmt".partial*
       j "parts_${fmt}_one_T${T}_$rep" 120 "$B/oocconv" "${P[@]}" "$W/q1.$fmt" --pyramid "${ex[@]}" --threads $T
       j "parts_${fmt}_one_all_$rep" 120 "$B/oocconv" "${P[@]}" "$W/q2.$fmt" --pyramid "${ex[@]}"
-      t0=$(date +%s.%N)
+      t0=$EPOCHREALTIME
       for i in 0 1 2 3; do
         timeout 120 "$B/oocconv" "${P[@]}" "$W/q4.$fmt" --pyramid "${ex[@]}" --threads $T --part $i/4 \
           > "$OUT/parts_${fmt}_$i.err" 2>&1 &
       done
       wait
       timeout 120 "$B/oocconv" --finish "$W/q4.$fmt" > "$OUT/parts_${fmt}_finish.err" 2>&1
-      echo "parts_${fmt}_four_T${T}_$rep rc=$? wall=$(echo "$(date +%s.%N) - $t0" | bc)"
+      echo "parts_${fmt}_four_T${T}_$rep rc=$? wall=$(since "$t0")"
       if [ $fmt = tif ]; then cmp "$W/q1.tif" "$W/q4.tif" && echo "parts tif identical"; fi
-      if [ $fmt = zarr ]; then diff -r "$W/q1.zarr" "$W/q4.zarr" > /dev/null && echo "parts zarr identical"; fi
+      if [ $fmt = zarr ]; then  # the stores' names (in .zattrs) differ, as their paths do
+        diff -r -x .zattrs "$W/q1.zarr" "$W/q4.zarr" > /dev/null && echo "parts zarr identical"
+      fi
     done
   done
   rm -rf "$W"
+fi
+
+if has cold; then
+  D=${DISK:-/var/tmp}/ooc-cold
+  mkdir -p "$D"
+  n=${COLD_GIB:-32}
+  df -h "$D" | tail -1
+  t0=$EPOCHREALTIME
+  "$B/oocgen" "$D/c.raw" --width 65536 --height $((n * 4096)) --type f32 --pattern noise -q
+  sync
+  echo "cold: wrote $n GiB in $(since "$t0") s"
+  drop() { sync; echo 3 > /proc/sys/vm/drop_caches || echo "cold: cannot drop the page cache"; }
+  C=("$D/c.raw" null: --width 65536 --radius 16)
+  for rep in 1 2; do
+    drop; t0=$EPOCHREALTIME
+    timeout 120 dd if="$D/c.raw" of=/dev/null iflag=direct bs=16M 2> "$OUT/cold_dd_$rep.err"
+    echo "cold_dd_direct_$rep rc=$? wall=$(since "$t0")"
+    drop; j "cold_direct_cpu_$rep" 120 "$B/oocconv" "${C[@]}" --io direct --device cpu
+    drop; j "cold_direct_cuda_$rep" 120 "$B/oocconv" "${C[@]}" --io direct --device cuda
+    drop; j "cold_mmap_cpu_$rep" 120 "$B/oocconv" "${C[@]}" --io mmap --device cpu
+  done
+  rm -rf "$D"
 fi
