@@ -73,11 +73,17 @@ double minmax_cuda_ns(const Cost& c) {
 // 128). 8/16-bit integers use sliding histograms (one H200 host's 16 cores, 16384^2 medians of
 // sizes 15, 51, 101 from synth:noise, whole runs; docs/performance.md, "Large windows of 8- and
 // 16-bit samples on the GPU"): u8 about 57 ns a sample and thread whatever the size (Huang's up to
-// 48 rows, column histograms above); 16 bits 218, 288 and 445 ns, growing with the rows.
+// 48 rows, column histograms above); 16 bits 218, 288 and 445 ns, growing with the rows, with
+// Huang's histograms. Above 48 rows 16 bits now take two-pass column histograms, which the 2-core
+// VM measured 0.77x (51 rows) and 0.40x (101) as costly as Huang's there (docs/performance.md,
+// "Median"): about 235 and 180 ns on the host's scale, falling with the rows.
 double rank_cpu_ns(const Cost& c) {
   // Windows of up to 25 samples of any type: sorted columns (3 x 3 median of integers) and the
   // selection networks, as below.
-  if (c.histogram && c.window_samples > 25) return c.wide ? 170.0 + 2.7 * c.window_rows : 57.0;
+  if (c.histogram && c.window_samples > 25) {
+    if (!c.wide) return 57.0;
+    return c.window_rows <= 48 ? 170.0 + 2.7 * c.window_rows : 120.0 + 6000.0 / c.window_rows;
+  }
   if (c.window_samples <= 9) return 1.1;
   if (c.window_samples <= 25) return 3.7;
   if (c.window_samples <= 128) return 0.3 * c.window_samples;

@@ -246,9 +246,10 @@ TEST(BackendSelect, AutoSumsThePassesAndStartsOnce) {
 // A pass of several stages costs the sum of its stages; combining filtered copies adds a pass of
 // its own; a 2-D convolution costs what the method each backend takes does.
 TEST(CostModel, RankHistogramsAsMeasured) {
-  // One H200 host, 16384^2 medians (docs/performance.md): 16-bit windows cost the CPU 4-8x what
-  // 8-bit ones do and grow with the rows; the GPU's 16-bit counts cost about 10x its 8-bit ones,
-  // and both grow with the window's columns. Per thread on 16 cores, the GPU wins every size.
+  // One H200 host, 16384^2 medians (docs/performance.md): 16-bit windows cost the CPU 3-8x what
+  // 8-bit ones do (growing with the rows up to 48, falling above with two-pass column
+  // histograms); the GPU's 16-bit counts cost about 10x its 8-bit ones, and both grow with the
+  // window's columns. Per thread on 16 cores, the GPU wins u8 at every size and u16 up to 51.
   auto rank = [](bool wide, double k) {
     ooc::Cost c;
     c.kind = ooc::Cost::Kind::rank;
@@ -262,9 +263,13 @@ TEST(CostModel, RankHistogramsAsMeasured) {
     const ooc::Cost u8 = rank(false, k), u16 = rank(true, k);
     EXPECT_GT(ooc::cpu_ns_per_sample(u16), 3 * ooc::cpu_ns_per_sample(u8)) << k;
     EXPECT_GT(ooc::cuda_ns_per_sample(u16), 5 * ooc::cuda_ns_per_sample(u8)) << k;
-    EXPECT_LT(ooc::cuda_ns_per_sample(u16), ooc::cpu_ns_per_sample(u16) / 16) << k;
+    if (k <= 51) {
+      EXPECT_LT(ooc::cuda_ns_per_sample(u16), ooc::cpu_ns_per_sample(u16) / 16) << k;
+    }
     EXPECT_LT(ooc::cuda_ns_per_sample(u8), ooc::cpu_ns_per_sample(u8) / 16) << k;
   }
+  // Tall 16-bit windows cost the CPU less than shorter ones of 48 rows (two-pass histograms).
+  EXPECT_LT(ooc::cpu_ns_per_sample(rank(true, 101)), ooc::cpu_ns_per_sample(rank(true, 47)));
   EXPECT_GT(ooc::cuda_ns_per_sample(rank(true, 101)), ooc::cuda_ns_per_sample(rank(true, 15)));
   // Small windows run networks or sorted columns on the CPU, not histograms.
   EXPECT_LT(ooc::cpu_ns_per_sample(rank(false, 3)), 5.0);
