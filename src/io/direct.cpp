@@ -169,11 +169,7 @@ struct Reader::Pool {
 };
 
 Reader::Reader(int direct_fd, std::string path, int threads)
-    : fd_(direct_fd),
-      path_(std::move(path)),
-      threads_(threads),
-      workers_(threads),
-      pool_(std::make_shared<Pool>()) {}
+    : fd_(direct_fd), path_(std::move(path)), workers_(threads), pool_(std::make_shared<Pool>()) {}
 
 Reader::~Reader() {
   if (fd_ >= 0) ::close(fd_);
@@ -220,8 +216,7 @@ void Reader::read(std::uint64_t offset, std::size_t bytes, std::byte* dst) {
   if (bytes == 0) return;
   const bool lined_up = (reinterpret_cast<std::uintptr_t>(dst) - offset) % kAlign == 0;
   // Pieces: the partial blocks at the ends (lined up) or everything (not) through a bounce
-  // buffer, in requests of request_size() (the bounced ones of kRequest at most: the buffer's).
-  const std::size_t req = request_size(bytes, threads_);
+  // buffer, in requests of kRequest.
   std::uint64_t mid0 = offset, mid1 = offset;
   if (lined_up) {
     mid0 = std::min<std::uint64_t>(align_up(offset), offset + bytes);
@@ -235,8 +230,9 @@ void Reader::read(std::uint64_t offset, std::size_t bytes, std::byte* dst) {
   };
   std::vector<Piece> pieces;
   if (mid0 > offset) pieces.push_back({offset, static_cast<std::size_t>(mid0 - offset), false});
-  for (std::uint64_t at = mid0; at < mid1; at += req)
-    pieces.push_back({at, static_cast<std::size_t>(std::min<std::uint64_t>(req, mid1 - at)), true});
+  for (std::uint64_t at = mid0; at < mid1; at += kRequest)
+    pieces.push_back(
+        {at, static_cast<std::size_t>(std::min<std::uint64_t>(kRequest, mid1 - at)), true});
   for (std::uint64_t at = std::max(mid1, offset); at < end && !lined_up; at += kRequest)
     pieces.push_back(
         {at, static_cast<std::size_t>(std::min<std::uint64_t>(kRequest, end - at)), false});
@@ -281,10 +277,9 @@ std::shared_ptr<const void> Reader::read_pooled(std::uint64_t offset, std::size_
   std::byte* b = buffer.get();
   // Straight into the buffer, in requests side by side.
   const std::size_t need = static_cast<std::size_t>(offset - a0) + bytes;
-  const std::size_t req = request_size(span, threads_);
-  const std::size_t n = (span + req - 1) / req;
+  const std::size_t n = (span + kRequest - 1) / kRequest;
   workers_.run(n, [&](std::size_t i) {
-    const std::size_t at = i * req, len = std::min(req, span - at);
+    const std::size_t at = i * kRequest, len = std::min(kRequest, span - at);
     read_aligned(a0 + at, len, b + at, need > at ? std::min(len, need - at) : 0);
   });
   *data = b + (offset - a0);

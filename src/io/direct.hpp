@@ -25,17 +25,6 @@ inline constexpr std::size_t kAlign = 4096;
 // One request: large enough that the device sees long transfers (dd bs=16M's pace), small enough
 // that a band splits into several requests in flight.
 inline constexpr std::size_t kRequest = std::size_t{8} << 20;
-// A read of fewer than `threads` x kRequest bytes is cut into `threads` requests of at least
-// this, so that a small band (the CPU backend's, of a few MiB) still keeps several requests in
-// flight: one or two 8 MiB requests at a time read a cold file at 0.67x of dd's pace.
-inline constexpr std::size_t kMinRequest = std::size_t{1} << 20;
-
-// The size of the requests a read of `bytes` is cut into, with `threads` readers.
-inline std::size_t request_size(std::size_t bytes, int threads) {
-  const std::size_t share =
-      (bytes / static_cast<std::size_t>(threads > 0 ? threads : 1) + kAlign - 1) / kAlign * kAlign;
-  return share < kMinRequest ? kMinRequest : share > kRequest ? kRequest : share;
-}
 
 inline std::uint64_t align_down(std::uint64_t v) {
   return v / kAlign * kAlign;
@@ -120,7 +109,6 @@ class Reader {
 
   int fd_;
   std::string path_;
-  int threads_;
   Workers workers_;
   std::shared_ptr<Pool> pool_;
 };
