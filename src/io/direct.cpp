@@ -249,7 +249,8 @@ void Reader::read(std::uint64_t offset, std::size_t bytes, std::byte* dst) {
 }
 
 std::shared_ptr<const void> Reader::read_pooled(std::uint64_t offset, std::size_t bytes,
-                                                const std::byte** data) {
+                                                const std::byte** data, const std::byte* known,
+                                                std::size_t known_bytes) {
   const std::uint64_t a0 = align_down(offset);
   const std::size_t span = align_up(offset + bytes) - a0;
   AlignedBytes buffer;
@@ -275,11 +276,20 @@ std::shared_ptr<const void> Reader::read_pooled(std::uint64_t offset, std::size_
     capacity = span;
   }
   std::byte* b = buffer.get();
+  // The known bytes up to the block where the disk takes over (the rest of them is read again
+  // with that block: the same bytes of the same file).
+  const std::size_t head = static_cast<std::size_t>(offset - a0);
+  std::size_t skip = 0;  // whole blocks of the span not read
+  if (known && known_bytes > 0) {
+    known_bytes = std::min(known_bytes, bytes);
+    skip = static_cast<std::size_t>(align_down(head + known_bytes));
+    if (skip > head) std::memcpy(b + head, known, skip - head);
+  }
   // Straight into the buffer, in requests side by side.
-  const std::size_t need = static_cast<std::size_t>(offset - a0) + bytes;
-  const std::size_t n = (span + kRequest - 1) / kRequest;
+  const std::size_t need = head + bytes;
+  const std::size_t n = (span - skip + kRequest - 1) / kRequest;
   workers_.run(n, [&](std::size_t i) {
-    const std::size_t at = i * kRequest, len = std::min(kRequest, span - at);
+    const std::size_t at = skip + i * kRequest, len = std::min(kRequest, span - at);
     read_aligned(a0 + at, len, b + at, need > at ? std::min(len, need - at) : 0);
   });
   *data = b + (offset - a0);

@@ -94,8 +94,11 @@ class Reader {
   // Rows for the CPU path: [offset, offset + bytes) in a reused aligned buffer placed so that the
   // file's blocks land straight in it (no bounce). The buffer goes back to the pool when the last
   // copy of the returned pointer is dropped.
+  // known, known_bytes: the first known_bytes of the range, held by the caller (the rows a band
+  // shares with the one before): copied, and only the blocks after them read from the disk.
   std::shared_ptr<const void> read_pooled(std::uint64_t offset, std::size_t bytes,
-                                          const std::byte** data);
+                                          const std::byte** data, const std::byte* known = nullptr,
+                                          std::size_t known_bytes = 0);
 
   // Bounce buffers and pooled buffers held besides the rows handed out, at most, for the planner.
   std::size_t buffer_bytes() const;
