@@ -529,18 +529,17 @@ class RankKernel final : public CpuKernel {
       });
       return;
     }
-    if constexpr (std::is_floating_point_v<T>) {
-      // The 3 x 3 median of floats: the 19-exchange network, NaN-aware as the 5 x 5's (the
-      // column sort below would let a NaN through; nth_element took 7x the 5 x 5's time).
-      if (Nx == 3 && Ny == 3 && rank_ == 4 && W >= kernels::kLanes25<T>) {
-        tbb::parallel_for(std::int64_t{0}, rows * C, [&](std::int64_t job) {
-          const std::int64_t i = job / C, c = job % C;
-          const T* r[3];
-          for (int k = 0; k < 3; ++k) r[k] = p.row(c, i + k, m);
-          kernels::median25_row<T, 3>(r, W, reinterpret_cast<T*>(b.out.row(i)) + c, C);
-        });
-        return;
-      }
+    // The 3 x 3 median of every type: the 19-exchange network, NaN-aware as the 5 x 5's (the
+    // column sort below would let a NaN through; nth_element took 7x the 5 x 5's time). For 8-
+    // and 16-bit integers too: the column sort took 2.5x the 5 x 5 network's time there.
+    if (Nx == 3 && Ny == 3 && rank_ == 4 && W >= kernels::kLanes25<T>) {
+      tbb::parallel_for(std::int64_t{0}, rows * C, [&](std::int64_t job) {
+        const std::int64_t i = job / C, c = job % C;
+        const T* r[3];
+        for (int k = 0; k < 3; ++k) r[k] = p.row(c, i + k, m);
+        kernels::median25_row<T, 3>(r, W, reinterpret_cast<T*>(b.out.row(i)) + c, C);
+      });
+      return;
     }
     if constexpr (std::is_integral_v<T>) {
       // The 3 x 3 median of integers: sort each column of three once, then the median of (the
