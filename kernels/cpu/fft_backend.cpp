@@ -24,13 +24,17 @@ std::mutex& planner_mutex() {
   static std::mutex m;
   return m;
 }
-}  // namespace
 
+// An FFTW plan of T's precision, destroyed under the planner's lock.
 template <class T>
-struct Fft1d<T>::Impl {
+struct PlanOwner {
   using Plan = std::conditional_t<std::is_same_v<T, float>, fftwf_plan, fftw_plan>;
   Plan plan = nullptr;
-  ~Impl() {
+  PlanOwner() = default;
+  PlanOwner(const PlanOwner&) = delete;
+  PlanOwner& operator=(const PlanOwner&) = delete;
+  ~PlanOwner() {
+    if (!plan) return;
     std::lock_guard lock(planner_mutex());
     if constexpr (std::is_same_v<T, float>) {
       fftwf_destroy_plan(plan);
@@ -39,6 +43,10 @@ struct Fft1d<T>::Impl {
     }
   }
 };
+}  // namespace
+
+template <class T>
+struct Fft1d<T>::Impl : PlanOwner<T> {};
 
 template <class T>
 Fft1d<T>::Fft1d(std::size_t n, bool inverse, std::size_t in_stride)
@@ -80,18 +88,7 @@ void Fft1d<T>::run(const std::complex<T>* in, std::complex<T>* out) const {
 // Split real and imaginary arrays through the guru interface; FFTW's split transform is the
 // forward one, so the inverse swaps the real and imaginary parts of input and output.
 template <class T>
-struct FftLanes<T>::Impl {
-  using Plan = std::conditional_t<std::is_same_v<T, float>, fftwf_plan, fftw_plan>;
-  Plan plan = nullptr;
-  ~Impl() {
-    std::lock_guard lock(planner_mutex());
-    if constexpr (std::is_same_v<T, float>) {
-      fftwf_destroy_plan(plan);
-    } else {
-      fftw_destroy_plan(plan);
-    }
-  }
-};
+struct FftLanes<T>::Impl : PlanOwner<T> {};
 
 template <class T>
 FftLanes<T>::FftLanes(std::size_t n, bool inverse, std::size_t lanes)
