@@ -555,29 +555,21 @@ class RankKernel final : public CpuKernel {
     if constexpr (sizeof(T) == 1) {
       // Tall windows: Perreault-Hebert, whose cost does not grow with the window.
       if (Ny > kHuangRows && Nx * Ny < 65536) {  // the counts are 16-bit
-        // Jobs of a strip of output columns (whose column counts stay in cache) by a chunk of
-        // rows (over which building the counts from Ny rows is spread).
-        const std::int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
-        const std::int64_t strips = (W + kStripCols - 1) / kStripCols;
-        tbb::parallel_for(std::int64_t{0}, chunks * strips * C, [&](std::int64_t job) {
-          const std::int64_t c = job % C, strip = (job / C) % strips;
-          const std::int64_t i0 = (job / C / strips) * kChunkRows, x0 = strip * kStripCols;
-          column_histogram_rows<T>(p, m, c, i0, std::min(rows, i0 + kChunkRows), x0,
-                                   std::min(W, x0 + kStripCols), Nx, Ny, C, b.out);
-        });
+        strip_jobs(rows, W, C, kChunkRows, kStripCols,
+                   [&](std::int64_t c, std::int64_t i0, std::int64_t i1, std::int64_t x0,
+                       std::int64_t x1) {
+                     column_histogram_rows<T>(p, m, c, i0, i1, x0, x1, Nx, Ny, C, b.out);
+                   });
         return;
       }
     }
     if constexpr (sizeof(T) == 2 && std::is_integral_v<T>) {
       if (wide_column_histograms(Nx, Ny)) {
-        const std::int64_t chunks = (rows + kChunkRows16 - 1) / kChunkRows16;
-        const std::int64_t strips = (W + kStripCols16 - 1) / kStripCols16;
-        tbb::parallel_for(std::int64_t{0}, chunks * strips * C, [&](std::int64_t job) {
-          const std::int64_t c = job % C, strip = (job / C) % strips;
-          const std::int64_t i0 = (job / C / strips) * kChunkRows16, x0 = strip * kStripCols16;
-          column_histogram_rows16<T>(p, m, c, i0, std::min(rows, i0 + kChunkRows16), x0,
-                                     std::min(W, x0 + kStripCols16), Nx, Ny, C, b.out);
-        });
+        strip_jobs(rows, W, C, kChunkRows16, kStripCols16,
+                   [&](std::int64_t c, std::int64_t i0, std::int64_t i1, std::int64_t x0,
+                       std::int64_t x1) {
+                     column_histogram_rows16<T>(p, m, c, i0, i1, x0, x1, Nx, Ny, C, b.out);
+                   });
         return;
       }
     }
@@ -603,6 +595,21 @@ class RankKernel final : public CpuKernel {
         histogram_row<T>(p, m, c, i, Nx, Ny, W, C, out);
       else
         select_row<T>(p, m, c, i, Nx, Ny, W, C, out);
+    });
+  }
+
+  // The column histograms' jobs, in parallel: a strip of output columns (whose column counts
+  // stay in cache) by a chunk of rows (over which building the counts from Ny rows is spread),
+  // per channel. fn(c, i0, i1, x0, x1): rows [i0, i1) and columns [x0, x1) of channel c.
+  template <class Fn>
+  static void strip_jobs(std::int64_t rows, std::int64_t W, std::int64_t C, std::int64_t chunk_rows,
+                         std::int64_t strip_cols, const Fn& fn) {
+    const std::int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+    const std::int64_t strips = (W + strip_cols - 1) / strip_cols;
+    tbb::parallel_for(std::int64_t{0}, chunks * strips * C, [&](std::int64_t job) {
+      const std::int64_t c = job % C, strip = (job / C) % strips;
+      const std::int64_t i0 = (job / C / strips) * chunk_rows, x0 = strip * strip_cols;
+      fn(c, i0, std::min(rows, i0 + chunk_rows), x0, std::min(W, x0 + strip_cols));
     });
   }
 
