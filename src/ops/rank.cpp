@@ -542,8 +542,9 @@ class RankKernel final : public CpuKernel {
       return;
     }
     if constexpr (std::is_integral_v<T>) {
-      // The 3 x 3 median of integers: sort each column of three once, then the median of (the
-      // largest minimum, the median median, the smallest maximum): exact, and it vectorizes.
+      // The 3 x 3 median of integers narrower than the network's vectors: sort each column of
+      // three once, then the median of (the largest minimum, the median median, the smallest
+      // maximum): exact.
       if (Nx == 3 && Ny == 3 && rank_ == 4) {
         tbb::parallel_for(std::int64_t{0}, rows * C, [&](std::int64_t job) {
           const std::int64_t i = job / C, c = job % C;

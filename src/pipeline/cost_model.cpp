@@ -78,8 +78,7 @@ double minmax_cuda_ns(const Cost& c) {
 // VM measured 0.77x (51 rows) and 0.40x (101) as costly as Huang's there (docs/performance.md,
 // "Median"): about 235 and 180 ns on the host's scale, falling with the rows.
 double rank_cpu_ns(const Cost& c) {
-  // Windows of up to 25 samples of any type: sorted columns (3 x 3 median of integers) and the
-  // selection networks, as below.
+  // Windows of up to 25 samples of any type: the selection networks, as below.
   if (c.histogram && c.window_samples > 25) {
     if (!c.wide) return 57.0;
     return c.window_rows <= 48 ? 170.0 + 2.7 * c.window_rows : 120.0 + 6000.0 / c.window_rows;
