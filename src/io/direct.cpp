@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <new>
+#include <tuple>
 
 #include "formats.hpp"
 #include "ooc/error.hpp"
@@ -168,10 +170,22 @@ struct Reader::Pool {
   std::size_t held = 0;                                    // bytes of all buffers made
 };
 
+// A range being read in the background: its buffer, from which block on it is read, and the read.
+struct Reader::Ahead {
+  std::uint64_t offset = 0;
+  std::size_t bytes = 0, skip = 0, capacity = 0;
+  AlignedBytes buffer;
+  std::future<void> done;
+};
+
 Reader::Reader(int direct_fd, std::string path, int threads)
     : fd_(direct_fd), path_(std::move(path)), workers_(threads), pool_(std::make_shared<Pool>()) {}
 
 Reader::~Reader() {
+  // What is read ahead uses the workers and the descriptor: done before they go.
+  for (auto& a : ahead_)
+    if (a->done.valid()) a->done.wait();
+  ahead_.clear();
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -214,6 +228,7 @@ void Reader::read_bounced(std::uint64_t offset, std::size_t bytes, std::byte* ds
 
 void Reader::read(std::uint64_t offset, std::size_t bytes, std::byte* dst) {
   if (bytes == 0) return;
+  drop_ahead();  // rows read this way (GPU slots after the CPU's first bands) need none of them
   const bool lined_up = (reinterpret_cast<std::uintptr_t>(dst) - offset) % kAlign == 0;
   // Pieces: the partial blocks at the ends (lined up) or everything (not) through a bounce
   // buffer, in requests of kRequest.
@@ -248,11 +263,7 @@ void Reader::read(std::uint64_t offset, std::size_t bytes, std::byte* dst) {
   });
 }
 
-std::shared_ptr<const void> Reader::read_pooled(std::uint64_t offset, std::size_t bytes,
-                                                const std::byte** data, const std::byte* known,
-                                                std::size_t known_bytes) {
-  const std::uint64_t a0 = align_down(offset);
-  const std::size_t span = align_up(offset + bytes) - a0;
+std::pair<AlignedBytes, std::size_t> Reader::take_buffer(std::size_t span) {
   AlignedBytes buffer;
   std::size_t capacity = 0;
   {
@@ -275,24 +286,10 @@ std::shared_ptr<const void> Reader::read_pooled(std::uint64_t offset, std::size_
     buffer = allocate_aligned(span);
     capacity = span;
   }
-  std::byte* b = buffer.get();
-  // The known bytes up to the block where the disk takes over (the rest of them is read again
-  // with that block: the same bytes of the same file).
-  const std::size_t head = static_cast<std::size_t>(offset - a0);
-  std::size_t skip = 0;  // whole blocks of the span not read
-  if (known && known_bytes > 0) {
-    known_bytes = std::min(known_bytes, bytes);
-    skip = static_cast<std::size_t>(align_down(head + known_bytes));
-    if (skip > head) std::memcpy(b + head, known, skip - head);
-  }
-  // Straight into the buffer, in requests side by side.
-  const std::size_t need = head + bytes;
-  const std::size_t n = (span - skip + kRequest - 1) / kRequest;
-  workers_.run(n, [&](std::size_t i) {
-    const std::size_t at = skip + i * kRequest, len = std::min(kRequest, span - at);
-    read_aligned(a0 + at, len, b + at, need > at ? std::min(len, need - at) : 0);
-  });
-  *data = b + (offset - a0);
+  return {std::move(buffer), capacity};
+}
+
+std::shared_ptr<const void> Reader::hand_out(AlignedBytes buffer, std::size_t capacity) {
   // The deleter hands the buffer back; the pool outlives the source if a slot holds rows longer.
   auto pool = pool_;
   std::byte* raw = buffer.release();
@@ -301,6 +298,123 @@ std::shared_ptr<const void> Reader::read_pooled(std::uint64_t offset, std::size_
     std::lock_guard lock(pool->mutex);
     pool->free.emplace_back(std::move(back), capacity);
   });
+}
+
+namespace {
+// Whole blocks of a range's span that its known bytes make unnecessary to read.
+std::size_t known_blocks(std::uint64_t offset, std::size_t bytes, std::size_t known_bytes) {
+  if (known_bytes == 0) return 0;
+  const std::size_t head = static_cast<std::size_t>(offset - align_down(offset));
+  return static_cast<std::size_t>(align_down(head + std::min(known_bytes, bytes)));
+}
+}  // namespace
+
+void Reader::drop_ahead() {
+  std::deque<std::unique_ptr<Ahead>> dropped;
+  {
+    std::lock_guard lock(ahead_mutex_);
+    if (ahead_.empty()) return;
+    dropped.swap(ahead_);
+  }
+  for (auto& a : dropped) {
+    try {
+      a->done.get();
+    } catch (...) {  // not asked for: its error does not matter
+    }
+    hand_out(std::move(a->buffer), a->capacity);  // back to the pool
+  }
+}
+
+void Reader::read_ahead(std::uint64_t offset, std::size_t bytes, std::size_t known_bytes) {
+  if (bytes == 0) return;
+  {
+    std::lock_guard lock(ahead_mutex_);
+    if (static_cast<int>(ahead_.size()) >= kAhead) return;
+    for (const auto& a : ahead_)
+      if (a->offset == offset && a->bytes == bytes) return;
+  }
+  auto a = std::make_unique<Ahead>();
+  a->offset = offset;
+  a->bytes = bytes;
+  const std::uint64_t a0 = align_down(offset);
+  const std::size_t span = align_up(offset + bytes) - a0;
+  a->skip = known_blocks(offset, bytes, known_bytes);
+  auto [buffer, capacity] = take_buffer(span);
+  a->buffer = std::move(buffer);
+  a->capacity = capacity;
+  // Its own thread: the caller returns at once, and the pieces still run on the workers beside
+  // the caller's own reads (Workers takes batches from several callers).
+  const std::size_t need = static_cast<std::size_t>(offset - a0) + bytes, skip = a->skip;
+  std::byte* b = a->buffer.get();
+  a->done = std::async(std::launch::async, [this, a0, span, skip, need, b] {
+    const std::size_t n = (span - skip + kRequest - 1) / kRequest;
+    workers_.run(n, [&](std::size_t i) {
+      const std::size_t at = skip + i * kRequest, len = std::min(kRequest, span - at);
+      read_aligned(a0 + at, len, b + at, need > at ? std::min(len, need - at) : 0);
+    });
+  });
+  std::lock_guard lock(ahead_mutex_);
+  ahead_.push_back(std::move(a));
+}
+
+std::shared_ptr<const void> Reader::read_pooled(std::uint64_t offset, std::size_t bytes,
+                                                const std::byte** data, const std::byte* known,
+                                                std::size_t known_bytes) {
+  const std::uint64_t a0 = align_down(offset);
+  const std::size_t span = align_up(offset + bytes) - a0;
+  const std::size_t head = static_cast<std::size_t>(offset - a0);
+  if (!known) known_bytes = 0;
+  known_bytes = std::min(known_bytes, bytes);
+  // Whole blocks of the span not read: those the caller holds.
+  const std::size_t skip = known_blocks(offset, bytes, known_bytes);
+
+  // Read ahead: the oldest range, if it is this one; ranges before it will not be asked for.
+  std::unique_ptr<Ahead> ahead;
+  {
+    std::unique_lock lock(ahead_mutex_);
+    while (!ahead_.empty()) {
+      std::unique_ptr<Ahead> a = std::move(ahead_.front());
+      ahead_.pop_front();
+      if (a->offset == offset && a->bytes == bytes) {
+        ahead = std::move(a);
+        break;
+      }
+      lock.unlock();
+      try {
+        a->done.get();
+      } catch (...) {  // not asked for: its error does not matter
+      }
+      hand_out(std::move(a->buffer), a->capacity);  // back to the pool at once
+      lock.lock();
+    }
+  }
+  AlignedBytes buffer;
+  std::size_t capacity = 0;
+  std::size_t read_from = skip, read_to = span;  // the blocks still to read
+  if (ahead) {
+    ahead->done.get();  // its read error is this read's
+    buffer = std::move(ahead->buffer);
+    capacity = ahead->capacity;
+    read_to = std::max(ahead->skip, skip);  // [skip, ahead->skip): neither known nor read ahead
+  } else {
+    std::tie(buffer, capacity) = take_buffer(span);
+  }
+  std::byte* b = buffer.get();
+  // The known bytes up to the block where the disk takes over (the rest of them is read again
+  // with that block: the same bytes of the same file).
+  const std::size_t copy_to = ahead ? std::min(skip, ahead->skip) : skip;
+  if (copy_to > head) std::memcpy(b + head, known, copy_to - head);
+  // Straight into the buffer, in requests side by side.
+  const std::size_t need = head + bytes;
+  if (read_to > read_from) {
+    const std::size_t n = (read_to - read_from + kRequest - 1) / kRequest;
+    workers_.run(n, [&](std::size_t i) {
+      const std::size_t at = read_from + i * kRequest, len = std::min(kRequest, read_to - at);
+      read_aligned(a0 + at, len, b + at, need > at ? std::min(len, need - at) : 0);
+    });
+  }
+  *data = b + head;
+  return hand_out(std::move(buffer), capacity);
 }
 
 // ---------------------------------------------------------------------------------------------

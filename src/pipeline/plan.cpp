@@ -298,7 +298,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       parts += ", scratch of " + std::to_string(plan.threads) +
                " thread(s): " + format_bytes(double(scratch));
     if (blocks > 0)
-      parts += ", TIFF blocks being decoded or compressed: " + format_bytes(double(blocks));
+      parts += ", the input's and output's buffers (direct I/O, TIFF, Zarr): " +
+               format_bytes(double(blocks));
     throw Error(ErrorKind::usage, "--mem-limit " + format_bytes(double(plan.mem_limit)) +
                                       " is too small: this job needs at least " +
                                       format_need(double(need)) + " (" + parts +
