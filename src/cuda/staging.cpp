@@ -300,7 +300,10 @@ std::int64_t cuda_max_band_rows(const std::vector<int>& devices, int slots, std:
   std::int64_t best = std::numeric_limits<std::int64_t>::max();
   const int n = static_cast<int>(devices.size());
   for (int i = 0; i < n; ++i) {
-    const int on_device = (slots - i + n - 1) / n;
+    int on_device = 0;
+    for (int k = 0; k < slots; ++k)
+      on_device +=
+          slot_device_index(std::size_t(k), std::size_t(slots), std::size_t(n)) == std::size_t(i);
     if (on_device == 0) continue;
     std::size_t free_b = 0, total_b = 0;
     if (start)

@@ -164,23 +164,24 @@ struct Engine::Impl {
       const detail::SlotSizes sizes{plan.band_rows,     plan.halo,
                                     in.row_bytes(),     plan.out_row_bytes,
                                     plan.partial_bytes, plan.device_scratch_bytes};
-      gpu_maker =
-          std::thread([m = maker, start = backend.start, devices = backend.devices, sizes, order] {
-            for (std::size_t k = 0; k < order.size(); ++k) {
-              try {
-                if (start && k == 0) start->wait();
-                if (m->cancel) throw Error(ErrorKind::usage, "the engine stopped");
-                const std::size_t i = order[k];
-                m->promises[i].set_value(detail::CudaSlot::make(
-                    static_cast<int>(i), devices[i % devices.size()], sizes));
-              } catch (...) {
-                // This slot and every later one fail with the same error.
-                for (std::size_t j = k; j < order.size(); ++j)
-                  m->promises[order[j]].set_exception(std::current_exception());
-                return;
-              }
-            }
-          });
+      gpu_maker = std::thread([m = maker, start = backend.start, devices = backend.devices, sizes,
+                               order] {
+        for (std::size_t k = 0; k < order.size(); ++k) {
+          try {
+            if (start && k == 0) start->wait();
+            if (m->cancel) throw Error(ErrorKind::usage, "the engine stopped");
+            const std::size_t i = order[k];
+            m->promises[i].set_value(detail::CudaSlot::make(
+                static_cast<int>(i),
+                devices[detail::slot_device_index(i, m->promises.size(), devices.size())], sizes));
+          } catch (...) {
+            // This slot and every later one fail with the same error.
+            for (std::size_t j = k; j < order.size(); ++j)
+              m->promises[order[j]].set_exception(std::current_exception());
+            return;
+          }
+        }
+      });
       return;
     }
     for (Slot& s : slots) cpu_buffers(s);

@@ -39,8 +39,17 @@ bool background_may_outlive() noexcept;
 // Joins such a thread, or leaves it running where that is allowed.
 void end_background(std::thread& t);
 
-// Tallest band whose device memory, bytes(rows) per slot, fits `slots` slots spread round robin
-// over `devices` (at most `height`). Throws a device Error when not even one row fits.
+// Which of `devices` GPUs holds ring slot i of `slots`: runs of consecutive slots per device, not
+// round robin. Band b uses slot b % slots, so a device takes runs of consecutive bands, and each
+// band after the first of a run takes the halo it shares with the band before from that band's
+// device memory instead of packing and sending those rows again (round robin put no two
+// consecutive bands on one GPU).
+inline std::size_t slot_device_index(std::size_t i, std::size_t slots, std::size_t devices) {
+  return slots == 0 ? 0 : i * devices / slots;
+}
+
+// Tallest band whose device memory, bytes(rows) per slot, fits `slots` slots spread over `devices`
+// (slot_device_index) (at most `height`). Throws a device Error when not even one row fits.
 // `start`: the free memory it found (after waiting for it); without one, asks the devices.
 std::int64_t cuda_max_band_rows(const std::vector<int>& devices, int slots, std::int64_t height,
                                 const std::function<std::size_t(std::int64_t)>& bytes,

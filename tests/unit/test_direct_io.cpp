@@ -109,6 +109,50 @@ TEST(DirectIo, ReaderEveryAlignmentAndThreads) {
   EXPECT_EQ(bad.load(), 0);
 }
 
+// Ranges read ahead are handed out only when asked for with the same offset and length; their
+// known head comes from the caller whether it knows more or less than the read ahead assumed; a
+// range asked for out of turn drops what was read ahead; a plain read drops it too.
+TEST(DirectIo, ReadAheadGivesTheBytesOfTheFileWhateverIsAskedNext) {
+  TempDir tmp("direct");
+  SKIP_WITHOUT_DIRECT(tmp);
+  const std::size_t n = 3 * ooc::direct::kRequest + 5 * 4096 + 321;
+  const auto data = random_bytes(n, 11);
+  write_file(tmp / "f", data.data(), n);
+  drop_cache(tmp / "f");
+  ooc::direct::Reader reader(ooc::direct::open_direct(tmp / "f", O_RDONLY), tmp / "f", 2);
+  std::mt19937_64 rng(5);
+  int checked = 0;
+  for (int round = 0; round < 60; ++round) {
+    const std::size_t off = rng() % (n - 1),
+                      len = 1 + rng() % std::min<std::size_t>(n - off, 5 << 20);
+    const std::size_t assumed = rng() % (len + 1);  // known bytes the read ahead leaves out
+    std::size_t known = rng() % (len + 1);          // known bytes when asked for
+    const int what = static_cast<int>(rng() % 4);
+    reader.read_ahead(off, len, assumed);
+    if (what == 1) {  // asked for something else first
+      const std::size_t o2 = rng() % (n - 1), l2 = 1 + rng() % (n - o2);
+      const std::byte* p = nullptr;
+      auto held = reader.read_pooled(o2, l2, &p);
+      ASSERT_EQ(std::memcmp(p, data.data() + o2, l2), 0) << "round " << round;
+    } else if (what == 2) {  // a plain read
+      std::vector<std::byte> v(4096 + 7);
+      reader.read(off, std::min<std::size_t>(v.size(), len), v.data());
+    } else if (what == 3) {
+      known = assumed;  // the usual case: the halo the read ahead assumed
+    }
+    // The known head, poisoned where the caller would not know it.
+    std::vector<std::byte> head(len, std::byte{0x5A});
+    std::memcpy(head.data(), data.data() + off, known);
+    const std::byte* p = nullptr;
+    auto held = reader.read_pooled(off, len, &p, head.data(), known);
+    ASSERT_EQ(std::memcmp(p, data.data() + off, len), 0)
+        << "round " << round << " offset " << off << " length " << len << " assumed " << assumed
+        << " known " << known << " case " << what;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 60);
+}
+
 TEST(DirectIo, ReaderRefusesAShorterFile) {
   TempDir tmp("direct");
   SKIP_WITHOUT_DIRECT(tmp);

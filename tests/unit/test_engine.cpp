@@ -4,6 +4,7 @@
 // (a float64 direct convolution; counts and the equalization formula written out here).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
@@ -353,6 +354,31 @@ Backend held_cuda(const std::shared_ptr<HeldStart>& start, bool cpu_if_fails) {
 
 // Only operations whose CPU kernel gives the CUDA kernels' bytes take bands on the CPU while CUDA
 // starts by default: the others' results would depend on how long the start took.
+// Several GPUs: each device holds a run of consecutive slots, in device order (so consecutive bands share their
+// halo on one device), every device gets a slot when there are enough, and the counts differ by at
+// most one (the planner sizes each device for the largest count).
+TEST(Engine, SlotsGoToDevicesInRunsOfConsecutiveSlots) {
+  for (std::size_t devices = 1; devices <= 8; ++devices)
+    for (std::size_t slots = 1; slots <= 40; ++slots) {
+      std::vector<std::size_t> count(devices, 0);
+      std::size_t last = 0;
+      for (std::size_t i = 0; i < slots; ++i) {
+        const std::size_t d = ooc::detail::slot_device_index(i, slots, devices);
+        ASSERT_LT(d, devices);
+        ASSERT_TRUE(i == 0 ? d == 0 : d >= last)
+            << "slot " << i << " of " << slots << " on " << devices << " devices";
+        last = d;
+        ++count[d];
+      }
+      const auto [lo, hi] = std::minmax_element(count.begin(), count.end());
+      EXPECT_LE(*hi, (slots + devices - 1) / devices);
+      if (slots >= devices) {
+        EXPECT_GE(*lo, std::size_t{1}) << slots << " slots, " << devices;
+      }
+      EXPECT_LE(*hi - *lo, std::size_t{1});
+    }
+}
+
 TEST(Engine, OnlyOperationsWithTheGpuBitsStartOnTheCpu) {
   const ImageSpec s{64, 32, 1, SampleType::u16};
   SeparableParams p;
