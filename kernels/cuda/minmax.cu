@@ -1,6 +1,19 @@
 // CUDA kernels of the minimum/maximum filters: a pass along x into the slot's scratch, then one
-// along y; each output scans its window (kernels/cpu/minmax.hpp's pick, whose result does not
-// depend on the order: the CPU's van Herk selects the same sample).
+// along y. Along each axis a window of up to van_herk::kScanMax samples is scanned (in the CPU's
+// order: minmax_van_herk.hpp's window(); each output written once, coalesced); a longer one runs
+// van Herk /
+// Gil-Werman (minmax_van_herk.hpp: about 3 comparisons and 3 loads of the input per output
+// whatever N, each output stored twice and read back once), so that the cost no longer grows with
+// the window. Both combine as the CPU does (kernels/cpu/minmax.hpp), so the bytes are the CPU's.
+//
+// What it should cost (not measured yet): both passes are bound by memory. An output of the van
+// Herk y pass reads its ~3 inputs through L1 (threads on adjacent columns: coalesced), writes
+// its suffix and reads it back from L1/L2 and writes the result; DRAM sees about one read of the
+// x pass's rows and one write of the output. The x pass's units are N samples apart on a row, so
+// a warp's load touches up to 32 lines, each reused by the next N loads from L1. Together about
+// 4 band-sized DRAM transfers (input, the scratch written and read, output) for any N, against
+// the scan's ~N comparisons an output, which at N = 101 made it compute-bound: on an H200
+// (4.8 TB/s) 16 GiB of u16 at size 101 should take ~20-30 ms of kernels, not seconds.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -10,19 +23,13 @@
 #include "check.cuh"
 #include "common.cuh"
 #include "minmax.cuh"
+#include "minmax_van_herk.hpp"
 #include "ooc/detail/sample_type.hpp"
 
 namespace ooc::cuda {
 namespace {
 
-// As kernels/cpu/minmax.hpp's: a NaN anywhere in the window gives NaN.
-template <bool Max, class T>
-__device__ __forceinline__ T pick(T a, T b) {
-  if constexpr (Max)
-    return (b > a || b != b) ? b : a;
-  else
-    return (b < a || b != b) ? b : a;
-}
+using van_herk::pick;  // as kernels/cpu/minmax.hpp's: a NaN anywhere in the window gives NaN
 
 template <class T>
 __host__ __device__ T constant_of(double v) {
@@ -54,13 +61,10 @@ __global__ void rows_kernel(MinMaxLaunch l, std::int64_t m, T cval) {
         continue;
       }
       const std::int64_t q = i / l.channels, c = i % l.channels;
-      T best{};
-      for (std::int64_t d = -l.lx; d <= l.rx; ++d) {
-        const std::int64_t s = map_index(q + d, l.width, l.border);
-        const T v = s < 0 ? cval : in[s * l.channels + c];
-        best = d == -l.lx ? v : pick<Max>(best, v);
-      }
-      mid[i] = best;
+      mid[i] = van_herk::window<Max, T>(q, l.lx + l.rx + 1, [&](std::int64_t j) {
+        const std::int64_t s = map_index(j - l.lx, l.width, l.border);
+        return s < 0 ? cval : __ldg(in + s * l.channels + c);
+      });
     }
   }
 }
@@ -72,10 +76,59 @@ __global__ void cols_kernel(MinMaxLaunch l) {
     T* out = reinterpret_cast<T*>(l.out + y * l.out_stride);
     for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < S;
          i += std::int64_t(gridDim.x) * blockDim.x) {
-      const T* mid = reinterpret_cast<const T*>(l.mid) + y * S + i;
-      T best = mid[0];
-      for (std::int64_t k = 1; k < N; ++k) best = pick<Max>(best, mid[k * S]);
-      out[i] = best;
+      const T* mid = reinterpret_cast<const T*>(l.mid) + i;
+      out[i] = van_herk::window<Max, T>(y, N, [&](std::int64_t k) { return __ldg(mid + k * S); });
+    }
+  }
+}
+
+// Van Herk along x: thread (unit t, channel c) of mid row k, for units of N = lx + rx + 1 outputs
+// (the CPU's blocks of its padded row, from column -lx).
+template <bool Max, class T>
+__global__ void rows_van_herk_kernel(MinMaxLaunch l, std::int64_t m, T cval) {
+  const std::int64_t N = l.lx + l.rx + 1, W = l.width, C = l.channels;
+  const std::int64_t units = (W + N - 1) / N, S = W * C;
+  for (std::int64_t k = blockIdx.y; k < m; k += gridDim.y) {
+    const std::int64_t image_row = l.first_row + k;
+    const bool constant_row =
+        l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
+    const T* in = reinterpret_cast<const T*>(l.in + k * l.in_stride);
+    T* mid = reinterpret_cast<T*>(l.mid + k * S * std::int64_t(sizeof(T)));
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < units * C;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const std::int64_t t = i / C, c = i % C;
+      T* o = mid + c;
+      if (constant_row) {
+        for (std::int64_t q = t * N; q < W && q < t * N + N; ++q) o[q * C] = cval;
+        continue;
+      }
+      const T* src = in + c;
+      van_herk::unit<Max, T>(
+          t, N, W,
+          [&](std::int64_t j) {
+            const std::int64_t s = map_index(j - l.lx, W, l.border);
+            return s < 0 ? cval : __ldg(src + s * C);
+          },
+          [&](std::int64_t q, T v) { o[q * C] = v; }, [&](std::int64_t q) { return o[q * C]; });
+    }
+  }
+}
+
+// Van Herk along y: thread (sample column i, unit t of output rows), mid rows in the CPU's blocks
+// of Ny from the band's first.
+template <bool Max, class T>
+__global__ void cols_van_herk_kernel(MinMaxLaunch l) {
+  const std::int64_t S = l.width * l.channels, N = l.ly + l.ry + 1;
+  const std::int64_t units = (l.out_rows + N - 1) / N;
+  for (std::int64_t t = blockIdx.y; t < units; t += gridDim.y) {
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < S;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const T* mid = reinterpret_cast<const T*>(l.mid) + i;
+      std::byte* out = l.out + i * std::int64_t(sizeof(T));
+      auto at = [&](std::int64_t y) { return reinterpret_cast<T*>(out + y * l.out_stride); };
+      van_herk::unit<Max, T>(
+          t, N, l.out_rows, [&](std::int64_t k) { return __ldg(mid + k * S); },
+          [&](std::int64_t y, T v) { *at(y) = v; }, [&](std::int64_t y) { return *at(y); });
     }
   }
 }
@@ -109,21 +162,34 @@ dim3 grid_for(std::int64_t rows, std::int64_t n) {
               static_cast<unsigned>(std::max<std::int64_t>(by, 1)));
 }
 
+template <bool Max, class T>
+void launch(const MinMaxLaunch& l, T cval, cudaStream_t stream) {
+  const std::int64_t m = l.out_rows + l.ly + l.ry, S = l.width * l.channels;
+  const std::int64_t nx = l.lx + l.rx + 1, ny = l.ly + l.ry + 1;
+  const int threads = MinMaxPolicy::kThreads;
+  if (van_herk::by_units(nx))
+    rows_van_herk_kernel<Max, T>
+        <<<grid_for(m, (l.width + nx - 1) / nx * l.channels), threads, 0, stream>>>(l, m, cval);
+  else
+    rows_kernel<Max, T><<<grid_for(m, S), threads, 0, stream>>>(l, m, cval);
+  if (van_herk::by_units(ny))
+    cols_van_herk_kernel<Max, T>
+        <<<grid_for((l.out_rows + ny - 1) / ny, S), threads, 0, stream>>>(l);
+  else
+    cols_kernel<Max, T><<<grid_for(l.out_rows, S), threads, 0, stream>>>(l);
+}
+
 }  // namespace
 
 void minmax_band_async(const MinMaxLaunch& l, cudaStream_t stream) {
-  const std::int64_t m = l.out_rows + l.ly + l.ry, S = l.width * l.channels;
-  if (l.out_rows <= 0 || S <= 0) return;
+  if (l.out_rows <= 0 || l.width * l.channels <= 0) return;
   dispatch_type(l.type, [&](auto t) {
     using T = decltype(t);
     const T cval = constant_of<T>(l.border_value);
-    if (l.max) {
-      rows_kernel<true, T><<<grid_for(m, S), MinMaxPolicy::kThreads, 0, stream>>>(l, m, cval);
-      cols_kernel<true, T><<<grid_for(l.out_rows, S), MinMaxPolicy::kThreads, 0, stream>>>(l);
-    } else {
-      rows_kernel<false, T><<<grid_for(m, S), MinMaxPolicy::kThreads, 0, stream>>>(l, m, cval);
-      cols_kernel<false, T><<<grid_for(l.out_rows, S), MinMaxPolicy::kThreads, 0, stream>>>(l);
-    }
+    if (l.max)
+      launch<true, T>(l, cval, stream);
+    else
+      launch<false, T>(l, cval, stream);
   });
   OOC_KERNEL_TRY(cudaGetLastError());
 }

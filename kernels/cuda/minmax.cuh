@@ -1,5 +1,6 @@
-// CUDA kernels of the minimum/maximum filters and the top-hat differences (the CPU runs van
-// Herk, kernels/cpu/minmax.hpp; these select the same samples, so the results are identical).
+// CUDA kernels of the minimum/maximum filters and the top-hat differences (van Herk as the CPU's,
+// kernels/cpu/minmax.hpp, for windows longer than a few samples: the same samples combined in the
+// same order, so the results are identical).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -43,9 +43,8 @@ struct RankLaunch {
 };
 void rank_band_async(const RankLaunch& l, cudaStream_t stream);
 
-// The rectangle rows x cols of l (dy, dx and count unused) by sliding histograms; 16-bit types
-// need rank_histogram_scratch_bytes(type) of device scratch, which the launch zeroes.
-std::size_t rank_histogram_scratch_bytes(SampleType t);
-void rank_histogram_band_async(const RankLaunch& l, std::byte* scratch, cudaStream_t stream);
+// The rectangle rows x cols of l (dy, dx and count unused) by sliding histograms, every count in
+// shared memory (no device scratch).
+void rank_histogram_band_async(const RankLaunch& l, cudaStream_t stream);
 
 }  // namespace ooc::cuda

@@ -6,9 +6,27 @@
 // counts its K_h x K_w window into 256 coarse bins (the value for 8 bits, its high byte for 16),
 // moves down a row by removing the leaving row's K_w samples and adding the entering row's
 // (Huang's update along the column: the cost grows with K_w only), and tracks the coarse bin of
-// the rank and the samples below it as the CPU's histogram kernels do. 16-bit samples also count
-// every value (a thread's 65536 fine counts, in global memory) and find the rank inside the coarse
-// bin by a scan of its 256 counts. Counting selects, so the result is the CPU's exactly.
+// the rank and the samples below it as the CPU's histogram kernels do. For 16 bits the thread
+// also keeps the 256 fine counts (low bytes) of ONE coarse bin, with 16 sums of 16 of them: the
+// slide updates them for the samples of that bin only, and when the rank's coarse bin is another
+// one they are rebuilt from the window (K_h x K_w samples, mostly compares). All of a thread's
+// counts (528, as bytes where the window has fewer than 256 samples, else 16 bits) live in shared
+// memory, so that no count goes to global memory (the kernel before kept 65536 fine counts per
+// thread in global memory, updated by atomics in L2: 0.79 GB/s for u16 median 15 on an H200).
+// Counting selects, so the result is the CPU's exactly.
+//
+// What a 16-bit output costs (instructions per thread, not measured yet): the slide 2 K_w
+// samples x ~17 (border mapping, load through L1, key, a shared read-modify-write, the tracked
+// bin) plus a few coarse steps; a rebuild ~7 per window sample plus 68-136 stores to clear; the
+// search inside the bin up to 16 + 16 shared loads. On noise the rank's coarse bin moves by about
+// (32768 / K) sqrt(2 / K) values a row, so a rebuild happens on nearly every row at K = 15 (225
+// samples: ~2,200 instructions an output), about half the rows at 51 (~11,000) and a fifth at 101
+// (~16,000); smooth images rarely rebuild (~35 K_w). An H200 issues about 33 x 10^12 thread
+// instructions a second (132 SMs x 4 schedulers x 32 lanes x 1.98 GHz): u16 median 15 at most
+// ~15 G samples/s, expected 5-7 (bank conflicts of random bins, divergence between rebuilding and
+// sliding lanes, 6-13 warps an SM as shared memory allows); 51 and 101 ~1-1.5 and ~0.7 G
+// samples/s, against ~0.13 and ~0.06 for the old kernel's whole runs. u8 keeps the old algorithm
+// (coarse counts only), now with byte counts for windows under 256 samples (twice the warps).
 #pragma once
 
 #include <cmath>
@@ -23,23 +41,17 @@
 #else
 #define OOC_RANK_HD
 #endif
-#if defined(__CUDA_ARCH__)
-#define OOC_RANK_UNROLL _Pragma("unroll")
-#else
-#define OOC_RANK_UNROLL
-#endif
 
 namespace ooc::cuda::rank_hist {
 
-constexpr int kThreads = 64;               // output sample columns of a block
-constexpr int kCoarseBins = 256;           // a thread's coarse counts (shared memory on the GPU)
-constexpr int kFineWords = 32768;          // a thread's 65536 16-bit fine counts, two to a word
+constexpr int kThreads = 32;               // output sample columns of a block (one warp)
+constexpr int kCoarseBins = 256;           // the value (8 bits) or the high byte (16 bits)
+constexpr int kGroups = 16;                // 16-bit: sums of 16 fine counts
+constexpr int kFineBins = 256;             // 16-bit: low bytes of one coarse bin
 constexpr std::int64_t kMaxCount = 65535;  // the counts are 16-bit: windows of up to 65535 samples
-// Blocks of threads with fine counts (16-bit types): their global memory is the kernel's scratch
-// (kFineBlocks * kThreads * kFineWords * 4 bytes, 2 GiB), and the blocks take the tasks in turn.
-constexpr int kFineBlocks = 256;
-// Blocks the 8-bit kernel aims at (several per SM), when the band has rows enough.
-constexpr std::int64_t kTargetBlocks = 2048;
+constexpr std::int64_t kMaxByteCount = 255;  // windows of up to 255 samples count in bytes
+// Blocks a launch aims at (many per SM: a block is one warp), when the band has rows enough.
+constexpr std::int64_t kTargetBlocks = 8192;
 
 // Where a launch reads and writes; as RankLaunch (rank.cuh) for the rectangle.
 struct Params {
@@ -81,6 +93,44 @@ inline unsigned constant_key(double v) {
   return Key<T>::of(static_cast<T>(v));
 }
 
+// Whether a window's counts fit in bytes (every count is at most the window's samples).
+inline bool byte_counts(int rows, int cols) {
+  return std::int64_t{rows} * cols <= kMaxByteCount;
+}
+
+// A thread's counts in shared memory: [coarse 256][16-bit types: groups 16][fine 256], as C
+// (std::uint8_t or std::uint16_t), one region per thread, the block's regions one after another.
+// A region is an odd number of 32-bit words, so that the 32 lanes' regions start in 32 distinct
+// banks: lanes on the same bin (smooth images) never conflict, lanes on random bins as randomly.
+template <class C>
+OOC_RANK_HD constexpr int region_words(bool wide) {
+  const int counts = wide ? kCoarseBins + kGroups + kFineBins : kCoarseBins;
+  return ((counts * int(sizeof(C)) + 3) / 4) | 1;
+}
+template <class C>
+struct Counts {
+  unsigned* w;  // this thread's region_words<C>(wide) words
+  OOC_RANK_HD C* c() const { return reinterpret_cast<C*>(w); }
+  OOC_RANK_HD unsigned coarse(int b) const { return c()[b]; }
+  // Counts wrap in C on the way (a removal before the add), never at rest: the window's
+  // samples fit.
+  OOC_RANK_HD void coarse_add(int b, int d) { c()[b] = static_cast<C>(c()[b] + d); }
+  OOC_RANK_HD unsigned group(int g) const { return c()[kCoarseBins + g]; }
+  OOC_RANK_HD unsigned fine(int f) const { return c()[kCoarseBins + kGroups + f]; }
+  OOC_RANK_HD void fine_add(int f, int d) {
+    C* g = c() + kCoarseBins + (f >> 4);
+    *g = static_cast<C>(*g + d);
+    C* v = c() + kCoarseBins + kGroups + f;
+    *v = static_cast<C>(*v + d);
+  }
+  // Zero the words [from, to) of the region (whole words: the parts start at word boundaries).
+  OOC_RANK_HD void clear(int from, int to) {
+    for (int i = from; i < to; ++i) w[i] = 0u;
+  }
+  OOC_RANK_HD void clear_all(bool wide) { clear(0, region_words<C>(wide)); }
+  OOC_RANK_HD void clear_fine() { clear(kCoarseBins * int(sizeof(C)) / 4, region_words<C>(true)); }
+};
+
 // The work's division: tasks of (a strip of kThreads output sample columns, a chunk of rows).
 struct Tasks {
   std::int64_t strips = 0, chunk_rows = 0, chunks = 0;
@@ -111,13 +161,10 @@ OOC_RANK_HD inline T load_sample(const T* p) {
 #endif
 }
 
-// One thread's task. `Counts` holds its coarse counts and (16 bits) fine counts:
-//   unsigned coarse(int bin); void coarse_add(int bin, int d);
-//   void fine_add(unsigned key, int d); void fine_words(int word, unsigned (&w)[4]) (4 words).
-// Every count it adds it removes before returning, so the counts start at zero for the next task.
-template <class T, class Counts>
+// One thread's task, with its counts h (whatever they held: they are zeroed first).
+template <class T, class C>
 OOC_RANK_HD void run_task(const Params& p, const Tasks& tasks, std::int64_t task, int lane,
-                          Counts& h) {
+                          Counts<C> h) {
   using K = Key<T>;
   const std::int64_t strip = task % tasks.strips, chunk = task / tasks.strips;
   const std::int64_t xs = strip * kThreads + lane;
@@ -127,6 +174,7 @@ OOC_RANK_HD void run_task(const Params& p, const Tasks& tasks, std::int64_t task
   std::int64_t y1 = y0 + tasks.chunk_rows;
   if (y1 > p.out_rows) y1 = p.out_rows;
   if (y0 >= y1) return;
+  h.clear_all(K::wide);
   const std::int64_t q0 = x - p.left;  // the window's first column
   const bool inside = q0 >= 0 && q0 + p.cols <= p.width;
   // Input row k of the band: null for a row of the constant border (unset, never read).
@@ -141,20 +189,21 @@ OOC_RANK_HD void run_task(const Params& p, const Tasks& tasks, std::int64_t task
     const std::int64_t s = inside ? q0 + j : map_border(q0 + j, p.width, p.border);
     return s < 0 ? p.cval_key : K::of(load_sample(r + s * p.channels + c));
   };
-  // cb: the coarse bin tracked; below: the samples of the window in lower bins.
-  int cb = 0;
-  std::int64_t below = 0;
+  // cb: the coarse bin tracked; below: the samples of the window in lower bins; fb: the coarse
+  // bin whose fine counts are kept (none yet).
+  int cb = 0, fb = -1, below = 0;
   auto update = [&](unsigned key, int d) {
     const int bin = static_cast<int>(key >> K::shift);
     h.coarse_add(bin, d);
     if (bin < cb) below += d;
-    if constexpr (K::wide) h.fine_add(key, d);
+    if constexpr (K::wide) {
+      if (bin == fb) h.fine_add(static_cast<int>(key & 255u), d);
+    }
   };
-  auto add_row = [&](std::int64_t k, int d) {
+  for (std::int64_t k = y0; k < y0 + p.rows; ++k) {
     const T* r = row_of(k);
-    for (int j = 0; j < p.cols; ++j) update(key_at(r, j), d);
-  };
-  for (std::int64_t k = y0; k < y0 + p.rows; ++k) add_row(k, 1);
+    for (int j = 0; j < p.cols; ++j) update(key_at(r, j), 1);
+  }
   for (std::int64_t y = y0; y < y1; ++y) {
     if (y > y0) {
       const T* gone = row_of(y - 1);
@@ -167,49 +216,58 @@ OOC_RANK_HD void run_task(const Params& p, const Tasks& tasks, std::int64_t task
         }
       }
     }
-    while (below > p.rank) below -= h.coarse(--cb);
-    while (below + h.coarse(cb) <= p.rank) below += h.coarse(cb++);
+    while (below > p.rank) below -= static_cast<int>(h.coarse(--cb));
+    while (below + static_cast<int>(h.coarse(cb)) <= p.rank)
+      below += static_cast<int>(h.coarse(cb++));
     unsigned key = static_cast<unsigned>(cb);
     if constexpr (K::wide) {
-      // The rank inside bin cb: a scan of its 256 counts, 8 at a time, from the nearer end.
-      const std::int64_t n = h.coarse(cb);
-      std::int64_t left = p.rank - below;  // 0 .. n - 1 from the bottom
-      const bool up = 2 * left < n;
-      if (!up) left = n - 1 - left;  // from the top
-      for (int g = 0; g < 32; ++g) {
-        const int gi = up ? g : 31 - g;
-        unsigned w[4];
-        h.fine_words(cb * 128 + gi * 4, w);
-        const std::int64_t sum = (w[0] & 0xFFFFu) + (w[0] >> 16) + (w[1] & 0xFFFFu) + (w[1] >> 16) +
-                                 (w[2] & 0xFFFFu) + (w[2] >> 16) + (w[3] & 0xFFFFu) + (w[3] >> 16);
-        if (left >= sum) {
-          left -= sum;
-          continue;
-        }
-        // The group's counts in scan order, indexed by constants only (registers, no stack).
-        unsigned r[4];
-        OOC_RANK_UNROLL
-        for (int k = 0; k < 4; ++k) r[k] = up ? w[k] : (w[3 - k] >> 16) | (w[3 - k] << 16);
-        int found = 7;
-        OOC_RANK_UNROLL
-        for (int i = 0; i < 8; ++i) {
-          const std::int64_t count = (r[i >> 1] >> (16 * (i & 1))) & 0xFFFFu;
-          if (found == 7 && i < 7) {
-            if (left < count)
-              found = i;
-            else
-              left -= count;
+      if (cb != fb) {
+        // Rebuild the fine counts of bin cb from the window: compares mostly (few samples fall
+        // in one bin), no count to take out of the old bin's.
+        h.clear_fine();
+        fb = cb;
+        for (std::int64_t k = y; k < y + p.rows; ++k) {
+          const T* r = row_of(k);
+          if (r == nullptr) {
+            if (static_cast<int>(p.cval_key >> 8) == cb)
+              h.fine_add(static_cast<int>(p.cval_key & 255u), p.cols);
+            continue;
+          }
+          if (inside) {
+            const T* s = r + q0 * p.channels + c;
+            for (int j = 0; j < p.cols; ++j) {
+              const unsigned v = K::of(load_sample(s + std::int64_t{j} * p.channels));
+              if (static_cast<int>(v >> 8) == cb) h.fine_add(static_cast<int>(v & 255u), 1);
+            }
+          } else {
+            for (int j = 0; j < p.cols; ++j) {
+              const unsigned v = key_at(r, j);
+              if (static_cast<int>(v >> 8) == cb) h.fine_add(static_cast<int>(v & 255u), 1);
+            }
           }
         }
-        key = static_cast<unsigned>(cb * 256 + gi * 8 + (up ? found : 7 - found));
-        break;
       }
+      // The rank inside bin cb: from the nearer end, by groups of 16 counts, then counts.
+      const int n = static_cast<int>(h.coarse(cb));
+      int left = p.rank - below;  // 0 .. n - 1 from the bottom
+      const bool up = 2 * left < n;
+      if (!up) left = n - 1 - left;  // from the top
+      const int step = up ? 1 : -1;
+      int g = up ? 0 : kGroups - 1;
+      while (left >= static_cast<int>(h.group(g))) {
+        left -= static_cast<int>(h.group(g));
+        g += step;
+      }
+      int f = up ? g * 16 : g * 16 + 15;
+      while (left >= static_cast<int>(h.fine(f))) {
+        left -= static_cast<int>(h.fine(f));
+        f += step;
+      }
+      key = static_cast<unsigned>(cb * 256 + f);
     }
     T* o = reinterpret_cast<T*>(p.out + static_cast<std::size_t>(y) * p.out_stride);
     o[x * p.channels + c] = K::value(key);
   }
-  // The last window out again: the counts are zero for the next task.
-  for (std::int64_t k = y1 - 1; k < y1 - 1 + p.rows; ++k) add_row(k, -1);
 }
 
 }  // namespace ooc::cuda::rank_hist

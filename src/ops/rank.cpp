@@ -34,14 +34,12 @@ namespace detail {
 // rank_cuda.cpp: the rank filter on CUDA of the window rows x cols from row -top, column -left:
 // `samples`, the (row, column) of its samples in that rectangle, for a window of up to 49 samples
 // (rows, columns up to 15) selected in registers; none for the whole rectangle by sliding
-// histograms (u8, u16, i16, up to 65535 samples), which takes rank_histogram_scratch_bytes() of
-// device scratch.
+// histograms (u8, u16, i16, up to 65535 samples; their counts are in shared memory, no scratch).
 std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t top, std::int64_t left, std::int64_t rows,
                                            std::int64_t cols,
                                            const std::vector<std::pair<int, int>>& samples,
                                            std::int64_t rank, BorderMode border,
                                            double border_value);
-std::size_t rank_histogram_scratch_bytes(SampleType t);
 }  // namespace detail
 namespace {
 
@@ -1051,9 +1049,6 @@ class Rank final : public Operation {
                 ? RankKernel::wide_job_bytes(w_.cols())
                 : 0);
   }
-  std::size_t cuda_scratch_bytes(std::int64_t) const override {
-    return cuda_histogram() ? detail::rank_histogram_scratch_bytes(in_.type) : 0;
-  }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<RankKernel>(w_, rank_, pool_);
   }
@@ -1114,9 +1109,6 @@ std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t, std::int64_t, std::int6
                                            const std::vector<std::pair<int, int>>&, std::int64_t,
                                            BorderMode, double) {
   return nullptr;
-}
-std::size_t rank_histogram_scratch_bytes(SampleType) {
-  return 0;
 }
 }  // namespace detail
 #endif

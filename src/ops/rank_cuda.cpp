@@ -92,7 +92,7 @@ class RankCudaKernel final : public CudaKernel {
     l.out_stride = b.out_stride;
     l.out_rows = b.band.rows;
     if (histogram_)
-      cuda::rank_histogram_band_async(l, b.scratch, static_cast<cudaStream_t>(b.stream));
+      cuda::rank_histogram_band_async(l, static_cast<cudaStream_t>(b.stream));
     else
       cuda::rank_band_async(l, static_cast<cudaStream_t>(b.stream));
   }
@@ -129,10 +129,6 @@ std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t top, std::int64_t left, 
   auto k = std::make_unique<RankCudaKernel>(l, histogram);
   k->top_ = top;
   return k;
-}
-
-std::size_t rank_histogram_scratch_bytes(SampleType t) {
-  return cuda::rank_histogram_scratch_bytes(t);
 }
 
 std::unique_ptr<CudaKernel> make_minmax_cuda(bool max, std::int64_t ly, std::int64_t ry,

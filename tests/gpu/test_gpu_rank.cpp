@@ -1,8 +1,8 @@
 // The CUDA rank filters (median, percentile, rank: windows of up to 49 samples in registers,
-// rectangles and footprints; u8/u16/i16 rectangles of any size by sliding histograms) against the
-// CPU backend: selections, so the bytes must be identical, over types, 1 and 3 channels, the five
-// borders and band heights that do not divide the height. Skips, with the reason, where no CUDA
-// device is usable (CI has none).
+// rectangles and footprints; u8/u16/i16 rectangles of any size by sliding histograms) and the
+// minimum/maximum filters (van Herk) against the CPU backend: selections, so the bytes must be
+// identical, over types, 1 and 3 channels, the five borders and band heights that do not divide the
+// height. Skips, with the reason, where no CUDA device is usable (CI has none).
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -153,8 +153,7 @@ TEST(GpuRank, HistogramsEqualTheCpuExactly) {
         }
 }
 
-// A large image in one band per call: tasks of many row chunks and 64-column strips, and (u16)
-// more tasks than the blocks that hold fine counts, so blocks take several tasks in turn.
+// A large image in one band per call: tasks of many row chunks and 32-column strips.
 TEST(GpuRank, HistogramsOnALargeImage) {
   OOC_REQUIRE_GPU();
   for (SampleType t : {SampleType::u8, SampleType::u16}) {
@@ -167,6 +166,134 @@ TEST(GpuRank, HistogramsOnALargeImage) {
     auto op = make_rank(s, p);
     ASSERT_TRUE(op->has_cuda());
     EXPECT_TRUE(run_on(s, d, *op, false, 256) == run_on(s, d, *op, true, 1500)) << name(t);
+  }
+}
+
+// The 16-bit (and 8-bit) sliding histograms over window sizes 1 to 101, square, even and
+// rectangular, channels 1 to 4, odd widths, the borders in turn, the median and two other ranks:
+// windows of more than 25 samples count histograms (byte counts up to 255 samples, 16-bit above),
+// smaller ones select in registers. Noise over the whole type (the rank's coarse bin moves: fine
+// counts rebuilt) and smooth ramps (fine counts kept from row to row).
+TEST(GpuRank, HistogramSizesOneTo101) {
+  OOC_REQUIRE_GPU();
+  const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                                BorderMode::wrap, BorderMode::constant};
+  struct Window {
+    std::int64_t h, w;
+  };
+  const Window windows[] = {{1, 1},   {2, 2},   {3, 3},     {4, 6},     {5, 5},
+                            {6, 5},   {9, 9},   {15, 15},   {15, 17},   {16, 16},
+                            {20, 13}, {27, 1},  {1, 101},   {101, 1},   {38, 64},
+                            {51, 51}, {64, 64}, {100, 100}, {101, 101}, {7, 99}};
+  std::mt19937 rng(1010);
+  int n = 0;
+  for (SampleType t : {SampleType::u16, SampleType::i16, SampleType::u8})
+    for (const Window& w : windows) {
+      const int channels = 1 + n % 4;
+      const BorderMode border = borders[n % 5];
+      const ImageSpec s{static_cast<std::int64_t>(61 + rng() % 150),
+                        static_cast<std::int64_t>(2 * (rng() % 150) + 33), channels, t};
+      auto d = test::random_image(s, 1900 + n);
+      if (n % 3 == 2 && t != SampleType::u8) {  // a smooth ramp with a little noise
+        auto* v = reinterpret_cast<std::uint16_t*>(d.data());
+        for (std::int64_t i = 0; i < s.height * s.width * channels; ++i)
+          v[i] = static_cast<std::uint16_t>(200 + 37 * (i / (s.width * channels)) +
+                                            (i % (s.width * channels)) / 3 + rng() % 5);
+      }
+      ++n;
+      RankParams p;
+      p.height = w.h;
+      p.width = w.w;
+      p.border = border;
+      p.border_value = 300;
+      const std::int64_t count = w.h * w.w;
+      for (std::int64_t rank : {count / 2, count / 5, count - 1 - count / 7}) {
+        p.rank = rank;
+        auto op = make_rank(s, p);
+        if (!op->has_cuda()) continue;  // windows of up to 25 samples: registers, or the CPU
+        const auto cpu = run_on(s, d, *op, false, 64);
+        const std::int64_t band = 11 + static_cast<std::int64_t>(rng() % 90);
+        const auto gpu = run_on(s, d, *op, true, band);
+        EXPECT_TRUE(cpu == gpu) << name(t) << " " << w.h << "x" << w.w << " rank " << rank
+                                << " border " << name(border) << " c" << channels << " " << s.height
+                                << "x" << s.width << " band " << band;
+      }
+    }
+}
+
+// Minimum and maximum (van Herk along an axis whose window is longer than 5 samples, a scan
+// otherwise, both in the CPU's order), every type, sizes 1 to 101 square, even and rectangular,
+// channels 1 to 4, odd widths, the borders in turn, and the same band height on both backends
+// (van Herk's blocks along y start at a band's first row, on the CPU as here: with the same bands
+// even the sign of a zero among equal extremes is the CPU's; f32 images hold both zeros and NaNs).
+TEST(GpuMinMax, EqualsTheCpuExactly) {
+  OOC_REQUIRE_GPU();
+  const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                                BorderMode::wrap, BorderMode::constant};
+  const SampleType types[] = {SampleType::u8,  SampleType::u16, SampleType::i16, SampleType::u32,
+                              SampleType::i32, SampleType::f32, SampleType::f64};
+  struct Window {
+    std::int64_t h, w;
+  };
+  const Window windows[] = {{1, 1},   {1, 2},   {2, 2},     {3, 3},  {5, 5},   {5, 6},
+                            {6, 5},   {7, 7},   {1, 31},    {31, 1}, {16, 16}, {15, 40},
+                            {51, 51}, {64, 17}, {101, 101}, {100, 3}};
+  std::mt19937 rng(4242);
+  int n = 0;
+  for (SampleType t : types)
+    for (const Window& w : windows) {
+      const int channels = 1 + n % 4;
+      const BorderMode border = borders[(n / 4) % 5];
+      const bool small = n % 7 == 3;  // smaller than the window
+      const ImageSpec s =
+          small ? ImageSpec{std::max<std::int64_t>(1, w.h / 2),
+                            std::max<std::int64_t>(1, w.w / 2 + 1), channels, t}
+                : ImageSpec{static_cast<std::int64_t>(40 + rng() % 200),
+                            static_cast<std::int64_t>(2 * (rng() % 200) + 21), channels, t};
+      auto d = test::random_image(s, 5100 + n);
+      if (t == SampleType::f32) {
+        float* v = reinterpret_cast<float*>(d.data());
+        for (std::size_t i = 0; i < d.size() / 4; ++i) {
+          const unsigned r = rng() % 64;
+          if (r < 8) v[i] = r % 2 ? 0.0f : -0.0f;
+          if (r == 8) v[i] = std::numeric_limits<float>::quiet_NaN();
+        }
+      }
+      ++n;
+      const std::int64_t band = 9 + static_cast<std::int64_t>(rng() % 60);
+      for (const MorphKind kind : {MorphKind::minimum, MorphKind::maximum}) {
+        MorphParams p;
+        p.kind = kind;
+        p.height = w.h;
+        p.width = w.w;
+        p.border = border;
+        p.border_value = 2.5;
+        auto op = make_morphology(s, p);
+        ASSERT_TRUE(op->has_cuda());
+        const auto cpu = run_on(s, d, *op, false, band);
+        const auto gpu = run_on(s, d, *op, true, band);
+        EXPECT_TRUE(cpu == gpu) << name(t)
+                                << (kind == MorphKind::maximum ? " maximum " : " minimum ") << w.h
+                                << "x" << w.w << " border " << name(border) << " c" << channels
+                                << " " << s.height << "x" << s.width << " band " << band;
+      }
+    }
+}
+
+// A large band: many van Herk units and units per thread's grid stride, and the top-hat, which
+// chains the two passes, against the CPU.
+TEST(GpuMinMax, LargeBandAndTophat) {
+  OOC_REQUIRE_GPU();
+  const ImageSpec s{1200, 3001, 2, SampleType::u16};
+  const auto d = test::random_image(s, 77);
+  for (const MorphKind kind : {MorphKind::maximum, MorphKind::white_tophat}) {
+    MorphParams p;
+    p.kind = kind;
+    p.height = 61;
+    p.width = 45;
+    auto op = make_morphology(s, p);
+    ASSERT_TRUE(op->has_cuda());
+    EXPECT_TRUE(run_on(s, d, *op, false, 600) == run_on(s, d, *op, true, 600));
   }
 }
 
