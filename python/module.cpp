@@ -561,6 +561,7 @@ py::dict filter_array(const py::array& input, const py::array& output, std::vect
   p.border_value = cval;
   p.out_type = a.out.spec.type;
   p.precision = precision_of(o);
+  p.method = ooc::parse_conv_method(get<std::string>(o, "method", "auto"));
   auto op = ooc::make_separable(a.in.spec, p, a.run.pipeline);
   return run_one(a, *op);
 }

@@ -115,7 +115,8 @@ void add_filter_options(CLI::App& app, FilterCli& f) {
   g_r->add_option("--precision", f.precision, "accumulate in f32, f64 or auto")
       ->default_str("auto");
   g_r->add_option("--method", f.method,
-                  "--kernel: " + help("convolve", "method") + "; --stats shows the pick")
+                  "auto (a cost model), direct, or fft (overlap-save: 2-D tiles for --kernel, 1-D "
+                  "blocks along rows then columns for separable filters); --stats shows the pick")
       ->default_str("auto");
 }
 
@@ -143,10 +144,7 @@ ooc::StageCall filter_stage(const FilterCli& f, std::size_t mem_limit) {
     arg("method", f.method, "--method");
     return call;
   }
-  if (parse_conv_method(f.method) == ConvMethod::fft)
-    throw Error(ErrorKind::usage,
-                "--method fft is for 2-D kernels (--kernel); separable filters run directly: "
-                "leave --method out");
+  parse_conv_method(f.method);  // a bad --method is named as such, whatever the filter
   const bool explicit_taps =
       !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
   if (explicit_taps) {
@@ -169,6 +167,7 @@ ooc::StageCall filter_stage(const FilterCli& f, std::size_t mem_limit) {
       arg("row", f.row_taps.empty() ? "1" : f.row_taps, "--row-taps");
       arg("col", f.col_taps.empty() ? "1" : f.col_taps, "--col-taps");
     }
+    arg("method", f.method, "--method");
     return call;
   }
   if (!f.radius && !f.sigma)
@@ -207,6 +206,7 @@ ooc::StageCall filter_stage(const FilterCli& f, std::size_t mem_limit) {
     arg("sigma", exact_text(double(*f.radius) / 3.0), "--radius");
     arg("radius", std::to_string(*f.radius), "--radius");
   }
+  arg("method", f.method, "--method");
   return call;
 }
 
@@ -215,6 +215,7 @@ ooc::SeparableParams filter_params(const FilterCli& f, std::size_t mem_limit) {
   SeparableParams params;
   params.filter = stage_taps(filter_stage(f, mem_limit));
   result_options(f, params);
+  params.method = parse_conv_method(f.method);
   return params;
 }
 

@@ -34,6 +34,15 @@ SeparableFilter taps_of(const std::string& stage, const StageArgs& a) {
   throw Error(ErrorKind::usage, a.at() + ": not a separable filter stage");
 }
 
+ConvMethod method_of(const StageArgs& a) {
+  try {
+    return parse_conv_method(a.text("method"));
+  } catch (const Error&) {
+    throw Error(ErrorKind::usage,
+                a.at() + ": method must be auto, direct or fft, got '" + a.text("method") + "'");
+  }
+}
+
 }  // namespace
 
 std::vector<StageEntry> filter_stages() {
@@ -43,28 +52,34 @@ std::vector<StageEntry> filter_stages() {
   const StageParam sigma = number_param("sigma", "", 0, true, "Gaussian sigma, pixels", kMaxSigma);
   const StageParam radius =
       integer_param("radius", "auto", 0, kMaxStageRadius, "taps 2R+1 (default ceil(3 sigma))");
+  const StageParam method = other_param("method", Kind::text, "auto",
+                                        "auto (a cost model), direct or fft (1-D overlap-save "
+                                        "blocks along rows, then columns; CPU only)");
   auto separable_builder = [](std::string stage) {
     return [stage](const StageContext& c) {
-      return BuiltStage{c.separable(c.in, taps_of(stage, c.args), c.out())};
+      return BuiltStage{c.separable(c.in, taps_of(stage, c.args), c.out(), method_of(c.args))};
     };
   };
   std::vector<StageEntry> s;
+  s.push_back({{"gaussian",
+                "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3)",
+                {sigma, radius, method}},
+               separable_builder("gaussian")});
   s.push_back(
-      {{"gaussian", "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3)", {sigma, radius}},
-       separable_builder("gaussian")});
-  s.push_back({{"uniform",
-                "mean over an N x N window (scipy.ndimage.uniform_filter)",
-                {integer_param("size", "", 1, 2 * kMaxStageRadius + 1, "window side N, odd")}},
-               separable_builder("uniform")});
-  s.push_back({{"correlate1d",
-                "1-D correlation along one axis (scipy.ndimage.correlate1d)",
-                {other_param("taps", Kind::taps, "", "weights a,b,c (an odd count)"),
-                 integer_param("axis", "1", 0, 1, "0: along columns (y), 1: along rows (x)")}},
-               separable_builder("correlate1d")});
+      {{"uniform",
+        "mean over an N x N window (scipy.ndimage.uniform_filter)",
+        {integer_param("size", "", 1, 2 * kMaxStageRadius + 1, "window side N, odd"), method}},
+       separable_builder("uniform")});
+  s.push_back(
+      {{"correlate1d",
+        "1-D correlation along one axis (scipy.ndimage.correlate1d)",
+        {other_param("taps", Kind::taps, "", "weights a,b,c (an odd count)"),
+         integer_param("axis", "1", 0, 1, "0: along columns (y), 1: along rows (x)"), method}},
+       separable_builder("correlate1d")});
   s.push_back({{"separable",
                 "row taps along x, then column taps along y (scipy.ndimage.convolve1d)",
                 {other_param("row", Kind::taps, "1", "taps along x, convolution order"),
-                 other_param("col", Kind::taps, "1", "taps along y, convolution order")}},
+                 other_param("col", Kind::taps, "1", "taps along y, convolution order"), method}},
                separable_builder("separable")});
   s.push_back({{"convolve",
                 "2-D convolution (scipy.ndimage.convolve)",
@@ -81,13 +96,7 @@ std::vector<StageEntry> filter_stages() {
                  p.border_value = c.settings.border_value;
                  p.out_type = c.out();
                  p.precision = c.settings.precision;
-                 try {
-                   p.method = parse_conv_method(c.args.text("method"));
-                 } catch (const Error&) {
-                   throw Error(ErrorKind::usage, c.args.at() +
-                                                     ": method must be auto, direct or fft, got '" +
-                                                     c.args.text("method") + "'");
-                 }
+                 p.method = method_of(c.args);
                  return BuiltStage{make_conv2d(c.in, p, c.options)};
                }});
   for (StageEntry& e : s) e.decl.takes_convert = true;

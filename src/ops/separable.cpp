@@ -2,12 +2,17 @@
 // kernel; the CUDA kernel is made in separable_cuda.cpp.
 #include "ooc/ops/separable.hpp"
 
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <string_view>
 #include <vector>
 
 #include "band_fill.hpp"
 #include "cuda_kernels.hpp"
 #include "io/digest.hpp"
+#include "kernels/cpu/fft_backend.hpp"
+#include "kernels/cpu/fft_separable.hpp"
 #include "kernels/cpu/separable.hpp"
 #include "ooc/error.hpp"
 
@@ -22,6 +27,31 @@ bool accumulates_in_f64(SampleType input, SampleType output, Precision precision
   return wide(input) || wide(output);
 }
 
+SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
+  SeparableCosts c;
+  const std::int64_t K = static_cast<std::int64_t>(p.filter.col.size());
+  const std::int64_t L = static_cast<std::int64_t>(p.filter.row.size());
+  c.work.kind = Cost::Kind::separable;
+  c.work.f64 = accumulates_in_f64(in.type, p.out_type.value_or(in.type), p.precision);
+  c.work.taps = double(K + L);
+  c.cpu_direct = cpu_ns_per_sample(c.work);
+  c.cpu_fft = std::numeric_limits<double>::infinity();
+  if (p.method != ConvMethod::direct) {
+    const cpu::FftSeparablePlan plan = cpu::plan_fft_separable(K, L, in.height, in.width);
+    if (plan.valid()) {
+      c.block_rows = plan.n;
+      c.block_cols = plan.m;
+      Cost fft = c.work;
+      fft.fft_work = cpu::fft_separable_work(plan, K, L, in.height, in.width);
+      fft.cpu_fft = true;
+      c.cpu_fft = cpu_ns_per_sample(fft);
+      c.cpu_uses_fft = p.method == ConvMethod::fft || c.cpu_fft < c.cpu_direct;
+      if (c.cpu_uses_fft) c.work = fft;
+    }
+  }
+  return c;
+}
+
 namespace {
 
 class SeparableCpuKernel final : public CpuKernel {
@@ -29,12 +59,30 @@ class SeparableCpuKernel final : public CpuKernel {
   explicit SeparableCpuKernel(const cpu::SeparableArgs& base) : base_(base) {}
   void run(const CpuBand& b) override {
     cpu::SeparableArgs a = base_;
-    detail::set_band(a, b);
+    detail::set_band(a, b, b.halo - a.ry);  // the halo is the FFT's where the CPU would take it
     cpu::separable_band(a);
   }
 
  private:
   cpu::SeparableArgs base_;
+};
+
+class SeparableFftCpuKernel final : public CpuKernel {
+ public:
+  SeparableFftCpuKernel(std::shared_ptr<const cpu::FftSeparable> fft, const cpu::FftConvArgs& base)
+      : fft_(std::move(fft)), base_(base) {}
+  void run(const CpuBand& b) override {
+    cpu::FftConvArgs a = base_;
+    detail::set_band(a, b);
+    a.halo = b.halo;
+    a.y0 = b.band.y0;
+    a.height = b.in.height;
+    fft_->band(a);
+  }
+
+ private:
+  std::shared_ptr<const cpu::FftSeparable> fft_;
+  cpu::FftConvArgs base_;
 };
 
 class Separable final : public Operation {
@@ -43,9 +91,21 @@ class Separable final : public Operation {
       : params_(p),
         out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type)},
         row_taps_(correlation_taps(p.filter.row)),
-        col_taps_(correlation_taps(p.filter.col)) {
+        col_taps_(correlation_taps(p.filter.col)),
+        costs_(separable_costs(in, p)) {
     if (row_taps_.size() % 2 == 0 || col_taps_.size() % 2 == 0)
       throw Error(ErrorKind::usage, "filter tap counts must be odd");
+    if (p.method == ConvMethod::fft && !costs_.cpu_uses_fft)
+      throw Error(ErrorKind::usage, "--method fft: no FFT block of at most 2^16 points holds " +
+                                        std::to_string(p.filter.row.size()) + " x " +
+                                        std::to_string(p.filter.col.size()) +
+                                        " taps: use --method direct");
+    if (costs_.cpu_uses_fft) {
+      plan_ = cpu::FftSeparablePlan{costs_.block_rows, costs_.block_cols,
+                                    costs_.block_rows - std::int64_t(p.filter.col.size()) + 1,
+                                    costs_.block_cols - std::int64_t(p.filter.row.size()) + 1};
+      detail::set_images(fft_args_, in, out_spec_, p.border, p.border_value);
+    }
     detail::set_images(args_, in, out_spec_, p.border, p.border_value);
     args_.row_taps = row_taps_.data();
     args_.rx = p.filter.radius_x();
@@ -57,10 +117,12 @@ class Separable final : public Operation {
 
   std::string describe() const override {
     return params_.filter.describe() + ", border " + std::string(name(params_.border)) +
-           ", accumulate " + (args_.f64 ? "f64" : "f32");
+           ", accumulate " + (args_.f64 ? "f64" : "f32") + ", " + method_text(true);
   }
+  // The model's numbers left out: retuning them must not stop a resume.
   std::string fingerprint() const override {
-    return describe() + ", values " +
+    return params_.filter.describe() + ", border " + std::string(name(params_.border)) +
+           ", accumulate " + (args_.f64 ? "f64" : "f32") + ", " + method_text(false) + ", values " +
            detail::Digest()
                .add(params_.filter.row)
                .add(params_.filter.col)
@@ -70,32 +132,49 @@ class Separable final : public Operation {
            " to " + std::string(name(out_spec_.type));
   }
   std::optional<ImageSpec> output() const override { return out_spec_; }
-  std::int64_t halo() const override { return args_.ry; }
+  // The FFT's y-blocks need every row of a block that touches the band (fft_separable.hpp): a
+  // band on the block grid only the taps' rows, any other band up to a block more. CUDA's direct
+  // kernel reads the ry rows next to its band of these (separable_cuda.cpp).
+  std::int64_t halo() const override {
+    return costs_.cpu_uses_fft ? cpu::fft_halo(2 * args_.ry + 1, plan_) : args_.ry;
+  }
+  std::int64_t row_grid() const override { return costs_.cpu_uses_fft ? plan_.h : 1; }
+  std::int64_t grid_halo() const override { return args_.ry; }
   BorderMode border() const override { return params_.border; }
+  // Whole block rows per band where the band is taller than one: fewer blocks cut by a band edge
+  // (each is transformed by both bands).
+  std::int64_t fit_band_rows(std::int64_t rows, std::int64_t /*span*/) const override {
+    if (!costs_.cpu_uses_fft || rows < plan_.h) return rows;
+    return rows / plan_.h * plan_.h;
+  }
 
   std::size_t cpu_scratch_bytes(std::int64_t band_rows) const override {
+    if (costs_.cpu_uses_fft)  // the shared spectra counted with each thread: a bound
+      return cpu::FftSeparable::thread_bytes(plan_, band_rows, halo(), args_.f64) +
+             cpu::FftSeparable::shared_bytes(plan_, args_.f64);
     cpu::SeparableArgs a = args_;
     a.out_rows = band_rows;
     return cpu::separable_scratch_bytes(a);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
+    if (costs_.cpu_uses_fft)
+      return std::make_unique<SeparableFftCpuKernel>(
+          std::make_shared<const cpu::FftSeparable>(params_.filter.row, params_.filter.col, plan_,
+                                                    args_.f64),
+          fft_args_);
     return std::make_unique<SeparableCpuKernel>(args_);
   }
 
-  Cost cost() const override {
-    Cost c;
-    c.kind = Cost::Kind::separable;
-    c.taps = double(row_taps_.size() + col_taps_.size());
-    c.f64 = args_.f64;
-    return c;
-  }
+  Cost cost() const override { return costs_.work; }
   bool has_cuda() const override { return kCudaBuilt; }
   // Float sums: both round every sample the same way (FMA in tap order from a plain first
   // product, a float intermediate, round-to-nearest-even stores), checked byte for byte by
   // test_gpu (docs/design.md, "Starting CUDA"). Without FMA the CPU rounds each product; double
   // sums differ in the last bit (f64 images, radius 3).
+  // The FFT rounds otherwise.
   bool cpu_gives_cuda_bits() const override {
-    return !args_.f64 && std::string_view(cpu::separable_isa()) != "baseline";
+    return !costs_.cpu_uses_fft && !args_.f64 &&
+           std::string_view(cpu::separable_isa()) != "baseline";
   }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
 #if defined(OOC_HAVE_CUDA)
@@ -115,10 +194,25 @@ class Separable final : public Operation {
   }
 
  private:
+  // The pick and, where the FFT was possible, what the cost model weighed (ns a sample and thread).
+  std::string method_text(bool with_model) const {
+    char model[96] = "";
+    if (with_model && std::isfinite(costs_.cpu_fft))
+      std::snprintf(model, sizeof model, "; model %.3g ns direct, %.3g FFT", costs_.cpu_direct,
+                    costs_.cpu_fft);
+    if (!costs_.cpu_uses_fft) return std::string("direct") + model;
+    return "FFT on the CPU (overlap-save, blocks of " + std::to_string(plan_.m) + " along x, " +
+           std::to_string(plan_.n) + " along y, " + cpu::fft_library() + model +
+           "), direct on CUDA";
+  }
+
   SeparableParams params_;
   ImageSpec out_spec_;
   std::vector<double> row_taps_, col_taps_;
+  SeparableCosts costs_;
   cpu::SeparableArgs args_;
+  cpu::FftSeparablePlan plan_;
+  cpu::FftConvArgs fft_args_;
 };
 
 }  // namespace

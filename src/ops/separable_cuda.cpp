@@ -61,7 +61,9 @@ class SeparableCudaKernel final : public CudaKernel {
     l.col_taps = taps + col_offset_;
     l.row_taps_host = host_taps_.data();
     l.col_taps_host = host_taps_.data() + col_offset_;
-    detail::set_launch_band(l, b);
+    // The band's halo is the FFT's where the CPU takes the FFT: the kernel reads from ry rows
+    // above the output.
+    detail::set_launch_band(l, detail::with_halo(b, l.ry));
     l.mid = b.scratch;
     l.mid_stride = static_cast<std::size_t>(b.in_spec.row_samples()) * acc_;
     cuda::separable_band_async(l, static_cast<cudaStream_t>(b.stream));

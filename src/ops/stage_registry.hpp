@@ -18,6 +18,7 @@
 #include "kernels/cpu/pointwise.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/chain.hpp"
+#include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
 
 namespace ooc::detail {
@@ -70,9 +71,11 @@ struct StageContext {
   }
   SampleType out() const { return fused_out.value_or(acc()); }
   // A separable filter or Gaussian of `in` with the pipeline's border and precision; its output
-  // `out` (default: the accumulator's type).
+  // `out` (default: the accumulator's type). The stages that combine filters (dog, unsharp, ...)
+  // take the direct method: their kernels run the filters' CPU kernels on bands of one halo.
   std::unique_ptr<Operation> separable(const ImageSpec& in, SeparableFilter f,
-                                       std::optional<SampleType> out = {}) const;
+                                       std::optional<SampleType> out = {},
+                                       ConvMethod method = ConvMethod::direct) const;
   std::unique_ptr<Operation> gaussian(const ImageSpec& in, double sigma,
                                       std::optional<std::int64_t> radius = {},
                                       std::optional<SampleType> out = {}) const;

@@ -64,13 +64,15 @@ const std::string& StageArgs::call_text() const {
 }
 
 std::unique_ptr<Operation> StageContext::separable(const ImageSpec& input, SeparableFilter f,
-                                                   std::optional<SampleType> to) const {
+                                                   std::optional<SampleType> to,
+                                                   ConvMethod method) const {
   SeparableParams p;
   p.filter = std::move(f);
   p.border = settings.border;
   p.border_value = settings.border_value;
   p.out_type = to.value_or(acc());
   p.precision = settings.precision;
+  p.method = method;
   return make_separable(input, p, options);
 }
 

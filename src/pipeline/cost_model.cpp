@@ -27,6 +27,20 @@ double separable_cuda_ns(double taps, bool f64) {
   return (f64 ? 2.0 : 1.0) * (0.005 + 0.0004 * taps);
 }
 
+// Separable filters by 1-D FFTs on the CPU (fft_separable.hpp): work per sample
+// (fft_separable_work, radix-2 passes over a point) times a time per pass, in the direct model's
+// units. Fitted to the crossover measured on the 2-core AVX2 VM (8192^2 f32 from synth:noise to
+// null:, 2 threads, whole processes; docs/performance.md): the direct sums took 0.11-0.13, 0.15,
+// 0.24, 0.43-0.46, 0.76-0.81 and 1.76-1.80 s at radius 8, 16, 32, 64, 128, 300 (about 42 of the
+// direct model's ns a sample per second), the FFT 0.23, 0.20, 0.36, 0.32-0.36, 0.62 and 0.60-0.64
+// s: the same time near radius 45, where the work is about 15 passes. The FFT's time grows less
+// with the radius than its work above that (larger blocks), so the model overstates it there,
+// where the FFT wins by far anyway.
+constexpr double kCpuSepFftNsPerPass = 0.9, kCpuSepFftNsBase = 0.0;
+double separable_fft_cpu_ns(double work, bool f64) {
+  return (f64 ? 2.0 : 1.0) * (kCpuSepFftNsBase + kCpuSepFftNsPerPass * work);
+}
+
 // The 2-D convolution, per output sample (the cost model of ConvMethod::automatic too).
 // Direct: fitted to the 16-core `run ops` rows (K 3 to 31; docs/performance.md); on the 2-core
 // AVX2 VM it is about 5-6x the measured wall time a sample (2 threads) at K 9 to 21. FFT: work per
@@ -169,7 +183,8 @@ Ns ns_per_sample(const Cost& c) {
     case K::pointwise:
       return {kPointwiseCpuNs, kPointwiseCudaNs};
     case K::separable:
-      return {separable_cpu_ns(c.taps, c.f64), separable_cuda_ns(c.taps, c.f64)};
+      return {c.cpu_fft ? separable_fft_cpu_ns(c.fft_work, c.f64) : separable_cpu_ns(c.taps, c.f64),
+              separable_cuda_ns(c.taps, c.f64)};
     case K::conv2d:
       return {c.cpu_fft ? fft2d_cpu_ns(c.fft_work, c.f64) : direct2d_cpu_ns(c.taps, c.f64),
               c.cuda_fft ? fft2d_cuda_ns(c.fft_work_cuda, c.f64) : direct2d_cuda_ns(c.taps, c.f64)};

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "ooc/border.hpp"
+#include "ooc/cost.hpp"
 #include "ooc/filter.hpp"
+#include "ooc/ops/conv2d.hpp"
 #include "ooc/pipeline.hpp"
 #include "ooc/precision.hpp"
 
@@ -19,7 +21,21 @@ struct SeparableParams {
   double border_value = 0;
   std::optional<SampleType> out_type;  // default: the input type
   Precision precision = Precision::automatic;
+  // automatic: the FFT where the cost model finds it faster on the CPU (separable_costs); direct:
+  // the weighted sums; fft: 1-D overlap-save FFTs along rows, then columns, on the CPU. CUDA runs
+  // the weighted sums whatever the method.
+  ConvMethod method = ConvMethod::automatic;
 };
+
+// What ConvMethod::automatic weighs for the CPU, in nanoseconds per output sample of one thread
+// (the cost model's, ooc/cost.hpp), and what it picked; --stats and oocinfo show the pick.
+struct SeparableCosts {
+  double cpu_direct = 0, cpu_fft = 0;  // inf: not possible
+  bool cpu_uses_fft = false;
+  std::int64_t block_rows = 0, block_cols = 0;  // the FFT's lengths along y and x (0: none fits)
+  Cost work;
+};
+SeparableCosts separable_costs(const ImageSpec& input, const SeparableParams& params);
 
 // The operation: the CPU kernels of kernels/cpu, and the CUDA ones of kernels/cuda where this
 // build has CUDA.
