@@ -57,6 +57,8 @@
 #include "cuda/resources.hpp"
 #include "kernels/cuda/separable.cuh"
 #include "ooc/error.hpp"
+#include "ooc/ops/conv2d.hpp"
+#include "ooc/pipeline.hpp"
 
 #if defined(OOC_BENCH_HAVE_NPP)
 #include <nppi_filtering_functions.h>
@@ -83,7 +85,8 @@ struct Options {
   int repeats = 10;
   std::vector<int> threads{8};
   std::vector<std::string> read_methods{"pread"};  // how the read stage copies the file
-  std::vector<std::string> stages{"read", "copies", "kernels", "write"};  // pinned: on request
+  std::vector<std::string> stages{"read", "copies", "kernels", "write"};  // pinned, fft: asked for
+  std::vector<int> fft_kernels{63, 129, 255, 511};
   int device = 0;
   std::string file;
   std::string csv;
@@ -95,12 +98,14 @@ const char* kUsage =
     "                      [--type f32|u8] [--repeats 10] [--threads 8[,16...]] [--device 0]\n"
     "                      [--csv PATH] [--dram-peak 3900] [--stages read,copies,kernels,write]\n"
     "                      [--read-methods pread,mmap,mmap-nt,register]\n"
+    "                      [--fft-kernels 63,129,255,511]\n"
     "Measures each GPU pipeline stage's own ceiling for one band of width x rows samples\n"
     "(input band: rows + 2 radius rows). PATH: a file of at least 2 GiB, read through the page\n"
     "cache; PATH.stagewrite is written and deleted. Without --file the read and write stages are\n"
     "skipped. --threads: the read stage's thread counts. --stages: which stages to run (copies:\n"
     "H2D, D2H, both, device-to-device; kernels: ours, NPP's; pinned, only when named: making\n"
-    "pinned buffers of 64 MiB to 4 GiB three ways, and H2D from each).\n"
+    "pinned buffers of 64 MiB to 4 GiB three ways, and H2D from each; fft, only when named: the\n"
+    "2-D convolution by FFT, as the engine runs it, on the band for each K of --fft-kernels).\n"
     "--dram-peak: the device's DRAM bandwidth in GB/s, for the kernels' memory bound.\n"
     "--read-methods: pread into the pinned buffer; mmap: the file mapped (once per pass) and\n"
     "copied with memcpy; mmap-nt: the same with non-temporal 16-byte stores; register: no copy on\n"
@@ -178,10 +183,15 @@ bool parse_options(int argc, char** argv, Options& o) {
     } else if (arg == "--stages") {
       o.stages = split_list(value);
       for (const std::string& st : o.stages)
-        if (st != "read" && st != "copies" && st != "kernels" && st != "write" && st != "pinned")
-          throw Error(
-              ErrorKind::usage,
-              "--stages wants names from read, copies, kernels, write, pinned; got '" + st + "'");
+        if (st != "read" && st != "copies" && st != "kernels" && st != "write" && st != "pinned" &&
+            st != "fft")
+          throw Error(ErrorKind::usage,
+                      "--stages wants names from read, copies, kernels, write, pinned, fft; got '" +
+                          st + "'");
+    } else if (arg == "--fft-kernels") {
+      o.fft_kernels.clear();
+      for (const std::string& k : split_list(value))
+        o.fft_kernels.push_back(static_cast<int>(parse_int(arg, k, 3, 4095)));
     } else if (arg == "--device") {
       o.device = static_cast<int>(parse_int(arg, value, 0, 1024));
     } else if (arg == "--file") {
@@ -780,6 +790,67 @@ void stage_pinned(const Options& o, Report& rep) {
   OOC_CUDA_TRY(cudaStreamDestroy(stream));
 }
 
+// The 2-D convolution by FFT (--method fft: cuFFT overlap-save on the image's tile grid) as the
+// engine runs it on a band already in device memory: the operation's CUDA kernel object, its slot
+// started (plans, the kernel's spectrum), then run_async timed. f32, a random K x K kernel (not
+// separable), nearest border; the band lies inside a taller image (its halo rows are real rows)
+// and is whole tile rows high, the nearest to --rows (what the planner makes of a band).
+// tools/device/gpu_fft_peers.py times CuPy and NPP on the same shapes.
+void stage_fft(const Options& o, Report& rep) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(1.0f, 200.0f), tap(0.1f, 1.0f);
+  Stream s;
+  for (const int k : o.fft_kernels) {
+    ooc::Conv2dParams p;
+    p.kernel.rows = p.kernel.cols = k;
+    p.kernel.name = "random";
+    double sum = 0;
+    for (int i = 0; i < k * k; ++i) sum += p.kernel.taps.emplace_back(tap(rng));
+    for (double& t : p.kernel.taps) t /= sum;
+    p.border = ooc::BorderMode::nearest;
+    p.method = ooc::ConvMethod::fft;
+    const ooc::ImageSpec spec{o.width, std::int64_t{1} << 22, 1, SampleType::f32};
+    const auto op = ooc::make_conv2d(spec, p, {});
+    const std::int64_t grid = std::max<std::int64_t>(op->row_grid(), 1);
+    const std::int64_t rows = std::max(grid, (o.rows + grid / 2) / grid * grid);
+    const std::int64_t halo = op->halo(), in_rows = rows + 2 * halo;
+    std::vector<float> in(static_cast<std::size_t>(o.width * in_rows));
+    for (float& v : in) v = value(rng);
+    DeviceBuffer d_in(o.device, in.size() * sizeof(float));
+    OOC_CUDA_TRY(cudaMemcpy(d_in.data(), in.data(), d_in.size(), cudaMemcpyHostToDevice));
+    DeviceBuffer d_out(o.device, static_cast<std::size_t>(o.width * rows) * sizeof(float));
+    DeviceBuffer d_scratch(o.device, std::max<std::size_t>(op->cuda_scratch_bytes(rows), 1));
+    const auto kernel = op->make_cuda({o.device});
+    const ooc::CudaSlotInfo slot{0, o.device, s.get()};
+    kernel->start(slot);
+    ooc::CudaBand b;
+    b.band.rows = rows;
+    b.band.y0 = 4 * rows;  // on the tile grid, away from the image's edges
+    b.in = d_in.data();
+    b.in_stride = static_cast<std::size_t>(o.width) * sizeof(float);
+    b.halo = halo;
+    b.first_row = b.band.y0 - halo;
+    b.in_spec = spec;
+    b.out = d_out.data();
+    b.out_stride = b.in_stride;
+    b.scratch = d_scratch.data();
+    b.device = o.device;
+    b.stream = s.get();
+    const auto ms = time_on_stream(s.get(), o.repeats, [&](cudaStream_t) { kernel->run_async(b); });
+    kernel->stop(slot);
+    const double t = median(ms), pixels = double(o.width) * double(rows);
+    const double bytes = double(in_rows + rows) * double(o.width) * sizeof(float);
+    std::string what = op->describe();
+    for (char& c : what)
+      if (c == ',') c = ';';
+    rep.row("fft-k" + std::to_string(k), median(gbps_of(ms, bytes)), o.repeats, t,
+            pixels / (t * 1e-3) / 1e9, bytes,
+            fmt("%.3f", t) + " ms/band of " + std::to_string(rows) + " rows (halo " +
+                std::to_string(halo) + "), " + fmt("%.2f", pixels / (t * 1e-3) / 1e9) +
+                " Gpixel/s; " + what);
+  }
+}
+
 int run(const Options& o) {
   // The device first: with none, say so and leave with the device exit code (5).
   int ndev = 0;
@@ -819,6 +890,7 @@ int run(const Options& o) {
 
   Report rep(o.csv);
   if (wants(o, "pinned")) stage_pinned(o, rep);
+  if (wants(o, "fft")) stage_fft(o, rep);
   PinnedBuffer h_in(in_bytes), h_out(out_bytes);
 
   // 1. read
