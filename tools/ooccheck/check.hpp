@@ -293,4 +293,8 @@ int run_equalize(const std::vector<std::string>& files, const ooc::RawHints& hin
 int run_compare(const std::vector<std::string>& files, const ooc::RawHints& hints,
                 std::uint64_t seed, double tolerance, std::int64_t margin, std::int64_t sample);
 
+// Raises `peak` to the largest |sample| of the input (NaN and infinities aside: they have no
+// bound), reading it in 64-row pieces: what the FFT's error bound is relative to.
+void largest_input(ooc::Source& in, double& peak);
+
 }  // namespace ooc::check

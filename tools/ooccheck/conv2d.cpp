@@ -207,8 +207,8 @@ ooc::Conv2dParams validated_conv2d_params(const ooc::cli::FilterCli& f) {
   return ooc::cli::conv2d_params(probe);
 }
 
-// Raises `peak` to the largest |sample| of the input (NaN and infinities aside: they have no
-// bound), reading it in 64-row pieces.
+}  // namespace
+
 void largest_input(ooc::Source& in, double& peak) {
   const ooc::ImageSpec& s = in.spec();
   const std::int64_t n = s.row_samples(), step = 64;
@@ -224,6 +224,8 @@ void largest_input(ooc::Source& in, double& peak) {
     }
   }
 }
+
+namespace {
 
 // Bytes the 2-D reference holds for a kernel over an image: the taps and their magnitudes, per
 // band the distinct input rows padded along x, per thread a raw row and three output rows.
