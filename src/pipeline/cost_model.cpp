@@ -146,6 +146,12 @@ constexpr double kCudaStartSeconds = 0.33;
 // not add to it: on the 2 x H200 host, 8 GiB f32 streamed at 17-25 GB/s on one GPU and 17-18 on
 // two (separable r16, a 6-stage pipeline, 2-D 31x31; docs/performance.md, several GPUs).
 constexpr double kCudaStreamBytesPerSecond = 30e9;
+// What each GPU past the first takes off that rate: two GPUs' copies in and out at once leave the
+// pack into pinned memory less of the host's bandwidth. On the 2 x H200 host (16 GiB f32 from the
+// page cache to null:, one call) the pack took 0.78-1.20 s on two GPUs against 0.59-0.62 s on one
+// for a 2-D 31 x 31 and 511 x 511 FFT, and whole runs on two took 1.1-1.5x those on one wherever
+// the kernels were not the bound (docs/performance.md, several GPUs).
+constexpr double kCudaStreamShareLostPerExtraGpu = 0.3;
 // Each GPU after the first: its context and its slots' buffers (setup 0.42-0.44 s against 0.33 on
 // one GPU for the same pipeline there; 0.21-0.27 against 0.13-0.16 for a 2-D kernel).
 constexpr double kCudaExtraDeviceSeconds = 0.1;
@@ -222,12 +228,13 @@ double cuda_start_seconds(std::size_t gpus) {
 
 double cuda_seconds(const std::vector<const Operation*>& ops, const Workload& work,
                     std::size_t gpus) {
-  // The copies share the host's bandwidth whatever the GPU count; the kernels divide over the
-  // GPUs; each GPU adds its start.
+  // The copies share the host's bandwidth, and more GPUs at once stream it a little slower; the
+  // kernels divide over the GPUs; each GPU adds its start.
   const double n = double(std::max<std::size_t>(gpus, 1));
+  const double stream = kCudaStreamBytesPerSecond / (1 + kCudaStreamShareLostPerExtraGpu * (n - 1));
   double t = cuda_start_seconds(gpus);
   for (const Operation* op : ops)
-    t += std::max(double(work.bytes) / kCudaStreamBytesPerSecond,
+    t += std::max(double(work.bytes) / stream,
                   double(work.samples) * cuda_ns_per_sample(op->cost()) * 1e-9 / n);
   return t;
 }

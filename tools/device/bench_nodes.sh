@@ -4,7 +4,14 @@
 # from the repository root after `bash tools/device/stage.sh build/sm90` staged ./stage. Sections
 # (default: all): pinned auto gpus pyramid. MACHINE names the results folder (default gpu-node).
 # cold: a COLD_GIB (default 32) GiB file on DISK (default /var/tmp) read with the page cache
-# dropped (root): dd iflag=direct against oocconv --io direct (CPU, CUDA) and --io mmap.
+# dropped (root): dd iflag=direct against oocconv --io direct (CPU, CUDA) and --io mmap; then a
+# cold copy with sync of COPY_GIB (default 16) GiB: dd iflag=direct oflag=direct, cp, and oocconv
+# --radius 0 --io direct (CPU, CUDA).
+# rank: the GPU rank filters (16384^2 u8/u16 medians 15/51/101, minimum 101; CPU beside) and a
+# RANK_GIB (default 16) GiB u16 median 15 from the page cache with the default --device cuda.
+# fft: the 2-D FFT's CUDA kernels alone on a 16384 x 1024 band against CuPy and NPP
+# (ooc_gpu_stages --stages fft, gpu_fft_peers.py), and 16 GiB f32 with 129^2, 255^2, 511^2
+# random PSFs from the page cache to null: against --radius 3 of the same file.
 # Every section has a time limit of its own; the bench's CSVs and every --stats json go to $OUT.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -15,7 +22,7 @@ PYR=${PYR:-32768}  # side of the pyramid section's u16 image
 W=/dev/shm/ooc-nodes
 mkdir -p "$OUT" "$W"
 export LD_LIBRARY_PATH=$B/../lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-sections=${*:-pinned auto gpus pyramid cold}
+sections=${*:-pinned auto gpus pyramid cold rank fft}
 has() { [[ " $sections " == *" $1 "* ]]; }
 j() {  # j NAME LIMIT CMD...: one run, its --stats json and stderr in $OUT
   local n=$1 lim=$2; shift 2
@@ -65,6 +72,47 @@ if has gpus; then
     done
   done
   rm -f "$W/g.raw"
+fi
+
+if has rank; then
+  for t in u8 u16; do
+    for k in 15 51 101; do
+      [ $t = u8 ] && [ $k != 51 ] && continue
+      for dev in cuda cpu; do
+        j "rank_${t}_median${k}_$dev" 90 "$B/oocrun" synth:noise null: "median size=$k" --width 16384 --height 16384 --type $t --device $dev --devices 0
+      done
+    done
+  done
+  for dev in cuda cpu; do
+    j "rank_u16_minimum101_$dev" 60 "$B/oocrun" synth:noise null: "minimum size=101" --width 16384 --height 16384 --type u16 --device $dev --devices 0
+  done
+  n=${RANK_GIB:-16}
+  "$B/oocgen" "$W/r.raw" --width 65536 --height $((n * 8192)) --type u16 --pattern noise -q
+  cat "$W/r.raw" > /dev/null
+  for rep in 1 2; do
+    j "rank_big_u16_median15_$rep" 120 "$B/oocrun" "$W/r.raw" null: "median size=15" --width 65536 --type u16 --device cuda
+  done
+  j "rank_big_u16_median15_cpu" 120 "$B/oocrun" "$W/r.raw" null: "median size=15" --width 65536 --type u16 --device cpu
+  rm -f "$W/r.raw"
+fi
+
+if has fft; then
+  timeout 120 "$B/ooc_gpu_stages" --stages fft --width 16384 --rows 1024 --repeats 5 --csv "$OUT/fft_kernels.csv" > "$OUT/fft_kernels.txt" 2>&1
+  echo "fft kernels rc=$?"
+  timeout 180 python3 tools/device/gpu_fft_peers.py --width 16384 --rows 1024 > "$OUT/fft_peers.csv" 2> "$OUT/fft_peers.err"
+  echo "fft peers rc=$?"
+  "$B/oocgen" "$W/f.raw" --width 65536 --height 65536 --type f32 --pattern noise -q
+  for k in 129 255 511; do
+    python3 -c "import numpy as np; k=np.random.default_rng($k).uniform(0.1, 1, ($k, $k)); np.save('$W/k$k.npy', k / k.sum())"
+  done
+  cat "$W/f.raw" > /dev/null
+  for rep in 1 2; do
+    j "fft_r3_$rep" 60 "$B/oocconv" "$W/f.raw" null: --width 65536 --radius 3 --device cuda
+    for k in 129 255 511; do
+      j "fft_k${k}_$rep" 90 "$B/oocconv" "$W/f.raw" null: --width 65536 --kernel "$W/k$k.npy" --device cuda
+    done
+  done
+  rm -f "$W/f.raw"
 fi
 
 if has pyramid; then
@@ -124,5 +172,24 @@ if has cold; then
     drop; j "cold_direct_cuda_$rep" 120 "$B/oocconv" "${C[@]}" --io direct --device cuda
     drop; j "cold_mmap_cpu_$rep" 120 "$B/oocconv" "${C[@]}" --io mmap --device cpu
   done
+  m=${COPY_GIB:-16}
+  if [ "$m" -gt 0 ]; then
+    rm -f "$D/c.raw"
+    "$B/oocgen" "$D/s.raw" --width 65536 --height $((m * 4096)) --type f32 --pattern noise -q
+    S=("$D/s.raw" "$D/o.raw" --width 65536 --radius 0 --io direct)
+    for rep in 1 2; do
+      rm -f "$D/o.raw"; drop; t0=$EPOCHREALTIME
+      timeout 120 dd if="$D/s.raw" of="$D/o.raw" iflag=direct oflag=direct bs=16M 2> /dev/null; sync
+      echo "copy_dd_direct_$rep rc=$? wall=$(since "$t0")"
+      rm -f "$D/o.raw"; drop; t0=$EPOCHREALTIME
+      timeout 120 cp "$D/s.raw" "$D/o.raw"; sync
+      echo "copy_cp_$rep rc=$? wall=$(since "$t0")"
+      for dev in cpu cuda; do
+        rm -f "$D/o.raw"; drop; t0=$EPOCHREALTIME
+        timeout 120 "$B/oocconv" "${S[@]}" --device $dev --stats json > "$OUT/copy_${dev}_$rep.json" 2> "$OUT/copy_${dev}_$rep.err"; sync
+        echo "copy_direct_${dev}_$rep rc=$? wall=$(since "$t0")"
+      done
+    done
+  fi
   rm -rf "$D"
 fi

@@ -87,10 +87,11 @@ def npp_filter(replicate):
                   NppStreamContext]
     dev = cp.cuda.Device()
     attrs = dev.attributes
+    cc = dev.compute_capability  # "90"
     ctx = NppStreamContext(ctypes.c_void_p(cp.cuda.get_current_stream().ptr), dev.id,
                            attrs["MultiProcessorCount"], attrs["MaxThreadsPerMultiProcessor"],
                            attrs["MaxThreadsPerBlock"], attrs["MaxSharedMemoryPerBlock"],
-                           attrs["ComputeCapabilityMajor"], attrs["ComputeCapabilityMinor"], 0, 0)
+                           int(cc[:-1]), int(cc[-1]), 0, 0)
 
     def run(x, k, out):
         """out = x (rows + K - 1 rows) convolved with k, the rows of halo read as real rows."""
