@@ -213,6 +213,30 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     while (want < span && slot_total(want * 2) <= target) want *= 2;
     want = std::max(want, o.min_rows_per_halo * 2 * halo);
     rows = std::max<std::int64_t>(1, std::min({lo, want, span}));
+    // The CPU filters bands while CUDA starts only where its buffers fit beside the pinned ring
+    // (below). Several GPUs have as many slots more, and both no longer fit under the default
+    // limit: bands down to half as tall keep that start (0.4-0.5 s of waiting for two contexts
+    // on the 2 x H200 host) for a few percent more per-band cost.
+    const bool cpu_start = std::all_of(
+        ops.begin(), ops.end(), [](const Operation* op) { return op->cpu_gives_cuda_bits(); });
+    auto with_cpu_start = [&](std::int64_t r) {
+      return ring_total(r, plan.slots) +
+             static_cast<std::size_t>(plan.slots) * slot_bytes(r, false) + threads_scratch(r);
+    };
+    if (backend.cuda && (o.cpu_start_bands > 0 || (o.cpu_start_bands < 0 && cpu_start)) &&
+        with_cpu_start(rows) > plan.mem_limit) {
+      std::int64_t a = std::max<std::int64_t>(1, rows / 2), b = rows;
+      if (with_cpu_start(a) <= plan.mem_limit) {
+        while (a < b) {
+          const std::int64_t mid = a + (b - a + 1) / 2;
+          if (with_cpu_start(mid) <= plan.mem_limit)
+            a = mid;
+          else
+            b = mid - 1;
+        }
+        rows = a;
+      }
+    }
   }
   if (backend.cuda) {
     // Device memory of a slot: input with halo, output, partial and the kernels' scratch.

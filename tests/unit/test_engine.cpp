@@ -352,11 +352,37 @@ Backend held_cuda(const std::shared_ptr<HeldStart>& start, bool cpu_if_fails) {
   return b;
 }
 
+// Two GPUs have twice the slots: the planner makes bands up to half as tall so that the CPU's
+// buffers for the start still fit beside the pinned ring under the default limit.
+TEST(Engine, TwoGpusKeepTheCpuStartUnderTheDefaultLimit) {
+  const ImageSpec spec{65536, 65536, 1, SampleType::f32};  // 16 GiB: only planned
+  SeparableParams p;
+  p.filter.row = p.filter.col = gaussian_taps(16, 0);
+  auto op = make_separable(spec, p, PipelineOptions{});
+  if (!op->has_cuda()) GTEST_SKIP() << "this build has no CUDA kernels";
+  if (!op->cpu_gives_cuda_bits()) GTEST_SKIP() << "this CPU does not give the GPU's bits";
+  for (const std::vector<int>& devices : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
+    auto start = std::make_shared<HeldStart>();
+    Backend b = held_cuda(start, false);
+    b.devices = devices;
+    PipelineOptions po;
+    po.cpu_start_bands = 0;
+    const BandPlan gpu_only = plan_bands(spec, {op.get()}, b, po);
+    po.cpu_start_bands = -1;
+    const BandPlan with_start = plan_bands(spec, {op.get()}, b, po);
+    EXPECT_EQ(with_start.cpu_start_bands, -1) << devices.size() << " GPUs";
+    EXPECT_LE(with_start.ring_bytes, with_start.mem_limit);
+    EXPECT_GE(2 * with_start.band_rows, gpu_only.band_rows) << devices.size() << " GPUs";
+    EXPECT_LE(with_start.band_rows, gpu_only.band_rows);
+    start->finish();
+  }
+}
+
 // Only operations whose CPU kernel gives the CUDA kernels' bytes take bands on the CPU while CUDA
 // starts by default: the others' results would depend on how long the start took.
-// Several GPUs: each device holds a run of consecutive slots, in device order (so consecutive bands share their
-// halo on one device), every device gets a slot when there are enough, and the counts differ by at
-// most one (the planner sizes each device for the largest count).
+// Several GPUs: each device holds a run of consecutive slots, in device order (so consecutive bands
+// share their halo on one device), every device gets a slot when there are enough, and the counts
+// differ by at most one (the planner sizes each device for the largest count).
 TEST(Engine, SlotsGoToDevicesInRunsOfConsecutiveSlots) {
   for (std::size_t devices = 1; devices <= 8; ++devices)
     for (std::size_t slots = 1; slots <= 40; ++slots) {
