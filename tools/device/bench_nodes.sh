@@ -6,7 +6,7 @@
 # cold: a COLD_GIB (default 32) GiB file on DISK (default /var/tmp) read with the page cache
 # dropped (root): dd iflag=direct against oocconv --io direct (CPU, CUDA) and --io mmap; then a
 # cold copy with sync of COPY_GIB (default 16) GiB: dd iflag=direct oflag=direct, cp, and oocconv
-# --radius 0 --io direct (CPU, CUDA).
+# --radius 0 --io direct (CPU, CUDA). COLD_REPS (default 2) runs of each.
 # rank: the GPU rank filters (16384^2 u8/u16 medians 15/51/101, minimum 101; CPU beside) and a
 # RANK_GIB (default 16) GiB u16 median 15 from the page cache with the default --device cuda.
 # fft: the 2-D FFT's CUDA kernels alone on a 16384 x 1024 band against CuPy and NPP
@@ -108,9 +108,13 @@ if has fft; then
   cat "$W/f.raw" > /dev/null
   for rep in 1 2; do
     j "fft_r3_$rep" 60 "$B/oocconv" "$W/f.raw" null: --width 65536 --radius 3 --device cuda
+    j "fft_r3_gpuonly_$rep" 60 "$B/oocconv" "$W/f.raw" null: --width 65536 --radius 3 --device cuda --cpu-start off
     for k in 129 255 511; do
       j "fft_k${k}_$rep" 90 "$B/oocconv" "$W/f.raw" null: --width 65536 --kernel "$W/k$k.npy" --device cuda
+      j "fft_k${k}_4G_$rep" 90 "$B/oocconv" "$W/f.raw" null: --width 65536 --kernel "$W/k$k.npy" --device cuda --mem-limit 4G
     done
+    # A separable Gaussian of sigma 100 (radius 300): CUDA runs it directly.
+    j "fft_sep_sigma100_$rep" 90 "$B/oocconv" "$W/f.raw" null: --width 65536 --sigma 100 --device cuda
   done
   rm -f "$W/f.raw"
 fi
@@ -164,7 +168,7 @@ if has cold; then
   echo "cold: wrote $n GiB in $(since "$t0") s"
   drop() { sync; echo 3 > /proc/sys/vm/drop_caches || echo "cold: cannot drop the page cache"; }
   C=("$D/c.raw" null: --width 65536 --radius 16)
-  for rep in 1 2; do
+  for rep in $(seq 1 "${COLD_REPS:-2}"); do
     drop; t0=$EPOCHREALTIME
     timeout 120 dd if="$D/c.raw" of=/dev/null iflag=direct bs=16M 2> "$OUT/cold_dd_$rep.err"
     echo "cold_dd_direct_$rep rc=$? wall=$(since "$t0")"
@@ -177,7 +181,7 @@ if has cold; then
     rm -f "$D/c.raw"
     "$B/oocgen" "$D/s.raw" --width 65536 --height $((m * 4096)) --type f32 --pattern noise -q
     S=("$D/s.raw" "$D/o.raw" --width 65536 --radius 0 --io direct)
-    for rep in 1 2; do
+    for rep in $(seq 1 "${COLD_REPS:-2}"); do
       rm -f "$D/o.raw"; drop; t0=$EPOCHREALTIME
       timeout 120 dd if="$D/s.raw" of="$D/o.raw" iflag=direct oflag=direct bs=16M 2> /dev/null; sync
       echo "copy_dd_direct_$rep rc=$? wall=$(since "$t0")"
