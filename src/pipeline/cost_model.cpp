@@ -48,10 +48,13 @@ double separable_fft_cpu_ns(double work, bool f64) {
 // measured vectorized KissFFT (8192^2 f32, 2 threads, K 5 to 255: about 0.075 ns a pass a
 // sample of wall time) in the direct model's units, so that the model's crossover is the
 // measured one, K between 9 and 13 (direct 0.11 s against FFT 0.15 s at 9 x 9, 0.18 s against
-// 0.15 s at 13 x 13, whole processes). The GPU's: CuPy's FFT convolution on an H100, about
-// 10 Gpixel/s at K 63 to 255 (issue 32), for cuFFT.
+// 0.15 s at 13 x 13, whole processes). The GPU's: cuFFT's kernels in 16 GiB f32 runs on one
+// H200 (65536 wide, from the page cache to null:), summed over the slots: 0.16, 0.20 and 0.39 s
+// for 129^2, 255^2 and 511^2 PSFs (0.037, 0.047 and 0.091 ns a sample at 31, 42 and 95 passes of
+// kCufftWorkPolicy's measure); on one band in device memory (ooc_gpu_stages --stages fft, 16384
+// wide) 19.6-24.7 Gpixel/s at K 63 to 255, 10.7 at 511.
 constexpr double kCpuFftNsPerPass = 0.44, kCpuFftNsBase = 1.0;
-constexpr double kCudaFftNsPerPass = 0.0025, kCudaFftNsBase = 0.02;
+constexpr double kCudaFftNsPerPass = 0.00093, kCudaFftNsBase = 0.006;
 double direct2d_cpu_ns(double taps, bool f64) {
   return (f64 ? 1.6 : 1.0) * (3.0 + 0.055 * taps);
 }
