@@ -2,6 +2,7 @@
 // kernel; the CUDA kernel is made in separable_cuda.cpp.
 #include "ooc/ops/separable.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -37,7 +38,26 @@ SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
   c.cpu_direct = cpu_ns_per_sample(c.work);
   c.cpu_fft = std::numeric_limits<double>::infinity();
   if (p.method != ConvMethod::direct) {
-    const cpu::FftSeparablePlan plan = cpu::plan_fft_separable(K, L, in.height, in.width);
+    // A band holds whole column blocks (n input rows for h = n - K + 1 outputs): blocks planned
+    // for the least work alone are up to thousands of rows, which on wide images no ring holds
+    // (65536 f32 columns at radius 300: 3496-row bands, 1.9 GiB for one slot). Blocks are kept
+    // to kFftBandBytes a band, so that several slots fit under the default limit; where no block
+    // fits, the FFT is not possible (auto takes the direct sum).
+    constexpr std::size_t kFftBandBytes = std::size_t{256} << 20;
+    const std::size_t row =
+        static_cast<std::size_t>(in.width * in.channels) *
+        std::max(sample_bytes(in.type), sample_bytes(p.out_type.value_or(in.type)));
+    cpu::FftLinePolicy col;
+    col.max_points = std::min<std::int64_t>(
+        col.max_points,
+        (static_cast<std::int64_t>(kFftBandBytes / std::max<std::size_t>(row, 1)) + K - 1) / 2);
+    cpu::FftSeparablePlan plan;
+    plan.n = cpu::plan_fft_line(K, in.height, col);
+    plan.m = cpu::plan_fft_line(L, in.width);
+    if (plan.n > 0 && plan.m > 0) {
+      plan.h = plan.n - K + 1;
+      plan.w = plan.m - L + 1;
+    }
     if (plan.valid()) {
       c.block_rows = plan.n;
       c.block_cols = plan.m;
