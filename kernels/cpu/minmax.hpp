@@ -22,20 +22,29 @@ inline T pick(T a, T b) {
 
 // out[i] = pick over p[i .. i + N - 1] for i in [0, n), of samples `stride` apart (channels), with
 // scratch g (m = n + N - 1 samples, same stride) for the prefixes; p becomes the suffixes.
+// Blocks [k0, k0 + N) in turn, no division per sample (a modulo a sample took most of the
+// filter's time); kStride 0: `stride` at run time.
+template <bool Max, int kStride, class T>
+void running_extreme_blocks(T* p, T* g, T* out, std::int64_t n, std::int64_t N, int stride) {
+  const std::int64_t s = kStride > 0 ? kStride : stride, m = n + N - 1;
+  for (std::int64_t k0 = 0; k0 < m; k0 += N) {
+    const std::int64_t k1 = std::min(m, k0 + N);
+    for (std::int64_t c = 0; c < s; ++c) g[k0 * s + c] = p[k0 * s + c];
+    for (std::int64_t k = k0 + 1; k < k1; ++k)
+      for (std::int64_t c = 0; c < s; ++c)
+        g[k * s + c] = pick<Max>(g[(k - 1) * s + c], p[k * s + c]);
+    for (std::int64_t k = k1 - 2; k >= k0; --k)
+      for (std::int64_t c = 0; c < s; ++c)
+        p[k * s + c] = pick<Max>(p[(k + 1) * s + c], p[k * s + c]);
+  }
+  for (std::int64_t i = 0; i < n * s; ++i) out[i] = pick<Max>(p[i], g[i + (N - 1) * s]);
+}
 template <bool Max, class T>
 void running_extreme(T* p, T* g, T* out, std::int64_t n, std::int64_t N, int stride) {
-  const std::int64_t m = n + N - 1;
-  for (std::int64_t k = 0; k < m; ++k)
-    for (int c = 0; c < stride; ++c)
-      g[k * stride + c] =
-          k % N == 0 ? p[k * stride + c] : pick<Max>(g[(k - 1) * stride + c], p[k * stride + c]);
-  for (std::int64_t k = m - 2; k >= 0; --k)
-    if ((k + 1) % N != 0)
-      for (int c = 0; c < stride; ++c)
-        p[k * stride + c] = pick<Max>(p[(k + 1) * stride + c], p[k * stride + c]);
-  for (std::int64_t i = 0; i < n; ++i)
-    for (int c = 0; c < stride; ++c)
-      out[i * stride + c] = pick<Max>(p[i * stride + c], g[(i + N - 1) * stride + c]);
+  if (stride == 1)
+    running_extreme_blocks<Max, 1>(p, g, out, n, N, 1);
+  else
+    running_extreme_blocks<Max, 0>(p, g, out, n, N, stride);
 }
 
 // The same down a stack of m rows of `width` samples (the rows' own pointers), row by row: G

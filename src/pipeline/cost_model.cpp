@@ -69,13 +69,15 @@ double fft2d_cuda_ns(double work, bool f64) {
 }
 
 // Minimum and maximum: the CPU's van Herk/Gil-Werman passes cost the same whatever the window,
-// a footprint adds a pass per run of its rows; the GPU's kernels read the window's rows and
-// columns.
+// a footprint adds a pass per run of its rows. The GPU's run van Herk too (a scan below 6 samples
+// an axis): u8 and u16 minimum size=3, 15, 101 of 16384^2 on one H200 took 0.008-0.021 s of kernel
+// time summed over the 4 slots (0.03-0.08 ns a sample, not growing with the window), whole runs
+// 0.49-0.55 s, nearly all of it the 0.42-0.45 s setup; footprints have no GPU version.
 double minmax_cpu_ns(const Cost& c) {
   return c.footprint_runs > 0 ? 1.5 + 0.3 * c.footprint_runs : 1.5;
 }
-double minmax_cuda_ns(const Cost& c) {
-  return 0.0005 * (c.window_rows + c.window_cols);
+double minmax_cuda_ns(const Cost&) {
+  return 0.08;
 }
 
 // Rank filters: the CPU's sliding histogram updates a row of the window per output sample; the
@@ -93,12 +95,14 @@ double minmax_cuda_ns(const Cost& c) {
 // 48 rows, column histograms above); 16 bits 218, 288 and 445 ns, growing with the rows, with
 // Huang's histograms. Above 48 rows 16 bits now take two-pass column histograms, which the 2-core
 // VM measured 0.77x (51 rows) and 0.40x (101) as costly as Huang's there (docs/performance.md,
-// "Median"): about 235 and 180 ns on the host's scale, falling with the rows.
+// "Median"); on the 2 x H200 host (32 threads, 16384^2 u16 from synth:noise to null:, whole runs)
+// they took 2.46-2.64 s at 51 and 1.91-1.93 s at 101, about 290-315 and 230 ns a sample and
+// thread, falling with the rows (at 15, Huang's: 1.84-2.26 s, 220-270 ns).
 double rank_cpu_ns(const Cost& c) {
   // Windows of up to 25 samples of any type: the selection networks, as below.
   if (c.histogram && c.window_samples > 25) {
     if (!c.wide) return 57.0;
-    return c.window_rows <= 48 ? 170.0 + 2.7 * c.window_rows : 120.0 + 6000.0 / c.window_rows;
+    return c.window_rows <= 48 ? 170.0 + 2.7 * c.window_rows : 170.0 + 6000.0 / c.window_rows;
   }
   if (c.window_samples <= 9) return 1.1;
   if (c.window_samples <= 25) return 3.7;
@@ -108,15 +112,18 @@ double rank_cpu_ns(const Cost& c) {
 // GPU kernels: a selection per output in registers; 0.041, 0.172 and 2.16 ns per sample at 9, 25
 // and 49 window samples (one H200), linear between them; why 49 costs 12x what 25 does is not
 // known. Rectangles of 8/16-bit integers above 25 samples count sliding histograms instead
-// (kernels/cuda/rank_histogram.hpp): 2 x window_cols count updates per output (shared memory,
-// and for 16 bits an atomic add in L2 each) and a scan. Fitted on one H200 (16384^2 medians of
-// sizes 15, 51, 101; docs/performance.md, "Large windows of 8- and 16-bit samples on the GPU"):
-// u16 0.16 ns per window column (whole runs: 2.5, 7.8, 16.2 ns a sample), u8 0.015 (the kernels'
-// seconds summed over the slots: 0.1, 0.6, 1.75 ns a sample).
+// (kernels/cuda/rank_histogram.hpp), all counts in shared memory: each output slides the window's
+// columns, and 16 bits rebuild the fine counts from the whole window when the rank's coarse bin
+// moves (most rows on noise). Fitted on one H200 of the 2 x H200 host (16384^2 u16 medians from
+// synth:noise to null:, --cpu-start off, whole runs less their 0.43-0.44 s setup): sizes 15, 51,
+// 101 took 0.15, 1.74 and 5.52 s (0.55, 6.5, 20.6 ns a sample), here 0.02 ns per window column
+// and 0.0018 per window sample (0.71, 5.7, 20.4). u8 counts coarse bins only: 0.015 ns per
+// column (its kernels took 0.025, 0.17 and 0.52 s summed over the 4 slots there, 0.09, 0.65 and
+// 1.9 ns a sample; whole runs 0.52-0.61 s, mostly setup).
 double rank_cuda_ns(const Cost& c) {
   const double n = c.window_samples;
   if (c.histogram && n > 25 && n == c.window_rows * c.window_cols)
-    return (c.wide ? 0.16 : 0.015) * c.window_cols;
+    return c.wide ? 0.02 * c.window_cols + 0.0018 * n : 0.015 * c.window_cols;
   if (n <= 9) return 0.041;
   if (n <= 25) return 0.041 + (n - 9) * (0.172 - 0.041) / 16;
   return 0.172 + (n - 25) * (2.16 - 0.172) / 24;
