@@ -29,10 +29,14 @@ using FftSeparablePlan = FftTiling;
 // Tuning of the 1-D block lengths, in one place (the units of FftTilingPolicy).
 struct FftLinePolicy {
   std::int64_t max_points = std::int64_t{1} << 16;  // longest block
-  // A block's two lines of lanes (in and out, 64 bytes a point in float) stay in a core's L2 up
-  // to cache_points; each doubling beyond costs cache_passes.
-  std::int64_t cache_points = std::int64_t{1} << 12;
-  double cache_passes = 2.0;
+  // Each doubling of a block beyond cache_points costs cache_passes (cache misses: a block's
+  // lines of lanes, and the band's row-pass scratch the column pass reads, which grows with the
+  // blocks' band heights). Fitted on the 2-core AVX2 VM (8192^2 f32 from /dev/shm to null:, 2
+  // threads, --method fft, alternated x3): blocks of 2048 and 4096 took 0.39 and 0.41-0.42 s at
+  // radius 96 and 128 where blocks of 1024 take 0.22-0.27 s, 1.5-1.7x the time a sample of 1024
+  // at radius 64 for 3-7% more passes (was 4096 and 2.0: those larger blocks were planned).
+  std::int64_t cache_points = std::int64_t{1} << 10;
+  double cache_passes = 5.0;
   double radix3_passes = 2.5, radix5_passes = 3.6;
   double overhead_passes = 4.0;  // loading, transposing, the spectrum product, storing
 };

@@ -33,10 +33,13 @@ double separable_cuda_ns(double taps, bool f64) {
 // null:, 2 threads, whole processes; docs/performance.md): the direct sums took 0.11-0.13, 0.15,
 // 0.24, 0.43-0.46, 0.76-0.81 and 1.76-1.80 s at radius 8, 16, 32, 64, 128, 300 (about 42 of the
 // direct model's ns a sample per second), the FFT 0.23, 0.20, 0.36, 0.32-0.36, 0.62 and 0.60-0.64
-// s: the same time near radius 45, where the work is about 15 passes. The FFT's time grows less
-// with the radius than its work above that (larger blocks), so the model overstates it there,
-// where the FFT wins by far anyway.
-constexpr double kCpuSepFftNsPerPass = 0.9, kCpuSepFftNsBase = 0.0;
+// s: the same time near radius 45, where the work is about 15 passes. Refitted to `tools/bench/run
+// fft-auto` (2-core VM, 2 threads, 64 MiB f32 at widths 512 to 32768 from /dev/shm to null:,
+// radius 8 to 128, medians of 3 alternated; docs/performance.md): the two methods met between
+// radius 40 and 64 (48 to 56 at most widths, 64 at width 512), and 0.9 took the FFT at radius 48
+// on 512 x 32768 where it was 1.23x the direct sum's time; 0.95 moves auto's crossover to about
+// radius 50. FftLinePolicy's cache term (fft_separable.hpp) prices the blocks above 1024.
+constexpr double kCpuSepFftNsPerPass = 0.95, kCpuSepFftNsBase = 0.0;
 double separable_fft_cpu_ns(double work, bool f64) {
   return (f64 ? 2.0 : 1.0) * (kCpuSepFftNsBase + kCpuSepFftNsPerPass * work);
 }

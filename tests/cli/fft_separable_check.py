@@ -11,6 +11,8 @@ along y, in float64, through the binaries.
 - Results bit-identical across --threads 1 and 2 and across two --mem-limit values (the block
   grids are the image's).
 - --method auto picks direct for small radii and the FFT for large ones (--stats json).
+- A NaN input: the direct sum keeps it in its window, the FFT spreads it over exactly the blocks
+  whose inputs hold it (and their transform partners); every other output stays finite.
 Tolerance (the 2-D path's fft_error_bound, once per pass, with margin): |err| <= rel x sum|row| x
 sum|col| x max|x|, rel 1e-5 for f32 transforms, 1e-12 for f64 (1e-6 into an f32 output); plus 0.5
 for integer outputs (rounding of a value near a half).
@@ -19,6 +21,7 @@ Usage: fft_separable_check.py --bin-dir DIR [unittest options]
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -237,6 +240,55 @@ class SeparableFftCase(unittest.TestCase):
                       self.stats_operation(64, 64, "--radius", 2, "--method", "fft"))
         self.assertNotIn("FFT on the CPU",
                          self.stats_operation(64, 64, "--radius", 300, "--method", "direct"))
+
+    def test_nan_spreads_over_blocks(self):
+        """A NaN input: --method direct keeps it in the (2ry+1) x (2rx+1) window around it; the
+        FFT spreads it over whole blocks: the rows of each y-block whose inputs hold it (h = n - K
+        + 1 rows from a multiple of h) by the columns of each x-block whose inputs hold it and of
+        the x-block sharing that one's transform (blocks 2k and 2k + 1). Every other output is
+        finite and within the FFT's bound (README, "NaN and Inf")."""
+        H, W, rx, ry = 300, 260, 5, 7
+        row, col = gaussian(rx), gaussian(ry)
+        text = lambda t: ",".join(repr(float(v)) for v in t)
+        # (y, x): inside a block; on an x-block's first column (its left neighbour's halo reads
+        # it too); near a y-block's edge.
+        for y, x in ((150, 100), (140, 108), (160, 30)):
+            x_in = random_data(self.rng, "f32", (H, W, 1))
+            x_in[y, x, 0] = np.nan
+            src, masks = self.fresh(), {}
+            x_in.tofile(src)
+            for method in ("direct", "fft"):
+                out = self.fresh()
+                rc, stats, err = run(["oocconv", src, out, "--width", W, "--height", H,
+                                      "--row-taps", text(row), "--col-taps", text(col),
+                                      "--method", method, "--stats", "text", "-q"])
+                self.assertEqual(rc, 0, err)
+                got = np.fromfile(out, np.float32).reshape(H, W)
+                masks[method] = ~np.isfinite(got)
+                if method == "fft":
+                    m = re.search(r"blocks of (\d+) along x, (\d+) along y", stats)
+                    self.assertIsNotNone(m, stats)
+                    w, h = int(m.group(1)) - (2 * rx + 1) + 1, int(m.group(2)) - (2 * ry + 1) + 1
+                    ys = [j for j in range(-(-H // h)) if j * h - ry <= y < (j + 1) * h + ry]
+                    xs = {i for i in range(-(-W // w)) if i * w - rx <= x < (i + 1) * w + rx}
+                    xs |= {i ^ 1 for i in xs if (i ^ 1) * w < W}
+                    want = np.zeros((H, W), bool)
+                    for j in ys:
+                        for i in xs:
+                            want[j * h:(j + 1) * h, i * w:(i + 1) * w] = True
+                    self.assertTrue(np.array_equal(masks["fft"], want),
+                                    f"NaN at ({y}, {x}), blocks {w} x {h}: non-finite rows "
+                                    f"{np.nonzero(masks['fft'].any(1))[0][[0, -1]]}, columns "
+                                    f"{np.nonzero(masks['fft'].any(0))[0][[0, -1]]}")
+                    ref = reference(np.nan_to_num(x_in[:, :, 0].astype(np.float64)), row, col,
+                                    "reflect", 0.0)
+                    tol = 1e-5 * float(np.abs(row).sum() * np.abs(col).sum()) * 4
+                    self.assertLessEqual(float(np.abs(got[~want] - ref[~want]).max()), tol)
+            window = np.zeros((H, W), bool)
+            window[y - ry:y + ry + 1, x - rx:x + rx + 1] = True
+            self.assertTrue(np.array_equal(masks["direct"], window), f"direct, NaN at ({y}, {x})")
+            self.assertTrue(masks["fft"][window].all())
+            self.assertGreater(masks["fft"].sum(), 10 * window.sum())
 
     def test_stages(self):
         """oocrun's gaussian, uniform and separable stages with method=fft."""

@@ -59,7 +59,7 @@ def main(doc):
     g = p.add_argument_group("multi-gpu")
     g.add_argument("--configs", help="';'-separated oocconv option sets (default: --devices 0;--devices 0,...,N-1)")
     g.add_argument("--synth-gib", type=float, default=32, help="MPI synth:noise -> null: size (0: skip; -1: no MPI rows)")
-    g.add_argument("--jobs", help="multi-gpu: the jobs (default: " + ",".join(MULTI_JOBS) + "); startup: of "
+    g.add_argument("--jobs", help="multi-gpu: the jobs (default: " + ",".join(MULTI_JOBS) + "); fft-auto: 2d,sep (default both); startup: of "
                    + ",".join(AUTO_JOBS) + " (default: sep3,sep16)")
     g = p.add_argument_group("pipeline")
     g.add_argument("--null", action="store_true", help="outputs to null: (no stage-by-stage or peers)")

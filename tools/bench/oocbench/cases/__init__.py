@@ -2,6 +2,7 @@
 # order is the order of `run all` and of the help text.
 from .atax import case_atax
 from .fft import case_fft
+from .fft_auto import case_fft_auto
 from .morphology import case_morphology
 from .multi_gpu import case_multi_gpu
 from .ops import case_ops
@@ -17,5 +18,6 @@ from .write import case_write
 REGISTRY = {"peers": case_peers, "write": case_write, "startup": case_startup, "stream": case_stream,
             "stages": case_stages, "tiff": case_tiff, "ops": case_ops, "atax": case_atax,
             "multi-gpu": case_multi_gpu, "pipeline": case_pipeline, "morphology": case_morphology,
-            "pyramid": case_pyramid, "fft": case_fft}
+            "pyramid": case_pyramid, "fft": case_fft,
+            "fft-auto": case_fft_auto}
 CASES = list(REGISTRY)
