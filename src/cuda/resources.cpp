@@ -9,6 +9,7 @@
 #include "check.hpp"
 #include "ooc/device.hpp"
 #include "ooc/pipeline.hpp"
+#include "pipeline/numa.hpp"
 #include "pipeline/text_file.hpp"
 
 namespace ooc {
@@ -71,11 +72,13 @@ void* map_anonymous(std::size_t n) {
 
 }  // namespace
 
-PinnedBuffer::PinnedBuffer(std::size_t bytes) : n_(bytes) {
+PinnedBuffer::PinnedBuffer(std::size_t bytes, int numa_node) : n_(bytes) {
   if (bytes == 0) return;
   const std::size_t n = (bytes + 4095) / 4096 * 4096;
   if (void* m = map_anonymous(n)) {
     (void)::madvise(m, n, MADV_HUGEPAGE);  // a hint: where THP is off, 4 KiB pages do
+    // Before the pages exist: populating places them by the policy.
+    if (numa_node >= 0) (void)detail::prefer_node(m, n, numa_node);
     // A fork (Python's subprocess) must not make the pages copy-on-write under a running DMA.
     (void)::madvise(m, n, MADV_DONTFORK);
 #ifdef MADV_POPULATE_WRITE

@@ -19,7 +19,9 @@ void device_memory(int device, std::size_t& free_bytes, std::size_t& total_bytes
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t bytes);
+  // numa_node >= 0: its pages are placed on that node (detail::staging_node), before they are
+  // touched.
+  explicit PinnedBuffer(std::size_t bytes, int numa_node = -1);
   ~PinnedBuffer();
   PinnedBuffer(PinnedBuffer&& o) noexcept { swap(o); }
   PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {

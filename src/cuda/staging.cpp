@@ -13,12 +13,14 @@
 #include <condition_variable>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "check.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
+#include "pipeline/numa.hpp"
 #include "pipeline/staging.hpp"
 #include "resources.hpp"
 
@@ -41,13 +43,28 @@ std::size_t partial_offset(const SlotSizes& z) {
   return (end + 255) / 256 * 256;
 }
 
+// The NUMA node for a device's pinned slots (numa.hpp), looked up once per device.
+int device_node(int device) {
+  static std::mutex m;
+  static std::map<int, int> nodes;
+  std::lock_guard lock(m);
+  auto it = nodes.find(device);
+  if (it != nodes.end()) return it->second;
+  char bus[32] = {};
+  const int node = cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess
+                       ? staging_node(bus)
+                       : ((void)cudaGetLastError(), -1);
+  nodes.emplace(device, node);
+  return node;
+}
+
 class CudaSlotImpl final : public CudaSlot {
  public:
   CudaSlotImpl(int index, int device, const SlotSizes& z)
       : index_(index),
         stream_(device),
-        h_in_(static_cast<std::size_t>(z.band_rows + 2 * z.halo) * z.in_row),
-        h_out_(partial_offset(z) + z.partial),
+        h_in_(static_cast<std::size_t>(z.band_rows + 2 * z.halo) * z.in_row, device_node(device)),
+        h_out_(partial_offset(z) + z.partial, device_node(device)),
         d_in_(device, h_in_.size()),
         d_out_(device, h_out_.size()),
         d_scratch_(device, z.scratch),
