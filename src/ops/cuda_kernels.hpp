@@ -18,6 +18,11 @@ inline constexpr bool kCudaBuilt = true;
 inline constexpr bool kCudaBuilt = false;
 #endif
 
+// The largest radius the separable CUDA kernels are specialized on (FastRadii in
+// kernels/cuda/separable_policy.cuh; checked there by separable_cuda.cpp): beyond it the generic
+// kernels run, and a separable filter may take the FFT on CUDA (separable_costs).
+inline constexpr std::int64_t kCudaSpecializedMaxRadius = 64;
+
 struct SeparableParams;
 
 // Separable convolution: taps in correlation order, as doubles; f64: accumulate in double.

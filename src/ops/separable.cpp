@@ -37,6 +37,8 @@ SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
   c.work.taps = double(K + L);
   c.cpu_direct = cpu_ns_per_sample(c.work);
   c.cpu_fft = std::numeric_limits<double>::infinity();
+  c.cuda_direct = cuda_ns_per_sample(c.work);
+  c.cuda_fft = std::numeric_limits<double>::infinity();
   if (p.method != ConvMethod::direct) {
     // A band holds whole column blocks (n input rows for h = n - K + 1 outputs): blocks planned
     // for the least work alone are up to thousands of rows, which on wide images no ring holds
@@ -67,6 +69,26 @@ SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
       c.cpu_fft = cpu_ns_per_sample(fft);
       c.cpu_uses_fft = p.method == ConvMethod::fft || c.cpu_fft < c.cpu_direct;
       if (c.cpu_uses_fft) c.work = fft;
+      // CUDA: up to radius 64 its kernels specialized on the radius run at least as fast as a
+      // cuFFT convolution (46 against 20-25 Gpixel/s at radius 64 on an H200, kernels alone:
+      // docs/performance.md); beyond, its generic kernels cost about 0.0016 ns a tap a sample
+      // (radius 300: 1.9 ns a sample) and the FFT is the cheaper. Not with a constant border:
+      // filtered axis by axis (scipy's semantics), the rows past the image are the constant
+      // after the row pass, where one 2-D transform would give them the row taps' sum times it.
+      if (kCudaBuilt && p.border != BorderMode::constant &&
+          std::max(K, L) > 2 * kCudaSpecializedMaxRadius + 1) {
+        Cost g = c.work;
+        g.kind = Cost::Kind::conv2d;
+        g.cuda_fft = true;
+        g.fft_work_cuda =
+            cpu::fft_work_per_sample(plan, in.height, in.width, cpu::kCufftWorkPolicy);
+        c.cuda_fft = cuda_ns_per_sample(g);
+        c.cuda_uses_fft = p.method == ConvMethod::fft || c.cuda_fft < c.cuda_direct;
+        if (c.cuda_uses_fft) {
+          c.work.cuda_fft = true;
+          c.work.fft_work_cuda = g.fft_work_cuda;
+        }
+      }
     }
   }
   return c;
@@ -120,7 +142,7 @@ class Separable final : public Operation {
                                         std::to_string(p.filter.row.size()) + " x " +
                                         std::to_string(p.filter.col.size()) +
                                         " taps: use --method direct");
-    if (costs_.cpu_uses_fft) {
+    if (uses_fft()) {
       plan_ = cpu::FftSeparablePlan{costs_.block_rows, costs_.block_cols,
                                     costs_.block_rows - std::int64_t(p.filter.col.size()) + 1,
                                     costs_.block_cols - std::int64_t(p.filter.row.size()) + 1};
@@ -156,15 +178,15 @@ class Separable final : public Operation {
   // band on the block grid only the taps' rows, any other band up to a block more. CUDA's direct
   // kernel reads the ry rows next to its band of these (separable_cuda.cpp).
   std::int64_t halo() const override {
-    return costs_.cpu_uses_fft ? cpu::fft_halo(2 * args_.ry + 1, plan_) : args_.ry;
+    return uses_fft() ? cpu::fft_halo(2 * args_.ry + 1, plan_) : args_.ry;
   }
-  std::int64_t row_grid() const override { return costs_.cpu_uses_fft ? plan_.h : 1; }
+  std::int64_t row_grid() const override { return uses_fft() ? plan_.h : 1; }
   std::int64_t grid_halo() const override { return args_.ry; }
   BorderMode border() const override { return params_.border; }
   // Whole block rows per band where the band is taller than one: fewer blocks cut by a band edge
   // (each is transformed by both bands).
   std::int64_t fit_band_rows(std::int64_t rows, std::int64_t /*span*/) const override {
-    if (!costs_.cpu_uses_fft || rows < plan_.h) return rows;
+    if (!uses_fft() || rows < plan_.h) return rows;
     return rows / plan_.h * plan_.h;
   }
 
@@ -193,11 +215,12 @@ class Separable final : public Operation {
   // sums differ in the last bit (f64 images, radius 3).
   // The FFT rounds otherwise.
   bool cpu_gives_cuda_bits() const override {
-    return !costs_.cpu_uses_fft && !args_.f64 &&
-           std::string_view(cpu::separable_isa()) != "baseline";
+    return !uses_fft() && !args_.f64 && std::string_view(cpu::separable_isa()) != "baseline";
   }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
 #if defined(OOC_HAVE_CUDA)
+    if (costs_.cuda_uses_fft)
+      return conv2d_fft_cuda_scratch(fft_cuda_shape(), band_rows, args_.f64);
     return separable_cuda_scratch(band_rows, args_.ry, out_spec_.row_samples(), args_.f64);
 #else
     (void)band_rows;
@@ -206,6 +229,16 @@ class Separable final : public Operation {
   }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
 #if defined(OOC_HAVE_CUDA)
+    if (costs_.cuda_uses_fft) {
+      // The 2-D kernel the filter stands for: column tap i times row tap j, convolution order.
+      const auto& row = params_.filter.row;
+      const auto& col = params_.filter.col;
+      std::vector<double> outer;
+      outer.reserve(row.size() * col.size());
+      for (const double c : col)
+        for (const double r : row) outer.push_back(c * r);
+      return make_conv2d_fft_cuda(devices, fft_cuda_shape(), outer, args_.f64);
+    }
     return make_separable_cuda(devices, out_spec_, params_, row_taps_, col_taps_, args_.f64);
 #else
     (void)devices;
@@ -220,11 +253,36 @@ class Separable final : public Operation {
     if (with_model && std::isfinite(costs_.cpu_fft))
       std::snprintf(model, sizeof model, "; model %.3g ns direct, %.3g FFT", costs_.cpu_direct,
                     costs_.cpu_fft);
-    if (!costs_.cpu_uses_fft) return std::string("direct") + model;
+    const std::string cuda = !kCudaBuilt            ? ""
+                             : costs_.cuda_uses_fft ? ", FFT on CUDA (the taps' outer product, " +
+                                                          std::to_string(plan_.n) + "x" +
+                                                          std::to_string(plan_.m) + " tiles, cuFFT)"
+                                                    : ", direct on CUDA";
+    if (!costs_.cpu_uses_fft) return std::string("direct") + model + (uses_fft() ? cuda : "");
     return "FFT on the CPU (overlap-save, blocks of " + std::to_string(plan_.m) + " along x, " +
-           std::to_string(plan_.n) + " along y, " + cpu::fft_library() + model +
-           "), direct on CUDA";
+           std::to_string(plan_.n) + " along y, " + cpu::fft_library() + model + ")" + cuda;
   }
+  bool uses_fft() const {
+    return costs_.cpu_uses_fft || costs_.cuda_uses_fft;
+  }
+#if defined(OOC_HAVE_CUDA)
+  FftCudaShape fft_cuda_shape() const {
+    FftCudaShape s;
+    s.K = static_cast<std::int64_t>(params_.filter.col.size());
+    s.L = static_cast<std::int64_t>(params_.filter.row.size());
+    s.n = plan_.n;
+    s.m = plan_.m;
+    s.h = plan_.h;
+    s.w = plan_.w;
+    s.width = out_spec_.width;
+    s.height = out_spec_.height;
+    s.channels = out_spec_.channels;
+    s.out_type = out_spec_.type;
+    s.border = params_.border;
+    s.border_value = params_.border_value;
+    return s;
+  }
+#endif
 
   SeparableParams params_;
   ImageSpec out_spec_;

@@ -11,9 +11,22 @@
 #include "cuda/resources.hpp"
 #include "cuda_kernels.hpp"
 #include "kernels/cuda/separable.cuh"
+#include "kernels/cuda/separable_policy.cuh"
 #include "ooc/ops/separable.hpp"
 
 namespace ooc {
+
+namespace {
+template <int... R>
+constexpr int largest_radius(std::integer_sequence<int, R...>) {
+  int m = 0;
+  ((m = R > m ? R : m), ...);
+  return m;
+}
+// separable_costs takes the FFT on CUDA only beyond the specialized radii: the two must agree.
+static_assert(largest_radius(cuda::separable::FastRadii{}) == kCudaSpecializedMaxRadius,
+              "kCudaSpecializedMaxRadius (cuda_kernels.hpp) must be FastRadii's largest");
+}  // namespace
 namespace {
 
 // OOC_CUDA_GENERIC_KERNELS=1 forces the generic kernels (same results, slower): for comparison.

@@ -232,19 +232,22 @@ int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hi
       double(own.row.size() + own.col.size()), acc_f64, out_type, tolerance, col_abs, 0,
       "M = sum of |column tap| x |row tap| x |input| over the sample's support");
 
-  // The FFT (--method fft, or auto's pick on the CPU): each pass's error bound (fft_error_bound
-  // of its block length), relative to sum|row| x sum|col| x max|x|, with the largest |x| of the
-  // whole input (and the constant border).
+  // The FFT (--method fft, or auto's pick): on the CPU each pass's error bound (fft_error_bound
+  // of its block length), on CUDA the 2-D transform's of a block-sized tile (the file does not
+  // say which backend wrote it: the larger), relative to sum|row| x sum|col| x max|x|, with the
+  // largest |x| of the whole input (and the constant border).
   ooc::SeparableParams planned = params;
   planned.filter = ooc::SeparableFilter{own.row, own.col};
   const ooc::SeparableCosts costs = ooc::separable_costs(is, planned);
-  if (costs.cpu_uses_fft) {
+  if (costs.cpu_uses_fft || costs.cuda_uses_fft) {
     double peak = params.border == ooc::BorderMode::constant ? std::abs(params.border_value) : 0;
     largest_input(*in, peak);
     double row_abs = 0;
     for (const double t : own.row) row_abs += std::abs(t);
-    const double bound = ooc::fft_error_bound(costs.block_rows, 1, acc_f64) +
-                         ooc::fft_error_bound(costs.block_cols, 1, acc_f64);
+    const double bound =
+        std::max(ooc::fft_error_bound(costs.block_rows, 1, acc_f64) +
+                     ooc::fft_error_bound(costs.block_cols, 1, acc_f64),
+                 ooc::fft_error_bound(costs.block_rows, costs.block_cols, acc_f64));
     tolerance_of.allow_fft(bound * row_abs * col_abs * peak,
                            "the FFT's rounding: " + number(bound) + " x sum|row| x sum|col| " +
                                number(row_abs * col_abs) + " x max|input| " + number(peak) +

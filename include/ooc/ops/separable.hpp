@@ -32,6 +32,10 @@ struct SeparableParams {
 struct SeparableCosts {
   double cpu_direct = 0, cpu_fft = 0;  // inf: not possible
   bool cpu_uses_fft = false;
+  // CUDA: the direct kernels, or (radii beyond the kernels specialized on the radius) the 2-D
+  // FFT of the taps' outer product on tiles of the CPU's block lengths (so both grids are one).
+  double cuda_direct = 0, cuda_fft = 0;  // inf: not possible
+  bool cuda_uses_fft = false;
   std::int64_t block_rows = 0, block_cols = 0;  // the FFT's lengths along y and x (0: none fits)
   Cost work;
 };
