@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 
 #include "kernels/cpu/band_args.hpp"
+#include "kernels/cpu/fft_conv.hpp"
 #include "ooc/border.hpp"
 #include "ooc/image.hpp"
 #include "ooc/pipeline.hpp"
@@ -42,6 +45,28 @@ inline void set_band(cpu::BandArgs& a, const CpuBand& b, std::int64_t skip = 0) 
   a.out = b.out.data;
   a.out_rows = b.band.rows;
 }
+
+// The CPU kernel of an overlap-save FFT engine (cpu::FftConv2d, cpu::FftSeparable: made once per
+// run, shared by every slot): each band with its halo and its place in the image, which fixes
+// the engine's grid.
+template <class Engine>
+class FftBandKernel final : public CpuKernel {
+ public:
+  FftBandKernel(std::shared_ptr<const Engine> fft, const cpu::FftConvArgs& base)
+      : fft_(std::move(fft)), base_(base) {}
+  void run(const CpuBand& b) override {
+    cpu::FftConvArgs a = base_;
+    set_band(a, b);
+    a.halo = b.halo;
+    a.y0 = b.band.y0;
+    a.height = b.in.height;
+    fft_->band(a);
+  }
+
+ private:
+  std::shared_ptr<const Engine> fft_;
+  cpu::FftConvArgs base_;
+};
 
 // The same for the CUDA launches of kernels/cuda (Conv2dLaunch, SeparableLaunch), which also take
 // the radii and the accumulator's precision once; the input's type comes with each band.

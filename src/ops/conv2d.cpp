@@ -156,24 +156,6 @@ class Conv2dCpuKernel final : public CpuKernel {
   cpu::Conv2dArgs base_;
 };
 
-class FftCpuKernel final : public CpuKernel {
- public:
-  FftCpuKernel(std::shared_ptr<const cpu::FftConv2d> fft, const cpu::FftConvArgs& base)
-      : fft_(std::move(fft)), base_(base) {}
-  void run(const CpuBand& b) override {
-    cpu::FftConvArgs a = base_;
-    detail::set_band(a, b);
-    a.halo = b.halo;
-    a.y0 = b.band.y0;
-    a.height = b.in.height;
-    fft_->band(a);
-  }
-
- private:
-  std::shared_ptr<const cpu::FftConv2d> fft_;
-  cpu::FftConvArgs base_;
-};
-
 class Conv2d final : public Operation {
  public:
   Conv2d(const ImageSpec& in, const Conv2dParams& p, const PipelineOptions& o)
@@ -249,7 +231,7 @@ class Conv2d final : public Operation {
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     if (costs_.cpu_uses_fft)
-      return std::make_unique<FftCpuKernel>(
+      return std::make_unique<detail::FftBandKernel<cpu::FftConv2d>>(
           std::make_shared<const cpu::FftConv2d>(params_.kernel.taps, K(), L(), tiling_, args_.f64),
           fft_args_);
     return std::make_unique<Conv2dCpuKernel>(args_);

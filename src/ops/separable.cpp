@@ -109,24 +109,6 @@ class SeparableCpuKernel final : public CpuKernel {
   cpu::SeparableArgs base_;
 };
 
-class SeparableFftCpuKernel final : public CpuKernel {
- public:
-  SeparableFftCpuKernel(std::shared_ptr<const cpu::FftSeparable> fft, const cpu::FftConvArgs& base)
-      : fft_(std::move(fft)), base_(base) {}
-  void run(const CpuBand& b) override {
-    cpu::FftConvArgs a = base_;
-    detail::set_band(a, b);
-    a.halo = b.halo;
-    a.y0 = b.band.y0;
-    a.height = b.in.height;
-    fft_->band(a);
-  }
-
- private:
-  std::shared_ptr<const cpu::FftSeparable> fft_;
-  cpu::FftConvArgs base_;
-};
-
 class Separable final : public Operation {
  public:
   Separable(const ImageSpec& in, const SeparableParams& p, const PipelineOptions& o)
@@ -200,7 +182,7 @@ class Separable final : public Operation {
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     if (costs_.cpu_uses_fft)
-      return std::make_unique<SeparableFftCpuKernel>(
+      return std::make_unique<detail::FftBandKernel<cpu::FftSeparable>>(
           std::make_shared<const cpu::FftSeparable>(params_.filter.row, params_.filter.col, plan_,
                                                     args_.f64),
           fft_args_);
