@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "cpu_features.hpp"
 #include "fft_backend.hpp"
 #include "fft_separable.hpp"
 
@@ -57,15 +58,6 @@ double passes(std::int64_t n, double radix3, double radix5) {
 }
 double passes(std::int64_t n, const FftTilingPolicy& policy) {
   return passes(n, policy.radix3_passes, policy.radix5_passes);
-}
-
-bool has_avx2() {
-#if defined(__x86_64__)
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-#else
-  return false;
-#endif
 }
 
 }  // namespace

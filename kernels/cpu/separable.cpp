@@ -4,6 +4,7 @@
 
 #include "atax.hpp"
 #include "conv2d.hpp"
+#include "cpu_features.hpp"
 
 namespace ooc::cpu {
 
@@ -25,17 +26,6 @@ void atax_leaf_y(const LeafArgs& args);
 void atax_leaf_fused(const LeafArgs& args);
 }  // namespace avx2
 #endif
-
-namespace {
-bool has_avx2() {
-#if defined(__x86_64__)
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-#else
-  return false;
-#endif
-}
-}  // namespace
 
 void separable_band(const SeparableArgs& args) {
 #if defined(__x86_64__)
