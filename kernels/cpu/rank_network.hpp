@@ -23,6 +23,15 @@
 
 namespace ooc::kernels {
 
+// The vectors' width differs between the builds for each instruction set (kernels/cpu/
+// rank_network_impl.cpp is compiled once per set): a namespace per width keeps their inline
+// functions and templates apart (the same names would otherwise be one definition to the linker).
+#if defined(__AVX2__)
+inline namespace vec32 {
+#else
+inline namespace vec16 {
+#endif
+
 inline constexpr unsigned char kMedian25[99][2] = {
     {0, 1},   {3, 4},   {2, 4},   {2, 3},   {6, 7},   {5, 7},   {5, 6},   {9, 10},  {8, 10},
     {8, 9},   {12, 13}, {11, 13}, {11, 12}, {15, 16}, {14, 16}, {14, 15}, {18, 19}, {17, 19},
@@ -114,14 +123,45 @@ void network_row(const T* const* rows, int Ny, int Nx, std::int64_t W, T* out, s
   if (x < W) network_lanes<T>(rows, Ny, Nx, W - L, out, stride, network);
 }
 
-// One output row of an N x N median (N = 5 or 3) by its hand-made network, unrolled.
+// out[x * stride] for x in [x0, x0 + kLanes25<T>): the N x N median (N = 5 or 3) by its
+// hand-made network, unrolled, of the window rows[r][x + j], r, j < N. Inlined with the sizes
+// known, the samples are loaded straight into registers (network_lanes' array of
+// kMaxNetworkSamples vectors, filled by loops of run-time length and called per vector, took
+// twice the network's time on a 3 x 3 u8 median: two 16-byte stores a 32-byte load could not
+// forward from).
+template <class T, int N>
+[[gnu::always_inline]] inline void median_lanes(const T* const* rows, std::int64_t x0, T* out,
+                                                std::int64_t stride) {
+  static_assert(N == 5 || N == 3);
+  using V = Vec32<T>;
+  V v[N * N];
+#pragma GCC unroll 5
+  for (int r = 0; r < N; ++r)
+#pragma GCC unroll 5
+    for (int j = 0; j < N; ++j) std::memcpy(&v[r * N + j], rows[r] + x0 + j, sizeof(V));
+  using M = Vec32<std::conditional_t<sizeof(T) == 8, std::int64_t,
+                                     std::conditional_t<sizeof(T) == 4, std::int32_t, T>>>;
+  [[maybe_unused]] M numbers = M{} - 1;
+  if constexpr (std::is_floating_point_v<T>)
+    for (int i = 0; i < N * N; ++i) numbers &= (v[i] == v[i]);
+  median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
+  V m = v[N * N / 2];
+  if constexpr (std::is_floating_point_v<T>)
+    m = numbers != 0 ? m : V{} + std::numeric_limits<T>::quiet_NaN();
+  if (stride == 1) {
+    std::memcpy(out + x0, &m, sizeof(V));
+  } else {
+    for (int t = 0; t < kLanes25<T>; ++t) out[(x0 + t) * stride] = m[t];
+  }
+}
+
+// One output row of an N x N median (N = 5 or 3), as network_row.
 template <class T, int N = 5>
 void median25_row(const T* const* rows, std::int64_t W, T* out, std::int64_t stride) {
-  static_assert(N == 5 || N == 3);
-  network_row<T>(rows, N, N, W, out, stride, [](auto* v) {
-    median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
-    return N * N / 2;
-  });
+  constexpr int L = kLanes25<T>;
+  std::int64_t x = 0;
+  for (; x + L <= W; x += L) median_lanes<T, N>(rows, x, out, stride);
+  if (x < W) median_lanes<T, N>(rows, W - L, out, stride);
 }
 
 // The k-th smallest of n samples (n <= kMaxNetworkSamples) by a network built at run time:
@@ -205,4 +245,5 @@ void select_row_network(const SelectionNetwork& net, const T* const* rows, int N
   });
 }
 
+}  // namespace vec32 / vec16
 }  // namespace ooc::kernels

@@ -11,9 +11,9 @@ C. NaN in a footprint's samples gives NaN (the rule of the rectangular windows),
    outside the footprint's ones does not.
 D. Bad footprints and bad stages (even side, a 2, float, 3-D, no 1, size and footprint together,
    neither): exit 2 with a message naming the stage and what is wrong, no output.
-E. The selection networks (5 x 5 median of every type, 3 x 3 of floats, rectangles of up to 128
-   samples of floats and 32-bit integers for median, percentile and rank) exactly equal to scipy;
-   NaN in a window gives NaN.
+E. The selection networks (5 x 5 median of every type, 3 x 3 of floats, 3 x 3 and 5 x 5 of 8- and
+   16-bit integers at every width 1..100, rectangles of up to 128 samples of floats and 32-bit
+   integers for median, percentile and rank) exactly equal to scipy; NaN in a window gives NaN.
 
 Usage: rank_check.py --bin-dir DIR [unittest options]
 """
@@ -261,6 +261,28 @@ class MedianNetworks(Base):
 
     def test_3x3_floats_against_scipy_exactly(self):
         self.sweep(3, ["f32", "f64"], (3, 8, 16, 37, 131), 900)
+
+    def test_small_integers_every_width_against_scipy_exactly(self):
+        # 3 x 3 and 5 x 5 medians of 8- and 16-bit samples: one channel's network reads the image
+        # rows (32 u8 or 16 u16 lanes with AVX2, pieces padded by the border at the row's two
+        # edges, a last vector overlapping the one before it), several channels' padded planes;
+        # widths 1..100 cross every vector count and the narrow fallbacks, every border at 3 x 3
+        # on one channel.
+        rng = random.Random(1100)
+        for t in ("u8", "u16", "i16"):
+            for w in range(1, 101):
+                runs = [(3, 1, mode) for mode in BORDERS]
+                runs += [(3, c, rng.choice(BORDERS)) for c in (2, 3)]
+                runs += [(5, rng.choice([1, 2, 3]), rng.choice(BORDERS))]
+                for size, c, mode in runs:
+                    x = self.image(rng.randint(1, 12), w, c, t, seed=w)
+                    full = (size, size) + ((1,) if c > 1 else ())
+                    with self.subTest(size=size, type=t, width=w, channels=c, border=mode):
+                        got = self.oocrun(x, "median size=%d" % size, "--border", mode,
+                                          "--border-value", 7, "--band-rows",
+                                          rng.choice([1, 3, 64]))
+                        np.testing.assert_array_equal(
+                            got, ndi.median_filter(x, size=full, mode=mode, cval=7))
 
     def test_nan_gives_nan(self):
         self.nan_case(5, 3)
