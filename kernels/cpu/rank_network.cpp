@@ -2,6 +2,8 @@
 // instruction set.
 #include "median_network.hpp"
 
+#include "cpu_features.hpp"
+
 namespace ooc::cpu {
 
 #define OOC_MEDIAN_NETWORK_ISA(ns)                                                  \
@@ -18,17 +20,6 @@ OOC_MEDIAN_NETWORK_ISA(baseline)
 #if defined(__x86_64__)
 OOC_MEDIAN_NETWORK_ISA(avx2)
 #endif
-
-namespace {
-bool has_avx2() {
-#if defined(__x86_64__)
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-#else
-  return false;
-#endif
-}
-}  // namespace
 
 std::int64_t median_network_min_width(std::size_t bytes) {
   return baseline::median_network_lanes(bytes);
