@@ -378,10 +378,11 @@ def test_stages_are_declared():
     assert set(decls) >= {"gaussian", "uniform", "correlate1d", "separable", "convolve",
                           "gradient-magnitude", "dog", "unsharp", "subtract-background", "scale",
                           "abs", "clamp", "threshold", "convert", "equalize"}
-    sigma, radius = decls["gaussian"]["params"]
+    sigma, radius, method = decls["gaussian"]["params"]
     assert sigma["name"] == "sigma" and sigma["default"] is None  # required
     assert sigma["min"] == 0 and sigma["min_exclusive"] and sigma["max"] == (1 << 20) / 3
     assert radius["default"] == "auto" and radius["kind"] == "integer"
+    assert method["name"] == "method" and method["default"] == "auto"
     assert decls["equalize"]["reduction"] and not decls["gaussian"]["reduction"]
     assert all(d["help"] and all(p["help"] for p in d["params"]) for d in decls.values())
 

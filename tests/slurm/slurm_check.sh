@@ -373,9 +373,9 @@ log "1b. PASS: array 1,3 refused (exit 2) without OOC_PARTS; with OOC_PARTS=4, a
 
 # --- 2. interrupted task requeues itself and resumes ----------------------------------------
 # Big enough that a part is still running when the signal comes: ~2 s a part at 1 thread
-# here, from a wide filter rather than a big file.
+# here, from a wide filter rather than a big file (--method direct: auto takes the FFT there).
 W2=${OOC_SLURM_BIG_W:-4096} H2=${OOC_SLURM_BIG_H:-12288}
-opts2=(--width "$W2" --type f32 --radius 128 --device cpu)
+opts2=(--width "$W2" --type f32 --radius 128 --method direct --device cpu)
 gen "$tmp/data/big.raw" "$W2" "$H2" 11
 reference "$tmp/data/big.raw" "$tmp/data/big.ref.raw" "${opts2[@]}"
 log "2. image ${W2}x${H2} f32 made, reference done; sbatch --array=0-1 array.sbatch:"
