@@ -125,7 +125,7 @@ class DirectIoTest(unittest.TestCase):
 
     def test_sigterm_then_resume(self):
         slow = ["synth:noise", "--width", "4099", "--height", "12000", "--radius", "96",
-                "--threads", "1", "--io", "direct", "-q"]
+                "--threads", "1", "--method", "direct", "--io", "direct", "-q"]
         ref = self.p("sref.raw")
         r = run([tool("oocconv"), slow[0], ref] + slow[1:-3] + ["--io", "mmap", "-q"])
         self.assertEqual(r.returncode, 0, r.stderr)
