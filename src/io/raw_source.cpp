@@ -77,12 +77,13 @@ class RawSource final : public Source {
   std::string io_method() const override {
     return (direct_ ? "direct" : "mmap") + (io_note_.empty() ? "" : " (" + io_note_ + ")");
   }
-  std::size_t buffer_bytes(std::int64_t band_rows, int readers) const override {
+  std::size_t buffer_bytes(std::int64_t band_rows, int /*readers*/) const override {
     // Direct: the bounce buffers, the last band's rows kept for its halo and the bands read
     // ahead (each at most twice the band's rows with the halo's).
     const std::size_t band = static_cast<std::size_t>(band_rows) * spec_.row_bytes();
-    // (GPU slots, several readers, read rows straight into their pinned buffers instead.)
-    const int ahead = readers == 1 ? read_ahead_bands(band) : 0;
+    // GPU slots (several readers) read rows straight into their pinned buffers, but the bands the
+    // CPU filters while CUDA starts come through rows() and read ahead too: counted either way.
+    const int ahead = read_ahead_bands(band);
     return direct_ ? direct_->buffer_bytes() + 2 * (1 + ahead) * band : 0;
   }
 
