@@ -280,20 +280,7 @@ class Conv2d final : public Operation {
   }
 #if defined(OOC_HAVE_CUDA)
   FftCudaShape fft_cuda_shape() const {
-    FftCudaShape s;
-    s.K = K();
-    s.L = L();
-    s.n = tiling_.n;
-    s.m = tiling_.m;
-    s.h = tiling_.h;
-    s.w = tiling_.w;
-    s.width = out_spec_.width;
-    s.height = out_spec_.height;
-    s.channels = out_spec_.channels;
-    s.out_type = out_spec_.type;
-    s.border = params_.border;
-    s.border_value = params_.border_value;
-    return s;
+    return ooc::fft_cuda_shape(K(), L(), tiling_, out_spec_, params_.border, params_.border_value);
   }
 #endif
 

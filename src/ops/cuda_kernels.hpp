@@ -50,6 +50,13 @@ struct FftCudaShape {
   BorderMode border = BorderMode::reflect;
   double border_value = 0;
 };
+// The shape of a K x L kernel on tiles `t` (an FftTiling: n, m, h, w) for the output `out`.
+template <class Tiling>
+FftCudaShape fft_cuda_shape(std::int64_t K, std::int64_t L, const Tiling& t, const ImageSpec& out,
+                            BorderMode border, double border_value) {
+  return FftCudaShape{K,         L,          t.n,          t.m,      t.h,    t.w,
+                      out.width, out.height, out.channels, out.type, border, border_value};
+}
 std::unique_ptr<CudaKernel> make_conv2d_fft_cuda(const std::vector<int>& devices,
                                                  const FftCudaShape& shape,
                                                  const std::vector<double>& taps, bool f64);

@@ -257,20 +257,9 @@ class Separable final : public Operation {
   }
 #if defined(OOC_HAVE_CUDA)
   FftCudaShape fft_cuda_shape() const {
-    FftCudaShape s;
-    s.K = static_cast<std::int64_t>(params_.filter.col.size());
-    s.L = static_cast<std::int64_t>(params_.filter.row.size());
-    s.n = plan_.n;
-    s.m = plan_.m;
-    s.h = plan_.h;
-    s.w = plan_.w;
-    s.width = out_spec_.width;
-    s.height = out_spec_.height;
-    s.channels = out_spec_.channels;
-    s.out_type = out_spec_.type;
-    s.border = params_.border;
-    s.border_value = params_.border_value;
-    return s;
+    return ooc::fft_cuda_shape(static_cast<std::int64_t>(params_.filter.col.size()),
+                               static_cast<std::int64_t>(params_.filter.row.size()), plan_,
+                               out_spec_, params_.border, params_.border_value);
   }
 #endif
 
