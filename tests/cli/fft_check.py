@@ -31,6 +31,7 @@ import numpy as np
 import scipy.ndimage as ndi
 
 import cli_args  # beside this file
+import filter_run
 
 # --bin-dir DIR as a script (the other arguments go to unittest.main), $OOC_BIN_DIR under
 # pytest (conftest.py).
@@ -128,30 +129,10 @@ class FftCase(unittest.TestCase):
     def conv(self, x, kfile, border="reflect", cval=None, out_t=None, method="fft", extra=(),
              tool="oocconv"):
         """Runs the convolution of x (H, W, C) and returns the output array."""
-        in_t = {v: k for k, v in NP.items()}[x.dtype.type]
-        out_t = out_t or in_t
-        h, w, c = x.shape
-        src = self.fresh()
-        x.tofile(src)
-        out = self.fresh()
-        with open(out, "wb") as f:  # poison: every sample must be written
-            f.write(b"\xa5" * (h * w * c * np.dtype(NP[out_t]).itemsize + 7))
-        common = ["--width", w, "--height", h, "--type", in_t, "--channels", c, "--border",
-                  border, "-q"]
-        if cval is not None:
-            common += ["--border-value", cval]
-        if out_t != in_t:
-            common += ["--out-type", out_t]
-        if tool == "oocconv":
-            args = ["oocconv", src, out, "--kernel", kfile, "--method", method] + common
-        else:
-            args = ["oocrun", src, out, f"convolve kernel={kfile} method={method}"] + common
-        rc, _, err = run(args + list(extra))
-        self.assertEqual(rc, 0, err)
-        size = os.path.getsize(out)
-        self.assertEqual(size, h * w * c * np.dtype(NP[out_t]).itemsize, "output size")
-        self.assertFalse(os.path.exists(out + ".partial"))
-        return np.fromfile(out, NP[out_t]).reshape(h, w, c)
+        return filter_run.run_filter(self, run, self.fresh, NP, x,
+                                     ["--kernel", kfile, "--method", method],
+                                     f"convolve kernel={kfile} method={method}", border, cval,
+                                     out_t, extra, tool)
 
     def check(self, got, x, k, border, cval, out_t, f64, what):
         xf = x.astype(np.float64)

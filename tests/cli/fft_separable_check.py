@@ -32,6 +32,7 @@ import numpy as np
 import scipy.ndimage as ndi
 
 import cli_args  # beside this file
+import filter_run
 
 BIN_DIR, _REST = cli_args.bin_dir_and_rest(
     __name__, bin_help="directory holding oocconv and oocrun")
@@ -113,32 +114,12 @@ class SeparableFftCase(unittest.TestCase):
     def filt(self, x, row, col, border="reflect", cval=None, out_t=None, method="fft", extra=(),
              tool="oocconv"):
         """Runs the separable filter of x (H, W, C) and returns the output array."""
-        in_t = {v: k for k, v in NP.items()}[x.dtype.type]
-        out_t = out_t or in_t
-        h, w, c = x.shape
-        src = self.fresh()
-        x.tofile(src)
-        out = self.fresh()
-        with open(out, "wb") as f:  # poison: every sample must be written
-            f.write(b"\xa5" * (h * w * c * np.dtype(NP[out_t]).itemsize + 7))
-        common = ["--width", w, "--height", h, "--type", in_t, "--channels", c, "--border",
-                  border, "-q"]
-        if cval is not None:
-            common += ["--border-value", cval]
-        if out_t != in_t:
-            common += ["--out-type", out_t]
         text = lambda t: ",".join(repr(float(v)) for v in t)
-        if tool == "oocconv":
-            args = ["oocconv", src, out, "--row-taps", text(row), "--col-taps", text(col),
-                    "--method", method] + common
-        else:
-            args = ["oocrun", src, out, f"separable row={text(row)} col={text(col)} "
-                    f"method={method}"] + common
-        rc, _, err = run(args + list(extra))
-        self.assertEqual(rc, 0, err)
-        self.assertEqual(os.path.getsize(out), h * w * c * np.dtype(NP[out_t]).itemsize,
-                         "output size")
-        return np.fromfile(out, NP[out_t]).reshape(h, w, c)
+        return filter_run.run_filter(
+            self, run, self.fresh, NP, x,
+            ["--row-taps", text(row), "--col-taps", text(col), "--method", method],
+            f"separable row={text(row)} col={text(col)} method={method}", border, cval, out_t,
+            extra, tool)
 
     def check(self, got, x, row, col, border, cval, out_t, f64, what):
         xf = x.astype(np.float64)
