@@ -29,20 +29,8 @@
 namespace ooc::cuda {
 namespace {
 
+using van_herk::constant_of;
 using van_herk::pick;  // as kernels/cpu/minmax.hpp's: a NaN anywhere in the window gives NaN
-
-template <class T>
-__host__ __device__ T constant_of(double v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(v);
-  } else {
-    if (!(v == v)) return T(0);
-    v = trunc(v);
-    v = fmin(fmax(v, double(std::numeric_limits<T>::lowest())),
-             double(std::numeric_limits<T>::max()));
-    return static_cast<T>(v);
-  }
-}
 
 // mid row k, sample (q, c) = pick over columns [q - lx, q + rx] of input row k.
 template <bool Max, class T>

@@ -21,19 +21,7 @@ namespace {
 
 namespace vh = cuda::van_herk;
 
-// As minmax.cu's constant_of (and the CPU's): scipy's double cval in the type.
-template <class T>
-T constant_of(double v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(v);
-  } else {
-    if (!(v == v)) return T(0);
-    v = std::trunc(v);
-    v = std::fmin(std::fmax(v, double(std::numeric_limits<T>::lowest())),
-                  double(std::numeric_limits<T>::max()));
-    return static_cast<T>(v);
-  }
-}
+using vh::constant_of;  // the kernels' own
 
 // The window h x w from row -(h / 2), column -(w / 2) (scipy's origin 0), as minmax.cu runs it
 // band by band: each pass by units, or by window() per output, as vh::by_units chooses, or the
