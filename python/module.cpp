@@ -494,7 +494,10 @@ py::dict run_array_job(ArrayRun& a, const std::vector<const ooc::Operation*>& op
     jo.devices = a.run.devices;
     auto owned = std::make_unique<ooc::MemorySource>(a.in, "array");
     ooc::MemorySource& source = *owned;
-    ooc::Job job(std::move(owned), std::make_unique<ooc::MemorySink>(a.out, "array"), jo);
+    auto sink = std::make_unique<ooc::MemorySink>(a.out, "array");
+    // Bands written straight into the output array, unless it shares the input's bytes.
+    sink->in_place(a.alias.empty());
+    ooc::Job job(std::move(owned), std::move(sink), jo);
     // A pointwise pass (no halo) over an output laid out exactly as the input reads each band's
     // rows before it writes them, and no other band reads them: in place needs no copy.
     const bool pointwise = std::all_of(ops.begin(), ops.end(),

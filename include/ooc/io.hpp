@@ -125,6 +125,14 @@ class Sink {
   // How the bytes are written, for --stats: "buffered" (through the page cache), "direct"
   // (O_DIRECT) or "none".
   virtual std::string io_method() const { return "buffered"; }
+  // The sink's own memory for rows [y0, y0 + n), spec().row_bytes() apart, where the CPU's kernels
+  // may write a band's rows directly (no copy through a slot), or null. write_rows is still called
+  // for the band, with this pointer. Called from the parallel compute stage.
+  virtual std::byte* rows_in_place(std::int64_t y0, std::int64_t n) {
+    (void)y0;
+    (void)n;
+    return nullptr;
+  }
 };
 
 // What the command line says about an input that has no header (raw files, synthetic images).

@@ -59,10 +59,16 @@ class MemorySink : public Sink {
                   std::size_t stride) override;
   void commit() override {}
   std::string io_method() const override { return "none"; }  // no file is written
+  // Rows stored as the image's rows, one after another: the kernels write them in place, unless
+  // the source reads this memory too (in_place(false): a band's output would overwrite rows that
+  // other bands still read).
+  std::byte* rows_in_place(std::int64_t y0, std::int64_t n) override;
+  void in_place(bool allowed) noexcept { in_place_ = allowed; }
 
  private:
   MemoryImage image_;
   std::string name_;
+  bool in_place_ = false;
 };
 
 }  // namespace ooc

@@ -138,9 +138,16 @@ std::string MemorySink::describe() const {
   return name_ + " " + image_.spec.describe();
 }
 
+std::byte* MemorySink::rows_in_place(std::int64_t y0, std::int64_t n) {
+  check_rows(image_.spec, y0, n);
+  return in_place_ && dense(image_) ? row_at(image_, y0) : nullptr;
+}
+
 void MemorySink::write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
                             std::size_t stride) {
   check_rows(image_.spec, y0, n);
+  if (n > 0 && data == row_at(image_, y0) && stride == image_.spec.row_bytes() && dense(image_))
+    return;  // written in place by the kernels
   for (std::int64_t i = 0; i < n; ++i)
     write_row(image_, y0 + i, data + static_cast<std::size_t>(i) * stride);
 }

@@ -48,6 +48,7 @@ struct Slot {
   RowArena arena;
   std::vector<const std::byte*> table;
   std::unique_ptr<std::byte[]> out;
+  std::byte* out_in_place = nullptr;  // the sink's own rows, where the kernels wrote this band
   std::vector<std::byte> partial;
   // A band on a GPU: everything lives in the staging slot.
   std::unique_ptr<detail::CudaSlot> gpu;
@@ -395,15 +396,22 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // stage).
   auto compute_stage = [&](Slot* slot) {
     const auto t = Clock::now();
+    slot->out_in_place = nullptr;
     if (!slot->on_gpu) {
       CpuBand b;
       b.band = slot->band;
       b.rows = slot->table.data();
       b.halo = halo;
       b.in = in;
-      if (out_spec)
-        b.out = BandView{slot->out.get(),    out_row,       slot->band.rows, out_spec->width,
-                         out_spec->channels, out_spec->type};
+      if (out_spec) {
+        const ImageSpec& to = sink->spec();
+        if (to.width == out_spec->width && to.channels == out_spec->channels &&
+            to.type == out_spec->type)
+          slot->out_in_place = sink->rows_in_place(slot->band.y0, slot->band.rows);
+        std::byte* out = slot->out_in_place ? slot->out_in_place : slot->out.get();
+        b.out = BandView{
+            out, out_row, slot->band.rows, out_spec->width, out_spec->channels, out_spec->type};
+      }
       b.partial = partial_bytes > 0 ? slot->partial.data() : nullptr;
       b.slot = static_cast<int>(slot - e.slots.data());
       if (b.partial) std::fill_n(b.partial, partial_bytes, std::byte{0});
@@ -416,7 +424,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // partial.
   auto write_stage = [&](Slot* slot) {
     const auto t = Clock::now();
-    const std::byte* out = slot->out.get();
+    const std::byte* out = slot->out_in_place ? slot->out_in_place : slot->out.get();
     const std::byte* partial = slot->partial.data();
     if (slot->on_gpu) {
       detail::SlotTimes t;

@@ -1,5 +1,5 @@
 # Case `morphology`: oocrun rank filters over window sizes against scipy, OpenCV and CuPy.
-import os, subprocess, sys
+import json, os, statistics, subprocess, sys
 from ..common import BYTES, NP_DT, med, python_has, rss, walls
 from ..cupy_peer import CUPY_PEERS_PY, cupy_rows
 
@@ -21,6 +21,60 @@ else:
      "opening": lambda: cv2.morphologyEx(x, cv2.MORPH_OPEN, k, borderType=cv2.BORDER_REFLECT),
      "median": lambda: cv2.medianBlur(x, size)}[op]()
 """
+
+
+# The median both in memory, one process: ooc's Python module (ooc.pipeline into a preallocated
+# output) against cv2.medianBlur (into a preallocated output, and allocating), interleaved after a
+# warm-up call each, on the same array; the outputs' interiors compared (medianBlur replicates the
+# border, ooc reflects as scipy). Prints one JSON line: seconds of each call per tool.
+MEMORY_PY = r"""
+import json, sys, time, numpy as np
+path, W, H, dt, size, threads, repeats = sys.argv[1:8]
+W, H, size, threads, repeats = int(W), int(H), int(size), int(threads), int(repeats)
+import cv2, ooc
+cv2.setNumThreads(threads)
+x = np.fromfile(path, dtype=dt).reshape(H, W)
+mine, theirs = np.empty_like(x), np.empty_like(x)
+calls = {
+    "ooc.pipeline": lambda: ooc.pipeline(x, "median size=%d" % size, output=mine, threads=threads),
+    "cv2.medianBlur(dst=)": lambda: cv2.medianBlur(x, size, dst=theirs),
+    "cv2.medianBlur": lambda: cv2.medianBlur(x, size),
+}
+times = {n: [] for n in calls}
+for n, f in calls.items():
+    f()
+for rep in range(repeats):
+    names = list(calls)[rep % 3:] + list(calls)[:rep % 3]
+    for n in names:
+        t = time.perf_counter()
+        calls[n]()
+        times[n].append(time.perf_counter() - t)
+r = size // 2
+equal = bool(np.array_equal(mine[r:-r, r:-r], theirs[r:-r, r:-r]))
+print(json.dumps({"times": times, "interior_equal": equal}))
+"""
+
+
+def memory_rows(b, src, W, H, t, k, nbytes):
+    """The in-memory median rows of one (type, size); none where OpenCV or the module is missing."""
+    py = os.path.join(b.build, "python")
+    if not python_has("cv2") or not os.path.isdir(os.path.join(py, "ooc")):
+        return []
+    script = os.path.join(b.work, "median_memory.py")
+    open(script, "w").write(MEMORY_PY)
+    env = dict(b.env, PYTHONPATH=py)
+    p = subprocess.run([sys.executable, script, src, str(W), str(H), NP_DT[t], str(k), str(b.a.threads),
+                        str(max(b.a.repeats, 5))], capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        return [b.row("morphology", "ooc.pipeline (in memory)", f"median size={k} {t} {W}x{H} in memory",
+                      nbytes, note="failed: " + (p.stderr.strip().splitlines() or ["?"])[-1])]
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    base = statistics.median(res["times"]["cv2.medianBlur(dst=)"])
+    check = "interior equal to cv2" if res["interior_equal"] else "interior DIFFERS from cv2"
+    return [b.row("morphology", n + " (in memory)", f"median size={k} {t} {W}x{H} in memory", nbytes, ts,
+                  "cv2.medianBlur(dst=) (in memory)", base, None, check,
+                  "the call alone, one process, calls interleaved")
+            for n, ts in res["times"].items()]
 
 
 def case_morphology(b):
@@ -70,6 +124,8 @@ def case_morphology(b):
                         tools["cupyx.scipy.ndimage"] = dict(
                             cmd=[sys.executable, cupy_peer, src, str(W), str(H), NP_DT[t], op, str(k)],
                             capture=True, note="whole process (CUDA start, file read)")
+                    if op == "median" and (t == "u8" or k <= 5):
+                        rows += memory_rows(b, src, W, H, t, k, nbytes)
                     res = b.measure(tools)
                     cupy_rows(b, res, tools, "cupyx.scipy.ndimage")
                     if "oocrun cpu" in res and k == sizes[0]:
@@ -84,4 +140,4 @@ def case_morphology(b):
             b.rm(src)
     b.write("morphology", rows, f"minimum/maximum/opening/median over window sizes, page cache to null: (peers in memory, "
             f"process start included), median of {b.a.repeats}; ratio = oocrun cpu's time at the smallest size / "
-            f"this row's")
+            f"this row's; the '(in memory)' rows: calls in one process, ratio = cv2.medianBlur(dst=)'s / this row's")
