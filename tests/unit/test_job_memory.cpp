@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -15,8 +16,10 @@
 
 #include "ooc/error.hpp"
 #include "ooc/job.hpp"
+#include "ooc/memory.hpp"
 #include "ooc/ops/chain.hpp"
 #include "ooc/ops/convert.hpp"
+#include "ooc/ops/rank.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -134,6 +137,44 @@ TEST(JobInMemory, OnePassWritesTheOperationsBytes) {
   EXPECT_EQ(job.row_end(), s.height);
   EXPECT_TRUE(job.journal_path().empty());
   EXPECT_TRUE(job.state_path("pass-0").empty());
+}
+
+// ooc::MemorySink hands its rows to the kernels (no copy through a slot) only where allowed and
+// its rows are the image's rows one after another; either way the output is the operation's bytes,
+// every row written (the memory poisoned first).
+TEST(JobInMemory, OutputsWrittenInPlaceEqualTheCopiedOnes) {
+  const ImageSpec s{57, 41, 2, SampleType::u16};
+  const std::vector<std::byte> in = test::random_image(s, 11);
+  RankParams p;
+  p.height = p.width = 5;
+  p.rank = 12;
+  auto op = make_rank(s, p);
+  PipelineOptions po;
+  po.band_rows = 7;
+  const std::vector<std::byte> want = test::run_in_memory(*op, s, in, po).data;
+  const std::size_t row = s.row_bytes();
+  for (const bool allowed : {false, true})
+    for (const std::size_t pad : {std::size_t{0}, std::size_t{6}}) {  // rows 6 bytes further apart
+      std::vector<std::byte> mem(static_cast<std::size_t>(s.height) * (row + pad), std::byte{0x5A});
+      ooc::MemoryImage m = ooc::MemoryImage::dense(s, mem.data());
+      m.row_stride = static_cast<std::ptrdiff_t>(row + pad);
+      auto sink = std::make_unique<ooc::MemorySink>(m);
+      sink->in_place(allowed);
+      EXPECT_EQ(sink->rows_in_place(3, 4) == mem.data() + 3 * (row + pad), allowed && pad == 0);
+      EXPECT_EQ(sink->rows_in_place(3, 4) == nullptr, !allowed || pad != 0);
+      JobOptions jo;
+      jo.pipeline = po;
+      jo.device = "cpu";
+      Job job(std::make_unique<MemorySource>(s, in), std::move(sink), jo);
+      job.start({op.get()});
+      job.run(*op);
+      job.commit();
+      for (std::int64_t y = 0; y < s.height; ++y)
+        EXPECT_EQ(std::memcmp(mem.data() + static_cast<std::size_t>(y) * (row + pad),
+                              want.data() + static_cast<std::size_t>(y) * row, row),
+                  0)
+            << "row " << y << (allowed ? " in place" : " copied") << " pad " << pad;
+    }
 }
 
 TEST(JobInMemory, RefusesPartsResumeAndASinkOfAnotherSpec) {
