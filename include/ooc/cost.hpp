@@ -37,7 +37,8 @@ struct Cost {
   bool cpu_fft = false, cuda_fft = false;
   double window_rows = 0, window_cols = 0;  // minmax, rank: the window's rectangle
   double footprint_runs = 0;  // minmax with a footprint: runs of consecutive samples in its rows
-  double window_samples = 0;  // rank: the samples a selection looks at
+  double column_runs = 0;     // rank with a footprint: runs of consecutive samples in its columns
+  double window_samples = 0;  // rank, minmax with a footprint: the samples a selection looks at
   bool histogram = false;     // rank: 8- and 16-bit integers, whose CPU kernels count values
   bool wide = false;          // rank: 16-bit samples (two levels of counts)
   double columns = 0;         // product

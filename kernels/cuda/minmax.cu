@@ -14,11 +14,16 @@
 // 4 band-sized DRAM transfers (input, the scratch written and read, output) for any N, against
 // the scan's ~N comparisons an output, which at N = 101 made it compute-bound: on an H200
 // (4.8 TB/s) 16 GiB of u16 at size 101 should take ~20-30 ms of kernels, not seconds.
+// A footprint runs output by output over its runs, or by two passes per distinct length of its
+// runs, as minmax_van_herk.hpp's by_lengths chooses.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "check.cuh"
 #include "common.cuh"
@@ -66,6 +71,102 @@ __global__ void cols_kernel(MinMaxLaunch l) {
          i += std::int64_t(gridDim.x) * blockDim.x) {
       const T* mid = reinterpret_cast<const T*>(l.mid) + i;
       out[i] = van_herk::window<Max, T>(y, N, [&](std::int64_t k) { return __ldg(mid + k * S); });
+    }
+  }
+}
+
+// A footprint: each output picks over its runs' windowed extremes (van_herk::footprint_output).
+template <bool Max, class T>
+__global__ void footprint_kernel(MinMaxLaunch l, T cval) {
+  const std::int64_t S = l.width * l.channels;
+  const auto* runs = static_cast<const van_herk::RowRun*>(l.runs);
+  for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
+    T* out = reinterpret_cast<T*>(l.out + y * l.out_stride);
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < S;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const std::int64_t q = i / l.channels, c = i % l.channels;
+      const bool inside = q - l.lx >= 0 && q + l.rx < l.width;  // no column needs the border
+      out[i] = van_herk::footprint_output<Max, T>(q, runs, l.run_count, [&](int k, std::int64_t j) {
+        const std::int64_t image_row = l.first_row + y + k;
+        if (l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height))
+          return cval;
+        const T* in = reinterpret_cast<const T*>(l.in + (y + k) * l.in_stride);
+        const std::int64_t s = inside ? j - l.lx : map_index(j - l.lx, l.width, l.border);
+        return s < 0 ? cval : __ldg(in + s * l.channels + c);
+      });
+    }
+  }
+}
+
+// A footprint by lengths, first pass: mid row k, padded column p (image column p - lx), channel c
+// = the extreme of padded columns [p, p + L) of input row k, for p in [0, n), rows n * C apart.
+template <bool Max, class T>
+__global__ void footprint_rows_kernel(MinMaxLaunch l, std::int64_t m, std::int64_t L,
+                                      std::int64_t n, T cval) {
+  const std::int64_t C = l.channels;
+  const bool units = van_herk::by_units(L);
+  const std::int64_t items = (units ? (n + L - 1) / L : n) * C;
+  for (std::int64_t k = blockIdx.y; k < m; k += gridDim.y) {
+    const std::int64_t image_row = l.first_row + k;
+    const bool constant_row =
+        l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
+    const T* in = reinterpret_cast<const T*>(l.in + k * l.in_stride);
+    T* mid = reinterpret_cast<T*>(l.mid) + k * n * C;
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < items;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const std::int64_t t = i / C, c = i % C;
+      T* o = mid + c;
+      const T* src = in + c;
+      auto load = [&](std::int64_t j) {
+        const std::int64_t s = map_index(j - l.lx, l.width, l.border);
+        return s < 0 ? cval : __ldg(src + s * C);
+      };
+      if (constant_row) {  // the CPU pads the row with the constant: every extreme is it
+        for (std::int64_t q = units ? t * L : t; q < n && q < (units ? t * L + L : t + 1); ++q)
+          o[q * C] = cval;
+      } else if (units) {
+        van_herk::unit<Max, T>(
+            t, L, n, load, [&](std::int64_t q, T v) { o[q * C] = v; },
+            [&](std::int64_t q) { return o[q * C]; });
+      } else {
+        o[t * C] = van_herk::window<Max, T>(t, L, load);
+      }
+    }
+  }
+}
+
+// A footprint by lengths, second pass: each output picks over runs [first, first + count) (one
+// length L), from mid (L > 1, rows n * C apart) or the input (L = 1), after what the passes of the
+// shorter lengths left in it (fresh: from the pick's identity).
+template <bool Max, class T>
+__global__ void footprint_pick_kernel(MinMaxLaunch l, int first, int count, std::int64_t n,
+                                      bool fresh, T cval) {
+  const std::int64_t S = l.width * l.channels, C = l.channels;
+  const auto* runs = static_cast<const van_herk::RowRun*>(l.runs) + first;
+  for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
+    T* out = reinterpret_cast<T*>(l.out + y * l.out_stride);
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < S;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const std::int64_t x = i / C, c = i % C;
+      T o = fresh ? van_herk::identity<Max, T>() : out[i];
+      for (int j = 0; j < count; ++j) {
+        const van_herk::RowRun r = runs[j];
+        const std::int64_t k = y + r.row;
+        T v;
+        if (r.len > 1) {
+          v = __ldg(reinterpret_cast<const T*>(l.mid) + (k * n + x + r.col) * C + c);
+        } else {
+          const std::int64_t image_row = l.first_row + k;
+          const std::int64_t s = map_index(x + r.col - l.lx, l.width, l.border);
+          const bool constant_row =
+              l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
+          v = constant_row || s < 0
+                  ? cval
+                  : __ldg(reinterpret_cast<const T*>(l.in + k * l.in_stride) + s * C + c);
+        }
+        o = pick<Max>(o, v);
+      }
+      out[i] = o;
     }
   }
 }
@@ -121,6 +222,30 @@ __global__ void cols_van_herk_kernel(MinMaxLaunch l) {
   }
 }
 
+// p - q with the NaN the CPU's (x86, SSE/AVX) subtraction gives, not the GPU's canonical one: the
+// first NaN operand, made quiet, else for inf - inf the negative default NaN, so that a top-hat's
+// bytes are the CPU's also where the image holds NaNs.
+template <class T>
+__device__ __forceinline__ T x86_difference(T p, T q) {
+  const T r = p - q;
+  if (r == r) return r;
+  constexpr bool single = sizeof(T) == 4;
+  using U = std::conditional_t<single, std::uint32_t, std::uint64_t>;
+  constexpr U quiet = single ? U(0x00400000u) : U(0x0008000000000000ull);
+  constexpr U indefinite = single ? U(0xFFC00000u) : U(0xFFF8000000000000ull);
+  U bits = indefinite;
+  if (p != p) {
+    memcpy(&bits, &p, sizeof bits);
+    bits |= quiet;
+  } else if (q != q) {
+    memcpy(&bits, &q, sizeof bits);
+    bits |= quiet;
+  }
+  T v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
 template <class T>
 __global__ void difference_kernel(const std::byte* x, std::size_t xs, const std::byte* o,
                                   std::size_t os, std::byte* out, std::size_t ds, std::int64_t rows,
@@ -136,7 +261,7 @@ __global__ void difference_kernel(const std::byte* x, std::size_t xs, const std:
         using U = std::make_unsigned_t<T>;
         d[i] = static_cast<T>(static_cast<U>(static_cast<U>(p) - static_cast<U>(q)));
       } else {
-        d[i] = p - q;
+        d[i] = x86_difference(p, q);
       }
     }
   }
@@ -155,6 +280,30 @@ void launch(const MinMaxLaunch& l, T cval, cudaStream_t stream) {
   const std::int64_t m = l.out_rows + l.ly + l.ry, S = l.width * l.channels;
   const std::int64_t nx = l.lx + l.rx + 1, ny = l.ly + l.ry + 1;
   const int threads = MinMaxPolicy::kThreads;
+  if (l.runs != nullptr) {
+    const auto* runs = static_cast<const van_herk::RowRun*>(l.host_runs);
+    const std::vector<van_herk::RowRun> v(runs, runs + l.run_count);
+    if (!van_herk::by_lengths(v)) {
+      footprint_kernel<Max, T><<<grid_for(l.out_rows, S), threads, 0, stream>>>(l, cval);
+      return;
+    }
+    const std::int64_t padded = l.width + nx - 1;
+    for (int first = 0; first < l.run_count;) {
+      const std::int64_t L = runs[first].len;
+      int count = 0;
+      while (first + count < l.run_count && runs[first + count].len == L) ++count;
+      const std::int64_t n = padded - L + 1;
+      if (L > 1) {
+        const std::int64_t items = van_herk::by_units(L) ? (n + L - 1) / L : n;
+        footprint_rows_kernel<Max, T>
+            <<<grid_for(m, items * l.channels), threads, 0, stream>>>(l, m, L, n, cval);
+      }
+      footprint_pick_kernel<Max, T>
+          <<<grid_for(l.out_rows, S), threads, 0, stream>>>(l, first, count, n, first == 0, cval);
+      first += count;
+    }
+    return;
+  }
   if (van_herk::by_units(nx))
     rows_van_herk_kernel<Max, T>
         <<<grid_for(m, (l.width + nx - 1) / nx * l.channels), threads, 0, stream>>>(l, m, cval);

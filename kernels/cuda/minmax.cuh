@@ -26,6 +26,13 @@ struct MinMaxLaunch {
   BorderMode border = BorderMode::reflect;
   double border_value = 0;
   std::byte* mid = nullptr;  // out_rows + ly + ry rows of the x pass, row_bytes apart
+  // A footprint's row runs (van_herk::RowRun in the CPU's order), in device memory and the same
+  // on the host, or none: the whole rectangle (two passes through mid). A footprint taken by
+  // lengths (van_herk::by_lengths) needs mid for out_rows + ly + ry rows of width + lx + rx
+  // samples; one taken output by output none.
+  const void* runs = nullptr;
+  const void* host_runs = nullptr;
+  int run_count = 0;
   std::byte* out = nullptr;
   std::size_t out_stride = 0;
   std::int64_t out_rows = 0;

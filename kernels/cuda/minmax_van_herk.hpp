@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #if defined(__CUDACC__)
 #define OOC_MINMAX_HD __host__ __device__
@@ -97,6 +98,80 @@ OOC_MINMAX_HD void unit(std::int64_t t, std::int64_t N, std::int64_t n, const Lo
     h = pick<Max>(h, load(b + N + j - 1));
     put(b + j, pick<Max>(get(b + j), h));
   }
+}
+
+// Footprints (a 0/1 mask over the window's rectangle): the CPU (MinMaxFootprintKernel in
+// src/ops/rank.cpp) runs van Herk along each padded row once per distinct length of the mask's
+// row runs and picks, from the pick's identity, each run's windowed extreme, the lengths in
+// ascending order and the runs of one length in row-major order. The GPU combines the same
+// samples in the same order, so the same bits, one of two ways: a thread computes one output,
+// each run's extreme by window() (footprint_output: about 1.5 loads and comparisons a footprint
+// sample, no scratch), or, as the CPU, a pass of van Herk per distinct length into scratch and a
+// pass picking over that length's runs (two passes over the band a length, whatever its runs'
+// samples). The first costs about 0.0003 ns a footprint sample and output on an H100's L1, a
+// band pass about 0.007 ns a sample from its DRAM (estimates): by lengths from 16 samples a
+// distinct length (a disk of radius 25: 2,000 samples, 26 lengths).
+
+// A footprint's row run: window row `row`, columns [col, col + len).
+struct RowRun {
+  std::int32_t row = 0, col = 0, len = 0;
+};
+
+// The row runs of a rows x cols mask (row-major, 1: a sample of the window) in the CPU's order of
+// combination.
+inline std::vector<RowRun> row_runs(const std::uint8_t* mask, int rows, int cols) {
+  std::vector<RowRun> v;
+  for (int k = 0; k < rows; ++k)
+    for (int q = 0; q < cols;) {
+      if (!mask[k * cols + q]) {
+        ++q;
+        continue;
+      }
+      RowRun r;
+      r.row = k;
+      r.col = q;
+      while (q < cols && mask[k * cols + q]) ++q;
+      r.len = q - r.col;
+      v.push_back(r);
+    }
+  std::vector<RowRun> sorted;
+  for (int len = 1; len <= cols; ++len)
+    for (const RowRun& r : v)
+      if (r.len == len) sorted.push_back(r);
+  return sorted;
+}
+
+// Whether the GPU takes a footprint by passes per distinct length rather than output by output.
+inline bool by_lengths(const std::vector<RowRun>& runs) {
+  std::int64_t samples = 0, lengths = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    samples += runs[i].len;
+    lengths += i == 0 || runs[i].len != runs[i - 1].len;  // sorted by length
+  }
+  return samples > 16 * lengths;
+}
+
+// The pick's identity: any sample replaces it (a NaN too).
+template <bool Max, class T>
+OOC_MINMAX_HD inline T identity() {
+  if constexpr (std::is_floating_point_v<T>)
+    return Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  else
+    return Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+}
+
+// The output whose window starts at padded column x: load(k, q) reads window row k's padded
+// column q (image column q - the window's left extent, the border rule applied).
+template <bool Max, class T, class Load>
+OOC_MINMAX_HD T footprint_output(std::int64_t x, const RowRun* runs, int run_count,
+                                 const Load& load) {
+  T o = identity<Max, T>();
+  for (int i = 0; i < run_count; ++i) {
+    const RowRun r = runs[i];
+    const auto row = [&](std::int64_t q) { return load(r.row, q); };
+    o = pick<Max>(o, r.len == 1 ? row(x + r.col) : window<Max, T>(x + r.col, r.len, row));
+  }
+  return o;
 }
 
 }  // namespace ooc::cuda::van_herk

@@ -35,6 +35,10 @@ struct RankLaunch {
   int count = 1;  // the window's samples (the footprint's ones)
   int rank = 0;   // 0 .. count - 1
   signed char dy[RankPolicy::kMaxSamples] = {}, dx[RankPolicy::kMaxSamples] = {};
+  // rank_histogram_band_async: a footprint's table (rank_hist::FootprintTable's bytes, in device
+  // memory) of runs column runs and spans row spans, or none for the whole rectangle.
+  const void* footprint = nullptr;
+  int footprint_runs = 0, footprint_spans = 0;
   BorderMode border = BorderMode::reflect;
   double border_value = 0;
   std::byte* out = nullptr;
@@ -43,8 +47,8 @@ struct RankLaunch {
 };
 void rank_band_async(const RankLaunch& l, cudaStream_t stream);
 
-// The rectangle rows x cols of l (dy, dx and count unused) by sliding histograms, every count in
-// shared memory (no device scratch).
+// The rectangle rows x cols of l, or the footprint of its column runs, by sliding histograms (dy
+// and dx unused), every count in shared memory (no device scratch); count: the window's samples.
 void rank_histogram_band_async(const RankLaunch& l, cudaStream_t stream);
 
 }  // namespace ooc::cuda

@@ -1,9 +1,10 @@
-// CUDA rank filters of u8, u16 and i16 rectangles of any size (up to 65535 samples) by sliding
-// histograms: the algorithm and the counts' layout are rank_histogram.hpp's (run_task, Counts),
-// shared with its CPU emulation; this file gives each thread its region of the block's dynamic
-// shared memory and launches one warp per block, as many blocks as there are tasks. The counts
-// are bytes where the window has fewer than 256 samples: half the shared memory, twice the warps
-// on an SM (16-bit samples: 17 KB a block, 13 blocks of an SM's 228 KB; 16-bit counts 34 KB, 6).
+// CUDA rank filters of u8, u16 and i16 rectangles and footprints of any size (up to 65535
+// samples) by sliding histograms: the algorithm and the counts' layout are rank_histogram.hpp's
+// (run_task, Counts), shared with its CPU emulation; this file gives each thread its region of the
+// block's dynamic shared memory and launches one warp per block, as many blocks as there are tasks.
+// The counts are bytes where the window has fewer than 256 samples: half the shared memory, twice
+// the warps on an SM (16-bit samples: 17 KB a block, 13 blocks of an SM's 228 KB; 16-bit counts 34
+// KB, 6).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -52,6 +53,12 @@ void launch(const RankLaunch& l, cudaStream_t stream) {
   p.cols = l.cols;
   p.left = l.left;
   p.rank = l.rank;
+  if (l.footprint != nullptr) {
+    p.runs = rh::table_runs(l.footprint);
+    p.run_count = l.footprint_runs;
+    p.spans = rh::table_spans(l.footprint, l.footprint_runs);
+    p.span_count = l.footprint_spans;
+  }
   p.border = l.border;
   p.cval_key = rh::constant_key<T>(l.border_value);
   p.out = l.out;
@@ -59,7 +66,7 @@ void launch(const RankLaunch& l, cudaStream_t stream) {
   p.out_rows = l.out_rows;
   const rh::Tasks tasks =
       rh::plan_tasks(l.width, l.channels, l.out_rows, l.rows, rh::kTargetBlocks);
-  if (rh::byte_counts(l.rows, l.cols))
+  if (rh::byte_counts(l.count))
     launch<T, std::uint8_t>(p, tasks, stream);
   else
     launch<T, std::uint16_t>(p, tasks, stream);

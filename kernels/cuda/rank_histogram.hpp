@@ -15,6 +15,11 @@
 // thread in global memory, updated by atomics in L2: 0.79 GB/s for u16 median 15 on an H200).
 // Counting selects, so the result is the CPU's exactly.
 //
+// A footprint (0/1 mask over the rectangle) is counted along its column runs: moving down a row
+// takes each run's top sample out and adds the sample below its bottom, so the slide costs two
+// updates a run (a disk: two a column, as a rectangle); the first fill and the 16-bit rebuild read
+// the footprint's ones along its row spans (a row's pointer once, then adjacent samples).
+//
 // What a 16-bit output costs (instructions per thread, not measured yet): the slide 2 K_w
 // samples x ~17 (border mapping, load through L1, key, a shared read-modify-write, the tracked
 // bin) plus a few coarse steps; a rebuild ~7 per window sample plus 68-136 stores to clear; the
@@ -32,7 +37,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "ooc/border.hpp"
 
@@ -54,6 +61,73 @@ constexpr std::int64_t kMaxByteCount = 255;  // windows of up to 255 samples cou
 constexpr std::int64_t kTargetBlocks = 8192;
 
 // Where a launch reads and writes; as RankLaunch (rank.cuh) for the rectangle.
+// A footprint's column run: rows [first, last] of window column col are ones.
+struct ColumnRun {
+  std::int32_t col = 0, first = 0, last = 0;
+};
+
+// The column runs of a rows x cols mask (row-major, 1: a sample of the window), column by column.
+inline std::vector<ColumnRun> column_runs(const std::uint8_t* mask, int rows, int cols) {
+  std::vector<ColumnRun> v;
+  for (int q = 0; q < cols; ++q)
+    for (int k = 0; k < rows;) {
+      if (!mask[k * cols + q]) {
+        ++k;
+        continue;
+      }
+      ColumnRun u;
+      u.col = q;
+      u.first = k;
+      while (k < rows && mask[k * cols + q]) ++k;
+      u.last = k - 1;
+      v.push_back(u);
+    }
+  return v;
+}
+
+// A footprint's row span: columns [col, col + len) of window row `row` are ones.
+struct RowSpan {
+  std::int32_t row = 0, col = 0, len = 0;
+};
+
+// A footprint as the kernel reads it, in one block of memory: its column runs, then its row spans.
+struct FootprintTable {
+  std::vector<std::byte> bytes;
+  int runs = 0, spans = 0;
+};
+inline FootprintTable footprint_table(const std::uint8_t* mask, int rows, int cols) {
+  const std::vector<ColumnRun> c = column_runs(mask, rows, cols);
+  std::vector<RowSpan> r;
+  for (int k = 0; k < rows; ++k)
+    for (int q = 0; q < cols;) {
+      if (!mask[k * cols + q]) {
+        ++q;
+        continue;
+      }
+      RowSpan u;
+      u.row = k;
+      u.col = q;
+      while (q < cols && mask[k * cols + q]) ++q;
+      u.len = q - u.col;
+      r.push_back(u);
+    }
+  FootprintTable t;
+  t.runs = static_cast<int>(c.size());
+  t.spans = static_cast<int>(r.size());
+  t.bytes.resize(c.size() * sizeof(ColumnRun) + r.size() * sizeof(RowSpan));
+  std::memcpy(t.bytes.data(), c.data(), c.size() * sizeof(ColumnRun));
+  std::memcpy(t.bytes.data() + c.size() * sizeof(ColumnRun), r.data(), r.size() * sizeof(RowSpan));
+  return t;
+}
+// Where a table's runs and spans start (table: FootprintTable::bytes, here or on a device).
+OOC_RANK_HD inline const ColumnRun* table_runs(const void* table) {
+  return static_cast<const ColumnRun*>(table);
+}
+OOC_RANK_HD inline const RowSpan* table_spans(const void* table, int runs) {
+  return reinterpret_cast<const RowSpan*>(static_cast<const std::byte*>(table) +
+                                          std::size_t(runs) * sizeof(ColumnRun));
+}
+
 struct Params {
   const std::byte* in = nullptr;  // input row 0 = the window's first row for output row 0
   std::size_t in_stride = 0;
@@ -63,7 +137,13 @@ struct Params {
   int channels = 1;
   int rows = 1, cols = 1;  // the window
   int left = 0;            // column 0 of the window is x - left
-  int rank = 0;            // 0 .. rows * cols - 1
+  int rank = 0;            // 0 .. the window's samples - 1
+  // A footprint's column runs and row spans (device memory on the GPU), or none: the whole
+  // rectangle.
+  const ColumnRun* runs = nullptr;
+  int run_count = 0;
+  const RowSpan* spans = nullptr;
+  int span_count = 0;
   BorderMode border = BorderMode::reflect;
   unsigned cval_key = 0;  // the constant border's key (see Key)
   std::byte* out = nullptr;
@@ -94,8 +174,8 @@ inline unsigned constant_key(double v) {
 }
 
 // Whether a window's counts fit in bytes (every count is at most the window's samples).
-inline bool byte_counts(int rows, int cols) {
-  return std::int64_t{rows} * cols <= kMaxByteCount;
+inline bool byte_counts(std::int64_t samples) {
+  return samples <= kMaxByteCount;
 }
 
 // A thread's counts in shared memory: [coarse 256][16-bit types: groups 16][fine 256], as C
@@ -200,12 +280,30 @@ OOC_RANK_HD void run_task(const Params& p, const Tasks& tasks, std::int64_t task
       if (bin == fb) h.fine_add(static_cast<int>(key & 255u), d);
     }
   };
-  for (std::int64_t k = y0; k < y0 + p.rows; ++k) {
-    const T* r = row_of(k);
-    for (int j = 0; j < p.cols; ++j) update(key_at(r, j), 1);
+  if (p.runs != nullptr) {
+    for (int i = 0; i < p.span_count; ++i) {
+      const RowSpan u = p.spans[i];
+      const T* r = row_of(y0 + u.row);
+      for (int j = 0; j < u.len; ++j) update(key_at(r, u.col + j), 1);
+    }
+  } else {
+    for (std::int64_t k = y0; k < y0 + p.rows; ++k) {
+      const T* r = row_of(k);
+      for (int j = 0; j < p.cols; ++j) update(key_at(r, j), 1);
+    }
   }
   for (std::int64_t y = y0; y < y1; ++y) {
-    if (y > y0) {
+    if (y > y0 && p.runs != nullptr) {
+      for (int i = 0; i < p.run_count; ++i) {
+        const ColumnRun u = p.runs[i];
+        const unsigned a = key_at(row_of(y - 1 + u.first), u.col);
+        const unsigned b = key_at(row_of(y + u.last), u.col);
+        if (a != b) {
+          update(a, -1);
+          update(b, 1);
+        }
+      }
+    } else if (y > y0) {
       const T* gone = row_of(y - 1);
       const T* come = row_of(y + p.rows - 1);
       for (int j = 0; j < p.cols; ++j) {
@@ -226,7 +324,26 @@ OOC_RANK_HD void run_task(const Params& p, const Tasks& tasks, std::int64_t task
         // in one bin), no count to take out of the old bin's.
         h.clear_fine();
         fb = cb;
-        for (std::int64_t k = y; k < y + p.rows; ++k) {
+        for (int i = 0; p.runs != nullptr && i < p.span_count; ++i) {
+          const RowSpan u = p.spans[i];
+          const T* r = row_of(y + u.row);
+          if (r == nullptr) {
+            if (static_cast<int>(p.cval_key >> 8) == cb)
+              h.fine_add(static_cast<int>(p.cval_key & 255u), u.len);
+          } else if (inside) {
+            const T* s = r + (q0 + u.col) * p.channels + c;
+            for (int j = 0; j < u.len; ++j) {
+              const unsigned v = K::of(load_sample(s + std::int64_t{j} * p.channels));
+              if (static_cast<int>(v >> 8) == cb) h.fine_add(static_cast<int>(v & 255u), 1);
+            }
+          } else {
+            for (int j = 0; j < u.len; ++j) {
+              const unsigned v = key_at(r, u.col + j);
+              if (static_cast<int>(v >> 8) == cb) h.fine_add(static_cast<int>(v & 255u), 1);
+            }
+          }
+        }
+        for (std::int64_t k = y; p.runs == nullptr && k < y + p.rows; ++k) {
           const T* r = row_of(k);
           if (r == nullptr) {
             if (static_cast<int>(p.cval_key >> 8) == cb)

@@ -34,13 +34,20 @@ namespace ooc {
 namespace detail {
 // rank_cuda.cpp: the rank filter on CUDA of the window rows x cols from row -top, column -left:
 // `samples`, the (row, column) of its samples in that rectangle, for a window of up to 49 samples
-// (rows, columns up to 15) selected in registers; none for the whole rectangle by sliding
-// histograms (u8, u16, i16, up to 65535 samples; their counts are in shared memory, no scratch).
-std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t top, std::int64_t left, std::int64_t rows,
-                                           std::int64_t cols,
+// (rows, columns up to 15) selected in registers; none for sliding histograms (u8, u16, i16, up
+// to 65535 samples; their counts are in shared memory, no scratch) of the whole rectangle, or of
+// `mask`'s ones (row-major over the rectangle) where there is one.
+std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>& devices, std::int64_t top,
+                                           std::int64_t left, std::int64_t rows, std::int64_t cols,
                                            const std::vector<std::pair<int, int>>& samples,
-                                           std::int64_t rank, BorderMode border,
-                                           double border_value);
+                                           const std::vector<std::uint8_t>* mask, std::int64_t rank,
+                                           BorderMode border, double border_value);
+// The minimum/maximum over the ones of `mask` (rows x cols, row-major) from row -ly, column -lx.
+std::unique_ptr<CudaKernel> make_minmax_footprint_cuda(const std::vector<int>& devices, bool max,
+                                                       std::int64_t ly, std::int64_t lx,
+                                                       std::int64_t rows, std::int64_t cols,
+                                                       const std::vector<std::uint8_t>& mask,
+                                                       BorderMode border, double border_value);
 }  // namespace detail
 namespace {
 
@@ -351,15 +358,21 @@ class MinMax final : public Operation {
            2 * static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes();
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
-    return static_cast<std::size_t>(rows + w_.y.left + w_.y.right) * in_.row_bytes();
+    // The x pass's rows; a footprint's by lengths, padded (none output by output).
+    const auto m = static_cast<std::size_t>(rows + w_.y.left + w_.y.right);
+    if (!w_.mask) return m * in_.row_bytes();
+    return m * static_cast<std::size_t>(in_.width + w_.cols() - 1) * in_.pixel_bytes();
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     if (w_.mask) return std::make_unique<MinMaxFootprintKernel>(w_);
     return std::make_unique<MinMaxKernel>(w_);
   }
-  bool has_cuda() const override { return kCudaBuilt && !w_.mask; }
+  bool has_cuda() const override { return kCudaBuilt; }
   bool cpu_gives_cuda_bits() const override { return true; }  // selections, no arithmetic
-  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+    if (w_.mask)
+      return detail::make_minmax_footprint_cuda(devices, w_.max, w_.y.left, w_.x.left, w_.rows(),
+                                                w_.cols(), *w_.mask, w_.border, w_.border_value);
     return detail::make_minmax_cuda(w_.max, w_.y.left, w_.y.right, w_.x.left, w_.x.right, w_.border,
                                     w_.border_value);
   }
@@ -368,7 +381,10 @@ class MinMax final : public Operation {
     c.kind = Cost::Kind::minmax;
     c.window_rows = double(w_.y.left + w_.y.right + 1);
     c.window_cols = double(w_.x.left + w_.x.right + 1);
-    if (w_.mask) c.footprint_runs = double(runs_of(w_).size());
+    if (w_.mask) {
+      c.footprint_runs = double(runs_of(w_).size());
+      c.window_samples = double(std::count(w_.mask->begin(), w_.mask->end(), std::uint8_t{1}));
+    }
     return c;
   }
 
@@ -1151,26 +1167,28 @@ class Rank final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<RankKernel>(w_, rank_, pool_);
   }
-  // CUDA: rectangles of u8, u16 and i16 larger than 25 samples (up to 65535) by sliding
-  // histograms (kernels/cuda/rank_histogram.hpp); other windows a thread can hold in registers
-  // (49 samples, sides up to 15; kernels/cuda/rank.cuh). The rest run on the CPU (a pipeline
-  // holding one runs on the CPU, and --device cuda says so).
+  // CUDA: windows of up to 49 samples (sides up to 15) in registers (kernels/cuda/rank.cuh);
+  // larger ones of u8, u16 and i16 (up to 65535 samples), rectangles or footprints, by sliding
+  // histograms (kernels/cuda/rank_histogram.hpp). The rest run on the CPU (a pipeline holding one
+  // runs on the CPU, and --device cuda says so).
+  std::int64_t window_count() const {
+    if (!w_.mask) return w_.rows() * w_.cols();
+    return std::count(w_.mask->begin(), w_.mask->end(), std::uint8_t{1});
+  }
+  bool in_registers() const { return w_.rows() <= 15 && w_.cols() <= 15 && window_count() <= 49; }
   bool cuda_histogram() const {
-    const std::int64_t n = w_.rows() * w_.cols();
-    return !w_.mask &&
-           (in_.type == SampleType::u8 || in_.type == SampleType::u16 ||
+    const std::int64_t n = window_count();
+    return (in_.type == SampleType::u8 || in_.type == SampleType::u16 ||
             in_.type == SampleType::i16) &&
-           n > 25 && n <= 65535;
+           n <= 65535 && (n > 25 || !in_registers());
   }
-  bool has_cuda() const override {
-    return kCudaBuilt &&
-           (cuda_histogram() || (w_.rows() <= 15 && w_.cols() <= 15 && samples().size() <= 49));
-  }
+  bool has_cuda() const override { return kCudaBuilt && (cuda_histogram() || in_registers()); }
   bool cpu_gives_cuda_bits() const override { return true; }  // selections, no arithmetic
-  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
-    return detail::make_rank_cuda(w_.y.left, w_.x.left, w_.rows(), w_.cols(),
-                                  cuda_histogram() ? std::vector<std::pair<int, int>>{} : samples(),
-                                  rank_, w_.border, w_.border_value);
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+    const bool h = cuda_histogram();
+    return detail::make_rank_cuda(devices, w_.y.left, w_.x.left, w_.rows(), w_.cols(),
+                                  h ? std::vector<std::pair<int, int>>{} : samples(),
+                                  h ? w_.mask.get() : nullptr, rank_, w_.border, w_.border_value);
   }
   Cost cost() const override {
     Cost c;
@@ -1178,8 +1196,16 @@ class Rank final : public Operation {
     c.window_rows = double(w_.y.left + w_.y.right + 1);
     c.window_cols = double(w_.x.left + w_.x.right + 1);
     // What the CUDA kernel would sort: a window too large for it counts as 50 samples; the
-    // rectangles CUDA counts by histograms, their samples.
-    c.window_samples = cuda_histogram() ? double(w_.rows() * w_.cols()) : double(samples().size());
+    // windows CUDA counts by histograms, their samples.
+    c.window_samples = cuda_histogram() ? double(window_count()) : double(samples().size());
+    if (w_.mask) {
+      const auto& m = *w_.mask;
+      const std::int64_t Nx = w_.cols();
+      for (std::int64_t k = 0; k < w_.rows(); ++k)  // a run starts at a 1 under a 0 or the edge
+        for (std::int64_t q = 0; q < Nx; ++q)
+          c.column_runs += m[static_cast<std::size_t>(k * Nx + q)] &&
+                           (k == 0 || !m[static_cast<std::size_t>((k - 1) * Nx + q)]);
+    }
     c.histogram = sample_bytes(in_.type) <= 2;  // u8, u16, i16: the CPU counts values
     c.wide = sample_bytes(in_.type) == 2;
     return c;
@@ -1204,9 +1230,17 @@ std::unique_ptr<CudaKernel> make_minmax_cuda(bool, std::int64_t, std::int64_t, s
 std::unique_ptr<CudaKernel> make_tophat_cuda(const std::vector<int>&, const ChainGeometry&, int) {
   return nullptr;
 }
-std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                                           const std::vector<std::pair<int, int>>&, std::int64_t,
+std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>&, std::int64_t, std::int64_t,
+                                           std::int64_t, std::int64_t,
+                                           const std::vector<std::pair<int, int>>&,
+                                           const std::vector<std::uint8_t>*, std::int64_t,
                                            BorderMode, double) {
+  return nullptr;
+}
+std::unique_ptr<CudaKernel> make_minmax_footprint_cuda(const std::vector<int>&, bool, std::int64_t,
+                                                       std::int64_t, std::int64_t, std::int64_t,
+                                                       const std::vector<std::uint8_t>&, BorderMode,
+                                                       double) {
   return nullptr;
 }
 }  // namespace detail
@@ -1419,8 +1453,8 @@ std::vector<StageEntry> rank_stages() {
   };
   s.push_back(
       {{"median",
-        "median of the window (scipy.ndimage.median_filter; CUDA: u8/u16/i16 rectangles of up to "
-        "65535 samples, other windows of up to 49)",
+        "median of the window (scipy.ndimage.median_filter; CUDA: u8/u16/i16 windows of up to "
+        "65535 samples, others of up to 49)",
         {window, footprint}},
        ranked([](const StageArgs&, std::int64_t count) { return count / 2; })});
   s.push_back({{"percentile",

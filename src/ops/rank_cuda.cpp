@@ -1,12 +1,19 @@
-// The CUDA side of the minimum/maximum filters, the morphology built on them and the rank filters
-// (small windows in registers, 8/16-bit rectangles by sliding histograms; see ooc/ops/rank.hpp):
+// The CUDA side of the minimum/maximum filters (rectangles and footprints), the morphology built
+// on them and the rank filters (small windows in registers, larger 8/16-bit windows by sliding
+// histograms; see ooc/ops/rank.hpp):
 // launches on a band in device memory, the scratch from the slot.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "band_fill.hpp"
 #include "chain_impl.hpp"
+#include "cuda/resources.hpp"
 #include "kernels/cuda/minmax.cuh"
+#include "kernels/cuda/minmax_van_herk.hpp"
 #include "kernels/cuda/rank.cuh"
+#include "kernels/cuda/rank_histogram.hpp"
 
 namespace ooc::detail {
 namespace {
@@ -37,11 +44,23 @@ class MinMaxCudaKernel final : public CudaKernel {
     l.out = b.out;
     l.out_stride = b.out_stride;
     l.out_rows = b.band.rows;
+    if (runs_) {
+      l.runs = runs_->on(b.device);
+      l.host_runs = host_runs_.data();
+    }
     cuda::minmax_band_async(l, static_cast<cudaStream_t>(b.stream));
+  }
+  // A footprint's row runs (van_herk::RowRun) on every device, and on the host.
+  void set_runs(const std::vector<int>& devices, std::vector<cuda::van_herk::RowRun> runs) {
+    host_runs_ = std::move(runs);
+    runs_.emplace(devices, host_runs_.data(), host_runs_.size() * sizeof(host_runs_[0]));
+    l_.run_count = static_cast<int>(host_runs_.size());
   }
 
  private:
   cuda::MinMaxLaunch l_;
+  std::optional<cuda::Replicated> runs_;
+  std::vector<cuda::van_herk::RowRun> host_runs_;
 };
 
 class TophatCudaKernel final : public CudaKernel {
@@ -91,34 +110,45 @@ class RankCudaKernel final : public CudaKernel {
     l.out = b.out;
     l.out_stride = b.out_stride;
     l.out_rows = b.band.rows;
+    if (table_) l.footprint = table_->on(b.device);
     if (histogram_)
       cuda::rank_histogram_band_async(l, static_cast<cudaStream_t>(b.stream));
     else
       cuda::rank_band_async(l, static_cast<cudaStream_t>(b.stream));
   }
   std::int64_t top_ = 0;
+  // A footprint's table (rank_hist::FootprintTable) on every device, for the histograms.
+  void set_footprint(const std::vector<int>& devices, const cuda::rank_hist::FootprintTable& t) {
+    table_.emplace(devices, t.bytes.data(), t.bytes.size());
+    l_.footprint_runs = t.runs;
+    l_.footprint_spans = t.spans;
+  }
 
  private:
   cuda::RankLaunch l_;
   bool histogram_;
+  std::optional<cuda::Replicated> table_;
 };
 
 }  // namespace
 
 // Declared in rank.cpp (which builds without CUDA): the window's rectangle from row -top and
-// column -left, its samples' (row, column) in it (none: the whole rectangle by sliding histograms),
-// the rank among them.
-std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t top, std::int64_t left, std::int64_t rows,
-                                           std::int64_t cols,
+// column -left, its samples' (row, column) in it (none: sliding histograms of the rectangle, or
+// of the mask's ones), the rank among them.
+std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>& devices, std::int64_t top,
+                                           std::int64_t left, std::int64_t rows, std::int64_t cols,
                                            const std::vector<std::pair<int, int>>& samples,
-                                           std::int64_t rank, BorderMode border,
-                                           double border_value) {
+                                           const std::vector<std::uint8_t>* mask, std::int64_t rank,
+                                           BorderMode border, double border_value) {
   const bool histogram = samples.empty();
   cuda::RankLaunch l;
   l.rows = static_cast<int>(rows);
   l.cols = static_cast<int>(cols);
   l.left = static_cast<int>(left);
-  l.count = static_cast<int>(histogram ? rows * cols : std::int64_t(samples.size()));
+  l.count = static_cast<int>(samples.size());
+  if (histogram)
+    l.count = static_cast<int>(mask ? std::count(mask->begin(), mask->end(), std::uint8_t{1})
+                                    : rows * cols);
   l.rank = static_cast<int>(rank);
   for (std::size_t j = 0; j < samples.size(); ++j) {
     l.dy[j] = static_cast<signed char>(samples[j].first);
@@ -128,6 +158,21 @@ std::unique_ptr<CudaKernel> make_rank_cuda(std::int64_t top, std::int64_t left, 
   l.border_value = border_value;
   auto k = std::make_unique<RankCudaKernel>(l, histogram);
   k->top_ = top;
+  if (histogram && mask) {
+    k->set_footprint(devices, cuda::rank_hist::footprint_table(mask->data(), l.rows, l.cols));
+  }
+  return k;
+}
+
+std::unique_ptr<CudaKernel> make_minmax_footprint_cuda(const std::vector<int>& devices, bool max,
+                                                       std::int64_t ly, std::int64_t lx,
+                                                       std::int64_t rows, std::int64_t cols,
+                                                       const std::vector<std::uint8_t>& mask,
+                                                       BorderMode border, double border_value) {
+  auto k = std::make_unique<MinMaxCudaKernel>(max, ly, rows - 1 - ly, lx, cols - 1 - lx, border,
+                                              border_value);
+  k->set_runs(devices, cuda::van_herk::row_runs(mask.data(), static_cast<int>(rows),
+                                                static_cast<int>(cols)));
   return k;
 }
 

@@ -80,12 +80,15 @@ double fft2d_cuda_ns(double work, bool f64) {
 // a footprint adds a pass per run of its rows. The GPU's run van Herk too (a scan below 6 samples
 // an axis): u8 and u16 minimum size=3, 15, 101 of 16384^2 on one H200 took 0.008-0.021 s of kernel
 // time summed over the 4 slots (0.03-0.08 ns a sample, not growing with the window), whole runs
-// 0.49-0.55 s, nearly all of it the 0.42-0.45 s setup; footprints have no GPU version.
+// 0.49-0.55 s, nearly all of it the 0.42-0.45 s setup. A footprint on the GPU
+// (kernels/cuda/minmax_van_herk.hpp): output by output about 0.0003 ns a footprint sample, or
+// two band passes per distinct length of its runs, at most one a run (estimates, not measured).
 double minmax_cpu_ns(const Cost& c) {
   return c.footprint_runs > 0 ? 1.5 + 0.3 * c.footprint_runs : 1.5;
 }
-double minmax_cuda_ns(const Cost&) {
-  return 0.08;
+double minmax_cuda_ns(const Cost& c) {
+  if (c.footprint_runs <= 0) return 0.08;
+  return 0.08 + std::min(0.0003 * c.window_samples, 0.007 * c.footprint_runs);
 }
 
 // Rank filters: the CPU's sliding histogram updates a row of the window per output sample; the
@@ -128,10 +131,15 @@ double rank_cpu_ns(const Cost& c) {
 // and 0.0018 per window sample (0.71, 5.7, 20.4). u8 counts coarse bins only: 0.015 ns per
 // column (its kernels took 0.025, 0.17 and 0.52 s summed over the 4 slots there, 0.09, 0.65 and
 // 1.9 ns a sample; whole runs 0.52-0.61 s, mostly setup).
+// A footprint slides its column runs instead of the window's columns.
 double rank_cuda_ns(const Cost& c) {
   const double n = c.window_samples;
-  if (c.histogram && n > 25 && n == c.window_rows * c.window_cols)
-    return c.wide ? 0.02 * c.window_cols + 0.0018 * n : 0.015 * c.window_cols;
+  const bool sides = c.window_rows > 15 || c.window_cols > 15;
+  if (c.histogram && (n > 25 || sides) &&
+      (c.column_runs > 0 || n == c.window_rows * c.window_cols)) {
+    const double slid = c.column_runs > 0 ? c.column_runs : c.window_cols;
+    return c.wide ? 0.02 * slid + 0.0018 * n : 0.015 * slid;
+  }
   if (n <= 9) return 0.041;
   if (n <= 25) return 0.041 + (n - 9) * (0.172 - 0.041) / 16;
   return 0.172 + (n - 25) * (2.16 - 0.172) / 24;

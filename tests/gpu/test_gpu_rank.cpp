@@ -1,6 +1,7 @@
 // The CUDA rank filters (median, percentile, rank: windows of up to 49 samples in registers,
-// rectangles and footprints; u8/u16/i16 rectangles of any size by sliding histograms) and the
-// minimum/maximum filters (van Herk) against the CPU backend: selections, so the bytes must be
+// rectangles and footprints; u8/u16/i16 rectangles and footprints of any size by sliding
+// histograms) and the minimum/maximum filters (van Herk; footprints by runs) against the CPU
+// backend: selections, so the bytes must be
 // identical, over types, 1 and 3 channels, the five borders and band heights that do not divide the
 // height. Skips, with the reason, where no CUDA device is usable (CI has none).
 #include <gtest/gtest.h>
@@ -280,6 +281,92 @@ TEST(GpuMinMax, EqualsTheCpuExactly) {
     }
 }
 
+// Footprints of many ones: u8/u16/i16 rank filters by sliding histograms over the column runs,
+// and the minimum/maximum of every type by windowed runs, against the CPU; a top-hat with a
+// footprint chains two of them.
+Footprint random_footprint(int h, int w, std::mt19937& rng) {
+  Footprint f;
+  f.height = h;
+  f.width = w;
+  f.name = "random";
+  for (int i = 0; i < h * w; ++i) f.mask.push_back(rng() % 3 == 0 ? 1 : 0);
+  f.mask[static_cast<std::size_t>((h / 2) * w + w / 2)] = 1;
+  return f;
+}
+
+TEST(GpuRank, FootprintHistogramsEqualTheCpuExactly) {
+  OOC_REQUIRE_GPU();
+  const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                                BorderMode::wrap, BorderMode::constant};
+  std::mt19937 rng(3303);
+  int n = 0;
+  for (SampleType t : {SampleType::u8, SampleType::u16, SampleType::i16})
+    for (const int side : {9, 17, 31, 51, 101}) {
+      const Footprint f = n % 2 ? disk(side / 2) : random_footprint(side, side - 2 * (n % 3), rng);
+      const int channels = 1 + n % 3;
+      const BorderMode border = borders[n % 5];
+      const ImageSpec s{static_cast<std::int64_t>(60 + rng() % 300),
+                        static_cast<std::int64_t>(50 + rng() % 400), channels, t};
+      const auto d = test::random_image(s, 7100 + n++);
+      RankParams p;
+      p.height = f.height;
+      p.width = f.width;
+      p.footprint = f;
+      p.border = border;
+      p.border_value = 9;
+      for (const std::int64_t rank : {std::int64_t{0}, f.count() / 2, f.count() - 1}) {
+        p.rank = rank;
+        auto op = make_rank(s, p);
+        ASSERT_TRUE(op->has_cuda());
+        EXPECT_TRUE(run_on(s, d, *op, false, 64) == run_on(s, d, *op, true, 37))
+            << name(t) << " " << f.height << "x" << f.width << " (" << f.count() << " ones) rank "
+            << rank << " " << name(border) << " c" << channels;
+      }
+    }
+}
+
+TEST(GpuMinMax, FootprintsEqualTheCpuExactly) {
+  OOC_REQUIRE_GPU();
+  const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                                BorderMode::wrap, BorderMode::constant};
+  const SampleType types[] = {SampleType::u8,  SampleType::u16, SampleType::i16, SampleType::u32,
+                              SampleType::i32, SampleType::f32, SampleType::f64};
+  std::mt19937 rng(5505);
+  int n = 0;
+  for (SampleType t : types)
+    for (const int side : {3, 7, 25, 61}) {
+      const Footprint f = n % 2 ? disk(side / 2) : random_footprint(side, side, rng);
+      const int channels = 1 + n % 4;
+      const ImageSpec s{static_cast<std::int64_t>(40 + rng() % 200),
+                        static_cast<std::int64_t>(30 + rng() % 300), channels, t};
+      auto d = test::random_image(s, 8100 + n);
+      if (t == SampleType::f32) {
+        float* v = reinterpret_cast<float*>(d.data());
+        for (std::size_t i = 0; i < d.size() / 4; ++i) {
+          const unsigned r = rng() % 64;
+          if (r < 8) v[i] = r % 2 ? 0.0f : -0.0f;
+          if (r == 8) v[i] = std::numeric_limits<float>::quiet_NaN();
+        }
+      }
+      const BorderMode border = borders[n++ % 5];
+      for (const MorphKind kind :
+           {MorphKind::minimum, MorphKind::maximum, MorphKind::white_tophat}) {
+        MorphParams p;
+        p.kind = kind;
+        p.height = f.height;
+        p.width = f.width;
+        p.footprint = f;
+        p.border = border;
+        p.border_value = 2.5;
+        auto op = make_morphology(s, p);
+        ASSERT_TRUE(op->has_cuda());
+        EXPECT_TRUE(run_on(s, d, *op, false, 29) == run_on(s, d, *op, true, 41))
+            << name(t) << " kind " << int(kind) << " " << side << " " << name(border) << " c"
+            << channels;
+      }
+    }
+}
+
 // A large band: many van Herk units and units per thread's grid stride, and the top-hat, which
 // chains the two passes, against the CPU.
 TEST(GpuMinMax, LargeBandAndTophat) {
@@ -314,7 +401,17 @@ TEST(GpuRank, WhichWindowsRunOnCuda) {
   p.height = p.width = 9;
   p.footprint = disk(4);
   p.rank = 10;
-  EXPECT_FALSE(make_rank(s16, p)->has_cuda());  // footprints: up to 49 samples
+  EXPECT_TRUE(make_rank(s16, p)->has_cuda());  // footprints of 16 bits: histograms
+  EXPECT_FALSE(make_rank(sf, p)->has_cuda());  // of floats: up to 49 samples
+  p.height = p.width = 7;
+  p.footprint = disk(3);
+  EXPECT_TRUE(make_rank(sf, p)->has_cuda());
+  p.height = 1;
+  p.width = 21;
+  p.footprint = Footprint{};
+  p.rank = 3;
+  EXPECT_TRUE(make_rank(s16, p)->has_cuda());  // 21 samples, but 21 columns: histograms
+  EXPECT_FALSE(make_rank(sf, p)->has_cuda());
 }
 
 }  // namespace

@@ -2,11 +2,14 @@
 // CPU: the kernel's own run_task over every task and thread, with counts kept as the kernel keeps
 // them (rh::Counts over regions of one block's poisoned memory), on bands staged as the engine
 // stages them (rows of the constant border left unset, here poisoned), against the CPU rank
-// filter. Selections, so the bytes must be identical. The GPU itself is checked by test_gpu.
+// filter, rectangles and footprints. Selections, so the bytes must be identical. The GPU itself is
+// checked by test_gpu.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/rank_histogram.hpp"
@@ -33,11 +36,19 @@ struct HostBlock {
   }
 };
 
-// The rank filter of the rows x cols rectangle through the emulated kernel, band by band.
+// The rank filter of the rows x cols rectangle (or of the ones of `mask` over it) through the
+// emulated kernel, band by band.
 template <class T>
 std::vector<std::byte> emulate(const ImageSpec& s, const std::vector<std::byte>& d, int rows,
                                int cols, int rank, BorderMode border, double cval,
-                               std::int64_t band_rows, std::int64_t blocks) {
+                               std::int64_t band_rows, std::int64_t blocks,
+                               const std::vector<std::uint8_t>* mask = nullptr) {
+  rh::FootprintTable table;
+  std::int64_t count = std::int64_t{rows} * cols;
+  if (mask) {
+    table = rh::footprint_table(mask->data(), rows, cols);
+    count = std::count(mask->begin(), mask->end(), std::uint8_t{1});
+  }
   const std::int64_t top = rows / 2, left = cols / 2, H = s.height;
   const std::size_t row_bytes = s.row_bytes();
   std::vector<std::byte> out(s.total_bytes(), std::byte{0x5A});
@@ -62,6 +73,12 @@ std::vector<std::byte> emulate(const ImageSpec& s, const std::vector<std::byte>&
     p.cols = cols;
     p.left = static_cast<int>(left);
     p.rank = rank;
+    if (mask) {
+      p.runs = rh::table_runs(table.bytes.data());
+      p.run_count = table.runs;
+      p.spans = rh::table_spans(table.bytes.data(), table.runs);
+      p.span_count = table.spans;
+    }
     p.border = border;
     p.cval_key = rh::constant_key<T>(cval);
     p.out = out.data() + y0 * row_bytes;
@@ -70,7 +87,7 @@ std::vector<std::byte> emulate(const ImageSpec& s, const std::vector<std::byte>&
     const rh::Tasks t = rh::plan_tasks(s.width, s.channels, n, rows, blocks);
     // One block takes every task in turn, as the kernel's blocks do beyond its grid.
     constexpr bool wide = rh::Key<T>::wide;
-    if (rh::byte_counts(rows, cols)) {
+    if (rh::byte_counts(count)) {
       HostBlock h(rh::region_words<std::uint8_t>(wide));
       for (std::int64_t task = 0; task < t.count(); ++task)
         for (int lane = 0; lane < rh::kThreads; ++lane)
@@ -86,10 +103,17 @@ std::vector<std::byte> emulate(const ImageSpec& s, const std::vector<std::byte>&
 }
 
 std::vector<std::byte> cpu_rank(const ImageSpec& s, const std::vector<std::byte>& d, int rows,
-                                int cols, int rank, BorderMode border, double cval) {
+                                int cols, int rank, BorderMode border, double cval,
+                                const std::vector<std::uint8_t>* mask = nullptr) {
   RankParams p;
   p.height = rows;
   p.width = cols;
+  if (mask) {
+    p.footprint.height = rows;
+    p.footprint.width = cols;
+    p.footprint.mask = *mask;
+    p.footprint.name = "test";
+  }
   p.rank = rank;
   p.border = border;
   p.border_value = cval;
@@ -205,6 +229,97 @@ TEST(RankHistogram, EveryBorderSmallImage) {
       EXPECT_TRUE(emulate<std::uint16_t>(s, d, 11, 11, rank, b, 70000, 4, 3) == want)
           << name(b) << " rank " << rank;
     }
+}
+
+// Footprints of odd sides (disk, ring, cross, random with every column empty now and then, a
+// single tall column, a wide one): the slide over column runs, the fill and the 16-bit rebuild
+// over the ones, against the CPU's footprint kernel.
+std::vector<std::uint8_t> footprint(const std::string& kind, int rows, int cols,
+                                    std::mt19937& rng) {
+  std::vector<std::uint8_t> m(static_cast<std::size_t>(rows * cols), 0);
+  const int cy = rows / 2, cx = cols / 2;
+  for (int k = 0; k < rows; ++k)
+    for (int q = 0; q < cols; ++q) {
+      const double dy = double(k - cy) / (cy + 0.5), dx = double(q - cx) / (cx + 0.5);
+      const double r2 = dy * dy + dx * dx;
+      bool one = false;
+      if (kind == "disk") one = r2 <= 1.0;
+      if (kind == "ring") one = r2 <= 1.0 && r2 >= 0.4;
+      if (kind == "cross") one = k == cy || q == cx;
+      if (kind == "random") one = rng() % 3 == 0;
+      m[static_cast<std::size_t>(k * cols + q)] = one ? 1 : 0;
+    }
+  m[static_cast<std::size_t>(cy * cols + cx)] = 1;  // never empty
+  return m;
+}
+
+template <class T>
+void footprint_sweep(SampleType type) {
+  const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                                BorderMode::wrap, BorderMode::constant};
+  struct Case {
+    const char* kind;
+    int rows, cols;
+    std::int64_t height, width;
+  };
+  const Case cases[] = {{"disk", 9, 9, 40, 37},    {"ring", 15, 11, 33, 50},
+                        {"cross", 21, 21, 45, 29}, {"random", 17, 23, 38, 41},
+                        {"random", 7, 31, 30, 60}, {"disk", 41, 41, 23, 19},  // larger than it
+                        {"ring", 33, 33, 70, 45},  {"random", 1, 25, 9, 70},
+                        {"random", 25, 1, 60, 9}};
+  std::mt19937 rng(97);
+  int seed = 0;
+  for (const Case& w : cases)
+    for (const int channels : {1, 2}) {
+      const auto mask = footprint(w.kind, w.rows, w.cols, rng);
+      const int n = static_cast<int>(std::count(mask.begin(), mask.end(), std::uint8_t{1}));
+      const BorderMode border = borders[rng() % 5];
+      const ImageSpec s{w.height, w.width, channels, type};
+      for (const bool narrow : {false, true}) {
+        const auto d = image(s, static_cast<std::uint64_t>(900 + seed++), narrow);
+        for (const int rank : {0, n / 2, n - 1}) {
+          const double cval = type == SampleType::i16 ? -77.9 : 77.9;
+          const auto want = cpu_rank(s, d, w.rows, w.cols, rank, border, cval, &mask);
+          const std::int64_t band = 5 + static_cast<std::int64_t>(rng() % 40);
+          const std::int64_t blocks = 1 + static_cast<std::int64_t>(rng() % 64);
+          const auto got =
+              emulate<T>(s, d, w.rows, w.cols, rank, border, cval, band, blocks, &mask);
+          ASSERT_TRUE(got == want)
+              << name(type) << " " << w.kind << " " << w.rows << "x" << w.cols << " (" << n
+              << " ones) rank " << rank << " border " << name(border) << " c" << channels
+              << (narrow ? " narrow" : "") << " band " << band;
+        }
+      }
+    }
+}
+
+TEST(RankHistogram, FootprintsEqualTheCpuU8) {
+  footprint_sweep<std::uint8_t>(SampleType::u8);
+}
+TEST(RankHistogram, FootprintsEqualTheCpuU16) {
+  footprint_sweep<std::uint16_t>(SampleType::u16);
+}
+TEST(RankHistogram, FootprintsEqualTheCpuI16) {
+  footprint_sweep<std::int16_t>(SampleType::i16);
+}
+
+TEST(RankHistogram, ColumnRuns) {
+  // 1 0 1
+  // 1 1 0
+  // 0 1 1
+  const std::uint8_t m[] = {1, 0, 1, 1, 1, 0, 0, 1, 1};
+  const auto r = rh::column_runs(m, 3, 3);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].col, 0);
+  EXPECT_EQ(r[0].first, 0);
+  EXPECT_EQ(r[0].last, 1);
+  EXPECT_EQ(r[1].col, 1);
+  EXPECT_EQ(r[1].first, 1);
+  EXPECT_EQ(r[1].last, 2);
+  EXPECT_EQ(r[2].col, 2);
+  EXPECT_EQ(r[2].last, 0);
+  EXPECT_EQ(r[3].first, 2);
+  EXPECT_EQ(r[3].last, 2);
 }
 
 TEST(RankHistogram, ConstantKeys) {

@@ -2,7 +2,8 @@
 // the kernels' own unit function over every unit of every row (x pass) and column (y pass) of
 // bands staged as the engine stages them, against the CPU filter (kernels/cpu/minmax.hpp through
 // make_morphology) with the same band height. Exact to the bit, signed zeros and NaNs included:
-// the emulation combines in the CPU's order. The GPU itself is checked by test_gpu (GpuMinMax.*).
+// the emulation combines in the CPU's order. Footprints likewise, through the kernel's per-output
+// function. The GPU itself is checked by test_gpu (GpuMinMax.*).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -142,6 +143,103 @@ void sweep(SampleType type, bool ties) {
         }
       }
     }
+}
+
+// A footprint through the CUDA kernel's per-output function (vh::footprint_output over the
+// kernel's run order), band by band with the constant border's rows unset (poisoned), against the
+// CPU's footprint kernel.
+template <bool Max, class T>
+std::vector<std::byte> emulate_footprint(const ImageSpec& s, const std::vector<std::byte>& d,
+                                         const Footprint& f, BorderMode border, double cval_d,
+                                         std::int64_t band_rows) {
+  const int h = static_cast<int>(f.height), w = static_cast<int>(f.width);
+  const std::int64_t ly = h / 2, lx = w / 2, W = s.width, C = s.channels, H = s.height;
+  const T cval = constant_of<T>(cval_d);
+  const auto runs = vh::row_runs(f.mask.data(), h, w);
+  std::vector<std::byte> out(s.total_bytes(), std::byte{0x5A});
+  for (std::int64_t y0 = 0; y0 < H; y0 += band_rows) {
+    const std::int64_t n = std::min(band_rows, H - y0), m = n + h - 1;
+    std::vector<std::byte> in(static_cast<std::size_t>(m) * s.row_bytes(), std::byte{0xA5});
+    for (std::int64_t k = 0; k < m; ++k) {
+      const std::int64_t r = map_border(y0 - ly + k, H, border);
+      if (r >= 0)
+        std::memcpy(in.data() + k * s.row_bytes(), d.data() + r * s.row_bytes(), s.row_bytes());
+    }
+    for (std::int64_t y = 0; y < n; ++y) {
+      T* o = reinterpret_cast<T*>(out.data() + (y0 + y) * s.row_bytes());
+      for (std::int64_t q = 0; q < W; ++q)
+        for (std::int64_t c = 0; c < C; ++c)
+          o[q * C + c] = vh::footprint_output<Max, T>(
+              q, runs.data(), static_cast<int>(runs.size()), [&](int k, std::int64_t j) {
+                const std::int64_t image_row = y0 - ly + y + k;
+                if (border == BorderMode::constant && (image_row < 0 || image_row >= H))
+                  return cval;
+                const T* row = reinterpret_cast<const T*>(in.data() + (y + k) * s.row_bytes());
+                const std::int64_t x = map_border(j - lx, W, border);
+                return x < 0 ? cval : row[x * C + c];
+              });
+    }
+  }
+  return out;
+}
+
+template <class T>
+void footprint_sweep(SampleType type) {
+  const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                                BorderMode::wrap, BorderMode::constant};
+  struct Case {
+    int h, w;
+    std::int64_t height, width;
+  };
+  const Case cases[] = {
+      {3, 3, 20, 17},  {5, 9, 31, 40},   {11, 11, 33, 29}, {1, 15, 12, 40},
+      {15, 1, 40, 12}, {21, 31, 45, 38}, {41, 41, 23, 19}};  // larger than the image
+  std::mt19937 rng(313);
+  int seed = 0;
+  for (const Case& cs : cases)
+    for (const int channels : {1, 3}) {
+      Footprint f;
+      f.height = cs.h;
+      f.width = cs.w;
+      f.name = "random";
+      for (int i = 0; i < cs.h * cs.w; ++i) f.mask.push_back(rng() % 3 == 0 ? 1 : 0);
+      f.mask[static_cast<std::size_t>((cs.h / 2) * cs.w + cs.w / 2)] = 1;
+      const BorderMode border = borders[rng() % 5];
+      const ImageSpec s{cs.height, cs.width, channels, type};
+      const auto d = image(s, static_cast<std::uint64_t>(500 + seed++));
+      const std::int64_t band = 3 + static_cast<std::int64_t>(rng() % 30);
+      for (const bool max : {false, true}) {
+        MorphParams p;
+        p.kind = max ? MorphKind::maximum : MorphKind::minimum;
+        p.height = cs.h;
+        p.width = cs.w;
+        p.border = border;
+        p.border_value = 3.5;
+        p.footprint = f;
+        auto op = make_morphology(s, p);
+        PipelineOptions o;
+        o.band_rows = band;
+        const auto want = test::run_in_memory(*op, s, d, o).data;
+        const auto got = max ? emulate_footprint<true, T>(s, d, f, border, 3.5, band)
+                             : emulate_footprint<false, T>(s, d, f, border, 3.5, band);
+        ASSERT_TRUE(got == want) << name(type) << (max ? " maximum " : " minimum ") << cs.h << "x"
+                                 << cs.w << " " << name(border) << " c" << channels << " band "
+                                 << band;
+      }
+    }
+}
+
+TEST(RankMinMaxCuda, EmulatedFootprintsEqualTheCpuU8) {
+  footprint_sweep<std::uint8_t>(SampleType::u8);
+}
+TEST(RankMinMaxCuda, EmulatedFootprintsEqualTheCpuI16) {
+  footprint_sweep<std::int16_t>(SampleType::i16);
+}
+TEST(RankMinMaxCuda, EmulatedFootprintsEqualTheCpuF32SignedZerosNans) {
+  footprint_sweep<float>(SampleType::f32);
+}
+TEST(RankMinMaxCuda, EmulatedFootprintsEqualTheCpuF64) {
+  footprint_sweep<double>(SampleType::f64);
 }
 
 TEST(RankMinMaxCuda, EmulatedVanHerkEqualsTheCpuU8) {
