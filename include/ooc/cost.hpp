@@ -36,7 +36,9 @@ struct Cost {
   double fft_work = 0, fft_work_cuda = 0;
   bool cpu_fft = false, cuda_fft = false;
   double window_rows = 0, window_cols = 0;  // minmax, rank: the window's rectangle
-  double footprint_runs = 0;  // minmax with a footprint: runs of consecutive samples in its rows
+  double footprint_runs = 0;     // minmax with a footprint: runs of consecutive samples in its rows
+  double footprint_lengths = 0;  // minmax with a footprint: the distinct lengths of those runs
+  bool floating = false;         // minmax with a footprint: float samples (NaN-aware picks)
   double column_runs = 0;     // rank with a footprint: runs of consecutive samples in its columns
   double window_samples = 0;  // rank, minmax with a footprint: the samples a selection looks at
   bool histogram = false;     // rank: 8- and 16-bit integers, whose CPU kernels count values

@@ -382,7 +382,12 @@ class MinMax final : public Operation {
     c.window_rows = double(w_.y.left + w_.y.right + 1);
     c.window_cols = double(w_.x.left + w_.x.right + 1);
     if (w_.mask) {
-      c.footprint_runs = double(runs_of(w_).size());
+      std::vector<std::int64_t> lengths;
+      for (const Run& r : runs_of(w_)) lengths.push_back(r.len);
+      std::sort(lengths.begin(), lengths.end());
+      c.footprint_runs = double(lengths.size());
+      c.footprint_lengths = double(std::unique(lengths.begin(), lengths.end()) - lengths.begin());
+      c.floating = in_.type == SampleType::f32 || in_.type == SampleType::f64;
       c.window_samples = double(std::count(w_.mask->begin(), w_.mask->end(), std::uint8_t{1}));
     }
     return c;

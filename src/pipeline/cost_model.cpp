@@ -76,19 +76,27 @@ double fft2d_cuda_ns(double work, bool f64) {
   return (f64 ? 2.0 : 1.0) * (kCudaFftNsBase + kCudaFftNsPerPass * work);
 }
 
-// Minimum and maximum: the CPU's van Herk/Gil-Werman passes cost the same whatever the window,
-// a footprint adds a pass per run of its rows. The GPU's run van Herk too (a scan below 6 samples
-// an axis): u8 and u16 minimum size=3, 15, 101 of 16384^2 on one H200 took 0.008-0.021 s of kernel
-// time summed over the 4 slots (0.03-0.08 ns a sample, not growing with the window), whole runs
-// 0.49-0.55 s, nearly all of it the 0.42-0.45 s setup. A footprint on the GPU
-// (kernels/cuda/minmax_van_herk.hpp): output by output about 0.0003 ns a footprint sample, or
-// two band passes per distinct length of its runs, at most one a run (estimates, not measured).
+// Minimum and maximum: the CPU's van Herk/Gil-Werman passes cost the same whatever the window.
+// The GPU's run van Herk too (a scan below 6 samples an axis): u8 and u16 minimum size=3, 15, 101
+// of 16384^2 on one H200 took 0.008-0.021 s of kernel time summed over the 4 slots (0.03-0.08 ns a
+// sample, not growing with the window), whole runs 0.49-0.55 s, nearly all of it the 0.42-0.45 s
+// setup. A footprint on the CPU runs van Herk once per distinct length of its rows' runs and a
+// pick pass per run (MinMaxFootprintKernel), each over the padded band: on the H100 host's 16
+// threads (16384^2 from synth:noise to null:, whole runs, docs/performance.md "Footprints on the
+// GPU") f32 disks of radius 2, 7, 25, 50 (2, 5, 15 and 30 distinct lengths, 5 to 101 runs) and a
+// random 25 x 25 (4 lengths, 143 runs) took 26, 78, 198, 459 and 101 ns a sample and thread;
+// fitted within 1.5x by 10 + 14 a length + 0.3 a run. u16 took 13, 23, 63 and 38 ns (no disk of
+// 50): integers' picks cost about 0.35 of floats' (NaN-aware, and fewer vector lanes). On
+// the GPU (kernels/cuda/minmax_van_herk.hpp) output by output about 0.0003 ns a footprint sample,
+// by lengths about 0.02 ns a run (the kernels summed over 4 slots, divided by 4: 0.68 and 2.0 ns
+// for the disks of radius 25 and 50).
 double minmax_cpu_ns(const Cost& c) {
-  return c.footprint_runs > 0 ? 1.5 + 0.3 * c.footprint_runs : 1.5;
+  if (c.footprint_runs <= 0) return 1.5;
+  return (c.floating ? 1.0 : 0.35) * (10.0 + 14.0 * c.footprint_lengths + 0.3 * c.footprint_runs);
 }
 double minmax_cuda_ns(const Cost& c) {
   if (c.footprint_runs <= 0) return 0.08;
-  return 0.08 + std::min(0.0003 * c.window_samples, 0.007 * c.footprint_runs);
+  return 0.08 + std::min(0.0003 * c.window_samples, 0.02 * c.footprint_runs);
 }
 
 // Rank filters: the CPU's sliding histogram updates a row of the window per output sample; the
