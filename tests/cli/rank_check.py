@@ -14,6 +14,10 @@ D. Bad footprints and bad stages (even side, a 2, float, 3-D, no 1, size and foo
 E. The selection networks (5 x 5 median of every type, 3 x 3 of floats, 3 x 3 and 5 x 5 of 8- and
    16-bit integers at every width 1..100, rectangles of up to 128 samples of floats and 32-bit
    integers for median, percentile and rank) exactly equal to scipy; NaN in a window gives NaN.
+F. Floats and 32-bit integers beyond the networks (ranked histograms): rectangles of more than 128
+   samples and footprints of more than 48, median, percentile and rank, exactly equal to scipy;
+   NaN gives NaN; windows reaching more than twice the image past its edge reflect as numpy.pad's
+   "symmetric" does (scipy 1.10 does not repeat the reflection there).
 
 Usage: rank_check.py --bin-dir DIR [unittest options]
 """
@@ -326,6 +330,65 @@ class MedianNetworks(Base):
                         got = self.oocrun(x, text, "--border", mode, "--border-value", 7,
                                           "--band-rows", rng.choice([1, 5, 64]), gpu=n <= 49)
                         np.testing.assert_array_equal(got, ref())
+
+
+class RankedHistograms(Base):
+    # The CPU's ranked histograms; CUDA has no rank filter of these types beyond 49 samples.
+    TYPES = ("u32", "i32", "f32", "f64")
+
+    def test_against_scipy_exactly(self):
+        rng = random.Random(4242)
+        shapes = [(13, 13, None), (21, 7, None), (7, 21, None), (1, 151, None), (151, 1, None),
+                  (None, None, "disk7"), (None, None, "random17x13")]
+        for i, t in enumerate(self.TYPES):
+            for h, w, name in shapes:
+                if name == "disk7":
+                    fp = disk(7)
+                elif name:
+                    fp = np.random.default_rng(i).random((17, 13)) < 0.4
+                    fp[8, 6] = True
+                c = rng.choice([1, 3])
+                mode = rng.choice(BORDERS)
+                hh, ww = (h, w) if name is None else fp.shape
+                # scipy repeats the reflection only once: keep the window within twice the image.
+                x = self.image(rng.randint(max(3, hh // 4 + 1), 60), max(rng.choice([9, 40, 131]),
+                                                                      ww // 4 + 1), c, t,
+                               seed=1000 + 10 * i + hh)
+                n = int(fp.sum()) if name else hh * ww
+                if name:
+                    path = self.save(name, fp)
+                    win, kw = "footprint=" + path, dict(footprint=fp if c == 1 else fp[:, :, None])
+                else:
+                    win, kw = "size=%dx%d" % (h, w), dict(size=(h, w) + ((1,) if c > 1 else ()))
+                kw.update(mode=mode, cval=7)
+                q, index = rng.choice([10, 37.5, 90]), rng.choice([0, 1, -2, n // 3])
+                for text, ref in (("median " + win, lambda: ndi.median_filter(x, **kw)),
+                                  ("percentile q=%g %s" % (q, win),
+                                   lambda: ndi.percentile_filter(x, q, **kw)),
+                                  ("rank index=%d %s" % (index, win),
+                                   lambda: ndi.rank_filter(x, index, **kw))):
+                    with self.subTest(type=t, stage=text, channels=c, border=mode, shape=x.shape):
+                        got = self.oocrun(x, text, "--border", mode, "--border-value", 7,
+                                          "--band-rows", rng.choice([1, 6, 64]), gpu=False)
+                        np.testing.assert_array_equal(got, ref())
+
+    def test_nan_gives_nan(self):
+        for t in ("f32", "f64"):
+            x = self.image(40, 70, 1, t, seed=77)
+            x[[3, 20, 39], [5, 30, 69]] = np.nan
+            nan = ndi.maximum_filter(np.isnan(x).astype(np.uint8), size=13) > 0
+            with self.subTest(type=t):
+                got = self.oocrun(x, "median size=13", "--band-rows", 9, gpu=False)
+                np.testing.assert_array_equal(np.isnan(got), nan)
+                clean = ndi.median_filter(np.where(np.isnan(x), 0, x), size=13)
+                np.testing.assert_array_equal(got[~nan], clean[~nan])
+
+    def test_windows_far_past_the_edge_reflect_as_numpy_pad(self):
+        x = self.image(10, 5, 1, "i32", seed=5)
+        got = self.oocrun(x, "median size=101x1", "--border", "reflect", gpu=False)
+        p = np.pad(x, ((50, 50), (0, 0)), mode="symmetric")
+        want = np.array([[np.median(p[i:i + 101, j]) for j in range(5)] for i in range(10)])
+        np.testing.assert_array_equal(got, want.astype(np.int32))
 
 
 class Refusals(Base):
