@@ -107,8 +107,8 @@ double minmax_cuda_ns(const Cost& c) {
 // 1.1 ns (scaled from the 2-core VM, where its network took it from 211 to 8.5 ns), 5 x 5 3.7 ns
 // (measured), up to 128 samples about 0.3 ns a window sample (scaled from the VM: 81, 145 and 229
 // ns at 7x7, 9x9 and 11x11 there, the VM being 5.4x slower a thread at 5 x 5; before the network,
-// nth_element took 184 ns at 7 x 7 on the host, about 3.75 ns a sample, as it still does above
-// 128). 8/16-bit integers use sliding histograms (one H200 host's 16 cores, 16384^2 medians of
+// nth_element took 184 ns at 7 x 7 on the host, about 3.75 ns a sample, as it did above 128
+// until the ranked histograms). 8/16-bit integers use sliding histograms (one H200 host's 16 cores, 16384^2 medians of
 // sizes 15, 51, 101 from synth:noise, whole runs; docs/performance.md, "Large windows of 8- and
 // 16-bit samples on the GPU"): u8 about 57 ns a sample and thread whatever the size (Huang's up to
 // 48 rows, column histograms above); 16 bits 218, 288 and 445 ns, growing with the rows, with
@@ -126,7 +126,10 @@ double rank_cpu_ns(const Cost& c) {
   if (c.window_samples <= 9) return 1.1;
   if (c.window_samples <= 25) return 3.7;
   if (c.window_samples <= 128) return 0.3 * c.window_samples;
-  return 3.75 * c.window_samples;
+  // Above 128: ranked histograms, two updates per window row a step (f32 medians of 8192^2 on
+  // the 2-core VM, whole runs: 15, 51 and 101 rows took 122, 213 and 387 ns a sample and thread;
+  // VM figures, not scaled to the host's faster threads: no GPU version competes).
+  return 76.0 + 3.1 * c.window_rows;
 }
 // GPU kernels: a selection per output in registers; 0.041, 0.172 and 2.16 ns per sample at 9, 25
 // and 49 window samples (one H200), linear between them; why 49 costs 12x what 25 does is not
