@@ -879,10 +879,8 @@ class RankKernel final : public CpuKernel {
     }
   }
 
-  // Ranked histograms (ranked_rows): ranks a coarse bin; footprints above this many samples (the
-  // smaller ones select among their samples); a job's rows and columns.
+  // Ranked histograms (ranked_rows): ranks a coarse bin; a job's rows and columns.
   static constexpr std::uint32_t kRankBin = 16;
-  static constexpr std::int64_t kRankedFootprint = 48;
   static constexpr std::int64_t kRankedRows = 128;
   static constexpr std::int64_t kRankedCols = 512;
   // The most lanes of the direct 3 x 3 / 5 x 5 median's vectors (8-bit samples, 32-byte vectors).
@@ -905,6 +903,14 @@ class RankKernel final : public CpuKernel {
   // The bytes of a job's counts for windows of `cols` columns: the window's blocks (kGroup fine,
   // one coarse), the columns' (one coarse, kGroup fine each), then each output's coarse bin and
   // rank left in it.
+  // Footprints of floats and 32-bit integers with more samples than this take ranked histograms
+  // (the smaller ones select among their samples).
+  static constexpr std::int64_t kRankedFootprint = 48;
+  // Ranked histograms: a job's ranks, sort keys, values and counts, at most (32 bytes a sample
+  // of its input).
+  static std::size_t ranked_job_bytes(std::int64_t rows, std::int64_t cols) {
+    return static_cast<std::size_t>((kRankedRows + rows - 1) * (kRankedCols + cols - 1)) * 32;
+  }
   static std::size_t wide_job_bytes(std::int64_t cols) {
     const std::int64_t columns = kStripCols16 + cols - 1;
     return static_cast<std::size_t>((kGroup + 1 + columns * (kGroup + 1)) * kBlock * 2 +
@@ -1300,6 +1306,11 @@ class Rank final : public Operation {
            (!w_.mask && (in_.type == SampleType::u16 || in_.type == SampleType::i16) &&
                     RankKernel::wide_column_histograms(w_.cols(), w_.rows())
                 ? RankKernel::wide_job_bytes(w_.cols())
+                : 0) +
+           // floats and 32-bit integers beyond the networks: a ranked histograms' job
+           (sample_bytes(in_.type) >= 4 && window_count() > (w_.mask ? RankKernel::kRankedFootprint
+                                                                     : kernels::kMaxNetworkSamples)
+                ? RankKernel::ranked_job_bytes(w_.rows(), w_.cols())
                 : 0);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
