@@ -12,6 +12,9 @@
 # fft: the 2-D FFT's CUDA kernels alone on a 16384 x 1024 band against CuPy and NPP
 # (ooc_gpu_stages --stages fft, gpu_fft_peers.py), and 16 GiB f32 with 129^2, 255^2, 511^2
 # random PSFs from the page cache to null: against --radius 3 of the same file.
+# footprint: rank and min/max filters with footprints (disks of radius 2, 7, 25, 50, a random
+# 25 x 25) on 16384^2 from synth:noise, --device cuda (--cpu-start off) against cpu and auto;
+# tools/device/footprint_csv.py turns the --stats json into footprints.csv.
 # Every section has a time limit of its own; the bench's CSVs and every --stats json go to $OUT.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -22,7 +25,7 @@ PYR=${PYR:-32768}  # side of the pyramid section's u16 image
 W=/dev/shm/ooc-nodes
 mkdir -p "$OUT" "$W"
 export LD_LIBRARY_PATH=$B/../lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-sections=${*:-pinned auto gpus pyramid cold rank fft}
+sections=${*:-pinned auto gpus pyramid cold rank fft footprint}
 has() { [[ " $sections " == *" $1 "* ]]; }
 j() {  # j NAME LIMIT CMD...: one run, its --stats json and stderr in $OUT
   local n=$1 lim=$2; shift 2
@@ -94,6 +97,32 @@ if has rank; then
   done
   j "rank_big_u16_median15_cpu" 120 "$B/oocrun" "$W/r.raw" null: "median size=15" --width 65536 --type u16 --device cpu
   rm -f "$W/r.raw"
+fi
+
+if has footprint; then
+  python3 - "$W" <<'PY'
+import sys, numpy as np
+def disk(r):
+    y, x = np.mgrid[-r:r + 1, -r:r + 1]
+    return (x * x + y * y <= r * r + r).astype(np.uint8)
+for r in (2, 7, 25, 50):
+    np.save("%s/disk%d.npy" % (sys.argv[1], r), disk(r))
+f = (np.random.default_rng(3).random((25, 25)) < 0.33).astype(np.uint8)
+f[12, 12] = 1
+np.save("%s/rand25.npy" % sys.argv[1], f)
+PY
+  for rep in 1 2; do
+    for spec in "median u16 disk7" "median u16 disk25" "median u16 rand25" "median u8 disk25" \
+                "minimum f32 disk2" "minimum f32 disk7" "minimum f32 disk25" "minimum f32 disk50" \
+                "minimum f32 rand25" "white-tophat f32 disk25"; do
+      set -- $spec
+      for dev in cuda cpu auto; do
+        extra=(); [ $dev = cuda ] && extra=(--cpu-start off)
+        j "footprint_$1_$2_$3_${dev}_$rep" 120 "$B/oocrun" synth:noise null: "$1 footprint=$W/$3.npy" \
+          --width 16384 --height 16384 --type "$2" --device $dev "${extra[@]}"
+      done
+    done
+  done
 fi
 
 if has fft; then

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Footprint timings of tools/device/bench_nodes.sh (section footprint) as one CSV.
+
+  footprint_csv.py DIR > footprints.csv
+
+DIR holds the section's --stats json files, footprint_<stage>_<type>_<footprint>_<device>_<rep>.json.
+One row per stage, type, footprint and device: in-process seconds (the stats' total) over the
+repeats, the backend that ran (auto's pick), and CPU / this device for the median times.
+"""
+import collections
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+
+def main():
+    runs = collections.defaultdict(list)
+    backend = {}
+    for path in glob.glob(os.path.join(sys.argv[1], "footprint_*.json")):
+        m = re.match(r"footprint_(.+)_(u8|u16|i16|u32|i32|f32|f64)_([a-z0-9]+)_(cuda|cpu|auto)_(\d+)\.json$",
+                     os.path.basename(path))
+        if not m:
+            continue
+        try:
+            d = json.load(open(path))
+        except (OSError, ValueError):
+            continue
+        key = m.groups()[:4]
+        runs[key].append(d["seconds"]["total"])
+        backend[key] = d.get("backend", "?")
+    print("group,tool,params,runs,median_s,min_s,max_s,note")
+    for key in sorted(runs):
+        stage, t, fp, dev = key
+        ts = runs[key]
+        cpu = runs.get((stage, t, fp, "cpu"))
+        ratio = ""
+        if cpu and dev != "cpu":
+            ratio = "; cpu / this %.1fx" % (statistics.median(cpu) / statistics.median(ts))
+        print('footprints,oocrun --device %s,"%s footprint=%s, %s 16384x16384 synth:noise to null:",%d,%.3f,%.3f,%.3f,'
+              '"%s; in-process seconds%s"' % (dev, stage, fp, t, len(ts), statistics.median(ts), min(ts),
+                                                max(ts), backend[key], ratio))
+
+
+if __name__ == "__main__":
+    main()
