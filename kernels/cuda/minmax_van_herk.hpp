@@ -13,11 +13,14 @@
 // only the value.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
+
+#include "footprint_runs.hpp"
 
 #if defined(__CUDACC__)
 #define OOC_MINMAX_HD __host__ __device__
@@ -112,33 +115,15 @@ OOC_MINMAX_HD void unit(std::int64_t t, std::int64_t N, std::int64_t n, const Lo
 // band pass about 0.007 ns a sample from its DRAM (estimates): by lengths from 16 samples a
 // distinct length (a disk of radius 25: 2,000 samples, 26 lengths).
 
-// A footprint's row run: window row `row`, columns [col, col + len).
-struct RowRun {
-  std::int32_t row = 0, col = 0, len = 0;
-};
+using cuda::RowRun;
 
 // The row runs of a rows x cols mask (row-major, 1: a sample of the window) in the CPU's order of
-// combination.
+// combination: by length, then row by row.
 inline std::vector<RowRun> row_runs(const std::uint8_t* mask, int rows, int cols) {
-  std::vector<RowRun> v;
-  for (int k = 0; k < rows; ++k)
-    for (int q = 0; q < cols;) {
-      if (!mask[k * cols + q]) {
-        ++q;
-        continue;
-      }
-      RowRun r;
-      r.row = k;
-      r.col = q;
-      while (q < cols && mask[k * cols + q]) ++q;
-      r.len = q - r.col;
-      v.push_back(r);
-    }
-  std::vector<RowRun> sorted;
-  for (int len = 1; len <= cols; ++len)
-    for (const RowRun& r : v)
-      if (r.len == len) sorted.push_back(r);
-  return sorted;
+  std::vector<RowRun> v = cuda::row_runs(mask, rows, cols);
+  std::stable_sort(v.begin(), v.end(),
+                   [](const RowRun& a, const RowRun& b) { return a.len < b.len; });
+  return v;
 }
 
 // Whether the GPU takes a footprint by passes per distinct length rather than output by output.

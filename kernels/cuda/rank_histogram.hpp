@@ -41,6 +41,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "footprint_runs.hpp"
 #include "ooc/border.hpp"
 
 #if defined(__CUDACC__)
@@ -60,35 +61,8 @@ constexpr std::int64_t kMaxByteCount = 255;  // windows of up to 255 samples cou
 // Blocks a launch aims at (many per SM: a block is one warp), when the band has rows enough.
 constexpr std::int64_t kTargetBlocks = 8192;
 
-// Where a launch reads and writes; as RankLaunch (rank.cuh) for the rectangle.
-// A footprint's column run: rows [first, last] of window column col are ones.
-struct ColumnRun {
-  std::int32_t col = 0, first = 0, last = 0;
-};
-
-// The column runs of a rows x cols mask (row-major, 1: a sample of the window), column by column.
-inline std::vector<ColumnRun> column_runs(const std::uint8_t* mask, int rows, int cols) {
-  std::vector<ColumnRun> v;
-  for (int q = 0; q < cols; ++q)
-    for (int k = 0; k < rows;) {
-      if (!mask[k * cols + q]) {
-        ++k;
-        continue;
-      }
-      ColumnRun u;
-      u.col = q;
-      u.first = k;
-      while (k < rows && mask[k * cols + q]) ++k;
-      u.last = k - 1;
-      v.push_back(u);
-    }
-  return v;
-}
-
-// A footprint's row span: columns [col, col + len) of window row `row` are ones.
-struct RowSpan {
-  std::int32_t row = 0, col = 0, len = 0;
-};
+using cuda::ColumnRun;
+using RowSpan = cuda::RowRun;
 
 // A footprint as the kernel reads it, in one block of memory: its column runs, then its row spans.
 struct FootprintTable {
@@ -96,21 +70,8 @@ struct FootprintTable {
   int runs = 0, spans = 0;
 };
 inline FootprintTable footprint_table(const std::uint8_t* mask, int rows, int cols) {
-  const std::vector<ColumnRun> c = column_runs(mask, rows, cols);
-  std::vector<RowSpan> r;
-  for (int k = 0; k < rows; ++k)
-    for (int q = 0; q < cols;) {
-      if (!mask[k * cols + q]) {
-        ++q;
-        continue;
-      }
-      RowSpan u;
-      u.row = k;
-      u.col = q;
-      while (q < cols && mask[k * cols + q]) ++q;
-      u.len = q - u.col;
-      r.push_back(u);
-    }
+  const std::vector<ColumnRun> c = cuda::column_runs(mask, rows, cols);
+  const std::vector<RowSpan> r = cuda::row_runs(mask, rows, cols);
   FootprintTable t;
   t.runs = static_cast<int>(c.size());
   t.spans = static_cast<int>(r.size());
@@ -128,6 +89,7 @@ OOC_RANK_HD inline const RowSpan* table_spans(const void* table, int runs) {
                                           std::size_t(runs) * sizeof(ColumnRun));
 }
 
+// Where a launch reads and writes; as RankLaunch (rank.cuh) for the rectangle.
 struct Params {
   const std::byte* in = nullptr;  // input row 0 = the window's first row for output row 0
   std::size_t in_stride = 0;

@@ -227,6 +227,17 @@ TEST(GpuRank, HistogramSizesOneTo101) {
 // channels 1 to 4, odd widths, the borders in turn, and the same band height on both backends
 // (van Herk's blocks along y start at a band's first row, on the CPU as here: with the same bands
 // even the sign of a zero among equal extremes is the CPU's; f32 images hold both zeros and NaNs).
+// f32 samples: an eighth made +0 or -0 (ties whose sign tells which sample came out), one in 64 a
+// NaN.
+void zeros_and_nans(std::vector<std::byte>& d, std::mt19937& rng) {
+  float* v = reinterpret_cast<float*>(d.data());
+  for (std::size_t i = 0; i < d.size() / 4; ++i) {
+    const unsigned r = rng() % 64;
+    if (r < 8) v[i] = r % 2 ? 0.0f : -0.0f;
+    if (r == 8) v[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
 TEST(GpuMinMax, EqualsTheCpuExactly) {
   OOC_REQUIRE_GPU();
   const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
@@ -252,14 +263,7 @@ TEST(GpuMinMax, EqualsTheCpuExactly) {
                 : ImageSpec{static_cast<std::int64_t>(40 + rng() % 200),
                             static_cast<std::int64_t>(2 * (rng() % 200) + 21), channels, t};
       auto d = test::random_image(s, 5100 + n);
-      if (t == SampleType::f32) {
-        float* v = reinterpret_cast<float*>(d.data());
-        for (std::size_t i = 0; i < d.size() / 4; ++i) {
-          const unsigned r = rng() % 64;
-          if (r < 8) v[i] = r % 2 ? 0.0f : -0.0f;
-          if (r == 8) v[i] = std::numeric_limits<float>::quiet_NaN();
-        }
-      }
+      if (t == SampleType::f32) zeros_and_nans(d, rng);
       ++n;
       const std::int64_t band = 9 + static_cast<std::int64_t>(rng() % 60);
       for (const MorphKind kind : {MorphKind::minimum, MorphKind::maximum}) {
@@ -340,14 +344,7 @@ TEST(GpuMinMax, FootprintsEqualTheCpuExactly) {
       const ImageSpec s{static_cast<std::int64_t>(40 + rng() % 200),
                         static_cast<std::int64_t>(30 + rng() % 300), channels, t};
       auto d = test::random_image(s, 8100 + n);
-      if (t == SampleType::f32) {
-        float* v = reinterpret_cast<float*>(d.data());
-        for (std::size_t i = 0; i < d.size() / 4; ++i) {
-          const unsigned r = rng() % 64;
-          if (r < 8) v[i] = r % 2 ? 0.0f : -0.0f;
-          if (r == 8) v[i] = std::numeric_limits<float>::quiet_NaN();
-        }
-      }
+      if (t == SampleType::f32) zeros_and_nans(d, rng);
       const BorderMode border = borders[n++ % 5];
       for (const MorphKind kind :
            {MorphKind::minimum, MorphKind::maximum, MorphKind::white_tophat}) {

@@ -308,7 +308,7 @@ TEST(RankHistogram, ColumnRuns) {
   // 1 1 0
   // 0 1 1
   const std::uint8_t m[] = {1, 0, 1, 1, 1, 0, 0, 1, 1};
-  const auto r = rh::column_runs(m, 3, 3);
+  const auto r = cuda::column_runs(m, 3, 3);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[0].col, 0);
   EXPECT_EQ(r[0].first, 0);
