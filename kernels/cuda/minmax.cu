@@ -23,7 +23,6 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 #include "check.cuh"
 #include "common.cuh"
@@ -282,8 +281,7 @@ void launch(const MinMaxLaunch& l, T cval, cudaStream_t stream) {
   const int threads = MinMaxPolicy::kThreads;
   if (l.runs != nullptr) {
     const auto* runs = static_cast<const van_herk::RowRun*>(l.host_runs);
-    const std::vector<van_herk::RowRun> v(runs, runs + l.run_count);
-    if (!van_herk::by_lengths(v)) {
+    if (!l.by_lengths) {
       footprint_kernel<Max, T><<<grid_for(l.out_rows, S), threads, 0, stream>>>(l, cval);
       return;
     }

@@ -33,6 +33,7 @@ struct MinMaxLaunch {
   const void* runs = nullptr;
   const void* host_runs = nullptr;
   int run_count = 0;
+  bool by_lengths = false;  // van_herk::by_lengths of the runs
   std::byte* out = nullptr;
   std::size_t out_stride = 0;
   std::int64_t out_rows = 0;

@@ -55,6 +55,7 @@ class MinMaxCudaKernel final : public CudaKernel {
     host_runs_ = std::move(runs);
     runs_.emplace(devices, host_runs_.data(), host_runs_.size() * sizeof(host_runs_[0]));
     l_.run_count = static_cast<int>(host_runs_.size());
+    l_.by_lengths = cuda::van_herk::by_lengths(host_runs_);
   }
 
  private:
