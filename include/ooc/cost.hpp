@@ -42,6 +42,7 @@ struct Cost {
   double column_runs = 0;     // rank with a footprint: runs of consecutive samples in its columns
   double window_samples = 0;  // rank, minmax with a footprint: the samples a selection looks at
   bool histogram = false;     // rank: 8- and 16-bit integers, whose CPU kernels count values
+  double key_bits = 0;        // rank on CUDA by a radix select: bits of its keys (32, 64), else 0
   bool wide = false;          // rank: 16-bit samples (two levels of counts)
   double columns = 0;         // product
   double cpu_ns = 0, cuda_ns = 0;  // given

@@ -11,8 +11,10 @@
 
 #include "check.cuh"
 #include "common.cuh"
+#include "kernels/cpu/rank_keys.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "rank.cuh"
+#include "rank_histogram.hpp"
 
 namespace ooc::cuda {
 namespace {
@@ -110,7 +112,91 @@ void launch(const RankLaunch& l, cudaStream_t stream) {
   rank_kernel<T, N><<<grid, dim3(TX, TY), shared, stream>>>(l, constant_of<T>(l.border_value));
 }
 
+// Larger windows of floats and 32-bit integers: the tile as keys, each output's key by the radix
+// select over its window's row runs (kernels/cpu/rank_keys.hpp); a NaN in the window gives NaN.
+template <class T>
+__global__ void radix_kernel(RankLaunch l, const RowRun* runs, int run_count) {
+  using R = kernels::RankKey<T>;
+  using K = typename R::type;
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  K* tile = reinterpret_cast<K*>(shared_raw);
+  constexpr int TX = kernels::kRadixTileX, TY = kernels::kRadixTileY;
+  const int tw = TX + l.cols - 1, th = TY + l.rows - 1;
+  const int c = blockIdx.z;
+  const std::int64_t x0 = std::int64_t(blockIdx.x) * TX;
+  const K cval = R::of(constant_of<T>(l.border_value));
+  for (std::int64_t y0 = std::int64_t(blockIdx.y) * TY; y0 < l.out_rows;
+       y0 += std::int64_t(gridDim.y) * TY) {
+    __syncthreads();  // the previous tile is used up
+    for (int t = threadIdx.y * TX + threadIdx.x; t < tw * th; t += TX * TY) {
+      const int ty = t / tw, tx = t % tw;
+      const std::int64_t k = y0 + ty;  // input row
+      K v = cval;
+      if (y0 + ty < l.out_rows + l.rows - 1) {
+        const std::int64_t image_row = l.first_row + k;
+        const bool constant_row =
+            l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
+        const std::int64_t s = map_index(x0 + tx - l.left, l.width, l.border);
+        if (!constant_row && s >= 0)
+          v = R::of(reinterpret_cast<const T*>(l.in + k * l.in_stride)[s * l.channels + c]);
+      }
+      tile[t] = v;
+    }
+    __syncthreads();
+    const std::int64_t x = x0 + threadIdx.x, y = y0 + threadIdx.y;
+    if (x >= l.width || y >= l.out_rows) continue;
+    const K* at = tile + threadIdx.y * tw + threadIdx.x;
+    auto each = [&](auto&& f) {
+      for (int i = 0; i < run_count; ++i) {
+        const RowRun r = runs[i];
+        const K* p = at + r.row * tw + r.col;
+        for (int j = 0; j < r.len; ++j) f(p[j]);
+      }
+    };
+    bool nan = false;
+    if constexpr (std::is_floating_point_v<T>) each([&](K k) { nan = nan || k == R::nan; });
+    const T v = nan ? std::numeric_limits<T>::quiet_NaN()
+                    : R::value(kernels::radix_select<K>(l.rank, each));
+    reinterpret_cast<T*>(l.out + y * l.out_stride)[x * l.channels + c] = v;
+  }
+}
+
+template <class T>
+void launch_radix(const RankLaunch& l, cudaStream_t stream) {
+  constexpr int TX = kernels::kRadixTileX, TY = kernels::kRadixTileY;
+  const std::size_t shared = kernels::radix_tile_bytes(l.rows, l.cols, sizeof(T));
+  if (shared > 48 * 1024)  // beyond the default: per device, so before each launch (cheap)
+    OOC_KERNEL_TRY(cudaFuncSetAttribute(radix_kernel<T>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kernels::kMaxRadixTileBytes)));
+  const dim3 grid(static_cast<unsigned>((l.width + TX - 1) / TX),
+                  grid_rows((l.out_rows + TY - 1) / TY), static_cast<unsigned>(l.channels));
+  const auto* runs = rank_hist::table_spans(l.footprint, l.footprint_runs);
+  radix_kernel<T><<<grid, dim3(TX, TY), shared, stream>>>(l, runs, l.footprint_spans);
+}
+
 }  // namespace
+
+void rank_radix_band_async(const RankLaunch& l, cudaStream_t stream) {
+  if (l.out_rows <= 0 || l.width <= 0) return;
+  switch (l.type) {
+    case SampleType::u32:
+      launch_radix<std::uint32_t>(l, stream);
+      break;
+    case SampleType::i32:
+      launch_radix<std::int32_t>(l, stream);
+      break;
+    case SampleType::f32:
+      launch_radix<float>(l, stream);
+      break;
+    case SampleType::f64:
+      launch_radix<double>(l, stream);
+      break;
+    default:
+      return;
+  }
+  OOC_KERNEL_TRY(cudaGetLastError());
+}
 
 void rank_band_async(const RankLaunch& l, cudaStream_t stream) {
   if (l.out_rows <= 0 || l.width <= 0) return;

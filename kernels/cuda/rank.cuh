@@ -21,6 +21,7 @@ struct RankPolicy {
   static constexpr int kMaxSide = 15;            // the window's rows and columns (the tile's halo)
   static constexpr int kTileX = 32, kTileY = 8;  // outputs of a block (its threads)
 };
+// The radix select's tile: kernels/cpu/rank_keys.hpp (kRadixTileX/Y, radix_tile_bytes).
 
 struct RankLaunch {
   const std::byte* in = nullptr;  // input row 0 = the window's first row for output row 0
@@ -46,6 +47,12 @@ struct RankLaunch {
   std::int64_t out_rows = 0;
 };
 void rank_band_async(const RankLaunch& l, cudaStream_t stream);
+
+// u32, i32, f32 and f64 windows of any size whose tile fits (kernels::radix_tile_bytes): the
+// window's row runs from l.footprint's table (its row spans; a rectangle's table has one a row),
+// each output by a radix select over its window's keys in shared memory
+// (kernels/cpu/rank_keys.hpp).
+void rank_radix_band_async(const RankLaunch& l, cudaStream_t stream);
 
 // The rectangle rows x cols of l, or the footprint of its column runs, by sliding histograms (dy
 // and dx unused), every count in shared memory (no device scratch); count: the window's samples.

@@ -23,6 +23,12 @@ inline constexpr bool kCudaBuilt = false;
 // kernels run, and a separable filter may take the FFT on CUDA (separable_costs).
 inline constexpr std::int64_t kCudaSpecializedMaxRadius = 64;
 
+namespace detail {
+// How the CUDA rank filters take a window: in registers, by sliding histograms, or by a radix
+// select (src/ops/rank.cpp chooses, rank_cuda.cpp launches).
+enum class RankCudaPath { registers, histogram, radix };
+}  // namespace detail
+
 struct SeparableParams;
 
 // Separable convolution: taps in correlation order, as doubles; f64: accumulate in double.

@@ -25,6 +25,7 @@
 #include "io/npy.hpp"
 #include "kernels/cpu/median_network.hpp"
 #include "kernels/cpu/minmax.hpp"
+#include "kernels/cpu/rank_keys.hpp"
 #include "kernels/cpu/rank_network.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
@@ -32,13 +33,14 @@
 
 namespace ooc {
 namespace detail {
-// rank_cuda.cpp: the rank filter on CUDA of the window rows x cols from row -top, column -left:
-// `samples`, the (row, column) of its samples in that rectangle, for a window of up to 49 samples
-// (rows, columns up to 15) selected in registers; none for sliding histograms (u8, u16, i16, up
-// to 65535 samples; their counts are in shared memory, no scratch) of the whole rectangle, or of
-// `mask`'s ones (row-major over the rectangle) where there is one.
-std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>& devices, std::int64_t top,
-                                           std::int64_t left, std::int64_t rows, std::int64_t cols,
+// rank_cuda.cpp: the rank filter on CUDA of the window rows x cols from row -top, column -left,
+// by `path`: registers, `samples` the (row, column) of its samples in that rectangle (up to 49,
+// rows and columns up to 15); sliding histograms (u8, u16, i16, up to 65535 samples; their counts
+// in shared memory, no scratch) or a radix select (u32, i32, f32, f64; a tile of keys in shared
+// memory) of the whole rectangle, or of `mask`'s ones (row-major over it) where there is one.
+std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>& devices, RankCudaPath path,
+                                           std::int64_t top, std::int64_t left, std::int64_t rows,
+                                           std::int64_t cols,
                                            const std::vector<std::pair<int, int>>& samples,
                                            const std::vector<std::uint8_t>* mask, std::int64_t rank,
                                            BorderMode border, double border_value);
@@ -747,31 +749,19 @@ class RankKernel final : public CpuKernel {
   // bin, the answer's coarse bin tracked from step to step): two updates per run of the window's
   // rows per step, whatever the window's area, against a selection among all its samples per
   // output before (nth_element: 9.7 us an output at 51 x 51 f32 here). Equal values share a rank,
-  // so the answer is exact; -0 and +0 are one value (the first met in the job comes out, as
-  // some one of them did before). A window holding a NaN gives NaN: NaN ranks last and is counted.
+  // so the answer is exact; -0 and +0 are one value, given as +0 (as the GPU's radix select gives
+  // it). A window holding a NaN gives NaN: NaN ranks last and is counted.
   template <class T>
   void ranked_rows(const Planes<T>& p, std::int64_t m, std::int64_t c, std::int64_t i0,
                    std::int64_t i1, std::int64_t x0, std::int64_t x1, std::int64_t Nx,
                    std::int64_t Ny, std::int64_t C, const std::vector<Run>& runs,
                    const BandView& out) const {
-    using K = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
-    constexpr K kTop = K{1} << (sizeof(K) * 8 - 1);
+    // The samples' keys, unsigned in the values' order (NaN last, -0 as +0), as the GPU's.
+    using Keys = kernels::RankKey<T>;
+    using K = typename Keys::type;
     const std::int64_t rows = i1 - i0 + Ny - 1, cols = x1 - x0 + Nx - 1;
     const auto n = static_cast<std::size_t>(rows * cols);
-    // The sample's key, unsigned in the values' order: NaN last, -0 as +0.
-    auto key = [](T v) -> K {
-      if constexpr (std::is_floating_point_v<T>) {
-        if (v != v) return ~K{0};
-        if (v == T(0)) v = T(0);
-        K bits;
-        std::memcpy(&bits, &v, sizeof bits);
-        return (bits & kTop) ? ~bits : (bits | kTop);
-      } else if constexpr (std::is_signed_v<T>) {
-        return static_cast<K>(v) ^ kTop;
-      } else {
-        return static_cast<K>(v);
-      }
-    };
+    auto key = [](T v) { return Keys::of(v); };
     // (key, position) sorted: 32-bit keys in one 64-bit word, 64-bit ones in pairs.
     std::vector<std::uint32_t> rank(n);
     std::vector<T> value;  // of each rank
@@ -780,7 +770,7 @@ class RankKernel final : public CpuKernel {
     };
     auto assign = [&](std::size_t at, K k, K& last) {
       if (value.empty() || k != last) {
-        value.push_back(sample(at));
+        value.push_back(Keys::value(k));  // zeros as +0, as the GPU gives them
         last = k;
       }
       rank[at] = static_cast<std::uint32_t>(value.size() - 1);
@@ -801,7 +791,7 @@ class RankKernel final : public CpuKernel {
       for (const auto& [k, at] : order) assign(at, k, last);
     }
     const std::size_t distinct = value.size();
-    const bool nan = std::is_floating_point_v<T> && last == ~K{0};
+    const bool nan = std::is_floating_point_v<T> && last == Keys::nan;
     const std::uint32_t nan_rank = static_cast<std::uint32_t>(distinct - 1);
     std::vector<std::uint32_t> fine(distinct, 0), coarse(distinct / kRankBin + 2, 0);
     for (std::int64_t i = i0; i < i1; ++i) {
@@ -1318,8 +1308,10 @@ class Rank final : public Operation {
   }
   // CUDA: windows of up to 49 samples (sides up to 15) in registers (kernels/cuda/rank.cuh);
   // larger ones of u8, u16 and i16 (up to 65535 samples), rectangles or footprints, by sliding
-  // histograms (kernels/cuda/rank_histogram.hpp). The rest run on the CPU (a pipeline holding one
-  // runs on the CPU, and --device cuda says so).
+  // histograms (kernels/cuda/rank_histogram.hpp), of the other types by a radix select over a
+  // tile of keys (kernels/cpu/rank_keys.hpp, rank.cu) up to what shared memory holds (about 150 x
+  // 150 for 4-byte samples). The rest run on the CPU (a pipeline holding one runs on the CPU, and
+  // --device cuda says so).
   std::int64_t window_count() const {
     if (!w_.mask) return w_.rows() * w_.cols();
     return std::count(w_.mask->begin(), w_.mask->end(), std::uint8_t{1});
@@ -1331,22 +1323,41 @@ class Rank final : public Operation {
             in_.type == SampleType::i16) &&
            n <= 65535 && (n > 25 || !in_registers());
   }
-  bool has_cuda() const override { return kCudaBuilt && (cuda_histogram() || in_registers()); }
+  // Floats and 32-bit integers where the CPU takes ranked histograms (whose keys, and so whose
+  // zeros, the radix select shares: the networks below that may give either zero of a tie): a
+  // radix select whose tile of keys fits.
+  bool cuda_radix() const {
+    const std::int64_t n = window_count();
+    return sample_bytes(in_.type) >= 4 &&
+           n > (w_.mask ? RankKernel::kRankedFootprint : kernels::kMaxNetworkSamples) &&
+           n <= 65535 &&
+           kernels::radix_tile_bytes(w_.rows(), w_.cols(), sample_bytes(in_.type)) <=
+               kernels::kMaxRadixTileBytes;
+  }
+  detail::RankCudaPath cuda_path() const {
+    if (cuda_histogram()) return detail::RankCudaPath::histogram;
+    if (cuda_radix()) return detail::RankCudaPath::radix;
+    return detail::RankCudaPath::registers;
+  }
+  bool has_cuda() const override {
+    return kCudaBuilt && (cuda_histogram() || cuda_radix() || in_registers());
+  }
   bool cpu_gives_cuda_bits() const override { return true; }  // selections, no arithmetic
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
-    const bool h = cuda_histogram();
-    return detail::make_rank_cuda(devices, w_.y.left, w_.x.left, w_.rows(), w_.cols(),
-                                  h ? std::vector<std::pair<int, int>>{} : samples(),
-                                  h ? w_.mask.get() : nullptr, rank_, w_.border, w_.border_value);
+    const detail::RankCudaPath path = cuda_path();
+    const bool registers = path == detail::RankCudaPath::registers;
+    return detail::make_rank_cuda(devices, path, w_.y.left, w_.x.left, w_.rows(), w_.cols(),
+                                  registers ? samples() : std::vector<std::pair<int, int>>{},
+                                  registers ? nullptr : w_.mask.get(), rank_, w_.border,
+                                  w_.border_value);
   }
   Cost cost() const override {
     Cost c;
     c.kind = Cost::Kind::rank;
     c.window_rows = double(w_.y.left + w_.y.right + 1);
     c.window_cols = double(w_.x.left + w_.x.right + 1);
-    // What the CUDA kernel would sort: a window too large for it counts as 50 samples; the
-    // windows CUDA counts by histograms, their samples.
-    c.window_samples = cuda_histogram() ? double(window_count()) : double(samples().size());
+    c.window_samples = double(window_count());
+    if (cuda_radix()) c.key_bits = sample_bytes(in_.type) == 8 ? 64 : 32;
     if (w_.mask) {
       const auto& m = *w_.mask;
       const std::int64_t Nx = w_.cols();
@@ -1379,8 +1390,8 @@ std::unique_ptr<CudaKernel> make_minmax_cuda(bool, std::int64_t, std::int64_t, s
 std::unique_ptr<CudaKernel> make_tophat_cuda(const std::vector<int>&, const ChainGeometry&, int) {
   return nullptr;
 }
-std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>&, std::int64_t, std::int64_t,
-                                           std::int64_t, std::int64_t,
+std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>&, RankCudaPath, std::int64_t,
+                                           std::int64_t, std::int64_t, std::int64_t,
                                            const std::vector<std::pair<int, int>>&,
                                            const std::vector<std::uint8_t>*, std::int64_t,
                                            BorderMode, double) {

@@ -10,6 +10,7 @@
 #include "band_fill.hpp"
 #include "chain_impl.hpp"
 #include "cuda/resources.hpp"
+#include "cuda_kernels.hpp"
 #include "kernels/cuda/minmax.cuh"
 #include "kernels/cuda/minmax_van_herk.hpp"
 #include "kernels/cuda/rank.cuh"
@@ -97,7 +98,7 @@ class TophatCudaKernel final : public CudaKernel {
 
 class RankCudaKernel final : public CudaKernel {
  public:
-  RankCudaKernel(const cuda::RankLaunch& l, bool histogram) : l_(l), histogram_(histogram) {}
+  RankCudaKernel(const cuda::RankLaunch& l, RankCudaPath path) : l_(l), path_(path) {}
   void run_async(const CudaBand& b) override {
     cuda::RankLaunch l = l_;
     const CudaBand w = detail::with_halo(b, top_);  // the window's top_ rows above the output
@@ -112,10 +113,13 @@ class RankCudaKernel final : public CudaKernel {
     l.out_stride = b.out_stride;
     l.out_rows = b.band.rows;
     if (table_) l.footprint = table_->on(b.device);
-    if (histogram_)
-      cuda::rank_histogram_band_async(l, static_cast<cudaStream_t>(b.stream));
+    const auto stream = static_cast<cudaStream_t>(b.stream);
+    if (path_ == RankCudaPath::histogram)
+      cuda::rank_histogram_band_async(l, stream);
+    else if (path_ == RankCudaPath::radix)
+      cuda::rank_radix_band_async(l, stream);
     else
-      cuda::rank_band_async(l, static_cast<cudaStream_t>(b.stream));
+      cuda::rank_band_async(l, stream);
   }
   std::int64_t top_ = 0;
   // A footprint's table (rank_hist::FootprintTable) on every device, for the histograms.
@@ -127,27 +131,27 @@ class RankCudaKernel final : public CudaKernel {
 
  private:
   cuda::RankLaunch l_;
-  bool histogram_;
+  RankCudaPath path_;
   std::optional<cuda::Replicated> table_;
 };
 
 }  // namespace
 
 // Declared in rank.cpp (which builds without CUDA): the window's rectangle from row -top and
-// column -left, its samples' (row, column) in it (none: sliding histograms of the rectangle, or
-// of the mask's ones), the rank among them.
-std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>& devices, std::int64_t top,
-                                           std::int64_t left, std::int64_t rows, std::int64_t cols,
+// column -left, its samples' (row, column) in it (registers), or the rectangle, or the mask's ones
+// (histograms, radix select), the rank among them.
+std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>& devices, RankCudaPath path,
+                                           std::int64_t top, std::int64_t left, std::int64_t rows,
+                                           std::int64_t cols,
                                            const std::vector<std::pair<int, int>>& samples,
                                            const std::vector<std::uint8_t>* mask, std::int64_t rank,
                                            BorderMode border, double border_value) {
-  const bool histogram = samples.empty();
   cuda::RankLaunch l;
   l.rows = static_cast<int>(rows);
   l.cols = static_cast<int>(cols);
   l.left = static_cast<int>(left);
   l.count = static_cast<int>(samples.size());
-  if (histogram)
+  if (path != RankCudaPath::registers)
     l.count = static_cast<int>(mask ? std::count(mask->begin(), mask->end(), std::uint8_t{1})
                                     : rows * cols);
   l.rank = static_cast<int>(rank);
@@ -157,10 +161,13 @@ std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>& devices, std:
   }
   l.border = border;
   l.border_value = border_value;
-  auto k = std::make_unique<RankCudaKernel>(l, histogram);
+  auto k = std::make_unique<RankCudaKernel>(l, path);
   k->top_ = top;
-  if (histogram && mask) {
-    k->set_footprint(devices, cuda::rank_hist::footprint_table(mask->data(), l.rows, l.cols));
+  // The histograms of a footprint, and every radix select (a rectangle: all ones), read a table.
+  if ((path == RankCudaPath::histogram && mask) || path == RankCudaPath::radix) {
+    const std::vector<std::uint8_t> all(static_cast<std::size_t>(rows * cols), 1);
+    const std::vector<std::uint8_t>& m = mask ? *mask : all;
+    k->set_footprint(devices, cuda::rank_hist::footprint_table(m.data(), l.rows, l.cols));
   }
   return k;
 }

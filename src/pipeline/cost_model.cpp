@@ -108,15 +108,15 @@ double minmax_cuda_ns(const Cost& c) {
 // (measured), up to 128 samples about 0.3 ns a window sample (scaled from the VM: 81, 145 and 229
 // ns at 7x7, 9x9 and 11x11 there, the VM being 5.4x slower a thread at 5 x 5; before the network,
 // nth_element took 184 ns at 7 x 7 on the host, about 3.75 ns a sample, as it did above 128
-// until the ranked histograms). 8/16-bit integers use sliding histograms (one H200 host's 16 cores, 16384^2 medians of
-// sizes 15, 51, 101 from synth:noise, whole runs; docs/performance.md, "Large windows of 8- and
-// 16-bit samples on the GPU"): u8 about 57 ns a sample and thread whatever the size (Huang's up to
-// 48 rows, column histograms above); 16 bits 218, 288 and 445 ns, growing with the rows, with
-// Huang's histograms. Above 48 rows 16 bits now take two-pass column histograms, which the 2-core
-// VM measured 0.77x (51 rows) and 0.40x (101) as costly as Huang's there (docs/performance.md,
-// "Median"); on the 2 x H200 host (32 threads, 16384^2 u16 from synth:noise to null:, whole runs)
-// they took 2.46-2.64 s at 51 and 1.91-1.93 s at 101, about 290-315 and 230 ns a sample and
-// thread, falling with the rows (at 15, Huang's: 1.84-2.26 s, 220-270 ns).
+// until the ranked histograms). 8/16-bit integers use sliding histograms (one H200 host's 16 cores,
+// 16384^2 medians of sizes 15, 51, 101 from synth:noise, whole runs; docs/performance.md, "Large
+// windows of 8- and 16-bit samples on the GPU"): u8 about 57 ns a sample and thread whatever the
+// size (Huang's up to 48 rows, column histograms above); 16 bits 218, 288 and 445 ns, growing with
+// the rows, with Huang's histograms. Above 48 rows 16 bits now take two-pass column histograms,
+// which the 2-core VM measured 0.77x (51 rows) and 0.40x (101) as costly as Huang's there
+// (docs/performance.md, "Median"); on the 2 x H200 host (32 threads, 16384^2 u16 from synth:noise
+// to null:, whole runs) they took 2.46-2.64 s at 51 and 1.91-1.93 s at 101, about 290-315 and 230
+// ns a sample and thread, falling with the rows (at 15, Huang's: 1.84-2.26 s, 220-270 ns).
 double rank_cpu_ns(const Cost& c) {
   // Windows of up to 25 samples of any type: the selection networks, as below.
   if (c.histogram && c.window_samples > 25) {
@@ -126,10 +126,11 @@ double rank_cpu_ns(const Cost& c) {
   if (c.window_samples <= 9) return 1.1;
   if (c.window_samples <= 25) return 3.7;
   if (c.window_samples <= 128) return 0.3 * c.window_samples;
-  // Above 128: ranked histograms, two updates per window row a step (f32 medians of 8192^2 on
-  // the 2-core VM, whole runs: 15, 51 and 101 rows took 122, 213 and 387 ns a sample and thread;
-  // VM figures, not scaled to the host's faster threads: no GPU version competes).
-  return 76.0 + 3.1 * c.window_rows;
+  // Above 128: ranked histograms, two updates per window row a step. f32 medians of 16384^2 on
+  // the H100 host's 16 threads (synth:noise to null:, whole runs): 15, 51 and 101 rows took 256,
+  // 518 and 1130 ns a sample and thread, f64 at 51 527 (the 2-core VM's threads took half that:
+  // 122, 213 and 387 at 8192^2).
+  return 100.0 + 10.0 * c.window_rows;
 }
 // GPU kernels: a selection per output in registers; 0.041, 0.172 and 2.16 ns per sample at 9, 25
 // and 49 window samples (one H200), linear between them; why 49 costs 12x what 25 does is not
@@ -143,8 +144,13 @@ double rank_cpu_ns(const Cost& c) {
 // column (its kernels took 0.025, 0.17 and 0.52 s summed over the 4 slots there, 0.09, 0.65 and
 // 1.9 ns a sample; whole runs 0.52-0.61 s, mostly setup).
 // A footprint slides its column runs instead of the window's columns.
+// Larger windows of the other types take a radix select (kernels/cpu/rank_keys.hpp), a pass over
+// the window for each bit of the keys: on one H100 (16384^2 medians from synth:noise, whole runs
+// less their setup) f32 at 15, 51 and 101 took 2.1, 16.5 and 60 ns a sample, f64 at 51 49.7:
+// 0.6 + 0.0002 ns a window sample and bit (0.0003 for 64-bit keys).
 double rank_cuda_ns(const Cost& c) {
   const double n = c.window_samples;
+  if (c.key_bits > 0) return 0.6 + (c.key_bits > 32 ? 0.0003 : 0.0002) * c.key_bits * n;
   const bool sides = c.window_rows > 15 || c.window_cols > 15;
   if (c.histogram && (n > 25 || sides) &&
       (c.column_runs > 0 || n == c.window_rows * c.window_cols)) {

@@ -14,8 +14,9 @@ D. Bad footprints and bad stages (even side, a 2, float, 3-D, no 1, size and foo
 E. The selection networks (5 x 5 median of every type, 3 x 3 of floats, 3 x 3 and 5 x 5 of 8- and
    16-bit integers at every width 1..100, rectangles of up to 128 samples of floats and 32-bit
    integers for median, percentile and rank) exactly equal to scipy; NaN in a window gives NaN.
-F. Floats and 32-bit integers beyond the networks (ranked histograms): rectangles of more than 128
-   samples and footprints of more than 48, median, percentile and rank, exactly equal to scipy;
+F. Floats and 32-bit integers beyond the networks (ranked histograms; on CUDA a radix select):
+   rectangles of more than 128 samples and footprints of more than 48, median, percentile and
+   rank, exactly equal to scipy;
    NaN gives NaN; windows reaching more than twice the image past its edge reflect as numpy.pad's
    "symmetric" does (scipy 1.10 does not repeat the reflection there).
 
@@ -333,7 +334,8 @@ class MedianNetworks(Base):
 
 
 class RankedHistograms(Base):
-    # The CPU's ranked histograms; CUDA has no rank filter of these types beyond 49 samples.
+    # The CPU's ranked histograms, and under OOC_CHECK_DEVICE=cuda the GPU's radix select, which
+    # takes the same windows (rectangles of more than 128 samples, footprints of more than 48).
     TYPES = ("u32", "i32", "f32", "f64")
 
     def test_against_scipy_exactly(self):
@@ -369,7 +371,7 @@ class RankedHistograms(Base):
                                    lambda: ndi.rank_filter(x, index, **kw))):
                     with self.subTest(type=t, stage=text, channels=c, border=mode, shape=x.shape):
                         got = self.oocrun(x, text, "--border", mode, "--border-value", 7,
-                                          "--band-rows", rng.choice([1, 6, 64]), gpu=False)
+                                          "--band-rows", rng.choice([1, 6, 64]))
                         np.testing.assert_array_equal(got, ref())
 
     def test_nan_gives_nan(self):
@@ -378,13 +380,14 @@ class RankedHistograms(Base):
             x[[3, 20, 39], [5, 30, 69]] = np.nan
             nan = ndi.maximum_filter(np.isnan(x).astype(np.uint8), size=13) > 0
             with self.subTest(type=t):
-                got = self.oocrun(x, "median size=13", "--band-rows", 9, gpu=False)
+                got = self.oocrun(x, "median size=13", "--band-rows", 9)
                 np.testing.assert_array_equal(np.isnan(got), nan)
                 clean = ndi.median_filter(np.where(np.isnan(x), 0, x), size=13)
                 np.testing.assert_array_equal(got[~nan], clean[~nan])
 
     def test_windows_far_past_the_edge_reflect_as_numpy_pad(self):
         x = self.image(10, 5, 1, "i32", seed=5)
+        # 101 samples: the CPU's networks (no CUDA version of this window).
         got = self.oocrun(x, "median size=101x1", "--border", "reflect", gpu=False)
         p = np.pad(x, ((50, 50), (0, 0)), mode="symmetric")
         want = np.array([[np.median(p[i:i + 101, j]) for j in range(5)] for i in range(10)])

@@ -364,6 +364,43 @@ TEST(GpuMinMax, FootprintsEqualTheCpuExactly) {
     }
 }
 
+// Floats and 32-bit integers beyond the CPU's networks: the radix select over a tile of keys
+// (beyond 48 KiB of shared memory from 101 x 101 f32 on), rectangles and footprints, with signed
+// zeros, NaNs and infinities for the floats, against the CPU's ranked histograms.
+TEST(GpuRank, RadixEqualsTheCpuExactly) {
+  OOC_REQUIRE_GPU();
+  const BorderMode borders[] = {BorderMode::reflect, BorderMode::mirror, BorderMode::nearest,
+                                BorderMode::wrap, BorderMode::constant};
+  std::mt19937 rng(9191);
+  int n = 0;
+  for (SampleType t : {SampleType::f32, SampleType::f64, SampleType::i32, SampleType::u32})
+    for (const int side : {13, 51, 101, 0}) {
+      RankParams p;
+      p.height = p.width = side;
+      if (side == 0) {
+        p.footprint = n % 2 ? disk(20) : random_footprint(25, 31, rng);
+        p.height = p.footprint.height;
+        p.width = p.footprint.width;
+      }
+      const std::int64_t count = side ? std::int64_t{side} * side : p.footprint.count();
+      const int channels = 1 + n % 3;
+      const ImageSpec s{static_cast<std::int64_t>(40 + rng() % 200),
+                        static_cast<std::int64_t>(30 + rng() % 300), channels, t};
+      auto d = test::random_image(s, 9100 + n);
+      if (t == SampleType::f32) zeros_and_nans(d, rng);
+      p.border = borders[n++ % 5];
+      p.border_value = 3;
+      for (const std::int64_t rank : {std::int64_t{0}, count / 2, count - 1}) {
+        p.rank = rank;
+        auto op = make_rank(s, p);
+        ASSERT_TRUE(op->has_cuda());
+        EXPECT_TRUE(run_on(s, d, *op, false, 48) == run_on(s, d, *op, true, 33))
+            << name(t) << " " << p.height << "x" << p.width << " rank " << rank << " "
+            << name(p.border) << " c" << channels;
+      }
+    }
+}
+
 // A large band: many van Herk units and units per thread's grid stride, and the top-hat, which
 // chains the two passes, against the CPU.
 TEST(GpuMinMax, LargeBandAndTophat) {
@@ -390,7 +427,12 @@ TEST(GpuRank, WhichWindowsRunOnCuda) {
   p.height = p.width = 101;
   p.rank = 40;
   EXPECT_TRUE(make_rank(s16, p)->has_cuda());  // histograms
-  EXPECT_FALSE(make_rank(sf, p)->has_cuda());  // floats: registers only
+  EXPECT_TRUE(make_rank(sf, p)->has_cuda());   // floats: a radix select
+  p.height = p.width = 201;
+  EXPECT_TRUE(make_rank(sf, p)->has_cuda());  // a tile of 193 KiB
+  EXPECT_FALSE(make_rank(ImageSpec{64, 64, 1, SampleType::f64}, p)->has_cuda());  // 386 KiB
+  p.height = p.width = 9;  // 81 samples: the CPU's networks, whose zeros the GPU would not match
+  EXPECT_FALSE(make_rank(sf, p)->has_cuda());
   p.height = p.width = 255;
   EXPECT_TRUE(make_rank(s16, p)->has_cuda());  // 65025 samples: 16-bit counts
   p.height = 258;                              // 65790 samples
@@ -399,7 +441,7 @@ TEST(GpuRank, WhichWindowsRunOnCuda) {
   p.footprint = disk(4);
   p.rank = 10;
   EXPECT_TRUE(make_rank(s16, p)->has_cuda());  // footprints of 16 bits: histograms
-  EXPECT_FALSE(make_rank(sf, p)->has_cuda());  // of floats: up to 49 samples
+  EXPECT_TRUE(make_rank(sf, p)->has_cuda());   // of floats, 69 samples: a radix select
   p.height = p.width = 7;
   p.footprint = disk(3);
   EXPECT_TRUE(make_rank(sf, p)->has_cuda());

@@ -340,6 +340,33 @@ TEST(CostModel, MinMaxFootprintsAsMeasured) {
   }
 }
 
+// Floats beyond the CPU's networks, as measured on one H100 and its host's 16 threads (16384^2
+// medians, whole runs): the GPU's radix select took 0.78-0.94 s at 15 x 15 f32 against the CPU's
+// 4.3-4.4 s, 4.7 s at 51 x 51 against 8.5-8.9 s, but 13.7 s at 51 x 51 f64 against 8.4-9.4 s
+// (64 passes over the window): auto takes the GPU for the first two and the CPU for f64.
+TEST(CostModel, RankRadixAgainstRankedHistograms) {
+  const ooc::ImageSpec f32{16384, 16384, 1, ooc::SampleType::f32};
+  const ooc::ImageSpec f64{16384, 16384, 1, ooc::SampleType::f64};
+  auto median = [](const ooc::ImageSpec& s, int k) {
+    ooc::RankParams p;
+    p.height = p.width = k;
+    p.rank = std::int64_t{k} * k / 2;
+    return ooc::make_rank(s, p);
+  };
+  struct Case {
+    ooc::ImageSpec spec;
+    int k;
+    bool gpu;
+  };
+  for (const Case& c : {Case{f32, 15, true}, Case{f32, 51, true}, Case{f64, 51, false}}) {
+    const auto op = median(c.spec, c.k);
+    const ooc::Workload w = work(16384.0 * 16384, 2.0 * c.spec.total_bytes(), 16);
+    const ooc::detail::RunEstimate e = ooc::detail::estimate_seconds({op.get()}, w, 16, 1);
+    EXPECT_EQ(e.cuda < e.cpu, c.gpu) << c.k << " " << ooc::name(c.spec.type) << ": cpu " << e.cpu
+                                     << " s, cuda " << e.cuda << " s";
+  }
+}
+
 // The CPU's direct sum and vectorized KissFFT cross where they were measured (8192^2 f32, 2
 // threads): direct at 9 x 9 (0.11 s against 0.15 s), FFT from 13 x 13 (0.15 s against 0.18 s);
 // fft_work: fft_work_per_sample of the tiles plan_fft_tiling picks there (128^2, 256^2).
