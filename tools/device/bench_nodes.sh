@@ -13,8 +13,9 @@
 # (ooc_gpu_stages --stages fft, gpu_fft_peers.py), and 16 GiB f32 with 129^2, 255^2, 511^2
 # random PSFs from the page cache to null: against --radius 3 of the same file.
 # footprint: rank and min/max filters with footprints (disks of radius 2, 7, 25, 50, a random
-# 25 x 25) on 16384^2 from synth:noise, --device cuda (--cpu-start off) against cpu and auto;
-# tools/device/footprint_csv.py turns the --stats json into footprints.csv.
+# 25 x 25), and the f32/f64 medians the GPU takes by its radix select (sizes 15, 51, 101, a disk
+# of radius 20), on 16384^2 from synth:noise, --device cuda (--cpu-start off) against cpu and
+# auto; tools/device/footprint_csv.py turns the --stats json into footprints.csv.
 # Every section has a time limit of its own; the bench's CSVs and every --stats json go to $OUT.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -105,7 +106,7 @@ import sys, numpy as np
 def disk(r):
     y, x = np.mgrid[-r:r + 1, -r:r + 1]
     return (x * x + y * y <= r * r + r).astype(np.uint8)
-for r in (2, 7, 25, 50):
+for r in (2, 7, 20, 25, 50):
     np.save("%s/disk%d.npy" % (sys.argv[1], r), disk(r))
 f = (np.random.default_rng(3).random((25, 25)) < 0.33).astype(np.uint8)
 f[12, 12] = 1
@@ -114,11 +115,14 @@ PY
   for rep in 1 2; do
     for spec in "median u16 disk7" "median u16 disk25" "median u16 rand25" "median u8 disk25" \
                 "minimum f32 disk2" "minimum f32 disk7" "minimum f32 disk25" "minimum f32 disk50" \
-                "minimum f32 rand25" "white-tophat f32 disk25"; do
+                "minimum f32 rand25" "white-tophat f32 disk25" "median f32 disk20" \
+                "median f32 size15" "median f32 size51" "median f32 size101" "median f64 size51"; do
       set -- $spec
+      window="footprint=$W/$3.npy"
+      [[ $3 == size* ]] && window="size=${3#size}"
       for dev in cuda cpu auto; do
         extra=(); [ $dev = cuda ] && extra=(--cpu-start off)
-        j "footprint_$1_$2_$3_${dev}_$rep" 120 "$B/oocrun" synth:noise null: "$1 footprint=$W/$3.npy" \
+        j "footprint_$1_$2_$3_${dev}_$rep" 120 "$B/oocrun" synth:noise null: "$1 $window" \
           --width 16384 --height 16384 --type "$2" --device $dev "${extra[@]}"
       done
     done

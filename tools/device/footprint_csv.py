@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Footprint timings of tools/device/bench_nodes.sh (section footprint) as one CSV.
+"""Footprint (and radix-select) timings of tools/device/bench_nodes.sh (section footprint) as one CSV.
 
   footprint_csv.py DIR > footprints.csv
 
-DIR holds the section's --stats json files, footprint_<stage>_<type>_<footprint>_<device>_<rep>.json.
+DIR holds the section's --stats json files, footprint_<stage>_<type>_<window>_<device>_<rep>.json
+(window: a footprint's name, or sizeN for size=N).
 One row per stage, type, footprint and device: in-process seconds (the stats' total) over the
 repeats, the backend that ran (auto's pick), and CPU / this device for the median times.
 """
@@ -39,8 +40,9 @@ def main():
         ratio = ""
         if cpu and dev != "cpu":
             ratio = "; cpu / this %.1fx" % (statistics.median(cpu) / statistics.median(ts))
-        print('footprints,oocrun --device %s,"%s footprint=%s, %s 16384x16384 synth:noise to null:",%d,%.3f,%.3f,%.3f,'
-              '"%s; in-process seconds%s"' % (dev, stage, fp, t, len(ts), statistics.median(ts), min(ts),
+        window = "size=" + fp[4:] if fp.startswith("size") else "footprint=" + fp
+        print('footprints,oocrun --device %s,"%s %s, %s 16384x16384 synth:noise to null:",%d,%.3f,%.3f,%.3f,'
+              '"%s; in-process seconds%s"' % (dev, stage, window, t, len(ts), statistics.median(ts), min(ts),
                                                 max(ts), backend[key], ratio))
 
 
