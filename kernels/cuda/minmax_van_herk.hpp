@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "footprint_runs.hpp"
+#include "kernels/cpu/border_constant.hpp"
 
 #if defined(__CUDACC__)
 #define OOC_MINMAX_HD __host__ __device__
@@ -30,20 +31,7 @@
 
 namespace ooc::cuda::van_herk {
 
-// scipy's double cval in the image's type (as the CPU's constant_of in src/ops/rank.cpp):
-// truncated and saturated for integers, NaN as 0.
-template <class T>
-OOC_MINMAX_HD inline T constant_of(double v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(v);
-  } else {
-    if (!(v == v)) return T(0);
-    v = trunc(v);
-    v = fmin(fmax(v, double(std::numeric_limits<T>::lowest())),
-             double(std::numeric_limits<T>::max()));
-    return static_cast<T>(v);
-  }
-}
+using kernels::constant_of;  // the constant border in the image's type, as the CPU's
 
 // As kernels/cpu/minmax.hpp's pick: b replaces a if it is strictly beyond it or NaN.
 template <bool Max, class T>

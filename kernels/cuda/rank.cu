@@ -11,6 +11,7 @@
 
 #include "check.cuh"
 #include "common.cuh"
+#include "kernels/cpu/border_constant.hpp"
 #include "kernels/cpu/rank_keys.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "rank.cuh"
@@ -19,18 +20,7 @@
 namespace ooc::cuda {
 namespace {
 
-template <class T>
-__host__ __device__ T constant_of(double v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(v);
-  } else {
-    if (!(v == v)) return T(0);
-    v = trunc(v);
-    v = fmin(fmax(v, double(std::numeric_limits<T>::lowest())),
-             double(std::numeric_limits<T>::max()));
-    return static_cast<T>(v);
-  }
-}
+using kernels::constant_of;  // the constant border in the image's type, as the CPU's
 
 template <class T>
 __device__ __forceinline__ T largest() {
@@ -57,6 +47,33 @@ __device__ __forceinline__ T select(const T (&v)[N], int rank) {
   return r;
 }
 
+// The block's tile of the input rows from y0 and columns from x0 - left of channel c (tw x th,
+// the border rule applied; rows past the band's and constant-border places `cval`), each sample
+// through to(): the block's threads in turn, between barriers (the previous tile used up before,
+// this one filled after).
+template <class T, class V, class To>
+__device__ __forceinline__ void fill_tile(const RankLaunch& l, V* tile, int tw, int th,
+                                          std::int64_t x0, std::int64_t y0, int c, V cval,
+                                          const To& to) {
+  __syncthreads();
+  const int threads = blockDim.x * blockDim.y;
+  for (int t = threadIdx.y * blockDim.x + threadIdx.x; t < tw * th; t += threads) {
+    const int ty = t / tw, tx = t % tw;
+    const std::int64_t k = y0 + ty;  // input row
+    V v = cval;
+    if (k < l.out_rows + l.rows - 1) {
+      const std::int64_t image_row = l.first_row + k;
+      const bool constant_row =
+          l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
+      const std::int64_t s = map_index(x0 + tx - l.left, l.width, l.border);
+      if (!constant_row && s >= 0)
+        v = to(reinterpret_cast<const T*>(l.in + k * l.in_stride)[s * l.channels + c]);
+    }
+    tile[t] = v;
+  }
+  __syncthreads();
+}
+
 template <class T, int N>
 __global__ void rank_kernel(RankLaunch l, T cval) {
   extern __shared__ __align__(16) unsigned char shared_raw[];
@@ -67,22 +84,7 @@ __global__ void rank_kernel(RankLaunch l, T cval) {
   const std::int64_t x0 = std::int64_t(blockIdx.x) * TX;
   for (std::int64_t y0 = std::int64_t(blockIdx.y) * TY; y0 < l.out_rows;
        y0 += std::int64_t(gridDim.y) * TY) {
-    __syncthreads();  // the previous tile is used up
-    for (int t = threadIdx.y * TX + threadIdx.x; t < tw * th; t += TX * TY) {
-      const int ty = t / tw, tx = t % tw;
-      const std::int64_t k = y0 + ty;  // input row
-      T v = cval;
-      if (y0 + ty < l.out_rows + l.rows - 1) {
-        const std::int64_t image_row = l.first_row + k;
-        const bool constant_row =
-            l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
-        const std::int64_t s = map_index(x0 + tx - l.left, l.width, l.border);
-        if (!constant_row && s >= 0)
-          v = reinterpret_cast<const T*>(l.in + k * l.in_stride)[s * l.channels + c];
-      }
-      tile[t] = v;
-    }
-    __syncthreads();
+    fill_tile<T>(l, tile, tw, th, x0, y0, c, cval, [](T v) { return v; });
     const std::int64_t x = x0 + threadIdx.x, y = y0 + threadIdx.y;
     if (x >= l.width || y >= l.out_rows) continue;
     T v[N];
@@ -127,22 +129,7 @@ __global__ void radix_kernel(RankLaunch l, const RowRun* runs, int run_count) {
   const K cval = R::of(constant_of<T>(l.border_value));
   for (std::int64_t y0 = std::int64_t(blockIdx.y) * TY; y0 < l.out_rows;
        y0 += std::int64_t(gridDim.y) * TY) {
-    __syncthreads();  // the previous tile is used up
-    for (int t = threadIdx.y * TX + threadIdx.x; t < tw * th; t += TX * TY) {
-      const int ty = t / tw, tx = t % tw;
-      const std::int64_t k = y0 + ty;  // input row
-      K v = cval;
-      if (y0 + ty < l.out_rows + l.rows - 1) {
-        const std::int64_t image_row = l.first_row + k;
-        const bool constant_row =
-            l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
-        const std::int64_t s = map_index(x0 + tx - l.left, l.width, l.border);
-        if (!constant_row && s >= 0)
-          v = R::of(reinterpret_cast<const T*>(l.in + k * l.in_stride)[s * l.channels + c]);
-      }
-      tile[t] = v;
-    }
-    __syncthreads();
+    fill_tile<T>(l, tile, tw, th, x0, y0, c, cval, [](T v) { return R::of(v); });
     const std::int64_t x = x0 + threadIdx.x, y = y0 + threadIdx.y;
     if (x >= l.width || y >= l.out_rows) continue;
     const K* at = tile + threadIdx.y * tw + threadIdx.x;

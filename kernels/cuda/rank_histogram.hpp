@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "footprint_runs.hpp"
+#include "kernels/cpu/border_constant.hpp"
 #include "ooc/border.hpp"
 
 #if defined(__CUDACC__)
@@ -123,16 +124,10 @@ struct Key {
   OOC_RANK_HD static T value(unsigned key) { return static_cast<T>(int(key) - int(offset)); }
 };
 
-// The key of the constant border: scipy's double cval in the type, truncated and saturated (as
-// rank.cpp's constant_of).
+// The key of the constant border: scipy's double cval in the type, as the CPU's.
 template <class T>
 inline unsigned constant_key(double v) {
-  constexpr double lo = std::is_signed_v<T> ? -double(Key<T>::offset) : 0.0;
-  constexpr double hi = double(Key<T>::wide ? 65535u : 255u) - double(Key<T>::offset);
-  if (!(v == v)) v = 0;
-  v = std::trunc(v);
-  v = v < lo ? lo : (v > hi ? hi : v);
-  return Key<T>::of(static_cast<T>(v));
+  return Key<T>::of(kernels::constant_of<T>(v));
 }
 
 // Whether a window's counts fit in bytes (every count is at most the window's samples).

@@ -23,6 +23,7 @@
 #include "chain_impl.hpp"
 #include "cuda_kernels.hpp"
 #include "io/npy.hpp"
+#include "kernels/cpu/border_constant.hpp"
 #include "kernels/cpu/median_network.hpp"
 #include "kernels/cpu/minmax.hpp"
 #include "kernels/cpu/rank_keys.hpp"
@@ -63,20 +64,7 @@ Extent extent(std::int64_t n, bool dilation) {
   return {left, n - 1 - left};
 }
 
-// The constant border in the image's type, as scipy's double cval becomes one: truncated,
-// saturated (a min or max against it then matches scipy's comparison in double).
-template <class T>
-T constant_of(double v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(v);
-  } else {
-    if (!(v == v)) return T(0);
-    v = std::trunc(v);
-    v = std::clamp(v, double(std::numeric_limits<T>::lowest()),
-                   double(std::numeric_limits<T>::max()));
-    return static_cast<T>(v);
-  }
-}
+using kernels::constant_of;  // the constant border in the image's type
 
 // a - b in T; integers wrap as NumPy's subtract does (never needed where b <= a).
 template <class T>

@@ -165,9 +165,10 @@ std::unique_ptr<CudaKernel> make_rank_cuda(const std::vector<int>& devices, Rank
   k->top_ = top;
   // The histograms of a footprint, and every radix select (a rectangle: all ones), read a table.
   if ((path == RankCudaPath::histogram && mask) || path == RankCudaPath::radix) {
-    const std::vector<std::uint8_t> all(static_cast<std::size_t>(rows * cols), 1);
-    const std::vector<std::uint8_t>& m = mask ? *mask : all;
-    k->set_footprint(devices, cuda::rank_hist::footprint_table(m.data(), l.rows, l.cols));
+    std::vector<std::uint8_t> all;
+    if (!mask) all.assign(static_cast<std::size_t>(rows * cols), 1);
+    const std::uint8_t* m = mask ? mask->data() : all.data();
+    k->set_footprint(devices, cuda::rank_hist::footprint_table(m, l.rows, l.cols));
   }
   return k;
 }

@@ -24,7 +24,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -104,17 +103,8 @@ def f64_transforms(in_t, out_t, precision):
     return precision == "f64" or any(t in ("f64", "u32", "i32") for t in (in_t, out_t))
 
 
-class FftCase(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="ooc_fft_", dir="/dev/shm" if os.path.isdir(
-            "/dev/shm") else None)
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.n = 0
-        self.rng = np.random.default_rng(32)
-
-    def fresh(self, ext=".raw"):
-        self.n += 1
-        return os.path.join(self.tmp, f"f{self.n}{ext}")
+class FftCase(filter_run.ScratchCase):
+    PREFIX, SEED = "ooc_fft_", 32
 
     def kernel_file(self, k):
         p = self.fresh(".npy")

@@ -22,10 +22,8 @@ Usage: fft_separable_check.py --bin-dir DIR [unittest options]
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -93,17 +91,8 @@ def gaussian(radius, sigma=None):
     return t / t.sum()
 
 
-class SeparableFftCase(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="ooc_sfft_", dir="/dev/shm" if os.path.isdir(
-            "/dev/shm") else None)
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.n = 0
-        self.rng = np.random.default_rng(33)
-
-    def fresh(self, ext=".raw"):
-        self.n += 1
-        return os.path.join(self.tmp, f"f{self.n}{ext}")
+class SeparableFftCase(filter_run.ScratchCase):
+    PREFIX, SEED = "ooc_sfft_", 33
 
     def taps(self, r):
         """Random taps of radius r, not a pure high-pass, in convolution order."""

@@ -1,10 +1,30 @@
 # One filter run for the CLI checks of convolutions (fft_check.py, fft_separable_check.py): the
 # input written as raw, the output poisoned first (every sample must be written), oocconv with the
 # filter's options or oocrun with its stage, then the output read back after its size is checked
-# and no .partial is left.
+# and no .partial is left; and their test cases' scratch folder.
 import os
+import shutil
+import tempfile
+import unittest
 
 import numpy as np
+
+
+class ScratchCase(unittest.TestCase):
+    """A test case with a scratch folder (in /dev/shm where there is one), fresh() paths in it and
+    a seeded generator: PREFIX and SEED set by the subclass."""
+    PREFIX, SEED = "ooc_", 0
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix=self.PREFIX, dir="/dev/shm" if os.path.isdir(
+            "/dev/shm") else None)
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.n = 0
+        self.rng = np.random.default_rng(self.SEED)
+
+    def fresh(self, ext=".raw"):
+        self.n += 1
+        return os.path.join(self.tmp, f"f{self.n}{ext}")
 
 
 def run_filter(test, run, fresh, np_types, x, oocconv_args, stage, border="reflect", cval=None,
