@@ -105,40 +105,78 @@ Kernel2d from_text(const std::string& path, const std::string& text) {
   return k;
 }
 
+// numpy's half precision (float16), exactly as a double.
+double half_to_double(std::uint16_t h) {
+  const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  const double magnitude = exponent == 0    ? std::ldexp(mantissa, -24)
+                           : exponent == 31 ? (mantissa ? std::numeric_limits<double>::quiet_NaN()
+                                                        : std::numeric_limits<double>::infinity())
+                                            : std::ldexp(mantissa + 1024, exponent - 25);
+  return sign ? -magnitude : magnitude;
+}
+
+// Any real dtype, as scipy.ndimage.convolve takes its weights (it casts them to float64): bool,
+// integers of 1 to 8 bytes, float16/32/64, in C or Fortran order; 2-D, or 3-D of one channel.
 Kernel2d from_npy(const std::string& path, const std::string& bytes) {
+  const std::string what =
+      "; a kernel file is a 2-D .npy array of real numbers (bool, int8 to int64, uint8 to "
+      "uint64, float16, float32 or float64)";
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  NpyLayout n;
+  NpyArray a;
   try {
-    n = parse_npy_header(p, bytes.size(), path);
+    a = parse_npy_array(p, bytes.size(), path);
   } catch (const Error& e) {  // a bad kernel is a bad option, not a bad input image
-    throw Error(ErrorKind::usage, std::string("kernel file: ") + e.what() +
-                                      "; a kernel is a 2-D float32 or float64 array in C order");
+    throw Error(ErrorKind::usage, std::string("kernel file: ") + e.what() + what);
   }
-  if (n.spec.channels != 1 || (n.spec.type != SampleType::f64 && n.spec.type != SampleType::f32))
-    throw Error(ErrorKind::usage, "kernel file '" + path +
-                                      "' must be a 2-D float32 or float64 array, got " +
-                                      n.spec.describe());
+  const char kind = a.kind.size() == 2 ? a.kind[0] : '?';
+  const std::size_t width = a.kind.size() == 2 ? std::size_t(a.kind[1] - '0') : 0;
+  const bool real =
+      ((kind == 'i' || kind == 'u') && (width == 1 || width == 2 || width == 4 || width == 8)) ||
+      (kind == 'f' && (width == 2 || width == 4 || width == 8)) || (kind == 'b' && width == 1);
+  if (!real)
+    throw Error(ErrorKind::usage,
+                "kernel file '" + path + "' has dtype '" + a.order + a.kind + "'" + what);
+  if (a.dims.size() != 2 && !(a.dims.size() == 3 && a.dims[2] == 1))
+    throw Error(ErrorKind::usage, "kernel file '" + path + "' has shape " + a.shape + what);
   Kernel2d k;
   k.name = path;
-  k.rows = n.spec.height;
-  k.cols = n.spec.width;
+  k.rows = a.dims[0];
+  k.cols = a.dims[1];
+  if (k.rows > kMaxSide || k.cols > kMaxSide)
+    throw Error(ErrorKind::usage,
+                "kernel '" + path + "' is larger than " + std::to_string(kMaxSide) + " on a side");
   const std::size_t count = static_cast<std::size_t>(k.rows * k.cols);
-  const std::size_t width = sample_bytes(n.spec.type);
-  if (bytes.size() < n.data_offset + count * width)
+  if (bytes.size() < a.data_offset + count * width)
     throw Error(ErrorKind::usage, "kernel file '" + path + "' is truncated");
+  k.taps.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
-    unsigned char b[8];
-    std::memcpy(b, p + n.data_offset + i * width, width);
-    if (n.big_endian) std::reverse(b, b + width);
-    double v;
-    if (width == 8) {
-      std::memcpy(&v, b, 8);
-    } else {
+    // The value in its byte order ('<', '>', '|' for single bytes, '=' this machine's: little).
+    std::uint64_t v = 0;
+    for (std::size_t b = 0; b < width; ++b)
+      v = (v << 8) | p[a.data_offset + i * width + (a.order == '>' ? b : width - 1 - b)];
+    double tap = 0;
+    if (kind == 'f' && width == 2) {
+      tap = half_to_double(static_cast<std::uint16_t>(v));
+    } else if (kind == 'f' && width == 4) {
       float f;
-      std::memcpy(&f, b, 4);
-      v = f;
+      const auto u = static_cast<std::uint32_t>(v);
+      std::memcpy(&f, &u, 4);
+      tap = f;
+    } else if (kind == 'f') {
+      std::memcpy(&tap, &v, 8);
+    } else if (kind == 'i') {
+      // Sign-extended from its width.
+      const int shift = static_cast<int>(64 - 8 * width);
+      tap = static_cast<double>(static_cast<std::int64_t>(v << shift) >> shift);
+    } else {
+      tap = static_cast<double>(v);
     }
-    k.taps.push_back(v);
+    // Fortran order: element (r, q) is stored at q * rows + r.
+    const std::size_t at =
+        a.fortran ? (i % static_cast<std::size_t>(k.rows)) * static_cast<std::size_t>(k.cols) +
+                        i / static_cast<std::size_t>(k.rows)
+                  : i;
+    k.taps[at] = tap;
   }
   return k;
 }
@@ -328,7 +366,8 @@ Kernel2d parse_kernel(const std::string& text, std::size_t mem_limit) {
   if (::stat(text.c_str(), &st) == 0) {
     if (!S_ISREG(st.st_mode))
       throw Error(ErrorKind::usage, "kernel file '" + text + "' is not a regular file");
-    // A tap takes at least two characters in a text file, 4 bytes in a .npy file.
+    // A rough bound before reading: a tap takes at least two characters in a text file (1 to 8
+    // bytes in a .npy file).
     if (static_cast<std::size_t>(st.st_size) / 2 * 64 > mem_limit)
       throw Error(ErrorKind::usage, "kernel file '" + text + "' (" + std::to_string(st.st_size) +
                                         " bytes) is too large for --mem-limit " +

@@ -12,7 +12,7 @@ A. `oocconv IN OUT --kernel K` equals scipy.ndimage.convolve(IN as float64, K, m
    H x W x C x bytes. Tolerance: accumulation in f32: |err| <= 1e-5 x sum|k| x max|x| (in f64:
    1e-9 x the same), plus 0.5 against the unrounded, saturated reference for integer outputs.
    Also: kernels larger than the image; exact ties (half to even), saturation and NaN; kernel
-   text files (spaces, commas, '# comment' lines), .npy f8 and f4; the built-ins box:N,
+   text files (spaces, commas, '# comment' lines), .npy of every real dtype; the built-ins box:N,
    gaussian2d:S, laplace, sobel-x, sobel-y; rank-1 kernels reported as "rank 1" in --stats json
    and still equal to scipy (also with a constant border of 3), rank 2 (laplace) not; bad kernels
    (exit 2, a message, no output, no .partial); bit-identical results across --band-rows and
@@ -441,18 +441,42 @@ class ConvolveTest(OpsCase):
         got, _ = self.conv(x, kf2, "wrap")
         self.check_close(got, x, k2, "wrap", None, "f32", "f32", "comma kernel")
 
-    def test_kernel_npy_f8_and_f4(self):
-        """.npy kernels of float64 and float32 (the f4 values taken exactly)."""
+    def test_kernel_npy_every_real_dtype(self):
+        """.npy kernels of every real dtype (as scipy casts weights to float64): bool, int8-64,
+        uint8-64, float16/32/64, either byte order, C or Fortran order; taken exactly, by oocconv
+        --kernel and by oocrun's convolve stage alike."""
         rng = np.random.default_rng(22)
         x = random_data(rng, "f64", (18, 25, 3))
-        for dt in (np.float64, np.float32):
+        dtypes = ["?", "i1", "u1", "<i2", ">i2", "<u2", "<i4", ">u4", "<i8", ">i8", "<u8", "<f2",
+                  "<f4", ">f4", "<f8", ">f8"]
+        for dt in dtypes:
+            d = np.dtype(dt)
             for shape in ((3, 5), (7, 7)):
-                k = rng.uniform(-1, 1, shape).astype(dt)
-                kf = self.write_kernel(k, dt)
-                with self.subTest(f"{np.dtype(dt).name} {shape}"):
-                    got, _ = self.conv(x, kf, "nearest")
-                    self.check_close(got, x, k.astype(np.float64), "nearest", None, "f64", "f64",
-                                     f"npy {np.dtype(dt).name}")
+                if d.kind == "b":
+                    k = rng.integers(0, 2, shape).astype(d)
+                elif d.kind in "iu":
+                    lo = 0 if d.kind == "u" else -100
+                    k = rng.integers(lo, 100, shape).astype(d)
+                else:
+                    k = rng.uniform(-1, 1, shape).astype(d)
+                for order in ("C", "F"):
+                    kf = self.fresh(".npy")
+                    np.save(kf, np.asfortranarray(k) if order == "F" else k)
+                    name = f"{d.str} {shape} {order}"
+                    with self.subTest(name):
+                        got, _ = self.conv(x, kf, "nearest")
+                        self.check_close(got, x, k.astype(np.float64), "nearest", None, "f64",
+                                         "f64", f"npy {name}")
+            # The pipeline stage reads the same files: the same bytes.
+            src, a, b = self.fresh(".npy"), self.fresh(".npy"), self.fresh(".npy")
+            np.save(src, x)
+            kf = self.fresh(".npy")
+            np.save(kf, k)
+            run(["oocconv", src, a, "--kernel", kf, "--border", "nearest", "-q"])
+            rc, _, err = run(["oocrun", src, b, f"convolve kernel={kf}", "--border", "nearest",
+                              "-q"])
+            self.assertEqual(rc, 0, f"oocrun convolve kernel= {d.str}: {err}")
+            self.assertEqual(open(a, "rb").read(), open(b, "rb").read(), d.str)
 
     def test_builtin_kernels(self):
         """box:N, gaussian2d:S (radius ceil(3S)), laplace, sobel-x, sobel-y equal their
@@ -526,8 +550,8 @@ class ConvolveTest(OpsCase):
         np.save(k3d, np.ones((3, 3, 3)))
         k1d = self.path("k1d.npy")
         np.save(k1d, np.ones(3))
-        kint = self.path("kint.npy")
-        np.save(kint, np.ones((3, 3), np.int32))
+        kcomplex = self.path("kcomplex.npy")
+        np.save(kcomplex, np.ones((3, 3), np.complex64))
         kdir = self.path("kdir")
         os.mkdir(kdir)
         cases = {
@@ -541,7 +565,7 @@ class ConvolveTest(OpsCase):
             "not a number": [text("word.txt", "1 2 3\n4 x 6\n7 8 9\n")],
             "3-D npy": [k3d],
             "1-D npy": [k1d],
-            "int npy": [kint],
+            "complex npy": [kcomplex],
             "box:4": ["box:4"],
             "box:0": ["box:0"],
             "gaussian2d:-1": ["gaussian2d:-1"],
@@ -809,6 +833,29 @@ class OoccheckTest(OpsCase):
                     ref[17, 11, ch - 1] *= 1 + 1e-9
                     np.save(out, ref)
                     self.ooccheck(out, src, x, in_t, opts, 1)
+
+    def test_kernel_reference_reads_every_real_dtype(self):
+        """ooccheck's own .npy reader takes the kernels oocconv takes (every real dtype, either
+        byte order, C or Fortran order): scipy's result passes, one sample off fails."""
+        rng = np.random.default_rng(62)
+        x = random_data(rng, "f32", (23, 19, 1))
+        src = self.write_raw(x)
+        for i, dt in enumerate(["?", "i1", "u1", ">i2", "<u2", "<i4", ">u4", "<i8", ">u8", "<f2",
+                                ">f4", "<f8"]):
+            d = np.dtype(dt)
+            k = (rng.integers(0, 2, (3, 5)) if d.kind == "b" else
+                 rng.integers(-50 if d.kind == "i" else 0, 50, (3, 5)) if d.kind in "iu" else
+                 rng.uniform(-1, 1, (3, 5))).astype(d)
+            kf = self.fresh(".npy")
+            np.save(kf, np.asfortranarray(k) if i % 2 else k)
+            with self.subTest(d.str):
+                ref = scipy_ref(x, k.astype(np.float64), "reflect")
+                out = self.fresh(".npy")
+                np.save(out, ref)
+                self.ooccheck(out, src, x, "f32", ["--kernel", kf], 0)
+                ref[11, 7, 0] += 1e-6 * (1 + abs(ref[11, 7, 0]))
+                np.save(out, ref)
+                self.ooccheck(out, src, x, "f32", ["--kernel", kf], 1)
 
     @unittest.skipIf(cv2 is None, "this python has no cv2 (python3-opencv)")
     def test_equalize_reference_accepts_cv2(self):

@@ -6,10 +6,13 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <string>
@@ -136,38 +139,104 @@ OwnKernel own_text_kernel(const std::string& path) {
   return k;
 }
 
-// A 2-D float32 or float64 array (shape (K, L), or (K, L, 1)) through the image reader: its rows
-// are the kernel's rows.
+// A 2-D array of a real dtype (bool, integers of 1 to 8 bytes, float16/32/64; shape (K, L) or
+// (K, L, 1); C or Fortran order), read here from its header's text, apart from oocconv's reader.
 OwnKernel own_npy_kernel(const std::string& path) {
-  ooc::RawHints h;
-  h.format = "npy";
-  const std::string what = "; a kernel is a 2-D float32 or float64 array in C order";
-  std::unique_ptr<ooc::Source> src;
-  try {
-    src = ooc::open_source(path, h);
-  } catch (const Error& e) {  // a bad kernel is a bad option, not a bad input image
-    throw Error(ErrorKind::usage, std::string("kernel file: ") + e.what() + what);
+  const std::string what =
+      "; a kernel file is a 2-D .npy array of real numbers (bool, int8 to int64, uint8 to "
+      "uint64, float16, float32 or float64)";
+  auto bad = [&](const std::string& why) {
+    return Error(ErrorKind::usage, "kernel file '" + path + "' " + why + what);
+  };
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) throw bad("is not a .npy file");
+  const auto u8 = [&](std::size_t i) { return static_cast<std::size_t>(std::uint8_t(bytes[i])); };
+  const bool v1 = bytes[6] == 1;
+  const std::size_t header_len = v1 ? u8(8) | u8(9) << 8
+                                 : bytes.size() < 12
+                                     ? 0
+                                     : u8(8) | u8(9) << 8 | u8(10) << 16 | u8(11) << 24;
+  const std::size_t data = (v1 ? 10 : 12) + header_len;
+  if (header_len == 0 || data > bytes.size()) throw bad("has a damaged header");
+  const std::string header = bytes.substr(v1 ? 10 : 12, header_len);
+  auto value_of = [&](const std::string& key) {
+    const std::size_t at = header.find("'" + key + "'");
+    if (at == std::string::npos) throw bad("has no " + key + " in its header");
+    std::size_t from = header.find(':', at) + 1;
+    while (from < header.size() && header[from] == ' ') ++from;
+    const char close = header[from] == '(' ? ')' : header[from] == '\'' ? '\'' : ',';
+    const std::size_t to = header.find(close, from + 1);
+    return header.substr(from, to == std::string::npos ? std::string::npos : to + 1 - from);
+  };
+  const std::string descr = value_of("descr");  // '<f8'
+  if (descr.size() != 5) throw bad("has dtype " + descr);
+  const char order = descr[1], kind = descr[2];
+  const int width = descr[3] - '0';
+  const bool real =
+      (kind == 'b' && width == 1) ||
+      ((kind == 'i' || kind == 'u') && (width == 1 || width == 2 || width == 4 || width == 8)) ||
+      (kind == 'f' && (width == 2 || width == 4 || width == 8));
+  if (!real) throw bad("has dtype " + descr);
+  const bool fortran = value_of("fortran_order").rfind("True", 0) == 0;
+  std::vector<std::int64_t> dims;
+  const std::string shape = value_of("shape");
+  for (std::size_t i = 0; i < shape.size();) {
+    if (std::isdigit(static_cast<unsigned char>(shape[i]))) {
+      std::size_t used = 0;
+      dims.push_back(std::stoll(shape.substr(i), &used));
+      i += used;
+    } else {
+      ++i;
+    }
   }
-  const ooc::ImageSpec& s = src->spec();
-  if (s.channels != 1 || (s.type != SampleType::f64 && s.type != SampleType::f32))
-    throw Error(ErrorKind::usage, "kernel file '" + path + "' holds " + s.describe() + what);
-  if (s.width > kMaxKernelSide || s.height > kMaxKernelSide)
+  if (dims.size() != 2 && !(dims.size() == 3 && dims[2] == 1)) throw bad("has shape " + shape);
+  if (dims[0] > kMaxKernelSide || dims[1] > kMaxKernelSide)
     throw Error(ErrorKind::usage, "kernel file '" + path + "' is larger than " +
                                       std::to_string(kMaxKernelSide) +
                                       " on a side: oocconv refuses it");
   OwnKernel k;
-  k.rows = s.height;
-  k.cols = s.width;
+  k.rows = dims[0];
+  k.cols = dims[1];
   k.recipe = ".npy file " + path;
-  k.taps.resize(static_cast<std::size_t>(k.rows * k.cols));
-  std::vector<std::byte> raw(s.row_bytes());
-  try {
-    for (std::int64_t i = 0; i < k.rows; ++i) {
-      src->read_rows(i, 1, raw.data());
-      to_double(s.type, raw.data(), k.cols, k.taps.data() + i * k.cols);
+  const std::size_t n = static_cast<std::size_t>(k.rows * k.cols);
+  if (bytes.size() < data + n * static_cast<std::size_t>(width)) throw bad("is truncated");
+  k.taps.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    // The sample's bytes in little-endian order.
+    unsigned char b[8] = {};
+    for (int j = 0; j < width; ++j)
+      b[j] =
+          static_cast<unsigned char>(bytes[data + i * width + (order == '>' ? width - 1 - j : j)]);
+    std::uint64_t bits = 0;
+    for (int j = width - 1; j >= 0; --j) bits = bits << 8 | b[j];
+    double v = 0;
+    if (kind == 'f' && width == 8) {
+      std::memcpy(&v, &bits, 8);
+    } else if (kind == 'f' && width == 4) {
+      const auto w = static_cast<std::uint32_t>(bits);
+      float f;
+      std::memcpy(&f, &w, 4);
+      v = f;
+    } else if (kind == 'f') {  // IEEE half: sign, 5 exponent bits (bias 15), 10 fraction bits
+      const int e = static_cast<int>(bits >> 10 & 31), m = static_cast<int>(bits & 1023);
+      v = e == 0    ? std::ldexp(m, -24)
+          : e == 31 ? (m ? std::numeric_limits<double>::quiet_NaN()
+                         : std::numeric_limits<double>::infinity())
+                    : std::ldexp(1024 + m, e - 25);
+      if (bits & 0x8000) v = -v;
+    } else if (kind == 'i') {
+      const std::uint64_t sign = std::uint64_t{1} << (8 * width - 1);
+      v = (bits & sign) ? -static_cast<double>((~bits + 1) & (sign | (sign - 1)))
+                        : static_cast<double>(bits);
+    } else {
+      v = static_cast<double>(bits);
     }
-  } catch (const Error& e) {
-    throw Error(ErrorKind::usage, std::string("kernel file: ") + e.what() + what);
+    const std::size_t at =
+        fortran ? (i % static_cast<std::size_t>(k.rows)) * static_cast<std::size_t>(k.cols) +
+                      i / static_cast<std::size_t>(k.rows)
+                : i;
+    k.taps[at] = v;
   }
   return k;
 }
