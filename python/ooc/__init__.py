@@ -115,7 +115,7 @@ def _output_options(chunk, pyramid, levels, zarr_version, shard, cog):
     """Zarr and pyramid keywords as oocconv's --chunk, --pyramid, --levels, --zarr-version,
     --shard and --cog."""
     return dict(chunk=int(chunk), pyramid_levels=int(levels) if levels is not None else
-                (-1 if pyramid else 0), zarr_version=int(zarr_version), shard=int(shard),
+                (-1 if pyramid or cog else 0), zarr_version=int(zarr_version), shard=int(shard),
                 cog=bool(cog))
 
 

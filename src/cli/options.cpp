@@ -224,13 +224,21 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
       "Zarr and TIFF: reduced-resolution levels (2 x 2 means) written in the same pass, until "
       "the smaller side is under 256 (TIFF: tiled, levels as SubIFDs of the first page; "
       "OME-XML when the name ends .ome.tif)");
-  group
-      .add_option("--levels", o.pyramid_levels,
-                  "Zarr and TIFF: this many levels below full resolution")
-      ->check(CLI::Range(0, 30));
-  group.add_flag("--cog", o.cog,
-                 "TIFF: a Cloud-Optimized GeoTIFF, overviews (--pyramid's levels unless --levels "
-                 "says) as reduced-resolution pages, directories first, geo tags on every level");
+  CLI::Option* levels =
+      group
+          .add_option("--levels", o.pyramid_levels,
+                      "Zarr and TIFF: this many levels below full resolution (0: none)")
+          ->check(CLI::Range(0, 30));
+  // Defined after --levels, so that its callback runs after --levels has set its value: only an
+  // absent --levels gives a COG its automatic overviews (--levels 0 means none).
+  group.add_flag_callback(
+      "--cog",
+      [&o, levels] {
+        o.cog = true;
+        if (levels->count() == 0 && o.pyramid_levels == 0) o.pyramid_levels = -1;
+      },
+      "TIFF: a Cloud-Optimized GeoTIFF, overviews (--pyramid's levels unless --levels says; "
+      "--levels 0: none) as reduced-resolution pages, directories first, geo tags on every level");
   group.add_option("--bigtiff", o.bigtiff, "TIFF: auto (if it could pass 4 GiB), yes or no")
       ->default_str("auto");
   group.add_flag("--no-locks", o.no_locks,

@@ -851,9 +851,9 @@ class TiffSink final : public Sink {
                         "output .tif");
       plan_.metadata.description = ome_xml(spec, path);
     }
-    levels_count_ = o.pyramid_levels < 0 || (cog_ && o.pyramid_levels == 0)
-                        ? pyramid_auto_levels(spec)
-                        : o.pyramid_levels;
+    // A COG without overviews (--cog --levels 0) is valid; the front ends turn a --cog without
+    // --levels into -1 (automatic levels).
+    levels_count_ = o.pyramid_levels < 0 ? pyramid_auto_levels(spec) : o.pyramid_levels;
     if (levels_count_ > 0) {
       const ImageSpec above = pyramid_level(spec, levels_count_ - 1);
       if (above.width == 1 && above.height == 1)

@@ -377,6 +377,50 @@ class TiffPyramidCheck(unittest.TestCase):
                             problems.append(f"gdalinfo lists {len(ovr)} overviews, want {n}")
                 report(label + ": validator and gdalinfo", problems)
 
+    def test_3c_cog_levels_0_has_no_overviews(self):
+        """--cog --levels 0 (either order; oocrun too) is a COG of one page: no overviews for
+        tifffile and gdalinfo, GDAL's validator without errors (its only warning the advice to
+        add overviews to an image over 512), level 0 the flat output; --cog alone keeps its
+        automatic overviews (2 at 555 x 700)."""
+        oocrun = os.path.join(BIN, "oocrun")
+        with cli_cases.cases(self):
+            out = pyramid_case("COG u16 --levels 0", "cog0.tif", np.uint16, 555, 700, 1,
+                               "deflate", ["--cog", "--levels", 0], 0, cog=True)
+            src, hints = make_input("cog0.raw", np.uint16, 555, 700, 1)
+            for label, cmd, n in (
+                    ("oocconv --levels 0 --cog", [OOCCONV, src, p("a.tif"), *hints, *FILTER,
+                                                  "--levels", 0, "--cog"], 0),
+                    ("oocrun --cog --levels 0", [oocrun, src, p("b.tif"), "abs", *hints, "-q",
+                                                 "--cog", "--levels", 0], 0),
+                    ("oocrun --cog", [oocrun, src, p("c.tif"), "abs", *hints, "-q", "--cog"], 2),
+                    ("oocconv --cog --pyramid --levels 0", [OOCCONV, src, p("d.tif"), *hints,
+                                                            *FILTER, "--cog", "--pyramid",
+                                                            "--levels", 0], 0)):
+                problem = must(cmd)
+                problems = [problem]
+                if not problem:
+                    with tifffile.TiffFile(cmd[2]) as tf:
+                        if len(tf.pages) != n + 1 or len(tf.series[0].levels) != n + 1:
+                            problems.append(f"{len(tf.pages)} pages, "
+                                            f"{len(tf.series[0].levels)} levels, want {n + 1}")
+                report(label, problems)
+            if not out:
+                return
+            problems = []
+            if cog_validator:
+                warnings, errors, _ = cog_validator.validate(out, full_check=True)
+                problems += [f"validator error: {e}" for e in errors]
+                problems += [f"validator warning: {w}" for w in warnings
+                             if "recommended to include internal overviews" not in w]
+            else:
+                skip("COG --levels 0 (validator)", "no python3-gdal")
+            if GDALINFO:
+                rc, text, err = run([GDALINFO, "-json", out])
+                ovr = json.loads(text)["bands"][0].get("overviews", []) if rc == 0 else None
+                if ovr != []:
+                    problems.append(f"gdalinfo: overviews {ovr}, exit {rc} {err.strip()[:200]}")
+            report("COG --levels 0: validator and gdalinfo", problems)
+
     def test_3b_cog_from_a_geotiff(self):
         with cli_cases.cases(self):
             geo_img = image(np.uint16, 600, 520, 1)

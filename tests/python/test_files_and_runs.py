@@ -204,3 +204,16 @@ def test_gil_released():
         t.join()
     # With the GIL held through the call the counter would barely move (one switch at most).
     assert elapsed > 0.05 and during > 10000, (elapsed, during)
+
+
+def test_cog_levels_0_has_no_overviews(tmp_path):
+    # levels=0 is told from an absent levels: a COG without overviews, as oocconv --levels 0.
+    tifffile = pytest.importorskip("tifffile")
+    np.save(tmp_path / "in.npy", noise((555, 700), np.uint16))
+    ooc.convolve(tmp_path / "in.npy", tmp_path / "flat.npy", radius=1)
+    for name, keywords, pages in (("none.tif", dict(levels=0), 1), ("auto.tif", {}, 3)):
+        ooc.convolve(tmp_path / "in.npy", tmp_path / name, radius=1, cog=True,
+                     compress="deflate", **keywords)
+        with tifffile.TiffFile(tmp_path / name) as tf:
+            assert len(tf.pages) == pages, name
+            np.testing.assert_array_equal(tf.pages[0].asarray(), np.load(tmp_path / "flat.npy"))
