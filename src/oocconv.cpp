@@ -72,10 +72,6 @@ int main(int argc, char** argv) {
     app.add_option(
         "OUTPUT", jo.output,
         "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:");
-    std::string finish;
-    app.add_option("--finish", finish,
-                   "OUT: check that every part of OUT is done, then rename it into place");
-
     ooc::cli::InputCli input_cli;
     ooc::cli::add_input_options(*app.add_option_group("Input"), input_cli, jo.hints, jo.seed, "f32",
                                 "u8 u16 i16 u32 i32 f32 f64");
@@ -90,15 +86,8 @@ int main(int argc, char** argv) {
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocconv")) return *code;
     using ooc::Error;
     using ooc::ErrorKind;
-    if (!finish.empty()) {
-      if (!jo.input.empty())
-        throw Error(ErrorKind::usage,
-                    "--finish OUT takes no INPUT or OUTPUT: the parts' "
-                    "journals say what they are");
-      const std::string done = ooc::finish_output(finish);
-      if (!quiet) std::fprintf(stderr, "oocconv: %s\n", done.c_str());
+    if (ooc::cli::finish_if_asked("oocconv", job_cli.run.finish, !jo.input.empty(), quiet))
       return 0;
-    }
     if (jo.input.empty() || jo.output.empty())
       throw Error(ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
     ooc::cli::check_report_options(job_cli.report);

@@ -100,11 +100,10 @@ int main(int argc, char** argv) {
     app.footer(kFooter);
     app.get_formatter()->column_width(34);
     ooc::JobOptions jo;
-    app.add_option("INPUT", jo.input, "raw, .npy or TIFF image file, or synth:PATTERN")->required();
+    app.add_option("INPUT", jo.input, "raw, .npy or TIFF image file, or synth:PATTERN");
     app.add_option(
-           "OUTPUT", jo.output,
-           "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:")
-        ->required();
+        "OUTPUT", jo.output,
+        "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or null:");
     ooc::cli::InputCli input_cli;
     ooc::cli::add_input_options(*app.add_option_group("Input"), input_cli, jo.hints, jo.seed, "u8",
                                 "u8 or u16");
@@ -114,6 +113,8 @@ int main(int argc, char** argv) {
     app.add_flag("--resume", jo.resume,
                  "continue an interrupted run from its journal and saved histogram; starts "
                  "afresh if none");
+    std::string finish;
+    ooc::cli::add_finish_option(app, finish);
 
     ooc::cli::PipelineCli pipeline_cli;
     ooc::cli::add_pipeline_options(*app.add_option_group("Pipeline"), pipeline_cli,
@@ -123,6 +124,9 @@ int main(int argc, char** argv) {
     auto& [progress, quiet, stats] = report_cli;
 
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "ooceq")) return *code;
+    if (ooc::cli::finish_if_asked("ooceq", finish, !jo.input.empty(), quiet)) return 0;
+    if (jo.input.empty() || jo.output.empty())
+      throw ooc::Error(ooc::ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
     ooc::cli::check_report_options(report_cli);
     ooc::cli::apply_input_options(input_cli, jo.hints);
     ooc::cli::apply_pipeline_options(pipeline_cli, jo);

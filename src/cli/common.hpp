@@ -117,8 +117,15 @@ void apply_pipeline_options(const PipelineCli& p, ooc::JobOptions& jo);
 struct RunCli {
   std::string part, rows;
   bool resume = false;
+  std::string finish;  // --finish OUT
 };
 void add_run_options(CLI::App& app, RunCli& r);
+// --finish OUT, of every tool that writes parts (add_run_options adds it).
+void add_finish_option(CLI::App& app, std::string& out);
+// After a --finish OUT (non-empty `out`): refuses other operands (`operands`: the tool got
+// INPUT or OUTPUT), checks every part of OUT and renames it into place, says so unless quiet, and
+// returns true: the tool exits 0. False where --finish was not given.
+bool finish_if_asked(const char* prog, const std::string& out, bool operands, bool quiet);
 void apply_run_options(const RunCli& r, ooc::JobOptions& jo);
 
 // From here on the first SIGINT or SIGTERM asks the engine to stop after the bands in flight

@@ -114,6 +114,13 @@ void add_run_options(CLI::App& app, RunCli& r) {
   app.add_option("--rows", r.rows, "A:B: run output rows A to B-1 only")->excludes(part);
   app.add_flag("--resume", r.resume,
                "continue an interrupted run (or part) from its journal; starts afresh if none");
+  add_finish_option(app, r.finish);
+}
+
+void add_finish_option(CLI::App& app, std::string& out) {
+  app.add_option("--finish", out,
+                 "OUT: check that every part of OUT is done, then rename it into place (no "
+                 "INPUT or OUTPUT)");
 }
 
 void apply_run_options(const RunCli& r, ooc::JobOptions& jo) {

@@ -32,6 +32,16 @@ void write_report(const std::string& text, const std::string& done) {
   }
 }
 
+bool finish_if_asked(const char* prog, const std::string& out, bool operands, bool quiet) {
+  if (out.empty()) return false;
+  if (operands)
+    throw Error(ErrorKind::usage,
+                "--finish OUT takes no INPUT or OUTPUT: the parts' journals say what they are");
+  const std::string done = ooc::finish_output(out);
+  if (!quiet) std::fprintf(stderr, "%s: %s\n", prog, done.c_str());
+  return true;
+}
+
 void say_resumed(const char* prog, const Job& job) {
   std::fprintf(stderr, "%s: %s at row %lld of rows %lld:%lld\n", prog,
                job.resumed_from() > job.row_begin() ? "resuming" : "nothing to resume: starting",
@@ -65,12 +75,10 @@ bool finish_parts(const char* prog, Job& job, const RunStats& st, bool quiet,
   const bool writes = job.sink() != nullptr && job.options().output != "null:";
   if (!world.mpi()) {
     if (job.is_part() && writes && !quiet)
-      std::fprintf(stderr,
-                   "%s: rows %lld:%lld of '%s' done; when every part is, run: oocconv "
-                   "--finish %s\n",
-                   prog, static_cast<long long>(job.row_begin()),
-                   static_cast<long long>(job.row_end()), job.options().output.c_str(),
-                   job.options().output.c_str());
+      std::fprintf(
+          stderr, "%s: rows %lld:%lld of '%s' done; when every part is, run: %s --finish %s\n",
+          prog, static_cast<long long>(job.row_begin()), static_cast<long long>(job.row_end()),
+          job.options().output.c_str(), prog, job.options().output.c_str());
     return true;
   }
   if (!world.all_ok(true)) return false;

@@ -272,14 +272,15 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
                 "--chunk, --shard and --zarr-version apply to Zarr outputs (a TIFF output takes "
                 "--tile): name the output "
                 ".zarr or give --format zarr");
-  if (f != "zarr" && f != "tiff" && options.pyramid_levels != 0)
-    throw Error(ErrorKind::usage,
-                "--pyramid and --levels apply to Zarr and TIFF outputs: name the output .zarr or "
-                ".tif, or give --format");
+  // Before --pyramid's: a --cog alone asks for levels (-1) too, and must be named.
   if (f != "tiff" && options.cog)
     throw Error(ErrorKind::usage,
                 "--cog makes a Cloud-Optimized GeoTIFF: name the output .tif or give --format "
                 "tiff");
+  if (f != "zarr" && f != "tiff" && options.pyramid_levels != 0)
+    throw Error(ErrorKind::usage,
+                "--pyramid and --levels apply to Zarr and TIFF outputs: name the output .zarr or "
+                ".tif, or give --format");
   if (f == "zarr") {
     if (options.tile != 0 || options.bigtiff != "auto")
       throw Error(ErrorKind::usage,

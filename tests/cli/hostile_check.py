@@ -1561,6 +1561,47 @@ class NoLocks(HostileBase):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
+
+# =============================================================================================
+# Every tool that writes parts finishes them; refused runs leave nothing; lost --stats reports
+# =============================================================================================
+
+class PartsRefusalsReports(HostileBase):
+    def tool(self, name, *args, timeout=60, **kw):
+        return run([tool(name)] + [os.fspath(a) for a in args], timeout=timeout, **kw)
+
+    def test_oocrun_and_ooceq_finish_parts(self):
+        # oocrun's parts, finished by oocrun --finish, equal one process and scipy.
+        arr = random_image(161, 123, np.float32, seed=7)
+        src = self.p("in.npy")
+        np.save(src, arr)
+        one, parted = self.p("one.npy"), self.p("parted.npy")
+        stage = "gaussian sigma=2"
+        r = self.tool("oocrun", src, one, stage, "-q")
+        self.assertExit(r, 0)
+        for i in range(3):
+            r = self.tool("oocrun", src, parted, stage, "--part", "%d/3" % i)
+            self.assertExit(r, 0)
+            self.assertMentions(r, "oocrun --finish")
+        self.assertAbsent(parted)
+        r = self.tool("oocrun", "--finish", parted)
+        self.assertExit(r, 0)
+        self.assertSameBytes(parted, one, r)
+        self.assertNoPartial(r=r)
+        if ndimage is not None:  # sigma 2: radius 6
+            want = scipy_separable(arr.astype(np.float64), gaussian_taps(6))
+            np.testing.assert_allclose(np.load(parted), want, rtol=1e-5, atol=1e-4)
+        # --finish takes no operands, in each tool; ooceq knows the option (nothing to finish).
+        for name in ("oocconv", "oocrun", "ooceq"):
+            with self.subTest(name):
+                r = self.tool(name, src, self.p("x.npy"), "--finish", parted)
+                self.assertExit(r, 2)
+                self.assertMentions(r, "--finish OUT takes no INPUT")
+                r = self.tool(name, "--finish", self.p("none.npy"))
+                self.assertExit(r, 3)
+                self.assertMentions(r, "no parts to finish")
+
+
 def main():
     missing = [t for t in ("oocconv", "oocgen", "ooccheck", "oocinfo")
                if not os.access(tool(t), os.X_OK)]
