@@ -83,9 +83,9 @@ int main(int argc, char** argv) {
       std::fputs(ooc::stage_list().c_str(), stdout);
       return 0;
     }
+    if (ooc::cli::finish_if_asked("oocrun", job_cli.run.finish, !words.empty(), quiet)) return 0;
     if (words.size() < 3)
       throw Error(ErrorKind::usage,
-    if (ooc::cli::finish_if_asked("oocrun", job_cli.run.finish, !words.empty(), quiet)) return 0;
                   "give INPUT, OUTPUT and a pipeline, e.g. oocrun in.tif out.tif 'gaussian "
                   "sigma=2' (oocrun --list shows the stages)");
     jo.input = words[0];
