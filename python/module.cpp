@@ -242,6 +242,7 @@ ooc::JobOptions job_options(const std::string& input, const std::string& output,
   take(o, "tile", jo.sink.tile);
   take(o, "compress", jo.sink.compress);
   take(o, "level", jo.sink.level);
+  take(o, "predictor", jo.sink.predictor);
   take(o, "bigtiff", jo.sink.bigtiff);
   take(o, "chunk", jo.sink.chunk);
   take(o, "pyramid_levels", jo.sink.pyramid_levels);

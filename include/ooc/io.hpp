@@ -125,6 +125,9 @@ class Sink {
   // How the bytes are written, for --stats: "buffered" (through the page cache), "direct"
   // (O_DIRECT) or "none".
   virtual std::string io_method() const { return "buffered"; }
+  // The TIFF predictor the blocks are encoded with, for --stats: "none", "horizontal" or
+  // "float"; empty for formats without one.
+  virtual std::string predictor() const { return {}; }
   // The sink's own memory for rows [y0, y0 + n), spec().row_bytes() apart, where the CPU's kernels
   // may write a band's rows directly (no copy through a slot), or null. write_rows is still called
   // for the band, with this pointer. Called from the parallel compute stage.
@@ -182,6 +185,9 @@ struct SinkOptions {
   std::int64_t chunk = 0;  // Zarr: chunk side (rows and columns); 0: 512
   int zarr_version = 2;    // Zarr 2 (OME-Zarr 0.4) or 3 (OME-Zarr 0.5, sharded)
   std::int64_t shard = 0;  // Zarr 3: shard side, a multiple of chunk; 0: 4 chunks
+  // TIFF with lzw, deflate or zstd: auto (horizontal), none, horizontal (2) or float (3, floating
+  // point samples only). Other codecs take no predictor (auto: none).
+  std::string predictor = "auto";
   // Reduced-resolution levels below level 0 (Zarr: datasets 1..n; TIFF: SubIFDs or COG
   // overviews): 0 none, -1 until the smaller side is under 256.
   int pyramid_levels = 0;

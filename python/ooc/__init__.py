@@ -125,7 +125,7 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
                   type=None, channels=None, in_format="auto", page=0, input_level=-1, seed=1,
                   format="auto", tile=0, compress=None, level=-1, bigtiff="auto", chunk=0,
                   pyramid=False, levels=None, zarr_version=2, shard=0, cog=False, progress=None,
-                  **options):
+                  predictor="auto", **options):
     """oocconv INPUT OUTPUT with the same options (see oocconv --help); returns --stats json.
 
     radius / sigma / filter ("gaussian" or "box") make a separable filter; taps, row_taps,
@@ -135,7 +135,7 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
     "direct" or "fft" (overlap-save tiles) picks how it is applied (oocconv --method). border takes
     ooc's and scipy's mode names. width/height/type/channels describe a raw input, page a TIFF's
     page, input_level an OME-Zarr input's level (input may be a .zarr store); format, tile,
-    compress (None: the format's default), level, bigtiff, chunk, pyramid, levels,
+    compress (None: the format's default), level, predictor, bigtiff, chunk, pyramid, levels,
     zarr_version, shard and cog the output file, as oocconv's options of those names. The output is written under a temporary name
     and renamed when complete; on any error (or an exception from progress) nothing is left.
     """
@@ -148,6 +148,7 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
              width=width, height=height, type=None if type is None else _type_name(type),
              channels=channels, in_format=in_format, page=page, input_level=input_level,
              seed=seed, format=format, tile=tile, compress=compress or "", level=level, bigtiff=bigtiff,
+             predictor=predictor,
              **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
     if isinstance(kernel, (str, os.PathLike)):
         o["kernel"] = os.fspath(kernel)
@@ -159,13 +160,15 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
 def equalize_file(input, output, *, width=None, height=None, type=None, channels=None,
                   in_format="auto", page=0, input_level=-1, seed=1, format="auto", tile=0,
                   compress=None, level=-1, bigtiff="auto", chunk=0, pyramid=False, levels=None,
-                  zarr_version=2, shard=0, cog=False, progress=None, **options):
+                  zarr_version=2, shard=0, cog=False, progress=None, predictor="auto",
+                  **options):
     """ooceq INPUT OUTPUT: histogram equalization of u8/u16 (cv2.equalizeHist per channel);
     returns --stats json (with "histogram" and "passes")."""
     o = _run_options(options)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
              channels=channels, in_format=in_format, page=page, input_level=input_level,
              seed=seed, format=format, tile=tile, compress=compress or "", level=level, bigtiff=bigtiff,
+             predictor=predictor,
              **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
     return _core.equalize_file(os.fspath(input), os.fspath(output), o, _check_progress(progress))
 
@@ -606,21 +609,23 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
         width=None, height=None, type=None, channels=None, in_format="auto", page=0,
         input_level=-1, seed=1, format="auto", tile=0, compress=None, level=-1, bigtiff="auto",
         chunk=0, pyramid=False, levels=None, zarr_version=2, shard=0, cog=False,
-        progress=None, **options):
+        progress=None, predictor="auto", **options):
     """oocrun INPUT OUTPUT PIPELINE (see oocrun --help, ooc.stages()); returns --stats json.
 
     pipeline: stages separated by "!", e.g. "gaussian sigma=2 ! convert type=u8" (or a list of
     its words). mode (oocrun's --border; scipy's names too) and cval apply to every stage, each on
     its own input; intermediates are float32 (float64 with precision="f64"); the output has the
     input's type unless a last convert or out_type says otherwise. width/height/type/channels
-    describe a raw input; format, tile, compress, level and bigtiff the output file. A pipeline
-    with equalize reads the input once more per equalize ("passes" in the stats). The output is
-    written under a temporary name and renamed when complete; on any error nothing is left.
+    describe a raw input; format, tile, compress, level, predictor and bigtiff the output file.
+    A pipeline with equalize reads the input once more per equalize ("passes" in the stats). The
+    output is written under a temporary name and renamed when complete; on any error nothing is
+    left.
     """
     o = _pipeline_options(options, mode, cval, out_type, precision)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
              channels=channels, in_format=in_format, page=page, input_level=input_level,
              seed=seed, format=format, tile=tile, compress=compress or "", level=level, bigtiff=bigtiff,
+             predictor=predictor,
              **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
     return _core.run_file(os.fspath(input), os.fspath(output), _pipeline_words(pipeline), o,
                           _check_progress(progress))

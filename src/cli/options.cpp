@@ -216,6 +216,12 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
                    "TIFF: none, lzw, deflate, zstd or packbits (default none); Zarr: blosc (lz4, "
                    "shuffle), blosc-zstd, zstd, zlib, gzip or none (default blosc)");
   group.add_option("--level", o.level, "compression level: deflate/zlib 1-9, zstd 1-22, blosc 0-9");
+  group
+      .add_option("--predictor", o.predictor,
+                  "TIFF with lzw, deflate or zstd: auto (horizontal), none, horizontal or float "
+                  "(f32/f64 only; tifffile without imagecodecs cannot decode it)")
+      ->default_str("auto")
+      ->check(CLI::IsMember({"auto", "none", "horizontal", "float"}));
   group.add_option("--chunk", o.chunk, "Zarr: square chunks of N pixels")->default_str("512");
   group
       .add_option("--zarr-version", o.zarr_version,

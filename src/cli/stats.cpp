@@ -34,6 +34,7 @@ RunReport run_report(Job& job, const std::string& operation, const RunStats& sta
   if (job.sink()) r.output_type = std::string(name(job.sink()->spec().type));
   r.input_io = r.input_path.rfind("synth:", 0) == 0 ? "generated" : job.source().io_method();
   if (job.sink()) r.output_io = job.sink()->io_method();
+  if (job.sink()) r.output_predictor = job.sink()->predictor();
   r.operation = operation;
   r.backend = job.backend().describe();
   r.backend_choice = job.backend().why;
@@ -56,6 +57,7 @@ nlohmann::json stats_json(const RunReport& r) {
   if (!r.input_io.empty()) j["input"]["io"] = r.input_io;
   j["output"] = {{"path", r.output_path}, {"type", r.output_type}, {"bytes", st.bytes_written}};
   j["output"]["io"] = r.output_io;
+  if (!r.output_predictor.empty()) j["output"]["predictor"] = r.output_predictor;
   j["operation"] = r.operation;
   j["backend"] = r.backend;
   j["backend_choice"] = r.backend_choice;  // how --device picked it (auto: both estimates)

@@ -20,6 +20,7 @@ struct RunReport {
   std::string start_error;              // Backend::start_error()
   // How the input was read and the output written (Source/Sink::io_method(): mmap, direct, ...).
   std::string input_io, output_io = "none";
+  std::string output_predictor;  // Sink::predictor(): a TIFF output's, else empty
   bool cuda = false;
   ImageSpec in;
   BandPlan plan;

@@ -281,6 +281,10 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
     throw Error(ErrorKind::usage,
                 "--pyramid and --levels apply to Zarr and TIFF outputs: name the output .zarr or "
                 ".tif, or give --format");
+  if (f != "tiff" && options.predictor != "auto" && !options.predictor.empty())
+    throw Error(ErrorKind::usage,
+                "--predictor applies to TIFF outputs (with --compress lzw, deflate or zstd): name "
+                "the output .tif or give --format tiff");
   if (f == "zarr") {
     if (options.tile != 0 || options.bigtiff != "auto")
       throw Error(ErrorKind::usage,

@@ -64,11 +64,48 @@ int compression_code(const std::string& name) {
               "--compress takes none, lzw, deflate, zstd or packbits, got '" + name + "'");
 }
 
+// The predictor a TIFF output is written with: "none", "horizontal" or "float". auto takes the
+// horizontal one wherever a predictor applies, floats included: every reader decodes it (tifffile
+// without the imagecodecs package, Debian's, decodes no floating-point predictor), and libtiff
+// applies it to a float's bits as to an integer's, losslessly.
+std::string resolved_predictor(const SinkOptions& o, SampleType type) {
+  const int compression = compression_code(o.compress);
+  const bool takes = compression == COMPRESSION_LZW || compression == COMPRESSION_ADOBE_DEFLATE ||
+                     compression == COMPRESSION_ZSTD;
+  const bool is_float = type == SampleType::f32 || type == SampleType::f64;
+  const std::string& p = o.predictor;
+  if (p == "auto" || p.empty()) return takes ? "horizontal" : "none";
+  if (p == "none") return p;
+  if (p != "horizontal" && p != "float")
+    throw Error(ErrorKind::usage,
+                "--predictor takes auto, none, horizontal or float, got '" + p + "'");
+  if (!takes)
+    throw Error(ErrorKind::usage,
+                "--predictor " + p +
+                    " applies to --compress lzw, deflate or zstd, and the output is " +
+                    (compression == COMPRESSION_NONE ? std::string("uncompressed")
+                                                     : "compressed with " + o.compress) +
+                    ": add --compress deflate (or lzw, zstd), or drop --predictor");
+  if (p == "float" && !is_float)
+    throw Error(ErrorKind::usage,
+                std::string("--predictor float applies to f32 and f64 samples, and "
+                            "the output's are ") +
+                    std::string(name(type)) + ": use --predictor horizontal (or auto)");
+  return p;
+}
+
+int predictor_code(const std::string& resolved) {
+  return resolved == "horizontal" ? PREDICTOR_HORIZONTAL
+         : resolved == "float"    ? PREDICTOR_FLOATINGPOINT
+                                  : PREDICTOR_NONE;
+}
+
 // The layout and tags of the output, shared by the file and the encoders.
 struct TiffPlan {
   ImageSpec spec;
   int compression = COMPRESSION_NONE;
   int level = -1;
+  int predictor = PREDICTOR_NONE;
   bool tiled = false;
   std::int64_t chunk_w = 0, chunk_h = 0, across = 1, down = 1;
   Metadata metadata;
@@ -188,9 +225,8 @@ void set_tags(TIFF* tif, const TiffPlan& p) {
     TIFFSetField(tif, TIFFTAG_IMAGEDESCRIPTION, d.c_str());
   TIFFSetField(tif, TIFFTAG_SOFTWARE, "ooc");
   TIFFSetField(tif, TIFFTAG_COMPRESSION, static_cast<std::uint16_t>(p.compression));
-  if (p.compression == COMPRESSION_LZW || p.compression == COMPRESSION_ADOBE_DEFLATE ||
-      p.compression == COMPRESSION_ZSTD)
-    TIFFSetField(tif, TIFFTAG_PREDICTOR, is_float ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL);
+  if (p.predictor != PREDICTOR_NONE)
+    TIFFSetField(tif, TIFFTAG_PREDICTOR, static_cast<std::uint16_t>(p.predictor));
   if (p.level > 0 && p.compression == COMPRESSION_ADOBE_DEFLATE)
     TIFFSetField(tif, TIFFTAG_ZIPQUALITY, p.level);
   if (p.level > 0 && p.compression == COMPRESSION_ZSTD)
@@ -656,16 +692,16 @@ std::string settings_text(const ImageSpec& s, const SinkOptions& o) {
   char res[96];
   std::snprintf(res, sizeof res, "%.17g %.17g", m.x_resolution, m.y_resolution);
   std::ostringstream t;
-  t << "ooc-tiff-parts 1\nimage " << s.width << " " << s.height << " " << s.channels << " "
-    << static_cast<int>(s.type) << "\ncompress " << hex(o.compress) << " " << o.level << "\nlayout "
-    << o.tile << " " << o.pyramid_levels << " " << (o.cog ? 1 : 0) << " " << hex(o.bigtiff)
-    << "\nphotometric " << m.photometric << " " << list_text(m.extra_samples) << "\nresolution "
-    << res << " " << m.resolution_unit << "\ndescription " << hex(m.description) << "\norientation "
-    << m.orientation << "\ngeo " << list_text(g.model_pixel_scale) << " "
-    << list_text(g.model_tiepoint) << " " << list_text(g.model_transformation) << " "
-    << list_text(g.geo_key_directory) << " " << list_text(g.geo_double_params) << " "
-    << hex(g.geo_ascii_params) << " " << hex(g.gdal_metadata) << " " << hex(g.gdal_nodata)
-    << "\nend\n";
+  t << "ooc-tiff-parts 2\nimage " << s.width << " " << s.height << " " << s.channels << " "
+    << static_cast<int>(s.type) << "\ncompress " << hex(o.compress) << " " << o.level << " "
+    << resolved_predictor(o, s.type) << "\nlayout " << o.tile << " " << o.pyramid_levels << " "
+    << (o.cog ? 1 : 0) << " " << hex(o.bigtiff) << "\nphotometric " << m.photometric << " "
+    << list_text(m.extra_samples) << "\nresolution " << res << " " << m.resolution_unit
+    << "\ndescription " << hex(m.description) << "\norientation " << m.orientation << "\ngeo "
+    << list_text(g.model_pixel_scale) << " " << list_text(g.model_tiepoint) << " "
+    << list_text(g.model_transformation) << " " << list_text(g.geo_key_directory) << " "
+    << list_text(g.geo_double_params) << " " << hex(g.geo_ascii_params) << " "
+    << hex(g.gdal_metadata) << " " << hex(g.gdal_nodata) << "\nend\n";
   return t.str();
 }
 
@@ -675,11 +711,11 @@ void parse_settings(const std::string& text, const std::string& path, ImageSpec&
     std::istringstream in(text);
     std::string line, key, h;
     std::getline(in, line);
-    if (line != "ooc-tiff-parts 1") throw std::runtime_error("not ours");
+    if (line != "ooc-tiff-parts 2") throw std::runtime_error("not ours");
     int type = 0, cog = 0;
     in >> key >> s.width >> s.height >> s.channels >> type;
     s.type = static_cast<SampleType>(type);
-    in >> key >> h >> o.level;
+    in >> key >> h >> o.level >> o.predictor;
     o.compress = unhex(h);
     in >> key >> o.tile >> o.pyramid_levels >> cog >> h;
     o.cog = cog != 0;
@@ -817,8 +853,8 @@ void claim_settings(const std::string& temp, const std::string& text) {
         throw Error(ErrorKind::usage,
                     "the TIFF output beside '" + temp +
                         "' is being made in parts with other settings (image size, --tile, "
-                        "--compress, --level, --levels, --cog, --bigtiff or the input's tags "
-                        "differ): run every part alike, or remove '" +
+                        "--compress, --level, --predictor, --levels, --cog, --bigtiff or the "
+                        "input's tags differ): run every part alike, or remove '" +
                         temp + ".*' to start over");
       return;
     }
@@ -841,6 +877,9 @@ class TiffSink final : public Sink {
       : path_(path), temp_(temporary_for(path)), settings_(settings_text(spec, o)), mode_(o.mode) {
     plan_.spec = spec;
     plan_.compression = compression_code(o.compress);
+    compress_name_ = o.compress;
+    predictor_ = resolved_predictor(o, spec.type);
+    plan_.predictor = predictor_code(predictor_);
     plan_.metadata = o.metadata;
     cog_ = o.cog;
     if (ome_name(path)) {
@@ -1033,8 +1072,11 @@ class TiffSink final : public Sink {
       d += ", COG with " + std::to_string(levels_count_) + " overviews";
     else if (levels_count_ > 0)
       d += ", " + std::to_string(levels_count_) + " levels as SubIFDs";
+    if (plan_.compression != COMPRESSION_NONE)
+      d += ", " + compress_name_ + ", predictor " + predictor_;
     return d;
   }
+  std::string predictor() const override { return predictor_; }
 
   // Uncompressed strips are appended straight from the band. Everything else is gathered, whole
   // rows of blocks at a time, in batch_, and compressed a batch at a time: a band may hold only a
@@ -1696,6 +1738,7 @@ class TiffSink final : public Sink {
     std::vector<std::uint64_t> offsets, counts;
   };
   bool cog_ = false, own_layout_ = false;
+  std::string compress_name_, predictor_;  // --compress, and the predictor it runs with
   std::size_t header_bytes_ = 8;
   int levels_count_ = 0;
   std::vector<Level> levels_;

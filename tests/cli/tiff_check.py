@@ -42,6 +42,7 @@ Usage: tiff_check.py --bin-dir DIR [--keep] [-v] [unittest options]   (or under 
    -v also prints the command of a failing error case and the messages of passing ones.
 """
 import atexit
+import json
 import os
 import shutil
 import struct
@@ -1027,6 +1028,70 @@ class TiffCheck(unittest.TestCase):
             expect_error("directory offset past the end of the file", conv, 3, ["truncat", "damaged"], out_tif)
             expect_error("input that does not exist", [OOCCONV, p("nothing.tif"), out_tif, "--taps", 1, "-q"],
                          3, ["does not exist"], out_tif)
+
+    def test_6_predictors(self):
+        """--predictor auto|none|horizontal|float x every --compress x every type (1-3 channels,
+        strips and tiles): the Predictor tag (auto: horizontal with lzw, deflate and zstd, floats
+        too; none otherwise), the pixels read back exactly by tifffile (through tiffcp where
+        tifffile needs imagecodecs: LZW, ZSTD, the float predictor) and by oocconv, --stats json
+        and text naming the predictor that ran. float on integer samples and any predictor but
+        none without lzw/deflate/zstd are refused (exit 2, nothing left). An auto deflate f32/f64
+        output is read by tifffile itself (no imagecodecs needed, as Debian ships it)."""
+        tag = {"none": 1, "horizontal": 2, "float": 3}
+        with cli_cases.cases(self):
+            for i, t in enumerate(TYPES):
+                img = random_image(t, 23 + i, 37, 1 + i % 3)
+                src = write_raw(img)
+                for j, compress in enumerate(("none", "packbits", "lzw", "deflate", "zstd")):
+                    takes = compress in ("lzw", "deflate", "zstd")
+                    tile = 16 if (i + j) % 2 else 0
+                    for pred in ("auto", "none", "horizontal", "float"):
+                        label = f"{t} x{img.shape[2]} --compress {compress} --predictor {pred}"
+                        cmd = [OOCCONV, src, out_tif, "--taps", 1, "--no-progress", "--stats",
+                               "json", *raw_args(img, t), "--compress", compress, "--predictor",
+                               pred] + (["--tile", tile] if tile else [])
+                        if pred in ("horizontal", "float") and (
+                                not takes or (pred == "float" and t not in ("f32", "f64"))):
+                            expect_error(f"refused: {label}", cmd, 2, ["--predictor"], out_tif)
+                            continue
+                        rc, out, err = run(cmd)
+                        problem = exit_problem(cmd, rc, err)
+                        if problem:
+                            report(label, [problem])
+                            continue
+                        want = pred if pred != "auto" else "horizontal" if takes else "none"
+                        problems = check_written(out_tif, img, t, compress=compress, tile=tile)
+                        with tifffile.TiffFile(out_tif) as tf:
+                            if int(tf.pages[0].predictor) != tag[want]:
+                                problems.append(f"Predictor tag {int(tf.pages[0].predictor)}, "
+                                                f"want {tag[want]} ({want})")
+                        said = json.loads(out)["output"].get("predictor")
+                        if said != want:
+                            problems.append(f"--stats json says predictor {said!r}, want {want!r}")
+                        if compress == "deflate" and want != "float":
+                            _, how, problem = tifffile_read(out_tif)
+                            if how != "tifffile":
+                                problems.append(f"tifffile alone cannot read it: {problem}")
+                        report(label, problems)
+            img = random_image("f64", 30, 20, 1)
+            src = write_raw(img)
+            cmd = [OOCCONV, src, out_tif, "--taps", 1, "--no-progress", "--stats", "text",
+                   *raw_args(img, "f64"), "--compress", "zstd", "--predictor", "float"]
+            rc, out, err = run(cmd)
+            report("--stats text names the predictor",
+                   [exit_problem(cmd, rc, err) or
+                    (None if "zstd, predictor float" in out else f"stats text: {out[:300]!r}")])
+            oocrun = os.path.join(BIN, "oocrun")
+            cmd = [oocrun, src, out_tif, "abs", *raw_args(img, "f64"), "-q", "--compress", "lzw",
+                   "--predictor", "float"]
+            rc, _, err = run(cmd)
+            problem = exit_problem(cmd, rc, err)
+            report("oocrun --predictor float",
+                   [problem] if problem else check_written(out_tif, np.abs(img), "f64",
+                                                           compress="lzw"))
+            expect_error("refused: --predictor horizontal to a .npy output",
+                         [OOCCONV, src, p("o.npy"), "--taps", 1, "-q", *raw_args(img, "f64"),
+                          "--predictor", "horizontal"], 2, ["--predictor"], p("o.npy"))
 
 
 # One test per type of the two largest sweeps (test_2a_N_..., test_3a_N_...), numbered in order.

@@ -176,8 +176,9 @@ COMP = {"none": 1, "deflate": 8, "zstd": 50000}
 
 
 def tifffile_decodes(comp, dtype):
-    # Without imagecodecs tifffile has neither zstd nor the floating-point predictor.
-    return comp == "none" or (comp == "deflate" and dtype != np.float32)
+    # Without imagecodecs tifffile has no zstd; deflate it decodes with the horizontal predictor
+    # that --predictor auto writes for every type (floats included).
+    return comp == "none" or comp == "deflate"
 
 
 def read_gdal(path, c, n):

@@ -217,3 +217,32 @@ def test_cog_levels_0_has_no_overviews(tmp_path):
         with tifffile.TiffFile(tmp_path / name) as tf:
             assert len(tf.pages) == pages, name
             np.testing.assert_array_equal(tf.pages[0].asarray(), np.load(tmp_path / "flat.npy"))
+
+
+def test_predictor_keyword(tmp_path):
+    # predictor= is oocconv's --predictor: auto writes the horizontal one (2), which tifffile
+    # decodes without imagecodecs, floats included; the stats name the one that ran.
+    tifffile = pytest.importorskip("tifffile")
+    x = noise((61, 47)) * 1000 - 500
+    np.save(tmp_path / "in.npy", x)
+    want = {"auto": 2, "none": 1, "horizontal": 2, "float": 3}
+    for predictor, tag in want.items():
+        out = tmp_path / f"{predictor}.tif"
+        stats = ooc.convolve(tmp_path / "in.npy", out, taps=[1], compress="deflate",
+                             predictor=predictor)
+        assert stats["output"]["predictor"] == {1: "none", 2: "horizontal", 3: "float"}[tag]
+        with tifffile.TiffFile(out) as tf:
+            assert tf.pages[0].predictor == tag
+            if tag != 3:
+                np.testing.assert_array_equal(tf.pages[0].asarray(), x)
+    stats = ooc.run(tmp_path / "in.npy", tmp_path / "run.tif", "abs", compress="zstd",
+                    predictor="float")
+    assert stats["output"]["predictor"] == "float"
+    np.save(tmp_path / "u.npy", noise((20, 30), np.uint16))
+    with pytest.raises(ooc.Error, match="predictor float applies to f32 and f64") as e:
+        ooc.convolve(tmp_path / "u.npy", tmp_path / "u.tif", taps=[1], compress="deflate",
+                     predictor="float")
+    assert e.value.kind == "usage"
+    with pytest.raises(ooc.Error, match="predictor horizontal applies to"):
+        ooc.convolve(tmp_path / "in.npy", tmp_path / "n.tif", taps=[1], predictor="horizontal")
+    assert not (tmp_path / "u.tif").exists() and not (tmp_path / "n.tif").exists()
