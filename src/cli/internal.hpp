@@ -8,6 +8,9 @@ namespace ooc::cli {
 
 // The name given to guarded_main ("ooc" before it runs), for messages printed outside it.
 const char* program_name();
+// Whether stdout was closed when the tool started (guarded_main parks /dev/null there, so that
+// writes to it succeed): a --stats report would be lost.
+bool stdout_was_closed();
 
 // Under an MPI launcher: the ranks are the parts (--part and --rows refused), one GPU per rank by
 // its rank on the node unless --devices names them.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "internal.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
@@ -22,10 +23,13 @@ namespace ooc::cli {
 
 void write_report(const std::string& text, const std::string& done) {
   errno = 0;
-  const bool ok =
-      std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
+  // A closed stdout reads as one that cannot be written (EBADF): /dev/null, parked there, would
+  // take the report without a word.
+  const bool ok = !stdout_was_closed() &&
+                  std::fwrite(text.data(), 1, text.size(), stdout) == text.size() &&
+                  std::fflush(stdout) == 0;
   if (!ok) {
-    const int err = errno != 0 ? errno : EIO;
+    const int err = stdout_was_closed() ? EBADF : errno != 0 ? errno : EIO;
     std::clearerr(stdout);
     throw Error(ErrorKind::io, std::string("the --stats report could not be written to stdout: ") +
                                    std::strerror(err) + " (" + done + ")");

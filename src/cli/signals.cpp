@@ -33,6 +33,7 @@ char g_prog[64] = "ooc";  // read by the signal handler: a plain buffer, no allo
 volatile sig_atomic_t g_graceful = 0, g_stopping = 0;
 std::atomic_flag g_fatal = ATOMIC_FLAG_INIT;  // a thread is reporting a fatal signal
 volatile time_t g_first_stop = 0;  // when the first SIGTERM came (seconds, CLOCK_MONOTONIC)
+bool g_stdout_closed = false;      // at start, before reserve_standard_fds parked /dev/null there
 
 void write_str(const char* s) {
   (void)!::write(STDERR_FILENO, s, std::strlen(s));
@@ -87,6 +88,7 @@ extern "C" void on_fatal_signal(int sig) {
 void reserve_standard_fds() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == 1) g_stdout_closed = true;
     const int got = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
     if (got >= 0 && got != fd) {
       ::dup2(got, fd);
@@ -118,6 +120,10 @@ void install_signal_handlers(const char* prog) {
 
 const char* program_name() {
   return g_prog;
+}
+
+bool stdout_was_closed() {
+  return g_stdout_closed;
 }
 
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* prog) {
