@@ -169,8 +169,8 @@ std::string manifest_path(const std::string& temporary) {
 // Binds the temporary to one job (input, options, height): the first run of a job creates the
 // manifest, atomically (link() fails when another made it first); every later part, resumed
 // run or finish compares with it. Parts of another input or other options are refused before
-// they touch the file.
-void claim_manifest(const std::string& temporary, const std::string& output,
+// they touch the file. True when this call made it.
+bool claim_manifest(const std::string& temporary, const std::string& output,
                     const std::string& input, const std::string& options, std::int64_t height) {
   const std::string path = manifest_path(temporary);
   std::ostringstream o;
@@ -214,7 +214,7 @@ void claim_manifest(const std::string& temporary, const std::string& output,
                     "output '" + output + "' is being made by another job, with " + differs +
                         ": finish that job (oocconv --finish " + output + "), remove '" +
                         temporary + "*' to start over, or name another output");
-      return;
+      return false;
     }
     const std::string tmp = path + ".tmp." + std::to_string(::getpid());
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -226,11 +226,12 @@ void claim_manifest(const std::string& temporary, const std::string& output,
     const int link_err = errno;
     ::unlink(tmp.c_str());
     if (!ok) throw Error(ErrorKind::io, system_message("cannot write", tmp, err));
-    if (rc == 0) return;
+    if (rc == 0) return true;
     if (link_err != EEXIST)
       throw Error(ErrorKind::io, system_message("cannot create", path, link_err));
     // Another part made it first: compare with it.
   }
+  return false;
 }
 
 }  // namespace
@@ -279,6 +280,15 @@ void remove_states(const std::string& temporary) {
 Job::~Job() {
   unregister_temporary(journal_slot_);
   unregister_temporary(manifest_slot_);
+  // A run refused before its output was made (an input that is the output's temporary or the
+  // output itself, no GPU) leaves nothing new: not the manifest it made, where no journal is.
+  if (made_manifest_ && !kept_ && !sink_) {
+    const std::string temporary = temporary_of(options_.output);
+    try {
+      if (journal_paths(temporary).empty()) ::unlink(manifest_path(temporary).c_str());
+    } catch (const Error&) {
+    }
+  }
   // A part that failed before it wrote anything leaves no manifest binding the output to it.
   if (shared_ && !kept_ && !journal_.empty()) {
     const std::string temporary = temporary_of(options_.output);
@@ -510,7 +520,8 @@ void Job::start(const std::vector<const Operation*>& ops) {
       if (!shared_ && start_ > begin_) so.mode = OutputMode::resume;
     }
     if (shared_ || options_.resume)
-      claim_manifest(temporary, options_.output, identity_, options_.fingerprint, H);
+      made_manifest_ =
+          claim_manifest(temporary, options_.output, identity_, options_.fingerprint, H);
   }
   // The first rows decode (TIFF) or come in from the disk while CUDA starts and the output is
   // created.

@@ -119,6 +119,7 @@ class Job {
   int manifest_slot_ = -1;      // likewise, a whole-image run's manifest
   bool kept_ = false;           // committed, or stopped for --resume
   bool owns_manifest_ = false;  // a whole-image run's: removed with its journal on an error
+  bool made_manifest_ = false;  // by this run's claim before its output was made
   void write_journal(std::int64_t done) const;
   // start() of a job over the caller's source and sink.
   void start_given(const std::vector<const Operation*>& ops, const Operation* writer);

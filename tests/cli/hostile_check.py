@@ -1625,6 +1625,27 @@ class PartsRefusalsReports(HostileBase):
                     self.assertSameBytes(out, ref, r)
         self.assertNoPartial()
 
+    def test_refused_runs_leave_nothing_new(self):
+        # An input that is the output's temporary, or the output itself, is refused under
+        # --resume, --part and --rows too, and no file appears (the job's manifest included).
+        arr = random_image(60, 40, np.float32, seed=5)
+        np.save(self.p("q.npy"), arr)
+        shutil.copyfile(self.p("q.npy"), self.p("q.npy.partial"))
+        shutil.copyfile(self.p("q.npy"), self.p("k.npy"))
+        before = {n: digest(self.p(n)) for n in os.listdir(self.d)}
+        cases = [("q.npy.partial", "q.npy", extra) for extra in
+                 (["--resume"], [], ["--part", "0/2"], ["--rows", "0:10"],
+                  ["--resume", "--part", "1/2"])]
+        cases += [("k.npy", "k.npy", ["--resume"]), ("k.npy", "k.npy", ["--part", "0/2"])]
+        for name, op in (("oocconv", ["--radius", "1"]), ("oocrun", ["abs"])):
+            for src, out, extra in cases:
+                with self.subTest(tool=name, src=src, out=out, extra=extra):
+                    r = self.tool(name, src, out, *op, *extra, "-q", cwd=self.d)
+                    self.assertExit(r, 2)
+                    self.assertMentions(r, "temporary name", "is the input file")
+                    now = {n: digest(self.p(n)) for n in os.listdir(self.d)}
+                    self.assertEqual(now, before, str(r))
+
 
 def main():
     missing = [t for t in ("oocconv", "oocgen", "ooccheck", "oocinfo")
