@@ -619,8 +619,10 @@ ooc::PipelineSettings pipeline_settings(const py::dict& o) {
   const std::string p = get<std::string>(o, "precision", "auto");
   if (p == "f64")
     s.precision = ooc::Precision::f64;
-  else if (p != "auto" && p != "f32")
-    throw ooc::Error(ooc::ErrorKind::usage, "precision takes auto or f64, got '" + p + "'");
+  else if (p == "f32")
+    s.precision = ooc::Precision::f32;
+  else if (p != "auto")
+    throw ooc::Error(ooc::ErrorKind::usage, "precision takes auto, f32 or f64, got '" + p + "'");
   return s;
 }
 

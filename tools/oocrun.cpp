@@ -26,8 +26,9 @@ Examples:
   oocrun --list                       every stage, its parameters, defaults and ranges
 
 Each stage filters the previous stage's image, with the border rule applied to that image (as
-running the stages one by one, scipy.ndimage semantics); intermediate values are f32 (f64 with
---precision f64); the output has the input's type unless a last convert or --out-type says.
+running the stages one by one, scipy.ndimage semantics); intermediate values are f32, or f64
+where the input, the output or a convert is f64, u32 or i32 (as oocconv; --precision sets it);
+the output has the type of the last convert or equalize, else the input's (--out-type sets it).
 Parts, MPI and resume as in oocconv (a pipeline with equalize: MPI, no --part or --rows; a
 resumed run takes the histogram the interrupted one saved).
 
@@ -67,9 +68,11 @@ int main(int argc, char** argv) {
     g_f->add_option("--border-value", border_value, "the constant of --border constant")
         ->default_str("0");
     g_f->add_option("--out-type", out_type,
-                    "output sample type (default: a last convert's, else the input's)");
+                    "output sample type (default: the last convert's or equalize's, else the "
+                    "input's)");
     g_f->add_option("--precision", precision,
-                    "auto (f32 intermediates) or f64 (f64 intermediates and sums)")
+                    "auto (f64 where the input, output or a convert is f64, u32 or i32, else "
+                    "f32), f32 or f64: the intermediates' and sums' type")
         ->default_str("auto");
 
     ooc::cli::JobCli job_cli;
@@ -99,8 +102,10 @@ int main(int argc, char** argv) {
     if (!out_type.empty()) settings.out_type = ooc::parse_sample_type(out_type);
     if (precision == "f64")
       settings.precision = ooc::Precision::f64;
-    else if (precision != "auto" && precision != "f32")
-      throw Error(ErrorKind::usage, "--precision takes auto or f64, got '" + precision + "'");
+    else if (precision == "f32")
+      settings.precision = ooc::Precision::f32;
+    else if (precision != "auto")
+      throw Error(ErrorKind::usage, "--precision takes auto, f32 or f64, got '" + precision + "'");
     ooc::cli::apply_pipeline_options(job_cli.pipeline, jo);
     ooc::cli::apply_run_options(job_cli.run, jo);
 

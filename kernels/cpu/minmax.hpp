@@ -6,14 +6,22 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace ooc::kernels {
 
+// b replaces a if it is beyond it or NaN; of -0 and +0 the minimum is -0 and the maximum +0 (the
+// total order's), so that which zero comes out does not depend on the order the samples are
+// combined in, which follows the bands (a NaN's payload still may).
 template <bool Max, class T>
 inline T pick(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (b == a) return std::signbit(b) != Max ? b : a;
+  }
   if constexpr (Max)
     return (b > a || b != b) ? b : a;
   else

@@ -33,9 +33,13 @@ namespace ooc::cuda::van_herk {
 
 using kernels::constant_of;  // the constant border in the image's type, as the CPU's
 
-// As kernels/cpu/minmax.hpp's pick: b replaces a if it is strictly beyond it or NaN.
+// As kernels/cpu/minmax.hpp's pick: b replaces a if it is strictly beyond it or NaN; -0 is below
+// +0.
 template <bool Max, class T>
 OOC_MINMAX_HD inline T pick(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (b == a) return std::signbit(b) != Max ? b : a;
+  }
   if constexpr (Max)
     return (b > a || b != b) ? b : a;
   else

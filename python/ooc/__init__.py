@@ -635,9 +635,10 @@ def pipeline(input, pipeline, output=None, *, mode="reflect", cval=0.0, out_type
              precision="auto", progress=None, **options):
     """The stages of ooc.run over an array: 2-D (H, W) or 3-D (H, W, C), an ndarray, a memmap or
     a .npy path, streamed band by band as the other array functions are. Returns the output:
-    `output` itself, or a new array of the pipeline's output type (the input's unless a last
-    convert or out_type says otherwise) when output is None or a dtype. An output array's dtype
-    is the pipeline's output type; one sharing the input's memory is handled as in the filters.
+    `output` itself, or a new array of the pipeline's output type (the last convert's or
+    equalize's, else the input's, unless out_type says) when output is None or a dtype. An
+    output array's dtype is the pipeline's output type; one sharing the input's memory is
+    handled as in the filters.
     """
     a = _load(input)
     if a.ndim == 1:

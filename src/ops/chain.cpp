@@ -346,9 +346,10 @@ class ChainKernel final : public CpuKernel {
     std::size_t total = 0;
     for (std::size_t k = 0; k + 1 < n; ++k) {
       offset[k] = total;
-      total += static_cast<std::size_t>(r[k].second - r[k].first) * out_spec(k).row_bytes();
+      total += detail::scratch_align_up(static_cast<std::size_t>(r[k].second - r[k].first) *
+                                        out_spec(k).row_bytes());
     }
-    std::vector<std::byte> buf = pool_.take(total);
+    detail::ScratchBuffer buf = pool_.take(total);
     std::vector<const std::byte*> rows;
     for (std::size_t k = 0; k < n; ++k) {
       const detail::ChainStage& s = g.stages[k];
@@ -424,7 +425,8 @@ class Chain final : public Operation {
     for (std::size_t k = 0; k < g_.stages.size(); ++k) {
       const std::int64_t out_rows = g_.max_out_rows(k, rows);
       if (k + 1 < g_.stages.size())
-        inter += static_cast<std::size_t>(out_rows) * g_.stages[k + 1].in.row_bytes();
+        inter += detail::scratch_align_up(static_cast<std::size_t>(out_rows) *
+                                          g_.stages[k + 1].in.row_bytes());
       most = std::max(most, g_.stages[k].op->cpu_scratch_bytes(out_rows));
     }
     return inter + most;
@@ -523,23 +525,37 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
   m.settings = settings;
   m.options = options;
   if (calls.empty()) throw Error(ErrorKind::usage, "the pipeline has no stage");
+  auto convert_type = [](const StageCall& c) -> std::optional<SampleType> {
+    if (c.name != "convert") return std::nullopt;
+    for (const auto& [k, v] : c.args)
+      if (k == "type") return parse_sample_type(v);
+    return std::nullopt;
+  };
+  // The working type as oocconv picks it: where f32 cannot hold what is read or written (the
+  // input, the output, a convert's type), every intermediate is f64, so that a one-stage
+  // pipeline gives oocconv's bytes.
+  if (m.settings.precision == Precision::automatic) {
+    bool wide =
+        accumulates_in_f64(input.type, settings.out_type.value_or(input.type), settings.precision);
+    for (const StageCall& c : calls)
+      if (const auto t = convert_type(c))
+        wide = wide || accumulates_in_f64(*t, *t, settings.precision);
+    if (wide) m.settings.precision = Precision::f64;
+  }
   ImageSpec in = input;
+  std::optional<SampleType> set_type;  // what the last stage that sets the type gives
   for (std::size_t i = 0; i < calls.size(); ++i) {
     m.text += (i ? " ! " : "") + calls[i].text();
     std::optional<SampleType> fused;
-    if (i + 1 < calls.size() && calls[i + 1].name == "convert" &&
-        detail::find_stage(calls[i].name)->decl.takes_convert) {
-      for (const auto& [k, v] : calls[i + 1].args)
-        if (k == "type") fused = parse_sample_type(v);
-    }
+    if (i + 1 < calls.size() && detail::find_stage(calls[i].name)->decl.takes_convert)
+      fused = convert_type(calls[i + 1]);
     m.stages.push_back(m.build(in, calls[i], i, fused));
     in = *m.stages.back().op->output();
     if (fused) m.text += " ! " + calls[++i].text();
+    if (fused || detail::find_stage(calls[i].name)->decl.sets_type) set_type = in.type;
   }
-  // The output's type: --out-type, else a last convert's, else the input's.
-  const bool last_converts = calls.back().name == "convert";
-  const SampleType want =
-      settings.out_type ? *settings.out_type : (last_converts ? in.type : input.type);
+  // The output's type: --out-type, else the last convert's or equalize's, else the input's.
+  const SampleType want = settings.out_type.value_or(set_type.value_or(input.type));
   if (in.type != want) {
     kernels::PointParams p;
     p.kind = kernels::PointKind::convert;

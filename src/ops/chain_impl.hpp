@@ -4,8 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -82,11 +84,42 @@ std::unique_ptr<CudaKernel> make_combine_cuda(const std::vector<int>& devices,
 std::size_t combine_cuda_scratch(const Operation* g1, const Operation* g2, std::int64_t band_rows,
                                  std::int64_t row_samples, bool f64);
 
+// Scratch of a band (a pipeline's intermediates, a filter's rows), aligned to 64 bytes: the
+// kernels read and write it with vector loads of any sample type, and a stage's rows start at
+// offsets rounded to kScratchAlign, so each is aligned for whatever type reads it next.
+inline constexpr std::size_t kScratchAlign = 64;
+inline std::size_t scratch_align_up(std::size_t n) {
+  return (n + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+}
+
+class ScratchBuffer {
+ public:
+  std::byte* data() noexcept { return p_.get(); }
+  std::size_t size() const noexcept { return n_; }
+  // At least n bytes. A buffer that grows is new and zeroed (some users keep counts in it that
+  // they leave at zero for the next band); one that does not keeps its contents.
+  void grow(std::size_t n) {
+    if (n <= n_) return;
+    p_.reset(static_cast<std::byte*>(::operator new (n, std::align_val_t{kScratchAlign})));
+    std::memset(p_.get(), 0, n);
+    n_ = n;
+  }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const noexcept {
+      ::operator delete (p, std::align_val_t{kScratchAlign});
+    }
+  };
+  std::unique_ptr<std::byte, Free> p_;
+  std::size_t n_ = 0;
+};
+
 // Buffers that outlive a band, handed from band to band (several threads take them at once).
 class BufferPool {
  public:
-  std::vector<std::byte> take(std::size_t n) {
-    std::vector<std::byte> v;
+  ScratchBuffer take(std::size_t n) {
+    ScratchBuffer v;
     {
       std::lock_guard lock(mutex_);
       if (!free_.empty()) {
@@ -94,17 +127,17 @@ class BufferPool {
         free_.pop_back();
       }
     }
-    if (v.size() < n) v.resize(n);
+    v.grow(n);
     return v;
   }
-  void give(std::vector<std::byte> v) {
+  void give(ScratchBuffer v) {
     std::lock_guard lock(mutex_);
     free_.push_back(std::move(v));
   }
 
  private:
   std::mutex mutex_;
-  std::vector<std::vector<std::byte>> free_;
+  std::vector<ScratchBuffer> free_;
 };
 
 inline constexpr std::size_t kDeviceAlign = 256;

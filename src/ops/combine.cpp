@@ -40,7 +40,7 @@ class CombineKernel final : public CpuKernel {
   void run(const CpuBand& b) override {
     const std::int64_t n = b.in.row_samples(), rows = b.band.rows;
     const std::size_t acc = f64_ ? 8 : 4, row_bytes = static_cast<std::size_t>(n) * acc;
-    std::vector<std::byte> buf = pool_.take(2 * row_bytes * static_cast<std::size_t>(rows));
+    detail::ScratchBuffer buf = pool_.take(2 * row_bytes * static_cast<std::size_t>(rows));
     const SampleType at = f64_ ? SampleType::f64 : SampleType::f32;
     BandView v1{buf.data(), row_bytes, rows, b.in.width, b.in.channels, at};
     BandView v2{buf.data() + row_bytes * rows, row_bytes, rows, b.in.width, b.in.channels, at};

@@ -230,6 +230,7 @@ std::vector<StageEntry> equalize_stages() {
         return b;
       }};
   e.decl.reduction = true;
+  e.decl.sets_type = true;  // the equalized image is the output, not the pipeline's input type
   return {e};
 }
 

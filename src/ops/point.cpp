@@ -115,6 +115,7 @@ std::vector<StageEntry> point_stages() {
                [point](const StageContext& c) {
                  return point(c, PointKind::convert, 0, 0, parse_sample_type(c.args.text("type")));
                }});
+  s.back().decl.sets_type = true;
   return s;
 }
 

@@ -158,7 +158,7 @@ class MinMaxFootprintKernel final : public CpuKernel {
     const std::int64_t W = b.in.width, C = b.in.channels, S = W * C, rows = b.band.rows;
     const std::int64_t Nx = w_.cols(), Ny = w_.rows(), Wp = W + Nx - 1, Sp = Wp * C;
     const std::int64_t m = rows + Ny - 1, first = b.halo - w_.y.left;
-    std::vector<std::byte> buf = pool_.take(2 * static_cast<std::size_t>(m * Sp) * sizeof(T));
+    detail::ScratchBuffer buf = pool_.take(2 * static_cast<std::size_t>(m * Sp) * sizeof(T));
     T* pad = reinterpret_cast<T*>(buf.data());
     T* ext = pad + m * Sp;
     pad_rows<T>(b, w_, first, m, pad);
@@ -230,7 +230,7 @@ class MinMaxKernel final : public CpuKernel {
     const std::int64_t Nx = w_.x.left + w_.x.right + 1, Ny = w_.y.left + w_.y.right + 1;
     const std::int64_t m = rows + Ny - 1, first = b.halo - w_.y.left;
     const T cval = constant_of<T>(w_.border_value);
-    std::vector<std::byte> buf = pool_.take(2 * static_cast<std::size_t>(m * S) * sizeof(T));
+    detail::ScratchBuffer buf = pool_.take(2 * static_cast<std::size_t>(m * S) * sizeof(T));
     T* Pbase = reinterpret_cast<T*>(buf.data());
     T* Gbase = Pbase + m * S;
     std::vector<T*> P(static_cast<std::size_t>(m)), G(static_cast<std::size_t>(m));
@@ -283,7 +283,7 @@ class MinMaxKernel final : public CpuKernel {
     const std::int64_t W = b.in.width, C = b.in.channels, rows = b.band.rows;
     const std::int64_t Nx = w_.cols(), Ny = w_.rows(), Sp = (W + Nx - 1) * C;
     const std::int64_t m = rows + Ny - 1, first = b.halo - w_.y.left;
-    std::vector<std::byte> buf = pool_.take(2 * static_cast<std::size_t>(m * Sp) * sizeof(T));
+    detail::ScratchBuffer buf = pool_.take(2 * static_cast<std::size_t>(m * Sp) * sizeof(T));
     T* Pbase = reinterpret_cast<T*>(buf.data());
     T* Gbase = Pbase + m * Sp;
     pad_rows<T>(b, w_, first, m, Pbase);
@@ -403,7 +403,7 @@ class TophatKernel final : public CpuKernel {
       chain_->run(b);
       return;
     }
-    std::vector<std::byte> buf =
+    detail::ScratchBuffer buf =
         pool_.take(static_cast<std::size_t>(b.band.rows) * b.in.row_bytes());
     CpuBand inner = b;
     inner.out =
@@ -978,7 +978,7 @@ class RankKernel final : public CpuKernel {
     // Fixed offsets whatever the strip's width: the fine column counts, at the end, are zero
     // when the buffer goes back to the pool (every sample counted is taken out again), so a job
     // does not clear them.
-    std::vector<std::byte> buf = pool_->take(wide_job_bytes(Nx));
+    detail::ScratchBuffer buf = pool_->take(wide_job_bytes(Nx));
     std::uint16_t* kfine = reinterpret_cast<std::uint16_t*>(buf.data());  // kGroup blocks
     std::uint16_t* kcoarse = kfine + kGroup * kBlock;
     std::uint16_t* ccoarse = kcoarse + kBlock;               // maxWp blocks

@@ -240,6 +240,32 @@ def test_output_types():
         ooc.pipeline(x, "abs", output=out, out_type=np.float32)
 
 
+def test_working_type_as_oocconv(tmp_path):
+    """32-bit integers and f64 outputs are computed in f64, as oocconv computes them (issue 43)."""
+    rng = np.random.default_rng(0)
+    for dtype in (np.uint32, np.int32):
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, int(info.max), (40, 37), dtype=np.int64).astype(dtype)
+        src = tmp_path / "w.npy"
+        np.save(src, x)
+        want = np.clip(np.rint(ndi.gaussian_filter(x.astype(np.float64), 2, mode="reflect",
+                                                   truncate=3)), info.min, info.max)
+        got = ooc.pipeline(x, "gaussian sigma=2 method=direct")
+        assert got.dtype == dtype
+        assert np.abs(got.astype(np.float64) - want).max() <= 1
+        ooc.run(str(src), str(tmp_path / "a.npy"), "gaussian sigma=2 method=direct")
+        subprocess.run([tool("oocconv"), str(src), str(tmp_path / "b.npy"), "--sigma", "2",
+                        "--method", "direct", "-q"], check=True)
+        assert np.load(tmp_path / "a.npy").tobytes() == np.load(tmp_path / "b.npy").tobytes()
+        assert np.load(tmp_path / "a.npy").tobytes() == got.tobytes()
+    f = image(30, 21, 1, "f32")
+    hi = ooc.pipeline(f, "gaussian sigma=1.5", out_type=np.float64)
+    want = ndi.gaussian_filter(f.astype(np.float64), 1.5, mode="reflect", truncate=3)
+    assert np.abs(hi - want).max() < 1e-12 * np.abs(want).max()
+    # An equalize at the end writes the equalized type.
+    assert ooc.pipeline(f, "gaussian sigma=1 ! convert type=u8 ! equalize").dtype == np.uint8
+
+
 def test_arrays_strided_byte_swapped_memmaps_and_aliases(tmp_path):
     x = image(96, 80, 1, "f32", seed=5)
     pipe = "gaussian sigma=2 ! unsharp sigma=1 amount=0.5"

@@ -44,6 +44,9 @@ struct StageDecl {
   // A filter whose output a following `convert` is fused into (the same rounding of the same
   // value, one pass over the band less).
   bool takes_convert = false;
+  // Its output's type is the pipeline's output type when no later stage sets one (convert,
+  // equalize) and --out-type is not given.
+  bool sets_type = false;
 };
 
 // Every stage, in the order oocrun --list shows them.
@@ -77,9 +80,11 @@ std::vector<StageCall> parse_pipeline(const std::vector<std::string>& words);
 struct PipelineSettings {
   BorderMode border = BorderMode::reflect;
   double border_value = 0;
-  Precision precision = Precision::automatic;  // f64: intermediates in f64, else f32
-  std::optional<SampleType> out_type;          // default: the input's (unless the last stage
-                                               // is a convert)
+  // Intermediates in f64 under f64, or under automatic when the input, the output or a convert
+  // of the pipeline is f64, u32 or i32 (accumulates_in_f64's rule); else in f32.
+  Precision precision = Precision::automatic;
+  std::optional<SampleType> out_type;  // default: the type the last stage that sets one gives
+                                       // (convert, equalize), else the input's
 };
 
 // The passes of a pipeline over an image of `input`: each pass is one operation for the engine
