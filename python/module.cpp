@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/counts.hpp"
 #include "cli/filter_options.hpp"
 #include "cli/input_options.hpp"
 #include "cli/stats.hpp"
@@ -163,6 +164,24 @@ T get(const py::dict& d, const char* key, T fallback) {
   return get<T>(d, key).value_or(fallback);
 }
 
+// threads=, band_rows=, slots=: an integer (a NumPy one too, not a bool) in the tools' range, or
+// None (planned); refused in the tools' words.
+template <class T>
+T count(const py::dict& d, const char* key, const ooc::cli::CountRange& range) {
+  if (!d.contains(key) || d[key].is_none()) return 0;
+  const py::object v = d[key];
+  std::string given = py::str(static_cast<py::handle>(v)).cast<std::string>();
+  if (!py::isinstance<py::bool_>(v) && PyIndex_Check(v.ptr())) {
+    const auto i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+    if (!i) throw py::error_already_set();
+    if (i >= py::int_(range.lo) && i <= py::int_(range.hi))
+      return static_cast<T>(i.cast<long long>());
+    given = py::str(static_cast<py::handle>(i)).cast<std::string>();
+  }
+  throw ooc::Error(ooc::ErrorKind::usage,
+                   std::string(key) + " " + ooc::cli::count_problem(range, given));
+}
+
 // --mem-limit, --threads, --band-rows, --slots, --device, --devices.
 struct RunOptions {
   ooc::PipelineOptions pipeline;
@@ -187,15 +206,9 @@ RunOptions run_options(const py::dict& o) {
       r.pipeline.mem_limit = m.cast<std::size_t>();
     }
   }
-  r.pipeline.threads = get<int>(o, "threads", 0);
-  r.pipeline.band_rows = get<std::int64_t>(o, "band_rows", 0);
-  r.pipeline.slots = get<int>(o, "slots", 0);
-  if (r.pipeline.threads < 0 || r.pipeline.threads > ooc::kMaxThreads)
-    throw ooc::Error(ooc::ErrorKind::usage, "threads must be from 1 to " +
-                                                std::to_string(ooc::kMaxThreads) + ", got " +
-                                                std::to_string(r.pipeline.threads));
-  if (r.pipeline.band_rows < 0 || r.pipeline.slots < 0)
-    throw ooc::Error(ooc::ErrorKind::usage, "band_rows and slots must be positive");
+  r.pipeline.threads = count<int>(o, "threads", ooc::cli::kThreadsRange);
+  r.pipeline.band_rows = count<std::int64_t>(o, "band_rows", ooc::cli::kBandRowsRange);
+  r.pipeline.slots = count<int>(o, "slots", ooc::cli::kSlotsRange);
   r.device = get<std::string>(o, "device", "auto");
   r.devices = get<std::string>(o, "devices", "all");
   return r;
@@ -319,6 +332,41 @@ py::dict convolve_file(const std::string& input, const std::string& output, cons
 }
 
 // ooceq INPUT OUTPUT: a histogram pass, then the lookup table.
+// ooc.equalize of another type than u8/u16: said of ooc.equalize's input (`what`: the array's
+// dtype or the file's type), with the pipeline that scales, converts and equalizes it (`call`:
+// ooc.pipeline or ooc.run with its arguments before the pipeline), not of stages the user
+// never wrote.
+std::string numpy_name(ooc::SampleType t) {
+  switch (t) {
+    case ooc::SampleType::u8:
+      return "uint8";
+    case ooc::SampleType::u16:
+      return "uint16";
+    case ooc::SampleType::i16:
+      return "int16";
+    case ooc::SampleType::u32:
+      return "uint32";
+    case ooc::SampleType::i32:
+      return "int32";
+    case ooc::SampleType::f32:
+      return "float32";
+    case ooc::SampleType::f64:
+      return "float64";
+  }
+  return std::string(ooc::name(t));
+}
+
+void check_equalizable(ooc::SampleType t, const std::string& what, const std::string& call) {
+  if (t == ooc::SampleType::u8 || t == ooc::SampleType::u16) return;
+  throw ooc::Error(ooc::ErrorKind::usage,
+                   "ooc.equalize takes uint8 or uint16 images, " + what +
+                       ": scale its values onto 0-65535 and convert them first; for values in "
+                       "[0, M], in one call: " +
+                       call +
+                       "'scale mul=S ! convert type=u16 ! equalize') with S = 65535 / M (values "
+                       "are rounded and saturated; add= shifts negative ones)");
+}
+
 py::dict equalize_file(const std::string& input, const std::string& output, const py::dict& o,
                        const py::object& progress) {
   const RunOptions run = run_options(o);
@@ -334,6 +382,8 @@ py::dict equalize_file(const std::string& input, const std::string& output, cons
     py::gil_scoped_release release;
     ooc::Job job(jo);
     const ooc::ImageSpec spec = job.source().spec();
+    check_equalizable(spec.type, "'" + input + "' is " + numpy_name(spec.type),
+                      "ooc.run('" + input + "', '" + output + "', ");
     // ooceq's pipeline of one stage: a histogram pass, then the table.
     ooc::PipelinePlan plan(spec, {ooc::StageCall{"equalize", {}}}, {}, jo.pipeline);
     job.start(plan.operations());
@@ -598,10 +648,10 @@ py::dict run_plan(ArrayRun& a, ooc::PipelinePlan& plan, const std::string& opera
 py::dict equalize_array(const py::array& input, const py::array& output, const py::dict& o,
                         const py::object& progress) {
   ArrayRun a = array_run(input, output, o, progress);
+  check_equalizable(a.in.spec.type, "this array is " + numpy_name(a.in.spec.type),
+                    "ooc.pipeline(array, ");
   if (a.out.spec.type != a.in.spec.type)
     throw ooc::Error(ooc::ErrorKind::usage, "equalize writes the input's dtype");
-  // The message for other dtypes names no pipeline stage: this call has none.
-  (void)ooc::HistogramOp::bins_of(a.in.spec.type);
   ooc::PipelinePlan plan(a.in.spec, {ooc::StageCall{"equalize", {}}}, {}, a.run.pipeline);
   return run_plan(a, plan, "histogram equalization (2 passes)");  // equalize_file's name
 }

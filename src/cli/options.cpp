@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "counts.hpp"
 #include "input_options.hpp"
 #include "internal.hpp"
 #include "ooc/detail/size_text.hpp"
@@ -30,6 +31,23 @@ CLI::Validator positive() {
       },
       "POSITIVE");
 }
+
+namespace {
+// A count option's check, in counts.hpp's words (the Python keywords say the same).
+CLI::Validator count_in(const CountRange& range) {
+  return CLI::Validator(
+      [range](std::string& text) -> std::string {
+        try {
+          std::size_t pos = 0;
+          const long long v = std::stoll(text, &pos);
+          if (pos == text.size() && v >= range.lo && v <= range.hi) return {};
+        } catch (const std::exception&) {
+        }
+        return count_problem(range, text);
+      },
+      "INT");
+}
+}  // namespace
 
 void add_progress_options(CLI::App& app, ProgressCli& p) {
   auto* bar = app.add_flag("--progress", p.bar, "progress bar on stderr (default on a terminal)");
@@ -60,10 +78,11 @@ void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& ba
   group.add_option("--mem-limit", p.mem_limit,
                    "memory for the band ring, e.g. 512M, 4G (default: min(1G, RAM/4))");
   group.add_option("--threads", p.options.threads, "worker threads (default: all cores)")
-      ->check(CLI::Range(1, ooc::kMaxThreads));
-  group.add_option("--band-rows", p.options.band_rows, band_rows_help)->check(positive());
+      ->check(count_in(kThreadsRange));
+  group.add_option("--band-rows", p.options.band_rows, band_rows_help)
+      ->check(count_in(kBandRowsRange));
   group.add_option("--slots", p.options.slots, "bands in flight (default: planned)")
-      ->check(CLI::Range(1, 1 << 16));
+      ->check(count_in(kSlotsRange));
   group
       .add_option("--device", p.device,
                   "auto (CUDA where it is estimated faster: --stats says why), cpu or cuda")

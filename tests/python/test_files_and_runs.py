@@ -246,3 +246,74 @@ def test_predictor_keyword(tmp_path):
     with pytest.raises(ooc.Error, match="predictor horizontal applies to"):
         ooc.convolve(tmp_path / "in.npy", tmp_path / "n.tif", taps=[1], predictor="horizontal")
     assert not (tmp_path / "u.tif").exists() and not (tmp_path / "n.tif").exists()
+
+
+@pytest.mark.parametrize("keyword,flag,value", [
+    ("threads", "--threads", 0), ("threads", "--threads", 10**12), ("threads", "--threads", -1),
+    ("band_rows", "--band-rows", 0), ("band_rows", "--band-rows", 10**30),
+    ("slots", "--slots", 0), ("slots", "--slots", 65537)])
+def test_counts_refused_in_the_tools_words(tmp_path, keyword, flag, value):
+    # threads=, band_rows=, slots= take the tools' ranges, refused in the same words (threads=0
+    # and band_rows=0 ran before, threads=10**12 was "must be an integer").
+    x = noise((12, 9))
+    np.save(tmp_path / "in.npy", x)
+    with pytest.raises(ooc.Error) as e:
+        ooc.gaussian_filter(x, 1.0, **{keyword: value})
+    assert e.value.kind == "usage"
+    r = subprocess.run([tool("oocconv"), tmp_path / "in.npy", tmp_path / "o.npy", "--radius", "1",
+                        flag, str(value)], capture_output=True, text=True)
+    assert r.returncode == 2
+    cli = r.stderr.splitlines()[0]
+    assert cli.startswith("oocconv: error: %s: must be a whole number from 1 to " % flag), cli
+    assert str(e.value) == keyword + " " + cli.split(flag + ": ", 1)[1]
+    with pytest.raises(ooc.Error, match="must be a whole number"):
+        ooc.pipeline(x, "abs", **{keyword: value})
+    assert sorted(os.listdir(tmp_path)) == ["in.npy"]
+
+
+def test_counts_take_integers_of_any_kind():
+    x = noise((40, 30))
+    want = ndi.gaussian_filter(x.astype(np.float64), 1.0)
+    for kw in (dict(threads=np.int64(2)), dict(band_rows=np.uint8(7), slots=3), dict(threads=None)):
+        np.testing.assert_allclose(ooc.gaussian_filter(x, 1.0, **kw), want, rtol=1e-5, atol=1e-6)
+    for bad in (True, 2.0, "2"):
+        with pytest.raises(ooc.Error, match="threads must be a whole number from 1 to"):
+            ooc.gaussian_filter(x, 1.0, threads=bad)
+
+
+def equalize_u16_reference(u):
+    """ooceq's table for u16: cv2.equalizeHist's formula over 65536 bins, in float32 (the sum
+    from the smallest value present, i0, times 65535 / (N - h[i0]) rounded to float32 first)."""
+    h = np.bincount(u.ravel(), minlength=65536)
+    i0 = int(np.flatnonzero(h)[0])
+    scale = np.float32(65535) / np.float32(u.size - h[i0])
+    sums = (np.cumsum(h) - h[i0]).astype(np.float32)
+    lut = np.clip(np.rint(sums * scale), 0, 65535).astype(np.uint16)
+    lut[:i0 + 1] = 0
+    return lut[u]
+
+
+def test_equalize_of_other_types_speaks_of_its_input(tmp_path):
+    # ooc.equalize on float32 named "stage 1 (equalize)" and a convert stage never written: the
+    # message speaks of ooc.equalize's input and gives a call that works.
+    x = noise((50, 40)) * 3 + 0.5
+    np.save(tmp_path / "in.npy", x)
+    for call, what in ((lambda: ooc.equalize(x), "this array is float32"),
+                       (lambda: ooc.equalize(tmp_path / "in.npy", tmp_path / "o.npy"),
+                        "in.npy' is float32"),
+                       (lambda: ooc.equalize(x.astype(np.int16)), "this array is int16")):
+        with pytest.raises(ooc.Error) as e:
+            call()
+        msg = str(e.value)
+        assert msg.startswith("ooc.equalize takes uint8 or uint16 images, "), msg
+        assert what in msg and "stage" not in msg, msg
+        assert e.value.kind == "usage"
+    assert sorted(os.listdir(tmp_path)) == ["in.npy"]
+    # The advice, followed: scale by S = 65535 / M, convert, equalize.
+    s = 65535 / float(x.max())
+    got = ooc.pipeline(x, "scale mul=%r ! convert type=u16 ! equalize" % s)
+    u = np.clip(np.rint(x.astype(np.float32) * np.float32(s)), 0, 65535).astype(np.uint16)
+    assert got.dtype == np.uint16
+    np.testing.assert_array_equal(got, equalize_u16_reference(u))
+    ooc.run(tmp_path / "in.npy", tmp_path / "o.npy", "scale mul=%r ! convert type=u16 ! equalize" % s)
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), got)

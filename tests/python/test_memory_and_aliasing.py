@@ -179,7 +179,7 @@ def test_bad_mem_limit_says_what_is_valid():
             ooc.gaussian_filter(x, 1.0, mem_limit=bad)
         assert e.value.kind == "usage"
     assert np.array_equal(ooc.gaussian_filter(x, 1.0, mem_limit=2e6), ooc.gaussian_filter(x, 1.0))
-    with pytest.raises(ooc.Error, match=r"threads must be an integer, got 'two'"):
+    with pytest.raises(ooc.Error, match=r"threads must be a whole number from 1 to \d+, got 'two'"):
         ooc.gaussian_filter(x, 1.0, threads="two")
 
 
