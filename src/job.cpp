@@ -434,11 +434,26 @@ void Job::start(const std::vector<const Operation*>& ops) {
     const std::int64_t both = grid <= H ? std::lcm(align, grid) : H + 1;
     const std::int64_t unit = grid > 1 && both <= H / options_.part_count ? both : align;
     if (unit > 1) {
-      if (options_.part_count > (H + unit - 1) / unit)
+      if (options_.part_count > (H + unit - 1) / unit) {
+        // What the output's rows come in, and the option that makes them smaller.
+        std::string rows = "chunk rows", fix = "a smaller --chunk";
+        const SinkOptions& so = options_.sink;
+        if (output_format(options_.output, so) == "tiff") {
+          // Tiled as tiff_row_alignment has it: --tile, or 512 for a pyramid or a COG.
+          const bool tiled = so.tile > 0 || so.pyramid_levels != 0 || so.cog;
+          rows = std::string(tiled ? "rows of tiles" : "rows of strips") + " (" +
+                 std::to_string(align) + " image rows each)";
+          fix = tiled ? "a smaller --tile"
+                      : "a tiled output (--tile N: rows of N; strips are about 1 MiB)";
+        } else if (so.zarr_version == 3) {
+          rows = "shard rows";
+          fix = "a smaller --shard (or --chunk)";
+        }
         throw Error(ErrorKind::usage, std::to_string(options_.part_count) +
                                           " parts is more than the output's " +
-                                          std::to_string((H + align - 1) / align) +
-                                          " chunk rows: use fewer parts or a smaller --chunk");
+                                          std::to_string((H + align - 1) / align) + " " + rows +
+                                          ": use fewer parts or " + fix);
+      }
       const auto aligned = [&](int i) {
         if (i == options_.part_count) return H;
         // The nearest chunk row boundary, so that parts stay about even.

@@ -147,6 +147,23 @@ class TiffPartsTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("multiples of 64", r.stderr)
 
+    def test_too_many_parts_names_the_tiff_options(self):
+        """More parts than rows of strips or tiles: the fix named is TIFF's (fewer parts, --tile),
+        never Zarr's --chunk."""
+        args = ["synth:gradient", "--width", "500", "--height", "700", "--type", "u16",
+                "--sigma", "2", "-q"]
+        for layout, says in (([], "a tiled output (--tile N"),
+                             (["--tile", "64"], "a smaller --tile"),
+                             (["--cog"], "a smaller --tile")):
+            with self.subTest(layout=layout):
+                out = self.p("many.tif")
+                r = self.conv(out, args + layout, "--part", "0/20", ok=False)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn("use fewer parts or " + says, r.stderr)
+                self.assertNotIn("--chunk", r.stderr)
+                self.assertFalse([f for f in os.listdir(self.d)
+                                  if f.startswith(os.path.basename(out))])
+
     def test_finish_names_a_missing_part(self):
         args = ["synth:gradient", "--width", "1000", "--height", "777", "--type", "u16",
                 "--compress", "zstd", "--tile", "64", "--sigma", "2", "-q"]
