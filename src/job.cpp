@@ -635,6 +635,12 @@ RunStats Job::run(Operation& op, const ProgressFn& progress) {
   return st;
 }
 
+std::string Job::kept_path() const {
+  if (sink_)
+    if (std::string p = sink_->kept_path(); !p.empty()) return p;
+  return temporary_of(options_.output);
+}
+
 void Job::commit() {
   if (!sink_) return;
   sink_->commit();

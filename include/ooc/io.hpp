@@ -112,6 +112,9 @@ class Sink {
   // A resumable stop: flushes what was written to the disk and leaves the temporary (and its
   // journal, the job's business) for --resume. Outputs that cannot resume throw a usage Error.
   virtual void keep() { throw Error(ErrorKind::usage, describe() + " cannot be resumed"); }
+  // After keep(): the file that holds what was kept, where that is not the output's temporary
+  // (a TIFF keeps its blocks in a file of their own); empty otherwise.
+  virtual std::string kept_path() const { return {}; }
   // Memory the sink holds besides the rows handed to it (rows gathered for compression), at
   // most; the planner counts it.
   virtual std::size_t buffer_bytes() const { return 0; }

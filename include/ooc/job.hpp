@@ -88,6 +88,9 @@ class Job {
   // Nothing was left to do (a resumed run whose rows were all done).
   bool nothing_left() const noexcept { return start_ >= run_end_; }
   const std::string& journal_path() const noexcept { return journal_; }
+  // After a stop: the file that holds the rows kept for --resume (the output's temporary, or the
+  // file a TIFF output keeps its blocks in).
+  std::string kept_path() const;
   // State a resumed run needs besides the rows on disk (a pipeline's histogram): a file beside
   // the output's temporary, named `name` (empty where the job keeps no journal). Saved
   // atomically with a checksum; kept with the journal by a stop, removed with it at the end.

@@ -63,11 +63,11 @@ int stopped(const char* prog, const Job& job, const RunStats& st) {
                  static_cast<long long>(job.row_end()));
   } else {
     std::fprintf(stderr,
-                 "%s: stopped at row %lld of rows %lld:%lld; kept '%s' and its journal: run the "
-                 "same command with --resume to go on\n",
+                 "%s: stopped at row %lld of rows %lld:%lld; kept '%s' and the journal '%s': "
+                 "run the same command with --resume to go on\n",
                  prog, static_cast<long long>(at), static_cast<long long>(job.row_begin()),
-                 static_cast<long long>(job.row_end()),
-                 ooc::partial_path(job.options().output).c_str());
+                 static_cast<long long>(job.row_end()), job.kept_path().c_str(),
+                 job.journal_path().c_str());
   }
   if (World::started() && World::get().mpi()) World::get().all_ok(false);
   return ooc::kExitResumable;

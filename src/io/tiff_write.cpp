@@ -1157,6 +1157,7 @@ class TiffSink final : public Sink {
   void keep() override {
     if (range_) {
       end_range(true);
+      kept_path_ = data_path_.empty() ? settings_path(temp_) : data_path_;
       done_ = true;
       return;
     }
@@ -1204,8 +1205,10 @@ class TiffSink final : public Sink {
     file_->keep();
     if (::rename(file_->partial().c_str(), (stem + kBlocksSuffix).c_str()) != 0)
       throw Error(ErrorKind::io, system_message("cannot keep", file_->partial(), errno));
+    kept_path_ = stem + kBlocksSuffix;
     done_ = true;
   }
+  std::string kept_path() const override { return kept_path_; }
 
   std::int64_t durable_end(std::int64_t first, std::int64_t written_end) const override {
     (void)written_end;
@@ -1739,6 +1742,7 @@ class TiffSink final : public Sink {
   };
   bool cog_ = false, own_layout_ = false;
   std::string compress_name_, predictor_;  // --compress, and the predictor it runs with
+  std::string kept_path_;                  // keep()'s blocks file
   std::size_t header_bytes_ = 8;
   int levels_count_ = 0;
   std::vector<Level> levels_;

@@ -196,7 +196,9 @@ class TiffPartsTest(unittest.TestCase):
                 self.same(self.ref(args), out)
 
     def stop(self, out, *extra, journal=None):
-        """Starts a slow run, sends SIGTERM once it is under way; returns (exit code, stderr)."""
+        """Starts a slow run, sends SIGTERM once it is under way; returns (exit code, stderr).
+        A stop's message names the file it kept (a TIFF keeps blocks files, no OUT.partial) and
+        the journal: both must exist."""
         proc = subprocess.Popen([tool("oocconv"), SLOW[0], out] + SLOW[1:] + list(extra),
                                 stderr=subprocess.PIPE, text=True)
         journal = journal or out + ".partial.journal"
@@ -208,6 +210,10 @@ class TiffPartsTest(unittest.TestCase):
             self.skipTest("the run ended before the signal")
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
+        if proc.returncode == RESUMABLE:
+            for key in ("kept '", "journal '"):
+                named = err.split(key)[1].split("'")[0]
+                self.assertTrue(os.path.exists(named), "the stop names %s: %s" % (named, err))
         return proc.returncode, err
 
     def test_sigterm_then_resume(self):
