@@ -21,8 +21,9 @@ namespace {
 constexpr const char* kFooter = R"(
 The table is OpenCV's cv2.equalizeHist, each channel on its own (65536 bins for u16): with i0
 the smallest value present and N the samples of the channel, lut[i0] = 0 and for i > i0
-lut[i] = round(float(h[i0+1] + ... + h[i]) * float(bins - 1) / float(N - h[i0])), in float, ties
-to even. An image of one value is returned unchanged. The output has the input's type.
+lut[i] = round(float(h[i0+1] + ... + h[i]) * s), s = float(bins - 1) / float(N - h[i0]) rounded
+to a float first, in float, ties to even. An image of one value is returned unchanged. The output
+has the input's type.
 
 Examples:
   ooceq scan.tif eq.tif
