@@ -95,6 +95,43 @@ std::string line_value(const std::vector<std::string>& lines, std::size_t i,
   return lines[i].substr(key.size() + 1);
 }
 
+// A fingerprint's fields: its parts between ", " and "; ", a parenthesis kept whole ("taps
+// (radius 96, 96)" is one field).
+std::vector<std::string> fingerprint_fields(const std::string& text) {
+  std::vector<std::string> out;
+  std::string field;
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    depth += c == '(' ? 1 : c == ')' && depth > 0 ? -1 : 0;
+    if (depth == 0 && (c == ',' || c == ';') && i + 1 < text.size() && text[i + 1] == ' ') {
+      out.push_back(field);
+      field.clear();
+      ++i;
+      continue;
+    }
+    field += c;
+  }
+  out.push_back(field);
+  return out;
+}
+
+// What differs between two fingerprints, field by field: "was: border reflect; now: border
+// nearest"; the whole texts where no field tells them apart.
+std::string options_difference(const std::string& was, const std::string& now) {
+  const std::vector<std::string> a = fingerprint_fields(was), b = fingerprint_fields(now);
+  const auto only = [](const std::vector<std::string>& x, const std::vector<std::string>& y) {
+    std::string out;
+    for (const std::string& f : x)
+      if (std::find(y.begin(), y.end(), f) == y.end()) out += (out.empty() ? "" : ", ") + f;
+    return out;
+  };
+  std::string from = only(a, b), to = only(b, a);
+  if (from.empty() && to.empty()) from = was, to = now;
+  return "was: " + (from.empty() ? std::string("-") : from) +
+         "; now: " + (to.empty() ? std::string("-") : to);
+}
+
 struct JournalRecord {
   std::string path, input, options;
   int part = 0, parts = 1;
@@ -200,7 +237,7 @@ bool claim_manifest(const std::string& temporary, const std::string& output,
       if (was_input != input)
         differs = "another input (was: " + was_input + "; now: " + input + ")";
       else if (was_options != options)
-        differs = "other options (was: " + was_options + "; now: " + options + ")";
+        differs = "options";
       else if (was_height != std::to_string(height))
         differs = "another height (was: " + was_height + "; now: " + std::to_string(height) + ")";
       // A manifest without a temporary or journals is what an ended job left: not a job.
@@ -209,6 +246,15 @@ bool claim_manifest(const std::string& temporary, const std::string& output,
         ::unlink(path.c_str());
         continue;
       }
+      // Other options: the job's, named field by field, as a resumed run's journal says them.
+      if (differs == "options")
+        throw Error(ErrorKind::usage,
+                    "output '" + output + "' is being made by another job whose options differ (" +
+                        options_difference(was_options, options) +
+                        "): run with that job's options (every part alike; --resume goes on "
+                        "only with them), finish that job (oocconv --finish " +
+                        output + "), remove '" + temporary +
+                        "*' to start over, or name another output");
       if (!differs.empty())
         throw Error(ErrorKind::usage,
                     "output '" + output + "' is being made by another job, with " + differs +
@@ -521,7 +567,10 @@ void Job::start(const std::vector<const Operation*>& ops) {
         const JournalRecord r = read_journal(path);
         if (r.input != identity_) throw differs("input", r.input, identity_);
         if (r.options != options_.fingerprint)
-          throw differs("options", r.options, options_.fingerprint);
+          throw Error(ErrorKind::usage,
+                      "cannot resume: the options differ from the interrupted run's (" +
+                          options_difference(r.options, options_.fingerprint) +
+                          "); run with its options, or without --resume to start over");
         if (r.height != H)
           throw differs("image heights", std::to_string(r.height), std::to_string(H));
         if (r.done > r.begin) done.emplace_back(r.begin, r.done);

@@ -275,6 +275,62 @@ class PartsTest(unittest.TestCase):
         r = run([tool("oocconv"), src, self.p("fresh.raw"), "--resume"] + args)
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def assertOptionsDiffer(self, r, what):
+        """Exit 2, the options said to differ, naming the changed --border (both values) and
+        none of the fields that are the same (the filter's taps, its accumulation type)."""
+        self.assertEqual(r.returncode, 2, "%s: %s" % (what, r.stderr))
+        self.assertIn("options differ", r.stderr, what)
+        for word in ("border reflect", "border nearest"):
+            self.assertIn(word, r.stderr, what)
+        for same in ("accumulate", "taps (radius"):
+            self.assertNotIn(same, r.stderr, what)
+
+    def test_changed_border_names_the_differing_options(self):
+        """A part or a resumed run with another --border than its job's is told that the options
+        differ, naming what differs, for raw, .npy, TIFF and Zarr outputs of oocconv and oocrun:
+        parts with and without --resume, and a stopped single run resumed. The stop names the
+        file it kept (a TIFF's blocks file, not OUT.partial), which exists, and --resume with
+        the job's own options finishes the output."""
+        ops = {"oocconv": ["--sigma", "32", "--method", "direct"],
+               "oocrun": ["gaussian sigma=32 method=direct"]}
+        layout = {".raw": [], ".npy": [], ".tif": ["--tile", "64", "--compress", "deflate"],
+                  ".zarr": ["--chunk", "64"]}
+        for name, op in ops.items():
+            for ext, lay in layout.items():
+                def cmd(out, border, *extra, height="200"):
+                    return ([tool(name), "synth:noise", out] + op +
+                            ["--width", "2048", "--height", height, "--type", "u16",
+                             "--threads", "1", "-q", "--border", border] + lay + list(extra))
+                with self.subTest(tool=name, ext=ext, run="parts"):
+                    out = self.p("b_%s%s" % (name, ext))
+                    r = run(cmd(out, "reflect", "--part", "0/2"))
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    for extra in ([], ["--resume"]):
+                        self.assertOptionsDiffer(run(cmd(out, "nearest", "--part", "1/2", *extra)),
+                                                 "part 1/2 %s" % extra)
+                with self.subTest(tool=name, ext=ext, run="single"):
+                    out = self.p("s_%s%s" % (name, ext))
+                    proc = subprocess.Popen(cmd(out, "reflect", height="6000"),
+                                            stderr=subprocess.PIPE, text=True)
+                    deadline = time.monotonic() + 60
+                    while (proc.poll() is None and time.monotonic() < deadline and
+                           not os.path.exists(out + ".partial.journal")):
+                        time.sleep(0.02)
+                    if proc.poll() is not None:
+                        self.skipTest("the run ended before the signal")
+                    proc.send_signal(signal.SIGTERM)
+                    _, err = proc.communicate(timeout=120)
+                    self.assertEqual(proc.returncode, RESUMABLE, err)
+                    kept = err.split("kept '")[1].split("'")[0]
+                    self.assertTrue(os.path.exists(kept), "the stop names %s: %s" % (kept, err))
+                    self.assertOptionsDiffer(run(cmd(out, "nearest", "--resume", height="6000")),
+                                             "resumed")
+                    r = run(cmd(out, "reflect", "--resume", height="6000"))
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertTrue(os.path.exists(out))
+                    self.assertFalse([f for f in os.listdir(self.w)
+                                      if f.startswith(os.path.basename(out) + ".partial")])
+
     def test_progress_log_lines(self):
         out = self.p("log.raw")
         t0 = time.time()

@@ -331,7 +331,8 @@ TEST(Journal, ResumeRefusesJournalsOfAnotherInputOrOptions) {
                          "synth:noise seed 1; now: synth:noise seed 2)"))
         << e.what();
     const ooc::Error f = error_of([&] { run_job(other_options); });
-    EXPECT_TRUE(contains(f.what(), "with other options (was: copy; now: copy v2)")) << f.what();
+    EXPECT_TRUE(contains(f.what(), "another job whose options differ (was: copy; now: copy v2)"))
+        << f.what();
   }
   // The refused parts left the temporary as it was: the right part 1 still completes it.
   run_job(options(out, 1, 2));
