@@ -475,7 +475,7 @@ class ZarrSink final : public Sink {
 
   ~ZarrSink() override {
     try {
-      tasks_->wait();
+      wait_tasks();
     } catch (...) {  // the error that ended the run is on its way already
     }
     if (lock_fd_ >= 0) ::close(lock_fd_);
@@ -659,18 +659,27 @@ class ZarrSink final : public Sink {
     // threads), which may have no thread of its own left when commit() waits from outside it:
     // with --threads 1, a wait outside would never see them run. Waiting inside it runs them.
     if (!arena_) arena_.emplace(tbb::task_arena::attach());
-    tasks_->run([this, k, cr, full] { write_unit_row(temp_, info_, k, cr, full->data()); });
+    tasks_->run([this, k, cr, full] {
+      // Isolated: a thread waiting inside this task for its parallel loop must not take up a band
+      // of the pipeline meanwhile, whose write stage would wait in drain() for this very task,
+      // lower on the same stack: the run would hang for good, with every other thread asleep.
+      tbb::this_task_arena::isolate([&] { write_unit_row(temp_, info_, k, cr, full->data()); });
+    });
   }
 
   // Waits for the chunk rows in flight; rethrows a task's error.
   void drain() {
+    wait_tasks();
+    for (auto& [k, b] : done_buffers_) levels_[static_cast<std::size_t>(k)].spare.push_back(b);
+    done_buffers_.clear();
+    std::fill(in_flight_.begin(), in_flight_.end(), 0);
+  }
+
+  void wait_tasks() {
     if (arena_)
       arena_->execute([this] { tasks_->wait(); });
     else
       tasks_->wait();
-    for (auto& [k, b] : done_buffers_) levels_[static_cast<std::size_t>(k)].spare.push_back(b);
-    done_buffers_.clear();
-    std::fill(in_flight_.begin(), in_flight_.end(), 0);
   }
 
   // The rows held of a chunk row this writer does not make whole go to an edge file.
