@@ -105,7 +105,7 @@ void join_pyramid_edges(
     const ImageSpec up = spec(k > 0 ? k - 1 : 0);
     const std::size_t rb = s.row_bytes();
     const std::int64_t unit = unit_rows(k);
-    std::map<std::int64_t, std::vector<std::byte>> rows;
+    std::map<std::int64_t, std::vector<std::byte>> rows, sources;
     for (const LevelEdge& e : edges) {
       if (e.level != k) continue;
       std::ifstream in(e.path, std::ios::binary);
@@ -121,7 +121,7 @@ void join_pyramid_edges(
                                           temp + "*' and run again");
       for (std::int64_t r = e.lo; r < e.hi; ++r) {
         const std::byte* p = bytes.data() + static_cast<std::size_t>(r - e.lo) * rb;
-        rows[r].assign(p, p + rb);
+        (e.source ? sources : rows)[r].assign(p, p + rb);
       }
     }
     std::vector<std::int64_t> touched;
@@ -154,18 +154,20 @@ void join_pyramid_edges(
         std::memcpy(block.data() + static_cast<std::size_t>(r - r0) * rb, rows[r].data(), rb);
       write(k, ur, block.data());
     }
+    rows.merge(sources);  // keeps the joined row where both have one
     upper = std::move(rows);
   }
 }
 
 PyramidBuilder::PyramidBuilder(const ImageSpec& base, int levels, std::int64_t begin,
-                               std::int64_t end, Emit emit)
+                               std::int64_t end, Emit emit, Emit orphan)
     : base_(base),
       levels_(levels),
       carried_(static_cast<std::size_t>(levels) + 1),
       blocks_(static_cast<std::size_t>(levels) + 1),
       at_bottom_(end >= base.height),
-      emit_(std::move(emit)) {
+      emit_(std::move(emit)),
+      orphan_(std::move(orphan)) {
   for (int k = 0; k <= levels; ++k) {
     specs_.push_back(pyramid_level(base, k));
     if (k == 0) {
@@ -204,7 +206,10 @@ void PyramidBuilder::push(std::int64_t y, std::int64_t n, const std::byte* data,
     std::vector<std::byte>& carried = carried_[k];  // a partner from the last push, kept apart
     for (std::int64_t i = 0; i < nk; ++i) {
       const std::int64_t rk = yk + i, r = rk / 2;
-      if (r < first_[k + 1] || r >= end_[k + 1]) continue;  // no partner in this writer's range
+      if (r < first_[k + 1] || r >= end_[k + 1]) {  // no partner in this writer's range
+        if (orphan_) orphan_(k, rk, row(i));
+        continue;
+      }
       if (rk % 2 == 0 && rk + 1 < s.height) {
         if (i + 1 < nk) continue;  // paired with the next row of the block
         std::memcpy(pending_[k].data(), row(i), rb);

@@ -28,19 +28,23 @@ void pyramid_reduce_row(const ImageSpec& upper, const std::byte* a, const std::b
 // Rows of a level that a writer could not make whole units of (a unit: the rows one chunk, strip
 // or tile row holds), left in a file of raw rows [lo, hi) of level `level` for whoever joins the
 // writers' work.
+// A `source` edge holds rows of a level that the writer made inside whole unit rows, kept only
+// because the level row below them is made from a row of another writer: they are read to reduce
+// that row, never written again.
 struct LevelEdge {
   int level = 0;
   std::int64_t lo = 0, hi = 0;
   std::string path;
+  bool source = false;
 };
 
 // Joins what the writers of one pyramid left at their boundaries, level by level: the rows of
 // the edge files, and the level rows whose two source rows two writers made (reduced here from
-// the level above's joined rows). For every unit row these touch, write(k, unit_row, rows) gets
-// its rows (contiguous) when all are there, and incomplete(k, unit_row, first, end) is called
-// when not (it throws, or returns where a writer made that unit row whole after all).
-// spec(k) is level k's geometry, unit_rows(k) its unit height; `temp` is named in the error about
-// a damaged edge file.
+// the level above's joined rows and source edges). For every unit row these touch, write(k,
+// unit_row, rows) gets its rows (contiguous) when all are there, and incomplete(k, unit_row, first,
+// end) is called when not (it throws, or returns where a writer made that unit row whole after
+// all). spec(k) is level k's geometry, unit_rows(k) its unit height; `temp` is named in the error
+// about a damaged edge file.
 void join_pyramid_edges(
     int levels, const std::function<ImageSpec(int)>& spec,
     const std::function<std::int64_t(int)>& unit_rows, const std::vector<LevelEdge>& edges,
@@ -52,12 +56,16 @@ void join_pyramid_edges(
 // at an odd row of some level, that row's partner lies before the range: the row is emitted at
 // its level but makes nothing below it (whoever joins the parts does that). Likewise at the end,
 // unless the range ends at the image's bottom, where an odd last row is averaged with itself.
+// Such a row without its partner (at most one at each end of the range, per level above the
+// last) goes to `orphan`, so that the writer can leave it for the join: whatever the unit height,
+// the level row it makes with the other writer's row can then always be made.
 class PyramidBuilder {
  public:
-  // emit(level, row, data): row `row` of level `level` (>= 1), valid during the call.
+  // emit(level, row, data): row `row` of level `level` (>= 1), valid during the call; orphan
+  // likewise, for rows of levels 0..levels-1.
   using Emit = std::function<void(int level, std::int64_t row, const std::byte* data)>;
-  PyramidBuilder(const ImageSpec& base, int levels, std::int64_t begin, std::int64_t end,
-                 Emit emit);
+  PyramidBuilder(const ImageSpec& base, int levels, std::int64_t begin, std::int64_t end, Emit emit,
+                 Emit orphan = nullptr);
   // Rows [y, y + n) of level 0, `stride` bytes apart; y continues where the last call ended.
   void push(std::int64_t y, std::int64_t n, const std::byte* data, std::size_t stride);
   // The first row of level k this writer makes (level 0: begin) and the end of what it makes
@@ -76,7 +84,7 @@ class PyramidBuilder {
   std::vector<std::vector<std::byte>> carried_;  // level k's pending row, taken by a push
   std::vector<std::vector<std::byte>> blocks_;   // level k rows of a push, reduced in parallel
   bool at_bottom_;
-  Emit emit_;
+  Emit emit_, orphan_;
 };
 
 }  // namespace ooc

@@ -5,10 +5,12 @@
 // A store is made in OUT.partial (a directory) and renamed into place when complete. Several
 // writers (parts, MPI ranks) fill one such directory without exchanging rows: each writes the
 // chunk rows that lie wholly in its rows, at every level, and leaves the rows of chunk rows that
-// straddle its boundaries in edge files (.ooc-edge-L<level>-<first>-<end>, raw rows). Joining
-// the store (finish_zarr_store: the last writer of a whole-image run, or --finish) writes those
-// chunk rows from the edges, computing the level rows whose source rows two writers made. A
-// stopped run leaves its last rows the same way, so that --resume continues at the exact row.
+// straddle its boundaries in edge files (.ooc-edge-L<level>-<first>-<end>, raw rows), and each
+// level's row whose partner (in the 2 x 2 mean) another writer makes in a source file
+// (.ooc-source-L...). Joining the store (finish_zarr_store: the last writer of a whole-image run,
+// or --finish) writes those chunk rows from the edges, computing the level rows whose source rows
+// two writers made. A stopped run leaves its last rows the same way, so that --resume continues
+// at the exact row.
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -41,6 +43,7 @@ using nlohmann::json;
 constexpr const char* kStoreInfo = ".ooc-store.json";
 constexpr const char* kWriters = ".ooc-writers";
 constexpr const char* kEdgePrefix = ".ooc-edge-L";
+constexpr const char* kSourcePrefix = ".ooc-source-L";
 
 std::string errno_text(int err) {
   return std::strerror(err);
@@ -354,9 +357,9 @@ void write_unit_row(const std::string& store, const StoreInfo& info, int k, std:
   });
 }
 
-std::string edge_name(int k, std::int64_t lo, std::int64_t hi) {
-  return std::string(kEdgePrefix) + std::to_string(k) + "-" + std::to_string(lo) + "-" +
-         std::to_string(hi);
+std::string edge_name(int k, std::int64_t lo, std::int64_t hi, bool source = false) {
+  return std::string(source ? kSourcePrefix : kEdgePrefix) + std::to_string(k) + "-" +
+         std::to_string(lo) + "-" + std::to_string(hi);
 }
 
 std::string attrs_json(const StoreInfo& info) {
@@ -425,10 +428,10 @@ class ZarrSink final : public Sink {
         row_begin_(o.row_begin),
         row_end_(o.row_end > 0 ? o.row_end : spec.height) {
     info_.spec = spec;
-    info_.chunk = o.chunk > 0 ? o.chunk : 512;
-    if (info_.chunk < 16 || info_.chunk > 65536)
+    info_.chunk = o.chunk != 0 ? o.chunk : 512;
+    if (info_.chunk < 1 || info_.chunk > 65536)
       throw Error(ErrorKind::usage,
-                  "--chunk is 16 to 65536 pixels, got " + std::to_string(info_.chunk));
+                  "--chunk is 1 to 65536 pixels, got " + std::to_string(info_.chunk));
     info_.codec = zarr::codec_from_option(o.compress.empty() ? "blosc" : o.compress, o.level);
     info_.version = o.zarr_version;
     if (info_.version != 2 && info_.version != 3)
@@ -437,10 +440,10 @@ class ZarrSink final : public Sink {
     if (info_.version == 2 && o.shard != 0)
       throw Error(ErrorKind::usage, "--shard is for Zarr 3: add --zarr-version 3");
     if (info_.version == 3) {
-      info_.shard = o.shard > 0 ? o.shard : 4 * info_.chunk;
-      if (info_.shard % info_.chunk != 0)
+      info_.shard = o.shard != 0 ? o.shard : 4 * info_.chunk;
+      if (info_.shard < info_.chunk || info_.shard % info_.chunk != 0)
         throw Error(ErrorKind::usage, "--shard " + std::to_string(info_.shard) +
-                                          " is not a multiple of --chunk " +
+                                          " is not a positive multiple of --chunk " +
                                           std::to_string(info_.chunk));
       if (info_.codec.id == "zlib")
         throw Error(ErrorKind::usage,
@@ -500,7 +503,12 @@ class ZarrSink final : public Sink {
       first_ = y0;
       builder_ = std::make_unique<PyramidBuilder>(
           info_.spec, info_.levels, y0, row_end_,
-          [this](int k, std::int64_t r, const std::byte* row) { add_row(k, r, row); });
+          [this](int k, std::int64_t r, const std::byte* row) { add_row(k, r, row); },
+          [this](int k, std::int64_t r, const std::byte* row) {
+            // The join reduces it with the other writer's partner row.
+            write_file_atomic(temp_ + "/" + edge_name(k, r, r + 1, true), row,
+                              levels_[static_cast<std::size_t>(k)].spec.row_bytes());
+          });
     }
     for (std::int64_t i = 0; i < n; ++i)
       add_row(0, y0 + i, data + static_cast<std::size_t>(i) * stride);
@@ -713,12 +721,14 @@ class ZarrSink final : public Sink {
 
 std::vector<LevelEdge> list_edges(const std::string& temp) {
   std::vector<LevelEdge> edges;
-  const std::string prefix = kEdgePrefix;
   if (DIR* d = ::opendir(temp.c_str())) {
     while (const dirent* e = ::readdir(d)) {
       const std::string n = e->d_name;
-      if (n.rfind(prefix, 0) != 0 || n.find(".tmp-") != std::string::npos) continue;
+      if (n.find(".tmp-") != std::string::npos) continue;
       LevelEdge g;
+      g.source = n.rfind(kSourcePrefix, 0) == 0;
+      const std::string prefix = g.source ? kSourcePrefix : kEdgePrefix;
+      if (n.rfind(prefix, 0) != 0) continue;
       long long lo = 0, hi = 0;
       int level = 0;
       if (std::sscanf(n.c_str() + prefix.size(), "%d-%lld-%lld", &level, &lo, &hi) != 3) continue;

@@ -426,7 +426,8 @@ class ZarrWriteCheck(unittest.TestCase):
         with cli_cases.cases(self, verbose=False):
             src = hostile_input()
             for args, text in (
-                (["--chunk", 8], "--chunk is 16 to 65536"),
+                (["--chunk", 70000], "--chunk is 1 to 65536"),
+                (["--chunk", -5], "--chunk is 1 to 65536"),
                 (["--compress", "lzw"], "--compress for Zarr takes"),
                 (["--compress", "zstd", "--level", 30], "--level for zstd"),
                 (["--tile", 256], "--tile and --bigtiff apply to TIFF"),
@@ -506,7 +507,9 @@ class ZarrWriteCheck(unittest.TestCase):
     def test_5c_zarr3_bad_options(self):
         with cli_cases.cases(self, verbose=False):
             for args, text in ((["--shard", 100, "--zarr-version", 3, "--chunk", 16],
-                                "not a multiple"),
+                                "not a positive multiple"),
+                               (["--shard", -32, "--zarr-version", 3, "--chunk", 16],
+                                "not a positive multiple"),
                                (["--shard", 64], "--shard is for Zarr 3"),
                                (["--zarr-version", 3, "--compress", "zlib"],
                                 "use --compress gzip")):
@@ -529,6 +532,102 @@ class ZarrWriteCheck(unittest.TestCase):
             if r.returncode != 3 or "CRC-32C" not in r.stderr:
                 fail(f"a damaged shard index: exit {r.returncode}: {r.stderr}")
 
+    # --- 6. parts of any chunk size: level rows made of two parts' rows, at every level -------
+    def test_6a_parts_any_chunk(self):
+        """Parts whose boundary (a multiple of an odd chunk) falls on an odd row of some level:
+        that level's row below is made by --finish from the two parts' rows, at every level
+        (a sample of chunk sizes 1..64 and levels 1..6; the whole sweep is in the report)."""
+        with cli_cases.cases(self, verbose=False):
+            src = make_input((150, 41), "u2")
+            flat = os.path.join(tmp, "anychunk_flat.npy")
+            run(src, flat, "--radius", 1)
+            for chunk, levels, parts, extra in PARTS_ANY_CHUNK:
+                opts = ["--radius", 1, "--chunk", chunk, "--levels", levels, *extra]
+                case = f"chunk {chunk} levels {levels} {parts} parts {' '.join(map(str, extra))}"
+                one, out = os.path.join(tmp, "anychunk_one.zarr"), os.path.join(tmp, "any.zarr")
+                for p in (one, out, out + ".partial"):
+                    shutil.rmtree(p, ignore_errors=True)
+                r = run(src, one, *opts)
+                if r.returncode:
+                    fail(f"{case}: one process: exit {r.returncode}: {r.stderr}")
+                    continue
+                if "--zarr-version" not in extra:
+                    check_store(case, one, np.load(flat), levels, chunk, 1)
+                problem = None
+                for i in reversed(range(parts)):
+                    r = run(src, out, *opts, "--part", f"{i}/{parts}")
+                    if r.returncode:
+                        problem = f"part {i}: exit {r.returncode}: {r.stderr}"
+                if not problem:
+                    r = run("--finish", out)
+                    if r.returncode:
+                        problem = f"--finish: exit {r.returncode}: {r.stderr}"
+                if not problem and not stores_equal(out, one):
+                    problem = "the store differs from one process's"
+                if problem:
+                    fail(f"{case}: {problem}")
+
+    def test_6b_mpirun_any_chunk(self):
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            self.skipTest("no mpirun")
+        with cli_cases.cases(self, verbose=False):
+            src = make_input((150, 41), "i2")
+            env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                       OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader")
+            for extra in (["--chunk", 17, "--levels", 3],
+                          ["--chunk", 17, "--shard", 51, "--zarr-version", 3, "--levels", 4]):
+                one, out = os.path.join(tmp, "mpi_one.zarr"), os.path.join(tmp, "mpi_any.zarr")
+                for p in (one, out):
+                    shutil.rmtree(p, ignore_errors=True)
+                run(src, one, "--radius", 1, *extra)
+                r = subprocess.run([mpirun, "-np", "2", conv, src, out, "--radius", "1",
+                                    *map(str, extra), "-q"], capture_output=True, text=True,
+                                   env=env, timeout=120)
+                if r.returncode or not stores_equal(out, one):
+                    fail(f"mpirun -np 2 {extra}: exit {r.returncode}, equal "
+                         f"{r.returncode == 0 and stores_equal(out, one)}: {r.stderr[:1500]}")
+
+    # --- 7. other readers of the channels --------------------------------------------------------
+    def test_7_gdal_reads_channels_first(self):
+        """GDAL's Zarr driver sees each level as (c, y, x): channel k of level j through
+        ZARR:"store":/j:k is the reference's plane, as wide and high as the level."""
+        try:
+            from osgeo import gdal
+        except ImportError:
+            self.skipTest("no GDAL Python bindings (python3-gdal)")
+        with cli_cases.cases(self, verbose=False):
+            gdal.UseExceptions()
+            src = make_input((83, 57, 3), "u2")
+            out, flat = os.path.join(tmp, "gdal.zarr"), os.path.join(tmp, "gdal_flat.npy")
+            r = run(src, out, "--radius", 1, "--chunk", 16, "--levels", 2)
+            rf = run(src, flat, "--radius", 1)
+            if r.returncode or rf.returncode:
+                fail(f"exit {r.returncode}/{rf.returncode}: {r.stderr}{rf.stderr}")
+                return
+            cur = np.load(flat)
+            for k in range(3):
+                want = cur if k == 0 else reduce(cur)
+                for c in range(3):
+                    try:
+                        d = gdal.Open(f'ZARR:"{out}":/{k}:{c}')
+                        got = d.ReadAsArray()
+                    except RuntimeError as e:
+                        fail(f"GDAL cannot open level {k} channel {c}: {e}")
+                        return
+                    if got.shape != want.shape[:2] or not np.array_equal(got, want[:, :, c]):
+                        fail(f"GDAL's level {k} channel {c} {got.shape} differs from the "
+                             f"reference {want.shape}")
+                cur = want
+
+
+# (chunk, levels, parts, extra options) of test_6a: odd chunks whose multiples are odd rows at
+# some level, even ones, one-pixel chunks, and Zarr 3 shard rows of 17 and 51.
+PARTS_ANY_CHUNK = [(17, 3, 2, []), (19, 5, 3, []), (21, 6, 2, []), (25, 4, 3, []),
+                   (33, 3, 2, []), (1, 6, 3, []), (3, 5, 2, []), (5, 2, 3, []), (31, 1, 2, []),
+                   (2, 6, 3, []), (64, 6, 2, []), (9, 6, 3, ["--compress", "zstd"]),
+                   (17, 4, 2, ["--zarr-version", 3, "--shard", 17]),
+                   (17, 3, 2, ["--zarr-version", 3, "--shard", 51])]
 
 # One test per store of the sweeps (test_1a_NN_..., test_5a_N_...), numbered in their order.
 for _n, (_i, _dt, _c) in enumerate(SWEEP):
