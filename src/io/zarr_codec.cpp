@@ -337,9 +337,11 @@ ArrayMeta parse_array_json(const std::string& text, const std::string& where) {
 
 std::string chunk_key(const ArrayMeta& m, std::int64_t r, std::int64_t c, std::int64_t k) {
   std::string key = m.version == 3 && m.v3_default_keys ? "c" + m.dimension_separator : "";
+  // Without a channel axis set, an axis after x holds the channels (y, x, c).
+  const int channel_axis = m.c_axis >= 0 ? m.c_axis : m.y_axis + 2;
   for (std::size_t i = 0; i < m.shape.size(); ++i) {
-    const int a = static_cast<int>(i) - m.y_axis;
-    std::int64_t v = a == 0 ? r : a == 1 ? c : a == 2 ? k : 0;
+    const int a = static_cast<int>(i);
+    std::int64_t v = a == m.y_axis ? r : a == m.y_axis + 1 ? c : a == channel_axis ? k : 0;
     if (!m.shard.empty()) v /= m.shard[i] / m.chunks[i];
     if (i) key += m.dimension_separator;
     key += std::to_string(v);
@@ -478,6 +480,11 @@ ArrayMeta parse_v3_array_json(const std::string& text, const std::string& where)
       bad(where, "has shards that are not whole numbers of inner chunks");
   }
   parse_fill(j, m, true, where);
+  if (j.contains("dimension_names") && j["dimension_names"].is_array() &&
+      j["dimension_names"].size() == m.shape.size()) {
+    for (const json& n : j["dimension_names"])
+      m.dimension_names.push_back(n.is_string() ? n.get<std::string>() : std::string());
+  }
   return m;
 }
 

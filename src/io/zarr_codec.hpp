@@ -50,10 +50,11 @@ struct ArrayMeta {
   std::optional<double> fill;   // none: missing chunks are an error (fill_value null)
   std::string fill_json = "0";  // as written back
   std::string dimension_separator = ".";
-  // Which axis holds the rows: the columns follow it, then the channels if there is an axis
-  // after the columns. Axes before it have length 1 (OME's t, c, z). Set by whoever reads the
-  // shape (parse_array_json leaves 0).
+  // Which axis holds the rows (the columns follow it) and which the channels (-1: none): right
+  // after the columns (y, x, c), or before the rows (c, y, x: NGFF's order). Other axes have
+  // length 1 (OME's t, z). Set by whoever reads the shape (parse_array_json leaves 0 and -1).
   int y_axis = 0;
+  int c_axis = -1;
   // Zarr 3 (zarr.json). With sharding, `chunks` is the inner chunk and `shard` the shard (the
   // array's own chunk grid), whose index of (offset, size) pairs sits at the shard's end (or
   // start), optionally followed by its CRC-32C.
@@ -61,6 +62,7 @@ struct ArrayMeta {
   std::vector<std::int64_t> shard;
   bool index_at_end = true, index_crc = false;
   bool v3_default_keys = true;  // "c/0/1" (default encoding); false: "0.1" (the v2 encoding)
+  std::vector<std::string> dimension_names;  // Zarr 3's, where given (all axes named)
 };
 
 // Parses a Zarr 3 array's zarr.json: data_type, chunk_grid (regular), chunk_key_encoding, the
@@ -83,8 +85,8 @@ std::string array_json(const ArrayMeta& m);
 ArrayMeta parse_array_json(const std::string& text, const std::string& where);
 
 // The key of chunk (row r, column c, channel chunk k) for the array's axes and separator:
-// "r.c", "r.c.k", or "0.0.0.r.c" with leading axes of length 1; for Zarr 3 "c/r/c" (default
-// encoding), and with sharding the key of the shard holding the chunk.
+// "r.c", "r.c.k", "k.r.c", or "0.0.0.r.c" with leading axes of length 1; for Zarr 3 "c/r/c"
+// (default encoding), and with sharding the key of the shard holding the chunk.
 std::string chunk_key(const ArrayMeta& m, std::int64_t r, std::int64_t c, std::int64_t k = 0);
 
 }  // namespace ooc::zarr

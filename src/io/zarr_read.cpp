@@ -1,9 +1,10 @@
-// Reading Zarr v2 arrays and OME-Zarr groups band by band. A band asks for image rows; the rows of
-// chunks that cover them are decoded in parallel (one TBB task per chunk) into the band's buffer,
-// or, where a row of chunks reaches past the band (the next band's halo will want it again), into
-// a small cache of decoded rows of chunks, so that consecutive bands never decode one twice.
-// Chunk files are read through paths checked to stay inside the store: a store is data from
-// elsewhere, and a link in it must not make ooc read (and write out) a file it points to.
+// Reading Zarr v2 and v3 arrays and OME-Zarr groups band by band, (y, x), (y, x, c) or (c, y, x). A
+// band asks for image rows; the rows of chunks that cover them are decoded in parallel (one TBB
+// task per chunk) into the band's buffer, or, where a row of chunks reaches past the band (the next
+// band's halo will want it again), into a small cache of decoded rows of chunks, so that
+// consecutive bands never decode one twice. Chunk files are read through paths checked to stay
+// inside the store: a store is data from elsewhere, and a link in it must not make ooc read (and
+// write out) a file it points to.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <tbb/blocked_range.h>
@@ -196,17 +197,17 @@ std::optional<Multiscales> parse_multiscales(const json& j, const std::string& a
   return out;
 }
 
-// Where the rows, columns and channels of the array lie (sets meta.y_axis), and the image.
+// Where the rows, columns and channels of the array lie (sets meta.y_axis and meta.c_axis), and
+// the image.
 ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
                    const std::string& where) {
   const auto& s = m.shape;
   const int n = static_cast<int>(s.size());
   const std::string shape = list_text(s);
   const std::string layouts =
-      ": ooc reads (y, x) and (y, x, c) with c <= 4 channels last, and such arrays behind "
-      "leading axes of length 1 (OME's t, c, z)";
-  int y = -1;
-  bool channels = false;
+      ": ooc reads (y, x), (c, y, x) and (y, x, c) with c <= 4 channels, and such arrays with "
+      "other axes of length 1 (OME's t, z)";
+  int y = -1, c = -1;
   int iy = -1, ix = -1, ic = -1;
   if (static_cast<int>(axes.size()) == n)
     for (int i = 0; i < n; ++i) {
@@ -219,50 +220,50 @@ ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
     if (ix != iy + 1)
       fail(where + " has x at axis " + std::to_string(ix) + ", not right after y (axis " +
            std::to_string(iy) + ")" + layouts);
-    if (ic >= 0 && ic < iy && s[ic] > 1)
-      fail(where + " stores " + std::to_string(s[ic]) +
-           " channels first (c before y and x, shape " + shape + ")" + layouts +
-           "; rewrite it with the channel axis last");
     y = iy;
-    channels = ic == ix + 1;
-    if (ix + 1 < n && !channels)
+    if (ic >= 0 && (ic < iy || ic == ix + 1)) c = ic;
+    if (ix + 1 < n && c != ix + 1)
       fail(where + " has axes after x that are not channels (shape " + shape + ")" + layouts);
   } else {
-    // Without axis names: leading axes of length 1 go, then (y, x) or (y, x, c).
+    // Without axis names: axes of length 1 before the image go, then (y, x), (y, x, c) with
+    // c <= 4 or (c, y, x).
     if (n < 2) fail(where + " has " + std::to_string(n) + " dimension(s), not an image" + layouts);
     int lead = 0;
     while (n - lead > 3 && s[lead] == 1) ++lead;
     if (n - lead > 3)
       fail(where + " has shape " + shape + ", more than 3 axes of length over 1" + layouts);
+    y = lead;
     if (n - lead == 3) {
       if (s[n - 1] <= 4) {
-        channels = true;
+        c = n - 1;
       } else if (s[lead] == 1) {
-        ++lead;
+        y = lead + 1;
       } else if (s[lead] <= 4) {
-        fail(where + " has shape " + shape + ": " + std::to_string(s[lead]) +
-             " channels first (c, y, x)?" + layouts + "; rewrite it with the channel axis last");
+        c = lead;
+        y = lead + 1;
       } else {
         fail(where + " has shape " + shape + ", a volume, not an image" + layouts);
       }
     }
-    y = lead;
   }
-  for (int i = 0; i < y; ++i)
-    if (s[i] != 1)
-      fail(where + " has shape " + shape + ": axis " + std::to_string(i) + " before y has " +
-           std::to_string(s[i]) + " entries, not 1" + layouts);
+  for (int i = 0; i < n; ++i)
+    if (i != y && i != y + 1 && i != c && s[i] != 1)
+      fail(where + " has shape " + shape + ": axis " + std::to_string(i) +
+           (axes.size() == s.size() ? " ('" + axes[static_cast<std::size_t>(i)] + "')" : "") +
+           " has " + std::to_string(s[i]) + " entries, not 1" + layouts);
   m.y_axis = y;
-  const std::int64_t c = channels ? s[y + 2] : 1;
-  if (s[y] == 0 || s[y + 1] == 0 || c == 0) fail(where + " has shape " + shape + ": it is empty");
-  if (c > 4)
-    fail(where + " has " + std::to_string(c) + " channels (shape " + shape + ")" + layouts);
+  m.c_axis = c;
+  const std::int64_t channels = c >= 0 ? s[c] : 1;
+  if (s[y] == 0 || s[y + 1] == 0 || channels == 0)
+    fail(where + " has shape " + shape + ": it is empty");
+  if (channels > 4)
+    fail(where + " has " + std::to_string(channels) + " channels (shape " + shape + ")" + layouts);
   const unsigned __int128 total = static_cast<unsigned __int128>(s[y]) *
                                   static_cast<unsigned __int128>(s[y + 1]) *
-                                  static_cast<unsigned __int128>(c) * sample_bytes(m.type);
+                                  static_cast<unsigned __int128>(channels) * sample_bytes(m.type);
   if (total > static_cast<unsigned __int128>(std::numeric_limits<std::int64_t>::max()))
     fail(where + " has shape " + shape + ", larger than 2^63 bytes");
-  ImageSpec spec{s[y + 1], s[y], static_cast<int>(c), m.type};
+  ImageSpec spec{s[y + 1], s[y], static_cast<int>(channels), m.type};
   validate(spec);
   return spec;
 }
@@ -299,6 +300,28 @@ std::vector<std::string> pick_level(Store& st, const Multiscales& ms, int level,
   return ms.axes;
 }
 
+// An array inside an OME-Zarr group (store.zarr/2): its level and the group's axis names, where
+// the directory above is a group (`group_file` says it: Zarr 2's .zgroup, Zarr 3's zarr.json).
+void find_in_group(Store& st, const std::string& path, const char* group_file,
+                   std::vector<std::string>& axes) {
+  const std::string parent = path + "/..";
+  if (!is_file(parent + group_file)) return;
+  try {
+    if (const auto ms = read_multiscales(parent)) {
+      const std::string self = real_path(path);
+      for (std::size_t i = 0; i < ms->paths.size(); ++i)
+        if (is_dir(parent + "/" + ms->paths[i]) && real_path(parent + "/" + ms->paths[i]) == self) {
+          st.levels = static_cast<int>(ms->paths.size());
+          st.level = static_cast<int>(i);
+          st.level_path = ms->paths[i];
+          axes = ms->axes;
+        }
+    }
+  } catch (const Error&) {
+    // The group around the array is not what was named: its damage is not this array's.
+  }
+}
+
 Store open_store(const std::string& path, int level) {
   Store st;
   st.path = path;
@@ -311,25 +334,7 @@ Store open_store(const std::string& path, int level) {
                   "--input-level applies to OME-Zarr groups; '" + path +
                       "' is a Zarr array (name the group, or this array alone without it)");
     st.array_dir = path;
-    // An array inside an OME-Zarr group (store.zarr/2): its level and the group's axis names.
-    const std::string parent = path + "/..";
-    if (is_file(parent + "/.zgroup")) {
-      try {
-        if (const auto ms = read_multiscales(parent)) {
-          const std::string self = real_path(path);
-          for (std::size_t i = 0; i < ms->paths.size(); ++i)
-            if (is_dir(parent + "/" + ms->paths[i]) &&
-                real_path(parent + "/" + ms->paths[i]) == self) {
-              st.levels = static_cast<int>(ms->paths.size());
-              st.level = static_cast<int>(i);
-              st.level_path = ms->paths[i];
-              axes = ms->axes;
-            }
-        }
-      } catch (const Error&) {
-        // The group around the array is not what was named: its damage is not this array's.
-      }
-    }
+    find_in_group(st, path, "/.zgroup", axes);
   } else if (is_file(path + "/.zgroup")) {
     const auto ms = read_multiscales(path);
     if (!ms) {
@@ -353,6 +358,7 @@ Store open_store(const std::string& path, int level) {
         throw Error(ErrorKind::usage,
                     "--input-level applies to OME-Zarr groups; '" + path + "' is a Zarr array");
       st.array_dir = path;
+      find_in_group(st, path, "/zarr.json", axes);
     } else if (type == "group") {
       const auto ms = read_multiscales(path);
       if (!ms)
@@ -364,6 +370,7 @@ Store open_store(const std::string& path, int level) {
     const std::string meta = st.array_dir + "/zarr.json";
     st.meta =
         zarr::parse_v3_array_json(read_text(meta, kMaxMetaBytes), "Zarr metadata '" + meta + "'");
+    if (axes.empty()) axes = st.meta.dimension_names;
     st.spec = image_of(st.meta, axes, "Zarr array '" + st.array_dir + "'");
     return st;
   } else {
@@ -418,7 +425,14 @@ class ZarrSource final : public Source {
     const std::string where = "Zarr array '" + s_.array_dir + "'";
     ch_ = m.chunks[y];
     cw_ = m.chunks[y + 1];
-    cc_ = y + 2 < static_cast<int>(m.chunks.size()) ? m.chunks[y + 2] : 1;
+    cc_ = m.c_axis >= 0 ? m.chunks[static_cast<std::size_t>(m.c_axis)] : 1;
+    // Where a chunk's samples lie (in samples, C order): channels last interleave them, channels
+    // first (NGFF's c, y, x) keep a plane per channel (the axes after c of the chunk apart).
+    if (m.c_axis >= 0 && m.c_axis < y) {
+      planar_ = true;
+      for (std::size_t i = static_cast<std::size_t>(m.c_axis) + 1; i < m.chunks.size(); ++i)
+        channel_step_ *= m.chunks[i];
+    }
     across_ = (s_.spec.width + cw_ - 1) / cw_;
     down_ = (s_.spec.height + ch_ - 1) / ch_;
     kchunks_ = (s_.spec.channels + cc_ - 1) / cc_;
@@ -441,12 +455,15 @@ class ZarrSource final : public Source {
                                      std::max<std::int64_t>(1, std::min(down_, kMaxCachedRows)));
     fill_.resize(sample_bytes(m.type));
     if (m.fill) fill_sample(m.type, *m.fill, m.fill_json, fill_.data(), where);
+    const bool several = s_.spec.channels > 1 || cc_ > 1;
     std::string layout = std::string(m.version == 3 ? "zarr v3" : "zarr v2") + ", chunks " +
-                         std::to_string(ch_) + " x " + std::to_string(cw_);
+                         (several && planar_ ? std::to_string(cc_) + " x " : "") +
+                         std::to_string(ch_) + " x " + std::to_string(cw_) +
+                         (several && !planar_ ? " x " + std::to_string(cc_) : "");
+    if (several && planar_) layout += " (channels first)";
     if (!m.shard.empty())
       layout +=
           " in shards of " + std::to_string(m.shard[y]) + " x " + std::to_string(m.shard[y + 1]);
-    if (s_.spec.channels > 1 || cc_ > 1) layout += " x " + std::to_string(cc_);
     layout += " (" + std::to_string(across_ * down_ * kchunks_) + "), " + codec_name(m.codec);
     layout += std::string(", ") + zarr::dtype_string(m.type).substr(1) +
               (sample_bytes(m.type) == 1 ? ""
@@ -627,10 +644,28 @@ class ZarrSource final : public Source {
     zarr::decompress(s_.meta.codec, stored.data(), stored.size(), chunk.data(), chunk_bytes_,
                      where);
     // Only the first plane of leading axes holds image samples (they have length 1).
-    const std::size_t plane = static_cast<std::size_t>(ch_ * cw_ * cc_);
+    const std::size_t plane =
+        static_cast<std::size_t>(planar_ ? channel_step_ * (cc_ - 1) + ch_ * cw_ : ch_ * cw_ * cc_);
     if (s_.meta.big_endian && sb > 1) reverse_bytes(chunk.data(), plane, sb);
+    if (planar_) {
+      // A plane per channel: each channel's rows go to its place in the interleaved pixels.
+      for (std::int64_t k = k0; k < k1; ++k)
+        for (std::int64_t r = 0; r < nrows; ++r) {
+          const std::byte* src =
+              chunk.data() + static_cast<std::size_t>((k - k0) * channel_step_ + r * cw_) * sb;
+          std::byte* out = rows + static_cast<std::size_t>(r) * row +
+                           static_cast<std::size_t>(x0) * pixel + static_cast<std::size_t>(k) * sb;
+          if (sp.channels == 1) {
+            std::memcpy(out, src, static_cast<std::size_t>(x1 - x0) * sb);
+            continue;
+          }
+          for (std::int64_t x = 0; x < x1 - x0; ++x)
+            std::memcpy(out + static_cast<std::size_t>(x) * pixel,
+                        src + static_cast<std::size_t>(x) * sb, sb);
+        }
+    }
     const std::size_t chunk_row = static_cast<std::size_t>(cw_ * cc_) * sb;
-    for (std::int64_t r = 0; r < nrows; ++r) {
+    for (std::int64_t r = 0; r < nrows && !planar_; ++r) {
       const std::byte* src = chunk.data() + static_cast<std::size_t>(r) * chunk_row;
       std::byte* out = rows + static_cast<std::size_t>(r) * row +
                        static_cast<std::size_t>(x0) * pixel + static_cast<std::size_t>(k0) * sb;
@@ -732,8 +767,8 @@ class ZarrSource final : public Source {
     std::size_t count = 1, at = 0;
     for (std::size_t i = 0; i < m.shape.size(); ++i) {
       const std::int64_t per = m.shard[i] / m.chunks[i];
-      const int a = static_cast<int>(i) - m.y_axis;
-      const std::int64_t idx = a == 0 ? cy : a == 1 ? cx : a == 2 ? ck : 0;
+      const int a = static_cast<int>(i);
+      const std::int64_t idx = a == m.y_axis ? cy : a == m.y_axis + 1 ? cx : a == m.c_axis ? ck : 0;
       at = at * static_cast<std::size_t>(per) + static_cast<std::size_t>(idx % per);
       count *= static_cast<std::size_t>(per);
     }
@@ -777,6 +812,8 @@ class ZarrSource final : public Source {
   Store s_;
   unsigned threads_;
   std::int64_t ch_ = 1, cw_ = 1, cc_ = 1;
+  bool planar_ = false;            // channels first: a plane per channel in each chunk
+  std::int64_t channel_step_ = 1;  // samples from one channel's plane to the next
   std::int64_t across_ = 1, down_ = 1, kchunks_ = 1;
   std::size_t chunk_bytes_ = 0;
   std::int64_t keep_ = 1;

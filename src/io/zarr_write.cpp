@@ -1,6 +1,7 @@
-// Writing OME-Zarr 0.4 stores (Zarr v2 arrays in a group): level 0 and its 2 x 2 mean pyramid,
-// chunk rows compressed in parallel as soon as the rows streaming in complete them, each chunk
-// file written beside its name and renamed, so that it appears only complete.
+// Writing OME-Zarr 0.4 stores (Zarr v2 arrays in a group; 0.5 on Zarr 3, sharded): level 0 and
+// its 2 x 2 mean pyramid, (y, x) or (c, y, x) with a plane per chunk, chunk rows compressed in
+// parallel as soon as the rows streaming in complete them, each chunk file written beside its
+// name and renamed, so that it appears only complete.
 //
 // A store is made in OUT.partial (a directory) and renamed into place when complete. Several
 // writers (parts, MPI ranks) fill one such directory without exchanging rows: each writes the
@@ -122,8 +123,11 @@ zarr::ArrayMeta level_meta(const StoreInfo& info, int k) {
   m.shape = {s.height, s.width};
   m.chunks = {info.chunk, info.chunk};
   if (s.channels > 1) {
-    m.shape.push_back(s.channels);
-    m.chunks.push_back(s.channels);
+    // NGFF orders axes by type, the channel before space: (c, y, x), a plane per chunk.
+    m.shape.insert(m.shape.begin(), s.channels);
+    m.chunks.insert(m.chunks.begin(), 1);
+    m.c_axis = 0;
+    m.y_axis = 1;
   }
   m.type = s.type;
   m.codec = info.codec;
@@ -187,10 +191,10 @@ std::string v3_array_json(const StoreInfo& info, int k) {
   json shape = {s.height, s.width}, outer = {info.shard, info.shard},
        inner = {info.chunk, info.chunk}, names = {"y", "x"};
   if (s.channels > 1) {
-    shape.push_back(s.channels);
-    outer.push_back(s.channels);
-    inner.push_back(s.channels);
-    names.push_back("c");
+    shape.insert(shape.begin(), s.channels);
+    outer.insert(outer.begin(), 1);
+    inner.insert(inner.begin(), 1);
+    names.insert(names.begin(), "c");
   }
   json sharding = {{"name", "sharding_indexed"},
                    {"configuration",
@@ -213,11 +217,12 @@ std::string v3_array_json(const StoreInfo& info, int k) {
   return j.dump(4) + "\n";
 }
 
-// The file of unit (chunk or shard) row r, column c of a level, relative to the level.
+// The file of unit (chunk or shard) row r, column c, channel k of a level, relative to the level.
 std::string unit_key(const StoreInfo& info, const zarr::ArrayMeta& meta, std::int64_t r,
-                     std::int64_t c) {
-  if (info.version == 2) return zarr::chunk_key(meta, r, c);
-  return "c/" + std::to_string(r) + "/" + std::to_string(c) + (info.spec.channels > 1 ? "/0" : "");
+                     std::int64_t c, std::int64_t k) {
+  if (info.version == 2) return zarr::chunk_key(meta, r, c, k);
+  return "c/" + (info.spec.channels > 1 ? std::to_string(k) + "/" : std::string()) +
+         std::to_string(r) + "/" + std::to_string(c);
 }
 
 void write_all_fd(int fd, const void* p, std::size_t n, const std::string& path) {
@@ -288,17 +293,34 @@ bool is_dir(const std::string& p) {
 }
 
 // A padded chunk of level k (full size, Zarr's edge chunks; padding is the fill value 0) at
-// rows [y0, y0 + n) of `rows` (row_bytes apart), columns from x0, compressed.
+// rows [y0, y0 + n) of `rows` (row_bytes apart, pixels interleaved), columns from x0, channel
+// `channel` (the plane of a (c, y, x) array), compressed.
 std::vector<std::byte> packed_chunk(const StoreInfo& info, const ImageSpec& s,
-                                    const std::byte* rows, std::int64_t n, std::int64_t x0) {
+                                    const std::byte* rows, std::int64_t n, std::int64_t x0,
+                                    int channel) {
   const std::int64_t ch = info.chunk, w = std::min(ch, s.width - x0);
-  const std::size_t px = s.pixel_bytes(), rb = s.row_bytes();
-  std::vector<std::byte> chunk(static_cast<std::size_t>(ch * ch) * px, std::byte{0});
-  for (std::int64_t r = 0; r < n; ++r)
-    std::memcpy(chunk.data() + static_cast<std::size_t>(r * ch) * px,
-                rows + static_cast<std::size_t>(r) * rb + static_cast<std::size_t>(x0) * px,
-                static_cast<std::size_t>(w) * px);
-  return zarr::compress(info.codec, chunk.data(), chunk.size(), sample_bytes(s.type));
+  const std::size_t px = s.pixel_bytes(), rb = s.row_bytes(), sb = sample_bytes(s.type);
+  std::vector<std::byte> chunk(static_cast<std::size_t>(ch * ch) * sb, std::byte{0});
+  for (std::int64_t r = 0; r < n; ++r) {
+    std::byte* dst = chunk.data() + static_cast<std::size_t>(r * ch) * sb;
+    const std::byte* src = rows + static_cast<std::size_t>(r) * rb +
+                           static_cast<std::size_t>(x0) * px +
+                           static_cast<std::size_t>(channel) * sb;
+    if (s.channels == 1) {
+      std::memcpy(dst, src, static_cast<std::size_t>(w) * sb);
+      continue;
+    }
+    for (std::int64_t x = 0; x < w; ++x)
+      std::memcpy(dst + static_cast<std::size_t>(x) * sb, src + static_cast<std::size_t>(x) * px,
+                  sb);
+  }
+  return zarr::compress(info.codec, chunk.data(), chunk.size(), sb);
+}
+
+// Makes the directories of a chunk file's key under `dir` ("0/1/2": dir/0 and dir/0/1).
+void make_key_dirs(const std::string& dir, const std::string& key) {
+  for (std::size_t at = key.find('/'); at != std::string::npos; at = key.find('/', at + 1))
+    make_dir(dir + "/" + key.substr(0, at));
 }
 
 // Unit row `ur` of level k (a chunk row, or a row of shards), from its rows (contiguous,
@@ -311,36 +333,42 @@ void write_unit_row(const std::string& store, const StoreInfo& info, int k, std:
   const std::int64_t n = std::min(unit, s.height - ur * unit), cols = ceil_div(s.width, unit);
   const std::size_t rb = s.row_bytes();
   const std::string level_dir = store + "/" + std::to_string(k);
-  const std::string row_dir = level_dir + (info.version == 3 ? "/c/" : "/") + std::to_string(ur);
-  if (info.version == 3) make_dir(level_dir + "/c");
-  make_dir(row_dir);
-  const auto put = [&](std::int64_t j, const std::vector<std::byte>& bytes) {
-    if (s.channels > 1) make_dir(row_dir + "/" + std::to_string(j));
-    write_file_atomic(level_dir + "/" + unit_key(info, meta, ur, j), bytes.data(), bytes.size());
+  // A plane per channel (one for an image of one channel).
+  const int planes = s.channels;
+  for (int c = 0; c < planes; ++c) make_key_dirs(level_dir, unit_key(info, meta, ur, 0, c));
+  const auto put = [&](std::int64_t j, int c, const std::vector<std::byte>& bytes) {
+    write_file_atomic(level_dir + "/" + unit_key(info, meta, ur, j, c), bytes.data(), bytes.size());
   };
   if (info.version == 2) {
-    tbb::parallel_for(std::int64_t{0}, cols,
-                      [&](std::int64_t j) { put(j, packed_chunk(info, s, rows, n, j * ch)); });
+    tbb::parallel_for(std::int64_t{0}, cols * planes, [&](std::int64_t i) {
+      const std::int64_t j = i % cols;
+      const int c = static_cast<int>(i / cols);
+      put(j, c, packed_chunk(info, s, rows, n, j * ch, c));
+    });
     return;
   }
   // Zarr 3: each shard holds (shard / chunk)^2 inner chunks in C order, then their index
   // (offset, size; all ones for a chunk wholly outside the image) and its CRC-32C.
   const std::int64_t per = unit / ch;
   const std::int64_t inner_rows = ceil_div(n, ch), inner_cols = ceil_div(s.width, ch);
-  std::vector<std::vector<std::byte>> packed(static_cast<std::size_t>(inner_rows * inner_cols));
-  tbb::parallel_for(std::int64_t{0}, inner_rows * inner_cols, [&](std::int64_t i) {
-    const std::int64_t r = i / inner_cols, c = i % inner_cols;
-    packed[static_cast<std::size_t>(i)] = packed_chunk(
-        info, s, rows + static_cast<std::size_t>(r * ch) * rb, std::min(ch, n - r * ch), c * ch);
+  const std::int64_t inner = inner_rows * inner_cols;
+  std::vector<std::vector<std::byte>> packed(static_cast<std::size_t>(inner * planes));
+  tbb::parallel_for(std::int64_t{0}, inner * planes, [&](std::int64_t i) {
+    const std::int64_t r = (i % inner) / inner_cols, c = i % inner_cols;
+    packed[static_cast<std::size_t>(i)] =
+        packed_chunk(info, s, rows + static_cast<std::size_t>(r * ch) * rb,
+                     std::min(ch, n - r * ch), c * ch, static_cast<int>(i / inner));
   });
-  tbb::parallel_for(std::int64_t{0}, cols, [&](std::int64_t j) {
+  tbb::parallel_for(std::int64_t{0}, cols * planes, [&](std::int64_t i) {
+    const std::int64_t j = i % cols;
+    const int plane = static_cast<int>(i / cols);
     std::vector<std::byte> shard;
     std::vector<std::uint64_t> index(static_cast<std::size_t>(per * per) * 2, ~std::uint64_t{0});
     for (std::int64_t r = 0; r < per; ++r)
       for (std::int64_t c = 0; c < per; ++c) {
         const std::int64_t gr = r, gc = j * per + c;
         if (gr >= inner_rows || gc >= inner_cols) continue;
-        const auto& z = packed[static_cast<std::size_t>(gr * inner_cols + gc)];
+        const auto& z = packed[static_cast<std::size_t>(plane * inner + gr * inner_cols + gc)];
         const std::size_t at = static_cast<std::size_t>(r * per + c) * 2;
         index[at] = shard.size();
         index[at + 1] = z.size();
@@ -353,7 +381,7 @@ void write_unit_row(const std::string& store, const StoreInfo& info, int k, std:
     const std::uint32_t crc = zarr::crc32c(ib, ibytes);
     const auto* cb = reinterpret_cast<const std::byte*>(&crc);
     shard.insert(shard.end(), cb, cb + sizeof crc);
-    put(j, shard);
+    put(j, plane, shard);
   });
 }
 
@@ -364,12 +392,12 @@ std::string edge_name(int k, std::int64_t lo, std::int64_t hi, bool source = fal
 
 std::string attrs_json(const StoreInfo& info) {
   json axes = json::array({{{"name", "y"}, {"type", "space"}}, {{"name", "x"}, {"type", "space"}}});
-  if (info.spec.channels > 1) axes.push_back({{"name", "c"}, {"type", "channel"}});
+  if (info.spec.channels > 1) axes.insert(axes.begin(), json{{"name", "c"}, {"type", "channel"}});
   json datasets = json::array();
   for (int k = 0; k <= info.levels; ++k) {
     const double f = static_cast<double>(std::int64_t{1} << k);
     json scale = json::array({f, f});
-    if (info.spec.channels > 1) scale.push_back(1.0);
+    if (info.spec.channels > 1) scale.insert(scale.begin(), 1.0);
     datasets.push_back(
         {{"path", std::to_string(k)},
          {"coordinateTransformations", json::array({{{"type", "scale"}, {"scale", scale}}})}});
@@ -784,7 +812,7 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
         // Left over from a run killed after it wrote this chunk row whole: nothing to do.
         struct stat st {};
         const std::string first =
-            temp + "/" + std::to_string(k) + "/" + unit_key(info, level_meta(info, k), cr, 0);
+            temp + "/" + std::to_string(k) + "/" + unit_key(info, level_meta(info, k), cr, 0, 0);
         if (::stat(first.c_str(), &st) == 0) return;
         throw Error(ErrorKind::input,
                     "output '" + target + "' is not complete: rows " + std::to_string(r0) + ":" +
@@ -799,19 +827,20 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
     const ImageSpec s = pyramid_level(info.spec, k);
     const zarr::ArrayMeta meta = level_meta(info, k);
     const std::int64_t rows = ceil_div(s.height, ch), cols = ceil_div(s.width, ch);
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const std::string p = temp + "/" + std::to_string(k) + "/" + unit_key(info, meta, r, c);
-        struct stat st {};
-        if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-          throw Error(ErrorKind::input,
-                      "output '" + target + "' is not complete: chunk '" + p +
-                          "' is missing (rows " + std::to_string(r * ch << k) + ":" +
-                          std::to_string(std::min(info.spec.height, (r + 1) * ch << k)) +
-                          " of the image). Run the parts that cover them (with --resume), then "
-                          "--finish again",
-                      true);
-      }
+    for (std::int64_t i = 0; i < rows * cols * s.channels; ++i) {
+      const std::int64_t r = i / cols % rows, c = i % cols;
+      const std::string p =
+          temp + "/" + std::to_string(k) + "/" + unit_key(info, meta, r, c, i / (rows * cols));
+      struct stat st {};
+      if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        throw Error(ErrorKind::input,
+                    "output '" + target + "' is not complete: chunk '" + p + "' is missing (rows " +
+                        std::to_string(r * ch << k) + ":" +
+                        std::to_string(std::min(info.spec.height, (r + 1) * ch << k)) +
+                        " of the image). Run the parts that cover them (with --resume), then "
+                        "--finish again",
+                    true);
+    }
     const std::string z = info.version == 3 ? v3_array_json(info, k) : zarr::array_json(meta);
     write_file_atomic(
         temp + "/" + std::to_string(k) + (info.version == 3 ? "/zarr.json" : "/.zarray"), z.data(),

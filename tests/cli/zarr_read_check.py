@@ -2,9 +2,10 @@
 """oocconv reading Zarr v2 stores written by zarr-python: a sweep of dtypes, chunk shapes (dividing
 the image and not, 1-row chunks, chunks larger than the image, channel chunks smaller than the
 channels), compressors, byte orders, missing chunks (fill_value), the "/" separator, leading axes
-of length 1, and OME-Zarr groups with several levels; each filtered with random taps and compared
-with scipy.ndimage in float64. Then stores that lie or are damaged: exit 3 and a message naming
-the problem, never a crash. And oocinfo's description of a store.
+of length 1, and OME-Zarr groups with several levels, channels last (y, x, c) or first (c, y, x);
+each filtered with random taps and compared with scipy.ndimage in float64. Then stores that lie or
+are damaged: exit 3 and a message naming the problem, never a crash. And oocinfo's description of
+a store, Zarr 2 or 3.
 Usage: zarr_read_check.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py);
 skipped (exit 77 as a script) where zarr-python is missing."""
 import atexit
@@ -143,8 +144,9 @@ def needed_array_store(i):
     return store
 
 
-def ome_group(path, levels, channels=0, axes=None, dtype="u2"):
-    """An OME-Zarr 0.4 group of `levels` levels (each half the size), returns their images."""
+def ome_group(path, levels, channels=0, axes=None, dtype="u2", first=False):
+    """An OME-Zarr 0.4 group of `levels` levels (each half the size), returns their images
+    (H, W[, C]); first: channels first in the store (c, y, x; NGFF's order), a plane a chunk."""
     g = zarr.open_group(path, mode="w")
     images, datasets = [], []
     h, w = 45, 38
@@ -152,14 +154,20 @@ def ome_group(path, levels, channels=0, axes=None, dtype="u2"):
         shape = (h, w, channels) if channels else (h, w)
         img = random_image(shape, dtype)
         chunks = (16, 16) + ((channels,) if channels else ())
-        z = g.create_dataset(str(k), shape=shape, chunks=chunks, dtype=dtype, compressor=BLOSC)
-        z[...] = img
+        data = img
+        if first and channels:
+            data, chunks = np.ascontiguousarray(np.moveaxis(img, -1, 0)), (1, 16, 16)
+        z = g.create_dataset(str(k), shape=data.shape, chunks=chunks, dtype=dtype,
+                             compressor=BLOSC)
+        z[...] = data
         images.append(img)
-        scale = [2.0 ** k, 2.0 ** k] + ([1.0] if channels else [])
+        scale = [2.0 ** k, 2.0 ** k]
+        if channels:
+            scale = [1.0] + scale if first else scale + [1.0]
         datasets.append({"path": str(k), "coordinateTransformations": [{"type": "scale",
                                                                           "scale": scale}]})
         h, w = (h + 1) // 2, (w + 1) // 2
-    names = axes or (["y", "x", "c"] if channels else ["y", "x"])
+    names = axes or ((["c", "y", "x"] if first else ["y", "x", "c"]) if channels else ["y", "x"])
     g.attrs["multiscales"] = [{"version": "0.4", "name": "test", "datasets": datasets,
                                "axes": [{"name": n, "type": "channel" if n == "c" else "space"}
                                         for n in names]}]
@@ -276,6 +284,18 @@ class ZarrReadCheck(unittest.TestCase):
             levels3 = ome_group(group3, 2, channels=3, dtype="f4")
             check_read("OME-Zarr group (y, x, c), --input-level 1", group3, levels3[1],
                        ["--input-level", "1"])
+            # NGFF's order (c, y, x), a plane a chunk: the group, a level by its directory, and
+            # a bare array of that shape (no names: c <= 4 first).
+            cyx = os.path.join(tmp, "ome_cyx.zarr")
+            levels_cyx = ome_group(cyx, 2, channels=3, dtype="i2", first=True)
+            check_read("OME-Zarr group (c, y, x)", cyx, levels_cyx[0])
+            check_read("OME-Zarr group (c, y, x), level 1 by its directory",
+                       os.path.join(cyx, "1"), levels_cyx[1])
+            img = random_image((4, 23, 19), ">f4")
+            bare = os.path.join(tmp, "cfirst.zarr")
+            zarr.open(bare, mode="w", shape=img.shape, chunks=(3, 8, 7), dtype=">f4",
+                      compressor=Zstd())[...] = img
+            check_read("bare (4, 23, 19) array, chunks (3, 8, 7)", bare, np.moveaxis(img, 0, -1))
 
     def test_06_ome_tczyx(self):
         """OME's own order (t, c, z, y, x) with one channel."""
@@ -305,6 +325,8 @@ class ZarrReadCheck(unittest.TestCase):
                     continue
                 for k in range(3):
                     want = np.asarray(zarr.open_group(own, mode="r")[str(k)])
+                    if want.ndim == 3:  # stored (c, y, x), read back as (y, x, c)
+                        want = np.moveaxis(want, 0, -1)
                     out = os.path.join(tmp, "own_out.raw")
                     r = run(OOCCONV, own, out, "--input-level", k, "--taps", "1", "-q")
                     got = np.fromfile(out, dtype=want.dtype) if r.returncode == 0 else None
@@ -367,8 +389,6 @@ class ZarrReadCheck(unittest.TestCase):
             expect(bad_store("v3", {"zarr_format": 3}), 3, "version 2", "zarr_format 3")
             expect(bad_store("notjson", "{\"zarr_format\": 2, "), 3, "not JSON",
                    ".zarray not JSON")
-            expect(bad_store("cfirst", {"shape": [3, 10, 12], "chunks": [1, 5, 6]}), 3,
-                   "channels first", "channel-first (c, y, x)")
             expect(bad_store("volume", {"shape": [9, 10, 12], "chunks": [1, 5, 6]}), 3, "volume",
                    "3-D volume")
             expect(bad_store("onedim", {"shape": [12], "chunks": [6]}), 3, "not an image",

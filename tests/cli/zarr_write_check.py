@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Zarr outputs of oocconv, read back by zarr-python: level 0 equals the same filter's raw output,
 every pyramid level equals a NumPy float64 2 x 2 mean of the level above (integers rounded half to
-even, odd last rows and columns averaged with themselves), the OME-Zarr 0.4 metadata is right;
-over types, channels, chunk sizes and codecs. Parts (in any order, odd chunk boundaries), MPI
-ranks and a run stopped by SIGTERM and resumed give the same chunk files as one run. Hostile
+even, odd last rows and columns averaged with themselves), the OME-Zarr 0.4 metadata is right
+(channels first: c, y, x); over types, channels, chunk sizes and codecs. Parts (in any order, odd
+chunk boundaries, chunks of any size: level rows made of two parts' rows), MPI ranks and a run
+stopped by SIGTERM and resumed give the same chunk files as one run. GDAL reads the channels. Hostile
 cases: an existing store, a second writer, a temporary in the way, misaligned --rows, bad
 options. Zarr 3 (OME-Zarr 0.5) sharded stores read by an independent decoder and by ooc.
 Usage: zarr_write_check.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py);
@@ -68,7 +69,8 @@ def check_store(case, path, level0, levels, chunk, channels):
         fail(f"{case}: zarr-python cannot open the store: {e}")
         return
     axes = [x["name"] for x in ms["axes"]]
-    want_axes = ["y", "x"] + (["c"] if channels > 1 else [])
+    # NGFF orders axes by type: the channel before space, a plane per chunk.
+    want_axes = (["c"] if channels > 1 else []) + ["y", "x"]
     if ms.get("version") != "0.4" or axes != want_axes or len(ms["datasets"]) != levels + 1:
         fail(f"{case}: multiscales {ms.get('version')} axes {axes} datasets {len(ms['datasets'])}")
         return
@@ -76,11 +78,13 @@ def check_store(case, path, level0, levels, chunk, channels):
     for k, d in enumerate(ms["datasets"]):
         arr = g[d["path"]]
         scale = d["coordinateTransformations"][0]["scale"]
-        if scale[:2] != [2.0**k, 2.0**k]:
+        if scale != [1.0] * (channels > 1) + [2.0**k, 2.0**k]:
             fail(f"{case}: level {k} scale {scale}")
-        if arr.chunks[:2] != (chunk, chunk):
+        if arr.chunks != (1,) * (channels > 1) + (chunk, chunk):
             fail(f"{case}: level {k} chunks {arr.chunks}")
         got = arr[:]
+        if channels > 1:
+            got = np.moveaxis(got, 0, -1)
         want = cur if k == 0 else reduce(cur)
         if got.shape != want.shape or got.dtype != want.dtype or not np.array_equal(got, want):
             bad = "shape" if got.shape != want.shape else f"max diff {np.abs(got.astype(float) - want).max()}"
@@ -156,11 +160,22 @@ def read_v3(path):
         dec = {"blosc": lambda: numcodecs.Blosc(cname=cfg["cname"], clevel=cfg["clevel"]),
                "zstd": lambda: numcodecs.Zstd(level=cfg["level"]),
                "gzip": lambda: numcodecs.GZip(level=cfg["level"])}[c["name"]]()
+    planes = shape[0] if len(shape) == 3 else None  # (c, y, x): a shard per channel
+    if planes:
+        assert meta["dimension_names"] == ["c", "y", "x"] and outer[0] == inner[0] == 1, meta
+        return np.stack([read_v3_plane(path, meta, shape[1:], outer[1:], inner[1:], dec, dt, k)
+                         for k in range(planes)], -1)
+    return read_v3_plane(path, meta, shape, outer, inner, dec, dt, None)
+
+
+def read_v3_plane(path, meta, shape, outer, inner, dec, dt, plane):
+    """One channel's plane (plane None: the array is 2-D) as (y, x)."""
     out = np.full(shape, 99, dtype=dt)  # poisoned: every sample must be written over
     per = outer[0] // inner[0]
     for sr in range(-(-shape[0] // outer[0])):
         for sc in range(-(-shape[1] // outer[1])):
-            key = os.path.join(path, "c", str(sr), str(sc), *(["0"] if len(shape) == 3 else []))
+            key = os.path.join(path, "c", *([str(plane)] if plane is not None else []), str(sr),
+                               str(sc))
             data = open(key, "rb").read()
             n_index = per * per * 16
             index_bytes, crc = data[-4 - n_index:-4], int.from_bytes(data[-4:], "little")

@@ -29,15 +29,22 @@ struct Store {
   }
 };
 
-// H x W x C u16 in chunks (ch, cw, cc), blosc lz4; every fifth chunk left out (fill 5).
+// H x W x C u16 in chunks (ch, cw, cc), blosc lz4; every fifth chunk left out (fill 5). first:
+// stored (C, H, W) in chunks (cc, ch, cw), NGFF's order.
 void make_store(Store& s, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t ch,
-                std::int64_t cw, std::int64_t cc) {
+                std::int64_t cw, std::int64_t cc, bool first = false) {
   char name[] = "/tmp/ooc-test-zarr-XXXXXX";
   ASSERT_NE(::mkdtemp(name), nullptr);
   s.dir = name;
   ooc::zarr::ArrayMeta m;
   m.shape = {h, w, c};
   m.chunks = {ch, cw, cc};
+  if (first) {
+    m.shape = {c, h, w};
+    m.chunks = {cc, ch, cw};
+    m.c_axis = 0;
+    m.y_axis = 1;
+  }
   m.type = ooc::SampleType::u16;
   m.codec = ooc::zarr::codec_from_option("blosc", -1);
   m.fill = 5;
@@ -59,7 +66,8 @@ void make_store(Store& s, std::int64_t h, std::int64_t w, std::int64_t c, std::i
               if (iy >= h || ix >= w || iz >= c) continue;
               auto& v = s.image[static_cast<std::size_t>((iy * w + ix) * c + iz)];
               if (missing) v = 5;
-              chunk[static_cast<std::size_t>((y * cw + x) * cc + z)] = v;
+              chunk[static_cast<std::size_t>(first ? (z * ch + y) * cw + x
+                                                   : (y * cw + x) * cc + z)] = v;
             }
         if (missing) continue;
         const auto bytes = ooc::zarr::compress(m.codec, reinterpret_cast<std::byte*>(chunk.data()),
@@ -70,10 +78,10 @@ void make_store(Store& s, std::int64_t h, std::int64_t w, std::int64_t c, std::i
       }
 }
 
-TEST(ZarrRead, ConcurrentReadersAndOverlappingBands) {
+void concurrent_readers_and_overlapping_bands(bool channels_first) {
   Store s;
   const std::int64_t h = 203, w = 77, c = 3;
-  make_store(s, h, w, c, 9, 20, 2);
+  make_store(s, h, w, c, 9, 20, 2, channels_first);
   auto source = ooc::open_source(s.dir.string(), ooc::RawHints{});
   ASSERT_EQ(source->spec().width, w);
   ASSERT_EQ(source->spec().height, h);
@@ -106,6 +114,14 @@ TEST(ZarrRead, ConcurrentReadersAndOverlappingBands) {
     EXPECT_TRUE(expect_rows(a, b - a, source->rows(a, b - a, arena))) << "band at " << y;
     arena.release();
   }
+}
+
+TEST(ZarrRead, ConcurrentReadersAndOverlappingBands) {
+  concurrent_readers_and_overlapping_bands(false);
+}
+
+TEST(ZarrRead, ChannelsFirstConcurrentReadersAndOverlappingBands) {
+  concurrent_readers_and_overlapping_bands(true);
 }
 
 TEST(ZarrRead, DetectsStoresAndNamesThem) {
