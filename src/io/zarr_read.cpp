@@ -877,17 +877,27 @@ std::string zarr_input_identity(const std::string& path, int level) {
 
 std::vector<std::string> describe_zarr_store(const std::string& path) {
   std::vector<std::string> lines;
+  // A level is Zarr 2 (.zarray) or Zarr 3 (zarr.json), whatever its group is.
   const auto array_line = [&](const std::string& dir, const std::string& head,
                               const std::vector<double>& scale) {
-    const std::string zarray = dir + "/.zarray";
+    const bool v3 = !is_file(dir + "/.zarray") && is_file(dir + "/zarr.json");
+    const std::string file = dir + (v3 ? "/zarr.json" : "/.zarray");
+    const std::string text = read_text(file, kMaxMetaBytes);
+    const std::string where = "Zarr metadata '" + file + "'";
     const auto m =
-        zarr::parse_array_json(read_text(zarray, kMaxMetaBytes), "Zarr metadata '" + zarray + "'");
-    std::string s = head + "shape " + list_text(m.shape) + ", dtype " +
+        v3 ? zarr::parse_v3_array_json(text, where) : zarr::parse_array_json(text, where);
+    std::string s = head + (v3 ? "zarr 3, " : "") + "shape " + list_text(m.shape) + ", dtype " +
                     (sample_bytes(m.type) == 1 ? "|"
                      : m.big_endian            ? ">"
                                                : "<") +
                     zarr::dtype_string(m.type).substr(1) + ", chunks " + list_text(m.chunks) +
-                    ", " + codec_name(m.codec) + ", fill " + m.fill_json;
+                    (m.shard.empty() ? "" : " in shards " + list_text(m.shard)) + ", " +
+                    codec_name(m.codec) + ", fill " + m.fill_json;
+    if (!m.dimension_names.empty()) {
+      std::string names;
+      for (const auto& n : m.dimension_names) names += (names.empty() ? "" : ", ") + n;
+      s += ", axes (" + names + ")";
+    }
     if (!scale.empty()) {
       s += ", scale [";
       for (std::size_t i = 0; i < scale.size(); ++i) {
@@ -899,15 +909,28 @@ std::vector<std::string> describe_zarr_store(const std::string& path) {
     }
     lines.push_back(s);
   };
-  if (is_file(path + "/.zarray")) {
+  const bool v3 =
+      !is_file(path + "/.zarray") && !is_file(path + "/.zgroup") && is_file(path + "/zarr.json");
+  std::string node = "array";
+  if (v3) {
+    const json j = read_json(path + "/zarr.json");
+    node = j.is_object() ? j.value("node_type", std::string()) : std::string();
+  }
+  if (is_file(path + "/.zarray") || (v3 && node == "array")) {
     array_line(path, "array: ", {});
     return lines;
   }
   const auto ms = read_multiscales(path);
-  if (!ms) fail("Zarr '" + path + "' is not an array nor an OME-Zarr group");
+  if (!ms)
+    fail("Zarr '" + path + "' is not an array nor an OME-Zarr group (" +
+         (v3 ? "its zarr.json is a " + (node.empty() ? "node of no type" : node) +
+                   " without multiscales"
+             : "no .zarray, and no multiscales in .zattrs") +
+         ")");
   std::string axes;
   for (const auto& a : ms->axes) axes += (axes.empty() ? "" : ", ") + a;
-  lines.push_back("OME-Zarr group, " + std::to_string(ms->paths.size()) + " level(s)" +
+  lines.push_back(std::string("OME-Zarr group") + (v3 ? " (zarr 3)" : "") + ", " +
+                  std::to_string(ms->paths.size()) + " level(s)" +
                   (axes.empty() ? std::string() : ", axes (" + axes + ")"));
   // A damaged level is listed as such: the others are still worth seeing.
   for (std::size_t i = 0; i < ms->paths.size(); ++i) {

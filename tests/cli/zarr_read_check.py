@@ -363,6 +363,26 @@ class ZarrReadCheck(unittest.TestCase):
             if r.returncode or "array: shape [37, 53], dtype >i2, chunks [10, 7], blosc zstd " \
                     "bitshuffle" not in r.stdout:
                 fail(f"oocinfo of an array: exit {r.returncode}: {r.stdout!r} {r.stderr!r}")
+            # Zarr 3: the group (every level, through its zarr.json) and a level alone.
+            img = random_image((70, 45, 3), "<u2")
+            img.tofile(os.path.join(tmp, "info3.raw"))
+            z3 = os.path.join(tmp, "info3.zarr")
+            r = run(OOCCONV, os.path.join(tmp, "info3.raw"), z3, "--width", 45, "--type", "u16",
+                    "--channels", 3, "--radius", 1, "--zarr-version", 3, "--chunk", 16,
+                    "--shard", 32, "--levels", 2, "--compress", "zstd", "-q")
+            for path, phrases in (
+                    (z3, ["OME-Zarr group (zarr 3), 3 level(s), axes (c, y, x)",
+                          "level 0 '0': zarr 3, shape [3, 70, 45], dtype <u2, chunks [1, 16, 16] "
+                          "in shards [1, 32, 32], zstd level", "axes (c, y, x), scale [1, 1, 1]",
+                          "level 2 '2': zarr 3, shape [3, 18, 12]", "scale [1, 4, 4]"]),
+                    (os.path.join(z3, "1"), ["array: zarr 3, shape [3, 35, 23]",
+                                             "zarr v3, chunks 1 x 16 x 16 (channels first)"])):
+                r = run(OOCINFO, path, "--device", "cpu")
+                for phrase in phrases:
+                    if r.returncode or phrase not in r.stdout or "unreadable" in r.stdout:
+                        fail(f"oocinfo {path}: exit {r.returncode}, {phrase!r} not in "
+                             f"{r.stdout!r} {r.stderr!r}")
+                        break
 
     def test_09_hostile_metadata(self):
         with cli_cases.cases(self, verbose=False):
