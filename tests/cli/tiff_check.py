@@ -35,6 +35,9 @@ readers. Every pixel comparison is exact (numpy array equality), through the ide
    --width/--height/--type/--channels contradicting the tags. The writer itself is checked by
    unbroken twins (strips, tiles, Deflate) and unusual but valid layouts (strips in reverse order
    or with filler between them, no RowsPerStrip, 20 x 24 tiles) that must read back exactly.
+6. --predictor auto / none / horizontal / float x every --compress x every type: the Predictor
+   tag, exact read-back, --stats naming it, the refused combinations; auto deflate floats are
+   read by tifffile without imagecodecs.
 
 Usage: tiff_check.py --bin-dir DIR [--keep] [-v] [unittest options]   (or under pytest:
    conftest.py). DIR holds oocconv (and oocgen). Prints one line per case (ok / FAIL / skip); a
