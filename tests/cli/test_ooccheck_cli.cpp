@@ -883,8 +883,9 @@ TEST_F(ooccheck, BadKernelsAreUsageErrors) {
     std::ofstream(dir_ / name) << body;
     return (dir_ / name).string();
   };
-  const std::uint8_t bytes[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  write_npy(dir_ / "u8.npy", "|u1", 3, 3, bytes, 9);
+  // Every real dtype is a kernel (as oocconv takes it); a complex one is not.
+  const float complex_taps[18] = {1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 0, 8, 0, 9, 0};
+  write_npy(dir_ / "c8.npy", "<c8", 3, 3, complex_taps, sizeof complex_taps);
   const double even[6] = {1, 2, 3, 4, 5, 6};
   write_npy(dir_ / "even.npy", "<f8", 2, 3, even, sizeof even);
   const std::vector<std::pair<std::string, std::string>> cases{
@@ -893,7 +894,7 @@ TEST_F(ooccheck, BadKernelsAreUsageErrors) {
       {text("word.txt", "1 2 x\n"), "'x' is not a number"},
       {text("nan.txt", "1 nan 1\n"), "not finite"},
       {text("empty.txt", "# nothing\n\n"), "no taps"},
-      {(dir_ / "u8.npy").string(), "float32 or float64"},
+      {(dir_ / "c8.npy").string(), "has dtype '<c8'"},
       {(dir_ / "even.npy").string(), "odd"},
       {dir_.string(), "not a regular file"},
       {"gauss:2", "neither a file nor a built-in"},
