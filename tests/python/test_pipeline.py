@@ -406,7 +406,7 @@ def test_bad_arguments():
             (lambda: ooc.pipeline(x, 42), "pipeline must be a string"),
             (lambda: ooc.pipeline(x[0], "abs"), "2-D"),
             (lambda: ooc.pipeline(x, "abs", cval="x"), "cval must be a number"),
-            (lambda: ooc.pipeline(x, "abs", precision="f16"), "precision takes auto or f64"),
+            (lambda: ooc.pipeline(x, "abs", precision="f16"), "precision takes auto, f32 or f64"),
             (lambda: ooc.pipeline(x, "abs", mode="bogus"), "mode must be one of"),
             (lambda: ooc.pipeline(x, "abs", out_type="float16"), "float16"),
             (lambda: ooc.pipeline(x, "abs", output=np.zeros((8, 8), np.float32)), "shape"),
