@@ -752,6 +752,23 @@ class Cuda(Base):
                     outs.append(out)
                 with open(outs[0], "rb") as a, open(outs[1], "rb") as b:
                     self.assertTrue(a.read() == b.read(), "cuda differs from cpu")
+        # 32-bit integers: the f64 working type on both (issue 43).
+        for t in ("u32", "i32"):
+            info = np.iinfo(NP[t])
+            x = np.random.default_rng(3).integers(info.min, int(info.max), (70, 61),
+                                                  dtype=np.int64).astype(NP[t])
+            inp = self.write("w.raw", x)
+            for pipeline in ("gaussian sigma=2", "uniform size=5 ! scale mul=0.5 add=7",
+                             "unsharp sigma=1 amount=0.7 ! dog sigma1=1 sigma2=2"):
+                with self.subTest(type=t, pipeline=pipeline):
+                    outs = []
+                    for dev in ("cpu", "cuda"):
+                        out = self.p("w%s.raw" % dev)
+                        r = self.oocrun(inp, out, x, pipeline, "--device", dev)
+                        self.assertEqual(r.returncode, 0, r.stderr)
+                        outs.append(out)
+                    with open(outs[0], "rb") as a, open(outs[1], "rb") as b:
+                        self.assertTrue(a.read() == b.read(), "cuda differs from cpu")
 
 
 if __name__ == "__main__":
