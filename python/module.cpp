@@ -701,6 +701,7 @@ py::dict run_file(const std::string& input, const std::string& output,
     for (const ooc::RunStats& st : each) per_pass.emplace_back(st.seconds, st.bytes_read);
     job.commit();
     r = ooc::cli::run_report(job, plan.describe(), total);
+    r.stages = plan.stage_descriptions();
   }
   py::dict d = stats_dict(r);
   if (per_pass.size() > 1) {  // oocrun's "passes"

@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
     if (passes > 1) extra["passes"] = pass_stats;
     if (!ooc::cli::finish_parts("oocrun", job, total, quiet, extra)) return ooc::kExitResumable;
     if (world.rank() == 0)
-      ooc::cli::report("oocrun", stats, quiet || world.mpi(), job, plan.describe(), total, extra);
+      ooc::cli::report("oocrun", stats, quiet || world.mpi(), job, plan.describe(), total, extra,
+                       plan.stage_descriptions());
     return 0;
   });
 }

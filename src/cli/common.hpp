@@ -163,9 +163,11 @@ CLI::Validator positive();
 // The end of a run: --stats json|text on stdout (with `extra` merged into the JSON), else a
 // summary line on stderr unless quiet. Throws an io Error when stdout is gone (the output is in
 // place by then: the message says so).
+// `stages`: a pipeline's stages as built (PipelinePlan::stage_descriptions), one line each.
 void report(const char* prog, const std::string& stats, bool quiet, Job& job,
             const std::string& operation, const RunStats& st,
-            const nlohmann::json& extra = nlohmann::json());
+            const nlohmann::json& extra = nlohmann::json(),
+            const std::vector<std::string>& stages = {});
 
 // True when stderr is a terminal (the default for --progress).
 bool stderr_is_terminal();

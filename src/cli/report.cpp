@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -134,7 +135,8 @@ bool finish_parts(const char* prog, Job& job, const RunStats& st, bool quiet,
 }
 
 void report(const char* prog, const std::string& stats, bool quiet, Job& job,
-            const std::string& operation, const RunStats& st, const nlohmann::json& extra) {
+            const std::string& operation, const RunStats& st, const nlohmann::json& extra,
+            const std::vector<std::string>& stages) {
   const BandPlan& plan = job.plan();
   const double secs = st.seconds > 0 ? st.seconds : 1e-9;
   const double mpix = static_cast<double>(st.pixels) / secs / 1e6;
@@ -142,15 +144,19 @@ void report(const char* prog, const std::string& stats, bool quiet, Job& job,
   const std::size_t rss = ooc::cli::peak_rss_bytes();
   std::string report;
   if (stats == "json") {
-    nlohmann::json j = stats_json(run_report(job, operation, st));
+    RunReport r = run_report(job, operation, st);
+    r.stages = stages;
+    nlohmann::json j = stats_json(r);
     if (!extra.is_null()) j.update(extra);
     report = j.dump(2) + "\n";
   } else if (stats == "text") {
     std::ostringstream t;
     t << "input        " << job.source().describe() << "\n"
       << "output       " << (job.sink() ? job.sink()->describe() : std::string("none")) << "\n"
-      << "operation    " << operation << "\n"
-      << "io           input "
+      << "operation    " << operation << "\n";
+    for (std::size_t k = 0; k < stages.size(); ++k)
+      t << "stage " << std::left << std::setw(7) << k + 1 << stages[k] << "\n";
+    t << "io           input "
       << (job.options().input.rfind("synth:", 0) == 0 ? "generated" : job.source().io_method())
       << ", output " << (job.sink() ? job.sink()->io_method() : std::string("none")) << "\n"
       << "backend      " << job.backend().describe() << "\n";

@@ -59,6 +59,7 @@ nlohmann::json stats_json(const RunReport& r) {
   j["output"]["io"] = r.output_io;
   if (!r.output_predictor.empty()) j["output"]["predictor"] = r.output_predictor;
   j["operation"] = r.operation;
+  if (!r.stages.empty()) j["stages"] = r.stages;
   j["backend"] = r.backend;
   j["backend_choice"] = r.backend_choice;  // how --device picked it (auto: both estimates)
   if (!r.start_error.empty()) j["cuda_start_error"] = r.start_error;  // auto went on on the CPU

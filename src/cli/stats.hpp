@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "ooc/image.hpp"
 #include "ooc/job.hpp"
@@ -20,7 +21,8 @@ struct RunReport {
   std::string start_error;              // Backend::start_error()
   // How the input was read and the output written (Source/Sink::io_method(): mmap, direct, ...).
   std::string input_io, output_io = "none";
-  std::string output_predictor;  // Sink::predictor(): a TIFF output's, else empty
+  std::string output_predictor;     // Sink::predictor(): a TIFF output's, else empty
+  std::vector<std::string> stages;  // a pipeline's stages as built (PipelinePlan), else empty
   bool cuda = false;
   ImageSpec in;
   BandPlan plan;

@@ -632,6 +632,12 @@ std::string PipelinePlan::describe() const {
   return impl_->text;
 }
 
+std::vector<std::string> PipelinePlan::stage_descriptions() const {
+  std::vector<std::string> d;
+  for (const Impl::Stage& s : impl_->stages) d.push_back(s.op->describe());
+  return d;
+}
+
 RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
                       const std::function<void(std::vector<std::uint64_t>&)>& sum,
                       std::vector<RunStats>* each) {

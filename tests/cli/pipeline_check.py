@@ -515,6 +515,30 @@ class WorkingType(Base):
             self.assertTrue(np.array_equal(np.load(a), cv2.equalizeHist(np.load(c))))
 
 
+class StageReport(Base):
+    def test_stats_name_each_stage_as_built(self):
+        """--stats says what each stage computes with: the FFT or the direct sum, and the
+        accumulator (issue 43, item 16)."""
+        import json
+        x = self.image(300, 280, 1, "f32", seed=4)
+        inp = self.write("s.raw", x)
+        out = self.p("s_out.raw")
+        r = self.oocrun(inp, out, x, "gaussian sigma=30 method=fft ! gaussian sigma=1 ! "
+                        "median size=3", "--stats", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stages = json.loads(r.stdout)["stages"]
+        self.assertEqual(len(stages), 3)
+        self.assertIn("FFT", stages[0])
+        self.assertIn("direct", stages[1])
+        self.assertIn("accumulate f32", stages[1])
+        r = self.oocrun(inp, out, x, "gaussian sigma=1", "--stats", "text")
+        self.assertRegex(r.stdout, r"\nstage 1 +separable .*direct")
+        x32 = self.image(30, 28, 1, "u32", seed=4)
+        inp32 = self.write("s32.raw", x32)
+        r = self.oocrun(inp32, out, x32, "gaussian sigma=1", "--stats", "json")
+        self.assertIn("accumulate f64", json.loads(r.stdout)["stages"][0])
+
+
 class Morphology(Base):
     def test_against_scipy_exactly(self):
         rng = random.Random(33)

@@ -116,7 +116,10 @@ class PipelinePlan {
   };
   const Histogram* histogram(int i) const;
   ImageSpec output() const;
-  std::string describe() const;     // "gaussian sigma=2 ! convert type=u8"
+  std::string describe() const;  // "gaussian sigma=2 ! convert type=u8"
+  // Each stage's operation as built, in order (a last convert to the output type included): what
+  // it computes with, e.g. the FFT or the direct sum, its taps and its accumulator.
+  std::vector<std::string> stage_descriptions() const;
   std::string fingerprint() const;  // exact: what the output's bytes depend on
 
  private:
