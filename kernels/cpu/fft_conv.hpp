@@ -40,7 +40,7 @@ struct FftTilingPolicy {
   std::int64_t max_points = std::int64_t{1} << 20;
   std::int64_t max_points_large_kernel = std::int64_t{1} << 24;
   // Costs in units of one radix-2 pass over a tile's points (a radix-4 stage is two), fitted to
-  // 8192^2 f32 runs at K 31 to 255 on the 2-core AVX2 VM: KissFFT's radix-3 and -5 butterflies
+  // `tools/bench/run fft` (8192^2 f32, K 31 to 255, AVX2): KissFFT's radix-3 and -5 butterflies
   // cost more a point than its radix-4 one; the work of a tile besides the transforms (loading,
   // the transposes, the spectrum product, storing); and, per doubling of a tile beyond
   // cache_points (two such tiles of floats fill 1 MiB, a core's L2), the passes' cache misses.

@@ -31,10 +31,9 @@ struct FftLinePolicy {
   std::int64_t max_points = std::int64_t{1} << 16;  // longest block
   // Each doubling of a block beyond cache_points costs cache_passes (cache misses: a block's
   // lines of lanes, and the band's row-pass scratch the column pass reads, which grows with the
-  // blocks' band heights). Fitted on the 2-core AVX2 VM (8192^2 f32 from /dev/shm to null:, 2
-  // threads, --method fft, alternated x3): blocks of 2048 and 4096 took 0.39 and 0.41-0.42 s at
-  // radius 96 and 128 where blocks of 1024 take 0.22-0.27 s, 1.5-1.7x the time a sample of 1024
-  // at radius 64 for 3-7% more passes (was 4096 and 2.0: those larger blocks were planned).
+  // blocks' band heights). Fitted to `oocconv --method fft` at radius 64 to 128 (8192^2 f32,
+  // AVX2; docs/performance.md): blocks of 2048 and 4096 cost 1.5-1.7x the time a sample of
+  // blocks of 1024 for 3-7% more passes, so larger blocks are priced out of the plan.
   std::int64_t cache_points = std::int64_t{1} << 10;
   double cache_passes = 5.0;
   double radix3_passes = 2.5, radix5_passes = 3.6;

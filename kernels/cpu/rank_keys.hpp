@@ -7,8 +7,8 @@
 // The radix select (the GPU's; its CPU emulation in the unit test): the rank's key is decided bit
 // by bit from the top, counting per bit the window's samples that share the bits decided so far
 // and have this bit 0; the rank falls among them or above. 32 passes over the window for 4-byte
-// samples, 64 for f64: about 4 instructions a window sample a pass, ~0.0039 ns a window sample on
-// an H100 (~33 x 10^12 thread instructions a second) for 4-byte keys (an estimate).
+// samples, 64 for f64: about 4 instructions a window sample a pass, ~0.0039 ns a window sample
+// for 4-byte keys on a GPU issuing ~33 x 10^12 thread instructions a second (an estimate).
 #pragma once
 
 #include <cstddef>
@@ -26,7 +26,7 @@
 namespace ooc::kernels {
 
 // The GPU's tile of keys: a block of 32 x 8 outputs and its window's halo, at most this much of a
-// block's shared memory (an H100 has 227 KiB). Here so that a build without CUDA plans and costs
+// block's shared memory (sm_90 allows 227 KiB a block). Here so that a build without CUDA plans and costs
 // the same windows.
 constexpr int kRadixTileX = 32, kRadixTileY = 8;
 constexpr std::size_t kMaxRadixTileBytes = 200 * 1024;

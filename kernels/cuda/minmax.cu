@@ -6,14 +6,15 @@
 // whatever N, each output stored twice and read back once), so that the cost no longer grows with
 // the window. Both combine as the CPU does (kernels/cpu/minmax.hpp), so the bytes are the CPU's.
 //
-// What it should cost (not measured yet): both passes are bound by memory. An output of the van
+// What it should cost: both passes are bound by memory. An output of the van
 // Herk y pass reads its ~3 inputs through L1 (threads on adjacent columns: coalesced), writes
 // its suffix and reads it back from L1/L2 and writes the result; DRAM sees about one read of the
 // x pass's rows and one write of the output. The x pass's units are N samples apart on a row, so
 // a warp's load touches up to 32 lines, each reused by the next N loads from L1. Together about
 // 4 band-sized DRAM transfers (input, the scratch written and read, output) for any N, against
-// the scan's ~N comparisons an output, which at N = 101 made it compute-bound: on an H200
-// (4.8 TB/s) 16 GiB of u16 at size 101 should take ~20-30 ms of kernels, not seconds.
+// the scan's ~N comparisons an output, which at N = 101 made it compute-bound: at 4.8 TB/s of
+// device memory 16 GiB of u16 at size 101 should take ~20-30 ms of kernels, not seconds (the
+// kernels' time does not grow with the window: docs/performance.md, minimum and maximum).
 // A footprint runs output by output over its runs, or by two passes per distinct length of its
 // runs, as minmax_van_herk.hpp's by_lengths chooses.
 #include <cuda_runtime.h>

@@ -103,8 +103,8 @@ OOC_MINMAX_HD void unit(std::int64_t t, std::int64_t N, std::int64_t n, const Lo
 // each run's extreme by window() (footprint_output: about 1.5 loads and comparisons a footprint
 // sample, no scratch), or, as the CPU, a pass of van Herk per distinct length into scratch and a
 // pass picking over that length's runs (two passes over the band a length, whatever its runs'
-// samples). The first costs about 0.0003 ns a footprint sample and output on an H100's L1, a
-// band pass about 0.007 ns a sample from its DRAM (estimates): by lengths from 16 samples a
+// samples). The first costs about 0.0003 ns a footprint sample and output from L1, a band pass
+// about 0.007 ns a sample from DRAM (estimates for an sm_90 GPU): by lengths from 16 samples a
 // distinct length (a disk of radius 25: 2,000 samples, 26 lengths).
 
 using cuda::RowRun;

@@ -11,8 +11,8 @@
 // slide updates them for the samples of that bin only, and when the rank's coarse bin is another
 // one they are rebuilt from the window (K_h x K_w samples, mostly compares). All of a thread's
 // counts (528, as bytes where the window has fewer than 256 samples, else 16 bits) live in shared
-// memory, so that no count goes to global memory (the kernel before kept 65536 fine counts per
-// thread in global memory, updated by atomics in L2: 0.79 GB/s for u16 median 15 on an H200).
+// memory, so that no count goes to global memory (65536 fine counts per thread in global memory,
+// updated by atomics in L2, ran several times slower).
 // Counting selects, so the result is the CPU's exactly.
 //
 // A footprint (0/1 mask over the rectangle) is counted along its column runs: moving down a row
@@ -20,18 +20,18 @@
 // updates a run (a disk: two a column, as a rectangle); the first fill and the 16-bit rebuild read
 // the footprint's ones along its row spans (a row's pointer once, then adjacent samples).
 //
-// What a 16-bit output costs (instructions per thread, not measured yet): the slide 2 K_w
+// What a 16-bit output costs (instructions per thread, an estimate): the slide 2 K_w
 // samples x ~17 (border mapping, load through L1, key, a shared read-modify-write, the tracked
 // bin) plus a few coarse steps; a rebuild ~7 per window sample plus 68-136 stores to clear; the
 // search inside the bin up to 16 + 16 shared loads. On noise the rank's coarse bin moves by about
 // (32768 / K) sqrt(2 / K) values a row, so a rebuild happens on nearly every row at K = 15 (225
 // samples: ~2,200 instructions an output), about half the rows at 51 (~11,000) and a fifth at 101
-// (~16,000); smooth images rarely rebuild (~35 K_w). An H200 issues about 33 x 10^12 thread
-// instructions a second (132 SMs x 4 schedulers x 32 lanes x 1.98 GHz): u16 median 15 at most
+// (~16,000); smooth images rarely rebuild (~35 K_w). A GPU of 132 SMs at 1.98 GHz issues about
+// 33 x 10^12 thread instructions a second (4 schedulers x 32 lanes an SM): u16 median 15 at most
 // ~15 G samples/s, expected 5-7 (bank conflicts of random bins, divergence between rebuilding and
 // sliding lanes, 6-13 warps an SM as shared memory allows); 51 and 101 ~1-1.5 and ~0.7 G
-// samples/s, against ~0.13 and ~0.06 for the old kernel's whole runs. u8 keeps the old algorithm
-// (coarse counts only), now with byte counts for windows under 256 samples (twice the warps).
+// samples/s (docs/performance.md, rank filters on the GPU, has what it reaches). u8 counts its
+// coarse bins only, as bytes for windows under 256 samples (twice the warps).
 #pragma once
 
 #include <cmath>

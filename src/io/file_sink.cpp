@@ -234,8 +234,8 @@ class FileSink final : public Sink {
       return;
     }
     // Enough buffers that the write stage seldom waits for the disk while the next bands are
-    // read (with 4 x 8 MiB a cold 6 GiB copy took 10.6 s against dd's 6.6 s): an eighth of the
-    // job's memory, 4 to 32 requests; the planner counts them (buffer_bytes).
+    // read (4 buffers left a cold copy well behind dd's; tools/bench/direct_io_bench.py): an
+    // eighth of the job's memory, 4 to 32 requests; the planner counts them (buffer_bytes).
     const std::size_t mem = o.mem_limit > 0 ? o.mem_limit : std::size_t{1} << 30;
     const int buffers =
         static_cast<int>(std::clamp<std::size_t>(mem / 8 / direct::kRequest, 4, 32));

@@ -150,7 +150,7 @@ Kernel2d from_npy(const std::string& path, const std::string& bytes) {
     throw Error(ErrorKind::usage, "kernel file '" + path + "' is truncated");
   k.taps.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
-    // The value in its byte order ('<', '>', '|' for single bytes, '=' this machine's: little).
+    // The value in its byte order ('<', '>', '|' for single bytes, '=' the native one: little).
     std::uint64_t v = 0;
     for (std::size_t b = 0; b < width; ++b)
       v = (v << 8) | p[a.data_offset + i * width + (a.order == '>' ? b : width - 1 - b)];

@@ -697,7 +697,7 @@ class RankKernel final : public CpuKernel {
     if constexpr (!(sizeof(T) == 1 || (sizeof(T) == 2 && std::is_integral_v<T>))) {
       // Windows of up to 128 samples of the other types: a selection network on vectors of
       // adjacent columns (7 x 7 f32: 319 compare-exchanges for 8 outputs instead of a
-      // nth_element per output, which took 184 ns a sample and thread on the 32-core host).
+      // nth_element per output, an order of magnitude slower).
       if (!net_.pairs.empty() && W >= kernels::kLanes25<T>) {
         tbb::parallel_for(std::int64_t{0}, rows * C, [&](std::int64_t job) {
           const std::int64_t i = job / C, c = job % C;
@@ -1476,7 +1476,7 @@ Footprint load_footprint(const std::string& path) {
   if (bytes.size() < a.data_offset + count * width) throw bad("is truncated");
   f.mask.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
-    // The value in its byte order ('<', '>', '|' for single bytes, '=' this machine's: little).
+    // The value in its byte order ('<', '>', '|' for single bytes, '=' the native one: little).
     std::uint64_t v = 0;
     for (std::size_t k = 0; k < width; ++k) {
       const std::size_t at = a.order == '>' ? k : width - 1 - k;

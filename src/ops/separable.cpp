@@ -68,9 +68,8 @@ SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
       fft.cpu_fft = true;
       c.cpu_fft = cpu_ns_per_sample(fft);
       // The model has no sample type: 8- and 16-bit samples cost the direct sum about 1.35x a
-      // float's a sample and the FFT about 1.17x (2-core VM, 8192^2 u8 against f32, radius 32 to
-      // 64; at radius 48 u8 the direct sum took 1.22x the FFT where the model picked it), so the
-      // choice weighs their direct sum 1.15x.
+      // float's a sample and the FFT about 1.17x (`tools/bench/run fft-auto`, u8 against f32;
+      // docs/performance.md), so the choice weighs their direct sum 1.15x.
       const double direct =
           sample_bytes(in.type) <= 2 && in.type != SampleType::f32 && in.type != SampleType::f64
               ? 1.15 * c.cpu_direct
@@ -78,9 +77,9 @@ SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
       c.cpu_uses_fft = p.method == ConvMethod::fft || c.cpu_fft < direct;
       if (c.cpu_uses_fft) c.work = fft;
       // CUDA: up to radius 64 its kernels specialized on the radius run at least as fast as a
-      // cuFFT convolution (46 against 20-25 Gpixel/s at radius 64 on an H200, kernels alone:
-      // docs/performance.md); beyond, its generic kernels cost about 0.0016 ns a tap a sample
-      // (radius 300: 1.9 ns a sample) and the FFT is the cheaper. Not with a constant border:
+      // cuFFT convolution (kernels alone, `tools/bench/run stages` against `ooc_gpu_stages
+      // --stages fft`; docs/performance.md); beyond, its generic kernels cost about 4x a tap and
+      // the FFT is the cheaper. Not with a constant border:
       // filtered axis by axis (scipy's semantics), the rows past the image are the constant
       // after the row pass, where one 2-D transform would give them the row taps' sum times it.
       if (kCudaBuilt && p.border != BorderMode::constant &&

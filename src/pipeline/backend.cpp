@@ -162,7 +162,7 @@ Backend select_backend(const std::string& device, const std::string& devices,
     for (int d = 0; d < count; ++d) list.push_back(d);
     // --devices all: the GPUs that pay. Where the host's copies bound the run (streaming from
     // the page cache or a disk), a second GPU only adds its start and takes bands from the CPU's
-    // share while CUDA starts: on the 2 x H200 host every job measured ran slower on two.
+    // share while CUDA starts (`bench_nodes.sh gpus`: such jobs run slower on two GPUs).
     if (work != nullptr && count > 1) {
       const int threads = work->threads > 0 ? work->threads : default_threads();
       const std::size_t best =

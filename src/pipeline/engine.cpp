@@ -250,8 +250,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     return Error(ErrorKind::device, "operation '" + op.describe() +
                                         "' has no CUDA version in this build: use --device cpu");
   };
-  // Where the bands go. CUDA backend: while CUDA starts (0.2-0.3 s on the H200 machine, more than
-  // a 1 GiB image takes on the CPU), bands go through the CPU's kernels, which give the same
+  // Where the bands go. CUDA backend: while CUDA starts (a few tenths of a second, more than a
+  // 1 GiB image takes on the CPU), bands go through the CPU's kernels, which give the same
   // results; the first band read once the GPU is ready, and every one after it, goes to the GPU.
   // A start that failed under --device auto leaves every band on the CPU.
   enum class Mode { cpu, starting, gpu };

@@ -74,8 +74,8 @@ std::string format_need(double bytes) {
 }
 }  // namespace
 
-// Device memory every GPU this runs on has free with room to spare (the H100 and H200 have
-// 80-141 GB): a plan needing no more per device need not wait for CUDA's start to know.
+// Device memory every GPU this runs on has free with room to spare (data-centre GPUs have tens
+// of GB): a plan needing no more per device need not wait for CUDA's start to know.
 constexpr std::size_t kDeviceBytesSure = std::size_t{2} << 30;
 
 BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>& ops,
@@ -215,8 +215,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     rows = std::max<std::int64_t>(1, std::min({lo, want, span}));
     // The CPU filters bands while CUDA starts only where its buffers fit beside the pinned ring
     // (below). Several GPUs have as many slots more, and both no longer fit under the default
-    // limit: bands down to half as tall keep that start (0.4-0.5 s of waiting for two contexts
-    // on the 2 x H200 host) for a few percent more per-band cost.
+    // limit: bands down to half as tall keep that start (otherwise the job waits for every
+    // device's context) for a few percent more per-band cost.
     const bool cpu_start = std::all_of(
         ops.begin(), ops.end(), [](const Operation* op) { return op->cpu_gives_cuda_bits(); });
     auto with_cpu_start = [&](std::int64_t r) {

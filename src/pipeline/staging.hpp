@@ -16,8 +16,8 @@
 
 namespace ooc::detail {
 
-// Starting CUDA (the driver, then a context on each device: 0.2-0.3 s on the H200 machine, more
-// than the CPU needs for a 1 GiB image) on a thread of its own, begun as soon as the backend is
+// Starting CUDA (the driver, then a context on each device: a few tenths of a second, more than
+// the CPU needs for a 1 GiB image) on a thread of its own, begun as soon as the backend is
 // chosen, so that the plan, the output file and the first bands (on the CPU) need not wait for it.
 class CudaStart {
  public:
