@@ -177,6 +177,9 @@ Examples:
           backend.describe().c_str(), (long long)plan.bands, (long long)plan.band_rows, plan.slots,
           plan.threads, ooc::format_bytes(double(plan.ring_bytes)).c_str(),
           ooc::format_bytes(double(plan.mem_limit)).c_str(), backend.why.c_str());
+      if (passes)  // what each stage computes with (the FFT or the direct sum, the accumulator)
+        for (const std::string& stage : passes->stage_descriptions())
+          std::printf("  stage: %s\n", stage.c_str());
       if (store)
         for (const std::string& line : ooc::describe_zarr_store(path))
           std::printf("  %s\n", line.c_str());

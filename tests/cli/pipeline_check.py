@@ -533,6 +533,11 @@ class StageReport(Base):
         self.assertIn("accumulate f32", stages[1])
         r = self.oocrun(inp, out, x, "gaussian sigma=1", "--stats", "text")
         self.assertRegex(r.stdout, r"\nstage 1 +separable .*direct")
+        r = run([tool("oocinfo"), inp, "--width", 280, "--type", "f32", "--pipeline",
+                 "gaussian sigma=30 method=fft ! uniform size=3"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"stage: separable .*FFT")
+        self.assertRegex(r.stdout, r"stage: separable .*direct")
         x32 = self.image(30, 28, 1, "u32", seed=4)
         inp32 = self.write("s32.raw", x32)
         r = self.oocrun(inp32, out, x32, "gaussian sigma=1", "--stats", "json")
