@@ -464,14 +464,21 @@ class WorkingType(Base):
                         tol = 1 if method == "direct" else 1e-9 * 2.0 ** 32
                         err = np.abs(got.astype(np.float64) - want).max()
                         self.assertLessEqual(err, tol)
-            with self.subTest(type=t, stage="convolve"):
-                a, b = self.p("a.raw"), self.p("b.raw")
-                self.assertEqual(run([tool("oocrun"), inp, a, "convolve kernel=laplace "
-                                      "method=direct"] + common).returncode, 0)
-                self.assertEqual(run([tool("oocconv"), inp, b, "--kernel", "laplace", "--method",
-                                      "direct"] + common).returncode, 0)
-                with open(a, "rb") as fa, open(b, "rb") as fb:
-                    self.assertTrue(fa.read() == fb.read(), "convolve differs from oocconv")
+            for method in ("direct", "fft"):
+                with self.subTest(type=t, stage="convolve", method=method):
+                    a, b = self.p("a.raw"), self.p("b.raw")
+                    self.assertEqual(run([tool("oocrun"), inp, a, "convolve kernel=box:5 "
+                                          "method=" + method] + common).returncode, 0)
+                    self.assertEqual(run([tool("oocconv"), inp, b, "--kernel", "box:5",
+                                          "--method", method] + common).returncode, 0)
+                    with open(a, "rb") as fa, open(b, "rb") as fb:
+                        self.assertTrue(fa.read() == fb.read(), "convolve differs from oocconv")
+                    got = np.fromfile(a, NP[t]).reshape(x.shape).astype(np.float64)
+                    info = np.iinfo(NP[t])
+                    want = np.clip(np.rint(ndi.uniform_filter(x.astype(np.float64), 5,
+                                                              mode="reflect")), info.min, info.max)
+                    tol = 1 if method == "direct" else 1e-9 * 2.0 ** 32
+                    self.assertLessEqual(np.abs(got - want).max(), tol)
 
     def test_f64_output_of_f32_is_computed_in_f64(self):
         x = self.image(40, 33, 1, "f32", seed=5)
