@@ -788,7 +788,8 @@ class Cuda(Base):
                     outs.append(out)
                 with open(outs[0], "rb") as a, open(outs[1], "rb") as b:
                     self.assertTrue(a.read() == b.read(), "cuda differs from cpu")
-        # 32-bit integers: the f64 working type on both (issue 43).
+        # 32-bit integers: the f64 working type on both (issue 43). Double sums are not the same
+        # bits on both (the GPU's order and FMAs differ), so a rounding may go the other way.
         for t in ("u32", "i32"):
             info = np.iinfo(NP[t])
             x = np.random.default_rng(3).integers(info.min, int(info.max), (70, 61),
@@ -803,8 +804,9 @@ class Cuda(Base):
                         r = self.oocrun(inp, out, x, pipeline, "--device", dev)
                         self.assertEqual(r.returncode, 0, r.stderr)
                         outs.append(out)
-                    with open(outs[0], "rb") as a, open(outs[1], "rb") as b:
-                        self.assertTrue(a.read() == b.read(), "cuda differs from cpu")
+                    a, b = (np.fromfile(o, NP[t]).astype(np.float64) for o in outs)
+                    self.assertLessEqual(np.abs(a - b).max(), 1, "cuda differs from cpu")
+                    self.assertLess(np.count_nonzero(a != b), a.size // 100)
 
 
 if __name__ == "__main__":
