@@ -26,8 +26,8 @@
 namespace ooc::kernels {
 
 // The GPU's tile of keys: a block of 32 x 8 outputs and its window's halo, at most this much of a
-// block's shared memory (sm_90 allows 227 KiB a block). Here so that a build without CUDA plans and costs
-// the same windows.
+// block's shared memory (sm_90 allows 227 KiB a block). Here so that a build without CUDA plans and
+// costs the same windows.
 constexpr int kRadixTileX = 32, kRadixTileY = 8;
 constexpr std::size_t kMaxRadixTileBytes = 200 * 1024;
 // The tile for a window of rows x cols and keys of `key_bytes` (4 or 8).
