@@ -63,7 +63,7 @@ ErrorKind read_error_kind(int err) noexcept;
 // ": free some space or write elsewhere" and the like, for a write that failed with `err`.
 std::string full_hint(int err);
 
-// TIFF and BigTIFF (tiff_read.cpp, tiff_write.cpp). `fd` is open on `path` and owned by the callee.
+// TIFF and BigTIFF (tiff_read.cpp, tiff_sink.cpp). `fd` is open on `path` and owned by the callee.
 std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const RawHints& hints,
                                          std::uintmax_t file_size);
 std::unique_ptr<Sink> create_tiff_sink(const std::string& path, const ImageSpec& spec,

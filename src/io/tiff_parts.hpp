@@ -1,6 +1,6 @@
 // TIFF outputs made by several writers (parts, MPI ranks, a stopped run and its resumption):
 // each writer keeps its compressed blocks in files of its own beside the output's temporary, and
-// one step assembles the TIFF from them by offsets, without recompressing (tiff_write.cpp).
+// one step assembles the TIFF from them by offsets, without recompressing (tiff_parts.cpp).
 #pragma once
 
 #include <cstdint>
