@@ -46,7 +46,7 @@ void TiffSink::start_own_layout() {
   h[0] = h[1] = std::byte{'I'};
   h[2] = std::byte{static_cast<unsigned char>(bigtiff_ ? 43 : 42)};
   if (bigtiff_) h[4] = std::byte{8};
-  write_at(fd_, h, header_bytes_, 0, file_->partial());
+  write_all(fd_, h, header_bytes_, 0, file_->partial());
   for (std::size_t k = 0; k < levels_.size(); ++k) {
     Level& l = levels_[k];
     if (k > 0) l.rows.resize(static_cast<std::size_t>(l.plan.chunk_h) * l.plan.spec.row_bytes());
@@ -85,25 +85,11 @@ void TiffSink::add_level_row(int k, std::int64_t r, const std::byte* row) {
 
 void TiffSink::put_block(int k, std::uint32_t index, const std::byte* p, std::size_t bytes) {
   Level& l = levels_[static_cast<std::size_t>(k)];
-  write_at(l.fd >= 0 ? l.fd : fd_, p, bytes, l.end,
-           l.fd >= 0 ? file_->partial() + ".level" + std::to_string(k) : file_->partial());
+  write_all(l.fd >= 0 ? l.fd : fd_, p, bytes, l.end,
+            l.fd >= 0 ? file_->partial() + ".level" + std::to_string(k) : file_->partial());
   l.offsets[index] = l.end;
   l.counts[index] = bytes;
   l.end += bytes;
-}
-
-void TiffSink::write_at(int fd, const void* data, std::size_t len, std::uint64_t at,
-                        const std::string& name) {
-  const auto* b = static_cast<const std::byte*>(data);
-  for (std::size_t done = 0; done < len;) {
-    const ssize_t w = ::pwrite(fd, b + done, len - done, static_cast<off_t>(at + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      const int err = w < 0 ? errno : ENOSPC;
-      throw Error(ErrorKind::io, system_message("cannot write", name, err) + full_hint(err));
-    }
-    done += static_cast<std::size_t>(w);
-  }
 }
 
 void TiffSink::copy_spill(int k, std::uint64_t len, std::uint64_t at) {
@@ -134,7 +120,7 @@ void TiffSink::copy_spill(int k, std::uint64_t len, std::uint64_t at) {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0)
       throw Error(ErrorKind::io, system_message("cannot read back", name, r < 0 ? errno : EIO));
-    write_at(fd_, buf.data(), static_cast<std::size_t>(r), at + done, file_->partial());
+    write_all(fd_, buf.data(), static_cast<std::size_t>(r), at + done, file_->partial());
     done += static_cast<std::uint64_t>(r);
   }
 }
@@ -206,15 +192,15 @@ void TiffSink::finish_own_layout() {
     const std::uint64_t next = cog_ && k + 1 < count ? ifd_at[k + 1] : 0;
     const std::vector<std::byte> image =
         ifd_image(entries(k, base[k], subifds), big, ifd_at[k], next);
-    write_at(fd_, image.data(), image.size(), ifd_at[k], file_->partial());
+    write_all(fd_, image.data(), image.size(), ifd_at[k], file_->partial());
   }
-  if (!ghost.empty()) write_at(fd_, ghost.data(), ghost.size(), header_bytes_, file_->partial());
+  if (!ghost.empty()) write_all(fd_, ghost.data(), ghost.size(), header_bytes_, file_->partial());
   std::byte first[8];
   if (big)
     store(first, ifd_at[0]);
   else
     store(first, static_cast<std::uint32_t>(ifd_at[0]));
-  write_at(fd_, first, big ? 8 : 4, big ? 8 : 4, file_->partial());
+  write_all(fd_, first, big ? 8 : 4, big ? 8 : 4, file_->partial());
   for (Level& l : levels_)
     if (l.fd >= 0) {
       ::close(l.fd);

@@ -48,6 +48,7 @@ std::string edge_path(const std::string& temp, int k, std::int64_t lo, std::int6
 // one process would: the image, the layout options and the tags carried over from the input.
 std::string settings_text(const ImageSpec& s, const SinkOptions& o);
 
+// Writes all of `data` at offset `at` (pwrite, retried on EINTR); an io Error naming `name`.
 void write_all(int fd, const void* data, std::size_t len, std::uint64_t at,
                const std::string& name);
 

@@ -398,9 +398,6 @@ class TiffSink final : public Sink {
 
   void put_block(int k, std::uint32_t index, const std::byte* p, std::size_t bytes);
 
-  void write_at(int fd, const void* data, std::size_t len, std::uint64_t at,
-                const std::string& name);
-
   // Copies a spill file's `len` bytes to offset `at` of the output, in the kernel where it can.
   void copy_spill(int k, std::uint64_t len, std::uint64_t at);
 
