@@ -19,8 +19,8 @@ inline constexpr bool kCudaBuilt = false;
 #endif
 
 // The largest radius the separable CUDA kernels are specialized on (FastRadii in
-// kernels/cuda/separable_policy.cuh; checked there by separable_cuda.cpp): beyond it the generic
-// kernels run, and a separable filter may take the FFT on CUDA (separable_costs).
+// kernels/cuda/convolution/separable_policy.cuh; checked there by separable_cuda.cpp): beyond it
+// the generic kernels run, and a separable filter may take the FFT on CUDA (separable_costs).
 inline constexpr std::int64_t kCudaSpecializedMaxRadius = 64;
 
 namespace detail {
@@ -47,7 +47,8 @@ std::unique_ptr<CudaKernel> make_conv2d_cuda(const std::vector<int>& devices, co
                                              std::int64_t ry, bool f64);
 
 // 2-D convolution by FFT (overlap-save in tiles of n x m points giving h x w outputs, on the
-// tile grid of kernels/cpu/fft_conv.hpp), through cuFFT; taps K x L in convolution order.
+// tile grid of kernels/cpu/convolution/fft_conv.hpp), through cuFFT; taps K x L in convolution
+// order.
 struct FftCudaShape {
   std::int64_t K = 0, L = 0, n = 0, m = 0, h = 0, w = 0;
   std::int64_t width = 0, height = 0;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/pointwise.hpp"
+#include "kernels/cpu/point/pointwise.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/chain.hpp"
 #include "ooc/ops/conv2d.hpp"

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "cost_model.hpp"
-#include "kernels/cpu/separable.hpp"
+#include "kernels/cpu/convolution/separable.hpp"
 #include "ooc/error.hpp"
 #include "ooc/limits.hpp"
 #include "ooc/pipeline.hpp"

@@ -12,7 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/resources.hpp"
-#include "kernels/cuda/separable.cuh"
+#include "kernels/cuda/convolution/separable.cuh"
 #endif
 
 #include "gpu_support.hpp"

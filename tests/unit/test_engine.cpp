@@ -11,7 +11,7 @@
 #include <mutex>
 #include <random>
 
-#include "kernels/cpu/separable.hpp"
+#include "kernels/cpu/convolution/separable.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/chain.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/rank_histogram.hpp"
+#include "kernels/cuda/morphology/rank_histogram.hpp"
 #include "ooc/ops/rank.hpp"
 #include "ooc/pipeline.hpp"
 #include "reference.hpp"

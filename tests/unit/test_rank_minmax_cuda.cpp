@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cuda/minmax_van_herk.hpp"
+#include "kernels/cuda/morphology/minmax_van_herk.hpp"
 #include "ooc/ops/rank.hpp"
 #include "ooc/pipeline.hpp"
 #include "reference.hpp"

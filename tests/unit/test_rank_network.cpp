@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/rank_network.hpp"
+#include "kernels/cpu/morphology/rank_network.hpp"
 
 namespace ooc {
 namespace {

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/rank_keys.hpp"
+#include "kernels/cpu/morphology/rank_keys.hpp"
 #include "ooc/border.hpp"
 #include "ooc/ops/rank.hpp"
 #include "ooc/pipeline.hpp"

@@ -25,8 +25,8 @@
 
 #include "cuda/check.hpp"
 #include "cuda/resources.hpp"
-#include "kernels/cuda/conv2d.cuh"
-#include "kernels/cuda/equalize.cuh"
+#include "kernels/cuda/convolution/conv2d.cuh"
+#include "kernels/cuda/histogram/equalize.cuh"
 #include "npp_support.hpp"
 #include "ooc/error.hpp"
 

@@ -55,7 +55,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/resources.hpp"
-#include "kernels/cuda/separable.cuh"
+#include "kernels/cuda/convolution/separable.cuh"
 #include "ooc/error.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/pipeline.hpp"

@@ -1,0 +1,35 @@
+// CUDA kernels of the pipelines' point operations and combinations (kernels/cpu/point/pointwise.hpp
+// has the same arithmetic on the CPU, bit for bit).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/point/pointwise.hpp"
+#include "ooc/image.hpp"
+
+namespace ooc::cuda {
+
+// dst (type `out`) = the point operation of src (type `in`); point operations other than
+// convert write the accumulator type (f32, or f64 when out is f64).
+void point_async(const std::byte* src, std::size_t src_stride, SampleType in, std::byte* dst,
+                 std::size_t dst_stride, SampleType out, std::int64_t rows,
+                 std::int64_t row_samples, const kernels::PointParams& p, cudaStream_t stream);
+
+// dst = combine(x, g1, g2) in the accumulator type (f64: double), stored as `out` (rounded
+// and saturated as convert); x of type `x_type` (null for kinds that do not read it), g1 and g2
+// of the accumulator type, g2 null where unused.
+void combine_async(kernels::CombineKind k, const std::byte* x, std::size_t x_stride,
+                   SampleType x_type, const std::byte* g1, const std::byte* g2,
+                   std::size_t g_stride, std::byte* dst, std::size_t dst_stride, SampleType out,
+                   std::int64_t rows, std::int64_t row_samples, double amount, bool f64,
+                   cudaStream_t stream);
+
+struct PointwisePolicy {
+  static constexpr int kThreads = 256;
+  static constexpr int kMaxBlocksY = 65535;
+};
+
+}  // namespace ooc::cuda

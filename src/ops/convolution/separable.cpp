@@ -1,0 +1,281 @@
+// Separable convolution (row pass along x, then column pass along y): its declaration and CPU
+// kernel; the CUDA kernel is made in separable_cuda.cpp.
+#include "ooc/ops/separable.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+#include "band_fill.hpp"
+#include "io/digest.hpp"
+#include "kernels/cpu/convolution/fft_backend.hpp"
+#include "kernels/cpu/convolution/fft_separable.hpp"
+#include "kernels/cpu/convolution/separable.hpp"
+#include "ooc/error.hpp"
+#include "ops/cuda_kernels.hpp"
+
+namespace ooc {
+
+bool accumulates_in_f64(SampleType input, SampleType output, Precision precision) noexcept {
+  if (precision != Precision::automatic) return precision == Precision::f64;
+  // f32 holds integers exactly only up to 2^24: 32-bit integers, read or written, need f64.
+  auto wide = [](SampleType t) {
+    return t == SampleType::f64 || t == SampleType::u32 || t == SampleType::i32;
+  };
+  return wide(input) || wide(output);
+}
+
+SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
+  SeparableCosts c;
+  const std::int64_t K = static_cast<std::int64_t>(p.filter.col.size());
+  const std::int64_t L = static_cast<std::int64_t>(p.filter.row.size());
+  c.work.kind = Cost::Kind::separable;
+  c.work.f64 = accumulates_in_f64(in.type, p.out_type.value_or(in.type), p.precision);
+  c.work.taps = double(K + L);
+  c.cpu_direct = cpu_ns_per_sample(c.work);
+  c.cpu_fft = std::numeric_limits<double>::infinity();
+  c.cuda_direct = cuda_ns_per_sample(c.work);
+  c.cuda_fft = std::numeric_limits<double>::infinity();
+  if (p.method != ConvMethod::direct) {
+    // A band holds whole column blocks (n input rows for h = n - K + 1 outputs): blocks planned
+    // for the least work alone are up to thousands of rows, which on wide images no ring holds
+    // (65536 f32 columns at radius 300: 3496-row bands, 1.9 GiB for one slot). Blocks are kept
+    // to kFftBandBytes a band, so that several slots fit under the default limit; where no block
+    // fits, the FFT is not possible (auto takes the direct sum).
+    constexpr std::size_t kFftBandBytes = std::size_t{256} << 20;
+    const std::size_t row =
+        static_cast<std::size_t>(in.width * in.channels) *
+        std::max(sample_bytes(in.type), sample_bytes(p.out_type.value_or(in.type)));
+    cpu::FftLinePolicy col;
+    col.max_points = std::min<std::int64_t>(
+        col.max_points,
+        (static_cast<std::int64_t>(kFftBandBytes / std::max<std::size_t>(row, 1)) + K - 1) / 2);
+    cpu::FftSeparablePlan plan;
+    plan.n = cpu::plan_fft_line(K, in.height, col);
+    plan.m = cpu::plan_fft_line(L, in.width);
+    if (plan.n > 0 && plan.m > 0) {
+      plan.h = plan.n - K + 1;
+      plan.w = plan.m - L + 1;
+    }
+    if (plan.valid()) {
+      c.block_rows = plan.n;
+      c.block_cols = plan.m;
+      Cost fft = c.work;
+      fft.fft_work = cpu::fft_separable_work(plan, K, L, in.height, in.width);
+      fft.cpu_fft = true;
+      c.cpu_fft = cpu_ns_per_sample(fft);
+      // The model has no sample type: 8- and 16-bit samples cost the direct sum about 1.35x a
+      // float's a sample and the FFT about 1.17x (`tools/bench/run fft-auto`, u8 against f32;
+      // docs/performance.md), so the choice weighs their direct sum 1.15x.
+      const double direct =
+          sample_bytes(in.type) <= 2 && in.type != SampleType::f32 && in.type != SampleType::f64
+              ? 1.15 * c.cpu_direct
+              : c.cpu_direct;
+      c.cpu_uses_fft = p.method == ConvMethod::fft || c.cpu_fft < direct;
+      if (c.cpu_uses_fft) c.work = fft;
+      // CUDA: up to radius 64 its kernels specialized on the radius run at least as fast as a
+      // cuFFT convolution (kernels alone, `tools/bench/run stages` against `ooc_gpu_stages
+      // --stages fft`; docs/performance.md); beyond, its generic kernels cost about 4x a tap and
+      // the FFT is the cheaper. Not with a constant border:
+      // filtered axis by axis (scipy's semantics), the rows past the image are the constant
+      // after the row pass, where one 2-D transform would give them the row taps' sum times it.
+      if (kCudaBuilt && p.border != BorderMode::constant &&
+          std::max(K, L) > 2 * kCudaSpecializedMaxRadius + 1) {
+        Cost g = c.work;
+        g.kind = Cost::Kind::conv2d;
+        g.cuda_fft = true;
+        g.fft_work_cuda =
+            cpu::fft_work_per_sample(plan, in.height, in.width, cpu::kCufftWorkPolicy);
+        c.cuda_fft = cuda_ns_per_sample(g);
+        c.cuda_uses_fft = p.method == ConvMethod::fft || c.cuda_fft < c.cuda_direct;
+        if (c.cuda_uses_fft) {
+          c.work.cuda_fft = true;
+          c.work.fft_work_cuda = g.fft_work_cuda;
+        }
+      }
+    }
+  }
+  return c;
+}
+
+namespace {
+
+class SeparableCpuKernel final : public CpuKernel {
+ public:
+  explicit SeparableCpuKernel(const cpu::SeparableArgs& base) : base_(base) {}
+  void run(const CpuBand& b) override {
+    cpu::SeparableArgs a = base_;
+    detail::set_band(a, b, b.halo - a.ry);  // the halo is the FFT's where the CPU would take it
+    cpu::separable_band(a);
+  }
+
+ private:
+  cpu::SeparableArgs base_;
+};
+
+class Separable final : public Operation {
+ public:
+  Separable(const ImageSpec& in, const SeparableParams& p, const PipelineOptions& o)
+      : params_(p),
+        out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type)},
+        row_taps_(correlation_taps(p.filter.row)),
+        col_taps_(correlation_taps(p.filter.col)),
+        costs_(separable_costs(in, p)) {
+    if (row_taps_.size() % 2 == 0 || col_taps_.size() % 2 == 0)
+      throw Error(ErrorKind::usage, "filter tap counts must be odd");
+    if (p.method == ConvMethod::fft && !costs_.cpu_uses_fft)
+      throw Error(ErrorKind::usage, "--method fft: no FFT block of at most 2^16 points holds " +
+                                        std::to_string(p.filter.row.size()) + " x " +
+                                        std::to_string(p.filter.col.size()) +
+                                        " taps: use --method direct");
+    if (uses_fft()) {
+      plan_ = cpu::FftSeparablePlan{costs_.block_rows, costs_.block_cols,
+                                    costs_.block_rows - std::int64_t(p.filter.col.size()) + 1,
+                                    costs_.block_cols - std::int64_t(p.filter.row.size()) + 1};
+      detail::set_images(fft_args_, in, out_spec_, p.border, p.border_value);
+    }
+    detail::set_images(args_, in, out_spec_, p.border, p.border_value);
+    args_.row_taps = row_taps_.data();
+    args_.rx = p.filter.radius_x();
+    args_.col_taps = col_taps_.data();
+    args_.ry = p.filter.radius_y();
+    args_.strip_samples = o.strip_samples;
+    args_.f64 = accumulates_in_f64(in.type, out_spec_.type, p.precision);
+  }
+
+  std::string describe() const override {
+    return params_.filter.describe() + ", border " + std::string(name(params_.border)) +
+           ", accumulate " + (args_.f64 ? "f64" : "f32") + ", " + method_text(true);
+  }
+  // The model's numbers left out: retuning them must not stop a resume.
+  std::string fingerprint() const override {
+    return params_.filter.describe() + ", border " + std::string(name(params_.border)) +
+           ", accumulate " + (args_.f64 ? "f64" : "f32") + ", " + method_text(false) + ", values " +
+           detail::Digest()
+               .add(params_.filter.row)
+               .add(params_.filter.col)
+               .add(params_.border_value)
+               .add(std::string(name(params_.border)))
+               .hex() +
+           " to " + std::string(name(out_spec_.type));
+  }
+  std::optional<ImageSpec> output() const override { return out_spec_; }
+  // The FFT's y-blocks need every row of a block that touches the band (fft_separable.hpp): a
+  // band on the block grid only the taps' rows, any other band up to a block more. CUDA's direct
+  // kernel reads the ry rows next to its band of these (separable_cuda.cpp).
+  std::int64_t halo() const override {
+    return uses_fft() ? cpu::fft_halo(2 * args_.ry + 1, plan_) : args_.ry;
+  }
+  std::int64_t row_grid() const override { return uses_fft() ? plan_.h : 1; }
+  std::int64_t grid_halo() const override { return args_.ry; }
+  BorderMode border() const override { return params_.border; }
+  // Whole block rows per band where the band is taller than one: fewer blocks cut by a band edge
+  // (each is transformed by both bands).
+  std::int64_t fit_band_rows(std::int64_t rows, std::int64_t /*span*/) const override {
+    if (!uses_fft() || rows < plan_.h) return rows;
+    return rows / plan_.h * plan_.h;
+  }
+
+  std::size_t cpu_scratch_bytes(std::int64_t band_rows) const override {
+    if (costs_.cpu_uses_fft)  // the shared spectra counted with each thread: a bound
+      return cpu::FftSeparable::thread_bytes(plan_, band_rows, halo(), args_.f64) +
+             cpu::FftSeparable::shared_bytes(plan_, args_.f64);
+    cpu::SeparableArgs a = args_;
+    a.out_rows = band_rows;
+    return cpu::separable_scratch_bytes(a);
+  }
+  std::unique_ptr<CpuKernel> make_cpu() const override {
+    if (costs_.cpu_uses_fft)
+      return std::make_unique<detail::FftBandKernel<cpu::FftSeparable>>(
+          std::make_shared<const cpu::FftSeparable>(params_.filter.row, params_.filter.col, plan_,
+                                                    args_.f64),
+          fft_args_);
+    return std::make_unique<SeparableCpuKernel>(args_);
+  }
+
+  Cost cost() const override { return costs_.work; }
+  bool has_cuda() const override { return kCudaBuilt; }
+  // Float sums: both round every sample the same way (FMA in tap order from a plain first
+  // product, a float intermediate, round-to-nearest-even stores), checked byte for byte by
+  // test_gpu (docs/design.md, "Starting CUDA"). Without FMA the CPU rounds each product; double
+  // sums differ in the last bit (f64 images, radius 3).
+  // The FFT rounds otherwise.
+  bool cpu_gives_cuda_bits() const override {
+    return !uses_fft() && !args_.f64 && std::string_view(cpu::separable_isa()) != "baseline";
+  }
+  std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
+#if defined(OOC_HAVE_CUDA)
+    if (costs_.cuda_uses_fft)
+      return conv2d_fft_cuda_scratch(fft_cuda_shape(), band_rows, args_.f64);
+    return separable_cuda_scratch(band_rows, args_.ry, out_spec_.row_samples(), args_.f64);
+#else
+    (void)band_rows;
+    return 0;
+#endif
+  }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    if (costs_.cuda_uses_fft) {
+      // The 2-D kernel the filter stands for: column tap i times row tap j, convolution order.
+      const auto& row = params_.filter.row;
+      const auto& col = params_.filter.col;
+      std::vector<double> outer;
+      outer.reserve(row.size() * col.size());
+      for (const double c : col)
+        for (const double r : row) outer.push_back(c * r);
+      return make_conv2d_fft_cuda(devices, fft_cuda_shape(), outer, args_.f64);
+    }
+    return make_separable_cuda(devices, out_spec_, params_, row_taps_, col_taps_, args_.f64);
+#else
+    (void)devices;
+    return nullptr;
+#endif
+  }
+
+ private:
+  // The pick and, where the FFT was possible, what the cost model weighed (ns a sample and thread).
+  std::string method_text(bool with_model) const {
+    char model[96] = "";
+    if (with_model && std::isfinite(costs_.cpu_fft))
+      std::snprintf(model, sizeof model, "; model %.3g ns direct, %.3g FFT", costs_.cpu_direct,
+                    costs_.cpu_fft);
+    const std::string cuda = !kCudaBuilt            ? ""
+                             : costs_.cuda_uses_fft ? ", FFT on CUDA (the taps' outer product, " +
+                                                          std::to_string(plan_.n) + "x" +
+                                                          std::to_string(plan_.m) + " tiles, cuFFT)"
+                                                    : ", direct on CUDA";
+    if (!costs_.cpu_uses_fft) return std::string("direct") + model + (uses_fft() ? cuda : "");
+    return "FFT on the CPU (overlap-save, blocks of " + std::to_string(plan_.m) + " along x, " +
+           std::to_string(plan_.n) + " along y, " + cpu::fft_library() + model + ")" + cuda;
+  }
+  bool uses_fft() const {
+    return costs_.cpu_uses_fft || costs_.cuda_uses_fft;
+  }
+#if defined(OOC_HAVE_CUDA)
+  FftCudaShape fft_cuda_shape() const {
+    return ooc::fft_cuda_shape(static_cast<std::int64_t>(params_.filter.col.size()),
+                               static_cast<std::int64_t>(params_.filter.row.size()), plan_,
+                               out_spec_, params_.border, params_.border_value);
+  }
+#endif
+
+  SeparableParams params_;
+  ImageSpec out_spec_;
+  std::vector<double> row_taps_, col_taps_;
+  SeparableCosts costs_;
+  cpu::SeparableArgs args_;
+  cpu::FftSeparablePlan plan_;
+  cpu::FftConvArgs fft_args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Operation> make_separable(const ImageSpec& input, const SeparableParams& params,
+                                          const PipelineOptions& options) {
+  return std::make_unique<Separable>(input, params, options);
+}
+
+}  // namespace ooc
