@@ -1,10 +1,9 @@
 // Run-time choice between the kernel builds for different instruction sets (separable_impl.cpp:
-// the separable and the 2-D convolution; atax_impl.cpp: the matrix products' leaves).
+// the separable and the 2-D convolution).
 #include "separable.hpp"
 
 #include "conv2d.hpp"
 #include "kernels/cpu/cpu_features.hpp"
-#include "kernels/cpu/linalg/atax.hpp"
 
 namespace ooc::cpu {
 
@@ -13,17 +12,11 @@ void separable_band(const SeparableArgs& args);
 std::size_t separable_scratch_bytes(const SeparableArgs& args);
 void conv2d_band(const Conv2dArgs& args);
 std::size_t conv2d_scratch_bytes(const Conv2dArgs& args);
-void atax_leaf_t(const LeafArgs& args);
-void atax_leaf_y(const LeafArgs& args);
-void atax_leaf_fused(const LeafArgs& args);
 }  // namespace baseline
 #if defined(__x86_64__)
 namespace avx2 {
 void separable_band(const SeparableArgs& args);
 void conv2d_band(const Conv2dArgs& args);
-void atax_leaf_t(const LeafArgs& args);
-void atax_leaf_y(const LeafArgs& args);
-void atax_leaf_fused(const LeafArgs& args);
 }  // namespace avx2
 #endif
 
@@ -39,27 +32,6 @@ void conv2d_band(const Conv2dArgs& args) {
   if (has_avx2()) return avx2::conv2d_band(args);
 #endif
   baseline::conv2d_band(args);
-}
-
-void atax_leaf_t(const LeafArgs& args) {
-#if defined(__x86_64__)
-  if (has_avx2()) return avx2::atax_leaf_t(args);
-#endif
-  baseline::atax_leaf_t(args);
-}
-
-void atax_leaf_y(const LeafArgs& args) {
-#if defined(__x86_64__)
-  if (has_avx2()) return avx2::atax_leaf_y(args);
-#endif
-  baseline::atax_leaf_y(args);
-}
-
-void atax_leaf_fused(const LeafArgs& args) {
-#if defined(__x86_64__)
-  if (has_avx2()) return avx2::atax_leaf_fused(args);
-#endif
-  baseline::atax_leaf_fused(args);
 }
 
 std::size_t conv2d_scratch_bytes(const Conv2dArgs& args) {
