@@ -6,6 +6,9 @@ the other arguments go to unittest.main. Imported by pytest (conftest.py, which 
 read."""
 import argparse
 import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def bin_dir_and_rest(module_name, description=None, bin_help=None):
@@ -30,3 +33,13 @@ def take_flag(rest, flag):
         rest.remove(flag)
         return True
     return False
+
+
+def entry(module_name):
+    """`module_name` for bin_dir_and_rest and cli_cases.skip_module, as a support module shared by
+    several checks passes it: "__main__" where a check in this folder runs as a script (the
+    support module reads that script's command line), else the module's own name."""
+    f = getattr(sys.modules.get("__main__"), "__file__", None)
+    if f and os.path.dirname(os.path.abspath(f)) == HERE:
+        return "__main__"
+    return module_name

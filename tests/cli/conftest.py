@@ -1,8 +1,8 @@
-# pytest for the unittest checks here (atax_check.py, tiff_check.py, ...): each TestCase method is
+# pytest for the unittest checks here (test_atax.py, test_tiff_*.py, ...): each TestCase method is
 # one pytest test, so a failing case no longer hides the others behind one ctest failure. The
 # tools' folder comes from --bin-dir DIR (as the scripts take it) or $OOC_BIN_DIR; cli_args.py
 # hands it to the modules, which read sys.argv only when run as scripts.
-#   python3 -m pytest -v -rs tests/cli/ops_check.py --bin-dir build/cpu
+#   python3 -m pytest -v -rs tests/cli/test_equalize.py --bin-dir build/cpu
 import os
 
 import pytest
@@ -15,14 +15,6 @@ def pytest_addoption(parser):
     parser.addoption("--bin-dir", default=None,
                      help="directory holding the tools (oocconv, oocgen, ...); "
                           "default $OOC_BIN_DIR")
-
-
-def pytest_collect_file(file_path, parent):
-    """`pytest tests/cli` collects the unittest checks too (*_check.py is not a test_*.py name);
-    a file named on the command line is collected by pytest itself."""
-    if file_path.name.endswith("_check.py") and not parent.session.isinitpath(file_path):
-        return pytest.Module.from_parent(parent, path=file_path)
-    return None
 
 
 def pytest_configure(config):

@@ -1,7 +1,7 @@
-# One filter run for the CLI checks of convolutions (fft_check.py, fft_separable_check.py): the
-# input written as raw, the output poisoned first (every sample must be written), oocconv with the
-# filter's options or oocrun with its stage, then the output read back after its size is checked
-# and no .partial is left; and their test cases' scratch folder.
+# One filter run for the CLI checks of convolutions (test_fft_convolve.py,
+# test_fft_separable.py): the input written as raw, the output poisoned first (every sample must
+# be written), oocconv with the filter's options or oocrun with its stage, then the output read
+# back after its size is checked and no .partial is left; and their test cases' scratch folder.
 import os
 import shutil
 import tempfile

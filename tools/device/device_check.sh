@@ -16,11 +16,12 @@
 #                the float64 reference), --mem-limit and fixed-RSS runs                       e2e.log
 #     parts      MPI ranks (one per GPU) on a PARTS_GIB (8) GiB file: 1 rank vs N ranks identical,
 #                SIGTERM mid-run then --resume identical to an uninterrupted run (mpirun)  parts.log
-#     python     tests/cli/{hostile,ops,parts,atax}_check.py against the staged binaries (slowest:
-#                every GPU run pays the CUDA start-up)                              <name>.log
-#     pipeline   tests/cli/pipeline_check.py (oocrun pipelines, CUDA against the CPU bit for bit)
+#     python     tests/cli/test_{hostile_*,convolve_kernel,equalize,ooccheck_kernel_equalize,
+#                cuda_convolve_equalize,parts_and_resume,atax}.py against the staged binaries
+#                (slowest: every GPU run pays the CUDA start-up)                    <name>.log
+#     pipeline   tests/cli/test_pipeline_*.py (oocrun pipelines, CUDA against the CPU bit for bit)
 #                and compute-sanitizer memcheck/racecheck of oocrun chains on --device cuda
-#                (every border, a reduction pass, multi-stage combinations)        pipeline*.log
+#                (every border, a reduction pass, multi-stage combinations)       *pipeline*.log
 #     module     tests/python (the Python module, its GPU tests included) with the Python that
 #                `stage.sh --python` packed into stage/python.tar.xz             pytest_module.log
 # Logs go to $OUT (default /tmp/ooc-out); one summary line per step on stdout; exit 1 when any
@@ -234,7 +235,10 @@ section_parts() { logged_section parts; }
 
 section_python() {
   local py
-  for py in hostile_check atax_check parts_check ops_check; do
+  for py in test_hostile_output_files test_hostile_signals test_hostile_limits \
+            test_hostile_tiff_modes_precision test_hostile_names_and_locks test_atax \
+            test_parts_and_resume test_convolve_kernel test_equalize test_ooccheck_kernel_equalize \
+            test_cuda_convolve_equalize; do
     step "$py" "$PY" "tests/cli/$py.py" --bin-dir "$B"
   done
 }
@@ -243,7 +247,11 @@ section_python() {
 # over chains that exercise the device intermediates, the border rows copied between stages and
 # a histogram pass.
 section_pipeline() {
-  step pipeline_check "$PY" tests/cli/pipeline_check.py --bin-dir "$B" -v
+  local py
+  for py in test_pipeline_stages test_pipeline_fusion test_pipeline_working_type \
+            test_pipeline_morphology test_pipeline_cuda; do
+    step "$py" "$PY" "tests/cli/$py.py" --bin-dir "$B" -v
+  done
   "$B/oocgen" "$T/p.raw" --width 1031 --height 517 --type u16 --channels 3 --pattern noise -q
   local chain border
   for border in reflect wrap constant; do

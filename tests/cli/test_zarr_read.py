@@ -6,7 +6,7 @@ of length 1, and OME-Zarr groups with several levels, channels last (y, x, c) or
 each filtered with random taps and compared with scipy.ndimage in float64. Then stores that lie or
 are damaged: exit 3 and a message naming the problem, never a crash. And oocinfo's description of
 a store, Zarr 2 or 3.
-Usage: zarr_read_check.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py);
+Usage: test_zarr_read.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py);
 skipped (exit 77 as a script) where zarr-python is missing."""
 import atexit
 import filecmp
@@ -310,7 +310,7 @@ class ZarrReadCheck(unittest.TestCase):
 
     def test_07_own_stores(self):
         """ooc's own stores: every level of an oocconv --pyramid output reads back as zarr-python
-        reads it; its Zarr 3 (sharded) output reads back as its Zarr 2 twin (zarr_write_check
+        reads it; its Zarr 3 (sharded) output reads back as its Zarr 2 twin (test_zarr_write
         decodes the shards independently)."""
         with cli_cases.cases(self, verbose=False):
             for kind, channels in (("f32", 1), ("u16", 3)):

@@ -5,7 +5,7 @@ deadline, each store equal to its configuration's reference store; then runs sen
 random moments (before, during and after the bands), each gone within a second of the signal,
 stopped ones resumed to the reference. A lost wake-up (a thread waiting, inside one of the
 writer's chunk tasks, for that very task) hung about one run in 300 here before.
-Usage: stress_check.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py).
+Usage: test_zarr_stress.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py).
 OOC_STRESS_RUNS sets the number of plain runs (default 200; a fifth of that get SIGTERM)."""
 import atexit
 import filecmp

@@ -8,7 +8,7 @@ multiple of the block, odd band heights, several threads, three parts (--part) f
 system that refuses O_DIRECT (a ramfs mounted for the test when run as root, or /dev/shm on a
 kernel whose tmpfs refuses it) the run falls back to the page cache with a note on stderr.
 
-Usage: direct_io_check.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
+Usage: test_direct_io.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
 """
 import filecmp
 import json

@@ -3,7 +3,7 @@
 the same data filtered as raw; outputs must load in NumPy, their data 64-byte aligned as NumPy
 writes it; --format overrides the name; bad .npy files give clear errors.
 
-Usage: npy_check.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
+Usage: test_npy_input.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import os
 import shutil
 import subprocess

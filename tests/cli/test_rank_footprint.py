@@ -20,7 +20,7 @@ F. Floats and 32-bit integers beyond the networks (ranked histograms; on CUDA a 
    NaN gives NaN; windows reaching more than twice the image past its edge reflect as numpy.pad's
    "symmetric" does (scipy 1.10 does not repeat the reflection there).
 
-Usage: rank_check.py --bin-dir DIR [unittest options]
+Usage: test_rank_footprint.py --bin-dir DIR [unittest options]
 """
 import os
 import random

@@ -20,7 +20,7 @@
 4. Usage errors (exit 2, nothing left beside the output): --cog to raw, --chunk to TIFF, --cog
    with an .ome.tif name, --levels past 1 x 1; and no spill file is left after a run.
 
-Usage: tiff_pyramid_check.py --bin-dir DIR [--keep] [unittest options]   (or under pytest:
+Usage: test_tiff_pyramid.py --bin-dir DIR [--keep] [unittest options]   (or under pytest:
    conftest.py). A test lists every failing case; skipped (exit 77 as a script) without tifffile.
 """
 import atexit

@@ -4,11 +4,11 @@ small images, each output hashed (sha256 of every file the command leaves, in so
 compared with the digests in corpus.json. A refactoring that promises "the same bytes" proves it
 here; a deliberate change of output re-records the digests (--record) in the same commit.
 
-  corpus_check.py --bin-dir DIR                        compare with corpus.json's digests
-  corpus_check.py --bin-dir DIR --record               rewrite corpus.json's digests
-  corpus_check.py --bin-dir NEW --reference-bin-dir OLD [--device cuda]
+  test_corpus.py --bin-dir DIR                        compare with corpus.json's digests
+  test_corpus.py --bin-dir DIR --record               rewrite corpus.json's digests
+  test_corpus.py --bin-dir NEW --reference-bin-dir OLD [--device cuda]
                                                        run both, compare their outputs
-  corpus_check.py ... -k NAME                          only the cases whose name has NAME
+  test_corpus.py ... -k NAME                          only the cases whose name has NAME
 
 The stored digests are CPU results: float sums depend on the kernels' instruction set (oocinfo's
 "kernels avx2+fma" against "baseline"), so where it differs from the one recorded, the stored

@@ -26,7 +26,7 @@ H. NaN/Inf in A: rc 0, y as NumPy computes it, and a warning on stderr (even und
    many and where the first is (row, column), also in --stats json; overflowing products are
    named as such; a finite A gives no warning.
 
-Usage: atax_check.py --bin-dir DIR [unittest options, e.g. -v or a test name]
+Usage: test_atax.py --bin-dir DIR [unittest options, e.g. -v or a test name]
 """
 import hashlib
 import json

@@ -9,7 +9,7 @@ options (exit 2), a failing MPI rank stops every rank and names itself, TIFF par
 with a message, --progress-log writes lines. The --device cuda cases skip without a GPU; the MPI
 cases skip without mpirun.
 
-Usage: parts_check.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
+Usage: test_parts_and_resume.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
 """
 import filecmp
 import os

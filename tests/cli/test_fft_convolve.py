@@ -17,7 +17,7 @@ against scipy.ndimage.convolve in float64, through the binaries.
 Tolerance (fft_error_bound in conv2d.hpp, with margin): |err| <= rel x sum|k| x max|x|, rel 1e-5
 for f32 transforms, 1e-12 for f64; plus 0.5 for integer outputs (rounding of a value near a half).
 
-Usage: fft_check.py --bin-dir DIR [unittest options]
+Usage: test_fft_convolve.py --bin-dir DIR [unittest options]
 """
 import json
 import os

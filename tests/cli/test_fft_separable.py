@@ -17,7 +17,7 @@ Tolerance (the 2-D path's fft_error_bound, once per pass, with margin): |err| <=
 sum|col| x max|x|, rel 1e-5 for f32 transforms, 1e-12 for f64 (1e-6 into an f32 output); plus 0.5
 for integer outputs (rounding of a value near a half).
 
-Usage: fft_separable_check.py --bin-dir DIR [unittest options]
+Usage: test_fft_separable.py --bin-dir DIR [unittest options]
 """
 import json
 import os

@@ -7,7 +7,7 @@ chunk boundaries, chunks of any size: level rows made of two parts' rows), MPI r
 stopped by SIGTERM and resumed give the same chunk files as one run. GDAL reads the channels. Hostile
 cases: an existing store, a second writer, a temporary in the way, misaligned --rows, bad
 options. Zarr 3 (OME-Zarr 0.5) sharded stores read by an independent decoder and by ooc.
-Usage: zarr_write_check.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py);
+Usage: test_zarr_write.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py);
 skipped (exit 77 as a script) without zarr-python."""
 import atexit
 import filecmp

@@ -8,7 +8,7 @@ With --precision f64 --out-type f64 the largest relative error must stay under 1
 relative to |scipy| floored at 1e-6 of the image's largest |scipy|); f32 runs at default precision
 must stay within 1e-6 of the image's largest value.
 
-Usage: scipy_check.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)
+Usage: test_separable_scipy.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)
 A failing test names every failing case with the command to reproduce it.
 """
 import os

@@ -21,7 +21,8 @@
 4. Decode threads follow --threads: the output under --threads 1 is byte-identical to the
    default's, and the process never runs more than a few threads (Linux: /proc/PID/task sampled).
 
-Usage: meta_check.py --bin-dir DIR [--keep] [unittest options]   (or under pytest: conftest.py)
+Usage: test_tiff_metadata.py --bin-dir DIR [--keep] [unittest options]   (or under pytest:
+conftest.py)
 A test lists every failing case; the check is skipped (exit 77 as a script) without tifffile or
 scipy.
 """

@@ -9,7 +9,7 @@ them. Also: --finish names a part that never ran (exit 3), --rows off the strip 
 refused (exit 2), nothing appears under the final name before it is complete. The MPI case skips
 without mpirun.
 
-Usage: tiff_parts_check.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
+Usage: test_tiff_parts.py --bin-dir DIR [unittest options, e.g. -v, -k NAME]
 """
 import filecmp
 import os
