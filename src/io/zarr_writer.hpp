@@ -1,0 +1,76 @@
+// Private to the Zarr writer (zarr_write_meta.cpp, zarr_write_chunks.cpp, zarr_write.cpp): the
+// settings every writer of one store shares, the metadata documents they become, and the writing
+// of a store's chunk (or shard) rows and its small files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "io/zarr_codec.hpp"
+#include "ooc/image.hpp"
+
+namespace ooc::zarr_write {
+
+// The writers' own files in a store being made.
+inline constexpr const char* kStoreInfo = ".ooc-store.json";
+inline constexpr const char* kWriters = ".ooc-writers";
+inline constexpr const char* kEdgePrefix = ".ooc-edge-L";
+inline constexpr const char* kSourcePrefix = ".ooc-source-L";
+
+// An I/O Error: "what 'path': reason", with a hint where the disk is full.
+[[noreturn]] void io_fail(const std::string& what, const std::string& path, int err);
+
+// What every writer of one store must agree on; kept in the store until it is joined.
+struct StoreInfo {
+  ImageSpec spec;
+  std::int64_t chunk = 512;
+  zarr::Codec codec;
+  int levels = 0;
+  std::string name;
+  int version = 2;         // Zarr 2 (NGFF 0.4) or 3 (NGFF 0.5, sharded)
+  std::int64_t shard = 0;  // Zarr 3: shards of shard x shard pixels (a multiple of chunk)
+
+  // The rows a writer makes whole at a time: a chunk row, or a row of shards.
+  std::int64_t unit() const { return version == 3 ? shard : chunk; }
+
+  std::string to_json() const;
+  // Throws an input Error naming `where` when the text is not a StoreInfo.
+  static StoreInfo from_json(const std::string& text, const std::string& where);
+};
+
+// Level k's array (Zarr 2's .zarray) of the store.
+zarr::ArrayMeta level_meta(const StoreInfo& info, int k);
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Level k's zarr.json (Zarr 3): one chunk per shard of inner chunks, index at the end.
+std::string v3_array_json(const StoreInfo& info, int k);
+
+// The file of unit (chunk or shard) row r, column c, channel k of a level, relative to the level.
+std::string unit_key(const StoreInfo& info, const zarr::ArrayMeta& meta, std::int64_t r,
+                     std::int64_t c, std::int64_t k);
+
+// The name of an edge file (source: a source-rows file) of level k's rows [lo, hi).
+std::string edge_name(int k, std::int64_t lo, std::int64_t hi, bool source = false);
+
+// The group's .zattrs: NGFF 0.4 multiscales of the levels.
+std::string attrs_json(const StoreInfo& info);
+
+// `path` appears only complete: written under a name of this process beside it, then renamed.
+void write_file_atomic(const std::string& path, const void* data, std::size_t n);
+void make_dir(const std::string& dir);
+// The whole file (empty where it cannot be opened).
+std::string read_text(const std::string& path);
+// Removes a directory tree of ours (links are removed, never followed).
+void remove_tree(const std::string& dir) noexcept;
+bool is_dir(const std::string& p);
+
+// Unit row `ur` of level k (a chunk row, or a row of shards), from its rows (contiguous,
+// row_bytes apart, the unit row's first row first), compressed in parallel.
+void write_unit_row(const std::string& store, const StoreInfo& info, int k, std::int64_t ur,
+                    const std::byte* rows);
+
+}  // namespace ooc::zarr_write
