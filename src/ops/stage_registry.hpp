@@ -100,7 +100,9 @@ struct StageEntry {
 std::vector<StageEntry> filter_stages();    // filter_stages.cpp: gaussian ... convolve
 std::vector<StageEntry> combine_stages();   // combine.cpp: gradient-magnitude, dog, ...
 std::vector<StageEntry> point_stages();     // point.cpp: scale ... convert
-std::vector<StageEntry> rank_stages();      // rank.cpp: minimum ... rank
+std::vector<StageEntry> minmax_stages();      // minmax.cpp: minimum, maximum
+std::vector<StageEntry> morphology_stages();  // morphology.cpp: opening ... black-tophat
+std::vector<StageEntry> rank_stages();        // rank.cpp: median, percentile, rank
 std::vector<StageEntry> equalize_stages();  // equalize.cpp
 
 // Every stage (stages.cpp), and one by name (null when unknown).

@@ -1,0 +1,61 @@
+// What the morphology family's operations share (minmax.cpp, morphology.cpp, rank.cpp): the
+// window of a minimum, maximum or rank filter, a rectangle or a footprint's ones, as scipy places
+// it (footprint.cpp), and the window parameters of their stages.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/cpu/morphology/rank.hpp"
+#include "ooc/border.hpp"
+#include "ooc/ops/rank.hpp"
+#include "ops/stage_registry.hpp"
+
+namespace ooc::detail::morphology {
+
+// The window of `n` samples around each one, as scipy places it: `left` before, n - 1 - left
+// after; the dilations of grey_opening/closing shift it by one for even sizes (origin -1).
+struct Extent {
+  std::int64_t left = 0, right = 0;
+};
+inline Extent extent(std::int64_t n, bool dilation) {
+  const std::int64_t left = n / 2 - (dilation && n % 2 == 0 ? 1 : 0);
+  return {left, n - 1 - left};
+}
+
+// The window: a rectangle of y.left + y.right + 1 rows and x.left + x.right + 1 columns, or
+// the samples of it where `mask` (row-major over that rectangle) is 1.
+struct Window {
+  bool max = false;
+  Extent y, x;
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0;
+  std::shared_ptr<const std::vector<std::uint8_t>> mask;  // none: every sample
+  std::string footprint;                                  // the mask's file and digest
+  std::int64_t rows() const { return y.left + y.right + 1; }
+  std::int64_t cols() const { return x.left + x.right + 1; }
+};
+
+using Run = kernels::FootprintRun;
+// The footprint's runs of ones along its rows (w.mask must be set).
+std::vector<Run> runs_of(const Window& w);
+// The window of a minimum (max false) or maximum; the dilations of grey_opening/closing use the
+// footprint mirrored (scipy's grey_dilation).
+Window window(const MorphParams& p, bool max, bool dilation);
+// "footprint F [digest] of 3x3" or "3x3", as describe() says it.
+std::string window_text(const Window& w);
+
+// The minimum or maximum filter over w (minmax.cpp).
+std::unique_ptr<Operation> make_minmax(const ImageSpec& in, const Window& w);
+
+// The stages' window: size=, or footprint= (exactly one of them), and their parameters.
+std::tuple<std::int64_t, std::int64_t, Footprint> window_of(const StageArgs& a);
+StageParam size_param();
+StageParam footprint_param();
+// A stage of make_morphology (morphology.cpp): minimum, maximum, opening, ...
+StageEntry morphology_stage(const char* name, MorphKind kind, const char* help);
+
+}  // namespace ooc::detail::morphology
