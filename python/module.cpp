@@ -22,21 +22,19 @@
 #include <utility>
 #include <vector>
 
-#include "cli/counts.hpp"
-#include "cli/filter_options.hpp"
-#include "cli/input_options.hpp"
-#include "cli/stats.hpp"
+#include "ooc/filter_options.hpp"
+#include "ooc/run.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
 #include "ooc/limits.hpp"
 #include "ooc/memory.hpp"
-#include "ooc/ops/chain.hpp"
+#include "ooc/pipeline.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace py = pybind11;
 
@@ -167,7 +165,7 @@ T get(const py::dict& d, const char* key, T fallback) {
 // threads=, band_rows=, slots=: an integer (a NumPy one too, not a bool) in the tools' range, or
 // None (planned); refused in the tools' words.
 template <class T>
-T count(const py::dict& d, const char* key, const ooc::cli::CountRange& range) {
+T count(const py::dict& d, const char* key, const ooc::CountRange& range) {
   if (!d.contains(key) || d[key].is_none()) return 0;
   const py::object v = d[key];
   std::string given = py::str(static_cast<py::handle>(v)).cast<std::string>();
@@ -179,12 +177,12 @@ T count(const py::dict& d, const char* key, const ooc::cli::CountRange& range) {
     given = py::str(static_cast<py::handle>(i)).cast<std::string>();
   }
   throw ooc::Error(ooc::ErrorKind::usage,
-                   std::string(key) + " " + ooc::cli::count_problem(range, given));
+                   std::string(key) + " " + ooc::count_problem(range, given));
 }
 
 // --mem-limit, --threads, --band-rows, --slots, --device, --devices.
 struct RunOptions {
-  ooc::PipelineOptions pipeline;
+  ooc::EngineOptions pipeline;
   std::string device = "auto", devices = "all";
 };
 RunOptions run_options(const py::dict& o) {
@@ -206,9 +204,9 @@ RunOptions run_options(const py::dict& o) {
       r.pipeline.mem_limit = m.cast<std::size_t>();
     }
   }
-  r.pipeline.threads = count<int>(o, "threads", ooc::cli::kThreadsRange);
-  r.pipeline.band_rows = count<std::int64_t>(o, "band_rows", ooc::cli::kBandRowsRange);
-  r.pipeline.slots = count<int>(o, "slots", ooc::cli::kSlotsRange);
+  r.pipeline.threads = count<int>(o, "threads", ooc::kThreadsRange);
+  r.pipeline.band_rows = count<std::int64_t>(o, "band_rows", ooc::kBandRowsRange);
+  r.pipeline.slots = count<int>(o, "slots", ooc::kSlotsRange);
   r.device = get<std::string>(o, "device", "auto");
   r.devices = get<std::string>(o, "devices", "all");
   return r;
@@ -225,9 +223,9 @@ ooc::ProgressFn progress_fn(const py::object& progress) {
   };
 }
 
-// The stats dict: the tools' --stats json object (cli/stats.cpp), as Python objects.
-py::dict stats_dict(const ooc::cli::RunReport& r) {
-  return py::module_::import("json").attr("loads")(ooc::cli::stats_json(r).dump());
+// The stats dict: the tools' --stats json object (ooc/run.hpp), as Python objects.
+py::dict stats_dict(const ooc::RunReport& r) {
+  return py::module_::import("json").attr("loads")(ooc::stats_json(r));
 }
 
 // Sets `field` to the keyword's value where one is given, else leaves the option's default (the
@@ -245,7 +243,7 @@ ooc::JobOptions job_options(const std::string& input, const std::string& output,
   jo.output = output;
   take(o, "width", jo.hints.width);
   take(o, "height", jo.hints.height);
-  ooc::cli::set_sample_hints(jo.hints, get<std::string>(o, "type"), default_type,
+  ooc::set_sample_hints(jo.hints, get<std::string>(o, "type"), default_type,
                              get<int>(o, "channels"));
   take(o, "in_format", jo.hints.format);
   take(o, "page", jo.hints.page);
@@ -289,7 +287,7 @@ ooc::Kernel2d kernel_of(const F64Array& k, const std::string& name) {
 py::dict convolve_file(const std::string& input, const std::string& output, const py::dict& o,
                        const py::object& progress) {
   const RunOptions run = run_options(o);
-  ooc::cli::FilterCli f;
+  ooc::FilterOptions f;
   f.radius = get<std::int64_t>(o, "radius");
   f.sigma = get<double>(o, "sigma");
   f.filter_kind = get<std::string>(o, "filter", "gaussian");
@@ -303,32 +301,25 @@ py::dict convolve_file(const std::string& input, const std::string& output, cons
   f.out_type = get<std::string>(o, "out_type", "");
   f.precision = get<std::string>(o, "precision", "auto");
   f.method = get<std::string>(o, "method", "auto");
-  std::optional<ooc::Conv2dParams> params2d;
-  ooc::SeparableParams params;
+  ooc::JobSpec spec;
   if (o.contains("kernel_array") && !o["kernel_array"].is_none()) {
     // An array kernel takes the place of --kernel: the same exclusions and result options.
     f.kernel = "box:1";
-    params2d = ooc::cli::conv2d_params(f, run.pipeline.mem_limit);
-    params2d->kernel = kernel_of(o["kernel_array"].cast<F64Array>(), "array");
-  } else if (!f.kernel.empty()) {
-    params2d = ooc::cli::conv2d_params(f, run.pipeline.mem_limit);
+    spec.stages = {ooc::filter_stage(f, run.pipeline.mem_limit)};
+    spec.stages[0].set("kernel", kernel_of(o["kernel_array"].cast<F64Array>(), "array"));
   } else {
-    params = ooc::cli::filter_params(f, run.pipeline.mem_limit);
+    spec.stages = {ooc::filter_stage(f, run.pipeline.mem_limit)};
   }
-  const ooc::JobOptions jo = job_options(input, output, o, run, "f32");
-  const ooc::ProgressFn fn = progress_fn(progress);
-  ooc::cli::RunReport r;
+  spec.settings = ooc::filter_settings(f);
+  spec.options = job_options(input, output, o, run, "f32");
+  spec.progress = progress_fn(progress);
+  spec.operation_as_built = true;  // oocconv's name for it
+  ooc::JobResult r;
   {
     py::gil_scoped_release release;
-    ooc::Job job(jo);
-    auto op = params2d ? ooc::make_conv2d(job.source().spec(), *params2d, run.pipeline)
-                       : ooc::make_separable(job.source().spec(), params, run.pipeline);
-    job.start({op.get()});
-    const ooc::RunStats st = job.run(*op, fn);
-    job.commit();
-    r = ooc::cli::run_report(job, op->describe(), st);
+    r = ooc::run_job(std::move(spec));
   }
-  return stats_dict(r);
+  return stats_dict(r.report);
 }
 
 // ooceq INPUT OUTPUT: a histogram pass, then the lookup table.
@@ -370,38 +361,27 @@ void check_equalizable(ooc::SampleType t, const std::string& what, const std::st
 py::dict equalize_file(const std::string& input, const std::string& output, const py::dict& o,
                        const py::object& progress) {
   const RunOptions run = run_options(o);
-  const ooc::JobOptions jo = job_options(input, output, o, run, "u8");
-  const ooc::ProgressFn fn = progress_fn(progress);
-  ooc::cli::RunReport r;
-  std::vector<std::uint64_t> counts;
-  std::int64_t bins = 0;
-  int channels = 0;
-  double hist_seconds = 0;
-  std::size_t hist_read = 0;
+  ooc::JobSpec spec;
+  spec.options = job_options(input, output, o, run, "u8");
+  spec.progress = progress_fn(progress);
+  spec.stages = {ooc::StageCall{"equalize", {}}};  // ooceq's: a histogram pass, then the table
+  spec.operation = "histogram equalization (2 passes)";
+  spec.check_input = [&](const ooc::ImageSpec& in) {
+    check_equalizable(in.type, "'" + input + "' is " + numpy_name(in.type),
+                      "ooc.run('" + input + "', '" + output + "', ");
+  };
+  ooc::JobResult r;
   {
     py::gil_scoped_release release;
-    ooc::Job job(jo);
-    const ooc::ImageSpec spec = job.source().spec();
-    check_equalizable(spec.type, "'" + input + "' is " + numpy_name(spec.type),
-                      "ooc.run('" + input + "', '" + output + "', ");
-    // ooceq's pipeline of one stage: a histogram pass, then the table.
-    ooc::PipelinePlan plan(spec, {ooc::StageCall{"equalize", {}}}, {}, jo.pipeline);
-    job.start(plan.operations());
-    std::vector<ooc::RunStats> each;
-    const ooc::RunStats st = ooc::run_pipeline(job, plan, fn, {}, &each);
-    job.commit();
-    const ooc::PipelinePlan::Histogram& h = *plan.histogram(0);
-    counts = h.counts;
-    bins = h.bins;
-    channels = h.channels;
-    hist_seconds = each[0].seconds;
-    hist_read = each[0].bytes_read;
-    r = ooc::cli::run_report(job, "histogram equalization (2 passes)", st);
+    r = ooc::run_job(std::move(spec));
   }
-  py::dict d = stats_dict(r);
-  d["passes"] = py::dict(py::arg("histogram_seconds") = hist_seconds,
-                         py::arg("map_seconds") = r.stats.seconds - hist_seconds,
-                         py::arg("bytes_read") = hist_read + r.stats.bytes_read);
+  const std::vector<std::uint64_t>& counts = r.histograms.at(0).counts;
+  const std::int64_t bins = r.histograms[0].bins;
+  const int channels = r.histograms[0].channels;
+  py::dict d = stats_dict(r.report);
+  d["passes"] = py::dict(py::arg("histogram_seconds") = r.passes[0].seconds,
+                         py::arg("map_seconds") = r.passes[1].seconds,
+                         py::arg("bytes_read") = r.passes[0].bytes_read + r.passes[1].bytes_read);
   py::list per_channel;
   for (int c = 0; c < channels; ++c) {
     const std::uint64_t* h = counts.data() + c * bins;
@@ -504,7 +484,7 @@ ArrayRun array_run(const py::array& input, const py::array& output, const py::di
 // halo, and bands read ahead): the input is copied first, and the copy counts against mem_limit
 // like the bands do. Returns the budget left for the bands; throws where the copy does not fit.
 std::size_t budget_after_copy(const ArrayRun& a, const std::vector<const ooc::Operation*>& ops,
-                              const ooc::Backend& backend, ooc::PipelineOptions po) {
+                              const ooc::Backend& backend, ooc::EngineOptions po) {
   const std::size_t limit = po.mem_limit > 0 ? po.mem_limit : ooc::default_mem_limit();
   const std::size_t copy = a.in.spec.total_bytes();
   // The smallest ring the planner could fall back to: one slot of its smallest bands.
@@ -528,69 +508,67 @@ std::size_t budget_after_copy(const ArrayRun& a, const std::vector<const ooc::Op
           need_m + "' or more");
 }
 
-// A job over the arrays of `a` (their memory is the source and the sink), started with `ops`
-// (every pass it will run); `run` runs the passes on it, each pass's stats into `each`. Returns
-// the stats dict, every pass's reads and time added up (the array is read once per pass).
-template <class Run>
-py::dict run_array_job(ArrayRun& a, const std::vector<const ooc::Operation*>& ops,
-                       const std::string& operation, Run run) {
-  ooc::cli::RunReport r;
+// A job over the arrays of `a` (their memory is the source and the sink) running `stages`, by
+// the job runner as every front end. Returns the stats dict, every pass's reads and time added up
+// (the array is read once per pass). `operation`: its name in the stats (empty: as built).
+py::dict run_array_job(ArrayRun& a, std::vector<ooc::StageCall> stages,
+                       const ooc::PipelineSettings& settings, const std::string& operation) {
+  ooc::JobResult r;
   {
     py::gil_scoped_release release;
     const ooc::ImageSpec& in = a.in.spec;
-    ooc::JobOptions jo;
-    jo.input = jo.output = "<array>";  // names for the stats
-    jo.pipeline = a.run.pipeline;
-    jo.device = a.run.device;
-    jo.devices = a.run.devices;
-    auto owned = std::make_unique<ooc::MemorySource>(a.in, "array");
-    ooc::MemorySource& source = *owned;
+    ooc::JobSpec spec;
+    spec.options.input = spec.options.output = "<array>";  // names for the stats
+    spec.options.pipeline = a.run.pipeline;
+    spec.options.device = a.run.device;
+    spec.options.devices = a.run.devices;
+    spec.stages = std::move(stages);
+    spec.settings = settings;
+    spec.operation = operation;
+    spec.operation_as_built = operation.empty();
+    spec.progress = a.progress;
+    auto source = std::make_unique<ooc::MemorySource>(a.in, "array");
+    ooc::MemorySource& src = *source;
     auto sink = std::make_unique<ooc::MemorySink>(a.out, "array");
     // Bands written straight into the output array, unless it shares the input's bytes.
     sink->in_place(a.alias.empty());
-    ooc::Job job(std::move(owned), std::move(sink), jo);
-    // A pointwise pass (no halo) over an output laid out exactly as the input reads each band's
-    // rows before it writes them, and no other band reads them: in place needs no copy.
-    const bool pointwise = std::all_of(ops.begin(), ops.end(),
-                                       [](const ooc::Operation* op) { return op->halo() == 0; });
-    const bool same_layout = a.in.data == a.out.data && a.in.row_stride == a.out.row_stride &&
-                             a.in.col_stride == a.out.col_stride &&
-                             a.in.channel_stride == a.out.channel_stride &&
-                             a.in.swap_bytes == a.out.swap_bytes && in.type == a.out.spec.type;
-    if (!a.alias.empty() && !(pointwise && same_layout)) {
-      ooc::PipelineOptions po = a.run.pipeline;
+    spec.source = std::move(source);
+    spec.sink = std::move(sink);
+    spec.before_start = [&](ooc::Job& job, const std::vector<const ooc::Operation*>& ops) {
+      // A pointwise pass (no halo) over an output laid out exactly as the input reads each
+      // band's rows before it writes them, and no other band reads them: in place needs no copy.
+      const bool pointwise = std::all_of(ops.begin(), ops.end(), [](const ooc::Operation* op) {
+        return op->halo() == 0;
+      });
+      const bool same_layout = a.in.data == a.out.data && a.in.row_stride == a.out.row_stride &&
+                               a.in.col_stride == a.out.col_stride &&
+                               a.in.channel_stride == a.out.channel_stride &&
+                               a.in.swap_bytes == a.out.swap_bytes && in.type == a.out.spec.type;
+      if (a.alias.empty() || (pointwise && same_layout)) return;
+      ooc::EngineOptions po = a.run.pipeline;
       po.row_begin = 0;
       po.row_end = in.height;
       job.set_mem_limit(budget_after_copy(a, ops, job.pick_backend(ops), po));
-      source.copy_in();
-    }
-    job.start(ops);
-    std::vector<ooc::RunStats> each;
-    run(job, a.progress, each);
-    job.commit();
-    for (const ooc::RunStats& st : each) {
-      r.stats.seconds += st.seconds;
-      r.stats.setup_seconds += st.setup_seconds;
-      r.stats.read_seconds += st.read_seconds;
-      r.stats.compute_seconds += st.compute_seconds;
-      r.stats.write_seconds += st.write_seconds;
-      r.stats.bytes_read += st.bytes_read;
-      r.stats.bytes_written += st.bytes_written;
-      r.stats.pixels = st.pixels;
-    }
-    r = ooc::cli::run_report(job, operation, r.stats);
-    r.input_io.clear();  // memory: no file's reads to name
+      src.copy_in();
+    };
+    r = ooc::run_job(std::move(spec));
+    r.report.input_io.clear();  // memory: no file's reads to name
   }
-  return stats_dict(r);
+  return stats_dict(r.report);
 }
 
-// One operation over the arrays of `a`.
-py::dict run_one(ArrayRun& a, ooc::Operation& op) {
-  return run_array_job(
-      a, {&op}, op.describe(),
-      [&](ooc::Job& job, const ooc::ProgressFn& progress, std::vector<ooc::RunStats>& each) {
-        each.push_back(job.run(op, progress));
-      });
+ooc::Precision precision_of(const py::dict& o);
+
+// The array filters' border, precision (f64 by default, as scipy) and output type (the output
+// array's).
+ooc::PipelineSettings array_settings(const ArrayRun& a, const std::string& mode, double cval,
+                                     const py::dict& o) {
+  ooc::PipelineSettings s;
+  s.border = ooc::parse_border_mode(mode);
+  s.border_value = cval;
+  s.out_type = a.out.spec.type;
+  s.precision = precision_of(o);
+  return s;
 }
 
 ooc::Precision precision_of(const py::dict& o) {
@@ -608,40 +586,20 @@ py::dict filter_array(const py::array& input, const py::array& output, std::vect
   ArrayRun a = array_run(input, output, o, progress);
   if (row.size() % 2 == 0 || col.size() % 2 == 0)
     throw ooc::Error(ooc::ErrorKind::usage, "filter taps must be of odd count");
-  ooc::SeparableParams p;
-  p.filter.row = std::move(row);
-  p.filter.col = std::move(col);
-  p.border = ooc::parse_border_mode(mode);
-  p.border_value = cval;
-  p.out_type = a.out.spec.type;
-  p.precision = precision_of(o);
-  p.method = ooc::parse_conv_method(get<std::string>(o, "method", "auto"));
-  auto op = ooc::make_separable(a.in.spec, p, a.run.pipeline);
-  return run_one(a, *op);
+  ooc::StageCall call{"separable", {}};
+  call.set("row", std::move(row)).set("col", std::move(col));
+  call.set("method", get<std::string>(o, "method", "auto"));
+  return run_array_job(a, {call}, array_settings(a, mode, cval, o), "");
 }
 
 py::dict conv2d_array(const py::array& input, const py::array& output, const F64Array& kernel,
                       const std::string& mode, double cval, const py::dict& o,
                       const py::object& progress) {
   ArrayRun a = array_run(input, output, o, progress);
-  ooc::Conv2dParams p;
-  p.kernel = kernel_of(kernel, "weights");
-  p.border = ooc::parse_border_mode(mode);
-  p.border_value = cval;
-  p.out_type = a.out.spec.type;
-  p.precision = precision_of(o);
-  p.method = ooc::parse_conv_method(get<std::string>(o, "method", "auto"));
-  auto op = ooc::make_conv2d(a.in.spec, p, a.run.pipeline);
-  return run_one(a, *op);
-}
-
-// Every pass of `plan` over the arrays of `a`, as run_file runs them over files.
-py::dict run_plan(ArrayRun& a, ooc::PipelinePlan& plan, const std::string& operation) {
-  return run_array_job(
-      a, plan.operations(), operation,
-      [&](ooc::Job& job, const ooc::ProgressFn& progress, std::vector<ooc::RunStats>& each) {
-        ooc::run_pipeline(job, plan, progress, {}, &each);
-      });
+  ooc::StageCall call{"convolve", {}};
+  call.set("kernel", kernel_of(kernel, "weights"));
+  call.set("method", get<std::string>(o, "method", "auto"));
+  return run_array_job(a, {call}, array_settings(a, mode, cval, o), "");
 }
 
 // ooceq's pipeline of one stage (equalize_file's): a histogram pass, then the table.
@@ -652,11 +610,11 @@ py::dict equalize_array(const py::array& input, const py::array& output, const p
                     "ooc.pipeline(array, ");
   if (a.out.spec.type != a.in.spec.type)
     throw ooc::Error(ooc::ErrorKind::usage, "equalize writes the input's dtype");
-  ooc::PipelinePlan plan(a.in.spec, {ooc::StageCall{"equalize", {}}}, {}, a.run.pipeline);
-  return run_plan(a, plan, "histogram equalization (2 passes)");  // equalize_file's name
+  return run_array_job(a, {ooc::StageCall{"equalize", {}}}, {},
+                       "histogram equalization (2 passes)");  // equalize_file's name
 }
 
-// ---- Pipelines (ooc/ops/chain.hpp): oocrun's stages, over files and arrays ----
+// ---- Pipelines (ooc/pipeline.hpp): oocrun's stages, over files and arrays ----
 
 // oocrun's --border, --border-value, --out-type and --precision under their Python names
 // (ooc/__init__.py has mapped scipy's mode names onto ooc's borders). The default precision is
@@ -685,25 +643,19 @@ py::dict run_file(const std::string& input, const std::string& output,
   const std::vector<ooc::StageCall> stages = ooc::parse_pipeline(words);
   const ooc::PipelineSettings settings = pipeline_settings(o);
   const RunOptions run = run_options(o);
-  const ooc::JobOptions jo = job_options(input, output, o, run, "f32");
-  const ooc::ProgressFn fn = progress_fn(progress);
-  ooc::cli::RunReport r;
-  std::vector<std::pair<double, std::size_t>> per_pass;  // seconds and bytes read of each pass
+  ooc::JobSpec spec;
+  spec.options = job_options(input, output, o, run, "f32");
+  spec.progress = progress_fn(progress);
+  spec.stages = stages;
+  spec.settings = settings;
+  ooc::JobResult r;
   {
     py::gil_scoped_release release;
-    ooc::Job job(jo);
-    ooc::PipelinePlan plan(job.source().spec(), stages, settings, jo.pipeline);
-    job.set_fingerprint(plan.fingerprint() + "; output " + plan.output().describe() + " " +
-                        ooc::output_format(jo.output, jo.sink));
-    job.start(plan.operations());
-    std::vector<ooc::RunStats> each;
-    const ooc::RunStats total = ooc::run_pipeline(job, plan, fn, {}, &each);
-    for (const ooc::RunStats& st : each) per_pass.emplace_back(st.seconds, st.bytes_read);
-    job.commit();
-    r = ooc::cli::run_report(job, plan.describe(), total);
-    r.stages = plan.stage_descriptions();
+    r = ooc::run_job(std::move(spec));
   }
-  py::dict d = stats_dict(r);
+  std::vector<std::pair<double, std::size_t>> per_pass;  // seconds and bytes read of each pass
+  for (const ooc::RunStats& st : r.passes) per_pass.emplace_back(st.seconds, st.bytes_read);
+  py::dict d = stats_dict(r.report);
   if (per_pass.size() > 1) {  // oocrun's "passes"
     py::list pass_stats;
     for (const auto& [seconds, bytes] : per_pass)
@@ -760,7 +712,7 @@ py::tuple pipeline_array(const py::array& input, py::object output,
                      "output has samples " + std::string(ooc::name(a.out.spec.type)) +
                          ", the pipeline makes " + std::string(ooc::name(out.type)) +
                          ": give out_type of the output's dtype");
-  py::dict stats = run_plan(a, plan, plan.describe());
+  py::dict stats = run_array_job(a, stages, settings, plan.describe());
   return py::make_tuple(output, stats);
 }
 
@@ -779,8 +731,8 @@ py::list stage_declarations() {
       };
       params.append(
           py::dict(py::arg("name") = p.name, py::arg("kind") = kinds[static_cast<int>(p.kind)],
-                   py::arg("default") = p.fallback.empty() ? py::object(py::none())
-                                                           : py::object(py::str(p.fallback)),
+                   py::arg("default") = p.required() ? py::object(py::none())
+                                                     : py::object(py::str(p.fallback_text())),
                    py::arg("min") = bound(p.min), py::arg("max") = bound(p.max),
                    py::arg("min_exclusive") = p.min_open, py::arg("help") = p.help));
     }

@@ -19,6 +19,11 @@ void check_radius(std::int64_t radius) {
 }
 }  // namespace
 
+std::int64_t gaussian_radius(double sigma) {
+  // 1e-9: a sigma of k/3 typed in decimal (3 x 0.3333333333333334 is just over 1) is radius k.
+  return static_cast<std::int64_t>(std::ceil(3.0 * sigma - 1e-9));
+}
+
 std::vector<double> gaussian_taps(std::int64_t radius, double sigma) {
   check_radius(radius);
   if (sigma <= 0) sigma = static_cast<double>(radius) / 3.0;

@@ -1,27 +1,17 @@
 // oocconv: filter an image of any size with a separable convolution, band by band, in bounded
 // memory.
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <nlohmann/json.hpp>
+#include <cstdint>
 #include <optional>
-#include <sstream>
-#include <vector>
+#include <utility>
 
 #include "cli/common.hpp"
 #include "cli/filter_options.hpp"
 #include "cli/world.hpp"
 #include "ooc/error.hpp"
-#include "ooc/filter.hpp"
-#include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "ooc/ops/conv2d.hpp"
-#include "ooc/ops/separable.hpp"
-#include "ooc/pipeline.hpp"
-#include "pipeline/trace.hpp"
+#include "ooc/run.hpp"
+#include "engine/trace.hpp"
 
 namespace {
 
@@ -76,7 +66,7 @@ int main(int argc, char** argv) {
     ooc::cli::add_input_options(*app.add_option_group("Input"), input_cli, jo.hints, jo.seed, "f32",
                                 "u8 u16 i16 u32 i32 f32 f64");
 
-    ooc::cli::FilterCli filter;
+    ooc::FilterOptions filter;
     ooc::cli::add_filter_options(app, filter);
 
     ooc::cli::JobCli job_cli;
@@ -93,52 +83,32 @@ int main(int argc, char** argv) {
     ooc::cli::check_report_options(job_cli.report);
     ooc::cli::apply_input_options(input_cli, jo.hints);
     ooc::cli::apply_pipeline_options(job_cli.pipeline, jo);
-    const ooc::PipelineOptions& popt = jo.pipeline;
 
     // Options are checked before the input is opened: a bad filter is a usage error first.
-    std::optional<ooc::Conv2dParams> params2d;
-    ooc::SeparableParams params;
-    if (!filter.kernel.empty())
-      params2d = ooc::cli::conv2d_params(filter, popt.mem_limit);
-    else
-      params = ooc::cli::filter_params(filter, popt.mem_limit);
+    ooc::JobSpec spec;
+    spec.name = "oocconv";
+    spec.stages = {ooc::filter_stage(filter, jo.pipeline.mem_limit)};
+    spec.settings = ooc::filter_settings(filter);
     ooc::cli::apply_run_options(job_cli.run, jo);
-    jo.journal = true;  // resumable
-    ooc::Job job(jo);
-    ooc::detail::trace_mark("job made");
-    auto op = params2d ? ooc::make_conv2d(job.source().spec(), *params2d, popt)
-                       : ooc::make_separable(job.source().spec(), params, popt);
-    // What makes the output's bytes: checked when a run resumes or parts are finished.
-    const auto out_spec = op->output();
-    job.set_fingerprint(op->fingerprint() + "; output " + out_spec->describe() + " " +
-                        ooc::output_format(jo.output, jo.sink));
-    // Before start(), which creates the temporary: a signal from then on stops cleanly. Every
-    // output is resumable (a TIFF keeps its compressed blocks, tiff_parts.hpp).
-    ooc::cli::stop_gracefully_on_signals();
-    job.start({op.get()});
-    ooc::detail::trace_mark("job started");
-    if (jo.resume && !quiet) ooc::cli::say_resumed("oocconv", job);
-
-    ooc::cli::Progress bar(progress, job.source().spec().total_bytes(), "oocconv");
-    const ooc::RunStats st =
-        job.run(*op, [&](std::int64_t done, std::int64_t total) { bar.update(done, total); });
-    bar.finish();
+    spec.options = jo;
+    spec.options.journal = true;  // resumable
+    spec.operation_as_built = true;  // the filter as built: its taps, method and accumulator
+    spec.stop_on_signals = true;
+    spec.processes = &ooc::cli::World::get();
+    std::optional<ooc::cli::Progress> bar;
+    spec.on_start = [&](ooc::Job& job, int) {
+      ooc::detail::trace_mark("job started");
+      if (jo.resume && !quiet) ooc::cli::say_resumed("oocconv", job);
+      bar.emplace(progress, job.source().spec().total_bytes(), "oocconv");
+    };
+    spec.progress = [&](std::int64_t done, std::int64_t total) {
+      if (bar) bar->update(done, total);
+    };
+    const ooc::JobResult r = ooc::run_job(std::move(spec));
+    if (bar) bar->finish();
     ooc::detail::trace_mark("job ran");
-    if (st.stopped) return ooc::cli::stopped("oocconv", job, st);
-    job.commit();
-    ooc::detail::trace_mark("committed");
-    nlohmann::json summary;
-    if (!ooc::cli::finish_parts("oocconv", job, st, quiet, summary)) {
-      if (ooc::cli::World::get().rank() == 0)
-        std::fprintf(stderr,
-                     "oocconv: another rank failed or stopped: the output is not "
-                     "finished; run again with --resume\n");
-      return ooc::kExitResumable;
-    }
-    if (ooc::cli::World::get().rank() == 0)
-      ooc::cli::report("oocconv", stats, quiet || ooc::cli::World::get().mpi(), job, op->describe(),
-                       st, summary.empty() ? nlohmann::json() : summary);
+    const int code = ooc::cli::end_of_run("oocconv", job_cli.report, r);
     ooc::detail::trace_mark("reported");
-    return 0;
+    return code;
   });
 }

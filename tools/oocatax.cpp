@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -27,6 +28,7 @@
 #include "ooc/limits.hpp"
 #include "ooc/ops/atax.hpp"
 #include "ooc/ops/atax_x.hpp"
+#include "ooc/run.hpp"
 
 namespace {
 
@@ -269,7 +271,7 @@ void check_raw_matrix(const std::string& path, const ooc::RawHints& h) {
 
 // Whether the job plans within `limit` bytes: the planner's own arithmetic (plan_bands) on the
 // CPU backend. A GPU's ring holds no scratch per thread, and its planner checks the devices.
-bool plans_within(const ooc::Operation& op, ooc::Source& source, ooc::PipelineOptions po,
+bool plans_within(const ooc::Operation& op, ooc::Source& source, ooc::EngineOptions po,
                   std::size_t limit) {
   po.mem_limit = limit;
   try {
@@ -318,7 +320,7 @@ std::string least_limit(std::size_t low, std::size_t huge,
 // names a limit the run then fits, not the planner's one-row floor that a leaf raises.
 void fit_to_memory(ooc::MatrixProductOp& op, ooc::Source& source, const ooc::JobOptions& jo,
                    bool leaf_given) {
-  const ooc::PipelineOptions& po = jo.pipeline;
+  const ooc::EngineOptions& po = jo.pipeline;
   const std::size_t limit = po.mem_limit > 0 ? po.mem_limit : ooc::default_mem_limit();
   constexpr std::size_t kHuge = std::size_t{1} << 62;
   // Not a matter of memory (--threads): the job's own plan says what.
@@ -426,44 +428,57 @@ int main(int argc, char** argv) {
     if (!synthetic && format == "raw") check_raw_matrix(jo.input, jo.hints);
     if (!synthetic && format != "raw") jo.hints.width = jo.hints.height = 0;
 
-    ooc::Job job(jo);
-    const ooc::ImageSpec& spec = job.source().spec();
-    auto contradicts = [&](const char* option, std::int64_t given, std::int64_t is,
-                           const char* what) {
-      return Error(ErrorKind::usage, std::string(option) + " " + std::to_string(given) +
-                                         " contradicts '" + jo.input + "', which holds " +
-                                         std::to_string(is) + " " + what + ": drop " + option);
-    };
-    if (cols_given > 0 && cols_given != spec.width)
-      throw contradicts("--cols", cols_given, spec.width, "columns");
-    if (rows_given > 0 && rows_given != spec.height)
-      throw contradicts("--rows", rows_given, spec.height, "rows");
-    const std::int64_t x_rows = ooc::product_x_rows(spec, params.kind);
-    Matrix x = load_x(x_spec, x_rows, k, seed);
-    if (x.rows != x_rows)
-      throw Error(ErrorKind::input,
-                  "X has " + std::to_string(x.rows) + " rows, but " + op_name + " of a " +
-                      std::to_string(spec.height) + " x " + std::to_string(spec.width) +
-                      " matrix needs " + std::to_string(x_rows) +
-                      (params.kind == ooc::ProductKind::atx ? " (one per row of A)"
-                                                            : " (one per column of A)"));
-    params.k = x.cols;
-    const std::int64_t x_nonfinite = count_nonfinite(x.v);
-    params.x = std::move(x.v);
-    const bool leaf_given = params.leaf_rows > 0;
-    auto op = ooc::make_matrix_product(spec, std::move(params));
-    fit_to_memory(*op, job.source(), jo, leaf_given);
-    // y's temporary now: a bad --out is refused before the pass over A, not after it.
+    // The product is built once A is open: its shape decides X's and the leaf.
+    ooc::JobSpec job_spec;
+    job_spec.name = "oocatax";
+    job_spec.options = jo;
+    std::shared_ptr<ooc::MatrixProductOp> op;
     std::optional<ooc::OutputFile> y_file;
-    if (!op->output() && !out.empty()) y_file.emplace(out, jo.input);
-    job.start({op.get()});
-
-    ooc::cli::Progress bar(progress, spec.total_bytes(), "oocatax");
-    const ooc::RunStats st =
-        job.run(*op, [&](std::int64_t d, std::int64_t t) { bar.update(d, t); });
-    bar.finish();
-    if (st.stopped) throw Error(ErrorKind::io, "stopped before the last band");
-    job.commit();
+    Matrix x;
+    std::int64_t x_nonfinite = 0;
+    job_spec.make_operation = [&](ooc::Job& job) -> std::shared_ptr<ooc::Operation> {
+      const ooc::ImageSpec& spec = job.source().spec();
+      auto contradicts = [&](const char* option, std::int64_t given, std::int64_t is,
+                             const char* what) {
+        return Error(ErrorKind::usage, std::string(option) + " " + std::to_string(given) +
+                                           " contradicts '" + jo.input + "', which holds " +
+                                           std::to_string(is) + " " + what + ": drop " + option);
+      };
+      if (cols_given > 0 && cols_given != spec.width)
+        throw contradicts("--cols", cols_given, spec.width, "columns");
+      if (rows_given > 0 && rows_given != spec.height)
+        throw contradicts("--rows", rows_given, spec.height, "rows");
+      const std::int64_t x_rows = ooc::product_x_rows(spec, params.kind);
+      x = load_x(x_spec, x_rows, k, seed);
+      if (x.rows != x_rows)
+        throw Error(ErrorKind::input,
+                    "X has " + std::to_string(x.rows) + " rows, but " + op_name + " of a " +
+                        std::to_string(spec.height) + " x " + std::to_string(spec.width) +
+                        " matrix needs " + std::to_string(x_rows) +
+                        (params.kind == ooc::ProductKind::atx ? " (one per row of A)"
+                                                              : " (one per column of A)"));
+      params.k = x.cols;
+      x_nonfinite = count_nonfinite(x.v);
+      params.x = std::move(x.v);
+      const bool leaf_given = params.leaf_rows > 0;
+      op = ooc::make_matrix_product(spec, std::move(params));
+      fit_to_memory(*op, job.source(), jo, leaf_given);
+      // y's temporary now: a bad --out is refused before the pass over A, not after it.
+      if (!op->output() && !out.empty()) y_file.emplace(out, jo.input);
+      return op;
+    };
+    std::optional<ooc::cli::Progress> bar;
+    job_spec.on_start = [&](ooc::Job& job, int) {
+      bar.emplace(progress, job.source().spec().total_bytes(), "oocatax");
+    };
+    job_spec.progress = [&](std::int64_t d, std::int64_t t) {
+      if (bar) bar->update(d, t);
+    };
+    const ooc::JobResult r = ooc::run_job(std::move(job_spec));
+    if (bar) bar->finish();
+    if (r.end != ooc::JobResult::End::done) throw Error(ErrorKind::io, "stopped before the last band");
+    const ooc::RunStats& st = r.total;
+    const ooc::ImageSpec& spec = r.report.in;
     std::int64_t y_nonfinite = 0;
     const bool ax = op->output().has_value();
     if (!ax) {
@@ -504,7 +519,7 @@ int main(int argc, char** argv) {
 
     // Where the time went, as shares of the busy time summed over threads or slots.
     nlohmann::json shares;
-    if (job.backend().cuda) {
+    if (r.report.cuda) {
       const double busy =
           std::max(st.pack_seconds + st.h2d_seconds + st.d2h_seconds + st.kernel_seconds, 1e-12);
       shares = {{"read", st.pack_seconds / busy},
@@ -532,7 +547,7 @@ int main(int argc, char** argv) {
     extra["bytes_read"] = st.bytes_read;
     extra["gb_per_s"] = double(st.bytes_read) / std::max(st.seconds, 1e-9) / 1e9;
     extra["time_shares"] = shares;
-    ooc::cli::report("oocatax", stats, quiet, job, op->describe(), st, extra);
+    ooc::cli::report("oocatax", stats, quiet, r.report, extra.dump());
     return 0;
   });
 }

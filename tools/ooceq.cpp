@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <optional>
+#include <utility>
 #include <string>
 
 #include "cli/common.hpp"
@@ -14,7 +15,8 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "ooc/ops/chain.hpp"
+#include "ooc/pipeline.hpp"
+#include "ooc/run.hpp"
 
 namespace {
 
@@ -137,41 +139,36 @@ int main(int argc, char** argv) {
     ooc::cli::RunCli run_cli;
     run_cli.resume = jo.resume;
     ooc::cli::apply_run_options(run_cli, jo);
-    ooc::Job job(jo);
-    const ooc::ImageSpec& spec = job.source().spec();
-    check_equalizable(spec.type);
-    // The pipeline of one stage: a histogram pass, then the table.
-    ooc::PipelinePlan plan(spec, {ooc::StageCall{"equalize", {}}}, {}, jo.pipeline);
-    job.set_fingerprint(plan.fingerprint() + "; output " + spec.describe() + " " +
-                        ooc::output_format(jo.output, jo.sink));
-    // Resumable: the histogram is saved for a resumed run between the passes.
-    job.set_journal(true);
-    ooc::cli::stop_gracefully_on_signals();  // every output resumes, TIFF included
-    job.start(plan.operations());
-    if (jo.resume && !quiet) ooc::cli::say_resumed("ooceq", job);
-
-    // One bar over both passes: the file is read twice.
-    ooc::cli::Progress bar(progress, 2 * spec.total_bytes(), "ooceq");
-    std::vector<ooc::RunStats> each;
-    const ooc::RunStats total = ooc::run_pipeline(
-        job, plan, [&](std::int64_t d, std::int64_t t) { bar.update(d, t); },
-        [&](std::vector<std::uint64_t>& v) { world.sum(v); }, &each);
-    bar.finish();
-    // Stopped in the histogram pass: no row is written yet.
-    if (total.stopped)
-      return ooc::cli::stopped("ooceq", job, each.size() < 2 ? ooc::RunStats{} : each.back());
-    const ooc::PipelinePlan::Histogram& hist = *plan.histogram(0);
-    if (!histogram.empty() && world.rank() == 0) write_histogram(histogram, hist);
-    job.commit();
-    nlohmann::json extra;
-    if (!ooc::cli::finish_parts("ooceq", job, each.back(), quiet, extra))
-      return ooc::kExitResumable;
-    if (world.rank() != 0) return 0;
+    ooc::JobSpec spec;
+    spec.name = "ooceq";
+    spec.options = jo;
+    spec.options.journal = true;  // resumable: the histogram is saved between the passes
+    spec.stages = {ooc::StageCall{"equalize", {}}};  // a histogram pass, then the table
+    spec.operation = "histogram equalization (2 passes)";
+    spec.check_input = [](const ooc::ImageSpec& in) { check_equalizable(in.type); };
+    spec.stop_on_signals = true;
+    spec.processes = &world;
+    std::optional<ooc::cli::Progress> bar;
+    spec.on_start = [&](ooc::Job& job, int passes) {
+      if (jo.resume && !quiet) ooc::cli::say_resumed("ooceq", job);
+      // One bar over both passes: the file is read twice.
+      bar.emplace(progress, passes * job.source().spec().total_bytes(), "ooceq");
+    };
+    spec.progress = [&](std::int64_t d, std::int64_t t) {
+      if (bar) bar->update(d, t);
+    };
+    const ooc::JobResult r = ooc::run_job(std::move(spec));
+    if (bar) bar->finish();
+    if (r.end != ooc::JobResult::End::done || world.rank() != 0)
+      return ooc::cli::end_of_run("ooceq", report_cli, r);
+    const ooc::PipelinePlan::Histogram& hist = r.histograms.at(0);
+    if (!histogram.empty()) write_histogram(histogram, hist);
 
     // "bytes" of the input stay the file's; both passes' reads are reported apart.
-    extra["passes"] = {{"histogram_seconds", each[0].seconds},
-                       {"map_seconds", each[1].seconds},
-                       {"bytes_read", each[0].bytes_read + each[1].bytes_read}};
+    nlohmann::json extra;
+    extra["passes"] = {{"histogram_seconds", r.passes[0].seconds},
+                       {"map_seconds", r.passes[1].seconds},
+                       {"bytes_read", r.passes[0].bytes_read + r.passes[1].bytes_read}};
     nlohmann::json channels = nlohmann::json::array();
     for (int c = 0; c < hist.channels; ++c) {
       const std::uint64_t* h = hist.counts.data() + c * hist.bins;
@@ -188,8 +185,6 @@ int main(int argc, char** argv) {
           {{"min", lo}, {"max", hi}, {"distinct_values", distinct}, {"samples", samples}});
     }
     extra["histogram"] = {{"bins", hist.bins}, {"channels", channels}};
-    ooc::cli::report("ooceq", stats, quiet || world.mpi(), job, "histogram equalization (2 passes)",
-                     total, extra);
-    return 0;
+    return ooc::cli::end_of_run("ooceq", report_cli, r, extra.dump());
   });
 }

@@ -12,7 +12,7 @@
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
 #include "ooc/ops/convert.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 int main(int argc, char** argv) {
   return ooc::cli::guarded_main("oocgen", [&]() -> int {
@@ -80,7 +80,7 @@ matrix. As an input elsewhere: synth:low-rank (defaults), synth:low-rank:R or sy
                        std::string(rank_opt->count() > 0 ? "--rank" : "--noise") +
                            " belongs to --pattern low-rank, not to --pattern " + pattern);
     }
-    ooc::PipelineOptions popt;
+    ooc::EngineOptions popt;
     if (mem_limit) popt.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
 
     ooc::JobOptions jo;

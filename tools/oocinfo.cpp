@@ -19,11 +19,11 @@
 #include "ooc/filter.hpp"
 #include "ooc/io.hpp"
 #include "ooc/limits.hpp"
-#include "ooc/ops/chain.hpp"
+#include "ooc/pipeline.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 int main(int argc, char** argv) {
   return ooc::cli::guarded_main("oocinfo", [&]() -> int {
@@ -72,7 +72,7 @@ Examples:
     hints.type = ooc::parse_sample_type(type);
     hints.type_given = type_opt->count() > 0;
     hints.channels_given = channels_opt->count() > 0;
-    ooc::PipelineOptions popt;
+    ooc::EngineOptions popt;
     if (mem_limit) popt.mem_limit = ooc::parse_size(*mem_limit, "--mem-limit");
     if (device != "auto" && device != "cpu" && device != "cuda")
       throw ooc::Error(ooc::ErrorKind::usage, "--device takes auto, cpu or cuda");
@@ -106,7 +106,7 @@ Examples:
       return 0;
     }
 
-    ooc::cli::FilterCli filter;
+    ooc::FilterOptions filter;
     if (kernel.empty()) filter.radius = radius;  // a 2-D kernel has its own size
     filter.kernel = kernel;
     if (equalize + !kernel.empty() + !pipeline.empty() > 1)
@@ -117,9 +117,9 @@ Examples:
     std::optional<ooc::Conv2dParams> params2d;
     ooc::SeparableParams params;
     if (!kernel.empty())
-      params2d = ooc::cli::conv2d_params(filter, popt.mem_limit);
+      params2d = ooc::conv2d_params(filter, popt.mem_limit);
     else
-      params = ooc::cli::filter_params(filter, popt.mem_limit);
+      params = ooc::filter_params(filter, popt.mem_limit);
     for (const auto& path : files) {
       // Raw options describe the raw files; a file with a header describes itself.
       const bool headerless =

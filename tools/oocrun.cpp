@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -11,8 +13,8 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "ooc/ops/chain.hpp"
 #include "ooc/pipeline.hpp"
+#include "ooc/run.hpp"
 
 namespace {
 
@@ -109,44 +111,32 @@ int main(int argc, char** argv) {
     ooc::cli::apply_pipeline_options(job_cli.pipeline, jo);
     ooc::cli::apply_run_options(job_cli.run, jo);
 
-    ooc::Job job(jo);
-    ooc::PipelinePlan plan(job.source().spec(), stages, settings, jo.pipeline);
     ooc::cli::World& world = ooc::cli::World::get();
-    if (plan.has_reduction() && (!job_cli.run.part.empty() || !job_cli.run.rows.empty()))
-      throw Error(ErrorKind::usage,
-                  "equalize needs the histogram of the whole image: a pipeline with it runs "
-                  "in one process or as MPI ranks (mpirun), not as --part or --rows");
-    // Resumable; a pipeline with equalize saves its histogram for the resumed run.
-    job.set_journal(true);
-    const std::string format = ooc::output_format(jo.output, jo.sink);
-    job.set_fingerprint(plan.fingerprint() + "; output " + plan.output().describe() + " " + format);
-    ooc::cli::stop_gracefully_on_signals();  // every output resumes, TIFF included
-    job.start(plan.operations());
-    if (jo.resume && !quiet) ooc::cli::say_resumed("oocrun", job);
-
-    const int passes = plan.passes();
-    ooc::cli::Progress bar(progress, passes * job.source().spec().total_bytes(), "oocrun");
-    std::vector<ooc::RunStats> each;
-    const ooc::RunStats total = ooc::run_pipeline(
-        job, plan, [&](std::int64_t d, std::int64_t t) { bar.update(d, t); },
-        [&](std::vector<std::uint64_t>& v) { world.sum(v); }, &each);
-    if (total.stopped) {
-      bar.finish();
-      // Stopped in a histogram pass: no row is written yet.
-      return ooc::cli::stopped(
-          "oocrun", job, static_cast<int>(each.size()) < passes ? ooc::RunStats{} : each.back());
-    }
-    nlohmann::json pass_stats = nlohmann::json::array();
-    for (const ooc::RunStats& st : each)
-      pass_stats.push_back({{"seconds", st.seconds}, {"bytes_read", st.bytes_read}});
-    bar.finish();
-    job.commit();
+    ooc::JobSpec spec;
+    spec.name = "oocrun";
+    spec.options = jo;
+    spec.options.journal = true;  // resumable; a pipeline with equalize saves its histogram
+    spec.stages = stages;
+    spec.settings = settings;
+    spec.stop_on_signals = true;
+    spec.processes = &world;
+    std::optional<ooc::cli::Progress> bar;
+    spec.on_start = [&](ooc::Job& job, int passes) {
+      if (jo.resume && !quiet) ooc::cli::say_resumed("oocrun", job);
+      // One bar over every pass: the file is read once a pass.
+      bar.emplace(progress, passes * job.source().spec().total_bytes(), "oocrun");
+    };
+    spec.progress = [&](std::int64_t d, std::int64_t t) {
+      if (bar) bar->update(d, t);
+    };
+    const ooc::JobResult r = ooc::run_job(std::move(spec));
+    if (bar) bar->finish();
     nlohmann::json extra;
-    if (passes > 1) extra["passes"] = pass_stats;
-    if (!ooc::cli::finish_parts("oocrun", job, total, quiet, extra)) return ooc::kExitResumable;
-    if (world.rank() == 0)
-      ooc::cli::report("oocrun", stats, quiet || world.mpi(), job, plan.describe(), total, extra,
-                       plan.stage_descriptions());
-    return 0;
+    if (r.passes.size() > 1) {
+      extra["passes"] = nlohmann::json::array();
+      for (const ooc::RunStats& st : r.passes)
+        extra["passes"].push_back({{"seconds", st.seconds}, {"bytes_read", st.bytes_read}});
+    }
+    return ooc::cli::end_of_run("oocrun", job_cli.report, r, extra.empty() ? "" : extra.dump());
   });
 }

@@ -1,5 +1,5 @@
 // What an operation's kernels do to each sample, told to the cost model
-// (src/pipeline/cost_model.cpp) instead of as times: operations describe their work, and every
+// (src/engine/cost_model.cpp) instead of as times: operations describe their work, and every
 // measured number lives in the model, where one benchmark run can be checked against all of them.
 // --device auto (select_backend) and the 2-D convolution's choice between the direct sum and the
 // FFT weigh it.

@@ -21,6 +21,9 @@ struct SeparableFilter {
 
 // Normalized Gaussian of the given radius; sigma <= 0 means radius / 3.
 std::vector<double> gaussian_taps(std::int64_t radius, double sigma);
+// The radius of a Gaussian of `sigma` (truncate 3: ceil(3 sigma)), as scipy.ndimage takes it; the
+// one rule for the gaussian stage, oocconv's --sigma and the gaussian2d: kernel.
+std::int64_t gaussian_radius(double sigma);
 // Normalized box (mean) filter of width 2 * radius + 1.
 std::vector<double> box_taps(std::int64_t radius);
 // Parses "a,b,c" (commas, spaces or newlines). Throws a usage Error unless the count is odd.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -229,5 +230,16 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
 
 // The temporary name an output is written under until it is complete.
 std::string partial_path(const std::string& output);
+
+// `type` and `channels` as given (none: not given). A type not given is the tool's default; what
+// was not given yields to a file's header, what was given must agree with it.
+inline void set_sample_hints(RawHints& hints, const std::optional<std::string>& type,
+                             const std::string& default_type, std::optional<int> channels) {
+  hints.type = parse_sample_type(type.value_or(default_type));
+  hints.type_given = type.has_value();
+  if (channels) hints.channels = *channels;
+  hints.channels_given = channels.has_value();
+}
+
 
 }  // namespace ooc

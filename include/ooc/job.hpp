@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ooc/io.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc {
 
@@ -27,7 +27,7 @@ struct JobOptions {
   std::uint64_t seed = 1;  // of a synth: input
   std::string output;      // a file, null: to discard, or empty for a job that writes none
   SinkOptions sink;
-  PipelineOptions pipeline;
+  EngineOptions pipeline;
   std::string device = "auto", devices = "all";
   // Part part_index of part_count (rows split evenly), or rows [rows_begin, rows_end) when
   // rows_end > 0: the rows go into a temporary shared with the other parts.

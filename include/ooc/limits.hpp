@@ -1,5 +1,5 @@
 // What this process may use (memory, cores), and the defaults a job takes from it: a library user
-// sizes a job (PipelineOptions::mem_limit, ::threads) from these, as the tools do.
+// sizes a job (EngineOptions::mem_limit, ::threads) from these, as the tools do.
 #pragma once
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 // per set, CMakeLists.txt's OOC_ISA): asked once per process, by every dispatcher the same way.
 #pragma once
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 // AVX2 with FMA: the avx2 builds of the kernels use both.
 inline bool has_avx2() {
@@ -14,4 +14,4 @@ inline bool has_avx2() {
 #endif
 }
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

@@ -11,7 +11,7 @@
 
 #include "ooc/error.hpp"
 
-namespace ooc::kernels {
+namespace ooc::cuda {
 
 [[noreturn]] inline void throw_kernel_error(cudaError_t err, const char* call, const char* file,
                                             int line) {
@@ -20,11 +20,11 @@ namespace ooc::kernels {
                                      ":" + std::to_string(line));
 }
 
-}  // namespace ooc::kernels
+}  // namespace ooc::cuda
 
-#define OOC_KERNEL_TRY(expr)                                                          \
-  do {                                                                                \
-    const cudaError_t ooc_kernel_err_ = (expr);                                       \
-    if (ooc_kernel_err_ != cudaSuccess)                                               \
-      ::ooc::kernels::throw_kernel_error(ooc_kernel_err_, #expr, __FILE__, __LINE__); \
+#define OOC_KERNEL_TRY(expr)                                                       \
+  do {                                                                             \
+    const cudaError_t ooc_kernel_err_ = (expr);                                    \
+    if (ooc_kernel_err_ != cudaSuccess)                                            \
+      ::ooc::cuda::throw_kernel_error(ooc_kernel_err_, #expr, __FILE__, __LINE__); \
   } while (0)

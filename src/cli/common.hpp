@@ -17,12 +17,14 @@ class App;
 }
 #include <nlohmann/json.hpp>
 
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc {
 struct SinkOptions;
 struct RunStats;
 struct JobOptions;
+struct JobResult;
+struct RunReport;
 class Job;
 }  // namespace ooc
 
@@ -106,7 +108,7 @@ void apply_input_options(const InputCli& in, ooc::RawHints& hints);
 // --device, --devices. apply_pipeline_options() parses --mem-limit and fills `jo`.
 struct PipelineCli {
   std::optional<std::string> mem_limit;
-  ooc::PipelineOptions options;
+  ooc::EngineOptions options;
   std::string device = "auto", devices = "all", cpu_start = "auto";
 };
 void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& band_rows_help);
@@ -129,19 +131,19 @@ bool finish_if_asked(const char* prog, const std::string& out, bool operands, bo
 void apply_run_options(const RunCli& r, ooc::JobOptions& jo);
 
 // From here on the first SIGINT or SIGTERM asks the engine to stop after the bands in flight
-// (ooc::request_stop), instead of ending the process; a second one ends it at once.
+// (ooc::request_stop), instead of ending the process; a second one ends it at once. The job
+// runner sets this itself (JobSpec::stop_on_signals); oocatax, which runs its own job, calls it.
 void stop_gracefully_on_signals();
-// The end of a run that a signal stopped: says what is kept and how to resume; returns the exit
-// code (ooc::kExitResumable).
 // The line of a --resume run once the job started: the row it goes on from (or that there was
 // nothing to resume).
 void say_resumed(const char* prog, const Job& job);
-int stopped(const char* prog, const Job& job, const RunStats& st);
-// The end of an MPI run or of a part: rank 0 finishes the output once every rank is done (parts
-// of a Slurm array leave that to --finish); `summary` gets the per-rank times for --stats.
-// Returns false when another rank failed or stopped (then exit with kExitResumable).
-bool finish_parts(const char* prog, Job& job, const RunStats& st, bool quiet,
-                  nlohmann::json& summary);
+
+// The end of a job run by ooc::run_job, rendered: a stop (what is kept, how to resume: returns
+// kExitResumable), another rank's failure (likewise), a part's "run --finish" line, an MPI run's
+// summary, then on rank 0 the --stats report or the summary line. `extra_json`: an object merged
+// into the --stats json. Returns the exit code.
+int end_of_run(const char* prog, const ReportCli& report, const ooc::JobResult& r,
+               const std::string& extra_json = "");
 
 // The output-file options of oocconv, ooceq and oocgen: --format, --tile, --compress, --level,
 // --bigtiff, --no-locks.
@@ -160,14 +162,11 @@ void add_job_options(CLI::App& app, JobCli& c, ooc::SinkOptions& sink);
 // A CLI11 check that a count option (--width, --height, --band-rows) is at least 1.
 CLI::Validator positive();
 
-// The end of a run: --stats json|text on stdout (with `extra` merged into the JSON), else a
+// The end of a run: --stats json|text on stdout (with `extra_json` merged into the JSON), else a
 // summary line on stderr unless quiet. Throws an io Error when stdout is gone (the output is in
 // place by then: the message says so).
-// `stages`: a pipeline's stages as built (PipelinePlan::stage_descriptions), one line each.
-void report(const char* prog, const std::string& stats, bool quiet, Job& job,
-            const std::string& operation, const RunStats& st,
-            const nlohmann::json& extra = nlohmann::json(),
-            const std::vector<std::string>& stages = {});
+void report(const char* prog, const std::string& stats, bool quiet, const ooc::RunReport& r,
+            const std::string& extra_json = "");
 
 // True when stderr is a terminal (the default for --progress).
 bool stderr_is_terminal();

@@ -6,14 +6,12 @@
 #include <string>
 
 #include "common.hpp"
-#include "counts.hpp"
-#include "input_options.hpp"
 #include "internal.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "world.hpp"
 
 namespace ooc::cli {
@@ -33,7 +31,7 @@ CLI::Validator positive() {
 }
 
 namespace {
-// A count option's check, in counts.hpp's words (the Python keywords say the same).
+// A count option's check, in ooc/engine.hpp's words (the Python keywords say the same).
 CLI::Validator count_in(const CountRange& range) {
   return CLI::Validator(
       [range](std::string& text) -> std::string {

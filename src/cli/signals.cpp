@@ -21,8 +21,8 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "pipeline/staging.hpp"
-#include "pipeline/trace.hpp"
+#include "engine/staging.hpp"
+#include "engine/trace.hpp"
 #include "world.hpp"
 
 namespace ooc::cli {
@@ -30,7 +30,7 @@ namespace ooc::cli {
 namespace {
 
 char g_prog[64] = "ooc";  // read by the signal handler: a plain buffer, no allocation there
-volatile sig_atomic_t g_graceful = 0, g_stopping = 0;
+volatile sig_atomic_t g_stopping = 0;
 std::atomic_flag g_fatal = ATOMIC_FLAG_INIT;  // a thread is reporting a fatal signal
 volatile time_t g_first_stop = 0;  // when the first SIGTERM came (seconds, CLOCK_MONOTONIC)
 bool g_stdout_closed = false;      // at start, before reserve_standard_fds parked /dev/null there
@@ -48,8 +48,8 @@ extern "C" void on_fatal_signal(int sig) {
   ::clock_gettime(CLOCK_MONOTONIC, &now);
   // Slurm signals every process of a step, and a batch script may pass its own SIGTERM on: a
   // repeated SIGTERM within 2 s is the same request. A second Ctrl-C means "now".
-  if (sig == SIGTERM && g_graceful && g_stopping && now.tv_sec - g_first_stop < 2) return;
-  if ((sig == SIGINT || sig == SIGTERM) && g_graceful && !g_stopping) {
+  if (sig == SIGTERM && ooc::stops_on_signals() && g_stopping && now.tv_sec - g_first_stop < 2) return;
+  if ((sig == SIGINT || sig == SIGTERM) && ooc::stops_on_signals() && !g_stopping) {
     g_stopping = 1;
     g_first_stop = now.tv_sec;
     ooc::request_stop();
@@ -184,7 +184,7 @@ int guarded_main(const char* prog, const std::function<int()>& body) {
 }
 
 void stop_gracefully_on_signals() {
-  g_graceful = 1;
+  ooc::set_stop_on_signals(true);
 }
 
 }  // namespace ooc::cli

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ooc/error.hpp"
-#include "pipeline/staging.hpp"
+#include "engine/staging.hpp"
 
 #if defined(OOC_HAVE_MPI)
 #include <mpi.h>

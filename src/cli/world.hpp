@@ -7,33 +7,35 @@
 #include <string>
 #include <vector>
 
+#include "ooc/run.hpp"
+
 namespace ooc::cli {
 
-class World {
+class World : public ooc::ProcessGroup {
  public:
   // MPI starts only under a launcher (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK set), so that a
   // plain run never pays for it or depends on it.
   static World& get();
   // Whether get() ran: error paths ask this, so that they never start MPI themselves.
   static bool started() noexcept;
-  ~World();
+  ~World() override;
 
-  int rank() const noexcept { return rank_; }
-  int size() const noexcept { return size_; }
+  int rank() const noexcept override { return rank_; }
+  int size() const noexcept override { return size_; }
   int local_rank() const noexcept { return local_rank_; }
   bool mpi() const noexcept { return size_ > 1; }
   // MPI_Init was called (under mpirun, one rank included): MPI_Finalize must be too.
   bool mpi_initialized() const noexcept { return initialized_; }
 
   // Whether every rank got here with ok; a collective, so it also waits for all of them.
-  bool all_ok(bool ok);
+  bool all_ok(bool ok) override;
   // Element-wise sums over the ranks, the same on every rank; integers, so the result does not
   // depend on the order ranks are combined in.
-  void sum(std::vector<std::uint64_t>& values);
+  void sum(std::vector<std::uint64_t>& values) override;
   // Every rank's values, on rank 0 (empty elsewhere), rank by rank.
-  std::vector<double> gather(const std::vector<double>& mine);
+  std::vector<double> gather(const std::vector<double>& mine) override;
   // Ends every rank: a failed rank must not leave the others waiting in a collective.
-  [[noreturn]] void abort(int code);
+  [[noreturn]] void abort(int code) override;
 
  private:
   World();

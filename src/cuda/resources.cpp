@@ -8,9 +8,9 @@
 
 #include "check.hpp"
 #include "ooc/device.hpp"
-#include "ooc/pipeline.hpp"
-#include "pipeline/numa.hpp"
-#include "pipeline/text_file.hpp"
+#include "ooc/engine.hpp"
+#include "engine/numa.hpp"
+#include "engine/text_file.hpp"
 
 namespace ooc {
 

@@ -20,8 +20,8 @@
 #include "check.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
-#include "pipeline/numa.hpp"
-#include "pipeline/staging.hpp"
+#include "engine/numa.hpp"
+#include "engine/staging.hpp"
 #include "resources.hpp"
 
 namespace ooc::detail {

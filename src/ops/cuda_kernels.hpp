@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
+#include "ooc/engine.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/image.hpp"
-#include "ooc/pipeline.hpp"
 
 namespace ooc {
 

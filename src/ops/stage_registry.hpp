@@ -1,4 +1,4 @@
-// The stage registry behind pipelines (ooc/ops/chain.hpp): each family of operations declares its
+// The stage registry behind pipelines (ooc/pipeline.hpp): each family of operations declares its
 // stages (name, parameters, help) beside a builder that turns a parsed call into the family's
 // Operation, in the family's own file. stages.cpp lists the families in the order `oocrun --list`
 // shows them; the parser, --list, oocconv's filter options and the Python keywords all read the
@@ -17,9 +17,9 @@
 
 #include "kernels/cpu/point/pointwise.hpp"
 #include "ooc/filter.hpp"
-#include "ooc/ops/chain.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
+#include "ooc/pipeline.hpp"
 
 namespace ooc::detail {
 
@@ -27,23 +27,32 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 // Radii beyond this are refused: 2R+1 taps and the halos of bands stay far from overflow.
 inline constexpr double kMaxStageRadius = 1 << 20;
 
-// Parameter declarations: a number (open: min itself excluded), an integer, or another kind.
-StageParam number_param(std::string name, std::string fallback, double min, bool open,
+// Parameter declarations: a number (open: min itself excluded), an integer, or another kind;
+// a default of none is required, unless `computed` names how the stage finds the value ("auto",
+// "none").
+StageParam number_param(std::string name, std::optional<double> fallback, double min, bool open,
                         std::string help, double max = kInf);
-StageParam integer_param(std::string name, std::string fallback, double min, double max,
-                         std::string help);
-StageParam other_param(std::string name, StageParam::Kind kind, std::string fallback,
-                       std::string help);
+StageParam integer_param(std::string name, std::optional<std::int64_t> fallback, double min,
+                         double max, std::string help);
+StageParam other_param(std::string name, StageParam::Kind kind,
+                       std::optional<StageValue> fallback, std::string help);
+StageParam computed(StageParam p, std::string how);
 
-// A parsed call's arguments, typed; defaults from the declaration.
+// A call's arguments as the builder reads them, typed; defaults from the declaration.
 class StageArgs {
  public:
   StageArgs(const StageCall& c, const StageDecl& d, std::string at)
       : c_(c), d_(d), at_(std::move(at)) {}
-  bool has(const std::string& key) const;
+  bool has(const std::string& key) const { return c_.get(key) != nullptr; }
+  // The value given, else the default (a usage Error where there is none).
+  const StageValue& value(const std::string& key) const;
+  double number(const std::string& key) const;
+  std::int64_t integer(const std::string& key) const;
+  const std::vector<double>& taps(const std::string& key) const;
+  SampleType type(const std::string& key) const;
+  StageSize size(const std::string& key) const;
+  // A word (a method, a file's name); any other value as text, for messages.
   std::string text(const std::string& key) const;
-  double number(const std::string& key) const { return std::stod(text(key)); }
-  std::vector<double> taps(const std::string& key) const;
   // "stage 2 (median)": what errors start with.
   const std::string& at() const { return at_; }
   const std::string& call_text() const;  // "median size=5"
@@ -60,7 +69,7 @@ struct StageContext {
   const ImageSpec& in;
   const StageArgs& args;
   const PipelineSettings& settings;
-  const PipelineOptions& options;
+  const EngineOptions& options;
   // The type of a convert fused into a filter stage (StageDecl::takes_convert), else none.
   std::optional<SampleType> fused_out;
   std::size_t index = 0;  // the stage's place in the pipeline, from 0
@@ -97,20 +106,20 @@ struct StageEntry {
 };
 
 // The families, each in its operation's file.
-std::vector<StageEntry> filter_stages();    // filter_stages.cpp: gaussian ... convolve
-std::vector<StageEntry> combine_stages();   // combine.cpp: gradient-magnitude, dog, ...
-std::vector<StageEntry> point_stages();     // point.cpp: scale ... convert
+std::vector<StageEntry> separable_stages();   // separable.cpp: gaussian ... separable
+std::vector<StageEntry> conv2d_stages();      // conv2d.cpp: convolve
+std::vector<StageEntry> combine_stages();     // combine.cpp: gradient-magnitude, dog, ...
+std::vector<StageEntry> point_stages();       // point.cpp: scale ... convert
 std::vector<StageEntry> minmax_stages();      // minmax.cpp: minimum, maximum
 std::vector<StageEntry> morphology_stages();  // morphology.cpp: opening ... black-tophat
 std::vector<StageEntry> rank_stages();        // rank.cpp: median, percentile, rank
-std::vector<StageEntry> equalize_stages();  // equalize.cpp
+std::vector<StageEntry> equalize_stages();    // equalize.cpp
 
 // Every stage (stages.cpp), and one by name (null when unknown).
 const std::vector<StageEntry>& stage_registry();
 const StageEntry* find_stage(const std::string& name);
-
-// The radius of a Gaussian of `sigma` (truncate 3), as scipy.ndimage and oocconv take it.
-std::int64_t gaussian_radius(double sigma);
+// "gaussian, uniform, ...": every stage's name, for messages.
+std::string stage_names();
 
 // A point operation (scale, clamp, convert, ...) from `in` to `out`, described as `what`.
 std::unique_ptr<Operation> make_point(const ImageSpec& in, const kernels::PointParams& p,

@@ -14,12 +14,13 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ooc/error.hpp"
 #include "ooc/job.hpp"
 #include "ooc/memory.hpp"
-#include "ooc/ops/chain.hpp"
+#include "ooc/pipeline.hpp"
 
 namespace {
 
@@ -108,7 +109,7 @@ std::vector<std::byte> run(const ooc::ImageSpec& in, std::vector<std::byte>& inp
                            const std::vector<ooc::StageCall>& calls,
                            const ooc::PipelineSettings& settings, int threads,
                            std::int64_t band_rows) {
-  ooc::PipelineOptions po;
+  ooc::EngineOptions po;
   po.threads = threads;
   po.band_rows = band_rows;
   ooc::PipelinePlan plan(in, calls, settings, po);
@@ -137,22 +138,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   in.height = 1 + b.pick(40);
   const auto& decls = ooc::stage_declarations();
   std::vector<ooc::StageCall> calls;
+  // Each argument as written, parsed in the run below: (call, parameter, text).
+  std::vector<std::tuple<std::size_t, std::string, std::string>> texts;
   const unsigned stages = 1 + b.pick(4);
   for (unsigned s = 0; s < stages; ++s) {
     const ooc::StageDecl& d = decls[b.pick(unsigned(decls.size()))];
     ooc::StageCall c{d.name, {}};
+    std::vector<std::pair<std::string, std::string>> mine;
     bool ok = true;
     for (const ooc::StageParam& p : d.params) {
       // The default, often; a window's size always (its alternative is a footprint file).
-      if (!p.fallback.empty() && p.kind != ooc::StageParam::Kind::size && b.pick(2)) continue;
+      if (!p.required() && p.kind != ooc::StageParam::Kind::size && b.pick(2)) continue;
       const std::string v = value_of(p, b);
       if (v.empty()) {
-        ok = ok && !p.fallback.empty();
+        ok = ok && !p.required();
         continue;
       }
-      c.args.emplace_back(p.name, v);
+      mine.emplace_back(p.name, v);
     }
-    if (ok) calls.push_back(std::move(c));
+    if (!ok) continue;
+    for (auto& [k, v] : mine) texts.emplace_back(calls.size(), k, v);
+    calls.push_back(std::move(c));
   }
   if (calls.empty()) return 0;
   ooc::PipelineSettings settings;
@@ -172,10 +178,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t i = 0; i < input.size(); ++i)
     input[i] = std::byte(left ? rest[i % left] : std::uint8_t(i * 37 + 11));
   try {
-    // The arguments are checked as the parser checks a written pipeline.
-    for (const ooc::StageCall& c : calls)
-      for (const auto& [k, v] : c.args)
-        ooc::check_stage_value(ooc::stage_parameter(c.name, k), v, c.name + ": " + k);
+    // The arguments are parsed and checked as the parser does a written pipeline.
+    for (const auto& [i, k, v] : texts)
+      calls[i].args.emplace_back(
+          k, ooc::parse_stage_value(ooc::stage_parameter(calls[i].name, k), v, k));
     const std::int64_t band_rows = 1 + b.pick(5);
     const std::vector<std::byte> one = run(in, input, calls, settings, 1, 0);
     const std::vector<std::byte> two = run(in, input, calls, settings, 3, band_rows);

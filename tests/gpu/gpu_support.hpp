@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 #define OOC_REQUIRE_GPU()                                                                \
   do {                                                                                   \

@@ -9,7 +9,7 @@
 
 #include "gpu_support.hpp"
 #include "ooc/ops/atax.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -29,7 +29,7 @@ Result run_product(const ImageSpec& s, const std::vector<std::byte>& a, ProductK
   p.x = x;
   p.leaf_rows = 8;
   auto op = make_matrix_product(s, p);
-  PipelineOptions o;
+  EngineOptions o;
   o.band_rows = band_rows;
   o.slots = slots;
   const Backend backend = select_backend("cuda", "all", {op.get()});

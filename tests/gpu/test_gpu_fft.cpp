@@ -11,7 +11,7 @@
 #include "ooc/filter.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -55,7 +55,7 @@ TEST(GpuFftConv2d, MatchesADirectFloat64Convolution) {
             p.border_value = 1.5;
             p.out_type = out_type;
             p.method = ConvMethod::fft;
-            PipelineOptions o;
+            EngineOptions o;
             o.band_rows = 11;  // asked for: the planner makes it whole tile rows
             auto op = make_conv2d(s, p, o);
             const auto out = test::run_in_memory(*op, s, d, o, gpu(*op));
@@ -87,7 +87,7 @@ TEST(GpuFftConv2d, IntegerOutputsRoundAndSaturateAsTheDirectKernels) {
   p.kernel = k;
   p.method = ConvMethod::fft;
   auto op = make_conv2d(s, p);
-  const auto out = test::run_in_memory(*op, s, d, PipelineOptions{}, gpu(*op));
+  const auto out = test::run_in_memory(*op, s, d, EngineOptions{}, gpu(*op));
   for (std::int64_t y = 0; y < s.height; ++y)
     for (std::int64_t x = 0; x < s.width; ++x)
       for (int c = 0; c < 2; ++c) {
@@ -107,10 +107,10 @@ TEST(GpuFftConv2d, BitIdenticalAcrossBandHeightsAndSlots) {
   p.border = BorderMode::mirror;
   p.method = ConvMethod::fft;
   auto op = make_conv2d(s, p);
-  const auto first = test::run_in_memory(*op, s, d, PipelineOptions{}, gpu(*op));
+  const auto first = test::run_in_memory(*op, s, d, EngineOptions{}, gpu(*op));
   for (auto [rows, slots] :
        {std::pair{1, 0}, std::pair{7, 0}, std::pair{64, 1}, std::pair{200, 3}, std::pair{333, 0}}) {
-    PipelineOptions o;
+    EngineOptions o;
     o.band_rows = rows;
     o.slots = slots;
     const auto again = test::run_in_memory(*op, s, d, o, gpu(*op));
@@ -133,12 +133,12 @@ TEST(GpuFftConv2d, RangesOnAndOffTheTileGridGiveOneRunsBytes) {
   const Backend backend = gpu(*op);
   const std::int64_t h = op->row_grid(), H = s.height;
   ASSERT_LT(3 * h, H) << "the image should hold several tile rows";
-  const auto whole = test::run_in_memory(*op, s, d, PipelineOptions{}, backend);
+  const auto whole = test::run_in_memory(*op, s, d, EngineOptions{}, backend);
   const std::int64_t cases[][4] = {{0, H, 0, 0},         {0, H, 1, 1},     {0, H, h + 1, 3},
                                    {2 * h, H, 7, 0},     {h + 7, H, 0, 2}, {5, 2 * h + 3, 13, 0},
                                    {h, 2 * h + 1, 0, 1}, {H - 3, H, 0, 0}};
   for (const auto& c : cases) {
-    PipelineOptions o;
+    EngineOptions o;
     o.row_begin = c[0];
     o.row_end = c[1];
     o.band_rows = c[2];
@@ -167,8 +167,8 @@ TEST(GpuFftConv2d, AgreesWithTheCpuFft) {
   p.kernel = random_kernel(63, 63, 7);
   p.method = ConvMethod::fft;
   auto op = make_conv2d(s, p);
-  const auto g = test::run_in_memory(*op, s, d, PipelineOptions{}, gpu(*op));
-  const auto c = test::run_in_memory(*op, s, d, PipelineOptions{});
+  const auto g = test::run_in_memory(*op, s, d, EngineOptions{}, gpu(*op));
+  const auto c = test::run_in_memory(*op, s, d, EngineOptions{});
   const double tol = 2e-5 * abs_sum(p.kernel) * 1e4;
   for (std::size_t i = 0; i < std::size_t(s.width * s.height); ++i)
     ASSERT_NEAR(test::get(g.data, s.type, i), test::get(c.data, s.type, i), tol) << "sample " << i;
@@ -226,7 +226,7 @@ TEST(GpuFftSeparable, LargeRadiiTakeCuFftAndMatchADirectFloat64Convolution) {
           p.border_value = 1.5;
           p.out_type = SampleType::f32;
           p.method = ConvMethod::fft;  // auto weighs the FFT's tiles against images this small
-          PipelineOptions o;
+          EngineOptions o;
           o.band_rows = 13;  // asked for: the planner makes it whole block rows
           auto op = make_separable(s, p, o);
           // A constant border stays direct on CUDA (separable_costs): scipy's axis-by-axis

@@ -9,7 +9,7 @@
 #include "gpu_support.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -40,7 +40,7 @@ TEST(GpuConv2d, MatchesADirectFloat64ConvolutionTiledAndDirect) {
           p.border_value = 1.5;
           p.out_type = SampleType::f64;
           p.method = ConvMethod::direct;  // the direct kernels (test_gpu_fft.cpp: the FFT)
-          PipelineOptions o;
+          EngineOptions o;
           o.band_rows = 11;
           auto op = make_conv2d(s, p, o);
           const auto out = test::run_in_memory(*op, s, d, o, gpu(*op));
@@ -67,8 +67,8 @@ TEST(GpuConv2d, F32AccumulationAgreesWithTheCpu) {
   Conv2dParams p;
   p.kernel = parse_kernel("laplace", 1 << 30);
   auto op = make_conv2d(s, p);
-  const auto g = test::run_in_memory(*op, s, d, PipelineOptions{}, gpu(*op));
-  const auto c = test::run_in_memory(*op, s, d, PipelineOptions{});
+  const auto g = test::run_in_memory(*op, s, d, EngineOptions{}, gpu(*op));
+  const auto c = test::run_in_memory(*op, s, d, EngineOptions{});
   for (std::size_t i = 0; i < std::size_t(s.width * s.height); ++i) {
     const double a = test::get(g.data, s.type, i), b = test::get(c.data, s.type, i);
     ASSERT_LE(std::abs(a - b), 1e-5 * (std::abs(b) + 8 * 1e4)) << "sample " << i;
@@ -89,7 +89,7 @@ TEST(GpuEqualize, HistogramAndTableEqualTheCpuExactly) {
         test::MemorySource src(s, d);
         auto h = make_histogram(s);
         auto l = make_lut(s);
-        PipelineOptions o;
+        EngineOptions o;
         o.band_rows = 50;
         o.cpu_start_bands = cpu_start;
         const Backend be = cuda ? gpu(*h) : Backend{};

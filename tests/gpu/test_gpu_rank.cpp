@@ -11,7 +11,7 @@
 
 #include "gpu_support.hpp"
 #include "ooc/ops/rank.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -20,7 +20,7 @@ namespace {
 std::vector<std::byte> run_on(const ImageSpec& s, const std::vector<std::byte>& d, Operation& op,
                               bool cuda, std::int64_t band_rows) {
   test::MemorySource src(s, d);
-  PipelineOptions o;
+  EngineOptions o;
   o.band_rows = band_rows;
   o.cpu_start_bands = cuda ? 0 : -2;
   const Backend be = cuda ? select_backend("cuda", "all", {&op}) : Backend{};

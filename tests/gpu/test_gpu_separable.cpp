@@ -19,7 +19,7 @@
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -29,7 +29,7 @@ using test::MemorySink;
 using test::MemorySource;
 
 MemorySink run(bool gpu, const ImageSpec& spec, const std::vector<std::byte>& data,
-               const SeparableParams& params, const PipelineOptions& o,
+               const SeparableParams& params, const EngineOptions& o,
                const std::vector<int>& devices = {}) {
   auto op = make_separable(spec, params, o);
   Backend backend;
@@ -80,7 +80,7 @@ TEST_P(GpuSweep, MatchesFloat64ReferenceAndCpu) {
     p.border = border;
     p.border_value = 7.25;
     const auto ref = test::reference(c.spec, data, c.row, c.col, border, p.border_value);
-    PipelineOptions o;
+    EngineOptions o;
     o.threads = 2;
     const auto cpu = run(false, c.spec, data, p, o);
     for (std::int64_t band_rows : {std::int64_t{1}, std::int64_t{5}, c.spec.height}) {
@@ -114,7 +114,7 @@ TEST(Gpu, BitIdenticalAcrossBandsSlotsAndDevices) {
     for (std::int64_t band_rows : {1, 7, 64, 301})
       for (int slots : {1, 2, 5})
         for (int ndev = 1; ndev <= std::min(devices, 2); ++ndev) {
-          PipelineOptions o;
+          EngineOptions o;
           o.band_rows = band_rows;
           o.slots = slots;
           std::vector<int> list;
@@ -161,7 +161,7 @@ TEST(Gpu, CpuStartBandsGiveTheGpuBits) {
         p.border_value = 3.5;
         p.out_type = t.out;
         p.precision = t.precision;
-        auto op = make_separable(spec, p, PipelineOptions{});
+        auto op = make_separable(spec, p, EngineOptions{});
         const bool f64 = accumulates_in_f64(t.in, t.out.value_or(t.in), t.precision);
         ASSERT_EQ(op->cpu_gives_cuda_bits(), !f64) << "(a CPU without FMA: never claimed)";
         const ImageSpec out_spec = *op->output();
@@ -173,7 +173,7 @@ TEST(Gpu, CpuStartBandsGiveTheGpuBits) {
         const auto counts =
             f64 ? std::vector<std::int64_t>{0, -1} : std::vector<std::int64_t>{0, 1, 4, 13, -1};
         for (std::int64_t n : counts) {
-          PipelineOptions o;
+          EngineOptions o;
           o.band_rows = 8;
           o.slots = 3;
           o.cpu_start_bands = n;
@@ -202,7 +202,7 @@ TEST(Gpu, LargeBandMatchesCpu) {
   const auto data = test::random_image(spec, 12);
   SeparableParams p;
   p.filter.row = p.filter.col = gaussian_taps(16, 0);
-  PipelineOptions o;
+  EngineOptions o;
   const auto gpu = run(true, spec, data, p, o);
   const auto cpu = run(false, spec, data, p, o);
   for (std::size_t i = 0; i < gpu.data.size() / 4; ++i) {

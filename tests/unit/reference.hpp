@@ -21,7 +21,7 @@
 #include "ooc/io.hpp"
 #include "ooc/memory.hpp"
 #include "ooc/ops/conv2d.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "ooccheck/reference.hpp"
 
 namespace ooc::test {
@@ -109,12 +109,12 @@ class MemorySink final : public SinkBytes, public ooc::MemorySink {
 
 // Runs `op` over an in-memory image through the real pipeline and plan; returns the poisoned sink.
 inline MemorySink run_in_memory(Operation& op, const ImageSpec& spec,
-                                const std::vector<std::byte>& data, const PipelineOptions& o,
+                                const std::vector<std::byte>& data, const EngineOptions& o,
                                 const Backend& backend = {}) {
   MemorySource src(spec, data);
   MemorySink sink(*op.output());
   // A GPU run here tests the GPU: no bands on the CPU while CUDA starts, unless asked for.
-  PipelineOptions po = o;
+  EngineOptions po = o;
   if (backend.cuda && po.cpu_start_bands < 0) po.cpu_start_bands = 0;
   Engine engine(src, backend, plan_bands(spec, {&op}, backend, po));
   engine.run(op, &sink);

@@ -18,8 +18,8 @@
 #include "ooc/image.hpp"
 #include "ooc/limits.hpp"
 #include "ooc/ops/rank.hpp"
-#include "ooc/pipeline.hpp"
-#include "pipeline/cost_model.hpp"
+#include "ooc/engine.hpp"
+#include "engine/cost_model.hpp"
 #include "scratch.hpp"
 
 namespace {

@@ -14,13 +14,13 @@
 #include "kernels/cpu/convolution/separable.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
-#include "ooc/ops/chain.hpp"
+#include "ooc/pipeline.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/convert.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/pipeline.hpp"
-#include "pipeline/staging.hpp"
+#include "ooc/engine.hpp"
+#include "engine/staging.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -38,7 +38,7 @@ std::vector<std::uint64_t> count_directly(const ImageSpec& s, const std::vector<
 }
 
 std::vector<std::uint64_t> histogram(const ImageSpec& s, const std::vector<std::byte>& d,
-                                     const PipelineOptions& o) {
+                                     const EngineOptions& o) {
   MemorySource src(s, d);
   auto h = make_histogram(s);
   Engine e(src, Backend{}, plan_bands(s, {h.get()}, Backend{}, o));
@@ -54,7 +54,7 @@ TEST(Engine, ReductionIsTheSameForEveryBandHeightSlotCountAndThreadCount) {
     for (std::int64_t rows : {1, 7, 60, 0})
       for (int slots : {1, 3})
         for (int threads : {1, 2}) {
-          PipelineOptions o;
+          EngineOptions o;
           o.band_rows = rows;
           o.slots = slots;
           o.threads = threads;
@@ -68,7 +68,7 @@ TEST(Engine, ARangeOfBandsWritesOnlyItsRowsAndRangesAddUp) {
   const ImageSpec s{97, 50, 1, SampleType::f32};
   const auto d = test::random_image(s, 5);
   auto op = make_convert(s, SampleType::f32);
-  PipelineOptions o;
+  EngineOptions o;
   o.band_rows = 8;  // 7 bands, the last of 2 rows
   MemorySource src(s, d);
   BandPlan plan = plan_bands(s, {op.get()}, Backend{}, o);
@@ -130,7 +130,7 @@ TEST(Engine, TwoPassesOnOneSetOfSlotsEqualize) {
       MemorySource src(s, d);
       auto h = make_histogram(s);
       auto l = make_lut(s);
-      PipelineOptions o;
+      EngineOptions o;
       o.band_rows = 9;
       Engine e(src, Backend{}, plan_bands(s, {h.get(), l.get()}, Backend{}, o));
       e.run(*h, nullptr);
@@ -175,7 +175,7 @@ TEST(Conv2d, MatchesADirectFloat64ConvolutionOverTypesChannelsBordersAndBands) {
           p.border = b;
           p.border_value = 2.5;
           p.out_type = SampleType::f64;
-          PipelineOptions o;
+          EngineOptions o;
           o.band_rows = 4;
           auto op = make_conv2d(s, p, o);
           // A single row or column is rank 1 and runs separable: the same semantics.
@@ -213,7 +213,7 @@ TEST(Conv2d, RankOneKernelsRunSeparableAndSaySo) {
     p.border_value = 3;
     auto op = make_conv2d(s, p);
     EXPECT_NE(op->describe().find("rank 1"), std::string::npos) << op->describe();
-    const MemorySink out = test::run_in_memory(*op, s, d, PipelineOptions{});
+    const MemorySink out = test::run_in_memory(*op, s, d, EngineOptions{});
     for (std::int64_t y = 0; y < s.height; ++y)
       for (std::int64_t x = 0; x < s.width; ++x)
         ASSERT_NEAR(test::get(out.data, s.type, std::size_t(y * s.width + x)),
@@ -247,14 +247,14 @@ TEST(Conv2d, FftBandsOnTheTileGridCarryTheKernelsHaloAndEverySplitGivesOneRunsBy
     ASSERT_LT(3 * h, H) << "the image should hold several tile rows";
     EXPECT_EQ(op->grid_halo(), 15);
     EXPECT_EQ(op->halo(), 15 + h - 1);
-    const MemorySink whole = test::run_in_memory(*op, s, d, PipelineOptions{});
+    const MemorySink whole = test::run_in_memory(*op, s, d, EngineOptions{});
     // {row_begin, row_end, band_rows}: on the grid (any asked height becomes whole tile rows),
     // then ranges that start or end inside a tile row.
     const std::int64_t cases[][3] = {
         {0, H, 0},     {0, H, 1},     {0, H, h + 1},      {0, 2 * h, 0},     {2 * h, H, 7},
         {h, 3 * h, 0}, {h + 7, H, 0}, {5, 2 * h + 3, 13}, {h, 2 * h + 1, 0}, {H - 3, H, 0}};
     for (const auto& c : cases) {
-      PipelineOptions o;
+      EngineOptions o;
       o.row_begin = c[0];
       o.row_end = c[1];
       o.band_rows = c[2];
@@ -284,18 +284,19 @@ TEST(Conv2d, FftAsAPipelinesLastStageTakesTheTileGrid) {
   const ImageSpec s{300, 1400, 1, SampleType::f32};
   const auto d = test::random_image(s, 22);
   PipelinePlan pipeline(s,
-                        {StageCall{"gaussian", {{"sigma", "2"}}},
-                         StageCall{"convolve", {{"kernel", "box:31"}, {"method", "fft"}}}},
-                        {}, PipelineOptions{});
+                        {StageCall{"gaussian", {{"sigma", 2.0}}},
+                         StageCall{"convolve", {{"kernel", std::string("box:31")},
+                                                {"method", std::string("fft")}}}},
+                        {}, EngineOptions{});
   Operation& chain = pipeline.pass(0);
   const std::int64_t h = chain.row_grid(), H = s.height;
   ASSERT_GT(h, 1);
   ASSERT_LT(2 * h, H);
   EXPECT_EQ(chain.halo() - chain.grid_halo(), h - 1);
-  const MemorySink whole = test::run_in_memory(chain, s, d, PipelineOptions{});
+  const MemorySink whole = test::run_in_memory(chain, s, d, EngineOptions{});
   const std::int64_t cases[][3] = {{0, H, 1}, {h, H, 0}, {h + 3, 2 * h, 0}, {7, H - 5, 100}};
   for (const auto& c : cases) {
-    PipelineOptions o;
+    EngineOptions o;
     o.row_begin = c[0];
     o.row_end = c[1];
     o.band_rows = c[2];
@@ -358,14 +359,14 @@ TEST(Engine, TwoGpusKeepTheCpuStartUnderTheDefaultLimit) {
   const ImageSpec spec{65536, 65536, 1, SampleType::f32};  // 16 GiB: only planned
   SeparableParams p;
   p.filter.row = p.filter.col = gaussian_taps(16, 0);
-  auto op = make_separable(spec, p, PipelineOptions{});
+  auto op = make_separable(spec, p, EngineOptions{});
   if (!op->has_cuda()) GTEST_SKIP() << "this build has no CUDA kernels";
   if (!op->cpu_gives_cuda_bits()) GTEST_SKIP() << "this CPU does not give the GPU's bits";
   for (const std::vector<int>& devices : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
     auto start = std::make_shared<HeldStart>();
     Backend b = held_cuda(start, false);
     b.devices = devices;
-    PipelineOptions po;
+    EngineOptions po;
     po.cpu_start_bands = 0;
     const BandPlan gpu_only = plan_bands(spec, {op.get()}, b, po);
     po.cpu_start_bands = -1;
@@ -409,8 +410,8 @@ TEST(Engine, OnlyOperationsWithTheGpuBitsStartOnTheCpu) {
   const ImageSpec s{64, 32, 1, SampleType::u16};
   SeparableParams p;
   p.filter.row = p.filter.col = gaussian_taps(3, 0);
-  EXPECT_EQ(make_separable(s, p, PipelineOptions{})->cpu_gives_cuda_bits(),
-            std::string(cpu::separable_isa()) != "baseline");
+  EXPECT_EQ(make_separable(s, p, EngineOptions{})->cpu_gives_cuda_bits(),
+            std::string(kernels::separable_isa()) != "baseline");
   EXPECT_TRUE(make_histogram(s)->cpu_gives_cuda_bits());
   EXPECT_TRUE(make_lut(s)->cpu_gives_cuda_bits());
   Conv2dParams c;
@@ -428,11 +429,11 @@ TEST(Engine, BandsRunOnTheCpuWhileCudaStarts) {
   SeparableParams p;
   p.filter.row = p.filter.col = gaussian_taps(5, 0);
   p.border = BorderMode::reflect;
-  auto op = make_separable(spec, p, PipelineOptions{});
+  auto op = make_separable(spec, p, EngineOptions{});
   // A build without CUDA kernels refuses the CUDA backend before any band (and the held start
   // below would then never end).
   if (!op->has_cuda()) GTEST_SKIP() << "this build has no CUDA kernels";
-  PipelineOptions o;
+  EngineOptions o;
   o.band_rows = 16;
   o.threads = 2;
   const auto cpu = test::run_in_memory(*op, spec, data, o);
@@ -444,7 +445,7 @@ TEST(Engine, BandsRunOnTheCpuWhileCudaStarts) {
   for (const std::int64_t n : modes) {
     auto start = std::make_shared<HeldStart>();
     const Backend b = held_cuda(start, false);
-    PipelineOptions po = o;
+    EngineOptions po = o;
     po.cpu_start_bands = n;
     const BandPlan plan = plan_bands(spec, {op.get()}, b, po);
     EXPECT_EQ(plan.cpu_start_bands, n);
@@ -466,7 +467,7 @@ TEST(Engine, BandsRunOnTheCpuWhileCudaStarts) {
   for (const bool auto_device : {false, true}) {
     auto start = std::make_shared<HeldStart>();
     const Backend b = held_cuda(start, auto_device);
-    PipelineOptions po = o;
+    EngineOptions po = o;
     po.cpu_start_bands = bands;
     const BandPlan plan = plan_bands(spec, {op.get()}, b, po);
     start->finish();
@@ -490,7 +491,7 @@ TEST(Engine, BandsRunOnTheCpuWhileCudaStarts) {
   {
     auto start = std::make_shared<HeldStart>();
     const Backend b = held_cuda(start, false);
-    PipelineOptions po = o;
+    EngineOptions po = o;
     const BandPlan roomy = plan_bands(spec, {op.get()}, b, po);
     po.cpu_start_bands = 0;
     const BandPlan gpu_only = plan_bands(spec, {op.get()}, b, po);
@@ -514,7 +515,7 @@ TEST(Engine, BandsRunOnTheCpuWhileCudaStarts) {
     auto start = std::make_shared<HeldStart>();
     start->finish();
     const Backend b = held_cuda(start, auto_device);
-    PipelineOptions po = o;
+    EngineOptions po = o;
     po.cpu_start_bands = 0;
     MemorySource src(spec, data);
     MemorySink sink(spec);

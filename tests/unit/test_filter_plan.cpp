@@ -9,7 +9,7 @@
 #include "ooc/filter.hpp"
 #include "ooc/limits.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc {
 namespace {
@@ -64,7 +64,7 @@ TEST(Plan, RingStaysUnderTheLimitWhateverTheImageHeight) {
   p.filter.row = p.filter.col = gaussian_taps(16, 0);
   for (std::int64_t height : {std::int64_t{100}, std::int64_t{1} << 20, std::int64_t{1} << 30}) {
     const ImageSpec in{65536, height, 1, SampleType::f32};
-    PipelineOptions o;
+    EngineOptions o;
     o.mem_limit = std::size_t{256} << 20;
     o.threads = 2;
     auto op = make_separable(in, p, o);
@@ -79,7 +79,7 @@ TEST(Plan, TooSmallLimitSaysWhatIsNeeded) {
   SeparableParams p;
   p.filter.row = p.filter.col = gaussian_taps(16, 0);
   const ImageSpec in{1 << 20, 1000, 1, SampleType::f32};
-  PipelineOptions o;
+  EngineOptions o;
   o.mem_limit = std::size_t{1} << 20;
   auto op = make_separable(in, p, o);
   try {
@@ -109,7 +109,7 @@ TEST(Plan, DefaultThreadsShrinkToFitTheScratchAndGivenThreadsAreKept) {
   if (default_threads() < 2) GTEST_SKIP() << "one core: there are no threads to drop";
   const ImageSpec in{65536, 4096, 1, SampleType::f32};  // 256 KiB rows
   const ScratchHeavy op(in);
-  PipelineOptions o;
+  EngineOptions o;
   // A 50-row band with its halo and output (75 MiB) and one thread's scratch fit; two don't.
   o.mem_limit = std::size_t{140} << 20;
   const BandPlan plan = plan_bands(in, {&op}, Backend{}, o);

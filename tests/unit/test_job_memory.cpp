@@ -17,7 +17,7 @@
 #include "ooc/error.hpp"
 #include "ooc/job.hpp"
 #include "ooc/memory.hpp"
-#include "ooc/ops/chain.hpp"
+#include "ooc/pipeline.hpp"
 #include "ooc/ops/convert.hpp"
 #include "ooc/ops/rank.hpp"
 #include "reference.hpp"
@@ -119,7 +119,7 @@ TEST(JobInMemory, OnePassWritesTheOperationsBytes) {
   const ImageSpec s{33, 20, 1, SampleType::f32};
   const std::vector<std::byte> in = test::random_image(s, 3);
   auto op = make_convert(s, SampleType::u8);
-  PipelineOptions po;
+  EngineOptions po;
   po.band_rows = 6;
   const MemorySink want = test::run_in_memory(*op, s, in, po);
   JobOptions jo;
@@ -149,7 +149,7 @@ TEST(JobInMemory, OutputsWrittenInPlaceEqualTheCopiedOnes) {
   p.height = p.width = 5;
   p.rank = 12;
   auto op = make_rank(s, p);
-  PipelineOptions po;
+  EngineOptions po;
   po.band_rows = 7;
   const std::vector<std::byte> want = test::run_in_memory(*op, s, in, po).data;
   const std::size_t row = s.row_bytes();

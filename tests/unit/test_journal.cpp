@@ -19,7 +19,7 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "scratch.hpp"
 
 namespace {

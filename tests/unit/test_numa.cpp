@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "pipeline/numa.hpp"
+#include "engine/numa.hpp"
 #include "scratch.hpp"
 
 namespace {

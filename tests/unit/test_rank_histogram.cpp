@@ -14,7 +14,7 @@
 
 #include "kernels/cuda/morphology/rank_histogram.hpp"
 #include "ooc/ops/rank.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -118,7 +118,7 @@ std::vector<std::byte> cpu_rank(const ImageSpec& s, const std::vector<std::byte>
   p.border = border;
   p.border_value = cval;
   auto op = make_rank(s, p);
-  PipelineOptions o;
+  EngineOptions o;
   o.band_rows = 23;
   return test::run_in_memory(*op, s, d, o).data;
 }

@@ -14,7 +14,7 @@
 
 #include "kernels/cuda/morphology/minmax_van_herk.hpp"
 #include "ooc/ops/rank.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -87,7 +87,7 @@ std::vector<std::byte> cpu_minmax(const ImageSpec& s, const std::vector<std::byt
   p.border = border;
   p.border_value = cval;
   auto op = make_morphology(s, p);
-  PipelineOptions o;
+  EngineOptions o;
   o.band_rows = band_rows;
   return test::run_in_memory(*op, s, d, o).data;
 }
@@ -217,7 +217,7 @@ void footprint_sweep(SampleType type) {
         p.border_value = 3.5;
         p.footprint = f;
         auto op = make_morphology(s, p);
-        PipelineOptions o;
+        EngineOptions o;
         o.band_rows = band;
         const auto want = test::run_in_memory(*op, s, d, o).data;
         const auto got = max ? emulate_footprint<true, T>(s, d, f, border, 3.5, band)

@@ -14,7 +14,7 @@
 #include "kernels/cpu/morphology/rank_keys.hpp"
 #include "ooc/border.hpp"
 #include "ooc/ops/rank.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -102,7 +102,7 @@ void sweep(SampleType type) {
           p.footprint.name = "test";
         }
         auto op = make_rank(s, p);
-        PipelineOptions o;
+        EngineOptions o;
         o.band_rows = 5 + static_cast<std::int64_t>(rng() % 20);
         const auto want = test::run_in_memory(*op, s, d, o).data;
         const auto got = emulate<T>(s, d, w.rows, w.cols, mask, rank, border, 7);

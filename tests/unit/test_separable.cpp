@@ -12,7 +12,7 @@
 #include "io/npy.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -24,7 +24,7 @@ using test::MemorySource;
 using test::expect_matches;
 
 MemorySink run(const ImageSpec& spec, const std::vector<std::byte>& data,
-               const SeparableParams& params, const PipelineOptions& o) {
+               const SeparableParams& params, const EngineOptions& o) {
   return test::run_in_memory(*make_separable(spec, params, o), spec, data, o);
 }
 
@@ -60,7 +60,7 @@ TEST_P(SeparableSweep, MatchesFloat64Reference) {
     p.border_value = 7.25;
     const auto ref = test::reference(spec, data, f.row, f.col, border, p.border_value);
     for (std::int64_t band_rows : {1, 5, 23}) {
-      PipelineOptions o;
+      EngineOptions o;
       o.band_rows = band_rows;
       o.threads = 2;
       o.slots = 3;
@@ -84,7 +84,7 @@ TEST(Separable, OutputTypesRoundAndSaturate) {
       p.filter.row = p.filter.col = gaussian_taps(2, 0);
       p.out_type = out;
       p.precision = prec;
-      PipelineOptions o;
+      EngineOptions o;
       o.band_rows = 4;
       o.threads = 2;
       const auto sink = run(spec, data, p, o);
@@ -107,7 +107,7 @@ TEST(Separable, BitIdenticalAcrossBandsSlotsThreadsAndStrips) {
       for (int slots : {1, 2, 5})
         for (int threads : {1, 2, 4})
           for (std::int64_t strip : {64, 512}) {
-            PipelineOptions o;
+            EngineOptions o;
             o.band_rows = band_rows;
             o.slots = slots;
             o.threads = threads;
@@ -136,7 +136,7 @@ TEST(Separable, RawFileRoundTripEqualsInMemoryRun) {
   SeparableParams p;
   p.filter.row = p.filter.col = gaussian_taps(4, 0);
   p.border = BorderMode::wrap;
-  PipelineOptions o;
+  EngineOptions o;
   o.band_rows = 7;
   o.threads = 2;
   RawHints hints{123, 0, 3, SampleType::u16};
@@ -209,7 +209,7 @@ TEST(Separable, SyntheticSourceIsDeterministicAndFilteredCorrectly) {
 
   SeparableParams p;
   p.filter.row = p.filter.col = gaussian_taps(3, 0);
-  PipelineOptions o;
+  EngineOptions o;
   o.band_rows = 4;
   auto op = make_separable(spec, p, o);
   MemorySink sink(*op->output());

@@ -8,7 +8,7 @@
 
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
-#include "ooc/ops/chain.hpp"
+#include "ooc/pipeline.hpp"
 
 namespace ooc {
 namespace {
@@ -43,8 +43,8 @@ TEST(Stages, EveryDeclarationBuildsAndRunsItsCheck) {
     for (const StageParam& p : d.params) {
       EXPECT_FALSE(p.help.empty()) << p.name;
       EXPECT_EQ(&stage_parameter(d.name, p.name), &p);
-      if (p.fallback.empty() || (p.kind == StageParam::Kind::size && p.fallback == "none"))
-        call.args.emplace_back(p.name, sample_value(p));
+      if (p.required() || (p.kind == StageParam::Kind::size && p.computed == "none"))
+        call.args.emplace_back(p.name, parse_stage_value(p, sample_value(p), p.name));
     }
     // The text a user would write parses back to the same call.
     const auto parsed = parse_pipeline({call.text()});
@@ -62,34 +62,51 @@ TEST(Stages, EveryDeclarationBuildsAndRunsItsCheck) {
 
 TEST(Stages, ValuesAreCheckedAndNamedAsTheCallerSays) {
   const StageParam& sigma = stage_parameter("gaussian", "sigma");
-  EXPECT_NO_THROW(check_stage_value(sigma, "0.5", "--sigma"));
+  EXPECT_EQ(std::get<double>(parse_stage_value(sigma, "0.5", "--sigma")), 0.5);
+  EXPECT_NO_THROW(check_stage_value(sigma, 0.5, "--sigma"));
+  EXPECT_THROW(check_stage_value(sigma, 0.0, "--sigma"), Error);
+  EXPECT_THROW(check_stage_value(sigma, std::string("0.5"), "--sigma"), Error);
   for (const char* bad : {"0", "-1", "nan", "inf", "2x", ""}) {
     try {
-      check_stage_value(sigma, bad, "--sigma");
+      (void)parse_stage_value(sigma, bad, "--sigma");
       ADD_FAILURE() << bad << " passed";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::usage);
       EXPECT_EQ(std::string(e.what()).rfind("--sigma must be", 0), 0u) << e.what();
     }
   }
-  EXPECT_THROW(check_stage_value(stage_parameter("uniform", "size"), "2.5", "size"), Error);
-  EXPECT_THROW(check_stage_value(stage_parameter("separable", "row"), "1,2", "--taps"), Error);
-  EXPECT_THROW(check_stage_value(stage_parameter("convert", "type"), "f16", "type"), Error);
+  EXPECT_THROW(parse_stage_value(stage_parameter("uniform", "size"), "2.5", "size"), Error);
+  EXPECT_THROW(parse_stage_value(stage_parameter("separable", "row"), "1,2", "--taps"), Error);
+  EXPECT_THROW(parse_stage_value(stage_parameter("convert", "type"), "f16", "type"), Error);
+  EXPECT_THROW(check_stage_value(stage_parameter("separable", "row"), std::vector<double>{1, 2},
+                                 "--taps"),
+               Error);
+  EXPECT_EQ(std::get<std::int64_t>(parse_stage_value(stage_parameter("uniform", "size"), "5", "size")),
+            5);
 }
 
 TEST(Stages, TapsOfAStageCallAreTheStagesOwn) {
   // --radius 4 alone is sigma 4/3: the stage's radius and sigma give oocconv's taps.
-  const SeparableFilter g =
-      stage_taps({"gaussian", {{"sigma", "1.3333333333333333"}, {"radius", "4"}}});
+  const SeparableFilter g = stage_taps({"gaussian", {{"sigma", 4.0 / 3}, {"radius", 4}}});
   EXPECT_EQ(g.row, gaussian_taps(4, 0));
   EXPECT_EQ(g.col, g.row);
-  EXPECT_EQ(stage_taps({"gaussian", {{"sigma", "2"}}}).row, gaussian_taps(6, 2));
-  EXPECT_EQ(stage_taps({"uniform", {{"size", "5"}}}).row, box_taps(2));
-  EXPECT_THROW(stage_taps({"uniform", {{"size", "4"}}}), Error);
-  const SeparableFilter c = stage_taps({"correlate1d", {{"taps", "1,2,3"}, {"axis", "0"}}});
+  EXPECT_EQ(stage_taps({"gaussian", {{"sigma", 2.0}}}).row, gaussian_taps(6, 2));
+  EXPECT_EQ(stage_taps({"uniform", {{"size", 5}}}).row, box_taps(2));
+  EXPECT_THROW(stage_taps({"uniform", {{"size", 4}}}), Error);
+  const SeparableFilter c =
+      stage_taps({"correlate1d", {{"taps", std::vector<double>{1, 2, 3}}, {"axis", 0}}});
   EXPECT_EQ(c.row, std::vector<double>{1.0});
   EXPECT_EQ(c.col, (std::vector<double>{3, 2, 1}));  // correlation reversed to convolution
-  EXPECT_THROW(stage_taps({"median", {{"size", "3"}}}), Error);
+  // A value of the wrong kind is a usage error naming the parameter, not a crash.
+  try {
+    (void)stage_taps({"gaussian", {{"sigma", std::string("2")}}});
+    ADD_FAILURE() << "a text sigma passed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(e.what()).find("sigma must be"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(stage_taps({"gaussian", {{"size", 3}}}), Error);  // no such parameter
+  EXPECT_THROW(stage_taps({"median", {{"size", StageSize{3, 3}}}}), Error);
   EXPECT_THROW(stage_taps({"blur", {}}), Error);
 }
 

@@ -56,7 +56,7 @@
 #include "cuda/check.hpp"
 #include "cuda/resources.hpp"
 #include "kernels/cuda/convolution/separable.cuh"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/ops/conv2d.hpp"
 

@@ -280,11 +280,11 @@ int check_reference(const ooc::Source& in, const ooc::Source& out, const std::st
 // for usage (2) and input (3) errors.
 // ooccheck OUT IN [filter options of oocconv]: the separable convolution (separable.cpp).
 int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hints,
-                  std::uint64_t seed, const ooc::cli::FilterCli& filter, double tolerance,
+                  std::uint64_t seed, const ooc::FilterOptions& filter, double tolerance,
                   std::int64_t sample);
 // ooccheck OUT IN --kernel K: the 2-D convolution (conv2d.cpp).
 int run_reference2d(const std::vector<std::string>& files, const ooc::RawHints& hints,
-                    std::uint64_t seed, const ooc::cli::FilterCli& filter, double tolerance,
+                    std::uint64_t seed, const ooc::FilterOptions& filter, double tolerance,
                     std::int64_t sample);
 // ooccheck --equalize OUT IN: ooceq's histogram equalization (equalize.cpp).
 int run_equalize(const std::vector<std::string>& files, const ooc::RawHints& hints,

@@ -23,7 +23,7 @@
 #include "ooc/detail/size_text.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc::check {
 namespace {
@@ -270,10 +270,10 @@ OwnKernel own_kernel(const std::string& spec) {
 // Checks the options as oocconv checks them (contradictions with the separable filter's options,
 // --border, --out-type, --precision) on a copy whose kernel is a harmless built-in: the kernel
 // itself is ooccheck's own to read and judge.
-ooc::Conv2dParams validated_conv2d_params(const ooc::cli::FilterCli& f) {
-  ooc::cli::FilterCli probe = f;
+ooc::Conv2dParams validated_conv2d_params(const ooc::FilterOptions& f) {
+  ooc::FilterOptions probe = f;
   probe.kernel = "box:1";
-  return ooc::cli::conv2d_params(probe);
+  return ooc::conv2d_params(probe);
 }
 
 }  // namespace
@@ -310,7 +310,7 @@ double reference2d_bytes(const OwnKernel& k, const ooc::ImageSpec& s) {
 }  // namespace
 
 int run_reference2d(const std::vector<std::string>& files, const ooc::RawHints& hints,
-                    std::uint64_t seed, const ooc::cli::FilterCli& filter, double tolerance,
+                    std::uint64_t seed, const ooc::FilterOptions& filter, double tolerance,
                     std::int64_t sample) {
   const std::string &out_path = files[0], &in_path = files[1];
   const ooc::Conv2dParams params = validated_conv2d_params(filter);

@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
         ->default_str("0");
     g_in->add_option("--seed", seed, "seed of a synth: input and of --sample")->default_str("1");
 
-    ooc::cli::FilterCli filter;
+    ooc::FilterOptions filter;
     ooc::cli::add_filter_options(app, filter);
     ooc::check::AtaxCli atax_cli;
     ooc::check::add_atax_options(app, atax_cli);

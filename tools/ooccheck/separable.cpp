@@ -19,7 +19,7 @@
 #include "cli/filter_options.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc::check {
 namespace {
@@ -147,7 +147,7 @@ void check_fits(const std::string& what, double rx, double ry, std::int64_t widt
 }
 
 // Builds the filter from the options, after they passed the shared validation.
-OwnFilter own_filter(const ooc::cli::FilterCli& f) {
+OwnFilter own_filter(const ooc::FilterOptions& f) {
   OwnFilter out;
   if (!f.taps.empty()) {
     out.row = out.col = own_parse_taps(f.taps, "--taps");
@@ -196,7 +196,7 @@ OwnFilter own_filter(const ooc::cli::FilterCli& f) {
 // overflow), then runs its validation on a copy with harmless sizes: contradictions, --filter,
 // --border, --out-type, --precision and taps syntax are judged exactly as oocconv judges them.
 // Its taps are thrown away.
-ooc::SeparableParams validated_params(const ooc::cli::FilterCli& f) {
+ooc::SeparableParams validated_params(const ooc::FilterOptions& f) {
   const bool explicit_taps =
       !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
   if (!explicit_taps) {
@@ -205,16 +205,16 @@ ooc::SeparableParams validated_params(const ooc::cli::FilterCli& f) {
     if (f.sigma && !(std::isfinite(*f.sigma) && *f.sigma > 0))
       throw Error(ErrorKind::usage, "--sigma must be a finite number > 0, got " + number(*f.sigma));
   }
-  ooc::cli::FilterCli probe = f;
+  ooc::FilterOptions probe = f;
   if (probe.radius && *probe.radius > 0) probe.radius = 0;
   if (probe.sigma && std::isfinite(*probe.sigma) && *probe.sigma > 0) probe.sigma = 1.0;
-  return ooc::cli::filter_params(probe);
+  return ooc::filter_params(probe);
 }
 
 }  // namespace
 
 int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hints,
-                  std::uint64_t seed, const ooc::cli::FilterCli& filter, double tolerance,
+                  std::uint64_t seed, const ooc::FilterOptions& filter, double tolerance,
                   std::int64_t sample) {
   const std::string &out_path = files[0], &in_path = files[1];
   // Options checked as oocconv checks them; the taps are ooccheck's own.

@@ -16,7 +16,7 @@
 #include "check.hpp"
 #include "ooc/detail/hash.hpp"
 #include "ooc/detail/size_text.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc::check {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ooc/filter.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/precision.hpp"
 
 namespace ooc {
@@ -67,6 +67,6 @@ struct Conv2dCosts {
 Conv2dCosts conv2d_costs(const ImageSpec& input, const Conv2dParams& params);
 
 std::unique_ptr<Operation> make_conv2d(const ImageSpec& input, const Conv2dParams& params,
-                                       const PipelineOptions& options = {});
+                                       const EngineOptions& options = {});
 
 }  // namespace ooc

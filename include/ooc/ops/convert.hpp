@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc {
 

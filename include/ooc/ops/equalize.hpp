@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc {
 

@@ -13,7 +13,7 @@
 
 #include "ooc/border.hpp"
 #include "ooc/image.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc {
 

@@ -10,7 +10,7 @@
 #include "ooc/cost.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/conv2d.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/precision.hpp"
 
 namespace ooc {
@@ -44,6 +44,6 @@ SeparableCosts separable_costs(const ImageSpec& input, const SeparableParams& pa
 // The operation: the CPU kernels of kernels/cpu, and the CUDA ones of kernels/cuda where this
 // build has CUDA.
 std::unique_ptr<Operation> make_separable(const ImageSpec& input, const SeparableParams& params,
-                                          const PipelineOptions& options = {});
+                                          const EngineOptions& options = {});
 
 }  // namespace ooc

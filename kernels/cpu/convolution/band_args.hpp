@@ -10,7 +10,7 @@
 #include "ooc/border.hpp"
 #include "ooc/image.hpp"
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 struct BandArgs {
   // out_rows + 2 * halo input rows through the border rule along y (the halo: the kernel's ry, or
@@ -27,4 +27,4 @@ struct BandArgs {
   double border_value = 0;
 };
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

@@ -8,7 +8,7 @@
 
 #include "band_args.hpp"
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 // rows: out_rows + 2 * ry input rows.
 struct Conv2dArgs : BandArgs {
@@ -21,4 +21,4 @@ struct Conv2dArgs : BandArgs {
 void conv2d_band(const Conv2dArgs& args);
 std::size_t conv2d_scratch_bytes(const Conv2dArgs& args);  // per thread
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

@@ -14,7 +14,7 @@
 #include <kissfft/kissfft.hh>
 #endif
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 #if defined(OOC_WITH_FFTW)
 
@@ -182,4 +182,4 @@ std::size_t fft_next_fast_size(std::size_t n) noexcept {
   return n;
 }
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

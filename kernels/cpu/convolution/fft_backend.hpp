@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <memory>
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 template <class T>
 class Fft1d {
@@ -58,4 +58,4 @@ bool fft_fast_size(std::size_t n) noexcept;
 // The smallest such size >= n.
 std::size_t fft_next_fast_size(std::size_t n) noexcept;
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

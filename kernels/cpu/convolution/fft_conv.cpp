@@ -11,7 +11,7 @@
 #include "fft_separable.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 namespace baseline {
 std::unique_ptr<FftConv2d::Impl> make_fft_engine(const std::vector<double>& taps, std::int64_t K,
@@ -203,4 +203,4 @@ std::size_t FftSeparable::shared_bytes(const FftSeparablePlan& p, bool f64) {
   return static_cast<std::size_t>(p.m + p.n) * (64 + 2 * (f64 ? 16 : 8)) * 2;
 }
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

@@ -21,7 +21,7 @@
 
 #include "band_args.hpp"
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 // Transform sizes are multiples of this: the transforms run on lanes of 8 lines
 // (fft_conv_impl.cpp).
@@ -112,4 +112,4 @@ class FftConv2d {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

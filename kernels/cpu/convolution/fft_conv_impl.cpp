@@ -15,7 +15,7 @@
 #include "fft_lanes.hpp"
 #include "ooc/detail/sample_type.hpp"
 
-namespace ooc::cpu::OOC_ISA {
+namespace ooc::kernels::OOC_ISA {
 namespace {
 template <class T>
 class Engine final : public FftConv2d::Impl {
@@ -169,4 +169,4 @@ std::unique_ptr<FftConv2d::Impl> make_fft_engine(const std::vector<double>& taps
   return std::make_unique<Engine<float>>(taps, K, L, tiling);
 }
 
-}  // namespace ooc::cpu::OOC_ISA
+}  // namespace ooc::kernels::OOC_ISA

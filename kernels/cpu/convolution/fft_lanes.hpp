@@ -35,7 +35,7 @@
 #error "OOC_ISA must name the instruction-set namespace"
 #endif
 
-namespace ooc::cpu::OOC_ISA {
+namespace ooc::kernels::OOC_ISA {
 namespace {
 
 // 32 bytes of lanes: what one AVX register holds (two SSE registers in the baseline build).
@@ -73,30 +73,30 @@ struct Vec {
 
 }  // namespace
 
-}  // namespace ooc::cpu::OOC_ISA
+}  // namespace ooc::kernels::OOC_ISA
 
 // KissFFT's constructor computes its twiddles with std::acos and std::exp of the scalar type,
 // which a vector does not have; this specialization of that one member computes them in double
 // and broadcasts them, and factors the size as kissfft.hh does (4s first, then 2, 3, 5, ...).
 // The transform and the butterflies are the library's.
-#define OOC_KISSFFT_LANES_CTOR(T)                                                         \
-  template <>                                                                             \
-  kissfft<ooc::cpu::OOC_ISA::Vec<T>>::kissfft(const std::size_t nfft, const bool inverse) \
-      : _nfft(nfft), _inverse(inverse) {                                                  \
-    _twiddles.resize(nfft);                                                               \
-    const double phinc = (inverse ? 2 : -2) * std::numbers::pi / double(nfft);            \
-    for (std::size_t i = 0; i < nfft; ++i)                                                \
-      _twiddles[i] = cpx_t(std::cos(double(i) * phinc), std::sin(double(i) * phinc));     \
-    std::size_t n = nfft, p = 4;                                                          \
-    do {                                                                                  \
-      while (n % p) {                                                                     \
-        p = p == 4 ? 2 : p == 2 ? 3 : p + 2;                                              \
-        if (p * p > n) p = n;                                                             \
-      }                                                                                   \
-      n /= p;                                                                             \
-      _stageRadix.push_back(p);                                                           \
-      _stageRemainder.push_back(n);                                                       \
-    } while (n > 1);                                                                      \
+#define OOC_KISSFFT_LANES_CTOR(T)                                                             \
+  template <>                                                                                 \
+  kissfft<ooc::kernels::OOC_ISA::Vec<T>>::kissfft(const std::size_t nfft, const bool inverse) \
+      : _nfft(nfft), _inverse(inverse) {                                                      \
+    _twiddles.resize(nfft);                                                                   \
+    const double phinc = (inverse ? 2 : -2) * std::numbers::pi / double(nfft);                \
+    for (std::size_t i = 0; i < nfft; ++i)                                                    \
+      _twiddles[i] = cpx_t(std::cos(double(i) * phinc), std::sin(double(i) * phinc));         \
+    std::size_t n = nfft, p = 4;                                                              \
+    do {                                                                                      \
+      while (n % p) {                                                                         \
+        p = p == 4 ? 2 : p == 2 ? 3 : p + 2;                                                  \
+        if (p * p > n) p = n;                                                                 \
+      }                                                                                       \
+      n /= p;                                                                                 \
+      _stageRadix.push_back(p);                                                               \
+      _stageRemainder.push_back(n);                                                           \
+    } while (n > 1);                                                                          \
   }
 #if !defined(OOC_WITH_FFTW)
 OOC_KISSFFT_LANES_CTOR(float)
@@ -104,7 +104,7 @@ OOC_KISSFFT_LANES_CTOR(double)
 #endif
 #undef OOC_KISSFFT_LANES_CTOR
 
-namespace ooc::cpu::OOC_ISA {
+namespace ooc::kernels::OOC_ISA {
 namespace {
 
 template <class T>
@@ -241,4 +241,4 @@ void store_line(const Acc* src, std::byte* row, int C, int c, std::int64_t x, st
 }
 
 }  // namespace
-}  // namespace ooc::cpu::OOC_ISA
+}  // namespace ooc::kernels::OOC_ISA

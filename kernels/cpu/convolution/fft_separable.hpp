@@ -21,7 +21,7 @@
 
 #include "fft_conv.hpp"
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 // Transform lengths of both passes: x (m, w) and y (n, h), in FftTiling's fields.
 using FftSeparablePlan = FftTiling;
@@ -86,4 +86,4 @@ class FftSeparable {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

@@ -15,7 +15,7 @@
 #include "fft_separable.hpp"
 #include "ooc/detail/sample_type.hpp"
 
-namespace ooc::cpu::OOC_ISA {
+namespace ooc::kernels::OOC_ISA {
 namespace {
 
 template <class T>
@@ -234,4 +234,4 @@ std::unique_ptr<FftSeparable::Impl> make_fft_separable(const std::vector<double>
   return std::make_unique<SeparableEngine<float>>(row, col, plan);
 }
 
-}  // namespace ooc::cpu::OOC_ISA
+}  // namespace ooc::kernels::OOC_ISA

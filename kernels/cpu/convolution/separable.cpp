@@ -5,7 +5,7 @@
 #include "conv2d.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 namespace baseline {
 void separable_band(const SeparableArgs& args);
@@ -46,4 +46,4 @@ const char* separable_isa() {
   return has_avx2() ? "avx2+fma" : "baseline";
 }
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

@@ -7,7 +7,7 @@
 
 #include "band_args.hpp"
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 // rows: out_rows + 2 * ry input rows.
 struct SeparableArgs : BandArgs {
@@ -26,4 +26,4 @@ std::size_t separable_scratch_bytes(const SeparableArgs& args);
 // Which instruction set the kernels were dispatched to: "avx2+fma" or "baseline".
 const char* separable_isa();
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

@@ -19,7 +19,7 @@
 #error "OOC_ISA must name the instruction-set namespace"
 #endif
 
-namespace ooc::cpu::OOC_ISA {
+namespace ooc::kernels::OOC_ISA {
 namespace {
 
 template <class T, class Acc>
@@ -386,4 +386,4 @@ std::size_t separable_scratch_bytes(const SeparableArgs& args) {
   return static_cast<std::size_t>(geometry(args).scratch_n) * (args.f64 ? 8 : 4);
 }
 
-}  // namespace ooc::cpu::OOC_ISA
+}  // namespace ooc::kernels::OOC_ISA

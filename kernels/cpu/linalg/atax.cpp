@@ -4,7 +4,7 @@
 
 #include "kernels/cpu/cpu_features.hpp"
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 namespace baseline {
 void atax_leaf_t(const LeafArgs& args);
@@ -40,4 +40,4 @@ void atax_leaf_fused(const LeafArgs& args) {
   baseline::atax_leaf_fused(args);
 }
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

@@ -8,7 +8,7 @@
 
 #include "ooc/image.hpp"
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 struct LeafArgs {
   const std::byte* const* rows = nullptr;  // the leaf's rows of A
@@ -41,4 +41,4 @@ void atax_leaf_y(const LeafArgs& args);
 // same bits as the two calls above); for leaves computed side by side.
 void atax_leaf_fused(const LeafArgs& args);
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

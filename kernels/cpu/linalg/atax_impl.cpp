@@ -14,7 +14,7 @@
 #error "OOC_ISA must name the instruction-set namespace"
 #endif
 
-namespace ooc::cpu::OOC_ISA {
+namespace ooc::kernels::OOC_ISA {
 namespace {
 
 typedef double vd __attribute__((vector_size(32)));
@@ -271,4 +271,4 @@ void atax_leaf_fused(const LeafArgs& a) {
   dispatch(a, [&](auto t, auto acc) { leaf_fused_1<decltype(t), decltype(acc)>(a); });
 }
 
-}  // namespace ooc::cpu::OOC_ISA
+}  // namespace ooc::kernels::OOC_ISA

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 // The fewest output columns median_network_row takes for samples of `bytes` bytes.
 std::int64_t median_network_min_width(std::size_t bytes);
@@ -37,4 +37,4 @@ OOC_MEDIAN_NETWORK_DECLARE(std::int32_t)
 OOC_MEDIAN_NETWORK_DECLARE(float)
 OOC_MEDIAN_NETWORK_DECLARE(double)
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

@@ -4,7 +4,7 @@
 
 #include "kernels/cpu/cpu_features.hpp"
 
-namespace ooc::cpu {
+namespace ooc::kernels {
 
 #define OOC_MEDIAN_NETWORK_ISA(ns)                                                  \
   namespace ns {                                                                    \
@@ -61,4 +61,4 @@ OOC_MEDIAN_NETWORK_DEFINE(std::int32_t)
 OOC_MEDIAN_NETWORK_DEFINE(float)
 OOC_MEDIAN_NETWORK_DEFINE(double)
 
-}  // namespace ooc::cpu
+}  // namespace ooc::kernels

@@ -10,7 +10,7 @@
 #error "OOC_ISA must name the instruction-set namespace"
 #endif
 
-namespace ooc::cpu::OOC_ISA {
+namespace ooc::kernels::OOC_ISA {
 
 namespace {
 
@@ -63,4 +63,4 @@ OOC_MEDIAN_NETWORK_INSTANTIATE(std::int32_t)
 OOC_MEDIAN_NETWORK_INSTANTIATE(float)
 OOC_MEDIAN_NETWORK_INSTANTIATE(double)
 
-}  // namespace ooc::cpu::OOC_ISA
+}  // namespace ooc::kernels::OOC_ISA

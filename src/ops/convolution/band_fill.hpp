@@ -11,14 +11,14 @@
 #include "kernels/cpu/convolution/band_args.hpp"
 #include "kernels/cpu/convolution/fft_conv.hpp"
 #include "ooc/border.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/image.hpp"
-#include "ooc/pipeline.hpp"
 
 namespace ooc::detail {
 
 // The CPU kernels' fields known before any band: the input's and the output's shape and types,
 // and the border rule.
-inline void set_images(cpu::BandArgs& a, const ImageSpec& in, const ImageSpec& out,
+inline void set_images(kernels::BandArgs& a, const ImageSpec& in, const ImageSpec& out,
                        BorderMode border, double border_value) {
   a.width = in.width;
   a.channels = in.channels;
@@ -40,22 +40,22 @@ inline CudaBand with_halo(CudaBand b, std::int64_t h) {
 
 // One band's input rows and output. skip: rows of the band's halo the kernel does not read (a
 // halo the operation sized for another kernel, e.g. the FFT's on the other backend).
-inline void set_band(cpu::BandArgs& a, const CpuBand& b, std::int64_t skip = 0) {
+inline void set_band(kernels::BandArgs& a, const CpuBand& b, std::int64_t skip = 0) {
   a.rows = b.rows + skip;
   a.out = b.out.data;
   a.out_rows = b.band.rows;
 }
 
-// The CPU kernel of an overlap-save FFT engine (cpu::FftConv2d, cpu::FftSeparable: made once per
-// run, shared by every slot): each band with its halo and its place in the image, which fixes
-// the engine's grid.
+// The CPU kernel of an overlap-save FFT engine (kernels::FftConv2d, kernels::FftSeparable: made
+// once per run, shared by every slot): each band with its halo and its place in the image, which
+// fixes the engine's grid.
 template <class Engine>
 class FftBandKernel final : public CpuKernel {
  public:
-  FftBandKernel(std::shared_ptr<const Engine> fft, const cpu::FftConvArgs& base)
+  FftBandKernel(std::shared_ptr<const Engine> fft, const kernels::FftConvArgs& base)
       : fft_(std::move(fft)), base_(base) {}
   void run(const CpuBand& b) override {
-    cpu::FftConvArgs a = base_;
+    kernels::FftConvArgs a = base_;
     set_band(a, b);
     a.halo = b.halo;
     a.y0 = b.band.y0;
@@ -65,7 +65,7 @@ class FftBandKernel final : public CpuKernel {
 
  private:
   std::shared_ptr<const Engine> fft_;
-  cpu::FftConvArgs base_;
+  kernels::FftConvArgs base_;
 };
 
 // The same for the CUDA launches of kernels/cuda (Conv2dLaunch, SeparableLaunch), which also take

@@ -22,7 +22,10 @@
 #include "kernels/cpu/convolution/fft_conv.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
+#include "ooc/limits.hpp"
+#include "ops/convolution/method_param.hpp"
 #include "ops/cuda_kernels.hpp"
+#include "ops/stage_registry.hpp"
 
 namespace ooc {
 namespace {
@@ -53,7 +56,7 @@ Kernel2d builtin(const std::string& text) {
       throw Error(ErrorKind::usage, "--kernel gaussian2d:SIGMA takes a sigma above 0 and at most " +
                                         std::to_string((kMaxSide - 1) / 6) + ", got " +
                                         text.substr(11));
-    const auto r = static_cast<std::int64_t>(std::ceil(3 * sigma - 1e-9));
+    const std::int64_t r = gaussian_radius(sigma);
     const std::vector<double> g = gaussian_taps(r, sigma);
     k.rows = k.cols = 2 * r + 1;
     for (double a : g)
@@ -183,20 +186,20 @@ Kernel2d from_npy(const std::string& path, const std::string& bytes) {
 
 class Conv2dCpuKernel final : public CpuKernel {
  public:
-  explicit Conv2dCpuKernel(const cpu::Conv2dArgs& base) : base_(base) {}
+  explicit Conv2dCpuKernel(const kernels::Conv2dArgs& base) : base_(base) {}
   void run(const CpuBand& b) override {
-    cpu::Conv2dArgs a = base_;
+    kernels::Conv2dArgs a = base_;
     detail::set_band(a, b, b.halo - a.ry);  // the halo is the FFT's where CUDA takes the FFT
-    cpu::conv2d_band(a);
+    kernels::conv2d_band(a);
   }
 
  private:
-  cpu::Conv2dArgs base_;
+  kernels::Conv2dArgs base_;
 };
 
 class Conv2d final : public Operation {
  public:
-  Conv2d(const ImageSpec& in, const Conv2dParams& p, const PipelineOptions& o)
+  Conv2d(const ImageSpec& in, const Conv2dParams& p, const EngineOptions& o)
       : params_(p),
         out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type)},
         costs_(conv2d_costs(in, p)) {
@@ -212,9 +215,9 @@ class Conv2d final : public Operation {
     // made the direct sum 1.25x slower (9 x 9 on 32768 x 512 f32, 2 threads, `run fft-auto`).
     if (!kCudaBuilt) costs_.cuda_uses_fft = false;
     if (costs_.cpu_uses_fft || costs_.cuda_uses_fft) {
-      tiling_ =
-          cpu::FftTiling{costs_.tile_rows, costs_.tile_cols, costs_.tile_rows - p.kernel.rows + 1,
-                         costs_.tile_cols - p.kernel.cols + 1};
+      tiling_ = kernels::FftTiling{costs_.tile_rows, costs_.tile_cols,
+                                   costs_.tile_rows - p.kernel.rows + 1,
+                                   costs_.tile_cols - p.kernel.cols + 1};
       detail::set_images(fft_args_, in, out_spec_, p.border, p.border_value);
     }
   }
@@ -241,17 +244,19 @@ class Conv2d final : public Operation {
   std::optional<ImageSpec> output() const override { return out_spec_; }
   // The FFT's tiles need every row of a tile that touches the band (fft_conv.hpp): a band on the
   // tile grid only the kernel's rows, any other band up to a tile row more.
-  std::int64_t halo() const override { return uses_fft() ? cpu::fft_halo(K(), tiling_) : args_.ry; }
+  std::int64_t halo() const override {
+    return uses_fft() ? kernels::fft_halo(K(), tiling_) : args_.ry;
+  }
   std::int64_t row_grid() const override { return uses_fft() ? tiling_.h : 1; }
   std::int64_t grid_halo() const override { return args_.ry; }
   BorderMode border() const override { return params_.border; }
   std::size_t cpu_scratch_bytes(std::int64_t band_rows) const override {
     if (costs_.cpu_uses_fft)  // the shared spectrum counted with each thread: a bound
-      return cpu::FftConv2d::thread_bytes(tiling_, args_.f64) +
-             cpu::FftConv2d::shared_bytes(tiling_, args_.f64);
-    cpu::Conv2dArgs a = args_;
+      return kernels::FftConv2d::thread_bytes(tiling_, args_.f64) +
+             kernels::FftConv2d::shared_bytes(tiling_, args_.f64);
+    kernels::Conv2dArgs a = args_;
     a.out_rows = band_rows;
-    return cpu::conv2d_scratch_bytes(a);
+    return kernels::conv2d_scratch_bytes(a);
   }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
 #if defined(OOC_HAVE_CUDA)
@@ -269,8 +274,9 @@ class Conv2d final : public Operation {
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     if (costs_.cpu_uses_fft)
-      return std::make_unique<detail::FftBandKernel<cpu::FftConv2d>>(
-          std::make_shared<const cpu::FftConv2d>(params_.kernel.taps, K(), L(), tiling_, args_.f64),
+      return std::make_unique<detail::FftBandKernel<kernels::FftConv2d>>(
+          std::make_shared<const kernels::FftConv2d>(params_.kernel.taps, K(), L(), tiling_,
+                                                     args_.f64),
           fft_args_);
     return std::make_unique<Conv2dCpuKernel>(args_);
   }
@@ -308,9 +314,9 @@ class Conv2d final : public Operation {
   std::string method_text() const {
     const std::string tiles = std::to_string(tiling_.n) + "x" + std::to_string(tiling_.m);
     if (costs_.cpu_uses_fft && costs_.cuda_uses_fft)
-      return "FFT (overlap-save, " + tiles + " tiles; " + cpu::fft_library() + " / cuFFT)";
+      return "FFT (overlap-save, " + tiles + " tiles; " + kernels::fft_library() + " / cuFFT)";
     if (costs_.cpu_uses_fft)
-      return "FFT on the CPU (overlap-save, " + tiles + " tiles, " + cpu::fft_library() + ")" +
+      return "FFT on the CPU (overlap-save, " + tiles + " tiles, " + kernels::fft_library() + ")" +
              (kCudaBuilt ? ", direct on CUDA" : "");
     if (costs_.cuda_uses_fft)
       return "direct on the CPU, FFT on CUDA (overlap-save, " + tiles + " tiles, cuFFT)";
@@ -326,9 +332,9 @@ class Conv2d final : public Operation {
   ImageSpec out_spec_;
   Conv2dCosts costs_;
   std::vector<double> corr_;
-  cpu::Conv2dArgs args_;
-  cpu::FftTiling tiling_;
-  cpu::FftConvArgs fft_args_;
+  kernels::Conv2dArgs args_;
+  kernels::FftTiling tiling_;
+  kernels::FftConvArgs fft_args_;
 };
 
 // The separable filter, described as the 2-D kernel it stands for.
@@ -456,14 +462,14 @@ Conv2dCosts conv2d_costs(const ImageSpec& in, const Conv2dParams& p) {
   c.cuda_direct = cuda_ns_per_sample(c.work);
   c.cpu_fft = c.cuda_fft = inf;
   if (p.method != ConvMethod::direct) {
-    const cpu::FftTiling t =
-        cpu::plan_fft_tiling(p.kernel.rows, p.kernel.cols, in.height, in.width);
+    const kernels::FftTiling t =
+        kernels::plan_fft_tiling(p.kernel.rows, p.kernel.cols, in.height, in.width);
     if (t.valid()) {
       c.tile_rows = t.n;
       c.tile_cols = t.m;
-      c.work.fft_work = cpu::fft_work_per_sample(t, in.height, in.width);
+      c.work.fft_work = kernels::fft_work_per_sample(t, in.height, in.width);
       c.work.fft_work_cuda =
-          cpu::fft_work_per_sample(t, in.height, in.width, cpu::kCufftWorkPolicy);
+          kernels::fft_work_per_sample(t, in.height, in.width, kernels::kCufftWorkPolicy);
       Cost fft = c.work;
       fft.cpu_fft = fft.cuda_fft = true;
       c.cpu_fft = cpu_ns_per_sample(fft);
@@ -477,7 +483,7 @@ Conv2dCosts conv2d_costs(const ImageSpec& in, const Conv2dParams& p) {
 }
 
 std::unique_ptr<Operation> make_conv2d(const ImageSpec& input, const Conv2dParams& params,
-                                       const PipelineOptions& options) {
+                                       const EngineOptions& options) {
   if (params.method == ConvMethod::fft) {
     if (!conv2d_costs(input, params).cpu_uses_fft)
       throw Error(ErrorKind::usage, "--method fft: no FFT tile of at most 2^20 points holds the " +
@@ -515,4 +521,38 @@ std::unique_ptr<Operation> make_conv2d(const ImageSpec& input, const Conv2dParam
   return std::make_unique<Conv2d>(input, params, options);
 }
 
+namespace detail {
+
+// The 2-D convolution as a pipeline stage: convolve (direct or FFT as the plan decides).
+std::vector<StageEntry> conv2d_stages() {
+  using Kind = StageParam::Kind;
+  std::vector<StageEntry> s;
+  s.push_back({{"convolve",
+                "2-D convolution (scipy.ndimage.convolve)",
+                {other_param("kernel", Kind::text, std::nullopt,
+                             "FILE (text or .npy), box:N, gaussian2d:S, laplace, sobel-x, sobel-y"),
+                 other_param("method", Kind::text, std::string("auto"),
+                             "auto (a cost model), direct or fft (overlap-save tiles)")}},
+               [](const StageContext& c) {
+                 Conv2dParams p;
+                 // A kernel given as values (the Python module's arrays), or named: a file or a
+                 // built-in.
+                 const StageValue& k = c.args.value("kernel");
+                 p.kernel = std::holds_alternative<Kernel2d>(k)
+                                ? std::get<Kernel2d>(k)
+                                : parse_kernel(std::get<std::string>(k), c.options.mem_limit
+                                                                             ? c.options.mem_limit
+                                                                             : default_mem_limit());
+                 p.border = c.settings.border;
+                 p.border_value = c.settings.border_value;
+                 p.out_type = c.out();
+                 p.precision = c.settings.precision;
+                 p.method = method_of(c.args);
+                 return BuiltStage{make_conv2d(c.in, p, c.options)};
+               }});
+  for (StageEntry& e : s) e.decl.takes_convert = true;
+  return s;
+}
+
+}  // namespace detail
 }  // namespace ooc

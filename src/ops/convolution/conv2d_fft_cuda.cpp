@@ -94,7 +94,7 @@ std::vector<std::complex<double>> half_spectrum(const std::vector<double>& taps,
   std::vector<std::complex<double>> a(static_cast<std::size_t>(n * m)), b(a.size());
   for (std::int64_t i = 0; i < s.K; ++i)
     for (std::int64_t j = 0; j < s.L; ++j) a[i * m + j] = taps[i * s.L + j];
-  cpu::Fft1d<double> rows(m, false, 1), cols(n, false, m);
+  kernels::Fft1d<double> rows(m, false, 1), cols(n, false, m);
   for (std::int64_t i = 0; i < n; ++i) rows.run(a.data() + i * m, b.data() + i * m);
   std::vector<std::complex<double>> col(static_cast<std::size_t>(n));
   std::vector<std::complex<double>> out(static_cast<std::size_t>(n * half));

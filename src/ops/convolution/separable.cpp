@@ -15,7 +15,9 @@
 #include "kernels/cpu/convolution/fft_separable.hpp"
 #include "kernels/cpu/convolution/separable.hpp"
 #include "ooc/error.hpp"
+#include "ops/convolution/method_param.hpp"
 #include "ops/cuda_kernels.hpp"
+#include "ops/stage_registry.hpp"
 
 namespace ooc {
 
@@ -49,13 +51,13 @@ SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
     const std::size_t row =
         static_cast<std::size_t>(in.width * in.channels) *
         std::max(sample_bytes(in.type), sample_bytes(p.out_type.value_or(in.type)));
-    cpu::FftLinePolicy col;
+    kernels::FftLinePolicy col;
     col.max_points = std::min<std::int64_t>(
         col.max_points,
         (static_cast<std::int64_t>(kFftBandBytes / std::max<std::size_t>(row, 1)) + K - 1) / 2);
-    cpu::FftSeparablePlan plan;
-    plan.n = cpu::plan_fft_line(K, in.height, col);
-    plan.m = cpu::plan_fft_line(L, in.width);
+    kernels::FftSeparablePlan plan;
+    plan.n = kernels::plan_fft_line(K, in.height, col);
+    plan.m = kernels::plan_fft_line(L, in.width);
     if (plan.n > 0 && plan.m > 0) {
       plan.h = plan.n - K + 1;
       plan.w = plan.m - L + 1;
@@ -64,7 +66,7 @@ SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
       c.block_rows = plan.n;
       c.block_cols = plan.m;
       Cost fft = c.work;
-      fft.fft_work = cpu::fft_separable_work(plan, K, L, in.height, in.width);
+      fft.fft_work = kernels::fft_separable_work(plan, K, L, in.height, in.width);
       fft.cpu_fft = true;
       c.cpu_fft = cpu_ns_per_sample(fft);
       // The model has no sample type: 8- and 16-bit samples cost the direct sum about 1.35x a
@@ -88,7 +90,7 @@ SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
         g.kind = Cost::Kind::conv2d;
         g.cuda_fft = true;
         g.fft_work_cuda =
-            cpu::fft_work_per_sample(plan, in.height, in.width, cpu::kCufftWorkPolicy);
+            kernels::fft_work_per_sample(plan, in.height, in.width, kernels::kCufftWorkPolicy);
         c.cuda_fft = cuda_ns_per_sample(g);
         c.cuda_uses_fft = p.method == ConvMethod::fft || c.cuda_fft < c.cuda_direct;
         if (c.cuda_uses_fft) {
@@ -105,20 +107,20 @@ namespace {
 
 class SeparableCpuKernel final : public CpuKernel {
  public:
-  explicit SeparableCpuKernel(const cpu::SeparableArgs& base) : base_(base) {}
+  explicit SeparableCpuKernel(const kernels::SeparableArgs& base) : base_(base) {}
   void run(const CpuBand& b) override {
-    cpu::SeparableArgs a = base_;
+    kernels::SeparableArgs a = base_;
     detail::set_band(a, b, b.halo - a.ry);  // the halo is the FFT's where the CPU would take it
-    cpu::separable_band(a);
+    kernels::separable_band(a);
   }
 
  private:
-  cpu::SeparableArgs base_;
+  kernels::SeparableArgs base_;
 };
 
 class Separable final : public Operation {
  public:
-  Separable(const ImageSpec& in, const SeparableParams& p, const PipelineOptions& o)
+  Separable(const ImageSpec& in, const SeparableParams& p, const EngineOptions& o)
       : params_(p),
         out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type)},
         row_taps_(correlation_taps(p.filter.row)),
@@ -132,9 +134,9 @@ class Separable final : public Operation {
                                         std::to_string(p.filter.col.size()) +
                                         " taps: use --method direct");
     if (uses_fft()) {
-      plan_ = cpu::FftSeparablePlan{costs_.block_rows, costs_.block_cols,
-                                    costs_.block_rows - std::int64_t(p.filter.col.size()) + 1,
-                                    costs_.block_cols - std::int64_t(p.filter.row.size()) + 1};
+      plan_ = kernels::FftSeparablePlan{costs_.block_rows, costs_.block_cols,
+                                        costs_.block_rows - std::int64_t(p.filter.col.size()) + 1,
+                                        costs_.block_cols - std::int64_t(p.filter.row.size()) + 1};
       detail::set_images(fft_args_, in, out_spec_, p.border, p.border_value);
     }
     detail::set_images(args_, in, out_spec_, p.border, p.border_value);
@@ -167,7 +169,7 @@ class Separable final : public Operation {
   // band on the block grid only the taps' rows, any other band up to a block more. CUDA's direct
   // kernel reads the ry rows next to its band of these (separable_cuda.cpp).
   std::int64_t halo() const override {
-    return uses_fft() ? cpu::fft_halo(2 * args_.ry + 1, plan_) : args_.ry;
+    return uses_fft() ? kernels::fft_halo(2 * args_.ry + 1, plan_) : args_.ry;
   }
   std::int64_t row_grid() const override { return uses_fft() ? plan_.h : 1; }
   std::int64_t grid_halo() const override { return args_.ry; }
@@ -181,17 +183,17 @@ class Separable final : public Operation {
 
   std::size_t cpu_scratch_bytes(std::int64_t band_rows) const override {
     if (costs_.cpu_uses_fft)  // the shared spectra counted with each thread: a bound
-      return cpu::FftSeparable::thread_bytes(plan_, band_rows, halo(), args_.f64) +
-             cpu::FftSeparable::shared_bytes(plan_, args_.f64);
-    cpu::SeparableArgs a = args_;
+      return kernels::FftSeparable::thread_bytes(plan_, band_rows, halo(), args_.f64) +
+             kernels::FftSeparable::shared_bytes(plan_, args_.f64);
+    kernels::SeparableArgs a = args_;
     a.out_rows = band_rows;
-    return cpu::separable_scratch_bytes(a);
+    return kernels::separable_scratch_bytes(a);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     if (costs_.cpu_uses_fft)
-      return std::make_unique<detail::FftBandKernel<cpu::FftSeparable>>(
-          std::make_shared<const cpu::FftSeparable>(params_.filter.row, params_.filter.col, plan_,
-                                                    args_.f64),
+      return std::make_unique<detail::FftBandKernel<kernels::FftSeparable>>(
+          std::make_shared<const kernels::FftSeparable>(params_.filter.row, params_.filter.col,
+                                                        plan_, args_.f64),
           fft_args_);
     return std::make_unique<SeparableCpuKernel>(args_);
   }
@@ -204,7 +206,7 @@ class Separable final : public Operation {
   // sums differ in the last bit (f64 images, radius 3).
   // The FFT rounds otherwise.
   bool cpu_gives_cuda_bits() const override {
-    return !uses_fft() && !args_.f64 && std::string_view(cpu::separable_isa()) != "baseline";
+    return !uses_fft() && !args_.f64 && std::string_view(kernels::separable_isa()) != "baseline";
   }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
 #if defined(OOC_HAVE_CUDA)
@@ -249,7 +251,7 @@ class Separable final : public Operation {
                                                     : ", direct on CUDA";
     if (!costs_.cpu_uses_fft) return std::string("direct") + model + (uses_fft() ? cuda : "");
     return "FFT on the CPU (overlap-save, blocks of " + std::to_string(plan_.m) + " along x, " +
-           std::to_string(plan_.n) + " along y, " + cpu::fft_library() + model + ")" + cuda;
+           std::to_string(plan_.n) + " along y, " + kernels::fft_library() + model + ")" + cuda;
   }
   bool uses_fft() const {
     return costs_.cpu_uses_fft || costs_.cuda_uses_fft;
@@ -266,16 +268,101 @@ class Separable final : public Operation {
   ImageSpec out_spec_;
   std::vector<double> row_taps_, col_taps_;
   SeparableCosts costs_;
-  cpu::SeparableArgs args_;
-  cpu::FftSeparablePlan plan_;
-  cpu::FftConvArgs fft_args_;
+  kernels::SeparableArgs args_;
+  kernels::FftSeparablePlan plan_;
+  kernels::FftConvArgs fft_args_;
 };
 
 }  // namespace
 
 std::unique_ptr<Operation> make_separable(const ImageSpec& input, const SeparableParams& params,
-                                          const PipelineOptions& options) {
+                                          const EngineOptions& options) {
   return std::make_unique<Separable>(input, params, options);
+}
+
+namespace detail {
+namespace {
+
+// The taps of the separable stages, one definition for the builders and for the tools' options.
+SeparableFilter taps_of(const std::string& stage, const StageArgs& a) {
+  if (stage == "gaussian") {
+    const double sigma = a.number("sigma");
+    const std::int64_t r = a.has("radius") ? a.integer("radius") : gaussian_radius(sigma);
+    auto t = gaussian_taps(r, sigma);
+    return {t, t};
+  }
+  if (stage == "uniform") {
+    const std::int64_t size = a.integer("size");
+    if (size % 2 == 0)
+      throw Error(ErrorKind::usage,
+                  a.at() + ": size must be odd (2R+1), got " + std::to_string(size));
+    auto t = box_taps(size / 2);
+    return {t, t};
+  }
+  if (stage == "correlate1d") {
+    const auto t = correlation_taps(a.taps("taps"));  // to convolution order
+    return a.integer("axis") == 1 ? SeparableFilter{t, {1.0}} : SeparableFilter{{1.0}, t};
+  }
+  if (stage == "separable") return {a.taps("row"), a.taps("col")};
+  throw Error(ErrorKind::usage, a.at() + ": not a separable filter stage");
+}
+
+}  // namespace
+
+// The separable linear filters as pipeline stages: gaussian, uniform, correlate1d, separable.
+std::vector<StageEntry> separable_stages() {
+  using Kind = StageParam::Kind;
+  // 3 sigma, the default radius, stays within the largest radius.
+  constexpr double kMaxSigma = kMaxStageRadius / 3;
+  const StageParam sigma =
+      number_param("sigma", std::nullopt, 0, true, "Gaussian sigma, pixels", kMaxSigma);
+  const StageParam radius = computed(integer_param("radius", std::nullopt, 0, kMaxStageRadius,
+                                                   "taps 2R+1 (default ceil(3 sigma))"),
+                                     "auto");
+  const StageParam method = other_param("method", Kind::text, std::string("auto"),
+                                        "auto (a cost model), direct or fft (1-D overlap-save "
+                                        "blocks along rows, then columns; CPU only)");
+  auto separable_builder = [](std::string stage) {
+    return [stage](const StageContext& c) {
+      return BuiltStage{c.separable(c.in, taps_of(stage, c.args), c.out(), method_of(c.args))};
+    };
+  };
+  std::vector<StageEntry> s;
+  s.push_back({{"gaussian",
+                "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3)",
+                {sigma, radius, method}},
+               separable_builder("gaussian")});
+  s.push_back(
+      {{"uniform",
+        "mean over an N x N window (scipy.ndimage.uniform_filter)",
+        {integer_param("size", std::nullopt, 1, 2 * kMaxStageRadius + 1, "window side N, odd"),
+         method}},
+       separable_builder("uniform")});
+  s.push_back(
+      {{"correlate1d",
+        "1-D correlation along one axis (scipy.ndimage.correlate1d)",
+        {other_param("taps", Kind::taps, std::nullopt, "weights a,b,c (an odd count)"),
+         integer_param("axis", 1, 0, 1, "0: along columns (y), 1: along rows (x)"), method}},
+       separable_builder("correlate1d")});
+  s.push_back({{"separable",
+                "row taps along x, then column taps along y (scipy.ndimage.convolve1d)",
+                {other_param("row", Kind::taps, std::vector<double>{1.0},
+                             "taps along x, convolution order"),
+                 other_param("col", Kind::taps, std::vector<double>{1.0},
+                             "taps along y, convolution order"),
+                 method}},
+               separable_builder("separable")});
+  for (StageEntry& e : s) e.decl.takes_convert = true;
+  return s;
+}
+
+}  // namespace detail
+
+SeparableFilter stage_taps(const StageCall& call) {
+  const detail::StageEntry* e = detail::find_stage(call.name);
+  if (!e) throw Error(ErrorKind::usage, "unknown stage '" + call.name + "'");
+  check_stage_call(call, call.name);
+  return detail::taps_of(call.name, detail::StageArgs(call, e->decl, call.name));
 }
 
 }  // namespace ooc

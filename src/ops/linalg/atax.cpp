@@ -107,7 +107,7 @@ class ProductCpu final : public CpuKernel {
 
   void leaf(const CpuBand& b, std::int64_t l, double* y) const {
     const std::int64_t r0 = l * leaf_, rows = std::min(leaf_, b.band.rows - r0);
-    cpu::LeafArgs args;
+    kernels::LeafArgs args;
     args.rows = b.rows + b.halo + r0;
     args.rows_n = rows;
     args.cols = a_.width;
@@ -131,14 +131,14 @@ class ProductCpu final : public CpuKernel {
       // One column: a single pass, as the leaf's rows are still in cache (leaves of a band and
       // bands in flight keep the threads busy).
       if (kp_ == 1 && p_.kind == ProductKind::atax) {
-        cpu::atax_leaf_fused(args);
+        kernels::atax_leaf_fused(args);
         return search_t(b, r0, rows, t.data());
       }
-      cpu::atax_leaf_t(args);
+      kernels::atax_leaf_t(args);
       search_t(b, r0, rows, t.data());
     }
     if (p_.kind == ProductKind::ax) return store_t(b, r0, rows, t.data());
-    cpu::atax_leaf_y(args);
+    kernels::atax_leaf_y(args);
     if (p_.kind == ProductKind::atx) search_y(b, r0, rows, y);
   }
 
@@ -212,7 +212,7 @@ class ProductCpu final : public CpuKernel {
 class Product final : public MatrixProductOp {
  public:
   Product(const ImageSpec& a, ProductParams p)
-      : a_(a), p_(std::move(p)), kp_(cpu::atax_padded_k(p_.k, p_.f32)) {
+      : a_(a), p_(std::move(p)), kp_(kernels::atax_padded_k(p_.k, p_.f32)) {
     leaf_ = p_.leaf_rows > 0 ? p_.leaf_rows : default_leaf_rows(a_);
     const std::int64_t rows_x = product_x_rows(a_, p_.kind);
     x_.assign(static_cast<std::size_t>(rows_x) * kp_, 0.0);

@@ -87,7 +87,7 @@ class RankKernel final : public CpuKernel {
     // time), the two vectors at the row's edges from pieces padded by the border rule.
     if (!w_.mask && C == 1 && Nx == Ny && (Nx == 3 || Nx == 5) && w_.x.left == Nx / 2 &&
         rank_ == Nx * Nx / 2) {
-      const std::int64_t L = cpu::median_network_lanes(sizeof(T)), h = Nx / 2;
+      const std::int64_t L = kernels::median_network_lanes(sizeof(T)), h = Nx / 2;
       if (L <= kMaxDirectLanes && W >= 2 * L + Nx) {
         std::vector<T> constant;  // the rows of a constant border
         for (std::int64_t k = 0; k < m && constant.empty(); ++k)
@@ -111,7 +111,7 @@ class RankKernel final : public CpuKernel {
             }
             lp[k] = left[k], rp[k] = right[k];
           }
-          cpu::median_network_row_direct(n, r, lp, rp, W, reinterpret_cast<T*>(b.out.row(i)));
+          kernels::median_network_row_direct(n, r, lp, rp, W, reinterpret_cast<T*>(b.out.row(i)));
         });
         return;
       }
@@ -168,24 +168,24 @@ class RankKernel final : public CpuKernel {
       return;
     }
     // The 5 x 5 median of every type: a selection network on vectors of adjacent columns.
-    if (Nx == 5 && Ny == 5 && rank_ == 12 && W >= cpu::median_network_min_width(sizeof(T))) {
+    if (Nx == 5 && Ny == 5 && rank_ == 12 && W >= kernels::median_network_min_width(sizeof(T))) {
       tbb::parallel_for(std::int64_t{0}, rows * C, [&](std::int64_t job) {
         const std::int64_t i = job / C, c = job % C;
         const T* r[5];
         for (int k = 0; k < 5; ++k) r[k] = p.row(c, i + k, m);
-        cpu::median_network_row(5, r, W, reinterpret_cast<T*>(b.out.row(i)) + c, C);
+        kernels::median_network_row(5, r, W, reinterpret_cast<T*>(b.out.row(i)) + c, C);
       });
       return;
     }
     // The 3 x 3 median of every type: the 19-exchange network, NaN-aware as the 5 x 5's (the
     // column sort below would let a NaN through; nth_element took 7x the 5 x 5's time). For 8-
     // and 16-bit integers too: the column sort took 2.5x the 5 x 5 network's time there.
-    if (Nx == 3 && Ny == 3 && rank_ == 4 && W >= cpu::median_network_min_width(sizeof(T))) {
+    if (Nx == 3 && Ny == 3 && rank_ == 4 && W >= kernels::median_network_min_width(sizeof(T))) {
       tbb::parallel_for(std::int64_t{0}, rows * C, [&](std::int64_t job) {
         const std::int64_t i = job / C, c = job % C;
         const T* r[3];
         for (int k = 0; k < 3; ++k) r[k] = p.row(c, i + k, m);
-        cpu::median_network_row(3, r, W, reinterpret_cast<T*>(b.out.row(i)) + c, C);
+        kernels::median_network_row(3, r, W, reinterpret_cast<T*>(b.out.row(i)) + c, C);
       });
       return;
     }

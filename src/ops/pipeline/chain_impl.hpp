@@ -1,5 +1,6 @@
-// What the pipeline's CPU side (chain.cpp) and CUDA side (chain_cuda.cpp) share: the rows each
-// stage computes for a band, and the factories of the CUDA kernels.
+// What the pipeline's parser, plan, CPU side (chain.cpp) and CUDA side (chain_cuda.cpp) share: the
+// rows each stage computes for a band, the fused operation's factory, and those of the CUDA
+// kernels.
 #pragma once
 
 #include <cstddef>
@@ -15,15 +16,15 @@
 
 #include "kernels/cpu/point/pointwise.hpp"
 #include "ooc/border.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/image.hpp"
-#include "ooc/pipeline.hpp"
-
-namespace ooc {
-// "N" or "HxW" (1 to 2^20 each): a window's rows and columns; none when malformed.
-std::optional<std::pair<std::int64_t, std::int64_t>> parse_window(const std::string& text);
-}  // namespace ooc
 
 namespace ooc::detail {
+
+// "stage 2 (median)": how messages name a stage of a pipeline (index from 0).
+inline std::string stage_at(std::size_t index, const std::string& name) {
+  return "stage " + std::to_string(index + 1) + " (" + name + ")";
+}
 
 struct ChainStage {
   Operation* op = nullptr;  // a histogram's merge() takes the band's counts
@@ -61,6 +62,10 @@ struct ChainGeometry {
 // this geometry for a band that carries less than g's halo().
 ChainGeometry on_grid(const ChainGeometry& g);
 
+// The operation of a pass: the stages of g fused per band, writing an image of `out` (none: the
+// last stage is a reduction), described as `what`.
+std::unique_ptr<Operation> make_chain(ChainGeometry g, std::optional<ImageSpec> out,
+                                      std::string what);
 // The fused kernels of a chain (stages [0, n) of g, the last writing the band's output).
 std::unique_ptr<CpuKernel> make_chain_cpu(const ChainGeometry& g);
 std::unique_ptr<CudaKernel> make_chain_cuda(const std::vector<int>& devices,

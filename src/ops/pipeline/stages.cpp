@@ -9,12 +9,12 @@
 namespace ooc {
 namespace detail {
 
-StageParam number_param(std::string name, std::string fallback, double min, bool open,
+StageParam number_param(std::string name, std::optional<double> fallback, double min, bool open,
                         std::string help, double max) {
   StageParam p;
   p.name = std::move(name);
   p.kind = StageParam::Kind::number;
-  p.fallback = std::move(fallback);
+  if (fallback) p.fallback = *fallback;
   p.min = min;
   p.max = max;
   p.min_open = open;
@@ -22,16 +22,16 @@ StageParam number_param(std::string name, std::string fallback, double min, bool
   return p;
 }
 
-StageParam integer_param(std::string name, std::string fallback, double min, double max,
-                         std::string help) {
-  StageParam p =
-      number_param(std::move(name), std::move(fallback), min, false, std::move(help), max);
+StageParam integer_param(std::string name, std::optional<std::int64_t> fallback, double min,
+                         double max, std::string help) {
+  StageParam p = number_param(std::move(name), std::nullopt, min, false, std::move(help), max);
   p.kind = StageParam::Kind::integer;
+  if (fallback) p.fallback = *fallback;
   return p;
 }
 
-StageParam other_param(std::string name, StageParam::Kind kind, std::string fallback,
-                       std::string help) {
+StageParam other_param(std::string name, StageParam::Kind kind,
+                       std::optional<StageValue> fallback, std::string help) {
   StageParam p;
   p.name = std::move(name);
   p.kind = kind;
@@ -40,22 +40,46 @@ StageParam other_param(std::string name, StageParam::Kind kind, std::string fall
   return p;
 }
 
-bool StageArgs::has(const std::string& key) const {
-  for (const auto& [k, v] : c_.args)
-    if (k == key) return true;
-  return false;
+StageParam computed(StageParam p, std::string how) {
+  p.computed = std::move(how);
+  return p;
+}
+
+const StageValue& StageArgs::value(const std::string& key) const {
+  if (const StageValue* v = c_.get(key)) return *v;
+  for (const StageParam& p : d_.params)
+    if (p.name == key && p.fallback) return *p.fallback;
+  throw Error(ErrorKind::usage, at_ + ": " + key + " is required");
+}
+
+double StageArgs::number(const std::string& key) const {
+  const StageValue& v = value(key);
+  if (const std::int64_t* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+  return std::get<double>(v);
+}
+
+std::int64_t StageArgs::integer(const std::string& key) const {
+  const StageValue& v = value(key);
+  if (const double* d = std::get_if<double>(&v)) return static_cast<std::int64_t>(*d);
+  return std::get<std::int64_t>(v);
+}
+
+const std::vector<double>& StageArgs::taps(const std::string& key) const {
+  return std::get<std::vector<double>>(value(key));
+}
+
+SampleType StageArgs::type(const std::string& key) const {
+  return std::get<SampleType>(value(key));
+}
+
+StageSize StageArgs::size(const std::string& key) const {
+  return std::get<StageSize>(value(key));
 }
 
 std::string StageArgs::text(const std::string& key) const {
-  for (const auto& [k, v] : c_.args)
-    if (k == key) return v;
-  for (const StageParam& p : d_.params)
-    if (p.name == key) return p.fallback;
-  return "";
-}
-
-std::vector<double> StageArgs::taps(const std::string& key) const {
-  return parse_taps(text(key), at_);
+  const StageValue& v = value(key);
+  if (const std::string* s = std::get_if<std::string>(&v)) return *s;
+  return format_stage_value(v);
 }
 
 const std::string& StageArgs::call_text() const {
@@ -84,11 +108,6 @@ std::unique_ptr<Operation> StageContext::gaussian(const ImageSpec& input, double
   return separable(input, SeparableFilter{t, t}, to);
 }
 
-std::int64_t gaussian_radius(double sigma) {
-  // 1e-9: a sigma of k/3 typed in decimal (3 x 0.3333333333333334 is just over 1) is radius k.
-  return static_cast<std::int64_t>(std::ceil(3.0 * sigma - 1e-9));
-}
-
 std::string exact_number(double v) {
   char s[64];
   std::snprintf(s, sizeof s, "%.17g", v);
@@ -98,8 +117,8 @@ std::string exact_number(double v) {
 const std::vector<StageEntry>& stage_registry() {
   static const std::vector<StageEntry> all = [] {
     std::vector<StageEntry> r;
-    for (auto family : {filter_stages, combine_stages, point_stages, minmax_stages,
-                        morphology_stages, rank_stages, equalize_stages})
+    for (auto family : {separable_stages, conv2d_stages, combine_stages, point_stages,
+                        minmax_stages, morphology_stages, rank_stages, equalize_stages})
       for (StageEntry& e : family()) r.push_back(std::move(e));
     return r;
   }();

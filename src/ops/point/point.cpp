@@ -84,8 +84,8 @@ std::vector<StageEntry> point_stages() {
   std::vector<StageEntry> s;
   s.push_back({{"scale",
                 "mul x + add",
-                {number_param("mul", "1", -kInf, false, "factor"),
-                 number_param("add", "0", -kInf, false, "offset")}},
+                {number_param("mul", 1.0, -kInf, false, "factor"),
+                 number_param("add", 0.0, -kInf, false, "offset")}},
                [point](const StageContext& c) {
                  return point(c, PointKind::scale, c.args.number("mul"), c.args.number("add"),
                               c.acc());
@@ -94,8 +94,8 @@ std::vector<StageEntry> point_stages() {
                [point](const StageContext& c) { return point(c, PointKind::abs, 0, 0, c.acc()); }});
   s.push_back({{"clamp",
                 "values below min become min, above max become max",
-                {number_param("min", "", -kInf, false, "lower bound"),
-                 number_param("max", "", -kInf, false, "upper bound")}},
+                {number_param("min", std::nullopt, -kInf, false, "lower bound"),
+                 number_param("max", std::nullopt, -kInf, false, "upper bound")}},
                [point](const StageContext& c) {
                  if (c.args.number("min") > c.args.number("max"))
                    throw Error(ErrorKind::usage, c.args.at() + ": min " + c.args.text("min") +
@@ -105,15 +105,15 @@ std::vector<StageEntry> point_stages() {
                }});
   s.push_back({{"threshold",
                 "1 where x > value, else 0",
-                {number_param("value", "", -kInf, false, "threshold")}},
+                {number_param("value", std::nullopt, -kInf, false, "threshold")}},
                [point](const StageContext& c) {
                  return point(c, PointKind::threshold, c.args.number("value"), 0, c.acc());
                }});
   s.push_back({{"convert",
                 "to another sample type, rounding half to even and saturating",
-                {other_param("type", StageParam::Kind::type, "", "u8 u16 i16 u32 i32 f32 f64")}},
+                {other_param("type", StageParam::Kind::type, std::nullopt, "u8 u16 i16 u32 i32 f32 f64")}},
                [point](const StageContext& c) {
-                 return point(c, PointKind::convert, 0, 0, parse_sample_type(c.args.text("type")));
+                 return point(c, PointKind::convert, 0, 0, c.args.type("type"));
                }});
   s.back().decl.sets_type = true;
   return s;

@@ -12,7 +12,7 @@
 
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc::detail {
 

@@ -10,7 +10,7 @@
 
 #include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "staging.hpp"
 
 namespace ooc {
@@ -79,7 +79,7 @@ std::string format_need(double bytes) {
 constexpr std::size_t kDeviceBytesSure = std::size_t{2} << 30;
 
 BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>& ops,
-                    const Backend& backend, const PipelineOptions& o, const Source* source,
+                    const Backend& backend, const EngineOptions& o, const Source* source,
                     const Sink* sink) {
   if (ops.empty()) throw Error(ErrorKind::usage, "a job needs at least one operation");
   BandPlan plan;

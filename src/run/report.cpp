@@ -1,12 +1,14 @@
-// --stats json (see stats.hpp).
-#include "stats.hpp"
+// The facts of a run and the --stats json schema (ooc/run.hpp), for every front end.
+#include <nlohmann/json.hpp>
+
+#include "ooc/run.hpp"
 
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
 
-namespace ooc::cli {
+namespace ooc {
 
 std::size_t peak_rss_bytes() {
   // VmHWM belongs to this program's address space; ru_maxrss carries over the high-water mark of
@@ -32,6 +34,7 @@ RunReport run_report(Job& job, const std::string& operation, const RunStats& sta
   r.in = job.source().spec();
   r.output_path = job.options().output;
   if (job.sink()) r.output_type = std::string(name(job.sink()->spec().type));
+  if (job.sink()) r.output_description = job.sink()->describe();
   r.input_io = r.input_path.rfind("synth:", 0) == 0 ? "generated" : job.source().io_method();
   if (job.sink()) r.output_io = job.sink()->io_method();
   if (job.sink()) r.output_predictor = job.sink()->predictor();
@@ -45,7 +48,7 @@ RunReport run_report(Job& job, const std::string& operation, const RunStats& sta
   return r;
 }
 
-nlohmann::json stats_json(const RunReport& r) {
+std::string stats_json(const RunReport& r, const std::string& extra_json) {
   const RunStats& st = r.stats;
   const BandPlan& plan = r.plan;
   const double secs = st.seconds > 0 ? st.seconds : 1e-9;
@@ -88,7 +91,8 @@ nlohmann::json stats_json(const RunReport& r) {
                      {"streaming_input_mb_per_s", double(st.bytes_read) / stream_s / 1e6}};
   j["pixels"] = st.pixels;
   j["peak_rss_bytes"] = peak_rss_bytes();
-  return j;
+  if (!extra_json.empty()) j.update(nlohmann::json::parse(extra_json));
+  return j.dump(2);
 }
 
-}  // namespace ooc::cli
+}  // namespace ooc

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "ooc/error.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "staging.hpp"
 #include "trace.hpp"
 
@@ -36,6 +36,8 @@ double seconds_since(Clock::time_point t0) {
 
 // Set from signal handlers: it must be a lock-free atomic to be touched there.
 std::atomic<bool> g_stop{false};
+// Read by a signal handler: lock-free, as g_stop.
+std::atomic<bool> g_stop_on_signals{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
 // One ring slot. Slots are reused round robin: band i uses slot i % slots, which is safe because
@@ -109,6 +111,12 @@ void request_stop() noexcept {
 }
 bool stop_requested() noexcept {
   return g_stop.load(std::memory_order_relaxed);
+}
+void set_stop_on_signals(bool on) noexcept {
+  g_stop_on_signals.store(on, std::memory_order_relaxed);
+}
+bool stops_on_signals() noexcept {
+  return g_stop_on_signals.load(std::memory_order_relaxed);
 }
 
 namespace detail {

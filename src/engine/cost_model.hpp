@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "ooc/cost.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc::detail {
 

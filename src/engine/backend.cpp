@@ -12,17 +12,18 @@
 #include "kernels/cpu/convolution/separable.hpp"
 #include "ooc/error.hpp"
 #include "ooc/limits.hpp"
-#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
 #include "staging.hpp"
 
 namespace ooc {
 
 const char* cpu_kernels_isa() noexcept {
-  return cpu::separable_isa();
+  return kernels::separable_isa();
 }
 
 std::string Backend::describe() const {
-  if (!cuda || (start && start->failed())) return std::string("cpu (") + cpu::separable_isa() + ")";
+  if (!cuda || (start && start->failed()))
+    return std::string("cpu (") + kernels::separable_isa() + ")";
   std::string s = "cuda:";
   for (std::size_t i = 0; i < devices.size(); ++i) {
     if (i > 0) s += ',';

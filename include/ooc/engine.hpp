@@ -1,0 +1,299 @@
+// The out-of-core engine: a band plan under a memory limit, and the TBB pipeline that walks an
+// image band by band (read in order -> compute in parallel -> write in order) through a ring of
+// slots. The engine owns the staging (mapped rows on the CPU; pinned and device buffers, streams
+// and copies on a GPU); an Operation brings only its math: the halo it needs, its output (an
+// image, or none), its kernels on a band, and optionally a reduction merged in band order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ooc/border.hpp"
+#include "ooc/cost.hpp"
+#include "ooc/detail/cuda_start.hpp"
+#include "ooc/image.hpp"
+#include "ooc/io.hpp"
+#include "ooc/limits.hpp"  // default_mem_limit, default_threads: EngineOptions' zeros
+
+namespace ooc {
+
+// Tuning numbers live here and nowhere else; zeros mean "derive from the machine and the image".
+struct EngineOptions {
+  std::size_t mem_limit = 0;   // bytes for the whole ring; 0: default_mem_limit()
+  int threads = 0;             // 0: default_threads()
+  std::int64_t band_rows = 0;  // 0: planned
+  int slots = 0;               // 0: the operation's preference (CPU: threads + 2)
+  // Largest slot the planner picks on its own. Small slots keep the working set in cache and the
+  // resident memory low; the halo (2 x radius rows recomputed per band) argues for tall bands.
+  std::size_t target_slot_bytes = std::size_t{12} << 20;
+  std::int64_t min_rows_per_halo = 4;  // aim for band_rows >= 4 x halo rows when memory allows
+  std::int64_t strip_samples = 512;    // CPU kernels: column strip width, in samples (L2-sized)
+  // The rows a job covers, [row_begin, row_end); row_end 0: to the bottom. A part of a
+  // multi-process run, or what is left of a resumed one.
+  std::int64_t row_begin = 0, row_end = 0;
+  // CUDA backend: bands the CPU filters while CUDA starts. -1: every band until the GPU is ready
+  // (when the memory limit leaves room for CPU buffers too); 0: none, wait for the GPU; N: the
+  // first N bands, then wait.
+  std::int64_t cpu_start_bands = -1;
+};
+// The engine options' former name, kept for programs built against it.
+using PipelineOptions = EngineOptions;
+
+// Asks every running Engine to stop taking new bands: the bands in flight are finished and
+// written, then run() returns with RunStats::stopped set. Async-signal-safe (a lock-free atomic),
+// for SIGTERM/SIGINT handlers.
+void request_stop() noexcept;
+bool stop_requested() noexcept;
+// Whether SIGINT and SIGTERM should request_stop() rather than end the process: set by the job
+// runner for a front end that asks for it (JobSpec::stop_on_signals), read by its handler.
+void set_stop_on_signals(bool on) noexcept;
+bool stops_on_signals() noexcept;
+
+// A region of the image: output rows [y0, y0 + rows) of plane z. Images have one plane; a stack
+// of planes will be walked plane by plane with kernels unchanged (docs/design.md).
+struct Band {
+  std::int64_t index = 0;
+  std::int64_t y0 = 0;    // first output row
+  std::int64_t rows = 0;  // output rows
+  std::int64_t z = 0;     // plane
+};
+
+// One band as an operation's CPU kernel sees it.
+struct CpuBand {
+  Band band;
+  // band.rows + 2 * halo input rows, from image row band.y0 - halo on, through the border rule;
+  // a null row is a row of the constant border. Columns outside the image are the kernel's
+  // business (the border rule by index mapping).
+  const std::byte* const* rows = nullptr;
+  std::int64_t halo = 0;
+  ImageSpec in;
+  BandView out;                  // band.rows rows of the output; data is null without an output
+  std::byte* partial = nullptr;  // Operation::partial_bytes() for this band, or null
+  int slot = 0;                  // the ring slot holding the band (see CpuKernel::start)
+};
+
+// One band on a GPU, in device memory, for an operation's CUDA kernels.
+struct CudaBand {
+  Band band;
+  const std::byte* in = nullptr;  // band.rows + 2 * halo rows, as in CpuBand, except that rows of
+  std::size_t in_stride = 0;      // the constant border are left unset: the kernels know them
+  std::int64_t halo = 0;          // from first_row (image row of input row 0) and the height
+  std::int64_t first_row = 0;
+  ImageSpec in_spec;
+  std::byte* out = nullptr;  // band.rows rows, or null without an output
+  std::size_t out_stride = 0;
+  std::byte* partial = nullptr;  // zeroed before the kernels; copied back after them
+  std::byte* scratch = nullptr;  // Operation::cuda_scratch_bytes(band rows)
+  int device = 0;
+  void* stream = nullptr;  // the slot's cudaStream_t: every launch goes there
+  int slot = 0;            // the ring slot holding the band (see CudaKernel::start)
+};
+
+// A GPU slot as its kernel's start and stop see it.
+struct CudaSlotInfo {
+  int slot = 0;
+  int device = 0;          // current while start and stop run
+  void* stream = nullptr;  // the slot's cudaStream_t, the same for every band of the slot
+};
+
+// Per-slot state: a slot holds one band at a time, so what a kernel keeps per slot (buffers,
+// library handles, plans) is used by one band at a time and needs no lock. The engine calls
+// start(slot) once before any band of that slot in a run, and stop(slot) for every started slot
+// when the run ends (also when it fails), never at the same time as run() or another start/stop.
+// Kernels that hold other kernels pass both on.
+class CpuKernel {
+ public:
+  virtual ~CpuKernel() = default;
+  virtual void start(int /*slot*/) {}
+  // Called from several threads at once, for different bands; may use TBB inside.
+  virtual void run(const CpuBand& band) = 0;
+  virtual void stop(int /*slot*/) {}
+};
+
+// As CpuKernel, start and stop once per slot, on the slot's device; start, run_async and stop are
+// called from one thread at a time.
+class CudaKernel {
+ public:
+  virtual ~CudaKernel() = default;
+  virtual void start(const CudaSlotInfo& /*slot*/) {}
+  // Enqueues the band's work on band.stream and returns at once.
+  virtual void run_async(const CudaBand& band) = 0;
+  virtual void stop(const CudaSlotInfo& /*slot*/) {}
+};
+
+// An operation: what it needs and makes, and its math. Adding one is this class, its kernels and
+// its command line; the engine does the rest.
+class Operation {
+ public:
+  virtual ~Operation() = default;
+  virtual std::string describe() const = 0;
+  // What makes the output's bytes, exactly (describe() rounds and leaves values out): a resumed
+  // run or a part with another fingerprint would mix two results in one file.
+  virtual std::string fingerprint() const { return describe(); }
+  virtual std::optional<ImageSpec> output() const = 0;  // none: a reduction only
+  virtual std::int64_t halo() const { return 0; }       // rows of context above and below
+  virtual BorderMode border() const { return BorderMode::reflect; }
+  // A reduction: each band fills partial_bytes() bytes; merge() takes them serially, in band
+  // order, so the result does not depend on band height, slots, threads or devices.
+  virtual std::size_t partial_bytes() const { return 0; }
+  virtual void merge(const std::byte* /*partial*/, const Band& /*band*/) {}
+  // Memory the kernels need besides the band: per CPU thread, and per GPU slot on the device.
+  virtual std::size_t cpu_scratch_bytes(std::int64_t /*band_rows*/) const { return 0; }
+  virtual std::size_t cuda_scratch_bytes(std::int64_t /*band_rows*/) const { return 0; }
+  // The band height the operation takes instead of `rows` (the planned or asked one) when the job
+  // covers `span` rows: a reduction whose sums must not depend on the band height rounds it to
+  // whole subtrees of its summation tree. The planner checks that the result fits.
+  virtual std::int64_t fit_band_rows(std::int64_t rows, std::int64_t /*span*/) const {
+    return rows;
+  }
+  // An operation that computes its outputs in blocks of rows fixed in image coordinates (the FFT's
+  // tile rows) needs halo() rows for any band, but only grid_halo() for a band that starts at a
+  // multiple of row_grid() and ends at one or at the image's end. The planner aligns the bands so
+  // where the job's rows allow (BandPlan::grid, band_halo).
+  virtual std::int64_t row_grid() const { return 1; }
+  virtual std::int64_t grid_halo() const { return halo(); }
+  virtual std::unique_ptr<CpuKernel> make_cpu() const = 0;
+  // Whether make_cuda() works: the operation has CUDA kernels and this build has CUDA.
+  virtual bool has_cuda() const { return false; }
+  // Whether the CPU kernel gives the CUDA kernels' bytes (outputs and partials): then the CUDA
+  // backend lets the CPU take bands while CUDA starts (--cpu-start auto) without the result
+  // depending on how long the start took.
+  virtual bool cpu_gives_cuda_bits() const { return false; }
+  // Uploads what the kernels need (taps, tables) to each device.
+  virtual std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& /*devices*/) const {
+    return nullptr;
+  }
+  // The work the kernels do per sample, for --device auto (select_backend): the cost model
+  // (cost_model.cpp) holds the times.
+  virtual Cost cost() const { return {}; }
+};
+
+// Where the bands are computed.
+struct Backend {
+  bool cuda = false;
+  std::vector<int> devices;      // CUDA devices the slots are spread over
+  std::string describe() const;  // "cpu (avx2+fma)", "cuda:0,1 (NVIDIA H200)"
+  std::string why;               // how it was chosen ("--device cpu", or auto's estimate)
+  // CUDA starting in the background (set by select_backend, for the Engine; opaque here), and
+  // whether the run goes on with the CPU if it fails (--device auto) instead of failing.
+  detail::CudaStartHandle start;
+  bool cpu_if_cuda_fails = false;
+  // The CUDA backend whose start failed, the run done on the CPU: its error.
+  std::string start_error() const;
+};
+// The size of a run, for --device auto's estimate.
+struct Workload {
+  std::uint64_t samples = 0;  // input samples each pass reads
+  std::uint64_t bytes = 0;    // input bytes each pass reads
+  int threads = 0;            // CPU threads (0: the default)
+};
+// `rows` rows of an image of `spec`, on `threads` threads (0: the default).
+Workload workload(const ImageSpec& spec, std::int64_t rows, int threads);
+// `device`: auto, cpu or cuda; `devices`: all, or a list like 0,1. auto picks CUDA when a GPU is
+// usable, every operation has a CUDA version and, given `work`, the estimated time on the GPUs
+// (start-up, then the slower of the copies and the kernels) is below the CPU's (see
+// estimate_seconds in cost_model.cpp). Throws a usage or device Error naming the problem.
+Backend select_backend(const std::string& device, const std::string& devices,
+                       const std::vector<const Operation*>& ops, const Workload* work = nullptr);
+int cuda_device_count() noexcept;  // 0 in a build without CUDA, or without a driver or device
+std::string cuda_device_name(int device);
+// The instruction set the CPU kernels run on here: "avx2+fma" or "baseline".
+const char* cpu_kernels_isa() noexcept;
+
+struct BandPlan {
+  std::int64_t band_rows = 0;
+  std::int64_t bands = 0;
+  std::int64_t row_begin = 0, row_end = 0;     // band i starts at row_begin + i x band_rows
+  std::int64_t first_band = 0, last_band = 0;  // a run covers [first_band, last_band)
+  int slots = 0;
+  int threads = 0;
+  std::size_t mem_limit = 0;
+  std::size_t ring_bytes = 0;  // what the plan expects to use, <= mem_limit
+  // Bands start at multiples of `grid` image rows and end at one or at the image's end: the
+  // operations' row_grid() where the job's rows start (and end) on it, else 1.
+  std::int64_t grid = 1;
+  // What each slot holds, the largest over the job's operations (halo: band_halo's).
+  std::int64_t halo = 0;
+  std::size_t out_row_bytes = 0, partial_bytes = 0, device_scratch_bytes = 0;
+  // CUDA: bands the CPU may filter while CUDA starts (EngineOptions::cpu_start_bands, 0 when
+  // the memory limit leaves no room for their buffers beside the pinned ring).
+  std::int64_t cpu_start_bands = 0;
+};
+
+// The plan for a job of one or several passes (`ops`, each over the same bands) on `backend`:
+// band height and slots under options.mem_limit, counting the staging, the kernels' scratch and
+// the buffers of `source` and `sink` (TIFF blocks). Throws a usage Error naming the memory needed
+// when not even one-row bands fit.
+BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>& ops,
+                    const Backend& backend, const EngineOptions& options,
+                    const Source* source = nullptr, const Sink* sink = nullptr);
+
+// The rows of context `op`'s bands carry under `plan`: op.grid_halo() where the plan's bands fall
+// on op's row grid, op.halo() otherwise.
+std::int64_t band_halo(const Operation& op, const BandPlan& plan);
+
+// Most worker threads --threads may ask for (more than the machine has is allowed: they run).
+inline constexpr int kMaxThreads = 1024;
+
+struct RunStats {
+  std::size_t bytes_read = 0;     // bytes of the input image read by the run
+  std::size_t bytes_written = 0;  // bytes of output written
+  std::int64_t pixels = 0;
+  double seconds = 0;          // wall clock, setup included
+  double setup_seconds = 0;    // before the first band (CPU: the slots' buffers), and on a GPU
+                               // the waits for CUDA's start and for slots being made
+  double read_seconds = 0;     // summed over the stage's calls
+  double compute_seconds = 0;  // summed over threads
+  double write_seconds = 0;
+  // GPU: reading the bands' rows into pinned memory (wall time, summed over slots), and the
+  // device's time for the copies in, the kernels and the copies out (summed over slots).
+  double pack_seconds = 0, h2d_seconds = 0, kernel_seconds = 0, d2h_seconds = 0;
+  std::int64_t rows_done = 0;  // output rows written, from the range's first row on, in order
+  std::int64_t cpu_bands = 0;  // CUDA backend: bands the CPU filtered while CUDA started
+  bool stopped = false;        // request_stop() ended the run before its last band
+};
+
+using ProgressFn = std::function<void(std::int64_t rows_done, std::int64_t rows_total)>;
+
+// A job's ring of slots over one source, made once (at the first run) and reused by every pass.
+class Engine {
+ public:
+  Engine(Source& source, Backend backend, BandPlan plan);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // One pass of `op` over bands [plan.first_band, plan.last_band): its output rows go to `sink`
+  // (required when op.output() has a value; the caller commits), its partials to op.merge().
+  // `op` must be one of the operations the plan was made for.
+  RunStats run(Operation& op, Sink* sink, const ProgressFn& progress = {});
+  const BandPlan& plan() const noexcept;
+  const Backend& backend() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The ranges of the count options (threads, band rows, slots) and the one message that refuses a
+// value outside them, for every front end (the tools' flags, the Python keywords).
+struct CountRange {
+  long long lo, hi;
+};
+inline constexpr CountRange kThreadsRange{1, ooc::kMaxThreads};
+inline constexpr CountRange kBandRowsRange{1, std::numeric_limits<std::int64_t>::max()};
+inline constexpr CountRange kSlotsRange{1, 1 << 16};
+
+// "must be a whole number from 1 to 1024, got '0'" (`given` as the user wrote it).
+inline std::string count_problem(const CountRange& r, const std::string& given) {
+  return "must be a whole number from " + std::to_string(r.lo) + " to " + std::to_string(r.hi) +
+         ", got '" + given + "'";
+}
+
+}  // namespace ooc

@@ -1,0 +1,249 @@
+// The plan of a pipeline's passes (ooc/pipeline.hpp): each stage built from its declaration, a
+// pass for each reduction and one that writes, and the run of every pass on a job.
+#include <optional>
+
+#include "chain_impl.hpp"
+#include "ooc/error.hpp"
+#include "ooc/ops/equalize.hpp"
+#include "ooc/pipeline.hpp"
+#include "ops/stage_registry.hpp"
+
+namespace ooc {
+
+using detail::ChainGeometry;
+
+struct PipelinePlan::Impl {
+  ImageSpec input;
+  PipelineSettings settings;
+  EngineOptions options;
+  std::vector<std::unique_ptr<Operation>> owned;
+  struct Stage {
+    Operation* op;
+    HistogramOp* histogram = nullptr;  // equalize: the reduction, and its table in `op`
+    LutOp* lut = nullptr;
+  };
+  std::vector<Stage> stages;
+  std::vector<Operation*> passes;     // in `owned`
+  std::vector<std::size_t> pass_end;  // stages [0, pass_end[i]) run in pass i (+ a histogram)
+  std::vector<PipelinePlan::Histogram> histograms;  // of each pass but the last, once ended
+  std::string text;
+
+  Operation* keep(std::unique_ptr<Operation> op) {
+    owned.push_back(std::move(op));
+    return owned.back().get();
+  }
+
+  // The operation of a call on an input of `in`; `out`: a convert fused into a filter stage.
+  Stage build(const ImageSpec& in, const StageCall& c, std::size_t index,
+              std::optional<SampleType> out = {}) {
+    const detail::StageEntry& e = *detail::find_stage(c.name);
+    const std::string at = detail::stage_at(index, c.name);
+    check_stage_call(c, at);
+    const detail::StageArgs args(c, e.decl, at);
+    detail::BuiltStage b = e.build(detail::StageContext{in, args, settings, options, out, index});
+    Stage s{nullptr, b.histogram.get(), b.lut};
+    if (b.histogram) keep(std::move(b.histogram));
+    s.op = keep(std::move(b.op));
+    return s;
+  }
+
+  ChainGeometry geometry(std::size_t count, Operation* last) const {
+    ChainGeometry g;
+    g.border = settings.border;
+    g.height = input.height;
+    ImageSpec in = input;
+    for (std::size_t k = 0; k < count; ++k) {
+      g.stages.push_back({stages[k].op, in, stages[k].op->halo()});
+      in = *stages[k].op->output();
+    }
+    if (last) g.stages.push_back({last, in, last->halo()});
+    return g;
+  }
+};
+
+PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>& calls,
+                           const PipelineSettings& settings, const EngineOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.input = input;
+  m.settings = settings;
+  m.options = options;
+  if (calls.empty()) throw Error(ErrorKind::usage, "the pipeline has no stage");
+  auto convert_type = [](const StageCall& c) -> std::optional<SampleType> {
+    if (c.name != "convert") return std::nullopt;
+    if (const StageValue* v = c.get("type")) return std::get<SampleType>(*v);
+    return std::nullopt;
+  };
+  // The working type as oocconv picks it: where f32 cannot hold what is read or written (the
+  // input, the output, a convert's type), every intermediate is f64, so that a one-stage
+  // pipeline gives oocconv's bytes.
+  if (m.settings.precision == Precision::automatic) {
+    bool wide =
+        accumulates_in_f64(input.type, settings.out_type.value_or(input.type), settings.precision);
+    for (const StageCall& c : calls)
+      if (const auto t = convert_type(c))
+        wide = wide || accumulates_in_f64(*t, *t, settings.precision);
+    if (wide) m.settings.precision = Precision::f64;
+  }
+  ImageSpec in = input;
+  std::optional<SampleType> set_type;  // what the last stage that sets the type gives
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    m.text += (i ? " ! " : "") + calls[i].text();
+    // A filter computes straight into the type of a convert that follows it, or of --out-type
+    // when it is the last stage: the same rounding of the same value, one pass over the band less.
+    std::optional<SampleType> fused;
+    bool fuses_next = false;
+    const bool takes = detail::find_stage(calls[i].name)->decl.takes_convert;
+    if (takes && i + 1 < calls.size()) {
+      fused = convert_type(calls[i + 1]);
+      fuses_next = fused.has_value();
+    } else if (takes && i + 1 == calls.size()) {
+      fused = settings.out_type;
+    }
+    m.stages.push_back(m.build(in, calls[i], i, fused));
+    in = *m.stages.back().op->output();
+    if (fuses_next) m.text += " ! " + calls[++i].text();
+    if (fuses_next || detail::find_stage(calls[i].name)->decl.sets_type) set_type = in.type;
+  }
+  // The output's type: --out-type, else the last convert's or equalize's, else the input's.
+  const SampleType want = settings.out_type.value_or(set_type.value_or(input.type));
+  if (in.type != want) {
+    kernels::PointParams p;
+    p.kind = kernels::PointKind::convert;
+    m.stages.push_back(Impl::Stage{
+        m.keep(detail::make_point(in, p, want, "convert type=" + std::string(name(want))))});
+  }
+  // A pass ends at each reduction: its prefix and the histogram; the last pass runs everything.
+  for (std::size_t k = 0; k < m.stages.size(); ++k) {
+    if (!m.stages[k].histogram) continue;
+    m.pass_end.push_back(k);
+    m.passes.push_back(m.keep(detail::make_chain(
+        m.geometry(k, m.stages[k].histogram), std::nullopt,
+        m.text + " (histogram " + std::to_string(m.passes.size() + 1) + ")")));
+  }
+  m.pass_end.push_back(m.stages.size());
+  // A pass of one stage is that stage's operation (oocconv's filter, say): the same bytes as a
+  // chain of one, with nothing around it.
+  if (m.stages.size() == 1 && !m.stages[0].histogram)
+    m.passes.push_back(m.stages[0].op);
+  else
+    m.passes.push_back(m.keep(detail::make_chain(m.geometry(m.stages.size(), nullptr),
+                                                      *m.stages.back().op->output(), m.text)));
+}
+
+PipelinePlan::~PipelinePlan() = default;
+
+int PipelinePlan::passes() const noexcept {
+  return static_cast<int>(impl_->passes.size());
+}
+
+Operation& PipelinePlan::pass(int i) {
+  return *impl_->passes.at(static_cast<std::size_t>(i));
+}
+
+std::vector<const Operation*> PipelinePlan::operations() const {
+  std::vector<const Operation*> ops;
+  for (const Operation* p : impl_->passes) ops.push_back(p);
+  return ops;
+}
+
+void PipelinePlan::end_pass(int i, const std::function<void(std::vector<std::uint64_t>&)>& sum) {
+  Impl& m = *impl_;
+  const Impl::Stage& s = m.stages.at(m.pass_end.at(static_cast<std::size_t>(i)));
+  if (!s.histogram) return;
+  std::vector<std::uint64_t> counts = s.histogram->counts();
+  if (sum) sum(counts);
+  s.lut->set_lut(equalization_lut(counts, s.histogram->bins(), s.histogram->channels()));
+  m.histograms.resize(std::max(m.histograms.size(), static_cast<std::size_t>(i) + 1));
+  m.histograms[static_cast<std::size_t>(i)] = {std::move(counts), s.histogram->bins(),
+                                               s.histogram->channels()};
+}
+
+void PipelinePlan::restore_pass(int i, std::vector<std::uint64_t> counts) {
+  Impl& m = *impl_;
+  const Impl::Stage& s = m.stages.at(m.pass_end.at(static_cast<std::size_t>(i)));
+  if (!s.histogram) return;
+  if (counts.size() != s.histogram->counts().size())
+    throw Error(ErrorKind::input, "the saved histogram has " + std::to_string(counts.size()) +
+                                      " counts, this pipeline's " +
+                                      std::to_string(s.histogram->counts().size()));
+  s.lut->set_lut(equalization_lut(counts, s.histogram->bins(), s.histogram->channels()));
+  m.histograms.resize(std::max(m.histograms.size(), static_cast<std::size_t>(i) + 1));
+  m.histograms[static_cast<std::size_t>(i)] = {std::move(counts), s.histogram->bins(),
+                                               s.histogram->channels()};
+}
+
+const PipelinePlan::Histogram* PipelinePlan::histogram(int i) const {
+  const auto& h = impl_->histograms;
+  return i >= 0 && static_cast<std::size_t>(i) < h.size() && h[static_cast<std::size_t>(i)].bins
+             ? &h[static_cast<std::size_t>(i)]
+             : nullptr;
+}
+
+ImageSpec PipelinePlan::output() const {
+  return *impl_->passes.back()->output();
+}
+
+std::string PipelinePlan::describe() const {
+  return impl_->text;
+}
+
+std::vector<std::string> PipelinePlan::stage_descriptions() const {
+  std::vector<std::string> d;
+  for (const Impl::Stage& s : impl_->stages) d.push_back(s.op->describe());
+  return d;
+}
+
+RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
+                      const std::function<void(std::vector<std::uint64_t>&)>& sum,
+                      std::vector<RunStats>* each) {
+  const int passes = plan.passes();
+  const std::int64_t rows = job.row_end() - job.row_begin();
+  RunStats total;
+  for (int i = 0; i < passes; ++i) {
+    // A pass whose reductions the interrupted run saved is not run again: its rows may be
+    // written already, and the histogram needs every one of them.
+    const std::string state = i + 1 < passes ? job.state_path("pass-" + std::to_string(i)) : "";
+    if (!state.empty() && job.options().resume) {
+      if (std::optional<std::vector<std::uint64_t>> saved = job.load_state(state)) {
+        plan.restore_pass(i, std::move(*saved));
+        if (each) each->push_back(RunStats{});
+        continue;
+      }
+      if (job.resumed_from() > job.row_begin())
+        throw Error(ErrorKind::usage, "cannot resume: the interrupted run's histogram ('" + state +
+                                          "') is missing; run without --resume");
+    }
+    const RunStats st = job.run(plan.pass(i), [&](std::int64_t d, std::int64_t) {
+      if (progress) progress(i * rows + d, passes * rows);
+    });
+    if (each) each->push_back(st);
+    if (i == 0) {
+      total = st;
+    } else {
+      total.seconds += st.seconds;
+      total.setup_seconds += st.setup_seconds;
+      total.read_seconds += st.read_seconds;
+      total.compute_seconds += st.compute_seconds;
+      total.write_seconds += st.write_seconds;
+      total.bytes_written = st.bytes_written;
+      total.rows_done = st.rows_done;
+      total.stopped = st.stopped;
+    }
+    if (st.stopped) break;
+    if (i + 1 < passes) {
+      plan.end_pass(i, sum);
+      if (!state.empty())
+        if (const PipelinePlan::Histogram* h = plan.histogram(i)) job.save_state(state, h->counts);
+    }
+  }
+  return total;
+}
+
+std::string PipelinePlan::fingerprint() const {
+  const Impl& m = *impl_;
+  return m.passes.back()->fingerprint() + "; border " + std::string(name(m.settings.border)) + " " +
+         detail::exact_number(m.settings.border_value);
+}
+
+}  // namespace ooc

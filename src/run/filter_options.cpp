@@ -1,0 +1,201 @@
+// oocconv's filter options as a pipeline stage (ooc/filter_options.hpp), for every front end.
+#include "ooc/filter_options.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "ooc/detail/size_text.hpp"
+#include "ooc/error.hpp"
+#include "ooc/filter.hpp"
+#include "ooc/limits.hpp"
+#include "ooc/pipeline.hpp"
+#include "ooc/engine.hpp"
+
+namespace ooc {
+
+namespace {
+
+// Larger than any sensible radius, small enough that 2R+1 and byte counts cannot overflow.
+constexpr std::int64_t kMaxRadius = std::int64_t{1} << 40;
+
+std::string read_text_file(const std::string& path, std::size_t mem_limit) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(ErrorKind::input, system_message("cannot read taps file", path, errno));
+  if (!S_ISREG(st.st_mode))
+    throw Error(ErrorKind::usage,
+                "taps file '" + path + "' is not a regular file: name a text file");
+  // A tap takes at least two characters ("1,") in the file.
+  if (filter_taps_bytes(st.st_size / 4) > mem_limit)
+    throw Error(ErrorKind::usage, "taps file '" + path + "' (" + std::to_string(st.st_size) +
+                                      " bytes) is too large for --mem-limit " +
+                                      format_bytes(double(mem_limit)) +
+                                      ": raise --mem-limit or use fewer taps");
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::input, "cannot read taps file '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Lines of a taps file without comments (#) and blank lines.
+std::vector<std::string> taps_file_lines(const std::string& path, std::size_t mem_limit) {
+  std::istringstream in(read_text_file(path, mem_limit));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    if (line.find_first_not_of(" \t\r,") != std::string::npos) lines.push_back(line);
+  }
+  if (lines.empty() || lines.size() > 2)
+    throw Error(
+        ErrorKind::usage,
+        "taps file '" + path + "' must hold one line of taps (both directions) or two (x, then y)");
+  return lines;
+}
+
+// --border, --border-value, --out-type and --precision, shared by both kinds of filter.
+template <class Params>
+void result_options(const FilterOptions& f, Params& params) {
+  params.border = parse_border_mode(f.border);
+  params.border_value = f.border_value;
+  if (!f.out_type.empty()) params.out_type = parse_sample_type(f.out_type);
+  if (f.precision == "f32") {
+    params.precision = Precision::f32;
+  } else if (f.precision == "f64") {
+    params.precision = Precision::f64;
+  } else if (f.precision != "auto") {
+    throw Error(ErrorKind::usage, "--precision takes f32, f64 or auto, got '" + f.precision + "'");
+  }
+}
+
+}  // namespace
+
+std::size_t filter_taps_bytes(std::int64_t radius) {
+  // Doubles given and reversed, in f32/f64 copies per direction, and a row pointer per tap.
+  return static_cast<std::size_t>(2 * std::min(radius, kMaxRadius) + 1) * 64;
+}
+
+StageCall filter_stage(const FilterOptions& f, std::size_t mem_limit) {
+  if (mem_limit == 0) mem_limit = default_mem_limit();
+  // Each value is checked by the declaration of the parameter it becomes, named as the option.
+  StageCall call;
+  // Text the user wrote (taps, a method) is parsed for its parameter; numbers are checked.
+  auto arg = [&](const char* param, const std::string& text, const char* option) {
+    call.set(param, parse_stage_value(stage_parameter(call.name, param), text, option));
+  };
+  auto value = [&](const char* param, StageValue v, const char* option) {
+    check_stage_value(stage_parameter(call.name, param), v, option);
+    call.set(param, std::move(v));
+  };
+  if (!f.kernel.empty()) {
+    if (f.radius || f.sigma || f.filter_kind != "gaussian" || !f.taps.empty() ||
+        !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty())
+      throw Error(ErrorKind::usage,
+                  "--kernel excludes --radius, --sigma, --filter and the --taps options: give "
+                  "one filter");
+    call.name = "convolve";
+    parse_kernel(f.kernel, mem_limit);  // a bad kernel is a usage error before the input opens
+    arg("kernel", f.kernel, "--kernel");
+    arg("method", f.method, "--method");
+    return call;
+  }
+  parse_conv_method(f.method);  // a bad --method is named as such, whatever the filter
+  const bool explicit_taps =
+      !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
+  if (explicit_taps) {
+    if (f.radius || f.sigma || f.filter_kind != "gaussian")
+      throw Error(ErrorKind::usage,
+                  "explicit taps exclude --radius, --sigma and --filter: give one or the other");
+    if (!f.taps.empty() + !f.taps_file.empty() + !(f.row_taps.empty() && f.col_taps.empty()) > 1)
+      throw Error(ErrorKind::usage,
+                  "give taps one way: --taps, --taps-file, or --row-taps/--col-taps");
+    call.name = "separable";
+    if (!f.taps.empty()) {
+      arg("row", f.taps, "--taps");
+      arg("col", f.taps, "--taps");
+    } else if (!f.taps_file.empty()) {
+      const auto lines = taps_file_lines(f.taps_file, mem_limit);
+      arg("row", lines[0], f.taps_file.c_str());
+      arg("col", lines.back(), f.taps_file.c_str());
+    } else {
+      // A direction without taps is left alone: the identity, one tap of 1.
+      arg("row", f.row_taps.empty() ? "1" : f.row_taps, "--row-taps");
+      arg("col", f.col_taps.empty() ? "1" : f.col_taps, "--col-taps");
+    }
+    arg("method", f.method, "--method");
+    return call;
+  }
+  if (!f.radius && !f.sigma)
+    throw Error(ErrorKind::usage,
+                "no filter given: use --radius R, --sigma S, --taps or --kernel (see --help)");
+  if (f.filter_kind != "gaussian" && f.filter_kind != "box")
+    throw Error(ErrorKind::usage, "unknown --filter '" + f.filter_kind + "': use gaussian or box");
+  if (f.filter_kind == "box" && f.sigma)
+    throw Error(ErrorKind::usage, "--filter box takes --radius, not --sigma");
+  call.name = f.filter_kind == "box" ? "uniform" : "gaussian";
+  if (f.radius)
+    check_stage_value(stage_parameter("gaussian", "radius"), *f.radius, "--radius");
+  if (f.sigma)
+    check_stage_value(stage_parameter("gaussian", "sigma"), *f.sigma, "--sigma");
+  const double wanted = f.radius ? double(*f.radius) : double(gaussian_radius(*f.sigma));
+  const std::int64_t max_r = static_cast<std::int64_t>((mem_limit / filter_taps_bytes(0) - 1) / 2);
+  if (wanted > double(max_r)) {
+    const std::string given = format_stage_value(f.radius ? StageValue(*f.radius) : *f.sigma);
+    throw Error(ErrorKind::usage,
+                std::string(f.radius ? "--radius" : "--sigma") + " " + given +
+                    " makes a filter of " + std::to_string(std::int64_t(wanted) * 2 + 1) +
+                    " taps, more than --mem-limit " + format_bytes(double(mem_limit)) +
+                    " holds (at most radius " + std::to_string(max_r) +
+                    "): lower the radius or sigma, or raise --mem-limit");
+  }
+  if (call.name == "uniform") {
+    value("size", 2 * *f.radius + 1, "--radius");
+  } else if (f.sigma) {
+    value("sigma", *f.sigma, "--sigma");
+    if (f.radius) value("radius", *f.radius, "--radius");
+  } else if (*f.radius == 0) {
+    call = StageCall{"separable", {{"row", std::vector<double>{1.0}},
+                                   {"col", std::vector<double>{1.0}}}};  // no sigma for radius 0
+  } else {
+    // --radius alone: sigma R/3, as scipy's gaussian_filter(sigma=R/3, truncate=3).
+    value("sigma", double(*f.radius) / 3.0, "--radius");
+    value("radius", *f.radius, "--radius");
+  }
+  arg("method", f.method, "--method");
+  return call;
+}
+
+PipelineSettings filter_settings(const FilterOptions& f) {
+  PipelineSettings s;
+  result_options(f, s);
+  return s;
+}
+
+SeparableParams filter_params(const FilterOptions& f, std::size_t mem_limit) {
+  if (!f.kernel.empty()) return {};  // a 2-D kernel: conv2d_params() builds the filter
+  SeparableParams params;
+  params.filter = stage_taps(filter_stage(f, mem_limit));
+  result_options(f, params);
+  params.method = parse_conv_method(f.method);
+  return params;
+}
+
+Conv2dParams conv2d_params(const FilterOptions& f, std::size_t mem_limit) {
+  if (mem_limit == 0) mem_limit = default_mem_limit();
+  const StageCall call = filter_stage(f, mem_limit);
+  if (call.name != "convolve") throw Error(ErrorKind::usage, "no --kernel given");
+  Conv2dParams params;
+  params.kernel = parse_kernel(f.kernel, mem_limit);
+  result_options(f, params);
+  params.method = parse_conv_method(f.method);
+  return params;
+}
+
+}  // namespace ooc
