@@ -1,0 +1,49 @@
+// ooc's filters and pipelines over NumPy arrays (module.cpp binds them): the array's memory, a
+// numpy.memmap included, is the image the band pipeline streams through, by the job runner as a
+// file is; strided views and big-endian dtypes are gathered band by band, never copied whole.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "keywords.hpp"
+#include "ooc/memory.hpp"
+#include "ooc/pipeline.hpp"
+
+namespace ooc::python {
+
+// An array's layout and type as ooc's image; `what` names it in errors ("input").
+ooc::MemoryImage layout_of(const py::array& a, const char* what);
+// NumPy's dtype of a sample type.
+py::dtype numpy_dtype(ooc::SampleType t);
+
+// One or more passes over an array into an array, on the same plan and slots. `alias` (from
+// ooc/__init__.py) says how the output shares the input's bytes, empty where it does not.
+struct ArrayRun {
+  py::array input, output;
+  ooc::MemoryImage in, out;
+  RunOptions run;
+  ooc::ProgressFn progress;
+  std::string alias;
+};
+
+ArrayRun array_run(const py::array& input, const py::array& output, const py::dict& o,
+                   const py::object& progress);
+
+// A job over the arrays of `a` running `stages`; returns the stats dict. `operation`: its name
+// in the stats (empty: the stages as built).
+py::dict run_array_job(ArrayRun& a, std::vector<ooc::StageCall> stages,
+                       const ooc::PipelineSettings& settings, const std::string& operation);
+
+// scipy.ndimage's filters over arrays: row (x) then column (y) taps in convolution order; a 2-D
+// kernel; ooceq's equalization.
+py::dict filter_array(const py::array& input, const py::array& output, std::vector<double> row,
+                      std::vector<double> col, const std::string& mode, double cval,
+                      const py::dict& o, const py::object& progress);
+py::dict conv2d_array(const py::array& input, const py::array& output, const F64Array& kernel,
+                      const std::string& mode, double cval, const py::dict& o,
+                      const py::object& progress);
+py::dict equalize_array(const py::array& input, const py::array& output, const py::dict& o,
+                        const py::object& progress);
+
+}  // namespace ooc::python
