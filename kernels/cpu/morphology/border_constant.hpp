@@ -1,5 +1,5 @@
 // scipy's cval (a double) in the image's sample type, as every minimum/maximum and rank path
-// fills the constant border with it, on the CPU (src/ops/rank.cpp) and in the CUDA kernels
+// fills the constant border with it, on the CPU (src/ops/morphology/) and in the CUDA kernels
 // (kernels/cuda/morphology/rank.cu, rank_histogram.hpp, minmax_van_herk.hpp): one definition, so
 // that the GPU's border is the CPU's. Floats converted; integers truncated toward zero and
 // saturated to the type's range (a minimum or maximum against it then matches scipy's comparison in

@@ -1,5 +1,5 @@
 // The keys of the rank filters of floats and 32-bit integers beyond the selection networks, shared
-// by the CPU's ranked histograms (src/ops/rank.cpp) and the GPU's radix select
+// by the CPU's ranked histograms (kernels/cpu/morphology/rank.cpp) and the GPU's radix select
 // (kernels/cuda/morphology/rank.cu), so that both give the same bits: integers offset to unsigned,
 // floats with their sign bit flipped (negative ones inverted whole), -0 as +0 and every NaN as the
 // largest key; the value of a key is the inverse, so zeros come out +0.

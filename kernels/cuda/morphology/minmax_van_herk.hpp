@@ -96,9 +96,9 @@ OOC_MINMAX_HD void unit(std::int64_t t, std::int64_t N, std::int64_t n, const Lo
 }
 
 // Footprints (a 0/1 mask over the window's rectangle): the CPU (MinMaxFootprintKernel in
-// src/ops/rank.cpp) runs van Herk along each padded row once per distinct length of the mask's
-// row runs and picks, from the pick's identity, each run's windowed extreme, the lengths in
-// ascending order and the runs of one length in row-major order. The GPU combines the same
+// src/ops/morphology/minmax.cpp) runs van Herk along each padded row once per distinct length of
+// the mask's row runs and picks, from the pick's identity, each run's windowed extreme, the lengths
+// in ascending order and the runs of one length in row-major order. The GPU combines the same
 // samples in the same order, so the same bits, one of two ways: a thread computes one output,
 // each run's extreme by window() (footprint_output: about 1.5 loads and comparisons a footprint
 // sample, no scratch), or, as the CPU, a pass of van Herk per distinct length into scratch and a

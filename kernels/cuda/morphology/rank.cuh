@@ -2,7 +2,7 @@
 // each thread gathers its window's samples from a shared-memory tile into registers and selects
 // the rank there. Rectangles of u8, u16 and i16 of any size up to 65535 samples
 // (rank_histogram_band_async): sliding histograms (rank_histogram.hpp). Selection only moves
-// samples, so the result is the CPU's exactly (kernels/cpu and src/ops/rank.cpp); a window holding
+// samples, so the result is the CPU's exactly (kernels/cpu/morphology/); a window holding
 // a NaN gives NaN, as on the CPU.
 #pragma once
 
