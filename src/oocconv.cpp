@@ -8,10 +8,10 @@
 #include "cli/common.hpp"
 #include "cli/filter_options.hpp"
 #include "cli/world.hpp"
+#include "engine/trace.hpp"
 #include "ooc/error.hpp"
 #include "ooc/job.hpp"
 #include "ooc/run.hpp"
-#include "engine/trace.hpp"
 
 namespace {
 
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
     spec.settings = ooc::filter_settings(filter);
     ooc::cli::apply_run_options(job_cli.run, jo);
     spec.options = jo;
-    spec.options.journal = true;  // resumable
+    spec.options.journal = true;     // resumable
     spec.operation_as_built = true;  // the filter as built: its taps, method and accumulator
     spec.stop_on_signals = true;
     spec.processes = &ooc::cli::World::get();

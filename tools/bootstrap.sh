@@ -14,8 +14,8 @@ packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev li
 # Optional: FFTW3 for the CPU's FFT convolution (cmake -DOOC_WITH_FFTW=ON; GPL, see README).
 [ "${OOC_WITH_FFTW:-0}" = 1 ] && packages+=(libfftw3-dev)
 # GDAL checks what Cloud-Optimized GeoTIFF outputs are (its COG validator, gdalinfo's overviews)
-# and the coordinate system read from the geo tags ooc carries over (cli.tiff_pyramid_check,
-# cli.meta_check).
+# and the coordinate system read from the geo tags ooc carries over (cli.tiff_pyramid,
+# cli.tiff_metadata).
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -476,7 +476,8 @@ int main(int argc, char** argv) {
     };
     const ooc::JobResult r = ooc::run_job(std::move(job_spec));
     if (bar) bar->finish();
-    if (r.end != ooc::JobResult::End::done) throw Error(ErrorKind::io, "stopped before the last band");
+    if (r.end != ooc::JobResult::End::done)
+      throw Error(ErrorKind::io, "stopped before the last band");
     const ooc::RunStats& st = r.total;
     const ooc::ImageSpec& spec = r.report.in;
     std::int64_t y_nonfinite = 0;

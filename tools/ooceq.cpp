@@ -5,8 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "cli/common.hpp"
 #include "cli/world.hpp"

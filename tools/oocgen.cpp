@@ -8,11 +8,11 @@
 #include "cli/common.hpp"
 #include "io/synthetic.hpp"
 #include "ooc/detail/size_text.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
 #include "ooc/ops/convert.hpp"
-#include "ooc/engine.hpp"
 
 int main(int argc, char** argv) {
   return ooc::cli::guarded_main("oocgen", [&]() -> int {

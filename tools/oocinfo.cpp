@@ -15,15 +15,15 @@
 #include "io/formats.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/device.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/io.hpp"
 #include "ooc/limits.hpp"
-#include "ooc/pipeline.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/engine.hpp"
+#include "ooc/pipeline.hpp"
 
 int main(int argc, char** argv) {
   return ooc::cli::guarded_main("oocinfo", [&]() -> int {

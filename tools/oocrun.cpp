@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/common.hpp"
@@ -52,8 +52,9 @@ int main(int argc, char** argv) {
     app.add_option("INPUT OUTPUT PIPELINE", words,
                    "input (raw, .npy, TIFF, synth:PATTERN), output (raw, .npy, .tif, null:), "
                    "then the stages");
-    bool list = false;
+    bool list = false, list_markdown = false;
     app.add_flag("--list", list, "list every stage and its parameters, then exit");
+    app.add_flag("--list-markdown", list_markdown, "the stage table of the README, then exit");
 
     ooc::JobOptions jo;
     ooc::cli::InputCli input_cli;
@@ -84,8 +85,8 @@ int main(int argc, char** argv) {
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocrun")) return *code;
     using ooc::Error;
     using ooc::ErrorKind;
-    if (list) {
-      std::fputs(ooc::stage_list().c_str(), stdout);
+    if (list || list_markdown) {
+      std::fputs((list ? ooc::stage_list() : ooc::stage_table()).c_str(), stdout);
       return 0;
     }
     if (ooc::cli::finish_if_asked("oocrun", job_cli.run.finish, !words.empty(), quiet)) return 0;

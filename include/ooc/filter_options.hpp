@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "ooc/pipeline.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
+#include "ooc/pipeline.hpp"
 
 namespace ooc {
 

@@ -2,8 +2,8 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -240,6 +240,5 @@ inline void set_sample_hints(RawHints& hints, const std::optional<std::string>& 
   if (channels) hints.channels = *channels;
   hints.channels_given = channels.has_value();
 }
-
 
 }  // namespace ooc

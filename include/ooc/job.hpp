@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "ooc/io.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/io.hpp"
 
 namespace ooc {
 

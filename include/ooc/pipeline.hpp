@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "ooc/border.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/image.hpp"
 #include "ooc/job.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/engine.hpp"
 
 namespace ooc {
 
@@ -36,9 +36,8 @@ struct StageSize {
 // (taps), a sample type, a word (an enum such as a method, a file name, a kernel's name), a
 // window size, or a 2-D kernel given as values (the Python module's arrays). Front ends make
 // values (parse_stage_value for text a user wrote); the builders read them as they are.
-using StageValue =
-    std::variant<double, std::int64_t, std::vector<double>, SampleType, std::string, StageSize,
-                 Kernel2d>;
+using StageValue = std::variant<double, std::int64_t, std::vector<double>, SampleType, std::string,
+                                StageSize, Kernel2d>;
 
 // One parameter of a stage.
 struct StageParam {
@@ -85,6 +84,8 @@ void check_stage_value(const StageParam& p, const StageValue& v, const std::stri
 std::string format_stage_value(const StageValue& v);
 // The declarations as text: one stage a paragraph, its parameters with default, range and help.
 std::string stage_list();
+// The README's stage table (Markdown), one row a stage: its call with placeholders, then its help.
+std::string stage_table();
 
 // A stage to run: its name and its arguments, typed (parameters left out take their defaults).
 struct StageCall {

@@ -39,8 +39,8 @@ class ProcessGroup {
 struct RunReport {
   std::string input_path, input_description, output_path, output_type = "none", operation;
   std::string output_description = "none";  // Sink::describe()
-  std::string backend, backend_choice;  // Backend::describe() and Backend::why
-  std::string start_error;              // Backend::start_error()
+  std::string backend, backend_choice;      // Backend::describe() and Backend::why
+  std::string start_error;                  // Backend::start_error()
   // How the input was read and the output written (Source/Sink::io_method(): mmap, direct, ...).
   std::string input_io, output_io = "none";
   std::string output_predictor;     // Sink::predictor(): a TIFF output's, else empty

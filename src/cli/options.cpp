@@ -8,10 +8,10 @@
 #include "common.hpp"
 #include "internal.hpp"
 #include "ooc/detail/size_text.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "ooc/engine.hpp"
 #include "world.hpp"
 
 namespace ooc::cli {

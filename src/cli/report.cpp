@@ -13,10 +13,10 @@
 #include "common.hpp"
 #include "internal.hpp"
 #include "ooc/detail/size_text.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "ooc/engine.hpp"
 #include "ooc/run.hpp"
 #include "world.hpp"
 
@@ -91,12 +91,13 @@ int end_of_run(const char* prog, const ReportCli& rc, const JobResult& r,
   const std::string& out = r.report.output_path;
   const bool writes = r.report.output_type != "none" && out != "null:";
   if (!world.mpi() && r.is_part && writes && !quiet)
-    std::fprintf(stderr, "%s: rows %lld:%lld of '%s' done; when every part is, run: %s --finish %s\n",
-                 prog, static_cast<long long>(r.row_begin), static_cast<long long>(r.row_end),
+    std::fprintf(stderr,
+                 "%s: rows %lld:%lld of '%s' done; when every part is, run: %s --finish %s\n", prog,
+                 static_cast<long long>(r.row_begin), static_cast<long long>(r.row_end),
                  out.c_str(), prog, out.c_str());
   if (world.rank() != 0) return 0;
-  nlohmann::json extra = extra_json.empty() ? nlohmann::json::object()
-                                            : nlohmann::json::parse(extra_json);
+  nlohmann::json extra =
+      extra_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(extra_json);
   if (!r.ranks_json.empty()) {
     extra["mpi"] = nlohmann::json::parse(r.ranks_json);
     if (!quiet) {

@@ -16,13 +16,13 @@
 #include <new>
 
 #include "common.hpp"
+#include "engine/staging.hpp"
+#include "engine/trace.hpp"
 #include "internal.hpp"
 #include "io/output_file.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "engine/staging.hpp"
-#include "engine/trace.hpp"
 #include "world.hpp"
 
 namespace ooc::cli {
@@ -48,7 +48,8 @@ extern "C" void on_fatal_signal(int sig) {
   ::clock_gettime(CLOCK_MONOTONIC, &now);
   // Slurm signals every process of a step, and a batch script may pass its own SIGTERM on: a
   // repeated SIGTERM within 2 s is the same request. A second Ctrl-C means "now".
-  if (sig == SIGTERM && ooc::stops_on_signals() && g_stopping && now.tv_sec - g_first_stop < 2) return;
+  if (sig == SIGTERM && ooc::stops_on_signals() && g_stopping && now.tv_sec - g_first_stop < 2)
+    return;
   if ((sig == SIGINT || sig == SIGTERM) && ooc::stops_on_signals() && !g_stopping) {
     g_stopping = 1;
     g_first_stop = now.tv_sec;

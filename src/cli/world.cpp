@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string>
 
-#include "ooc/error.hpp"
 #include "engine/staging.hpp"
+#include "ooc/error.hpp"
 
 #if defined(OOC_HAVE_MPI)
 #include <mpi.h>

@@ -10,9 +10,9 @@
 
 #include "cost_model.hpp"
 #include "kernels/cpu/convolution/separable.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/limits.hpp"
-#include "ooc/engine.hpp"
 #include "staging.hpp"
 
 namespace ooc {

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "ooc/error.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/error.hpp"
 #include "staging.hpp"
 #include "trace.hpp"
 

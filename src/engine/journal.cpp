@@ -31,7 +31,6 @@ namespace fs = std::filesystem;
 namespace ooc {
 namespace detail {
 
-
 // Where the temporary of `output` lives: beside the file a link points to, as OutputFile does.
 std::string temporary_of(std::string output) {
   while (output.size() > 1 && output.back() == '/') output.pop_back();  // "x.zarr/"
@@ -133,7 +132,6 @@ std::string options_difference(const std::string& was, const std::string& now) {
   return "was: " + (from.empty() ? std::string("-") : from) +
          "; now: " + (to.empty() ? std::string("-") : to);
 }
-
 
 JournalRecord read_journal(const std::string& path) {
   try {

@@ -9,8 +9,8 @@
 #include <numeric>
 
 #include "ooc/detail/size_text.hpp"
-#include "ooc/error.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/error.hpp"
 #include "staging.hpp"
 
 namespace ooc {

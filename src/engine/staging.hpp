@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "ooc/engine.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
-#include "ooc/engine.hpp"
 
 namespace ooc::detail {
 

@@ -25,7 +25,7 @@ inline constexpr std::int64_t kCudaSpecializedMaxRadius = 64;
 
 namespace detail {
 // How the CUDA rank filters take a window: in registers, by sliding histograms, or by a radix
-// select (src/ops/rank.cpp chooses, rank_cuda.cpp launches).
+// select (src/ops/morphology/rank.cpp chooses, rank_cuda.cpp launches).
 enum class RankCudaPath { registers, histogram, radix };
 }  // namespace detail
 

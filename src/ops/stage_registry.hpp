@@ -34,8 +34,8 @@ StageParam number_param(std::string name, std::optional<double> fallback, double
                         std::string help, double max = kInf);
 StageParam integer_param(std::string name, std::optional<std::int64_t> fallback, double min,
                          double max, std::string help);
-StageParam other_param(std::string name, StageParam::Kind kind,
-                       std::optional<StageValue> fallback, std::string help);
+StageParam other_param(std::string name, StageParam::Kind kind, std::optional<StageValue> fallback,
+                       std::string help);
 StageParam computed(StageParam p, std::string how);
 
 // A call's arguments as the builder reads them, typed; defaults from the declaration.

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "ooc/detail/size_text.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/limits.hpp"
 #include "ooc/pipeline.hpp"
-#include "ooc/engine.hpp"
 
 namespace ooc {
 
@@ -94,6 +94,7 @@ StageCall filter_stage(const FilterOptions& f, std::size_t mem_limit) {
     check_stage_value(stage_parameter(call.name, param), v, option);
     call.set(param, std::move(v));
   };
+  parse_conv_method(f.method);  // a bad --method is named as such, whatever the filter
   if (!f.kernel.empty()) {
     if (f.radius || f.sigma || f.filter_kind != "gaussian" || !f.taps.empty() ||
         !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty())
@@ -106,7 +107,6 @@ StageCall filter_stage(const FilterOptions& f, std::size_t mem_limit) {
     arg("method", f.method, "--method");
     return call;
   }
-  parse_conv_method(f.method);  // a bad --method is named as such, whatever the filter
   const bool explicit_taps =
       !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
   if (explicit_taps) {
@@ -140,10 +140,8 @@ StageCall filter_stage(const FilterOptions& f, std::size_t mem_limit) {
   if (f.filter_kind == "box" && f.sigma)
     throw Error(ErrorKind::usage, "--filter box takes --radius, not --sigma");
   call.name = f.filter_kind == "box" ? "uniform" : "gaussian";
-  if (f.radius)
-    check_stage_value(stage_parameter("gaussian", "radius"), *f.radius, "--radius");
-  if (f.sigma)
-    check_stage_value(stage_parameter("gaussian", "sigma"), *f.sigma, "--sigma");
+  if (f.radius) check_stage_value(stage_parameter("gaussian", "radius"), *f.radius, "--radius");
+  if (f.sigma) check_stage_value(stage_parameter("gaussian", "sigma"), *f.sigma, "--sigma");
   const double wanted = f.radius ? double(*f.radius) : double(gaussian_radius(*f.sigma));
   const std::int64_t max_r = static_cast<std::int64_t>((mem_limit / filter_taps_bytes(0) - 1) / 2);
   if (wanted > double(max_r)) {
@@ -161,8 +159,9 @@ StageCall filter_stage(const FilterOptions& f, std::size_t mem_limit) {
     value("sigma", *f.sigma, "--sigma");
     if (f.radius) value("radius", *f.radius, "--radius");
   } else if (*f.radius == 0) {
-    call = StageCall{"separable", {{"row", std::vector<double>{1.0}},
-                                   {"col", std::vector<double>{1.0}}}};  // no sigma for radius 0
+    call = StageCall{"separable",
+                     {{"row", std::vector<double>{1.0}},
+                      {"col", std::vector<double>{1.0}}}};  // no sigma for radius 0
   } else {
     // --radius alone: sigma R/3, as scipy's gaussian_filter(sigma=R/3, truncate=3).
     value("sigma", double(*f.radius) / 3.0, "--radius");

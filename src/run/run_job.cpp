@@ -40,7 +40,7 @@ bool finish_processes(const std::string& name, Job& job, ProcessGroup& pg, const
     }
   }
   if (!pg.all_ok(ok)) return false;
-  const std::vector<double> mine{double(pg.rank()),    st.seconds,
+  const std::vector<double> mine{double(pg.rank()),       st.seconds,
                                  double(st.bytes_read),   double(st.bytes_written),
                                  double(job.row_begin()), double(job.row_end())};
   const std::vector<double> all = pg.gather(mine);
@@ -104,8 +104,9 @@ JobResult run_job(JobSpec spec) {
   ProcessGroup& pg = spec.processes ? *spec.processes : alone;
   JobResult r;
   std::unique_ptr<Job> made =
-      spec.source ? std::make_unique<Job>(std::move(spec.source), std::move(spec.sink), spec.options)
-                  : std::make_unique<Job>(spec.options);
+      spec.source
+          ? std::make_unique<Job>(std::move(spec.source), std::move(spec.sink), spec.options)
+          : std::make_unique<Job>(spec.options);
   Job& job = *made;
   const ImageSpec& in = job.source().spec();
   if (spec.check_input) spec.check_input(in);
@@ -133,8 +134,9 @@ JobResult run_job(JobSpec spec) {
   if (spec.on_start) spec.on_start(job, work.passes());
 
   if (work.plan) {
-    r.total = run_pipeline(job, *work.plan, spec.progress,
-                           [&](std::vector<std::uint64_t>& v) { pg.sum(v); }, &r.passes);
+    r.total = run_pipeline(
+        job, *work.plan, spec.progress, [&](std::vector<std::uint64_t>& v) { pg.sum(v); },
+        &r.passes);
   } else {
     r.total = job.run(*work.op, spec.progress);
     r.passes = {r.total};

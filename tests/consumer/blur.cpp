@@ -3,14 +3,14 @@
 // build that links but computes wrongly fails too.
 #include <ooc/error.hpp>
 #include <ooc/filter.hpp>
-#include <ooc/job.hpp>
-#include <ooc/ops/separable.hpp>
+#include <ooc/run.hpp>
 #include <ooc/version.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -36,26 +36,21 @@ int main(int argc, char** argv) {
   const std::string in = argv[1], out = argv[2];
   const std::int64_t width = std::stoll(argv[3]), radius = std::stoll(argv[4]);
   try {
-    // Open a source, build an operation, run it.
-    ooc::JobOptions options;
-    options.input = in;
-    options.hints.width = width;  // a raw file has no header
-    options.output = out;
-    ooc::Job job(options);
-    ooc::SeparableParams params;
-    params.filter.row = params.filter.col = ooc::gaussian_taps(radius, 0);
-    const auto op = ooc::make_separable(job.source().spec(), params, options.pipeline);
-    job.start({op.get()});
-    const ooc::RunStats stats = job.run(*op);
-    job.commit();
+    // A job: where from and to, and the stages (typed values, as oocconv --radius makes them).
+    ooc::JobSpec spec;
+    spec.options.input = in;
+    spec.options.hints.width = width;  // a raw file has no header
+    spec.options.output = out;
+    spec.stages = {ooc::StageCall{"gaussian", {{"sigma", radius / 3.0}, {"radius", radius}}}};
+    const ooc::JobResult r = ooc::run_job(std::move(spec));
     std::printf("ooc %s: %lld rows on %s in %.3f s\n", OOC_VERSION_STRING,
-                static_cast<long long>(stats.rows_done), job.backend().describe().c_str(),
-                stats.seconds);
+                static_cast<long long>(r.total.rows_done), r.report.backend.c_str(),
+                r.total.seconds);
 
-    const std::int64_t height = job.source().spec().height;
+    const std::int64_t height = r.report.in.height;
     const std::size_t n = static_cast<std::size_t>(width * height);
     const std::vector<float> a = read_f32(in, n), b = read_f32(out, n);
-    const std::vector<double> taps = params.filter.row;
+    const std::vector<double> taps = ooc::gaussian_taps(radius, 0);
     std::vector<double> rows(n);
     for (std::int64_t y = 0; y < height; ++y)
       for (std::int64_t x = 0; x < width; ++x) {

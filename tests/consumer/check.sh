@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
-for f in bin/oocconv bin/oocinfo include/ooc/job.hpp include/ooc/version.hpp \
+for f in bin/oocconv bin/oocinfo include/ooc/run.hpp include/ooc/version.hpp \
          lib/cmake/ooc/oocConfig.cmake lib/cmake/ooc/oocConfigVersion.cmake lib/libooc.a; do
   [ -e "$work/prefix/$f" ] || { echo "not installed: $f"; exit 1; }
 done

@@ -11,16 +11,16 @@
 #include <mutex>
 #include <random>
 
+#include "engine/staging.hpp"
 #include "kernels/cpu/convolution/separable.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
-#include "ooc/pipeline.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/convert.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/engine.hpp"
-#include "engine/staging.hpp"
+#include "ooc/pipeline.hpp"
 #include "reference.hpp"
 
 namespace ooc {
@@ -283,11 +283,11 @@ TEST(Conv2d, FftBandsOnTheTileGridCarryTheKernelsHaloAndEverySplitGivesOneRunsBy
 TEST(Conv2d, FftAsAPipelinesLastStageTakesTheTileGrid) {
   const ImageSpec s{300, 1400, 1, SampleType::f32};
   const auto d = test::random_image(s, 22);
-  PipelinePlan pipeline(s,
-                        {StageCall{"gaussian", {{"sigma", 2.0}}},
-                         StageCall{"convolve", {{"kernel", std::string("box:31")},
-                                                {"method", std::string("fft")}}}},
-                        {}, EngineOptions{});
+  PipelinePlan pipeline(
+      s,
+      {StageCall{"gaussian", {{"sigma", 2.0}}},
+       StageCall{"convolve", {{"kernel", std::string("box:31")}, {"method", std::string("fft")}}}},
+      {}, EngineOptions{});
   Operation& chain = pipeline.pass(0);
   const std::int64_t h = chain.row_grid(), H = s.height;
   ASSERT_GT(h, 1);

@@ -78,11 +78,12 @@ TEST(Stages, ValuesAreCheckedAndNamedAsTheCallerSays) {
   EXPECT_THROW(parse_stage_value(stage_parameter("uniform", "size"), "2.5", "size"), Error);
   EXPECT_THROW(parse_stage_value(stage_parameter("separable", "row"), "1,2", "--taps"), Error);
   EXPECT_THROW(parse_stage_value(stage_parameter("convert", "type"), "f16", "type"), Error);
-  EXPECT_THROW(check_stage_value(stage_parameter("separable", "row"), std::vector<double>{1, 2},
-                                 "--taps"),
-               Error);
-  EXPECT_EQ(std::get<std::int64_t>(parse_stage_value(stage_parameter("uniform", "size"), "5", "size")),
-            5);
+  EXPECT_THROW(
+      check_stage_value(stage_parameter("separable", "row"), std::vector<double>{1, 2}, "--taps"),
+      Error);
+  EXPECT_EQ(
+      std::get<std::int64_t>(parse_stage_value(stage_parameter("uniform", "size"), "5", "size")),
+      5);
 }
 
 TEST(Stages, TapsOfAStageCallAreTheStagesOwn) {

@@ -528,7 +528,7 @@ std::vector<StageEntry> conv2d_stages() {
   using Kind = StageParam::Kind;
   std::vector<StageEntry> s;
   s.push_back({{"convolve",
-                "2-D convolution (scipy.ndimage.convolve)",
+                "2-D convolution (scipy.ndimage.convolve; as oocconv --kernel)",
                 {other_param("kernel", Kind::text, std::nullopt,
                              "FILE (text or .npy), box:N, gaussian2d:S, laplace, sobel-x, sobel-y"),
                  other_param("method", Kind::text, std::string("auto"),

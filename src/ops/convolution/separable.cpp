@@ -329,12 +329,12 @@ std::vector<StageEntry> separable_stages() {
   };
   std::vector<StageEntry> s;
   s.push_back({{"gaussian",
-                "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3)",
+                "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3; as oocconv --sigma)",
                 {sigma, radius, method}},
                separable_builder("gaussian")});
   s.push_back(
       {{"uniform",
-        "mean over an N x N window (scipy.ndimage.uniform_filter)",
+        "mean over an N x N window, N odd (scipy.ndimage.uniform_filter)",
         {integer_param("size", std::nullopt, 1, 2 * kMaxStageRadius + 1, "window side N, odd"),
          method}},
        separable_builder("uniform")});
@@ -345,7 +345,8 @@ std::vector<StageEntry> separable_stages() {
          integer_param("axis", 1, 0, 1, "0: along columns (y), 1: along rows (x)"), method}},
        separable_builder("correlate1d")});
   s.push_back({{"separable",
-                "row taps along x, then column taps along y (scipy.ndimage.convolve1d)",
+                "row taps along x, then column taps along y (scipy.ndimage.convolve1d; as oocconv "
+                "--row-taps and --col-taps)",
                 {other_param("row", Kind::taps, std::vector<double>{1.0},
                              "taps along x, convolution order"),
                  other_param("col", Kind::taps, std::vector<double>{1.0},

@@ -211,8 +211,8 @@ namespace detail {
 std::vector<StageEntry> equalize_stages() {
   StageEntry e{
       {"equalize",
-       "histogram equalization of u8/u16 (as ooceq, cv2.equalizeHist per channel): a "
-       "histogram pass, then the table",
+       "histogram equalization of u8/u16 (as ooceq, cv2.equalizeHist per channel; other types: "
+       "convert first): a histogram pass, then the table",
        {}},
       [](const StageContext& c) {
         if (c.in.type != SampleType::u8 && c.in.type != SampleType::u16)

@@ -59,23 +59,26 @@ void pad_rows(const CpuBand& b, const Window& w, std::int64_t first, std::int64_
   });
 }
 
+// Runs k.run_typed<Max, T>(b) for the band's sample type T and the window's direction.
+template <class Kernel>
+void run_min_or_max(Kernel& k, bool max, const CpuBand& b) {
+  dispatch_type(b.in.type, [&](auto t) {
+    using T = decltype(t);
+    if (max)
+      k.template run_typed<true, T>(b);
+    else
+      k.template run_typed<false, T>(b);
+  });
+}
+
 // Minimum or maximum over a footprint: for each run length L of its rows, van Herk's running
 // extreme of every padded input row over L samples, then each run of that length folds its
 // row and offset into the output (a contiguous, vectorized pick per run and output row).
 class MinMaxFootprintKernel final : public CpuKernel {
  public:
   explicit MinMaxFootprintKernel(const Window& w) : w_(w), runs_(runs_of(w)) {}
-  void run(const CpuBand& b) override {
-    dispatch_type(b.in.type, [&](auto t) {
-      using T = decltype(t);
-      if (w_.max)
-        run_typed<true, T>(b);
-      else
-        run_typed<false, T>(b);
-    });
-  }
+  void run(const CpuBand& b) override { run_min_or_max(*this, w_.max, b); }
 
- private:
   template <bool Max, class T>
   void run_typed(const CpuBand& b) {
     const std::int64_t W = b.in.width, C = b.in.channels, S = W * C, rows = b.band.rows;
@@ -124,6 +127,7 @@ class MinMaxFootprintKernel final : public CpuKernel {
     pool_.give(std::move(buf));
   }
 
+ private:
   Window w_;
   std::vector<Run> runs_;
   Pool pool_;
@@ -132,17 +136,8 @@ class MinMaxFootprintKernel final : public CpuKernel {
 class MinMaxKernel final : public CpuKernel {
  public:
   explicit MinMaxKernel(const Window& w) : w_(w) {}
-  void run(const CpuBand& b) override {
-    dispatch_type(b.in.type, [&](auto t) {
-      using T = decltype(t);
-      if (w_.max)
-        run_typed<true, T>(b);
-      else
-        run_typed<false, T>(b);
-    });
-  }
+  void run(const CpuBand& b) override { run_min_or_max(*this, w_.max, b); }
 
- private:
   template <bool Max, class T>
   void run_typed(const CpuBand& b) {
     if constexpr (std::is_integral_v<T>) {
@@ -201,6 +196,7 @@ class MinMaxKernel final : public CpuKernel {
   // the output only, so that the row pass (serial within each block) does not run again on the
   // halo rows each band shares with the next. Floats keep the rows-first order above, which the
   // GPU's kernels follow for signed zeros.
+ private:
   template <bool Max, class T>
   void run_columns_first(const CpuBand& b) {
     const std::int64_t W = b.in.width, C = b.in.channels, rows = b.band.rows;

@@ -24,7 +24,6 @@
 #include "ops/cuda_kernels.hpp"
 #include "ops/stage_registry.hpp"
 
-
 namespace ooc {
 namespace detail {
 

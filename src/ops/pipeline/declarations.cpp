@@ -1,6 +1,7 @@
 // The stages' declarations as the program reads them (ooc/pipeline.hpp): lookup by name, `oocrun
 // --list`, and parameters' values, parsed once from what a user wrote, checked against their
 // declaration, and written back as text only for people (messages, --list, descriptions).
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -63,7 +64,8 @@ std::string detail::stage_names() {
 
 const StageDecl& stage_declaration(const std::string& name) {
   if (const StageDecl* d = find_decl(name)) return *d;
-  throw Error(ErrorKind::usage, "unknown stage '" + name + "'; the stages are " + detail::stage_names());
+  throw Error(ErrorKind::usage,
+              "unknown stage '" + name + "'; the stages are " + detail::stage_names());
 }
 
 const StageParam& stage_parameter(const std::string& stage, const std::string& param) {
@@ -88,7 +90,6 @@ std::string stage_list() {
   }
   return o.str();
 }
-
 
 StageValue parse_stage_value(const StageParam& p, const std::string& text, const std::string& as) {
   auto bad = [&](const std::string& what) {
@@ -186,7 +187,10 @@ std::string format_stage_value(const StageValue& v) {
     std::string operator()(std::int64_t i) const { return std::to_string(i); }
     std::string operator()(const std::vector<double>& t) const {
       std::string s;
-      for (double d : t) s += (s.empty() ? "" : ",") + (*this)(d);
+      for (double d : t) {
+        if (!s.empty()) s.push_back(',');
+        s.append((*this)(d));
+      }
       return s;
     }
     std::string operator()(SampleType t) const { return std::string(name(t)); }
@@ -200,6 +204,59 @@ std::string format_stage_value(const StageValue& v) {
     }
   };
   return std::visit(Format{}, v);
+}
+
+namespace {
+
+// A parameter in a call's template: `size=N|HxW`, `taps=a,b,c`, `sigma=S`; optional ones in [].
+std::string placeholder(const StageParam& p) {
+  std::string v;
+  switch (p.kind) {
+    case Kind::taps:
+      v = "a,b,c";
+      break;
+    case Kind::size:
+      v = "N|HxW";
+      break;
+    case Kind::type:
+      v = "T";
+      break;
+    case Kind::integer:
+      v = p.name == "size"
+              ? "N"
+              : std::string(1,
+                            static_cast<char>(std::toupper(static_cast<unsigned char>(p.name[0]))));
+      break;
+    default:
+      v = std::string(1, static_cast<char>(std::toupper(static_cast<unsigned char>(p.name[0]))));
+  }
+  std::string t = p.required() ? "" : "[";
+  t.append(p.name).append("=").append(v);
+  if (!p.required()) t.push_back(']');
+  return t;
+}
+
+// A table cell's text: its bars escaped.
+std::string escape_bars(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string stage_table() {
+  std::string t = "| stage | what it computes |\n| --- | --- |\n";
+  for (const StageDecl& d : stage_declarations()) {
+    std::string call = d.name;
+    for (const StageParam& p : d.params) call.append(" ").append(placeholder(p));
+    t.append("| `").append(escape_bars(call)).append("` | ").append(escape_bars(d.help));
+    t.append(" |\n");
+  }
+  return t;
 }
 
 void check_stage_call(const StageCall& call, const std::string& at) {

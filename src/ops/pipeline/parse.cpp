@@ -82,5 +82,4 @@ std::vector<StageCall> parse_pipeline(const std::vector<std::string>& words) {
   return calls;
 }
 
-
 }  // namespace ooc

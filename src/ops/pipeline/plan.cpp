@@ -117,9 +117,9 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
   for (std::size_t k = 0; k < m.stages.size(); ++k) {
     if (!m.stages[k].histogram) continue;
     m.pass_end.push_back(k);
-    m.passes.push_back(m.keep(detail::make_chain(
-        m.geometry(k, m.stages[k].histogram), std::nullopt,
-        m.text + " (histogram " + std::to_string(m.passes.size() + 1) + ")")));
+    m.passes.push_back(m.keep(
+        detail::make_chain(m.geometry(k, m.stages[k].histogram), std::nullopt,
+                           m.text + " (histogram " + std::to_string(m.passes.size() + 1) + ")")));
   }
   m.pass_end.push_back(m.stages.size());
   // A pass of one stage is that stage's operation (oocconv's filter, say): the same bytes as a
@@ -128,7 +128,7 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
     m.passes.push_back(m.stages[0].op);
   else
     m.passes.push_back(m.keep(detail::make_chain(m.geometry(m.stages.size(), nullptr),
-                                                      *m.stages.back().op->output(), m.text)));
+                                                 *m.stages.back().op->output(), m.text)));
 }
 
 PipelinePlan::~PipelinePlan() = default;

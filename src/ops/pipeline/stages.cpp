@@ -30,8 +30,8 @@ StageParam integer_param(std::string name, std::optional<std::int64_t> fallback,
   return p;
 }
 
-StageParam other_param(std::string name, StageParam::Kind kind,
-                       std::optional<StageValue> fallback, std::string help) {
+StageParam other_param(std::string name, StageParam::Kind kind, std::optional<StageValue> fallback,
+                       std::string help) {
   StageParam p;
   p.name = std::move(name);
   p.kind = kind;

@@ -109,12 +109,13 @@ std::vector<StageEntry> point_stages() {
                [point](const StageContext& c) {
                  return point(c, PointKind::threshold, c.args.number("value"), 0, c.acc());
                }});
-  s.push_back({{"convert",
-                "to another sample type, rounding half to even and saturating",
-                {other_param("type", StageParam::Kind::type, std::nullopt, "u8 u16 i16 u32 i32 f32 f64")}},
-               [point](const StageContext& c) {
-                 return point(c, PointKind::convert, 0, 0, c.args.type("type"));
-               }});
+  s.push_back(
+      {{"convert",
+        "to another sample type, rounding half to even and saturating (as --out-type)",
+        {other_param("type", StageParam::Kind::type, std::nullopt, "u8 u16 i16 u32 i32 f32 f64")}},
+       [point](const StageContext& c) {
+         return point(c, PointKind::convert, 0, 0, c.args.type("type"));
+       }});
   s.back().decl.sets_type = true;
   return s;
 }

@@ -79,4 +79,4 @@ def case_fft(b):
         b.rm(src, part)
     b.write("fft", rows, f"random K x K kernels (rank > 1), f32, page cache to null: (peers in memory, process "
             f"start included), median of {b.a.repeats}; ratio = oocconv cpu --method fft's time / this row's "
-            f"(below 1: slower than ooc's FFT); accuracy is fft_check.py's")
+            f"(below 1: slower than ooc's FFT); accuracy is tests/cli/test_fft_convolve.py's")
