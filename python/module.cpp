@@ -145,9 +145,25 @@ py::dict convolve_file(const std::string& input, const std::string& output, cons
   f.radius = get<std::int64_t>(o, "radius");
   f.sigma = get<double>(o, "sigma");
   f.filter_kind = get<std::string>(o, "filter", "gaussian");
-  f.taps = get<std::string>(o, "taps", "");
-  f.row_taps = get<std::string>(o, "row_taps", "");
-  f.col_taps = get<std::string>(o, "col_taps", "");
+  // Taps as text the user wrote, or as a sequence of numbers (passed on as values).
+  auto taps = [&](const char* key, std::string& text, std::optional<std::vector<double>>& values) {
+    if (!o.contains(key) || o[key].is_none()) return;
+    if (py::isinstance<py::str>(o[key])) {
+      text = o[key].cast<std::string>();
+      return;
+    }
+    try {
+      values = o[key].cast<std::vector<double>>();
+    } catch (const py::cast_error&) {
+      throw ooc::Error(ooc::ErrorKind::usage, std::string(key) +
+                                                  " must be a string or a sequence of numbers, "
+                                                  "got " +
+                                                  repr_of(o[key]));
+    }
+  };
+  taps("taps", f.taps, f.taps_values);
+  taps("row_taps", f.row_taps, f.row_values);
+  taps("col_taps", f.col_taps, f.col_values);
   f.taps_file = get<std::string>(o, "taps_file", "");
   f.kernel = get<std::string>(o, "kernel", "");
   f.border = get<std::string>(o, "border", "reflect");

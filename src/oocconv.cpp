@@ -5,8 +5,10 @@
 #include <optional>
 #include <utility>
 
-#include "cli/common.hpp"
 #include "cli/filter_options.hpp"
+#include "cli/main.hpp"
+#include "cli/options.hpp"
+#include "cli/report.hpp"
 #include "cli/world.hpp"
 #include "engine/trace.hpp"
 #include "ooc/error.hpp"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,7 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/common.hpp"
+#include "cli/main.hpp"
+#include "cli/options.hpp"
+#include "cli/report.hpp"
 #include "io/npy.hpp"
 #include "io/output_file.hpp"
 #include "ooc/detail/size_text.hpp"

@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
 
-#include "cli/common.hpp"
+#include "cli/main.hpp"
+#include "cli/options.hpp"
+#include "cli/report.hpp"
 #include "cli/world.hpp"
 #include "io/npy.hpp"
 #include "io/output_file.hpp"

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <optional>
 
-#include "cli/common.hpp"
+#include "cli/main.hpp"
+#include "cli/options.hpp"
+#include "cli/report.hpp"
 #include "io/synthetic.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/engine.hpp"

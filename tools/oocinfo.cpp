@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <optional>
 
-#include "cli/common.hpp"
 #include "cli/filter_options.hpp"
+#include "cli/main.hpp"
+#include "cli/options.hpp"
+#include "cli/report.hpp"
 #include "io/formats.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/device.hpp"

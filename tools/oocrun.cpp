@@ -8,7 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "cli/common.hpp"
+#include "cli/main.hpp"
+#include "cli/options.hpp"
+#include "cli/report.hpp"
 #include "cli/world.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
@@ -19,7 +20,9 @@ struct FilterOptions {
   std::optional<std::int64_t> radius;
   std::optional<double> sigma;
   std::string filter_kind = "gaussian";
-  std::string taps, row_taps, col_taps, taps_file;
+  std::string taps, row_taps, col_taps, taps_file;  // as written: parsed by the stage
+  // Taps given as values (the Python module's sequences), in place of the texts above.
+  std::optional<std::vector<double>> taps_values, row_values, col_values;
   std::string kernel;  // --kernel: a 2-D kernel (file or built-in); empty: separable
   std::string border = "reflect";
   double border_value = 0;

@@ -103,12 +103,11 @@ def _type_name(t):
 
 # ---- files to files ----
 
-def _taps_text(taps):
-    if taps is None:
-        return None
-    if isinstance(taps, str):
+def _taps(taps):
+    """Taps as the user wrote them (text), or as a list of floats: values, never text."""
+    if taps is None or isinstance(taps, str):
         return taps
-    return ",".join(repr(float(t)) for t in np.asarray(taps, dtype=np.float64).ravel())
+    return [float(t) for t in np.asarray(taps, dtype=np.float64).ravel()]
 
 
 def _output_options(chunk, pyramid, levels, zarr_version, shard, cog):
@@ -140,8 +139,8 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
     and renamed when complete; on any error (or an exception from progress) nothing is left.
     """
     o = _run_options(options)
-    o.update(radius=radius, sigma=sigma, filter=filter, taps=_taps_text(taps),
-             row_taps=_taps_text(row_taps), col_taps=_taps_text(col_taps),
+    o.update(radius=radius, sigma=sigma, filter=filter, taps=_taps(taps),
+             row_taps=_taps(row_taps), col_taps=_taps(col_taps),
              taps_file=None if taps_file is None else os.fspath(taps_file),
              border=_MODES.get(border, border), border_value=float(border_value),
              out_type=None if out_type is None else _type_name(out_type), precision=precision,

@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <string>
 
-#include "common.hpp"
-#include "internal.hpp"
+#include "main.hpp"
+#include "main_state.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
+#include "options.hpp"
+#include "report.hpp"
 #include "world.hpp"
 
 namespace ooc::cli {

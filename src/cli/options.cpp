@@ -5,13 +5,15 @@
 #include <optional>
 #include <string>
 
-#include "common.hpp"
-#include "internal.hpp"
+#include "main.hpp"
+#include "main_state.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
+#include "options.hpp"
+#include "report.hpp"
 #include "world.hpp"
 
 namespace ooc::cli {

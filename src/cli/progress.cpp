@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common.hpp"
+#include "main.hpp"
+#include "options.hpp"
+#include "report.hpp"
 
 namespace ooc::cli {
 

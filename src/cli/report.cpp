@@ -10,14 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "common.hpp"
-#include "internal.hpp"
+#include "main.hpp"
+#include "main_state.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
 #include "ooc/run.hpp"
+#include "options.hpp"
+#include "report.hpp"
 #include "world.hpp"
 
 namespace ooc::cli {

@@ -15,14 +15,16 @@
 #include <exception>
 #include <new>
 
-#include "common.hpp"
 #include "engine/staging.hpp"
 #include "engine/trace.hpp"
-#include "internal.hpp"
 #include "io/output_file.hpp"
+#include "main.hpp"
+#include "main_state.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
+#include "options.hpp"
+#include "report.hpp"
 #include "world.hpp"
 
 namespace ooc::cli {

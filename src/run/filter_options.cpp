@@ -107,27 +107,37 @@ StageCall filter_stage(const FilterOptions& f, std::size_t mem_limit) {
     arg("method", f.method, "--method");
     return call;
   }
-  const bool explicit_taps =
-      !f.taps.empty() || !f.row_taps.empty() || !f.col_taps.empty() || !f.taps_file.empty();
+  const bool given_taps = !f.taps.empty() || f.taps_values;
+  const bool given_rows = !f.row_taps.empty() || f.row_values;
+  const bool given_cols = !f.col_taps.empty() || f.col_values;
+  const bool explicit_taps = given_taps || given_rows || given_cols || !f.taps_file.empty();
   if (explicit_taps) {
     if (f.radius || f.sigma || f.filter_kind != "gaussian")
       throw Error(ErrorKind::usage,
                   "explicit taps exclude --radius, --sigma and --filter: give one or the other");
-    if (!f.taps.empty() + !f.taps_file.empty() + !(f.row_taps.empty() && f.col_taps.empty()) > 1)
+    if (given_taps + !f.taps_file.empty() + (given_rows || given_cols) > 1)
       throw Error(ErrorKind::usage,
                   "give taps one way: --taps, --taps-file, or --row-taps/--col-taps");
     call.name = "separable";
-    if (!f.taps.empty()) {
-      arg("row", f.taps, "--taps");
-      arg("col", f.taps, "--taps");
+    // Taps as values are checked as the stage checks them; as text, parsed by it.
+    auto taps = [&](const char* param, const std::optional<std::vector<double>>& values,
+                    const std::string& text, const char* option) {
+      if (values)
+        value(param, *values, option);
+      else
+        arg(param, text.empty() ? "1" : text, option);
+    };
+    if (given_taps) {
+      taps("row", f.taps_values, f.taps, "--taps");
+      taps("col", f.taps_values, f.taps, "--taps");
     } else if (!f.taps_file.empty()) {
       const auto lines = taps_file_lines(f.taps_file, mem_limit);
       arg("row", lines[0], f.taps_file.c_str());
       arg("col", lines.back(), f.taps_file.c_str());
     } else {
       // A direction without taps is left alone: the identity, one tap of 1.
-      arg("row", f.row_taps.empty() ? "1" : f.row_taps, "--row-taps");
-      arg("col", f.col_taps.empty() ? "1" : f.col_taps, "--col-taps");
+      taps("row", f.row_values, f.row_taps, "--row-taps");
+      taps("col", f.col_values, f.col_taps, "--col-taps");
     }
     arg("method", f.method, "--method");
     return call;

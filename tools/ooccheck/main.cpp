@@ -30,8 +30,10 @@
 
 #include "atax.hpp"
 #include "check.hpp"
-#include "cli/common.hpp"
 #include "cli/filter_options.hpp"
+#include "cli/main.hpp"
+#include "cli/options.hpp"
+#include "cli/report.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 

@@ -1,8 +1,9 @@
-// What the files of src/cli share and the tools do not need: the running tool's name (kept for
-// the signal handler) and the MPI rank mapping used by apply_run_options.
+// What guarded_main records for the rest of src/cli (the running tool's name, kept for the signal
+// handler; whether stdout was closed at start), and the MPI rank mapping apply_run_options uses.
+// The tools do not need it.
 #pragma once
 
-#include "common.hpp"
+#include "options.hpp"
 
 namespace ooc::cli {
 
