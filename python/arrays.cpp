@@ -164,11 +164,7 @@ py::dict run_array_job(ArrayRun& a, std::vector<ooc::StageCall> stages,
 namespace {
 
 ooc::Precision precision_of(const py::dict& o) {
-  const std::string p = get<std::string>(o, "precision", "f64");
-  if (p == "f64") return ooc::Precision::f64;
-  if (p == "f32") return ooc::Precision::f32;
-  if (p == "auto") return ooc::Precision::automatic;
-  throw ooc::Error(ooc::ErrorKind::usage, "precision takes f32, f64 or auto, got '" + p + "'");
+  return ooc::parse_precision(get<std::string>(o, "precision", "f64"));
 }
 
 // The array filters' border, precision (f64 by default, as scipy) and output type (the output

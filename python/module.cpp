@@ -242,18 +242,9 @@ py::dict equalize_file(const std::string& input, const std::string& output, cons
 // (ooc/__init__.py has mapped scipy's mode names onto ooc's borders). The default precision is
 // oocrun's, not the array filters' f64: a pipeline gives oocrun's bytes.
 ooc::PipelineSettings pipeline_settings(const py::dict& o) {
-  ooc::PipelineSettings s;
-  s.border = ooc::parse_border_mode(get<std::string>(o, "mode", "reflect"));
-  s.border_value = get<double>(o, "cval", 0.0);
-  if (const auto t = get<std::string>(o, "out_type")) s.out_type = ooc::parse_sample_type(*t);
-  const std::string p = get<std::string>(o, "precision", "auto");
-  if (p == "f64")
-    s.precision = ooc::Precision::f64;
-  else if (p == "f32")
-    s.precision = ooc::Precision::f32;
-  else if (p != "auto")
-    throw ooc::Error(ooc::ErrorKind::usage, "precision takes auto, f32 or f64, got '" + p + "'");
-  return s;
+  return ooc::pipeline_settings(get<std::string>(o, "mode", "reflect"), get<double>(o, "cval", 0.0),
+                                get<std::string>(o, "out_type", ""),
+                                get<std::string>(o, "precision", "auto"));
 }
 
 // oocrun INPUT OUTPUT PIPELINE: the same job, passes and stats as the tool (one process, no

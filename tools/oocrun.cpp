@@ -13,6 +13,7 @@
 #include "cli/report.hpp"
 #include "cli/world.hpp"
 #include "ooc/error.hpp"
+#include "ooc/filter_options.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
 #include "ooc/pipeline.hpp"
@@ -101,16 +102,8 @@ int main(int argc, char** argv) {
     const auto stages = ooc::parse_pipeline({words.begin() + 2, words.end()});
     ooc::cli::check_report_options(job_cli.report);
     ooc::cli::apply_input_options(input_cli, jo.hints);
-    ooc::PipelineSettings settings;
-    settings.border = ooc::parse_border_mode(border);
-    settings.border_value = border_value;
-    if (!out_type.empty()) settings.out_type = ooc::parse_sample_type(out_type);
-    if (precision == "f64")
-      settings.precision = ooc::Precision::f64;
-    else if (precision == "f32")
-      settings.precision = ooc::Precision::f32;
-    else if (precision != "auto")
-      throw Error(ErrorKind::usage, "--precision takes auto, f32 or f64, got '" + precision + "'");
+    const ooc::PipelineSettings settings =
+        ooc::pipeline_settings(border, border_value, out_type, precision);
     ooc::cli::apply_pipeline_options(job_cli.pipeline, jo);
     ooc::cli::apply_run_options(job_cli.run, jo);
 

@@ -37,7 +37,10 @@ struct FilterOptions {
 // filter, or a filter whose taps alone would not fit in `mem_limit`; reads --taps-file.
 StageCall filter_stage(const FilterOptions& f, std::size_t mem_limit = 0);
 
-// The pipeline's shared settings from --border, --border-value, --out-type and --precision.
+// The pipeline's shared settings from --border, --border-value, --out-type (empty: none) and
+// --precision as written: oocconv's, oocrun's and the Python keywords'.
+PipelineSettings pipeline_settings(const std::string& border, double border_value,
+                                   const std::string& out_type, const std::string& precision);
 PipelineSettings filter_settings(const FilterOptions& f);
 
 // Validates the options and builds the filter: explicit taps, or a Gaussian/box of a radius and

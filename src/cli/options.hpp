@@ -12,12 +12,7 @@
 #include "progress.hpp"
 
 namespace ooc {
-struct SinkOptions;
-struct RunStats;
 struct JobOptions;
-struct JobResult;
-struct RunReport;
-class Job;
 }  // namespace ooc
 
 namespace ooc::cli {

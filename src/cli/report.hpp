@@ -7,9 +7,6 @@
 #include "options.hpp"
 
 namespace ooc {
-struct SinkOptions;
-struct RunStats;
-struct JobOptions;
 struct JobResult;
 struct RunReport;
 class Job;

@@ -7,10 +7,10 @@
 #include <cstdint>
 
 #include "check.hpp"
-#include "ooc/device.hpp"
-#include "ooc/engine.hpp"
 #include "engine/numa.hpp"
 #include "engine/text_file.hpp"
+#include "ooc/device.hpp"
+#include "ooc/engine.hpp"
 
 namespace ooc {
 

@@ -18,10 +18,10 @@
 #include <thread>
 
 #include "check.hpp"
-#include "ooc/detail/size_text.hpp"
-#include "ooc/error.hpp"
 #include "engine/numa.hpp"
 #include "engine/staging.hpp"
+#include "ooc/detail/size_text.hpp"
+#include "ooc/error.hpp"
 #include "resources.hpp"
 
 namespace ooc::detail {

@@ -63,16 +63,11 @@ std::vector<std::string> taps_file_lines(const std::string& path, std::size_t me
 // --border, --border-value, --out-type and --precision, shared by both kinds of filter.
 template <class Params>
 void result_options(const FilterOptions& f, Params& params) {
-  params.border = parse_border_mode(f.border);
-  params.border_value = f.border_value;
-  if (!f.out_type.empty()) params.out_type = parse_sample_type(f.out_type);
-  if (f.precision == "f32") {
-    params.precision = Precision::f32;
-  } else if (f.precision == "f64") {
-    params.precision = Precision::f64;
-  } else if (f.precision != "auto") {
-    throw Error(ErrorKind::usage, "--precision takes f32, f64 or auto, got '" + f.precision + "'");
-  }
+  const PipelineSettings s = filter_settings(f);
+  params.border = s.border;
+  params.border_value = s.border_value;
+  if (s.out_type) params.out_type = *s.out_type;
+  params.precision = s.precision;
 }
 
 }  // namespace
@@ -102,8 +97,9 @@ StageCall filter_stage(const FilterOptions& f, std::size_t mem_limit) {
                   "--kernel excludes --radius, --sigma, --filter and the --taps options: give "
                   "one filter");
     call.name = "convolve";
-    parse_kernel(f.kernel, mem_limit);  // a bad kernel is a usage error before the input opens
-    arg("kernel", f.kernel, "--kernel");
+    // Read once, here: a bad kernel is a usage error before the input opens, and the stage
+    // takes the kernel as values.
+    value("kernel", parse_kernel(f.kernel, mem_limit), "--kernel");
     arg("method", f.method, "--method");
     return call;
   }
@@ -181,10 +177,18 @@ StageCall filter_stage(const FilterOptions& f, std::size_t mem_limit) {
   return call;
 }
 
-PipelineSettings filter_settings(const FilterOptions& f) {
+PipelineSettings pipeline_settings(const std::string& border, double border_value,
+                                   const std::string& out_type, const std::string& precision) {
   PipelineSettings s;
-  result_options(f, s);
+  s.border = parse_border_mode(border);
+  s.border_value = border_value;
+  if (!out_type.empty()) s.out_type = parse_sample_type(out_type);
+  s.precision = parse_precision(precision);
   return s;
+}
+
+PipelineSettings filter_settings(const FilterOptions& f) {
+  return pipeline_settings(f.border, f.border_value, f.out_type, f.precision);
 }
 
 SeparableParams filter_params(const FilterOptions& f, std::size_t mem_limit) {
@@ -201,7 +205,7 @@ Conv2dParams conv2d_params(const FilterOptions& f, std::size_t mem_limit) {
   const StageCall call = filter_stage(f, mem_limit);
   if (call.name != "convolve") throw Error(ErrorKind::usage, "no --kernel given");
   Conv2dParams params;
-  params.kernel = parse_kernel(f.kernel, mem_limit);
+  params.kernel = std::get<Kernel2d>(*call.get("kernel"));
   result_options(f, params);
   params.method = parse_conv_method(f.method);
   return params;

@@ -1,10 +1,10 @@
 // The job runner (ooc/run.hpp): a job's whole life, the same for every front end.
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
@@ -13,7 +13,8 @@
 namespace ooc {
 
 void ProcessGroup::abort(int code) {
-  std::exit(code);
+  // One process has no others to end: the library reports, its caller exits.
+  throw Error(ErrorKind::io, "the run was ended with exit code " + std::to_string(code));
 }
 
 namespace {

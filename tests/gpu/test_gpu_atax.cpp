@@ -8,8 +8,8 @@
 #include <set>
 
 #include "gpu_support.hpp"
-#include "ooc/ops/atax.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/ops/atax.hpp"
 #include "reference.hpp"
 
 namespace ooc {

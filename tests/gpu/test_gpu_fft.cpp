@@ -8,10 +8,10 @@
 #include <random>
 
 #include "gpu_support.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {

@@ -7,9 +7,9 @@
 #include <random>
 
 #include "gpu_support.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/equalize.hpp"
-#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {

@@ -10,8 +10,8 @@
 #include <random>
 
 #include "gpu_support.hpp"
-#include "ooc/ops/rank.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/ops/rank.hpp"
 #include "reference.hpp"
 
 namespace ooc {

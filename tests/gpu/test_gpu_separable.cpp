@@ -16,10 +16,10 @@
 #endif
 
 #include "gpu_support.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {

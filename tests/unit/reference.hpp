@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "ooc/border.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
 #include "ooc/memory.hpp"
 #include "ooc/ops/conv2d.hpp"
-#include "ooc/engine.hpp"
 #include "ooccheck/reference.hpp"
 
 namespace ooc::test {

@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/cost_model.hpp"
 #include "ooc/cost.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/image.hpp"
 #include "ooc/limits.hpp"
 #include "ooc/ops/rank.hpp"
-#include "ooc/engine.hpp"
-#include "engine/cost_model.hpp"
 #include "scratch.hpp"
 
 namespace {

@@ -5,11 +5,11 @@
 #include <numeric>
 
 #include "ooc/detail/size_text.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/limits.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/engine.hpp"
 
 namespace ooc {
 namespace {

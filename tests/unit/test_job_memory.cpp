@@ -17,9 +17,9 @@
 #include "ooc/error.hpp"
 #include "ooc/job.hpp"
 #include "ooc/memory.hpp"
-#include "ooc/pipeline.hpp"
 #include "ooc/ops/convert.hpp"
 #include "ooc/ops/rank.hpp"
+#include "ooc/pipeline.hpp"
 #include "reference.hpp"
 
 namespace ooc {

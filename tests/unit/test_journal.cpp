@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
-#include "ooc/engine.hpp"
 #include "scratch.hpp"
 
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "kernels/cuda/morphology/rank_histogram.hpp"
-#include "ooc/ops/rank.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/ops/rank.hpp"
 #include "reference.hpp"
 
 namespace ooc {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "kernels/cuda/morphology/minmax_van_herk.hpp"
-#include "ooc/ops/rank.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/ops/rank.hpp"
 #include "reference.hpp"
 
 namespace ooc {

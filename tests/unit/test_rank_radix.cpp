@@ -13,8 +13,8 @@
 
 #include "kernels/cpu/morphology/rank_keys.hpp"
 #include "ooc/border.hpp"
-#include "ooc/ops/rank.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/ops/rank.hpp"
 #include "reference.hpp"
 
 namespace ooc {

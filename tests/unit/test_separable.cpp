@@ -10,9 +10,9 @@
 #include <tuple>
 
 #include "io/npy.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/engine.hpp"
 #include "reference.hpp"
 
 namespace ooc {

@@ -21,9 +21,9 @@
 #include "check.hpp"
 #include "cli/filter_options.hpp"
 #include "ooc/detail/size_text.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
-#include "ooc/engine.hpp"
 
 namespace ooc::check {
 namespace {

@@ -18,8 +18,8 @@
 #include "check.hpp"
 #include "cli/filter_options.hpp"
 #include "ooc/detail/size_text.hpp"
-#include "ooc/ops/separable.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/ops/separable.hpp"
 
 namespace ooc::check {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ooc/filter.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/filter.hpp"
 #include "ooc/precision.hpp"
 
 namespace ooc {

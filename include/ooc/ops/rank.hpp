@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "ooc/border.hpp"
-#include "ooc/image.hpp"
 #include "ooc/engine.hpp"
+#include "ooc/image.hpp"
 
 namespace ooc {
 

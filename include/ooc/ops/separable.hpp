@@ -8,9 +8,9 @@
 
 #include "ooc/border.hpp"
 #include "ooc/cost.hpp"
+#include "ooc/engine.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/conv2d.hpp"
-#include "ooc/engine.hpp"
 #include "ooc/precision.hpp"
 
 namespace ooc {

@@ -153,7 +153,8 @@ std::vector<StageEntry> combine_stages() {
         c.settings.precision == Precision::f64, c.out(), c.args.call_text())};
   };
   constexpr double kMaxSigma = kMaxStageRadius / 3;
-  const StageParam sigma = number_param("sigma", std::nullopt, 0, true, "Gaussian sigma, pixels", kMaxSigma);
+  const StageParam sigma =
+      number_param("sigma", std::nullopt, 0, true, "Gaussian sigma, pixels", kMaxSigma);
   std::vector<StageEntry> s;
   s.push_back({{"gradient-magnitude",
                 "hypot of scipy.ndimage.sobel along x and along y (each smoothed along x "
@@ -167,15 +168,15 @@ std::vector<StageEntry> combine_stages() {
                                 c.separable(c.in, SeparableFilter{d1, s1}),
                                 c.separable(c.in, SeparableFilter{s1, d1}));
                }});
-  s.push_back({{"dog",
-                "difference of Gaussians: gaussian(sigma1) - gaussian(sigma2)",
-                {number_param("sigma1", std::nullopt, 0, true, "sigma of the first Gaussian", kMaxSigma),
-                 number_param("sigma2", std::nullopt, 0, true, "sigma of the second Gaussian", kMaxSigma)}},
-               [combine](const StageContext& c) {
-                 return combine(c, CombineKind::difference, 0.0,
-                                c.gaussian(c.in, c.args.number("sigma1")),
-                                c.gaussian(c.in, c.args.number("sigma2")));
-               }});
+  s.push_back(
+      {{"dog",
+        "difference of Gaussians: gaussian(sigma1) - gaussian(sigma2)",
+        {number_param("sigma1", std::nullopt, 0, true, "sigma of the first Gaussian", kMaxSigma),
+         number_param("sigma2", std::nullopt, 0, true, "sigma of the second Gaussian", kMaxSigma)}},
+       [combine](const StageContext& c) {
+         return combine(c, CombineKind::difference, 0.0, c.gaussian(c.in, c.args.number("sigma1")),
+                        c.gaussian(c.in, c.args.number("sigma2")));
+       }});
   s.push_back({{"unsharp",
                 "unsharp mask: x + amount (x - gaussian(sigma))",
                 {sigma, number_param("amount", 1.0, -kInf, false, "weight of the detail")}},

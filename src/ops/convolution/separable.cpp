@@ -30,6 +30,13 @@ bool accumulates_in_f64(SampleType input, SampleType output, Precision precision
   return wide(input) || wide(output);
 }
 
+Precision parse_precision(const std::string& text) {
+  if (text == "auto") return Precision::automatic;
+  if (text == "f32") return Precision::f32;
+  if (text == "f64") return Precision::f64;
+  throw Error(ErrorKind::usage, "--precision takes auto, f32 or f64, got '" + text + "'");
+}
+
 SeparableCosts separable_costs(const ImageSpec& in, const SeparableParams& p) {
   SeparableCosts c;
   const std::int64_t K = static_cast<std::int64_t>(p.filter.col.size());
