@@ -66,7 +66,7 @@ matrix. As an input elsewhere: synth:low-rank (defaults), synth:low-rank:R or sy
     app.add_option("--seed", seed, "seed")->default_str("1");
     ooc::SinkOptions out_options;
     ooc::cli::add_output_options(app, out_options);
-    app.add_option("--mem-limit", mem_limit, "memory for the band ring (default: min(1G, RAM/4))");
+    app.add_option("--mem-limit", mem_limit, "memory for the band ring (default: as for oocconv)");
     ooc::cli::add_progress_options(app, progress);
     app.add_flag("-q,--quiet", quiet,
                  "no summary line and no progress (an explicit --progress or --progress-log "

@@ -58,7 +58,8 @@ Examples:
     app.add_option("--page", page, "TIFF: the page to describe, from 0")->default_str("0");
     int level = -1;
     app.add_option("--input-level", level, "OME-Zarr: the level the plan is made for, from 0");
-    app.add_option("--mem-limit", mem_limit, "as for oocconv (default: min(1G, RAM/4))");
+    app.add_option("--mem-limit", mem_limit,
+                   "as for oocconv (default: oocinfo without files says it)");
     app.add_option("--radius", radius, "filter radius the plan is made for")->default_str("16");
     std::string kernel;
     bool equalize = false;
@@ -96,9 +97,9 @@ Examples:
                   ooc::format_bytes(double(pages) * double(page)).c_str(), ooc::cpu_kernels_isa());
       std::printf("default --threads: %d, from %s\n", ooc::default_threads(),
                   limits.cpus_from.c_str());
-      std::printf("default --mem-limit: %s, the smaller of 1 GiB and a quarter of %s (%s)\n",
-                  ooc::format_bytes(double(ooc::default_mem_limit())).c_str(),
-                  ooc::format_bytes(double(limits.memory)).c_str(), limits.memory_from.c_str());
+      std::printf("default --mem-limit: %s, %s\n",
+                  ooc::format_bytes(double(ooc::default_budget().bytes)).c_str(),
+                  ooc::default_budget().from.c_str());
       std::printf("oocconv --device auto would use: %s\n",
                   use_cuda ? ("cuda (" + gpus.front().name +
                               ") for large images, the CPU where the GPU's start-up would cost "

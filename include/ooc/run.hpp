@@ -48,6 +48,8 @@ struct RunReport {
   bool cuda = false;
   ImageSpec in;
   BandPlan plan;
+  // Where plan.mem_limit came from: "--mem-limit" where the job set one, else DefaultBudget::from.
+  std::string mem_limit_from;
   RunStats stats;
 };
 // The facts of `job` after a run of `operation` that gave `stats`.

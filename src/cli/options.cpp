@@ -76,7 +76,8 @@ void check_report_options(ReportCli& r) {
 
 void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& band_rows_help) {
   group.add_option("--mem-limit", p.mem_limit,
-                   "memory for the band ring, e.g. 512M, 4G (default: min(1G, RAM/4))");
+                   "memory for the band ring, e.g. 512M, 4G (default: half the job's allocation, "
+                   "else min(1G, RAM/4); oocinfo says which)");
   group.add_option("--threads", p.options.threads, "worker threads (default: all cores)")
       ->check(count_in(kThreadsRange));
   group.add_option("--band-rows", p.options.band_rows, band_rows_help)

@@ -142,6 +142,8 @@ void report(const char* prog, const std::string& stats, bool quiet, const RunRep
       << " slots, " << plan.threads << " threads, ring "
       << ooc::format_bytes(double(plan.ring_bytes)) << " of "
       << ooc::format_bytes(double(plan.mem_limit)) << "\n"
+      << "mem limit    " << ooc::format_bytes(double(plan.mem_limit)) << ", from "
+      << r.mem_limit_from << "\n"
       << "seconds      " << st.seconds << " (setup " << st.setup_seconds << ", read "
       << st.read_seconds << ", compute " << st.compute_seconds << ", write " << st.write_seconds
       << ")\n"

@@ -44,6 +44,8 @@ RunReport run_report(Job& job, const std::string& operation, const RunStats& sta
   r.start_error = job.backend().start_error();
   r.cuda = job.backend().cuda;
   r.plan = job.plan();
+  r.mem_limit_from =
+      job.options().pipeline.mem_limit > 0 ? std::string("--mem-limit") : default_budget().from;
   r.stats = stats;
   return r;
 }
@@ -71,6 +73,7 @@ std::string stats_json(const RunReport& r, const std::string& extra_json) {
                {"slots", plan.slots},
                {"threads", plan.threads},
                {"mem_limit_bytes", plan.mem_limit},
+               {"mem_limit_from", r.mem_limit_from},
                {"ring_bytes", plan.ring_bytes}};
   j["seconds"] = {{"total", st.seconds},
                   {"setup", st.setup_seconds},

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hostile limits: ulimits (file size, descriptors), --mem-limit against huge tiles and strips,
-absurd numbers and bad .npy headers, a real memory cgroup and the CPU affinity mask (as root)
-(hostile_support.py says what every hostile check expects).
+absurd numbers and bad .npy headers, a real memory cgroup and the CPU affinity mask (as root),
+Slurm's memory allocation (hostile_support.py says what every hostile check expects).
 Usage: test_hostile_limits.py --bin-dir DIR [unittest options]"""
 
 import json
@@ -382,18 +382,58 @@ class RealCgroup(HostileBase):
         self.assertLess(r.rss_kb, (48 << 20) // 1024 + 40 * 1024, str(r))
 
     def test_defaults_follow_the_cgroup_limit(self):
-        # No --mem-limit: the default is a quarter of the cgroup's limit (not of the node's RAM),
-        # and oocinfo names the cgroup file it came from.
+        # No --mem-limit: the default is half of the cgroup's limit (not of the node's RAM), and
+        # --stats and oocinfo name the cgroup file it came from.
+        env = bare_env()
         with MemoryCgroup(self.LIMIT) as cg:
             r = self.oocconv("synth:noise", "null:", "--width", "4096", "--height", "4096",
                              "--radius", "16", "--device", "cpu", "--stats", "json",
-                             preexec_fn=cg.preexec)
-            info = run([tool("oocinfo")], preexec_fn=cg.preexec)
+                             preexec_fn=cg.preexec, env=env)
+            info = run([tool("oocinfo")], preexec_fn=cg.preexec, env=env)
         self.assertExit(r, 0)
-        self.assertEqual(json.loads(r.out)["plan"]["mem_limit_bytes"], self.LIMIT // 4, str(r))
+        plan = json.loads(r.out)["plan"]
+        self.assertEqual(plan["mem_limit_bytes"], self.LIMIT // 2, str(r))
+        self.assertTrue(plan["mem_limit_from"].startswith("half of cgroup limit /sys/fs/cgroup"),
+                        str(r))
         self.assertExit(info, 0)
-        self.assertIn("default --mem-limit: 50.0 MiB", info.out, str(info))
-        self.assertIn("cgroup limit /sys/fs/cgroup", info.out, str(info))
+        self.assertIn("default --mem-limit: 100.0 MiB, half of cgroup limit /sys/fs/cgroup",
+                      info.out, str(info))
+
+
+def bare_env(**variables):
+    """This environment without a launcher's allocation and task variables, plus `variables`."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "OMPI_", "MPI_LOCALNRANKS"))}
+    env.update(variables)
+    return env
+
+
+class SlurmAllocation(HostileBase):
+    def test_default_budget_follows_slurm_mem_per_node(self):
+        # As a Slurm job with --mem=2G sees it: half of the 2 GiB by default, said by --stats and
+        # oocinfo; a given --mem-limit wins and is named.
+        env = bare_env(SLURM_MEM_PER_NODE="2048")
+        args = ["synth:noise", "null:", "--width", "512", "--height", "512", "--radius", "2",
+                "--device", "cpu", "--stats", "json"]
+        r = self.oocconv(*args, env=env)
+        self.assertExit(r, 0)
+        plan = json.loads(r.out)["plan"]
+        if plan["mem_limit_from"].startswith("half of cgroup limit"):
+            self.skipTest("this process's cgroup allows less than 2 GiB: " + plan["mem_limit_from"])
+        self.assertEqual(plan["mem_limit_from"], "half of SLURM_MEM_PER_NODE 2048 MiB", str(r))
+        self.assertEqual(plan["mem_limit_bytes"], 1 << 30, str(r))
+        info = run([tool("oocinfo")], env=env)
+        self.assertIn("default --mem-limit: 1.0 GiB, half of SLURM_MEM_PER_NODE 2048 MiB",
+                      info.out, str(info))
+        r = self.oocconv(*args, "--mem-limit", "64M", env=env)
+        self.assertExit(r, 0)
+        plan = json.loads(r.out)["plan"]
+        self.assertEqual((plan["mem_limit_bytes"], plan["mem_limit_from"]),
+                         (64 << 20, "--mem-limit"), str(r))
+        # Shared by the step's 4 tasks on the node: a quarter of that.
+        r = self.oocconv(*args, env=dict(env, SLURM_STEP_TASKS_PER_NODE="4"))
+        plan = json.loads(r.out)["plan"]
+        self.assertEqual(plan["mem_limit_bytes"], 256 << 20, str(r))
 
 
 class CpuAffinity(HostileBase):
