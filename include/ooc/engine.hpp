@@ -26,7 +26,8 @@ namespace ooc {
 // Tuning numbers live here and nowhere else; zeros mean "derive from the machine and the image".
 struct EngineOptions {
   std::size_t mem_limit = 0;   // bytes for the whole ring; 0: default_mem_limit()
-  int threads = 0;             // 0: default_threads()
+  int threads = 0;             // 0: planned, up to `cores`
+  int cores = 0;               // cores a plan may use when threads is 0; 0: default_threads()
   std::int64_t band_rows = 0;  // 0: planned
   int slots = 0;               // 0: the operation's preference (CPU: threads + 2)
   // Largest slot the planner picks on its own. Small slots keep the working set in cache and the
@@ -34,6 +35,9 @@ struct EngineOptions {
   std::size_t target_slot_bytes = std::size_t{12} << 20;
   std::int64_t min_rows_per_halo = 4;  // aim for band_rows >= 4 x halo rows when memory allows
   std::int64_t strip_samples = 512;    // CPU kernels: column strip width, in samples (L2-sized)
+  // CPU: output columns of a tile (a band cut across the row, each tile with its column halo, one
+  // thread each); 0: planned (tiles where they are estimated faster or needed to fit the limit).
+  std::int64_t tile_cols = 0;
   // The rows a job covers, [row_begin, row_end); row_end 0: to the bottom. A part of a
   // multi-process run, or what is left of a resumed one.
   std::int64_t row_begin = 0, row_end = 0;
@@ -64,7 +68,9 @@ struct Band {
   std::int64_t z = 0;     // plane
 };
 
-// One band as an operation's CPU kernel sees it.
+// One band as an operation's CPU kernel sees it: the whole width of the image, or a tile of it
+// (in.width columns from some column on; the kernel treats the tile as its image, and the engine
+// keeps only the columns far enough from a cut edge: Operation::column_halo).
 struct CpuBand {
   Band band;
   // band.rows + 2 * halo input rows, from image row band.y0 - halo on, through the border rule;
@@ -138,13 +144,22 @@ class Operation {
   virtual std::string fingerprint() const { return describe(); }
   virtual std::optional<ImageSpec> output() const = 0;  // none: a reduction only
   virtual std::int64_t halo() const { return 0; }       // rows of context above and below
+  // Columns of context left and right: an output sample depends on input columns at most this far
+  // away, so a band may be cut into tiles across the row (BandPlan::tile_cols), each filtered as
+  // an image of its own with this many extra columns on each cut side. None: the kernels need
+  // whole rows (an FFT grid fixed in image columns, a reduction), and bands are never cut.
+  virtual std::optional<std::int64_t> column_halo() const { return std::nullopt; }
   virtual BorderMode border() const { return BorderMode::reflect; }
   // A reduction: each band fills partial_bytes() bytes; merge() takes them serially, in band
   // order, so the result does not depend on band height, slots, threads or devices.
   virtual std::size_t partial_bytes() const { return 0; }
   virtual void merge(const std::byte* /*partial*/, const Band& /*band*/) {}
-  // Memory the kernels need besides the band: per CPU thread, and per GPU slot on the device.
-  virtual std::size_t cpu_scratch_bytes(std::int64_t /*band_rows*/) const { return 0; }
+  // Memory the kernels need besides the band: per CPU thread, for bands of `band_rows` rows whose
+  // input is `cols` columns wide (the image's width, or a tile's with its column halo); and per
+  // GPU slot on the device.
+  virtual std::size_t cpu_scratch_bytes(std::int64_t /*band_rows*/, std::int64_t /*cols*/) const {
+    return 0;
+  }
   virtual std::size_t cuda_scratch_bytes(std::int64_t /*band_rows*/) const { return 0; }
   // The band height the operation takes instead of `rows` (the planned or asked one) when the job
   // covers `span` rows: a reduction whose sums must not depend on the band height rounds it to
@@ -221,6 +236,12 @@ struct BandPlan {
   // What each slot holds, the largest over the job's operations (halo: band_halo's).
   std::int64_t halo = 0;
   std::size_t out_row_bytes = 0, partial_bytes = 0, device_scratch_bytes = 0;
+  // CPU bands cut across the row: output columns per tile (0: whole rows), and the
+  // columns of context each tile carries on a cut side (the operations' largest column_halo).
+  std::int64_t tile_cols = 0, column_halo = 0;
+  // The cost model's estimate of one pass of the job's operations under this plan (seconds, CPU
+  // backend; 0 where not estimated), and the threads it keeps busy.
+  double estimate_seconds = 0;
   // CUDA: bands the CPU may filter while CUDA starts (EngineOptions::cpu_start_bands, 0 when
   // the memory limit leaves no room for their buffers beside the pinned ring).
   std::int64_t cpu_start_bands = 0;

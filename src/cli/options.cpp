@@ -85,6 +85,10 @@ void add_pipeline_options(CLI::App& group, PipelineCli& p, const std::string& ba
   group.add_option("--slots", p.options.slots, "bands in flight (default: planned)")
       ->check(count_in(kSlotsRange));
   group
+      .add_option("--tile-cols", p.options.tile_cols,
+                  "CPU: cut bands into tiles of N columns, a thread each (default: planned)")
+      ->check(count_in(kBandRowsRange));
+  group
       .add_option("--device", p.device,
                   "auto (CUDA where it is estimated faster: --stats says why), cpu or cuda")
       ->default_str("auto");

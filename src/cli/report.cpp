@@ -139,9 +139,15 @@ void report(const char* prog, const std::string& stats, bool quiet, const RunRep
     else if (r.cuda)
       t << "cpu start    " << st.cpu_bands << " bands on the CPU while CUDA started\n";
     t << "plan         " << plan.bands << " bands of " << plan.band_rows << " rows, " << plan.slots
-      << " slots, " << plan.threads << " threads, ring "
-      << ooc::format_bytes(double(plan.ring_bytes)) << " of "
-      << ooc::format_bytes(double(plan.mem_limit)) << "\n"
+      << " slots, " << plan.threads << " threads, "
+      << (plan.tile_cols > 0 ? "tiles of " + std::to_string(plan.tile_cols) + " columns, "
+                             : std::string())
+      << "ring " << ooc::format_bytes(double(plan.ring_bytes)) << " of "
+      << ooc::format_bytes(double(plan.mem_limit))
+      << (plan.estimate_seconds > 0
+              ? ", estimated " + std::to_string(plan.estimate_seconds).substr(0, 6) + " s"
+              : std::string())
+      << "\n"
       << "mem limit    " << ooc::format_bytes(double(plan.mem_limit)) << ", from "
       << r.mem_limit_from << "\n"
       << "seconds      " << st.seconds << " (setup " << st.setup_seconds << ", read "

@@ -23,6 +23,7 @@
 #include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "staging.hpp"
+#include "tiles.hpp"
 #include "trace.hpp"
 
 namespace ooc {
@@ -277,11 +278,18 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // kernel is made: no CPU band runs yet, and later starts would race with them. A GPU slot's
   // before its first band, in the read stage, where the slot's device and stream are known.
   // Every started slot is stopped when the run ends, failed runs included, before the kernels go.
+  // CPU bands cut into tiles run a tile on each thread: a kernel slot per thread after the ring's.
+  std::optional<detail::TileRunner> tiles;
+  if (const auto column_halo = op.column_halo();
+      column_halo && plan.tile_cols > 0 && plan.tile_cols < in.width && partial_bytes == 0)
+    tiles.emplace(in, out_spec ? out_spec->pixel_bytes() : 0, plan.tile_cols, *column_halo,
+                  op.border(), plan.slots);
+  const int cpu_slots = plan.slots + (tiles ? plan.threads : 0);
   int cpu_started = 0;
   std::vector<char> gpu_started(e.slots.size(), 0);
   auto make_cpu = [&] {
     cpu = op.make_cpu();
-    for (; cpu_started < plan.slots; ++cpu_started) cpu->start(cpu_started);
+    for (; cpu_started < cpu_slots; ++cpu_started) cpu->start(cpu_started);
   };
   auto stop_kernels = [&] {
     std::exception_ptr error;
@@ -423,7 +431,10 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       b.partial = partial_bytes > 0 ? slot->partial.data() : nullptr;
       b.slot = static_cast<int>(slot - e.slots.data());
       if (b.partial) std::fill_n(b.partial, partial_bytes, std::byte{0});
-      cpu->run(b);
+      if (tiles)
+        tiles->run(*cpu, b);
+      else
+        cpu->run(b);
     }
     compute_ns += std::chrono::nanoseconds(Clock::now() - t).count();
     return slot;

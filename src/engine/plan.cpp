@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 
+#include "ooc/cost.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/engine.hpp"
 #include "ooc/error.hpp"
@@ -74,6 +76,32 @@ std::string format_need(double bytes) {
 }
 }  // namespace
 
+// The cost model's time for one pass of `ops` on the CPU under `plan` (cost_model.cpp's ns per
+// sample on one thread): the rows of context each band recomputes (about half of them on
+// average over a pass's stages: the first computes both halos, the last none), the columns
+// each tile recomputes (every stage filters the whole tile), the threads, a ring of one slot
+// that cannot overlap reading and writing with computing, and a thread's working set beyond
+// the caches (a 6-stage chain on 65536-wide bands of 552 rows ran 1.9x slower than on bands
+// of fewer rows, the same threads).
+static double plan_seconds(const BandPlan& plan, const std::vector<const Operation*>& ops,
+                           const ImageSpec& input, std::int64_t span, std::size_t scratch) {
+  if (plan.band_rows <= 0 || plan.threads <= 0) return 0;
+  double ns = 0;
+  for (const Operation* op : ops) ns += cpu_ns_per_sample(op->cost());
+  const double samples = double(span) * double(input.width) * input.channels;
+  const double rows = double(plan.band_rows + plan.halo) / double(plan.band_rows);
+  const double cols =
+      plan.tile_cols > 0
+          ? double(std::min(input.width, plan.tile_cols + 2 * plan.column_halo)) / plan.tile_cols
+          : 1.0;
+  const double busy = plan.threads * (plan.slots >= 2 ? 1.0 : 0.85);
+  const double cache_bytes = 24.0 * (1 << 20);
+  const double cache = scratch > cache_bytes
+                           ? std::min(2.0, 1.0 + 0.25 * std::log2(double(scratch) / cache_bytes))
+                           : 1.0;
+  return samples * ns * rows * cols * cache / busy * 1e-9;
+}
+
 // Device memory every GPU this runs on has free with room to spare (data-centre GPUs have tens
 // of GB): a plan needing no more per device need not wait for CUDA's start to know.
 constexpr std::size_t kDeviceBytesSure = std::size_t{2} << 30;
@@ -86,7 +114,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   if (o.threads > kMaxThreads)
     throw Error(ErrorKind::usage, "--threads " + std::to_string(o.threads) + " is more than " +
                                       std::to_string(kMaxThreads) + ": use fewer threads");
-  plan.threads = o.threads > 0 ? o.threads : default_threads();
+  plan.threads = o.threads > 0 ? o.threads : o.cores > 0 ? o.cores : default_threads();
   const int gpus =
       backend.cuda ? static_cast<int>(std::max<std::size_t>(backend.devices.size(), 1)) : 0;
   // CPU: enough bands in flight to keep every stage busy; GPU: read, copy in, compute, copy out
@@ -119,221 +147,276 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       plan.out_row_bytes = std::max(plan.out_row_bytes, out->row_bytes());
     plan.partial_bytes = std::max(plan.partial_bytes, op->partial_bytes());
   }
-  const std::int64_t halo = plan.halo;
-  auto cpu_scratch = [&](std::int64_t rows) {
-    std::size_t m = 0;
-    for (const Operation* op : ops) m = std::max(m, op->cpu_scratch_bytes(rows));
-    return m;
-  };
-  auto device_scratch = [&](std::int64_t rows) {
-    std::size_t m = 0;
-    for (const Operation* op : ops) m = std::max(m, op->cuda_scratch_bytes(rows));
-    return m;
-  };
+  // Tiles across the row (CPU bands only): every operation must say how far its outputs reach
+  // across columns.
+  std::optional<std::int64_t> column_halo = 0;
+  for (const Operation* op : ops) {
+    const auto c = op->column_halo();
+    column_halo = c && column_halo ? std::optional(std::max(*column_halo, *c)) : std::nullopt;
+    if (op->partial_bytes() > 0) column_halo = std::nullopt;
+  }
+  plan.column_halo = column_halo.value_or(0);
+  const bool border_wraps = std::any_of(
+      ops.begin(), ops.end(), [](const Operation* op) { return op->border() == BorderMode::wrap; });
 
-  // Host memory of one slot. CPU: the band's input rows (mapped; never more than the image has,
-  // since a halo beyond the image repeats rows through the border rule), the output rows, the
-  // partial and the row table. GPU: pinned input rows with the halo, output rows and partial.
-  // `on_gpu`: for the slots of the backend's own bands, or (false) for bands the CPU filters.
-  auto slot_bytes = [&](std::int64_t rows, bool on_gpu) {
-    const std::int64_t in_rows = on_gpu ? rows + 2 * halo : std::min(rows + 2 * halo, H);
-    return static_cast<std::size_t>(in_rows) * input.row_bytes() +
-           static_cast<std::size_t>(rows) * plan.out_row_bytes + plan.partial_bytes +
-           static_cast<std::size_t>(rows + 2 * halo) * (sizeof(void*) + sizeof(std::int64_t));
-  };
-  auto slot_total = [&](std::int64_t rows) { return slot_bytes(rows, backend.cuda); };
-  // Blocks the source decodes ahead and the sink gathers for compression.
-  auto buffers = [&](std::int64_t rows, int slots) {
-    const int readers = backend.cuda ? slots : 1;
-    return (source ? source->buffer_bytes(rows, readers) : 0) + (sink ? sink->buffer_bytes() : 0);
-  };
-  auto threads_scratch = [&](std::int64_t rows) {
-    return static_cast<std::size_t>(plan.threads) * cpu_scratch(rows);
-  };
-  auto shared = [&](std::int64_t rows) {
-    return backend.cuda ? std::size_t{0} : threads_scratch(rows);
-  };
-  auto ring_total = [&](std::int64_t rows, int slots) {
-    return static_cast<std::size_t>(slots) * slot_total(rows) + shared(rows) + buffers(rows, slots);
-  };
-
-  // Bands on a grid are whole grid rows (or the whole span).
-  const std::int64_t least = std::min(span, plan.grid);
-  auto on_grid = [&](std::int64_t rows) {
-    if (plan.grid <= 1 || rows >= span) return rows;
-    return std::min(span, std::max(plan.grid, rows / plan.grid * plan.grid));
-  };
-  const std::int64_t smallest = std::min<std::int64_t>(span, std::max(least, 2 * halo));
-  if (o.threads <= 0 && !backend.cuda) {
-    // Kernels with large per-thread scratch (FFT tiles: tens of MiB a thread) would not fit on
-    // every core of a large node under the default limit: fewer threads beat failing, and beat
-    // bands much shorter than the halo (an FFT band shorter than its tiles transforms each tile
-    // once per band it touches: 4x slower at 16-row bands than at 128 with one thread less). Only
-    // when --threads was not given; the slots follow the threads as by default.
-    const int min_slots = o.slots > 0 ? o.slots : 1;
-    const std::int64_t probe = std::min<std::int64_t>(span, std::max(least, halo / 2));
-    while (plan.threads > 1 && ring_total(probe, min_slots) > plan.mem_limit) {
-      plan.threads = std::max(1, plan.threads * 3 / 4);
-      if (o.slots <= 0) plan.slots = plan.threads + 2;
-    }
-  }
-  if (o.slots <= 0) {
-    // Under a tight limit, fewer bands in flight beat failing: down to 2 (reading overlaps
-    // computing), then 1.
-    plan.slots = std::max(1, plan.slots);
-    while (plan.slots > 1 && ring_total(smallest, plan.slots) > plan.mem_limit) --plan.slots;
-  }
-  // Bands on a GPU: tall enough that each band's fixed costs (a parallel pack, copies, launches)
-  // stay small, but at most 64 MiB a slot: bands of 17-50 MB streamed faster than 67 MB ones
-  // (docs/design.md, "GPU slots"; docs/performance.md, streaming); the halo rows a
-  // band shares with the one before stay on the device. A small image still gets several bands
-  // per slot: the first band's read and the last one's write do not overlap anything, and the
-  // pinned ring, allocated before any work, costs time in proportion to its size.
-  std::size_t target = o.target_slot_bytes;
-  if (backend.cuda) {
-    const std::size_t span_bytes = static_cast<std::size_t>(span) * input.row_bytes();
-    target = std::clamp(span_bytes / (4 * static_cast<std::size_t>(plan.slots)),
-                        std::size_t{32} << 20, std::size_t{64} << 20);
-  }
-  std::int64_t rows = 0;
-  if (o.band_rows > 0) {
-    rows = std::min(o.band_rows, span);
-  } else {
-    // Largest band the limit allows (binary search: memory grows with the band height)...
-    std::int64_t lo = 0, hi = span;
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo + 1) / 2;
-      if (ring_total(mid, plan.slots) <= plan.mem_limit)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    // ...and the backend's preferred size, but tall enough that the halo stays a small overhead.
-    std::int64_t want = 1;
-    while (want < span && slot_total(want * 2) <= target) want *= 2;
-    want = std::max(want, o.min_rows_per_halo * 2 * halo);
-    rows = std::max<std::int64_t>(1, std::min({lo, want, span}));
-    // The CPU filters bands while CUDA starts only where its buffers fit beside the pinned ring
-    // (below). Several GPUs have as many slots more, and both no longer fit under the default
-    // limit: bands down to half as tall keep that start (otherwise the job waits for every
-    // device's context) for a few percent more per-band cost.
-    const bool cpu_start = std::all_of(
-        ops.begin(), ops.end(), [](const Operation* op) { return op->cpu_gives_cuda_bits(); });
-    auto with_cpu_start = [&](std::int64_t r) {
-      return ring_total(r, plan.slots) +
-             static_cast<std::size_t>(plan.slots) * slot_bytes(r, false) + threads_scratch(r);
+  // The plan for tiles of `tc` output columns (the image's width: none).
+  auto attempt = [&](BandPlan plan, std::int64_t tc) -> BandPlan {
+    const std::int64_t halo = plan.halo;
+    // The columns a CPU kernel sees: the image's, or a tile's with its column halo on both sides.
+    const std::int64_t W = input.width;
+    const bool tiled = tc < W;
+    const std::int64_t seen = tiled ? std::min(W, tc + 2 * plan.column_halo) : W;
+    auto cpu_scratch = [&](std::int64_t rows) {
+      std::size_t m = 0;
+      for (const Operation* op : ops) m = std::max(m, op->cpu_scratch_bytes(rows, seen));
+      // A tile's output before its kept columns are copied out, and under wrap its input columns
+      // gathered around the image's edge.
+      if (tiled)
+        m += static_cast<std::size_t>(rows) * static_cast<std::size_t>(seen) *
+                 (plan.out_row_bytes / static_cast<std::size_t>(W)) +
+             (border_wraps ? static_cast<std::size_t>(rows + 2 * halo) *
+                                 static_cast<std::size_t>(seen) * input.pixel_bytes()
+                           : 0);
+      return m;
     };
-    if (backend.cuda && (o.cpu_start_bands > 0 || (o.cpu_start_bands < 0 && cpu_start)) &&
-        with_cpu_start(rows) > plan.mem_limit) {
-      std::int64_t a = std::max<std::int64_t>(1, rows / 2), b = rows;
-      if (with_cpu_start(a) <= plan.mem_limit) {
-        while (a < b) {
-          const std::int64_t mid = a + (b - a + 1) / 2;
-          if (with_cpu_start(mid) <= plan.mem_limit)
-            a = mid;
-          else
-            b = mid - 1;
-        }
-        rows = a;
+    auto device_scratch = [&](std::int64_t rows) {
+      std::size_t m = 0;
+      for (const Operation* op : ops) m = std::max(m, op->cuda_scratch_bytes(rows));
+      return m;
+    };
+
+    // Host memory of one slot. CPU: the band's input rows (mapped; never more than the image has,
+    // since a halo beyond the image repeats rows through the border rule), the output rows, the
+    // partial and the row table. GPU: pinned input rows with the halo, output rows and partial.
+    // `on_gpu`: for the slots of the backend's own bands, or (false) for bands the CPU filters.
+    auto slot_bytes = [&](std::int64_t rows, bool on_gpu) {
+      const std::int64_t in_rows = on_gpu ? rows + 2 * halo : std::min(rows + 2 * halo, H);
+      return static_cast<std::size_t>(in_rows) * input.row_bytes() +
+             static_cast<std::size_t>(rows) * plan.out_row_bytes + plan.partial_bytes +
+             static_cast<std::size_t>(rows + 2 * halo) * (sizeof(void*) + sizeof(std::int64_t));
+    };
+    auto slot_total = [&](std::int64_t rows) { return slot_bytes(rows, backend.cuda); };
+    // Blocks the source decodes ahead and the sink gathers for compression.
+    auto buffers = [&](std::int64_t rows, int slots) {
+      const int readers = backend.cuda ? slots : 1;
+      return (source ? source->buffer_bytes(rows, readers) : 0) + (sink ? sink->buffer_bytes() : 0);
+    };
+    auto threads_scratch = [&](std::int64_t rows) {
+      return static_cast<std::size_t>(plan.threads) * cpu_scratch(rows);
+    };
+    auto shared = [&](std::int64_t rows) {
+      return backend.cuda ? std::size_t{0} : threads_scratch(rows);
+    };
+    auto ring_total = [&](std::int64_t rows, int slots) {
+      return static_cast<std::size_t>(slots) * slot_total(rows) + shared(rows) +
+             buffers(rows, slots);
+    };
+
+    // Bands on a grid are whole grid rows (or the whole span).
+    const std::int64_t least = std::min(span, plan.grid);
+    auto on_grid = [&](std::int64_t rows) {
+      if (plan.grid <= 1 || rows >= span) return rows;
+      return std::min(span, std::max(plan.grid, rows / plan.grid * plan.grid));
+    };
+    const std::int64_t smallest = std::min<std::int64_t>(span, std::max(least, 2 * halo));
+    if (o.threads <= 0 && !backend.cuda) {
+      // Kernels with large per-thread scratch (FFT tiles: tens of MiB a thread) would not fit on
+      // every core of a large node under the default limit: fewer threads beat failing, and beat
+      // bands much shorter than the halo (an FFT band shorter than its tiles transforms each tile
+      // once per band it touches: 4x slower at 16-row bands than at 128 with one thread less). Only
+      // when --threads was not given; the slots follow the threads as by default.
+      const int min_slots = o.slots > 0 ? o.slots : 1;
+      const std::int64_t probe = std::min<std::int64_t>(span, std::max(least, halo / 2));
+      while (plan.threads > 1 && ring_total(probe, min_slots) > plan.mem_limit) {
+        plan.threads = std::max(1, plan.threads * 3 / 4);
+        if (o.slots <= 0) plan.slots = plan.threads + 2;
       }
     }
-  }
-  if (backend.cuda) {
-    // Device memory of a slot: input with halo, output, partial and the kernels' scratch.
-    auto device_bytes = [&](std::int64_t r) {
-      return static_cast<std::size_t>(r + 2 * halo) * input.row_bytes() +
-             static_cast<std::size_t>(r) * plan.out_row_bytes + plan.partial_bytes +
-             device_scratch(r);
-    };
-    // CUDA may still be starting: a ring that needs less device memory than any GPU this runs on
-    // has free is planned without waiting for the figures (the slots' allocation would fail
-    // with CUDA's own error if it did not fit). A start that failed: the run goes on the CPU
-    // (--device auto), or fails here with the start's error.
-    const detail::CudaStart* start = backend.start.get();
-    const std::size_t per_device = static_cast<std::size_t>((plan.slots + gpus - 1) / gpus);
-    bool check = true;
-    if (start && start->failed()) {
-      if (!backend.cpu_if_cuda_fails) start->wait();
-      check = false;
-    } else if (start && !start->ready() && per_device * device_bytes(rows) <= kDeviceBytesSure) {
-      check = false;
+    if (o.slots <= 0) {
+      // Under a tight limit, fewer bands in flight beat failing: down to 2 (reading overlaps
+      // computing), then 1.
+      plan.slots = std::max(1, plan.slots);
+      while (plan.slots > 1 && ring_total(smallest, plan.slots) > plan.mem_limit) --plan.slots;
     }
-    std::int64_t device_rows =
-        check ? detail::cuda_max_band_rows(backend.devices, plan.slots, span, device_bytes, start)
-              : rows;
-    if (o.band_rows > 0 && rows > device_rows)
-      throw Error(ErrorKind::usage, "--band-rows " + std::to_string(rows) +
-                                        " does not fit in GPU memory with " +
-                                        std::to_string(plan.slots) + " slots: use at most " +
-                                        std::to_string(device_rows));
-    rows = std::min(rows, device_rows);
-    for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
-    rows = on_grid(rows);
-    // Unchecked while CUDA starts: a band the grid made taller is checked now, and needs the
-    // devices' figures only when it is no longer surely small.
-    if (!check && rows > device_rows)
-      device_rows =
-          per_device * device_bytes(rows) <= kDeviceBytesSure
-              ? rows
-              : detail::cuda_max_band_rows(backend.devices, plan.slots, span, device_bytes, start);
-    if (rows > device_rows)
-      throw Error(ErrorKind::device, "bands of " + std::to_string(rows) +
-                                         " rows (the operation's smallest) do not fit in GPU "
-                                         "memory with " +
-                                         std::to_string(plan.slots) +
-                                         " slots: use --slots 1 or a GPU with more free memory");
-  } else {
-    for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
-    rows = on_grid(rows);
-  }
-  plan.bands = (span + rows - 1) / rows;
-  plan.first_band = 0;
-  plan.last_band = plan.bands;
-  plan.slots = static_cast<int>(std::min<std::int64_t>(plan.slots, plan.bands));
-  plan.band_rows = rows;
-  plan.device_scratch_bytes = backend.cuda ? device_scratch(rows) : 0;
-  plan.ring_bytes = ring_total(rows, plan.slots);
-  if (backend.cuda && o.cpu_start_bands != 0 && plan.ring_bytes <= plan.mem_limit) {
-    // Buffers for the bands the CPU filters while CUDA starts, beside the pinned ring: each
-    // slot's rows as on the CPU backend, and the threads' scratch.
-    const std::size_t head =
-        static_cast<std::size_t>(plan.slots) * slot_bytes(rows, false) + threads_scratch(rows);
-    if (plan.ring_bytes + head <= plan.mem_limit) {
-      plan.cpu_start_bands = o.cpu_start_bands;
-      plan.ring_bytes += head;
-    } else if (o.cpu_start_bands > 0) {
-      throw Error(ErrorKind::usage, "--cpu-start " + std::to_string(o.cpu_start_bands) +
-                                        ": the CPU's buffers (" + format_bytes(double(head)) +
-                                        ") do not fit beside the GPU's ring under --mem-limit " +
-                                        format_bytes(double(plan.mem_limit)) +
-                                        ": raise --mem-limit or use --cpu-start off");
+    // Bands on a GPU: tall enough that each band's fixed costs (a parallel pack, copies, launches)
+    // stay small, but at most 64 MiB a slot: bands of 17-50 MB streamed faster than 67 MB ones
+    // (docs/design.md, "GPU slots"; docs/performance.md, streaming); the halo rows a
+    // band shares with the one before stay on the device. A small image still gets several bands
+    // per slot: the first band's read and the last one's write do not overlap anything, and the
+    // pinned ring, allocated before any work, costs time in proportion to its size.
+    std::size_t target = o.target_slot_bytes;
+    if (backend.cuda) {
+      const std::size_t span_bytes = static_cast<std::size_t>(span) * input.row_bytes();
+      target = std::clamp(span_bytes / (4 * static_cast<std::size_t>(plan.slots)),
+                          std::size_t{32} << 20, std::size_t{64} << 20);
     }
+    std::int64_t rows = 0;
+    if (o.band_rows > 0) {
+      rows = std::min(o.band_rows, span);
+    } else {
+      // Largest band the limit allows (binary search: memory grows with the band height)...
+      std::int64_t lo = 0, hi = span;
+      while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo + 1) / 2;
+        if (ring_total(mid, plan.slots) <= plan.mem_limit)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      // ...and the backend's preferred size, but tall enough that the halo stays a small overhead.
+      std::int64_t want = 1;
+      while (want < span && slot_total(want * 2) <= target) want *= 2;
+      want = std::max(want, o.min_rows_per_halo * 2 * halo);
+      rows = std::max<std::int64_t>(1, std::min({lo, want, span}));
+      // The CPU filters bands while CUDA starts only where its buffers fit beside the pinned ring
+      // (below). Several GPUs have as many slots more, and both no longer fit under the default
+      // limit: bands down to half as tall keep that start (otherwise the job waits for every
+      // device's context) for a few percent more per-band cost.
+      const bool cpu_start = std::all_of(
+          ops.begin(), ops.end(), [](const Operation* op) { return op->cpu_gives_cuda_bits(); });
+      auto with_cpu_start = [&](std::int64_t r) {
+        return ring_total(r, plan.slots) +
+               static_cast<std::size_t>(plan.slots) * slot_bytes(r, false) + threads_scratch(r);
+      };
+      if (backend.cuda && (o.cpu_start_bands > 0 || (o.cpu_start_bands < 0 && cpu_start)) &&
+          with_cpu_start(rows) > plan.mem_limit) {
+        std::int64_t a = std::max<std::int64_t>(1, rows / 2), b = rows;
+        if (with_cpu_start(a) <= plan.mem_limit) {
+          while (a < b) {
+            const std::int64_t mid = a + (b - a + 1) / 2;
+            if (with_cpu_start(mid) <= plan.mem_limit)
+              a = mid;
+            else
+              b = mid - 1;
+          }
+          rows = a;
+        }
+      }
+    }
+    if (backend.cuda) {
+      // Device memory of a slot: input with halo, output, partial and the kernels' scratch.
+      auto device_bytes = [&](std::int64_t r) {
+        return static_cast<std::size_t>(r + 2 * halo) * input.row_bytes() +
+               static_cast<std::size_t>(r) * plan.out_row_bytes + plan.partial_bytes +
+               device_scratch(r);
+      };
+      // CUDA may still be starting: a ring that needs less device memory than any GPU this runs on
+      // has free is planned without waiting for the figures (the slots' allocation would fail
+      // with CUDA's own error if it did not fit). A start that failed: the run goes on the CPU
+      // (--device auto), or fails here with the start's error.
+      const detail::CudaStart* start = backend.start.get();
+      const std::size_t per_device = static_cast<std::size_t>((plan.slots + gpus - 1) / gpus);
+      bool check = true;
+      if (start && start->failed()) {
+        if (!backend.cpu_if_cuda_fails) start->wait();
+        check = false;
+      } else if (start && !start->ready() && per_device * device_bytes(rows) <= kDeviceBytesSure) {
+        check = false;
+      }
+      std::int64_t device_rows =
+          check ? detail::cuda_max_band_rows(backend.devices, plan.slots, span, device_bytes, start)
+                : rows;
+      if (o.band_rows > 0 && rows > device_rows)
+        throw Error(ErrorKind::usage, "--band-rows " + std::to_string(rows) +
+                                          " does not fit in GPU memory with " +
+                                          std::to_string(plan.slots) + " slots: use at most " +
+                                          std::to_string(device_rows));
+      rows = std::min(rows, device_rows);
+      for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
+      rows = on_grid(rows);
+      // Unchecked while CUDA starts: a band the grid made taller is checked now, and needs the
+      // devices' figures only when it is no longer surely small.
+      if (!check && rows > device_rows)
+        device_rows = per_device * device_bytes(rows) <= kDeviceBytesSure
+                          ? rows
+                          : detail::cuda_max_band_rows(backend.devices, plan.slots, span,
+                                                       device_bytes, start);
+      if (rows > device_rows)
+        throw Error(ErrorKind::device, "bands of " + std::to_string(rows) +
+                                           " rows (the operation's smallest) do not fit in GPU "
+                                           "memory with " +
+                                           std::to_string(plan.slots) +
+                                           " slots: use --slots 1 or a GPU with more free memory");
+    } else {
+      for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
+      rows = on_grid(rows);
+    }
+    plan.bands = (span + rows - 1) / rows;
+    plan.first_band = 0;
+    plan.last_band = plan.bands;
+    plan.slots = static_cast<int>(std::min<std::int64_t>(plan.slots, plan.bands));
+    plan.band_rows = rows;
+    plan.tile_cols = tiled ? tc : 0;
+    plan.device_scratch_bytes = backend.cuda ? device_scratch(rows) : 0;
+    plan.ring_bytes = ring_total(rows, plan.slots);
+    if (backend.cuda && o.cpu_start_bands != 0 && plan.ring_bytes <= plan.mem_limit) {
+      // Buffers for the bands the CPU filters while CUDA starts, beside the pinned ring: each
+      // slot's rows as on the CPU backend, and the threads' scratch.
+      const std::size_t head =
+          static_cast<std::size_t>(plan.slots) * slot_bytes(rows, false) + threads_scratch(rows);
+      if (plan.ring_bytes + head <= plan.mem_limit) {
+        plan.cpu_start_bands = o.cpu_start_bands;
+        plan.ring_bytes += head;
+      } else if (o.cpu_start_bands > 0) {
+        throw Error(ErrorKind::usage, "--cpu-start " + std::to_string(o.cpu_start_bands) +
+                                          ": the CPU's buffers (" + format_bytes(double(head)) +
+                                          ") do not fit beside the GPU's ring under --mem-limit " +
+                                          format_bytes(double(plan.mem_limit)) +
+                                          ": raise --mem-limit or use --cpu-start off");
+      }
+    }
+    if (plan.ring_bytes > plan.mem_limit) {
+      const std::int64_t r = o.band_rows > 0 ? rows : least;
+      const std::size_t need = ring_total(r, plan.slots);
+      const std::size_t scratch = shared(r);
+      const std::size_t blocks = buffers(r, plan.slots);
+      std::string parts =
+          std::to_string(plan.slots) + " slot(s) of " + std::to_string(r) + "-row bands (width " +
+          std::to_string(input.width) + ", halo " + std::to_string(halo) +
+          " rows): " + format_bytes(double(static_cast<std::size_t>(plan.slots) * slot_total(r)));
+      if (scratch > 0) {
+        parts += ", scratch of " + std::to_string(plan.threads) + " thread(s)";
+        if (tiled) parts += " on tiles of " + std::to_string(seen) + " columns";
+        parts += ": " + format_bytes(double(scratch));
+      }
+      if (blocks > 0)
+        parts += ", the input's and output's buffers (direct I/O, TIFF, Zarr): " +
+                 format_bytes(double(blocks));
+      throw Error(ErrorKind::usage,
+                  "--mem-limit " + format_bytes(double(plan.mem_limit)) +
+                      " is too small: this job needs at least " + format_need(double(need)) + " (" +
+                      parts + "); raise --mem-limit" +
+                      (o.band_rows > 0 ? ", lower --band-rows" : "") +
+                      (o.slots > 0 ? ", lower --slots" : "") +
+                      (scratch > 0 && o.threads > 0 ? ", lower --threads" : "") +
+                      (blocks > 0 ? ", or use smaller TIFF strips or tiles" : ""));
+    }
+    if (!backend.cuda)
+      plan.estimate_seconds = plan_seconds(plan, ops, input, span, cpu_scratch(rows));
+    return plan;
+  };
+
+  const std::int64_t W = input.width;
+  if (backend.cuda || !column_halo || W <= 1) return attempt(plan, W);
+  if (o.tile_cols > 0) return attempt(plan, std::min(o.tile_cols, W));
+  // The fastest plan the cost model sees among whole rows and tiles of a few widths: tiles cost
+  // the columns of context recomputed at each cut, and save threads that whole rows' scratch
+  // would not fit, halo rows recomputed in short bands, and a working set beyond the caches.
+  std::optional<BandPlan> best;
+  std::optional<Error> last_error;
+  for (std::int64_t tc = W;; tc = tc > 8192 ? 8192 : tc / 2) {
+    if (tc < W && (tc < 4 * plan.column_halo || tc < 64)) break;
+    try {
+      BandPlan p = attempt(plan, tc);
+      if (!best || p.estimate_seconds < best->estimate_seconds * 0.97) best = p;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::usage) throw;
+      if (!best) last_error = e;
+    }
+    if (tc <= 64) break;
   }
-  if (plan.ring_bytes > plan.mem_limit) {
-    const std::int64_t r = o.band_rows > 0 ? rows : least;
-    const std::size_t need = ring_total(r, plan.slots);
-    const std::size_t scratch = shared(r);
-    const std::size_t blocks = buffers(r, plan.slots);
-    std::string parts =
-        std::to_string(plan.slots) + " slot(s) of " + std::to_string(r) + "-row bands (width " +
-        std::to_string(input.width) + ", halo " + std::to_string(halo) +
-        " rows): " + format_bytes(double(static_cast<std::size_t>(plan.slots) * slot_total(r)));
-    if (scratch > 0)
-      parts += ", scratch of " + std::to_string(plan.threads) +
-               " thread(s): " + format_bytes(double(scratch));
-    if (blocks > 0)
-      parts += ", the input's and output's buffers (direct I/O, TIFF, Zarr): " +
-               format_bytes(double(blocks));
-    throw Error(ErrorKind::usage, "--mem-limit " + format_bytes(double(plan.mem_limit)) +
-                                      " is too small: this job needs at least " +
-                                      format_need(double(need)) + " (" + parts +
-                                      "); raise --mem-limit" +
-                                      (o.band_rows > 0 ? ", lower --band-rows" : "") +
-                                      (o.slots > 0 ? ", lower --slots" : "") +
-                                      (scratch > 0 && o.threads > 0 ? ", lower --threads" : "") +
-                                      (blocks > 0 ? ", or use smaller TIFF strips or tiles" : ""));
-  }
-  return plan;
+  if (!best) throw *last_error;
+  return *best;
 }
 
 std::int64_t band_halo(const Operation& op, const BandPlan& plan) {

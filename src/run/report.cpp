@@ -72,6 +72,9 @@ std::string stats_json(const RunReport& r, const std::string& extra_json) {
                {"bands", plan.bands},
                {"slots", plan.slots},
                {"threads", plan.threads},
+               {"tile_cols", plan.tile_cols},
+               {"column_halo", plan.column_halo},
+               {"estimate_seconds", plan.estimate_seconds},
                {"mem_limit_bytes", plan.mem_limit},
                {"mem_limit_from", r.mem_limit_from},
                {"ring_bytes", plan.ring_bytes}};

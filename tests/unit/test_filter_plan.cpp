@@ -98,7 +98,9 @@ class ScratchHeavy : public Operation {
   std::string describe() const override { return "scratch-heavy"; }
   std::optional<ImageSpec> output() const override { return in_; }
   std::int64_t halo() const override { return 100; }
-  std::size_t cpu_scratch_bytes(std::int64_t) const override { return std::size_t{50} << 20; }
+  std::size_t cpu_scratch_bytes(std::int64_t, std::int64_t) const override {
+    return std::size_t{50} << 20;
+  }
   std::unique_ptr<CpuKernel> make_cpu() const override { return nullptr; }
 
  private:

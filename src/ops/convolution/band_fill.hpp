@@ -40,9 +40,12 @@ inline CudaBand with_halo(CudaBand b, std::int64_t h) {
 
 // One band's input rows and output. skip: rows of the band's halo the kernel does not read (a
 // halo the operation sized for another kernel, e.g. the FFT's on the other backend).
+// A tile of a band (CpuBand) is an image of its own width.
 inline void set_band(kernels::BandArgs& a, const CpuBand& b, std::int64_t skip = 0) {
   a.rows = b.rows + skip;
+  a.width = b.in.width;
   a.out = b.out.data;
+  a.out_stride = b.out.row_stride;
   a.out_rows = b.band.rows;
 }
 

@@ -40,7 +40,8 @@ class CombineKernel final : public CpuKernel {
   void run(const CpuBand& b) override {
     const std::int64_t n = b.in.row_samples(), rows = b.band.rows;
     const std::size_t acc = f64_ ? 8 : 4, row_bytes = static_cast<std::size_t>(n) * acc;
-    detail::ScratchBuffer buf = pool_.take(2 * row_bytes * static_cast<std::size_t>(rows));
+    detail::ScratchBuffer buf =
+        pool_.take((k2_ ? 2 : 1) * row_bytes * static_cast<std::size_t>(rows));
     const SampleType at = f64_ ? SampleType::f64 : SampleType::f32;
     BandView v1{buf.data(), row_bytes, rows, b.in.width, b.in.channels, at};
     BandView v2{buf.data() + row_bytes * rows, row_bytes, rows, b.in.width, b.in.channels, at};
@@ -105,10 +106,16 @@ class CombineOp final : public Operation {
     return std::max(g1_->halo(), g2_ ? g2_->halo() : std::int64_t{0});
   }
   BorderMode border() const override { return border_; }
-  std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
-    return 2 * static_cast<std::size_t>(rows) * static_cast<std::size_t>(in_.row_samples()) *
-               (f64_ ? 8 : 4) +
-           std::max(g1_->cpu_scratch_bytes(rows), g2_ ? g2_->cpu_scratch_bytes(rows) : 0);
+  std::optional<std::int64_t> column_halo() const override {
+    const auto a = g1_->column_halo();
+    const auto b = g2_ ? g2_->column_halo() : std::optional<std::int64_t>(0);
+    if (!a || !b) return std::nullopt;
+    return std::max(*a, *b);
+  }
+  std::size_t cpu_scratch_bytes(std::int64_t rows, std::int64_t cols) const override {
+    return (g2_ ? 2 : 1) * static_cast<std::size_t>(rows) *
+               static_cast<std::size_t>(cols * in_.channels) * (f64_ ? 8 : 4) +
+           g1_->cpu_scratch_bytes(rows, cols) + (g2_ ? g2_->cpu_scratch_bytes(rows, cols) : 0);
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
     return detail::combine_cuda_scratch(g1_.get(), g2_.get(), rows, in_.row_samples(), f64_);

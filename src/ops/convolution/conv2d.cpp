@@ -250,12 +250,18 @@ class Conv2d final : public Operation {
   std::int64_t row_grid() const override { return uses_fft() ? tiling_.h : 1; }
   std::int64_t grid_halo() const override { return args_.ry; }
   BorderMode border() const override { return params_.border; }
-  std::size_t cpu_scratch_bytes(std::int64_t band_rows) const override {
+  // The direct sum filters any tile as an image; the FFT's tiles are fixed in image columns.
+  std::optional<std::int64_t> column_halo() const override {
+    if (costs_.cpu_uses_fft) return std::nullopt;
+    return args_.rx;
+  }
+  std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t cols) const override {
     if (costs_.cpu_uses_fft)  // the shared spectrum counted with each thread: a bound
       return kernels::FftConv2d::thread_bytes(tiling_, args_.f64) +
              kernels::FftConv2d::shared_bytes(tiling_, args_.f64);
     kernels::Conv2dArgs a = args_;
     a.out_rows = band_rows;
+    a.width = cols;
     return kernels::conv2d_scratch_bytes(a);
   }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
@@ -347,7 +353,10 @@ class AsSeparable final : public Operation {
   std::optional<ImageSpec> output() const override { return op_->output(); }
   std::int64_t halo() const override { return op_->halo(); }
   BorderMode border() const override { return op_->border(); }
-  std::size_t cpu_scratch_bytes(std::int64_t r) const override { return op_->cpu_scratch_bytes(r); }
+  std::optional<std::int64_t> column_halo() const override { return op_->column_halo(); }
+  std::size_t cpu_scratch_bytes(std::int64_t r, std::int64_t cols) const override {
+    return op_->cpu_scratch_bytes(r, cols);
+  }
   std::size_t cuda_scratch_bytes(std::int64_t r) const override {
     return op_->cuda_scratch_bytes(r);
   }

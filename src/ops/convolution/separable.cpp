@@ -15,6 +15,7 @@
 #include "kernels/cpu/convolution/fft_separable.hpp"
 #include "kernels/cpu/convolution/separable.hpp"
 #include "ooc/error.hpp"
+#include "ops/convolution/fold_taps.hpp"
 #include "ops/convolution/method_param.hpp"
 #include "ops/cuda_kernels.hpp"
 #include "ops/stage_registry.hpp"
@@ -188,12 +189,18 @@ class Separable final : public Operation {
     return rows / plan_.h * plan_.h;
   }
 
-  std::size_t cpu_scratch_bytes(std::int64_t band_rows) const override {
+  // The direct kernels filter any tile as an image; the FFT's blocks are fixed in image columns.
+  std::optional<std::int64_t> column_halo() const override {
+    if (costs_.cpu_uses_fft) return std::nullopt;
+    return args_.rx;
+  }
+  std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t cols) const override {
     if (costs_.cpu_uses_fft)  // the shared spectra counted with each thread: a bound
       return kernels::FftSeparable::thread_bytes(plan_, band_rows, halo(), args_.f64) +
              kernels::FftSeparable::shared_bytes(plan_, args_.f64);
     kernels::SeparableArgs a = args_;
     a.out_rows = band_rows;
+    a.width = cols;
     return kernels::separable_scratch_bytes(a);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
@@ -284,7 +291,8 @@ class Separable final : public Operation {
 
 std::unique_ptr<Operation> make_separable(const ImageSpec& input, const SeparableParams& params,
                                           const EngineOptions& options) {
-  return std::make_unique<Separable>(input, params, options);
+  // Taps longer than the image folded onto it: no dearer than the image's (fold_taps.hpp).
+  return std::make_unique<Separable>(input, detail::fold_separable(params, input), options);
 }
 
 namespace detail {

@@ -63,7 +63,9 @@ class Histogram final : public HistogramOp {
     const auto* p = reinterpret_cast<const std::uint64_t*>(partial);
     for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] += p[i];
   }
-  std::size_t cpu_scratch_bytes(std::int64_t) const override { return partial_bytes(); }
+  std::size_t cpu_scratch_bytes(std::int64_t, std::int64_t) const override {
+    return partial_bytes();
+  }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<HistogramCpu>(bins_);
   }
@@ -127,6 +129,7 @@ class Lut final : public LutOp {
       : in_(in), bins_(static_cast<std::int64_t>(HistogramOp::bins_of(in.type))) {}
   std::string describe() const override { return "equalization lookup table"; }
   std::optional<ImageSpec> output() const override { return in_; }
+  std::optional<std::int64_t> column_halo() const override { return 0; }
   void set_lut(std::vector<std::uint16_t> lut) override {
     if (lut.size() != static_cast<std::size_t>(bins_ * in_.channels))
       throw Error(ErrorKind::usage, "lookup table of the wrong size");

@@ -258,7 +258,7 @@ class Product final : public MatrixProductOp {
       stack_.back().leaves *= 2;
     }
   }
-  std::size_t cpu_scratch_bytes(std::int64_t band_rows) const override {
+  std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t) const override {
     const std::size_t acc = p_.f32 ? sizeof(float) : sizeof(double);
     const std::int64_t leaves = (band_rows + leaf_ - 1) / leaf_;
     const std::size_t depth = static_cast<std::size_t>(std::bit_width(std::uint64_t(leaves)));

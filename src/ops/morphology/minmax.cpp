@@ -15,6 +15,7 @@
 #include "kernels/cpu/morphology/minmax.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ops/cuda_kernels.hpp"
+#include "ops/morphology/clamp_window.hpp"
 #include "ops/morphology/window.hpp"
 #include "ops/pipeline/chain_impl.hpp"
 
@@ -240,7 +241,7 @@ class MinMaxKernel final : public CpuKernel {
 
 class MinMax final : public Operation {
  public:
-  MinMax(const ImageSpec& in, const Window& w) : in_(in), w_(w) {}
+  MinMax(const ImageSpec& in, const Window& w) : in_(in), w_(clamp_window(w, in)) {}
   std::string describe() const override {
     return std::string(w_.max ? "maximum " : "minimum ") + window_text(w_) + ", border " +
            std::string(name(w_.border));
@@ -255,11 +256,14 @@ class MinMax final : public Operation {
   std::optional<ImageSpec> output() const override { return in_; }
   std::int64_t halo() const override { return std::max(w_.y.left, w_.y.right); }
   BorderMode border() const override { return w_.border; }
-  std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
+  std::optional<std::int64_t> column_halo() const override {
+    return std::max(w_.x.left, w_.x.right);
+  }
+  std::size_t cpu_scratch_bytes(std::int64_t rows, std::int64_t cols) const override {
     // With a footprint: two padded planes, and two padded rows per thread.
     return 2 * static_cast<std::size_t>(rows + w_.y.left + w_.y.right) *
-               static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes() +
-           2 * static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes();
+               static_cast<std::size_t>(cols + w_.x.left + w_.x.right) * in_.pixel_bytes() +
+           2 * static_cast<std::size_t>(cols + w_.x.left + w_.x.right) * in_.pixel_bytes();
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
     // The x pass's rows; a footprint's by lengths, padded (none output by output).

@@ -96,11 +96,17 @@ class Morphology final : public Operation {
   std::optional<ImageSpec> output() const override { return in_; }
   std::int64_t halo() const override { return g_.halo(); }
   BorderMode border() const override { return p_.border; }
-  std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
-    return static_cast<std::size_t>(rows) * in_.row_bytes() +
-           static_cast<std::size_t>(g_.max_out_rows(0, rows)) * in_.row_bytes() +
-           std::max(first_->cpu_scratch_bytes(g_.max_out_rows(0, rows)),
-                    second_->cpu_scratch_bytes(rows));
+  std::optional<std::int64_t> column_halo() const override {
+    const auto a = first_->column_halo(), b = second_->column_halo();
+    if (!a || !b) return std::nullopt;
+    return *a + *b;
+  }
+  std::size_t cpu_scratch_bytes(std::int64_t rows, std::int64_t cols) const override {
+    const std::size_t row = static_cast<std::size_t>(cols) * in_.pixel_bytes();
+    return static_cast<std::size_t>(rows) * row +
+           static_cast<std::size_t>(g_.max_out_rows(0, rows)) * row +
+           first_->cpu_scratch_bytes(g_.max_out_rows(0, rows), cols) +
+           second_->cpu_scratch_bytes(rows, cols);
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
     return detail::align_up(static_cast<std::size_t>(rows) * in_.row_bytes()) +

@@ -309,9 +309,12 @@ class Rank final : public Operation {
           v.emplace_back(k, q);
     return v;
   }
-  std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
+  std::optional<std::int64_t> column_halo() const override {
+    return std::max(w_.x.left, w_.x.right);
+  }
+  std::size_t cpu_scratch_bytes(std::int64_t rows, std::int64_t cols) const override {
     return static_cast<std::size_t>(rows + w_.y.left + w_.y.right) *
-               static_cast<std::size_t>(in_.width + w_.x.left + w_.x.right) * in_.pixel_bytes() +
+               static_cast<std::size_t>(cols + w_.x.left + w_.x.right) * in_.pixel_bytes() +
            (65536 + 256) * 4 +
            // 8 bits, tall windows: a job's column counts (kStripCols + cols - 1 columns of 272)
            static_cast<std::size_t>(1024 + w_.cols()) * (256 + 16) * 2 +

@@ -131,7 +131,7 @@ class ChainKernel final : public CpuKernel {
     for (std::size_t k = 0; k + 1 < n; ++k) {
       offset[k] = total;
       total += detail::scratch_align_up(static_cast<std::size_t>(r[k].second - r[k].first) *
-                                        out_spec(k).row_bytes());
+                                        out_spec(k, b.in.width).row_bytes());
     }
     detail::ScratchBuffer buf = pool_.take(total);
     std::vector<const std::byte*> rows;
@@ -143,10 +143,11 @@ class ChainKernel final : public CpuKernel {
       sb.slot = b.slot;
       sb.halo = h;
       sb.in = s.in;
+      sb.in.width = b.in.width;  // a tile's
       if (k == 0) {
         sb.rows = b.rows + ((a - h) - (y0 - b.halo));
       } else {
-        const ImageSpec& prev = out_spec(k - 1);
+        const ImageSpec prev = out_spec(k - 1, b.in.width);
         const std::byte* base = buf.data() + offset[k - 1];
         rows.assign(static_cast<std::size_t>(e - a + 2 * h), nullptr);
         for (std::int64_t row = a - h; row < e + h; ++row) {
@@ -161,7 +162,7 @@ class ChainKernel final : public CpuKernel {
         sb.out = b.out;
         sb.partial = b.partial;
       } else {
-        const ImageSpec& o = out_spec(k);
+        const ImageSpec o = out_spec(k, b.in.width);
         sb.out =
             BandView{buf.data() + offset[k], o.row_bytes(), e - a, o.width, o.channels, o.type};
       }
@@ -171,7 +172,12 @@ class ChainKernel final : public CpuKernel {
   }
 
  private:
-  ImageSpec out_spec(std::size_t k) const { return g_.stages[k + 1].in; }
+  // Stage k's output, for a band (or tile) `width` columns wide.
+  ImageSpec out_spec(std::size_t k, std::int64_t width) const {
+    ImageSpec s = g_.stages[k + 1].in;
+    s.width = width;
+    return s;
+  }
   ChainGeometry g_, grid_;  // grid_: bands on the last stage's row grid (detail::on_grid)
   std::vector<std::unique_ptr<CpuKernel>> kernels_;
   BufferPool pool_;
@@ -204,16 +210,30 @@ class Chain final : public Operation {
   void merge(const std::byte* partial, const Band& band) override {
     g_.stages.back().op->merge(partial, band);
   }
-  std::size_t cpu_scratch_bytes(std::int64_t rows) const override {
-    std::size_t inter = 0, most = 0;
+  // Every stage filters the tile as an image: the chain's output depends on columns as far as
+  // the stages' reaches added up.
+  std::optional<std::int64_t> column_halo() const override {
+    std::int64_t h = 0;
+    for (const auto& s : g_.stages) {
+      const auto c = s.op->column_halo();
+      if (!c) return std::nullopt;
+      h += *c;
+    }
+    return h;
+  }
+  // The intermediates, and every stage's own scratch: each stage's kernel keeps its buffers
+  // from band to band (pools, a thread's rows), so they add up rather than take turns.
+  std::size_t cpu_scratch_bytes(std::int64_t rows, std::int64_t cols) const override {
+    std::size_t inter = 0, stages = 0;
     for (std::size_t k = 0; k < g_.stages.size(); ++k) {
       const std::int64_t out_rows = g_.max_out_rows(k, rows);
       if (k + 1 < g_.stages.size())
         inter += detail::scratch_align_up(static_cast<std::size_t>(out_rows) *
-                                          g_.stages[k + 1].in.row_bytes());
-      most = std::max(most, g_.stages[k].op->cpu_scratch_bytes(out_rows));
+                                          static_cast<std::size_t>(cols) *
+                                          g_.stages[k + 1].in.pixel_bytes());
+      stages += g_.stages[k].op->cpu_scratch_bytes(out_rows, cols);
     }
-    return inter + most;
+    return inter + stages;
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
     return detail::chain_cuda_scratch(g_, rows);

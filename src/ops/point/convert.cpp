@@ -19,6 +19,7 @@ class Convert final : public Operation {
                : "convert " + std::string(name(in_.type)) + " to " + std::string(name(out_.type));
   }
   std::optional<ImageSpec> output() const override { return out_; }
+  std::optional<std::int64_t> column_halo() const override { return 0; }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return detail::make_point_cpu({kernels::PointKind::convert, 0, 0}, out_.type);
   }

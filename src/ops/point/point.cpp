@@ -42,6 +42,7 @@ class PointOp final : public Operation {
            std::string(name(out_.type));
   }
   std::optional<ImageSpec> output() const override { return out_; }
+  std::optional<std::int64_t> column_halo() const override { return 0; }
   std::unique_ptr<CpuKernel> make_cpu() const override { return make_point_cpu(p_, out_.type); }
   bool has_cuda() const override { return kCudaBuilt; }
   bool cpu_gives_cuda_bits() const override { return true; }

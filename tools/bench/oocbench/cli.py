@@ -61,6 +61,9 @@ def main(doc):
     g.add_argument("--synth-gib", type=float, default=32, help="MPI synth:noise -> null: size (0: skip; -1: no MPI rows)")
     g.add_argument("--jobs", help="multi-gpu: the jobs (default: " + ",".join(MULTI_JOBS) + "); fft-auto: 2d,sep (default both); startup: of "
                    + ",".join(AUTO_JOBS) + " (default: sep3,sep16)")
+    g = p.add_argument_group("budget")
+    g.add_argument("--budget-big", default="16G", help="budget: the large --mem-limit the default is held to")
+    g.add_argument("--budget-small", default="", help="budget: a small --mem-limit run beside them, e.g. 96M")
     g = p.add_argument_group("pipeline")
     g.add_argument("--null", action="store_true", help="outputs to null: (no stage-by-stage or peers)")
     g.add_argument("--chain", help="the oocrun pipeline (default: gaussian sigma=2 ! unsharp sigma=1 "

@@ -1,6 +1,7 @@
 # The registry of bench cases: one module per case, named on the command line as below. The
 # order is the order of `run all` and of the help text.
 from .atax import case_atax
+from .budget import case_budget
 from .fft import case_fft
 from .fft_auto import case_fft_auto
 from .morphology import case_morphology
@@ -19,5 +20,5 @@ REGISTRY = {"peers": case_peers, "write": case_write, "startup": case_startup, "
             "stages": case_stages, "tiff": case_tiff, "ops": case_ops, "atax": case_atax,
             "multi-gpu": case_multi_gpu, "pipeline": case_pipeline, "morphology": case_morphology,
             "pyramid": case_pyramid, "fft": case_fft,
-            "fft-auto": case_fft_auto}
+            "fft-auto": case_fft_auto, "budget": case_budget}
 CASES = list(REGISTRY)
