@@ -35,6 +35,7 @@ RunOptions run_options(const py::dict& o) {
   r.pipeline.threads = count<int>(o, "threads", ooc::kThreadsRange);
   r.pipeline.band_rows = count<std::int64_t>(o, "band_rows", ooc::kBandRowsRange);
   r.pipeline.slots = count<int>(o, "slots", ooc::kSlotsRange);
+  r.pipeline.tile_cols = count<std::int64_t>(o, "tile_cols", ooc::kBandRowsRange);
   r.device = get<std::string>(o, "device", "auto");
   r.devices = get<std::string>(o, "devices", "all");
   return r;

@@ -34,7 +34,7 @@ reflect = grid-mirror (d c b a | a b c d), mirror (d c b | a b c d), nearest, wr
 constant = grid-constant (cval).
 
 Extra keywords of every function: device ("auto", "cpu" or "cuda"), devices ("all" or "0,1"),
-mem_limit (bytes or "512M", "4G"), threads, band_rows, slots, and progress, a callable
+mem_limit (bytes or "512M", "4G"), threads, band_rows, slots, tile_cols, and progress, a callable
 progress(done_rows, total_rows) called between bands; an exception raised there (or Ctrl-C) stops
 the run and propagates, and a file output's temporary is removed.
 """
@@ -60,7 +60,7 @@ _MODES = {
     "reflect": "reflect", "grid-mirror": "reflect", "mirror": "mirror", "nearest": "nearest",
     "wrap": "wrap", "grid-wrap": "wrap", "constant": "constant", "grid-constant": "constant",
 }
-_RUN_KEYS = ("device", "devices", "mem_limit", "threads", "band_rows", "slots")
+_RUN_KEYS = ("device", "devices", "mem_limit", "threads", "band_rows", "slots", "tile_cols")
 
 
 def _usage(message):

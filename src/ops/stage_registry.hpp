@@ -73,6 +73,8 @@ struct StageContext {
   // The type of a convert fused into a filter stage (StageDecl::takes_convert), else none.
   std::optional<SampleType> fused_out;
   std::size_t index = 0;  // the stage's place in the pipeline, from 0
+  // The pipeline's only stage (a convert fused into it aside): no other stage shares its bands.
+  bool alone = false;
 
   // Intermediates: f64 under --precision f64, else f32.
   SampleType acc() const {
@@ -80,14 +82,17 @@ struct StageContext {
   }
   SampleType out() const { return fused_out.value_or(acc()); }
   // A separable filter or Gaussian of `in` with the pipeline's border and precision; its output
-  // `out` (default: the accumulator's type). The stages that combine filters (dog, unsharp, ...)
-  // take the direct method: their kernels run the filters' CPU kernels on bands of one halo.
+  // `out` (default: the accumulator's type), by `method`. The stages that combine Gaussians (dog,
+  // unsharp, subtract-background) take a Gaussian's own choice when they are alone; in a fused
+  // chain the direct sum, whose tiles across the row keep every thread busy (the FFT's blocks
+  // are fixed in image columns, and would keep the whole chain in whole rows).
   std::unique_ptr<Operation> separable(const ImageSpec& in, SeparableFilter f,
                                        std::optional<SampleType> out = {},
                                        ConvMethod method = ConvMethod::direct) const;
   std::unique_ptr<Operation> gaussian(const ImageSpec& in, double sigma,
                                       std::optional<std::int64_t> radius = {},
-                                      std::optional<SampleType> out = {}) const;
+                                      std::optional<SampleType> out = {},
+                                      ConvMethod method = ConvMethod::direct) const;
 };
 
 // What a builder gives: the stage's operation, and for a reduction (equalize) the operation of

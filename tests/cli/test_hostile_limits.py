@@ -367,19 +367,21 @@ class RealCgroup(HostileBase):
     def test_pipeline_of_six_stages_stays_under_its_mem_limit(self):
         # The halos of every stage and each stage's intermediate rows are planned inside
         # --mem-limit: 512 MiB of f32 through six stages in a 200M cgroup with a 48M limit.
+        # The planner's own plan, and tiles across the row of a width forced.
         chain = ("gaussian sigma=3 ! dog sigma1=1 sigma2=2 ! gradient-magnitude ! "
                  "white-tophat size=15 ! scale mul=4 ! convert type=u8")
-        with MemoryCgroup(self.LIMIT) as cg:
-            r = run([tool("oocrun"), "synth:noise", "null:", chain, "--width", "8192",
-                     "--height", "16384", "--mem-limit", "48M", "--device", "cpu", "-q"],
-                    timeout=300, preexec_fn=cg.preexec, measure_rss=True)
-            peak, kills = cg.peak(), cg.oom_kills()
-        self.assertExit(r, 0)
-        self.assertEqual(kills, 0, "the cgroup saw an OOM kill\n%s" % r)
-        if peak is not None:
-            self.assertLessEqual(peak, self.LIMIT, str(r))
-        # The limit plus the process's own code and libraries (about 30 MiB here).
-        self.assertLess(r.rss_kb, (48 << 20) // 1024 + 40 * 1024, str(r))
+        for extra in ([], ["--tile-cols", "700"], ["--tile-cols", "100000"]):
+            with self.subTest(extra=extra), MemoryCgroup(self.LIMIT) as cg:
+                r = run([tool("oocrun"), "synth:noise", "null:", chain, "--width", "8192",
+                         "--height", "16384", "--mem-limit", "48M", "--device", "cpu", "-q"]
+                        + extra, timeout=300, preexec_fn=cg.preexec, measure_rss=True)
+                peak, kills = cg.peak(), cg.oom_kills()
+                self.assertExit(r, 0)
+                self.assertEqual(kills, 0, "the cgroup saw an OOM kill\n%s" % r)
+                if peak is not None:
+                    self.assertLessEqual(peak, self.LIMIT, str(r))
+                # The limit plus the process's own code and libraries (about 30 MiB here).
+                self.assertLess(r.rss_kb, (48 << 20) // 1024 + 40 * 1024, str(r))
 
     def test_defaults_follow_the_cgroup_limit(self):
         # No --mem-limit: the default is half of the cgroup's limit (not of the node's RAM), and

@@ -11,7 +11,8 @@ import unittest
 
 import numpy as np
 
-from pipeline_support import BORDERS, Base, cv2, main, reference, run, stage_text, to_type, tool
+from pipeline_support import (BORDERS, Base, cv2, gauss_taps, main, reference, run, sep,
+                              stage_text, to_type, tool)
 
 
 class Stages(Base):
@@ -125,6 +126,34 @@ class StageReport(Base):
         inp32 = self.write("s32.raw", x32)
         r = self.oocrun(inp32, out, x32, "gaussian sigma=1", "--stats", "json")
         self.assertIn("accumulate f64", json.loads(r.stdout)["stages"][0])
+
+    def test_compound_stages_alone_take_the_gaussians_method(self):
+        """dog, unsharp and subtract-background alone choose the FFT where a Gaussian of their
+        sigma would (issue 45, item 3); in a fused chain the direct sum, which tiles."""
+        import json
+        x = self.image(300, 280, 1, "f32", seed=5)
+        inp = self.write("c.raw", x)
+        out = self.p("c_out.raw")
+        for stage, want in (("subtract-background sigma=30",
+                             lambda y: y - sep(y, gauss_taps(30), gauss_taps(30), "reflect", 0)),
+                            ("unsharp sigma=30 amount=0.5",
+                             lambda y: y + 0.5 * (y - sep(y, gauss_taps(30), gauss_taps(30),
+                                                          "reflect", 0))),
+                            ("dog sigma1=25 sigma2=30",
+                             lambda y: sep(y, gauss_taps(25), gauss_taps(25), "reflect", 0)
+                             - sep(y, gauss_taps(30), gauss_taps(30), "reflect", 0))):
+            with self.subTest(stage=stage):
+                r = self.oocrun(inp, out, x, stage, "--stats", "json", "--band-rows", 37)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("FFT", json.loads(r.stdout)["stages"][0])
+                got = np.fromfile(out, np.float32).reshape(x.shape)
+                ref = want(x.astype(np.float64))
+                np.testing.assert_allclose(got, ref, rtol=0, atol=1e-4 * np.abs(x).max())
+                r = self.oocrun(inp, out, x, stage + " ! abs", "--stats", "json")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                first = json.loads(r.stdout)["stages"][0]
+                self.assertIn("direct", first)
+                self.assertNotIn("FFT", first)
 
 
 class BadPipelines(Base):

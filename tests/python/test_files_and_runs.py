@@ -96,6 +96,18 @@ def test_progress_increasing(tmp_path):
     assert calls == sorted(calls) and calls[-1] == 50
 
 
+
+def test_tile_cols_change_no_byte():
+    x = noise((40, 301), seed=4)
+    chain = "gaussian sigma=2 ! median size=3 ! unsharp sigma=1 amount=0.5"
+    whole = ooc.pipeline(x, chain, tile_cols=10**9)
+    for tc in (1, 7, 64):
+        assert np.array_equal(ooc.pipeline(x, chain, tile_cols=tc), whole)
+    assert np.array_equal(ooc.gaussian_filter(x, 1.5, tile_cols=5), ooc.gaussian_filter(x, 1.5))
+    with pytest.raises(ooc.Error, match="tile_cols"):
+        ooc.gaussian_filter(x, 1, tile_cols=0)
+
+
 class Stop(Exception):
     pass
 

@@ -96,7 +96,10 @@ class CombineOp final : public Operation {
         border_(border),
         f64_(f64),
         what_(std::move(what)) {}
-  std::string describe() const override { return what_; }
+  // The call and how its filters compute (the FFT or the direct sum).
+  std::string describe() const override {
+    return what_ + ": " + g1_->describe() + (g2_ ? "; " + g2_->describe() : "");
+  }
   std::string fingerprint() const override {
     return what_ + " (" + exact_number(amount_) + ": " + g1_->fingerprint() +
            (g2_ ? "; " + g2_->fingerprint() : "") + ") to " + std::string(name(out_.type));
@@ -106,6 +109,11 @@ class CombineOp final : public Operation {
     return std::max(g1_->halo(), g2_ ? g2_->halo() : std::int64_t{0});
   }
   BorderMode border() const override { return border_; }
+  // The FFT's bands of whole block rows (Separable::fit_band_rows), where a filter takes it.
+  std::int64_t fit_band_rows(std::int64_t rows, std::int64_t span) const override {
+    rows = g1_->fit_band_rows(rows, span);
+    return g2_ ? g2_->fit_band_rows(rows, span) : rows;
+  }
   std::optional<std::int64_t> column_halo() const override {
     const auto a = g1_->column_halo();
     const auto b = g2_ ? g2_->column_halo() : std::optional<std::int64_t>(0);
@@ -151,6 +159,11 @@ class CombineOp final : public Operation {
 
 }  // namespace
 
+// A Gaussian's own FFT/direct choice for a stage alone in its pipeline (StageContext::gaussian).
+static ConvMethod gaussian_method(const StageContext& c) {
+  return c.alone ? ConvMethod::automatic : ConvMethod::direct;
+}
+
 std::vector<StageEntry> combine_stages() {
   using kernels::CombineKind;
   auto combine = [](const StageContext& c, CombineKind kind, double amount,
@@ -181,22 +194,25 @@ std::vector<StageEntry> combine_stages() {
         {number_param("sigma1", std::nullopt, 0, true, "sigma of the first Gaussian", kMaxSigma),
          number_param("sigma2", std::nullopt, 0, true, "sigma of the second Gaussian", kMaxSigma)}},
        [combine](const StageContext& c) {
-         return combine(c, CombineKind::difference, 0.0, c.gaussian(c.in, c.args.number("sigma1")),
-                        c.gaussian(c.in, c.args.number("sigma2")));
+         return combine(c, CombineKind::difference, 0.0,
+                        c.gaussian(c.in, c.args.number("sigma1"), {}, {}, gaussian_method(c)),
+                        c.gaussian(c.in, c.args.number("sigma2"), {}, {}, gaussian_method(c)));
        }});
   s.push_back({{"unsharp",
                 "unsharp mask: x + amount (x - gaussian(sigma))",
                 {sigma, number_param("amount", 1.0, -kInf, false, "weight of the detail")}},
                [combine](const StageContext& c) {
-                 return combine(c, CombineKind::unsharp, c.args.number("amount"),
-                                c.gaussian(c.in, c.args.number("sigma")), nullptr);
+                 return combine(
+                     c, CombineKind::unsharp, c.args.number("amount"),
+                     c.gaussian(c.in, c.args.number("sigma"), {}, {}, gaussian_method(c)), nullptr);
                }});
   s.push_back({{"subtract-background",
                 "x - gaussian(sigma): removes what varies slower than sigma",
                 {sigma}},
                [combine](const StageContext& c) {
-                 return combine(c, CombineKind::subtract, 0.0,
-                                c.gaussian(c.in, c.args.number("sigma")), nullptr);
+                 return combine(
+                     c, CombineKind::subtract, 0.0,
+                     c.gaussian(c.in, c.args.number("sigma"), {}, {}, gaussian_method(c)), nullptr);
                }});
   for (StageEntry& e : s) e.decl.takes_convert = true;
   return s;

@@ -37,7 +37,8 @@ def case_multi_gpu(b):
             for c in configs:
                 if kind == "kernel-bound" and "cpu" in c:
                     continue  # minutes on the CPU: the question is one GPU against several
-                dev = shlex.split(c) if "--device" in c else ["--device", "cuda", *shlex.split(c)]
+                words = shlex.split(c)  # "--devices 0" names GPUs: the backend is still cuda
+                dev = words if "--device" in words else ["--device", "cuda", *words]
                 tools[f"{tool} {' '.join(dev)}"] = dict(cmd=[b.exe(tool), src, "null:", *args, "--width", str(W),
                                                             *dev, "--stats", "json", "-q"],
                                                        env=dict(b.env, OOC_CPU_START="auto"))
