@@ -47,8 +47,14 @@ def case_budget(b):
             cmd = [run, src, "null:", chain, "--width", str(W), "--type", t, "--device", "cpu",
                    "--stats", "json", "-q"]
             tools = {"default --mem-limit": dict(cmd=cmd), f"--mem-limit {big}": dict(cmd=cmd + ["--mem-limit", big])}
-            if small:
-                tools[f"--mem-limit {small}"] = dict(cmd=cmd + ["--mem-limit", small])
+            if small:  # refused where the job's floor is above it (the FFT's whole rows): said so
+                probe = b.timed(cmd + ["--mem-limit", small], check=False)
+                if "error" in probe.err:
+                    rows.append(b.row("budget", f"oocrun cpu --mem-limit {small}",
+                                      f"{name} {t} {W}x{H} page cache -> null:", nbytes,
+                                      note="refused: " + probe.err.strip().splitlines()[-1][:300]))
+                else:
+                    tools[f"--mem-limit {small}"] = dict(cmd=cmd + ["--mem-limit", small])
             b.warm(src)
             res = b.measure(tools)
             base = f"--mem-limit {big}"
@@ -56,8 +62,8 @@ def case_budget(b):
                 rows.append(b.row("budget", f"oocrun cpu {tool}", f"{name} {t} {W}x{H} page cache -> null:", nbytes,
                                   walls(ts), base if tool != base else "", med(res[base]), rss(ts), "",
                                   plan_note(ts[-1])))
-        # Threads: 1 against all, on the first rows (the 1-thread run scaled by H / part).
-        part = max(64, H // 16)
+        # Threads: 1 against all, on the first 128 MiB of rows.
+        part = min(H, max(64, (128 << 20) // (nbytes // H)))
         for name in [j for j in COMPUTE_BOUND if j in only]:
             chain = JOBS[name]
             cmd = [run, src, "null:", chain, "--width", str(W), "--type", t, "--device", "cpu", "--rows",
@@ -68,7 +74,7 @@ def case_budget(b):
             base = "--threads 1"
             for tool, ts in res.items():
                 rows.append(b.row("budget", f"oocrun cpu {tool}", f"{name} {t} {W}x{part} page cache -> null:",
-                                  W * part * nbytes // (W * H), walls(ts), base if tool != base else "",
+                                  part * (nbytes // H), walls(ts), base if tool != base else "",
                                   med(res[base]), rss(ts), "", plan_note(ts[-1])))
         b.rm(src)
     b.write("budget", rows, f"oocrun --device cpu under the default --mem-limit against --mem-limit {big} (and "
