@@ -160,6 +160,12 @@ class Operation {
   virtual std::size_t cpu_scratch_bytes(std::int64_t /*band_rows*/, std::int64_t /*cols*/) const {
     return 0;
   }
+  // Memory each band (or tile) being computed holds besides the thread's scratch: buffers a
+  // kernel takes per band from a pool (a fused chain's intermediates), counted once a band in
+  // flight rather than once a thread.
+  virtual std::size_t cpu_band_bytes(std::int64_t /*band_rows*/, std::int64_t /*cols*/) const {
+    return 0;
+  }
   virtual std::size_t cuda_scratch_bytes(std::int64_t /*band_rows*/) const { return 0; }
   // The band height the operation takes instead of `rows` (the planned or asked one) when the job
   // covers `span` rows: a reduction whose sums must not depend on the band height rounds it to

@@ -201,14 +201,23 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       const int readers = backend.cuda ? slots : 1;
       return (source ? source->buffer_bytes(rows, readers) : 0) + (sink ? sink->buffer_bytes() : 0);
     };
-    auto threads_scratch = [&](std::int64_t rows) {
-      return static_cast<std::size_t>(plan.threads) * cpu_scratch(rows);
+    // The threads' scratch, and the buffers of the bands being computed: at most one a slot in
+    // whole rows, one a thread in tiles (a thread filters one tile at a time).
+    auto band_bytes = [&](std::int64_t rows) {
+      std::size_t m = 0;
+      for (const Operation* op : ops) m = std::max(m, op->cpu_band_bytes(rows, seen));
+      return m;
     };
-    auto shared = [&](std::int64_t rows) {
-      return backend.cuda ? std::size_t{0} : threads_scratch(rows);
+    auto threads_scratch = [&](std::int64_t rows, int slots) {
+      const int computing = tiled ? plan.threads : std::min(slots, plan.threads);
+      return static_cast<std::size_t>(plan.threads) * cpu_scratch(rows) +
+             static_cast<std::size_t>(std::max(computing, 1)) * band_bytes(rows);
+    };
+    auto shared = [&](std::int64_t rows, int slots) {
+      return backend.cuda ? std::size_t{0} : threads_scratch(rows, slots);
     };
     auto ring_total = [&](std::int64_t rows, int slots) {
-      return static_cast<std::size_t>(slots) * slot_total(rows) + shared(rows) +
+      return static_cast<std::size_t>(slots) * slot_total(rows) + shared(rows, slots) +
              buffers(rows, slots);
     };
 
@@ -276,7 +285,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
           ops.begin(), ops.end(), [](const Operation* op) { return op->cpu_gives_cuda_bits(); });
       auto with_cpu_start = [&](std::int64_t r) {
         return ring_total(r, plan.slots) +
-               static_cast<std::size_t>(plan.slots) * slot_bytes(r, false) + threads_scratch(r);
+               static_cast<std::size_t>(plan.slots) * slot_bytes(r, false) +
+               threads_scratch(r, plan.slots);
       };
       if (backend.cuda && (o.cpu_start_bands > 0 || (o.cpu_start_bands < 0 && cpu_start)) &&
           with_cpu_start(rows) > plan.mem_limit) {
@@ -352,8 +362,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     if (backend.cuda && o.cpu_start_bands != 0 && plan.ring_bytes <= plan.mem_limit) {
       // Buffers for the bands the CPU filters while CUDA starts, beside the pinned ring: each
       // slot's rows as on the CPU backend, and the threads' scratch.
-      const std::size_t head =
-          static_cast<std::size_t>(plan.slots) * slot_bytes(rows, false) + threads_scratch(rows);
+      const std::size_t head = static_cast<std::size_t>(plan.slots) * slot_bytes(rows, false) +
+                               threads_scratch(rows, plan.slots);
       if (plan.ring_bytes + head <= plan.mem_limit) {
         plan.cpu_start_bands = o.cpu_start_bands;
         plan.ring_bytes += head;
@@ -368,7 +378,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     if (plan.ring_bytes > plan.mem_limit) {
       const std::int64_t r = o.band_rows > 0 ? rows : least;
       const std::size_t need = ring_total(r, plan.slots);
-      const std::size_t scratch = shared(r);
+      const std::size_t scratch = shared(r, plan.slots);
       const std::size_t blocks = buffers(r, plan.slots);
       std::string parts =
           std::to_string(plan.slots) + " slot(s) of " + std::to_string(r) + "-row bands (width " +
@@ -392,7 +402,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
                       (blocks > 0 ? ", or use smaller TIFF strips or tiles" : ""));
     }
     if (!backend.cuda)
-      plan.estimate_seconds = plan_seconds(plan, ops, input, span, cpu_scratch(rows));
+      plan.estimate_seconds =
+          plan_seconds(plan, ops, input, span, cpu_scratch(rows) + band_bytes(rows));
     return plan;
   };
 

@@ -109,11 +109,6 @@ class CombineOp final : public Operation {
     return std::max(g1_->halo(), g2_ ? g2_->halo() : std::int64_t{0});
   }
   BorderMode border() const override { return border_; }
-  // The FFT's bands of whole block rows (Separable::fit_band_rows), where a filter takes it.
-  std::int64_t fit_band_rows(std::int64_t rows, std::int64_t span) const override {
-    rows = g1_->fit_band_rows(rows, span);
-    return g2_ ? g2_->fit_band_rows(rows, span) : rows;
-  }
   std::optional<std::int64_t> column_halo() const override {
     const auto a = g1_->column_halo();
     const auto b = g2_ ? g2_->column_halo() : std::optional<std::int64_t>(0);
@@ -121,9 +116,13 @@ class CombineOp final : public Operation {
     return std::max(*a, *b);
   }
   std::size_t cpu_scratch_bytes(std::int64_t rows, std::int64_t cols) const override {
+    return g1_->cpu_scratch_bytes(rows, cols) + (g2_ ? g2_->cpu_scratch_bytes(rows, cols) : 0);
+  }
+  // The filtered copies of a band (a buffer from the pool a band being computed).
+  std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
     return (g2_ ? 2 : 1) * static_cast<std::size_t>(rows) *
                static_cast<std::size_t>(cols * in_.channels) * (f64_ ? 8 : 4) +
-           g1_->cpu_scratch_bytes(rows, cols) + (g2_ ? g2_->cpu_scratch_bytes(rows, cols) : 0);
+           g1_->cpu_band_bytes(rows, cols) + (g2_ ? g2_->cpu_band_bytes(rows, cols) : 0);
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
     return detail::combine_cuda_scratch(g1_.get(), g2_.get(), rows, in_.row_samples(), f64_);
@@ -159,11 +158,6 @@ class CombineOp final : public Operation {
 
 }  // namespace
 
-// A Gaussian's own FFT/direct choice for a stage alone in its pipeline (StageContext::gaussian).
-static ConvMethod gaussian_method(const StageContext& c) {
-  return c.alone ? ConvMethod::automatic : ConvMethod::direct;
-}
-
 std::vector<StageEntry> combine_stages() {
   using kernels::CombineKind;
   auto combine = [](const StageContext& c, CombineKind kind, double amount,
@@ -194,25 +188,22 @@ std::vector<StageEntry> combine_stages() {
         {number_param("sigma1", std::nullopt, 0, true, "sigma of the first Gaussian", kMaxSigma),
          number_param("sigma2", std::nullopt, 0, true, "sigma of the second Gaussian", kMaxSigma)}},
        [combine](const StageContext& c) {
-         return combine(c, CombineKind::difference, 0.0,
-                        c.gaussian(c.in, c.args.number("sigma1"), {}, {}, gaussian_method(c)),
-                        c.gaussian(c.in, c.args.number("sigma2"), {}, {}, gaussian_method(c)));
+         return combine(c, CombineKind::difference, 0.0, c.gaussian(c.in, c.args.number("sigma1")),
+                        c.gaussian(c.in, c.args.number("sigma2")));
        }});
   s.push_back({{"unsharp",
                 "unsharp mask: x + amount (x - gaussian(sigma))",
                 {sigma, number_param("amount", 1.0, -kInf, false, "weight of the detail")}},
                [combine](const StageContext& c) {
-                 return combine(
-                     c, CombineKind::unsharp, c.args.number("amount"),
-                     c.gaussian(c.in, c.args.number("sigma"), {}, {}, gaussian_method(c)), nullptr);
+                 return combine(c, CombineKind::unsharp, c.args.number("amount"),
+                                c.gaussian(c.in, c.args.number("sigma")), nullptr);
                }});
   s.push_back({{"subtract-background",
                 "x - gaussian(sigma): removes what varies slower than sigma",
                 {sigma}},
                [combine](const StageContext& c) {
-                 return combine(
-                     c, CombineKind::subtract, 0.0,
-                     c.gaussian(c.in, c.args.number("sigma"), {}, {}, gaussian_method(c)), nullptr);
+                 return combine(c, CombineKind::subtract, 0.0,
+                                c.gaussian(c.in, c.args.number("sigma")), nullptr);
                }});
   for (StageEntry& e : s) e.decl.takes_convert = true;
   return s;

@@ -357,6 +357,9 @@ class AsSeparable final : public Operation {
   std::size_t cpu_scratch_bytes(std::int64_t r, std::int64_t cols) const override {
     return op_->cpu_scratch_bytes(r, cols);
   }
+  std::size_t cpu_band_bytes(std::int64_t r, std::int64_t cols) const override {
+    return op_->cpu_band_bytes(r, cols);
+  }
   std::size_t cuda_scratch_bytes(std::int64_t r) const override {
     return op_->cuda_scratch_bytes(r);
   }

@@ -221,19 +221,26 @@ class Chain final : public Operation {
     }
     return h;
   }
-  // The intermediates, and every stage's own scratch: each stage's kernel keeps its buffers
-  // from band to band (pools, a thread's rows), so they add up rather than take turns.
+  // Every stage's own scratch: each stage's kernel keeps its buffers from band to band (pools,
+  // a thread's rows), so they add up rather than take turns.
   std::size_t cpu_scratch_bytes(std::int64_t rows, std::int64_t cols) const override {
-    std::size_t inter = 0, stages = 0;
+    std::size_t stages = 0;
+    for (std::size_t k = 0; k < g_.stages.size(); ++k)
+      stages += g_.stages[k].op->cpu_scratch_bytes(g_.max_out_rows(k, rows), cols);
+    return stages;
+  }
+  // The intermediates of a band (one buffer a band being computed), and the stages' own.
+  std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
+    std::size_t inter = 0;
     for (std::size_t k = 0; k < g_.stages.size(); ++k) {
       const std::int64_t out_rows = g_.max_out_rows(k, rows);
       if (k + 1 < g_.stages.size())
         inter += detail::scratch_align_up(static_cast<std::size_t>(out_rows) *
                                           static_cast<std::size_t>(cols) *
                                           g_.stages[k + 1].in.pixel_bytes());
-      stages += g_.stages[k].op->cpu_scratch_bytes(out_rows, cols);
+      inter += g_.stages[k].op->cpu_band_bytes(out_rows, cols);
     }
-    return inter + stages;
+    return inter;
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
     return detail::chain_cuda_scratch(g_, rows);

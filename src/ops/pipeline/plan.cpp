@@ -35,13 +35,12 @@ struct PipelinePlan::Impl {
 
   // The operation of a call on an input of `in`; `out`: a convert fused into a filter stage.
   Stage build(const ImageSpec& in, const StageCall& c, std::size_t index,
-              std::optional<SampleType> out = {}, bool alone = false) {
+              std::optional<SampleType> out = {}) {
     const detail::StageEntry& e = *detail::find_stage(c.name);
     const std::string at = detail::stage_at(index, c.name);
     check_stage_call(c, at);
     const detail::StageArgs args(c, e.decl, at);
-    detail::BuiltStage b =
-        e.build(detail::StageContext{in, args, settings, options, out, index, alone});
+    detail::BuiltStage b = e.build(detail::StageContext{in, args, settings, options, out, index});
     Stage s{nullptr, b.histogram.get(), b.lut};
     if (b.histogram) keep(std::move(b.histogram));
     s.op = keep(std::move(b.op));
@@ -101,8 +100,7 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
     } else if (takes && i + 1 == calls.size()) {
       fused = settings.out_type;
     }
-    const bool alone = calls.size() == 1 || (calls.size() == 2 && fuses_next);
-    m.stages.push_back(m.build(in, calls[i], i, fused, alone));
+    m.stages.push_back(m.build(in, calls[i], i, fused));
     in = *m.stages.back().op->output();
     if (fuses_next) m.text += " ! " + calls[++i].text();
     if (fuses_next || detail::find_stage(calls[i].name)->decl.sets_type) set_type = in.type;
