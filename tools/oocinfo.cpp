@@ -170,7 +170,7 @@ Examples:
       std::printf(
           "%s\n  %s\n%s  %s %llu bytes, image %llu bytes (%lld x %lld pixels, %d channel(s) "
           "of %s)\n  %s\n  plan for %s on %s: %lld bands of %lld rows, %d slots, %d "
-          "threads, ring %s of --mem-limit %s\n  backend: %s\n",
+          "threads, %s, ring %s of --mem-limit %s%s\n  backend: %s\n",
           path.c_str(), source->describe().c_str(),
           source->layout().empty() ? "" : ("  layout: " + source->layout() + "\n").c_str(),
           store ? "store" : "file", (unsigned long long)size, (unsigned long long)s.total_bytes(),
@@ -178,8 +178,15 @@ Examples:
           std::string(ooc::name(s.type)).c_str(),
           (passes ? views.back() : views.front())->describe().c_str(), what.c_str(),
           backend.describe().c_str(), (long long)plan.bands, (long long)plan.band_rows, plan.slots,
-          plan.threads, ooc::format_bytes(double(plan.ring_bytes)).c_str(),
-          ooc::format_bytes(double(plan.mem_limit)).c_str(), backend.why.c_str());
+          plan.threads,
+          plan.tile_cols > 0 ? ("tiles of " + std::to_string(plan.tile_cols) + " columns").c_str()
+                             : "whole rows",
+          ooc::format_bytes(double(plan.ring_bytes)).c_str(),
+          ooc::format_bytes(double(plan.mem_limit)).c_str(),
+          plan.estimate_seconds > 0
+              ? (", estimated " + std::to_string(plan.estimate_seconds).substr(0, 6) + " s").c_str()
+              : "",
+          backend.why.c_str());
       if (passes)  // what each stage computes with (the FFT or the direct sum, the accumulator)
         for (const std::string& stage : passes->stage_descriptions())
           std::printf("  stage: %s\n", stage.c_str());

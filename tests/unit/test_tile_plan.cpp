@@ -37,11 +37,12 @@ TEST(TilePlan, ThirtyTwoCoresUnderOneGibKeepTheirThreads) {
   const BandPlan rows = plan_bands(in, pipeline.operations(), Backend{}, o);
   EXPECT_EQ(rows.tile_cols, 0);
   EXPECT_GT(rows.estimate_seconds, plan.estimate_seconds);
-  std::printf("tiles: %lld bands of %lld rows, %d slots, %d threads, %lld columns, %.3f s\n"
-              "rows:  %lld bands of %lld rows, %d slots, %d threads, %.3f s\n",
-              (long long)plan.bands, (long long)plan.band_rows, plan.slots, plan.threads,
-              (long long)plan.tile_cols, plan.estimate_seconds, (long long)rows.bands,
-              (long long)rows.band_rows, rows.slots, rows.threads, rows.estimate_seconds);
+  std::printf(
+      "tiles: %lld bands of %lld rows, %d slots, %d threads, %lld columns, %.3f s\n"
+      "rows:  %lld bands of %lld rows, %d slots, %d threads, %.3f s\n",
+      (long long)plan.bands, (long long)plan.band_rows, plan.slots, plan.threads,
+      (long long)plan.tile_cols, plan.estimate_seconds, (long long)rows.bands,
+      (long long)rows.band_rows, rows.slots, rows.threads, rows.estimate_seconds);
 }
 
 TEST(TilePlan, SmallBudgetsStillFitWithEveryThread) {
