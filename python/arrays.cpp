@@ -139,6 +139,7 @@ py::dict run_array_job(ArrayRun& a, std::vector<ooc::StageCall> stages,
     sink->in_place(a.alias.empty());
     spec.source = std::move(source);
     spec.sink = std::move(sink);
+    bool copied = false;  // the input copied first (an output sharing its bytes)
     spec.before_start = [&](ooc::Job& job, const std::vector<const ooc::Operation*>& ops) {
       // A pointwise pass (no halo) over an output laid out exactly as the input reads each
       // band's rows before it writes them, and no other band reads them: in place needs no copy.
@@ -153,9 +154,13 @@ py::dict run_array_job(ArrayRun& a, std::vector<ooc::StageCall> stages,
       po.row_begin = 0;
       po.row_end = in.height;
       job.set_mem_limit(budget_after_copy(a, ops, job.pick_backend(ops), po));
+      copied = true;
       src.copy_in();
     };
     r = ooc::run_job(std::move(spec));
+    // The limit the bands ran under is the default less the copy, not one the caller gave.
+    if (copied && a.run.pipeline.mem_limit == 0)
+      r.report.mem_limit_from = ooc::default_budget().from + ", less the input's copy";
     r.report.input_io.clear();  // memory: no file's reads to name
   }
   return stats_dict(r.report);
