@@ -238,6 +238,7 @@ int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hi
   // largest |x| of the whole input (and the constant border).
   ooc::SeparableParams planned = params;
   planned.filter = ooc::SeparableFilter{own.row, own.col};
+  planned = ooc::folded_separable(planned, is);  // taps past the image run folded
   const ooc::SeparableCosts costs = ooc::separable_costs(is, planned);
   if (costs.cpu_uses_fft || costs.cuda_uses_fft) {
     double peak = params.border == ooc::BorderMode::constant ? std::abs(params.border_value) : 0;

@@ -41,6 +41,11 @@ struct SeparableCosts {
 };
 SeparableCosts separable_costs(const ImageSpec& input, const SeparableParams& params);
 
+// `params` with taps longer than the image's axes folded onto them by the border rule, as
+// make_separable runs them (the same sums up to the folded taps' rounding): what a checker sizes
+// the run's method and error from.
+SeparableParams folded_separable(const SeparableParams& params, const ImageSpec& input);
+
 // The operation: the CPU kernels of kernels/cpu, and the CUDA ones of kernels/cuda where this
 // build has CUDA.
 std::unique_ptr<Operation> make_separable(const ImageSpec& input, const SeparableParams& params,

@@ -47,3 +47,9 @@ SeparableParams fold_separable(SeparableParams p, const ImageSpec& in) {
 }
 
 }  // namespace ooc::detail
+
+namespace ooc {
+SeparableParams folded_separable(const SeparableParams& params, const ImageSpec& input) {
+  return detail::fold_separable(params, input);
+}
+}  // namespace ooc
