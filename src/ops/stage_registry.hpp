@@ -80,7 +80,7 @@ struct StageContext {
   }
   SampleType out() const { return fused_out.value_or(acc()); }
   // A separable filter or Gaussian of `in` with the pipeline's border and precision; its output
-  // `out` (default: the accumulator's type), by `method`. The stages that combine Gaussians (dog,
+  // `out` (default: the accumulator's type). The stages that combine Gaussians (dog,
   // unsharp, subtract-background) take the direct sum: its tiles across the row keep every
   // thread busy (the FFT's blocks are fixed in image columns and keep a chain in whole rows),
   // and the FFT with the combined copy of its tall bands ran slower (subtract-background
@@ -90,8 +90,7 @@ struct StageContext {
                                        ConvMethod method = ConvMethod::direct) const;
   std::unique_ptr<Operation> gaussian(const ImageSpec& in, double sigma,
                                       std::optional<std::int64_t> radius = {},
-                                      std::optional<SampleType> out = {},
-                                      ConvMethod method = ConvMethod::direct) const;
+                                      std::optional<SampleType> out = {}) const;
 };
 
 // What a builder gives: the stage's operation, and for a reduction (equalize) the operation of

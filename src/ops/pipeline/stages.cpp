@@ -102,11 +102,10 @@ std::unique_ptr<Operation> StageContext::separable(const ImageSpec& input, Separ
 
 std::unique_ptr<Operation> StageContext::gaussian(const ImageSpec& input, double sigma,
                                                   std::optional<std::int64_t> radius,
-                                                  std::optional<SampleType> to,
-                                                  ConvMethod method) const {
+                                                  std::optional<SampleType> to) const {
   const std::int64_t r = radius ? *radius : gaussian_radius(sigma);
   auto t = gaussian_taps(r, sigma);
-  return separable(input, SeparableFilter{t, t}, to, method);
+  return separable(input, SeparableFilter{t, t}, to);
 }
 
 std::string exact_number(double v) {
