@@ -110,7 +110,7 @@ double highest_value(SampleType t) noexcept {
 }
 
 std::string ImageSpec::describe() const {
-  return std::to_string(width) + " x " + std::to_string(height) + " x " + std::to_string(channels) +
+  return (depth > 1 ? std::to_string(depth) + " planes of " : std::string()) + std::to_string(width) + " x " + std::to_string(height) + " x " + std::to_string(channels) +
          " " + std::string(name(type));
 }
 
@@ -119,12 +119,15 @@ void validate(const ImageSpec& s) {
     throw Error(ErrorKind::usage, "image width must be positive, got " + std::to_string(s.width));
   if (s.height <= 0)
     throw Error(ErrorKind::usage, "image height must be positive, got " + std::to_string(s.height));
+  if (s.depth <= 0)
+    throw Error(ErrorKind::usage, "image depth must be positive, got " + std::to_string(s.depth));
   if (s.channels < 1 || s.channels > 4)
     throw Error(ErrorKind::usage, "channels must be 1 to 4, got " + std::to_string(s.channels));
   // width * height * channels * bytes must fit in 63 bits: check step by step.
   const auto limit = static_cast<unsigned __int128>(std::numeric_limits<std::int64_t>::max());
   const unsigned __int128 total = static_cast<unsigned __int128>(s.width) *
                                   static_cast<unsigned __int128>(s.height) *
+                                  static_cast<unsigned __int128>(s.depth) *
                                   static_cast<unsigned __int128>(s.channels) * sample_bytes(s.type);
   if (total > limit)
     throw Error(ErrorKind::usage, "image " + s.describe() + " is larger than 2^63 bytes");

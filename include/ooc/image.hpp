@@ -23,21 +23,28 @@ SampleType parse_sample_type(std::string_view text);
 double lowest_value(SampleType t) noexcept;
 double highest_value(SampleType t) noexcept;
 
-// Geometry of an image of interleaved channels. Sizes are checked for overflow on construction.
+// Geometry of an image of interleaved channels: `depth` planes of height x width (a plane: depth
+// 1; a volume: its z-stack). Sources and sinks address the planes' rows one after the other, row
+// z x height + y (the order of a C-ordered (z, y, x, c) array). Sizes are checked for overflow.
 struct ImageSpec {
   std::int64_t width = 0;
-  std::int64_t height = 0;
+  std::int64_t height = 0;  // rows of a plane
   int channels = 1;
   SampleType type = SampleType::f32;
+  std::int64_t depth = 1;  // planes
+
+  bool volume() const noexcept { return depth > 1; }
+  // Rows of every plane, stacked: what sources and sinks address.
+  std::int64_t stacked_rows() const noexcept { return height * depth; }
 
   std::size_t pixel_bytes() const noexcept { return sample_bytes(type) * channels; }
   std::size_t row_bytes() const noexcept { return pixel_bytes() * static_cast<std::size_t>(width); }
   std::size_t total_bytes() const noexcept {
-    return row_bytes() * static_cast<std::size_t>(height);
+    return row_bytes() * static_cast<std::size_t>(height) * static_cast<std::size_t>(depth);
   }
   std::int64_t row_samples() const noexcept { return width * channels; }
-  std::int64_t pixels() const noexcept { return width * height; }
-  std::string describe() const;  // "65536 x 1000 x 3 u16"
+  std::int64_t pixels() const noexcept { return width * height * depth; }
+  std::string describe() const;  // "65536 x 1000 x 3 u16"; a volume "64 planes of 512 x 512 x 1 u16"
 };
 
 // Throws a usage Error when a dimension is out of range or width*height*channels*bytes overflows.
