@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
 
     std::string border = "reflect", out_type, precision = "auto";
     double border_value = 0;
+    bool planes = false;
     auto* g_f = app.add_option_group("Stages");
     g_f->add_option("--border", border,
                     "reflect, mirror, nearest, wrap or constant (scipy.ndimage modes), for "
@@ -73,6 +74,10 @@ int main(int argc, char** argv) {
         ->default_str("reflect");
     g_f->add_option("--border-value", border_value, "the constant of --border constant")
         ->default_str("0");
+    g_f->add_flag("--planes", planes,
+                  "a volume: every stage filters each plane in 2-D (default: gaussian, "
+                  "uniform, correlate1d, separable, minimum, maximum, opening and closing "
+                  "filter in 3-D)");
     g_f->add_option("--out-type", out_type,
                     "output sample type (default: the last convert's or equalize's, else the "
                     "input's)");
@@ -102,8 +107,9 @@ int main(int argc, char** argv) {
     const auto stages = ooc::parse_pipeline({words.begin() + 2, words.end()});
     ooc::cli::check_report_options(job_cli.report);
     ooc::cli::apply_input_options(input_cli, jo.hints);
-    const ooc::PipelineSettings settings =
+    ooc::PipelineSettings settings =
         ooc::pipeline_settings(border, border_value, out_type, precision);
+    settings.planes = planes;
     ooc::cli::apply_pipeline_options(job_cli.pipeline, jo);
     ooc::cli::apply_run_options(job_cli.run, jo);
 

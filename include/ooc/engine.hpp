@@ -59,13 +59,14 @@ bool stop_requested() noexcept;
 void set_stop_on_signals(bool on) noexcept;
 bool stops_on_signals() noexcept;
 
-// A region of the image: output rows [y0, y0 + rows) of plane z. Images have one plane; a stack
-// of planes will be walked plane by plane with kernels unchanged (docs/design.md).
+// A region of the image: output rows [y0, y0 + rows) of plane z. A band never crosses planes:
+// kernels see y0 and the border rule within the plane, and a volume's bands walk plane by plane.
 struct Band {
   std::int64_t index = 0;
-  std::int64_t y0 = 0;    // first output row
-  std::int64_t rows = 0;  // output rows
-  std::int64_t z = 0;     // plane
+  std::int64_t y0 = 0;          // first output row, in its plane
+  std::int64_t rows = 0;        // output rows
+  std::int64_t z = 0;           // plane
+  std::int64_t stacked_y0 = 0;  // z x height + y0: the row sources and sinks address
 };
 
 // One band as an operation's CPU kernel sees it: the whole width of the image, or a tile of it
@@ -75,9 +76,13 @@ struct CpuBand {
   Band band;
   // band.rows + 2 * halo input rows, from image row band.y0 - halo on, through the border rule;
   // a null row is a row of the constant border. Columns outside the image are the kernel's
-  // business (the border rule by index mapping).
+  // business (the border rule by index mapping). An operation with a plane_halo() gets those rows
+  // of 2 x plane_halo + 1 planes, from plane band.z - plane_halo on (planes outside the volume
+  // through the border rule; a plane of the constant border is null rows), one plane after the
+  // other: row i of plane k is rows[k x (band.rows + 2 x halo) + i].
   const std::byte* const* rows = nullptr;
   std::int64_t halo = 0;
+  std::int64_t plane_halo = 0;
   ImageSpec in;
   BandView out;                  // band.rows rows of the output; data is null without an output
   std::byte* partial = nullptr;  // Operation::partial_bytes() for this band, or null
@@ -91,6 +96,7 @@ struct CudaBand {
   std::size_t in_stride = 0;      // the constant border are left unset: the kernels know them
   std::int64_t halo = 0;          // from first_row (image row of input row 0) and the height
   std::int64_t first_row = 0;
+  std::int64_t plane_halo = 0;  // planes of rows one after the other, as in CpuBand
   ImageSpec in_spec;
   std::byte* out = nullptr;  // band.rows rows, or null without an output
   std::size_t out_stride = 0;
@@ -144,6 +150,8 @@ class Operation {
   virtual std::string fingerprint() const { return describe(); }
   virtual std::optional<ImageSpec> output() const = 0;  // none: a reduction only
   virtual std::int64_t halo() const { return 0; }       // rows of context above and below
+  // Planes of context before and after (a volume's filters in z): the band's rows of each.
+  virtual std::int64_t plane_halo() const { return 0; }
   // Columns of context left and right: an output sample depends on input columns at most this far
   // away, so a band may be cut into tiles across the row (BandPlan::tile_cols), each filtered as
   // an image of its own with this many extra columns on each cut side. None: the kernels need
@@ -230,7 +238,11 @@ const char* cpu_kernels_isa() noexcept;
 struct BandPlan {
   std::int64_t band_rows = 0;
   std::int64_t bands = 0;
-  std::int64_t row_begin = 0, row_end = 0;     // band i starts at row_begin + i x band_rows
+  // The stacked rows the job covers (ImageSpec::stacked_rows). Bands of band_rows rows start at
+  // row_begin and at the first row of each plane after it (band_at).
+  std::int64_t row_begin = 0, row_end = 0;
+  std::int64_t plane_rows = 0;                 // rows of a plane (the image's height)
+  std::int64_t plane_halo = 0;                 // the largest of the operations' plane_halo()
   std::int64_t first_band = 0, last_band = 0;  // a run covers [first_band, last_band)
   int slots = 0;
   int threads = 0;
@@ -260,6 +272,12 @@ struct BandPlan {
 BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>& ops,
                     const Backend& backend, const EngineOptions& options,
                     const Source* source = nullptr, const Sink* sink = nullptr);
+
+// Band i of `plan` (its index, plane, rows), and how many bands a range of stacked rows holds when
+// cut into bands of `band_rows` within each plane of `plane_rows` rows.
+Band band_at(const BandPlan& plan, std::int64_t i);
+std::int64_t band_count(std::int64_t row_begin, std::int64_t row_end, std::int64_t plane_rows,
+                        std::int64_t band_rows);
 
 // The rows of context `op`'s bands carry under `plan`: op.grid_halo() where the plan's bands fall
 // on op's row grid, op.halo() otherwise.

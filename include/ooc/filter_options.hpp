@@ -29,6 +29,7 @@ struct FilterOptions {
   std::string out_type;  // empty: the input's
   std::string precision = "auto";
   std::string method = "auto";  // --method: auto, direct or fft (2-D kernels)
+  bool planes = false;          // --planes: a volume filtered plane by plane (2-D)
 };
 
 // The pipeline stage the filter options select (--sigma/--radius: gaussian, --filter box: uniform,

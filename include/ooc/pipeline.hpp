@@ -67,6 +67,9 @@ struct StageDecl {
   // Its output's type is the pipeline's output type when no later stage sets one (convert,
   // equalize) and --out-type is not given.
   bool sets_type = false;
+  // Filters a volume in 3-D (point stages and histograms: sample by sample, the same); the others
+  // take a volume only plane by plane (PipelineSettings::planes).
+  bool volume = false;
 };
 
 // Every stage, in the order oocrun --list shows them.
@@ -120,6 +123,8 @@ struct PipelineSettings {
   Precision precision = Precision::automatic;
   std::optional<SampleType> out_type;  // default: the type the last stage that sets one gives
                                        // (convert, equalize), else the input's
+  // A volume's stages filter plane by plane (2-D) instead of in 3-D (--planes).
+  bool planes = false;
 };
 
 // The passes of a pipeline over an image of `input`: each pass is one operation for the engine

@@ -28,6 +28,8 @@ void add_filter_options(CLI::App& app, FilterOptions& f) {
                   stage_declaration("convolve").help + ": " + help("convolve", "kernel"));
   g_f->add_option("--border", f.border, "reflect mirror nearest wrap constant")
       ->default_str("reflect");
+  g_f->add_flag("--planes", f.planes,
+                "a volume: filter each plane in 2-D (default: in 3-D, the same filter along z)");
   g_f->add_option("--border-value", f.border_value, "value outside the image for constant")
       ->default_str("0");
 

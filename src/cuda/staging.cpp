@@ -63,7 +63,8 @@ class CudaSlotImpl final : public CudaSlot {
   CudaSlotImpl(int index, int device, const SlotSizes& z)
       : index_(index),
         stream_(device),
-        h_in_(static_cast<std::size_t>(z.band_rows + 2 * z.halo) * z.in_row, device_node(device)),
+        h_in_(static_cast<std::size_t>((z.band_rows + 2 * z.halo) * z.planes) * z.in_row,
+              device_node(device)),
         h_out_(partial_offset(z) + z.partial, device_node(device)),
         d_in_(device, h_in_.size()),
         d_out_(device, h_out_.size()),
@@ -95,9 +96,10 @@ class CudaSlotImpl final : public CudaSlot {
   }
 
   void start(Source& source, const std::int64_t* source_rows, const Band& band, std::int64_t halo,
-             const ImageSpec& in, CudaKernel& kernel, std::size_t out_row, std::size_t partial,
-             CudaSlot* prev_slot, std::int64_t reuse_rows) override {
-    const std::int64_t in_rows = band.rows + 2 * halo;
+             std::int64_t plane_halo, const ImageSpec& in, CudaKernel& kernel, std::size_t out_row,
+             std::size_t partial, CudaSlot* prev_slot, std::int64_t reuse_rows) override {
+    // Every plane's rows of a band with planes of context (CudaBand::plane_halo).
+    const std::int64_t in_rows = (band.rows + 2 * halo) * (2 * plane_halo + 1);
     const std::size_t row = in.row_bytes();
     auto* prev = static_cast<CudaSlotImpl*>(prev_slot);
     const std::int64_t reuse = prev && prev != this && prev->stream_.device() == stream_.device() &&
@@ -183,6 +185,7 @@ class CudaSlotImpl final : public CudaSlot {
     b.in_stride = row;
     b.halo = halo;
     b.first_row = band.y0 - halo;
+    b.plane_halo = plane_halo;
     b.in_spec = in;
     b.out = out_row > 0 ? d_out_.data() : nullptr;
     b.out_stride = out_row;

@@ -171,9 +171,9 @@ struct Engine::Impl {
       for (std::int64_t k = 0; k < std::min<std::int64_t>(bands, plan.slots); ++k)
         order.push_back(static_cast<std::size_t>((plan.first_band + k) % plan.slots));
       const ImageSpec& in = source.spec();
-      const detail::SlotSizes sizes{plan.band_rows,     plan.halo,
-                                    in.row_bytes(),     plan.out_row_bytes,
-                                    plan.partial_bytes, plan.device_scratch_bytes};
+      const detail::SlotSizes sizes{
+          plan.band_rows,     plan.halo,          2 * plan.plane_halo + 1,  in.row_bytes(),
+          plan.out_row_bytes, plan.partial_bytes, plan.device_scratch_bytes};
       gpu_maker = std::thread([m = maker, start = backend.start, devices = backend.devices, sizes,
                                order] {
         for (std::size_t k = 0; k < order.size(); ++k) {
@@ -236,10 +236,11 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   const BandPlan& plan = e.plan;
   const ImageSpec in = e.source.spec();
   const std::optional<ImageSpec> out_spec = op.output();
-  const std::int64_t halo = band_halo(op, plan);
+  const std::int64_t halo = band_halo(op, plan), plane_halo = op.plane_halo();
   const std::size_t partial_bytes = op.partial_bytes();
   const std::size_t out_row = out_spec ? out_spec->row_bytes() : 0;
-  if (halo > plan.halo || out_row > plan.out_row_bytes || partial_bytes > plan.partial_bytes)
+  if (halo > plan.halo || plane_halo > plan.plane_halo || out_row > plan.out_row_bytes ||
+      partial_bytes > plan.partial_bytes)
     throw Error(ErrorKind::usage, "operation '" + op.describe() +
                                       "' needs more than the job was planned for: plan the job "
                                       "with every operation it runs");
@@ -339,9 +340,12 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
 
   std::int64_t next = plan.first_band;
   std::int64_t rows_done = 0;
-  const std::int64_t rows_total =
-      std::min(plan.row_begin + plan.last_band * plan.band_rows, plan.row_end) -
-      (plan.row_begin + plan.first_band * plan.band_rows);
+  // Bands follow each other in the stacked rows.
+  std::int64_t rows_total = 0;
+  if (plan.last_band > plan.first_band) {
+    const Band a = band_at(plan, plan.first_band), b = band_at(plan, plan.last_band - 1);
+    rows_total = b.stacked_y0 + b.rows - a.stacked_y0;
+  }
   double read_s = 0, write_s = 0;
   std::atomic<std::int64_t> compute_ns{0};
   // OOC_TRACE=FILE: when each GPU band's steps began, in seconds from the run's start, one CSV line
@@ -363,13 +367,17 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     }
     const auto t = Clock::now();
     Slot& slot = e.slots[static_cast<std::size_t>(next % plan.slots)];
-    slot.band.index = next;
-    slot.band.y0 = plan.row_begin + next * plan.band_rows;
-    slot.band.rows = std::min(plan.band_rows, plan.row_end - slot.band.y0);
+    slot.band = band_at(plan, next);
+    // The band's rows with their halo, in each plane of the window (border rule in y and z).
     const std::int64_t first = slot.band.y0 - halo, count = slot.band.rows + 2 * halo;
-    slot.source_rows.resize(static_cast<std::size_t>(count));
-    for (std::int64_t i = 0; i < count; ++i)
-      slot.source_rows[i] = map_border(first + i, in.height, border);
+    slot.source_rows.resize(static_cast<std::size_t>(count * (2 * plane_halo + 1)));
+    for (std::int64_t k = 0; k <= 2 * plane_halo; ++k) {
+      const std::int64_t z = map_border(slot.band.z - plane_halo + k, in.depth, border);
+      for (std::int64_t i = 0; i < count; ++i) {
+        const std::int64_t y = z < 0 ? -1 : map_border(first + i, in.height, border);
+        slot.source_rows[k * count + i] = y < 0 ? -1 : z * in.height + y;
+      }
+    }
     const auto waited_from = Clock::now();  // waits for CUDA's start and for slots count as setup
     if (mode == Mode::starting) {
       const std::int64_t k = next - plan.first_band;
@@ -388,15 +396,15 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       }
       // The halo this band shares with the one before (the same image rows, border included).
       std::int64_t reuse = 0;
-      if (last && last != &slot && last->band.index == next - 1) {
+      if (plane_halo == 0 && last && last != &slot && last->band.index == next - 1) {
         reuse = std::min<std::int64_t>(2 * halo, count);
         const auto& before = last->source_rows;
         if (static_cast<std::int64_t>(before.size()) < reuse ||
             !std::equal(before.end() - reuse, before.end(), slot.source_rows.begin()))
           reuse = 0;
       }
-      gpu_slot.start(e.source, slot.source_rows.data(), slot.band, halo, in, *gpu, out_row,
-                     partial_bytes, last ? last->gpu.get() : nullptr, reuse);
+      gpu_slot.start(e.source, slot.source_rows.data(), slot.band, halo, plane_halo, in, *gpu,
+                     out_row, partial_bytes, last ? last->gpu.get() : nullptr, reuse);
       last = &slot;
     } else {
       e.cpu_buffers(slot);
@@ -418,12 +426,13 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       b.band = slot->band;
       b.rows = slot->table.data();
       b.halo = halo;
+      b.plane_halo = plane_halo;
       b.in = in;
       if (out_spec) {
         const ImageSpec& to = sink->spec();
         if (to.width == out_spec->width && to.channels == out_spec->channels &&
             to.type == out_spec->type)
-          slot->out_in_place = sink->rows_in_place(slot->band.y0, slot->band.rows);
+          slot->out_in_place = sink->rows_in_place(slot->band.stacked_y0, slot->band.rows);
         std::byte* out = slot->out_in_place ? slot->out_in_place : slot->out.get();
         b.out = BandView{
             out, out_row, slot->band.rows, out_spec->width, out_spec->channels, out_spec->type};
@@ -460,7 +469,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       stats.d2h_seconds += t.d2h;
     }
     slot->arena.release();
-    if (out_spec) sink->write_rows(slot->band.y0, slot->band.rows, out, out_row);
+    if (out_spec) sink->write_rows(slot->band.stacked_y0, slot->band.rows, out, out_row);
     if (partial_bytes > 0) op.merge(partial, slot->band);
     rows_done += slot->band.rows;
     write_s += seconds_since(t);

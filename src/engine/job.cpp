@@ -57,9 +57,10 @@ const Backend& Job::pick_backend(const std::vector<const Operation*>& ops) {
   if (picked_) return backend_;
   // --device auto weighs this job's share of the image.
   const ImageSpec& spec = source_->spec();
-  const std::int64_t share_rows = options_.rows_end > 0 ? options_.rows_end - options_.rows_begin
-                                                        : (spec.height + options_.part_count - 1) /
-                                                              std::max(options_.part_count, 1);
+  const std::int64_t share_rows =
+      options_.rows_end > 0
+          ? options_.rows_end - options_.rows_begin
+          : (spec.stacked_rows() + options_.part_count - 1) / std::max(options_.part_count, 1);
   const Workload work = workload(spec, share_rows, options_.pipeline.threads);
   backend_ = select_backend(options_.device, options_.devices, ops, &work);
   picked_ = true;
@@ -153,7 +154,7 @@ void Job::write_journal(std::int64_t done) const {
   std::ostringstream o;
   o << kMagic << "\ninput " << identity_ << "\noptions " << options_.fingerprint << "\npart "
     << options_.part_index << " " << options_.part_count << "\nrows " << begin_ << " " << end_
-    << " " << source_->spec().height << "\ndone " << done << "\n";
+    << " " << source_->spec().stacked_rows() << "\ndone " << done << "\n";
   const std::string text = with_check(o.str()), tmp = journal_ + ".tmp";
   // Written beside and renamed over: a journal is always whole, whenever the process dies.
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -180,7 +181,7 @@ void Job::start(const std::vector<const Operation*>& ops) {
     throw Error(ErrorKind::usage, "operation '" + writer->describe() + "' needs an output");
 
   // The rows of this job.
-  const std::int64_t H = source_->spec().height;
+  const std::int64_t H = source_->spec().stacked_rows();
   // A TIFF's strip height depends on the row size: its writer's spec says it.
   const std::int64_t align = !writer ? std::int64_t{1}
                              : output_format(options_.output, options_.sink) == "tiff"
@@ -385,21 +386,21 @@ void Job::start_given(const std::vector<const Operation*>& ops, const Operation*
     throw Error(ErrorKind::usage, "operation '" + writer->describe() + "' needs an output");
   if (writer) {
     const ImageSpec want = *writer->output(), &have = sink_->spec();
-    if (want.width != have.width || want.height != have.height || want.channels != have.channels ||
-        want.type != have.type)
+    if (want.width != have.width || want.height != have.height || want.depth != have.depth ||
+        want.channels != have.channels || want.type != have.type)
       throw Error(ErrorKind::usage, "operation '" + writer->describe() + "' makes " +
                                         want.describe() + ", and its output (" + sink_->describe() +
                                         ") holds " + have.describe());
   }
   begin_ = start_ = 0;
-  end_ = run_end_ = in.height;
+  end_ = run_end_ = in.stacked_rows();
   const std::size_t mem_limit =
       options_.pipeline.mem_limit > 0 ? options_.pipeline.mem_limit : default_mem_limit();
   source_->prefetch(0, mem_limit / 4);
   pick_backend(ops);
   EngineOptions po = options_.pipeline;
   po.row_begin = 0;
-  po.row_end = in.height;
+  po.row_end = in.stacked_rows();
   plan_ = plan_bands(in, ops, backend_, po, source_.get(), sink_.get());
   engine_ = std::make_unique<Engine>(*source_, backend_, plan_);
 }

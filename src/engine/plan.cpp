@@ -121,15 +121,23 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   // and write of different bands at once, on every device.
   plan.slots = o.slots > 0 ? o.slots : backend.cuda ? 4 * gpus : plan.threads + 2;
   plan.mem_limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
-  const std::int64_t H = input.height;
+  // Rows of every plane (H) and of one (P): bands cut the job's rows within each plane.
+  const std::int64_t H = input.stacked_rows(), P = input.height;
+  plan.plane_rows = P;
   plan.row_begin = o.row_begin;
   plan.row_end = o.row_end > 0 ? o.row_end : H;
   if (plan.row_begin < 0 || plan.row_end > H || plan.row_begin >= plan.row_end)
     throw Error(ErrorKind::usage, "rows " + std::to_string(plan.row_begin) + ":" +
                                       std::to_string(plan.row_end) + " are not a range of the " +
                                       std::to_string(H) + " rows of the image");
-  // Bands cover the range only: a part of a run plans its own bands.
+  // Bands cover the range only: a part of a run plans its own bands. `tall`: the tallest band.
   const std::int64_t span = plan.row_end - plan.row_begin;
+  const std::int64_t tall = std::min(span, P);
+  for (const Operation* op : ops) plan.plane_halo = std::max(plan.plane_halo, op->plane_halo());
+  // Planes a band reads: on the CPU the distinct ones (a halo beyond the volume repeats planes
+  // through the border rule), on a GPU every one of the window.
+  const std::int64_t planes_gpu = 2 * plan.plane_halo + 1,
+                     planes_cpu = std::min(planes_gpu, input.depth);
   // Bands on the operations' row grid (the FFT's tile rows) where the rows start on it and end on
   // it or at the image's end: those operations then need only their grid_halo(). Elsewhere (a part
   // or a resumed run that starts inside a tile row) every band carries the whole halo().
@@ -138,8 +146,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     plan.grid = plan.grid / std::gcd(plan.grid, g) * g;
     if (plan.grid > (std::int64_t{1} << 40)) break;
   }
-  if (plan.grid > (std::int64_t{1} << 40) || plan.row_begin % plan.grid != 0 ||
-      (plan.row_end % plan.grid != 0 && plan.row_end != H))
+  if (plan.grid > (std::int64_t{1} << 40) || plan.row_begin % P % plan.grid != 0 ||
+      (plan.row_end % P % plan.grid != 0 && plan.row_end % P != 0 && plan.row_end != H))
     plan.grid = 1;
   for (const Operation* op : ops) {
     plan.halo = std::max(plan.halo, band_halo(*op, plan));
@@ -190,10 +198,12 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     // partial and the row table. GPU: pinned input rows with the halo, output rows and partial.
     // `on_gpu`: for the slots of the backend's own bands, or (false) for bands the CPU filters.
     auto slot_bytes = [&](std::int64_t rows, bool on_gpu) {
-      const std::int64_t in_rows = on_gpu ? rows + 2 * halo : std::min(rows + 2 * halo, H);
+      const std::int64_t in_rows =
+          on_gpu ? (rows + 2 * halo) * planes_gpu : std::min(rows + 2 * halo, P) * planes_cpu;
       return static_cast<std::size_t>(in_rows) * input.row_bytes() +
              static_cast<std::size_t>(rows) * plan.out_row_bytes + plan.partial_bytes +
-             static_cast<std::size_t>(rows + 2 * halo) * (sizeof(void*) + sizeof(std::int64_t));
+             static_cast<std::size_t>((rows + 2 * halo) * planes_gpu) *
+                 (sizeof(void*) + sizeof(std::int64_t));
     };
     auto slot_total = [&](std::int64_t rows) { return slot_bytes(rows, backend.cuda); };
     // Blocks the source decodes ahead and the sink gathers for compression.
@@ -222,12 +232,12 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     };
 
     // Bands on a grid are whole grid rows (or the whole span).
-    const std::int64_t least = std::min(span, plan.grid);
+    const std::int64_t least = std::min(tall, plan.grid);
     auto on_grid = [&](std::int64_t rows) {
-      if (plan.grid <= 1 || rows >= span) return rows;
-      return std::min(span, std::max(plan.grid, rows / plan.grid * plan.grid));
+      if (plan.grid <= 1 || rows >= tall) return rows;
+      return std::min(tall, std::max(plan.grid, rows / plan.grid * plan.grid));
     };
-    const std::int64_t smallest = std::min<std::int64_t>(span, std::max(least, 2 * halo));
+    const std::int64_t smallest = std::min<std::int64_t>(tall, std::max(least, 2 * halo));
     if (o.threads <= 0 && !backend.cuda) {
       // Kernels with large per-thread scratch (FFT tiles: tens of MiB a thread) would not fit on
       // every core of a large node under the default limit: fewer threads beat failing, and beat
@@ -235,7 +245,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       // once per band it touches: 4x slower at 16-row bands than at 128 with one thread less). Only
       // when --threads was not given; the slots follow the threads as by default.
       const int min_slots = o.slots > 0 ? o.slots : 1;
-      const std::int64_t probe = std::min<std::int64_t>(span, std::max(least, halo / 2));
+      const std::int64_t probe = std::min<std::int64_t>(tall, std::max(least, halo / 2));
       while (plan.threads > 1 && ring_total(probe, min_slots) > plan.mem_limit) {
         plan.threads = std::max(1, plan.threads * 3 / 4);
         if (o.slots <= 0) plan.slots = plan.threads + 2;
@@ -261,10 +271,10 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     }
     std::int64_t rows = 0;
     if (o.band_rows > 0) {
-      rows = std::min(o.band_rows, span);
+      rows = std::min(o.band_rows, tall);
     } else {
       // Largest band the limit allows (binary search: memory grows with the band height)...
-      std::int64_t lo = 0, hi = span;
+      std::int64_t lo = 0, hi = tall;
       while (lo < hi) {
         const std::int64_t mid = lo + (hi - lo + 1) / 2;
         if (ring_total(mid, plan.slots) <= plan.mem_limit)
@@ -274,9 +284,9 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       }
       // ...and the backend's preferred size, but tall enough that the halo stays a small overhead.
       std::int64_t want = 1;
-      while (want < span && slot_total(want * 2) <= target) want *= 2;
+      while (want < tall && slot_total(want * 2) <= target) want *= 2;
       want = std::max(want, o.min_rows_per_halo * 2 * halo);
-      rows = std::max<std::int64_t>(1, std::min({lo, want, span}));
+      rows = std::max<std::int64_t>(1, std::min({lo, want, tall}));
       // The CPU filters bands while CUDA starts only where its buffers fit beside the pinned ring
       // (below). Several GPUs have as many slots more, and both no longer fit under the default
       // limit: bands down to half as tall keep that start (otherwise the job waits for every
@@ -306,7 +316,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     if (backend.cuda) {
       // Device memory of a slot: input with halo, output, partial and the kernels' scratch.
       auto device_bytes = [&](std::int64_t r) {
-        return static_cast<std::size_t>(r + 2 * halo) * input.row_bytes() +
+        return static_cast<std::size_t>((r + 2 * halo) * planes_gpu) * input.row_bytes() +
                static_cast<std::size_t>(r) * plan.out_row_bytes + plan.partial_bytes +
                device_scratch(r);
       };
@@ -324,7 +334,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
         check = false;
       }
       std::int64_t device_rows =
-          check ? detail::cuda_max_band_rows(backend.devices, plan.slots, span, device_bytes, start)
+          check ? detail::cuda_max_band_rows(backend.devices, plan.slots, tall, device_bytes, start)
                 : rows;
       if (o.band_rows > 0 && rows > device_rows)
         throw Error(ErrorKind::usage, "--band-rows " + std::to_string(rows) +
@@ -332,14 +342,14 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
                                           std::to_string(plan.slots) + " slots: use at most " +
                                           std::to_string(device_rows));
       rows = std::min(rows, device_rows);
-      for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
+      for (const Operation* op : ops) rows = op->fit_band_rows(rows, tall);
       rows = on_grid(rows);
       // Unchecked while CUDA starts: a band the grid made taller is checked now, and needs the
       // devices' figures only when it is no longer surely small.
       if (!check && rows > device_rows)
         device_rows = per_device * device_bytes(rows) <= kDeviceBytesSure
                           ? rows
-                          : detail::cuda_max_band_rows(backend.devices, plan.slots, span,
+                          : detail::cuda_max_band_rows(backend.devices, plan.slots, tall,
                                                        device_bytes, start);
       if (rows > device_rows)
         throw Error(ErrorKind::device, "bands of " + std::to_string(rows) +
@@ -348,10 +358,10 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
                                            std::to_string(plan.slots) +
                                            " slots: use --slots 1 or a GPU with more free memory");
     } else {
-      for (const Operation* op : ops) rows = op->fit_band_rows(rows, span);
+      for (const Operation* op : ops) rows = op->fit_band_rows(rows, tall);
       rows = on_grid(rows);
     }
-    plan.bands = (span + rows - 1) / rows;
+    plan.bands = band_count(plan.row_begin, plan.row_end, P, rows);
     plan.first_band = 0;
     plan.last_band = plan.bands;
     plan.slots = static_cast<int>(std::min<std::int64_t>(plan.slots, plan.bands));
@@ -428,6 +438,36 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   }
   if (!best) throw *last_error;
   return *best;
+}
+
+std::int64_t band_count(std::int64_t b, std::int64_t e, std::int64_t P, std::int64_t B) {
+  if (b >= e || P <= 0 || B <= 0) return 0;
+  const std::int64_t plane_end = (b / P + 1) * P;
+  const std::int64_t first = (std::min(e, plane_end) - b + B - 1) / B;  // in b's plane
+  if (e <= plane_end) return first;
+  const std::int64_t rest = e - plane_end, per_plane = (P + B - 1) / B;
+  return first + rest / P * per_plane + (rest % P + B - 1) / B;
+}
+
+Band band_at(const BandPlan& plan, std::int64_t i) {
+  const std::int64_t P = plan.plane_rows > 0 ? plan.plane_rows : plan.row_end;
+  const std::int64_t B = plan.band_rows, b = plan.row_begin, e = plan.row_end;
+  const std::int64_t plane_end = (b / P + 1) * P;
+  const std::int64_t first = (std::min(e, plane_end) - b + B - 1) / B;
+  std::int64_t start = 0;
+  if (i < first) {
+    start = b + i * B;
+  } else {
+    const std::int64_t j = i - first, per_plane = (P + B - 1) / B;
+    start = plane_end + j / per_plane * P + j % per_plane * B;
+  }
+  Band band;
+  band.index = i;
+  band.z = start / P;
+  band.y0 = start % P;
+  band.stacked_y0 = start;
+  band.rows = std::min({B, P - band.y0, e - start});
+  return band;
 }
 
 std::int64_t band_halo(const Operation& op, const BandPlan& plan) {

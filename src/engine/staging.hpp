@@ -57,6 +57,7 @@ std::int64_t cuda_max_band_rows(const std::vector<int>& devices, int slots, std:
 
 struct SlotSizes {
   std::int64_t band_rows = 0, halo = 0;
+  std::int64_t planes = 1;  // planes of input rows a band holds (2 x plane halo + 1)
   std::size_t in_row = 0, out_row = 0, partial = 0, scratch = 0;
 };
 
@@ -84,9 +85,10 @@ class CudaSlot {
   // reuse_rows > 0: this band's first reuse_rows input rows are the last ones of the band started
   // just before on prev (the halo two bands share): when prev is on the same device they are
   // copied there, device to device, instead of read and sent again.
+  // `source_rows`: (band.rows + 2 x halo) x (2 x plane_halo + 1) rows (CudaBand::plane_halo).
   virtual void start(Source& source, const std::int64_t* source_rows, const Band& band,
-                     std::int64_t halo, const ImageSpec& in, CudaKernel& kernel,
-                     std::size_t out_row, std::size_t partial, CudaSlot* prev,
+                     std::int64_t halo, std::int64_t plane_halo, const ImageSpec& in,
+                     CudaKernel& kernel, std::size_t out_row, std::size_t partial, CudaSlot* prev,
                      std::int64_t reuse_rows) = 0;
   // Waits for the band; host copies of its output rows and partial, and the band's times.
   virtual void wait(const std::byte*& out, const std::byte*& partial, SlotTimes& times) = 0;

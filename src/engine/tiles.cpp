@@ -50,7 +50,8 @@ void TileRunner::give(std::unique_ptr<Scratch> s) {
 }
 
 void TileRunner::run(CpuKernel& kernel, const CpuBand& band) {
-  const std::int64_t W = in_.width, rows_in = band.band.rows + 2 * band.halo;
+  const std::int64_t W = in_.width,
+                     rows_in = (band.band.rows + 2 * band.halo) * (2 * band.plane_halo + 1);
   const std::size_t px = in_.pixel_bytes();
   tbb::parallel_for(std::int64_t{0}, tiles(), [&](std::int64_t t) {
     const std::int64_t x0 = t * tile_cols_, x1 = std::min(W, x0 + tile_cols_);

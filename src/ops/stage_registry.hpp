@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/convolution/zpass.hpp"
 #include "kernels/cpu/point/pointwise.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/ops/conv2d.hpp"
@@ -79,6 +80,10 @@ struct StageContext {
     return settings.precision == Precision::f64 ? SampleType::f64 : SampleType::f32;
   }
   SampleType out() const { return fused_out.value_or(acc()); }
+  // The stage filters a volume in 3-D (not plane by plane: PipelineSettings::planes).
+  bool volume() const { return in.volume() && !settings.planes; }
+  // A usage Error for a stage that has no 3-D version yet.
+  [[noreturn]] void no_volume() const;
   // A separable filter or Gaussian of `in` with the pipeline's border and precision; its output
   // `out` (default: the accumulator's type). The stages that combine Gaussians (dog,
   // unsharp, subtract-background) take the direct sum: its tiles across the row keep every
@@ -99,6 +104,8 @@ struct BuiltStage {
   BuiltStage() = default;
   explicit BuiltStage(std::unique_ptr<Operation> o) : op(std::move(o)) {}
   std::unique_ptr<Operation> op;
+  // Stages run before `op`, in order (a volume's z passes: `op` reads the last one's output).
+  std::vector<std::unique_ptr<Operation>> before;
   std::unique_ptr<HistogramOp> histogram;
   LutOp* lut = nullptr;  // `op`, when it is the table
 };
@@ -129,6 +136,13 @@ std::unique_ptr<Operation> make_point(const ImageSpec& in, const kernels::PointP
                                       SampleType out, std::string what);
 // Its CPU kernel, which make_convert's copy and conversion runs too.
 std::unique_ptr<CpuKernel> make_point_cpu(const kernels::PointParams& p, SampleType out);
+
+// A volume's pass along z (zpass.cpp) over planes [z - before, z - before + weights.size()):
+// plane k weighted by weights[k] (sum, into `out`: f32 or f64), or their minimum or maximum
+// (`out`: the input's type; weights only count the planes).
+std::unique_ptr<Operation> make_zpass(const ImageSpec& in, kernels::ZPassKind kind,
+                                      std::vector<double> weights, std::int64_t before,
+                                      SampleType out, BorderMode border, double cval);
 
 // Exact text of a double, for fingerprints.
 std::string exact_number(double v);

@@ -188,7 +188,9 @@ PipelineSettings pipeline_settings(const std::string& border, double border_valu
 }
 
 PipelineSettings filter_settings(const FilterOptions& f) {
-  return pipeline_settings(f.border, f.border_value, f.out_type, f.precision);
+  PipelineSettings s = pipeline_settings(f.border, f.border_value, f.out_type, f.precision);
+  s.planes = f.planes;
+  return s;
 }
 
 SeparableParams filter_params(const FilterOptions& f, std::size_t mem_limit) {

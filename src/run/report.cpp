@@ -59,6 +59,7 @@ std::string stats_json(const RunReport& r, const std::string& extra_json) {
                 {"width", r.in.width},       {"height", r.in.height},
                 {"channels", r.in.channels}, {"type", std::string(name(r.in.type))},
                 {"bytes", st.bytes_read}};
+  if (r.in.volume()) j["input"]["depth"] = r.in.depth;
   if (!r.input_io.empty()) j["input"]["io"] = r.input_io;
   j["output"] = {{"path", r.output_path}, {"type", r.output_type}, {"bytes", st.bytes_written}};
   j["output"]["io"] = r.output_io;

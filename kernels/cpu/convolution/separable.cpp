@@ -1,9 +1,10 @@
 // Run-time choice between the kernel builds for different instruction sets (separable_impl.cpp:
-// the separable and the 2-D convolution).
+// the separable, the 2-D convolution and a volume's z pass).
 #include "separable.hpp"
 
 #include "conv2d.hpp"
 #include "kernels/cpu/cpu_features.hpp"
+#include "zpass.hpp"
 
 namespace ooc::kernels {
 
@@ -12,11 +13,13 @@ void separable_band(const SeparableArgs& args);
 std::size_t separable_scratch_bytes(const SeparableArgs& args);
 void conv2d_band(const Conv2dArgs& args);
 std::size_t conv2d_scratch_bytes(const Conv2dArgs& args);
+void zpass_row(const ZPassArgs& args);
 }  // namespace baseline
 #if defined(__x86_64__)
 namespace avx2 {
 void separable_band(const SeparableArgs& args);
 void conv2d_band(const Conv2dArgs& args);
+void zpass_row(const ZPassArgs& args);
 }  // namespace avx2
 #endif
 
@@ -32,6 +35,13 @@ void conv2d_band(const Conv2dArgs& args) {
   if (has_avx2()) return avx2::conv2d_band(args);
 #endif
   baseline::conv2d_band(args);
+}
+
+void zpass_row(const ZPassArgs& args) {
+#if defined(__x86_64__)
+  if (has_avx2()) return avx2::zpass_row(args);
+#endif
+  baseline::zpass_row(args);
 }
 
 std::size_t conv2d_scratch_bytes(const Conv2dArgs& args) {

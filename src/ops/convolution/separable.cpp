@@ -130,7 +130,7 @@ class Separable final : public Operation {
  public:
   Separable(const ImageSpec& in, const SeparableParams& p, const EngineOptions& o)
       : params_(p),
-        out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type)},
+        out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type), in.depth},
         row_taps_(correlation_taps(p.filter.row)),
         col_taps_(correlation_taps(p.filter.col)),
         costs_(separable_costs(in, p)) {
@@ -316,10 +316,74 @@ SeparableFilter taps_of(const std::string& stage, const StageArgs& a) {
   }
   if (stage == "correlate1d") {
     const auto t = correlation_taps(a.taps("taps"));  // to convolution order
+    if (a.integer("axis") == 2)
+      throw Error(ErrorKind::usage, a.at() +
+                                        ": axis 2 (x) is a volume's; an image's axes are "
+                                        "0 (y) and 1 (x)");
     return a.integer("axis") == 1 ? SeparableFilter{t, {1.0}} : SeparableFilter{{1.0}, t};
   }
   if (stage == "separable") return {a.taps("row"), a.taps("col")};
   throw Error(ErrorKind::usage, a.at() + ": not a separable filter stage");
+}
+
+// A volume's separable stage: the z pass (plane taps), then the 2-D passes on its output, as
+// scipy.ndimage filters axis by axis from axis 0. The z pass writes the accumulator's type.
+BuiltStage volume_stage(const std::string& stage, const StageContext& c) {
+  const StageArgs& a = c.args;
+  std::vector<double> z{1.0};  // convolution order
+  SeparableFilter xy;
+  if (stage == "gaussian") {
+    const double sigma = a.has("sigma-z") ? a.number("sigma-z") : a.number("sigma");
+    // radius-z, else the radius given for a sigma along z that is the same, else sigma-z's own.
+    const std::int64_t r = a.has("radius-z")                      ? a.integer("radius-z")
+                           : a.has("radius") && !a.has("sigma-z") ? a.integer("radius")
+                                                                  : gaussian_radius(sigma);
+    z = gaussian_taps(r, sigma);
+    xy = taps_of(stage, a);
+  } else if (stage == "uniform") {
+    const std::int64_t size = a.has("size-z") ? a.integer("size-z") : a.integer("size");
+    if (size % 2 == 0)
+      throw Error(ErrorKind::usage,
+                  a.at() + ": size-z must be odd (2R+1), got " + std::to_string(size));
+    z = box_taps(size / 2);
+    xy = taps_of(stage, a);
+  } else if (stage == "correlate1d") {
+    const auto t = correlation_taps(a.taps("taps"));
+    const std::int64_t axis = a.integer("axis");
+    if (axis == 0) z = t;
+    xy = axis == 2   ? SeparableFilter{t, {1.0}}
+         : axis == 1 ? SeparableFilter{{1.0}, t}
+                     : SeparableFilter{{1.0}, {1.0}};
+  } else {
+    z = a.taps("plane");
+    xy = {a.taps("row"), a.taps("col")};
+  }
+  if (z.size() % 2 == 0)
+    throw Error(ErrorKind::usage, a.at() + ": the taps along z must be an odd count, got " +
+                                      std::to_string(z.size()));
+  BuiltStage b;
+  const bool identity =
+      xy.row.size() == 1 && xy.row[0] == 1.0 && xy.col.size() == 1 && xy.col[0] == 1.0;
+  // The z pass's weights are plane by plane, first plane first: the taps reversed.
+  std::vector<double> w(z.rbegin(), z.rend());
+  const auto before = static_cast<std::int64_t>(w.size() / 2);
+  auto zpass = make_zpass(c.in, kernels::ZPassKind::sum, std::move(w), before, c.acc(),
+                          c.settings.border, c.settings.border_value);
+  const ImageSpec mid = *zpass->output();
+  if (identity) {  // correlate1d axis=0: the z pass alone, converted to the stage's type
+    if (c.out() == mid.type) {
+      b.op = std::move(zpass);
+      return b;
+    }
+    kernels::PointParams p;
+    p.kind = kernels::PointKind::convert;
+    b.before.push_back(std::move(zpass));
+    b.op = make_point(mid, p, c.out(), "convert type=" + std::string(name(c.out())));
+    return b;
+  }
+  if (z.size() > 1) b.before.push_back(std::move(zpass));
+  b.op = c.separable(z.size() > 1 ? mid : c.in, xy, c.out(), method_of(a));
+  return b;
 }
 
 }  // namespace
@@ -339,36 +403,51 @@ std::vector<StageEntry> separable_stages() {
                                         "blocks along rows, then columns; CPU only)");
   auto separable_builder = [](std::string stage) {
     return [stage](const StageContext& c) {
+      if (c.volume()) return volume_stage(stage, c);
       return BuiltStage{c.separable(c.in, taps_of(stage, c.args), c.out(), method_of(c.args))};
     };
   };
+  const StageParam sigma_z = computed(
+      number_param("sigma-z", std::nullopt, 0, true, "volumes: sigma along z, planes", kMaxSigma),
+      "sigma");
+  const StageParam radius_z =
+      computed(integer_param("radius-z", std::nullopt, 0, kMaxStageRadius,
+                             "volumes: taps 2R+1 along z (default: radius, or sigma-z's)"),
+               "auto");
   std::vector<StageEntry> s;
   s.push_back({{"gaussian",
-                "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3; as oocconv --sigma)",
-                {sigma, radius, method}},
+                "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3; as oocconv --sigma); "
+                "3-D on a volume",
+                {sigma, radius, method, sigma_z, radius_z}},
                separable_builder("gaussian")});
   s.push_back(
       {{"uniform",
-        "mean over an N x N window, N odd (scipy.ndimage.uniform_filter)",
+        "mean over an N x N (volumes: N x N x N) window, N odd (scipy.ndimage.uniform_filter)",
         {integer_param("size", std::nullopt, 1, 2 * kMaxStageRadius + 1, "window side N, odd"),
-         method}},
+         method,
+         computed(integer_param("size-z", std::nullopt, 1, 2 * kMaxStageRadius + 1,
+                                "volumes: window along z, odd"),
+                  "size")}},
        separable_builder("uniform")});
-  s.push_back(
-      {{"correlate1d",
-        "1-D correlation along one axis (scipy.ndimage.correlate1d)",
-        {other_param("taps", Kind::taps, std::nullopt, "weights a,b,c (an odd count)"),
-         integer_param("axis", 1, 0, 1, "0: along columns (y), 1: along rows (x)"), method}},
-       separable_builder("correlate1d")});
+  s.push_back({{"correlate1d",
+                "1-D correlation along one axis (scipy.ndimage.correlate1d)",
+                {other_param("taps", Kind::taps, std::nullopt, "weights a,b,c (an odd count)"),
+                 integer_param("axis", 1, 0, 2,
+                               "0: along columns (y), 1: along rows (x); volumes: 0 z, 1 y, 2 x"),
+                 method}},
+               separable_builder("correlate1d")});
   s.push_back({{"separable",
                 "row taps along x, then column taps along y (scipy.ndimage.convolve1d; as oocconv "
-                "--row-taps and --col-taps)",
+                "--row-taps and --col-taps); volumes: plane taps along z first",
                 {other_param("row", Kind::taps, std::vector<double>{1.0},
                              "taps along x, convolution order"),
                  other_param("col", Kind::taps, std::vector<double>{1.0},
                              "taps along y, convolution order"),
-                 method}},
+                 method,
+                 other_param("plane", Kind::taps, std::vector<double>{1.0},
+                             "volumes: taps along z, convolution order")}},
                separable_builder("separable")});
-  for (StageEntry& e : s) e.decl.takes_convert = true;
+  for (StageEntry& e : s) e.decl.takes_convert = e.decl.volume = true;
   return s;
 }
 

@@ -234,6 +234,7 @@ std::vector<StageEntry> equalize_stages() {
       }};
   e.decl.reduction = true;
   e.decl.sets_type = true;  // the equalized image is the output, not the pipeline's input type
+  e.decl.volume = true;     // one histogram of every plane
   return {e};
 }
 

@@ -138,15 +138,69 @@ class Morphology final : public Operation {
 
 }  // namespace
 
+namespace {
+
+// A volume's minimum, maximum, opening or closing of a box: each minimum or maximum is a z pass
+// over the planes of the window (scipy's placement, the dilation's shifted for even sizes), then
+// the 2-D filter of the planes.
+BuiltStage volume_stage(MorphKind kind, const StageContext& c, const MorphParams& p) {
+  if (!p.footprint.empty() || kind == MorphKind::white_tophat || kind == MorphKind::black_tophat)
+    c.no_volume();
+  const std::int64_t depth = c.args.has("size-z") ? c.args.integer("size-z") : p.height;
+  BuiltStage b;
+  ImageSpec in = c.in;
+  auto add = [&](bool max, bool dilation, bool last) {
+    const Extent e = extent(depth, dilation);
+    if (depth > 1) {
+      b.before.push_back(make_zpass(in,
+                                    max ? kernels::ZPassKind::maximum : kernels::ZPassKind::minimum,
+                                    std::vector<double>(static_cast<std::size_t>(depth), 1.0),
+                                    e.left, in.type, p.border, p.border_value));
+      in = *b.before.back()->output();
+    }
+    auto op = make_minmax(in, window(p, max, dilation));
+    if (last)
+      b.op = std::move(op);
+    else
+      b.before.push_back(std::move(op));
+  };
+  switch (kind) {
+    case MorphKind::minimum:
+    case MorphKind::maximum:
+      add(kind == MorphKind::maximum, false, true);
+      break;
+    case MorphKind::opening:
+      add(false, false, false);
+      add(true, true, true);
+      break;
+    default:  // closing
+      add(true, true, false);
+      add(false, false, true);
+      break;
+  }
+  return b;
+}
+
+}  // namespace
+
 StageEntry morphology_stage(const char* name, MorphKind kind, const char* help) {
-  return {{name, help, {size_param(), footprint_param()}}, [kind](const StageContext& c) {
-            MorphParams p;
-            p.kind = kind;
-            std::tie(p.height, p.width, p.footprint) = window_of(c.args);
-            p.border = c.settings.border;
-            p.border_value = c.settings.border_value;
-            return BuiltStage{make_morphology(c.in, p)};
-          }};
+  const bool tophat = kind == MorphKind::white_tophat || kind == MorphKind::black_tophat;
+  std::vector<StageParam> params{size_param(), footprint_param()};
+  if (!tophat)
+    params.push_back(computed(
+        integer_param("size-z", std::nullopt, 1, 1 << 20, "volumes: window along z (a box)"),
+        "the size's rows"));
+  StageEntry e{{name, help, params}, [kind](const StageContext& c) {
+                 MorphParams p;
+                 p.kind = kind;
+                 std::tie(p.height, p.width, p.footprint) = window_of(c.args);
+                 p.border = c.settings.border;
+                 p.border_value = c.settings.border_value;
+                 if (c.volume()) return volume_stage(kind, c, p);
+                 return BuiltStage{make_morphology(c.in, p)};
+               }};
+  e.decl.volume = !tophat;
+  return e;
 }
 
 }  // namespace detail::morphology

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 #include "chain_impl.hpp"
@@ -31,6 +32,18 @@ std::int64_t ChainGeometry::halo() const noexcept {
   std::int64_t h = 0;
   for (const ChainStage& s : stages) h += s.halo;
   return h;
+}
+
+std::int64_t ChainGeometry::plane_halo() const noexcept {
+  std::int64_t h = 0;
+  for (const ChainStage& s : stages) h += s.plane_halo;
+  return h;
+}
+
+std::int64_t ChainGeometry::max_out_planes(std::size_t k) const noexcept {
+  std::int64_t later = 0;
+  for (std::size_t j = k + 1; j < stages.size(); ++j) later += stages[j].plane_halo;
+  return std::min(depth, 2 * later + 1);
 }
 
 ChainGeometry on_grid(const ChainGeometry& g) {
@@ -122,6 +135,7 @@ class ChainKernel final : public CpuKernel {
   }
   void run(const CpuBand& b) override {
     const ChainGeometry& g = b.halo == g_.halo() ? g_ : grid_;
+    if (g.plane_halo() > 0) return run_planes(b, g);
     const std::size_t n = g.stages.size();
     const std::int64_t y0 = b.band.y0, y1 = y0 + b.band.rows;
     const auto r = g.ranges(y0, y1);
@@ -171,6 +185,95 @@ class ChainKernel final : public CpuKernel {
     pool_.give(std::move(buf));
   }
 
+  // A volume's band through stages with planes of context. Stage k computes the planes of its
+  // output the later stages read (S[k]), each over the rows they read (ranges); planes beyond the
+  // volume come from the border rule on the stage's output, as rows do, so each stage applies the
+  // rule to its own input. Every plane a stage reads lies in the engine's window of planes
+  // (z +- the chain's plane halo, through the rule): the rule's folds map a window onto itself.
+  void run_planes(const CpuBand& b, const ChainGeometry& g) {
+    const std::size_t n = g.stages.size();
+    const std::int64_t y0 = b.band.y0, y1 = y0 + b.band.rows, D = g.depth;
+    const auto r = g.ranges(y0, y1);
+    std::vector<std::vector<std::int64_t>> planes(n);
+    planes[n - 1] = {b.band.z};
+    for (std::size_t k = n - 1; k > 0; --k) {
+      std::vector<std::int64_t>& want = planes[k - 1];
+      const std::int64_t ph = g.stages[k].plane_halo;
+      for (const std::int64_t p : planes[k])
+        for (std::int64_t d = -ph; d <= ph; ++d)
+          if (const std::int64_t q = map_border(p + d, D, g.border); q >= 0) want.push_back(q);
+      std::sort(want.begin(), want.end());
+      want.erase(std::unique(want.begin(), want.end()), want.end());
+    }
+    const std::int64_t engine_rows = b.band.rows + 2 * b.halo;
+    auto window_plane = [&](std::int64_t q) -> std::int64_t {  // the engine's plane holding q
+      for (std::int64_t j = 0; j <= 2 * b.plane_halo; ++j)
+        if (map_border(b.band.z - b.plane_halo + j, D, g.border) == q) return j;
+      throw std::logic_error("chain: a plane outside the engine's window");
+    };
+    std::vector<std::size_t> offset(n, 0), plane_bytes(n, 0);
+    std::size_t total = 0;
+    for (std::size_t k = 0; k + 1 < n; ++k) {
+      offset[k] = total;
+      plane_bytes[k] = detail::scratch_align_up(static_cast<std::size_t>(r[k].second - r[k].first) *
+                                                out_spec(k, b.in.width).row_bytes());
+      total += plane_bytes[k] * planes[k].size();
+    }
+    detail::ScratchBuffer buf = pool_.take(total);
+    std::vector<const std::byte*> rows;
+    for (std::size_t k = 0; k < n; ++k) {
+      const detail::ChainStage& s = g.stages[k];
+      const std::int64_t a = r[k].first, e = r[k].second, h = s.halo, ph = s.plane_halo;
+      const std::int64_t count = e - a + 2 * h;
+      for (std::size_t i = 0; i < planes[k].size(); ++i) {
+        const std::int64_t p = planes[k][i];
+        rows.assign(static_cast<std::size_t>(count * (2 * ph + 1)), nullptr);
+        for (std::int64_t d = -ph; d <= ph; ++d) {
+          const std::int64_t q = map_border(p + d, D, g.border);
+          if (q < 0) continue;  // a plane of the constant border: null rows
+          const std::byte** to = rows.data() + (d + ph) * count;
+          if (k == 0) {
+            const std::byte* const* from =
+                b.rows + window_plane(q) * engine_rows + ((a - h) - (y0 - b.halo));
+            std::copy(from, from + count, to);
+            continue;
+          }
+          const auto& before = planes[k - 1];
+          const std::size_t at = static_cast<std::size_t>(
+              std::lower_bound(before.begin(), before.end(), q) - before.begin());
+          const ImageSpec prev = out_spec(k - 1, b.in.width);
+          const std::byte* base = buf.data() + offset[k - 1] + at * plane_bytes[k - 1];
+          for (std::int64_t row = a - h; row < e + h; ++row)
+            if (const auto m = g.source_row(row))
+              to[row - (a - h)] =
+                  base + static_cast<std::size_t>(*m - r[k - 1].first) * prev.row_bytes();
+        }
+        CpuBand sb;
+        sb.band = Band{b.band.index, a, e - a, p, p * g.height + a};
+        sb.slot = b.slot;
+        sb.halo = h;
+        sb.plane_halo = ph;
+        sb.in = s.in;
+        sb.in.width = b.in.width;  // a tile's
+        sb.rows = rows.data();
+        if (k + 1 == n) {
+          sb.out = b.out;
+          sb.partial = b.partial;
+        } else {
+          const ImageSpec o = out_spec(k, b.in.width);
+          sb.out = BandView{buf.data() + offset[k] + i * plane_bytes[k],
+                            o.row_bytes(),
+                            e - a,
+                            o.width,
+                            o.channels,
+                            o.type};
+        }
+        kernels_[k]->run(sb);
+      }
+    }
+    pool_.give(std::move(buf));
+  }
+
  private:
   // Stage k's output, for a band (or tile) `width` columns wide.
   ImageSpec out_spec(std::size_t k, std::int64_t width) const {
@@ -205,6 +308,7 @@ class Chain final : public Operation {
   }
   std::optional<ImageSpec> output() const override { return out_; }
   std::int64_t halo() const override { return g_.halo(); }
+  std::int64_t plane_halo() const override { return g_.plane_halo(); }
   BorderMode border() const override { return g_.border; }
   std::size_t partial_bytes() const override { return last().partial_bytes(); }
   void merge(const std::byte* partial, const Band& band) override {
@@ -237,7 +341,8 @@ class Chain final : public Operation {
       if (k + 1 < g_.stages.size())
         inter += detail::scratch_align_up(static_cast<std::size_t>(out_rows) *
                                           static_cast<std::size_t>(cols) *
-                                          g_.stages[k + 1].in.pixel_bytes());
+                                          g_.stages[k + 1].in.pixel_bytes()) *
+                 static_cast<std::size_t>(g_.max_out_planes(k));
       inter += g_.stages[k].op->cpu_band_bytes(out_rows, cols);
     }
     return inter;
@@ -255,7 +360,7 @@ class Chain final : public Operation {
   bool has_cuda() const override {
     for (const auto& s : g_.stages)
       if (!s.op->has_cuda()) return false;
-    return kCudaBuilt;
+    return kCudaBuilt && g_.plane_halo() == 0;  // the CUDA chain has no planes of context yet
   }
   bool cpu_gives_cuda_bits() const override {
     for (const auto& s : g_.stages)

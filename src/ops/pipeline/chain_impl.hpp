@@ -30,6 +30,7 @@ struct ChainStage {
   Operation* op = nullptr;  // a histogram's merge() takes the band's counts
   ImageSpec in;             // the previous stage's output (the image for the first stage)
   std::int64_t halo = 0;
+  std::int64_t plane_halo = 0;  // a volume's stage along z: planes of context
 };
 
 // The rows of the stages of a fused band.
@@ -37,8 +38,12 @@ struct ChainGeometry {
   std::vector<ChainStage> stages;
   BorderMode border = BorderMode::reflect;
   std::int64_t height = 0;
+  std::int64_t depth = 1;  // planes of a volume
 
   std::int64_t halo() const noexcept;
+  std::int64_t plane_halo() const noexcept;  // the stages' added up
+  // Most planes stage k's output spans for one output plane (the later stages' plane halos).
+  std::int64_t max_out_planes(std::size_t k) const noexcept;
   // Rows [first, second) of stage k's output that the band of output rows [y0, y1) needs.
   // Each stage's input outside the image comes from the border rule on the previous stage's
   // image rows, so those are computed (clipped to the image), except under wrap, where a

@@ -33,14 +33,21 @@ struct PipelinePlan::Impl {
     return owned.back().get();
   }
 
-  // The operation of a call on an input of `in`; `out`: a convert fused into a filter stage.
+  // The operation of a call on an input of `in` (after the z passes it pushes to `stages`
+  // first); `out`: a convert fused into a filter stage.
   Stage build(const ImageSpec& in, const StageCall& c, std::size_t index,
               std::optional<SampleType> out = {}) {
     const detail::StageEntry& e = *detail::find_stage(c.name);
     const std::string at = detail::stage_at(index, c.name);
     check_stage_call(c, at);
+    if (in.volume() && !settings.planes && !e.decl.volume)
+      throw Error(ErrorKind::usage, at +
+                                        " has no 3-D version yet: add --planes to filter each of "
+                                        "the volume's " +
+                                        std::to_string(in.depth) + " planes in 2-D");
     const detail::StageArgs args(c, e.decl, at);
     detail::BuiltStage b = e.build(detail::StageContext{in, args, settings, options, out, index});
+    for (auto& op : b.before) stages.push_back(Stage{keep(std::move(op))});
     Stage s{nullptr, b.histogram.get(), b.lut};
     if (b.histogram) keep(std::move(b.histogram));
     s.op = keep(std::move(b.op));
@@ -51,12 +58,13 @@ struct PipelinePlan::Impl {
     ChainGeometry g;
     g.border = settings.border;
     g.height = input.height;
+    g.depth = input.depth;
     ImageSpec in = input;
     for (std::size_t k = 0; k < count; ++k) {
-      g.stages.push_back({stages[k].op, in, stages[k].op->halo()});
+      g.stages.push_back({stages[k].op, in, stages[k].op->halo(), stages[k].op->plane_halo()});
       in = *stages[k].op->output();
     }
-    if (last) g.stages.push_back({last, in, last->halo()});
+    if (last) g.stages.push_back({last, in, last->halo(), last->plane_halo()});
     return g;
   }
 };

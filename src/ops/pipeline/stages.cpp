@@ -108,6 +108,11 @@ std::unique_ptr<Operation> StageContext::gaussian(const ImageSpec& input, double
   return separable(input, SeparableFilter{t, t}, to);
 }
 
+void StageContext::no_volume() const {
+  throw Error(ErrorKind::usage, args.at() + " has no 3-D version of '" + args.call_text() +
+                                    "' yet: add --planes to filter each plane in 2-D");
+}
+
 std::string exact_number(double v) {
   char s[64];
   std::snprintf(s, sizeof s, "%.17g", v);

@@ -35,7 +35,10 @@ class PointKernel final : public CpuKernel {
 class PointOp final : public Operation {
  public:
   PointOp(const ImageSpec& in, kernels::PointParams p, SampleType out, std::string what)
-      : in_(in), out_{in.width, in.height, in.channels, out}, p_(p), what_(std::move(what)) {}
+      : in_(in),
+        out_{in.width, in.height, in.channels, out, in.depth},
+        p_(p),
+        what_(std::move(what)) {}
   std::string describe() const override { return what_; }
   std::string fingerprint() const override {
     return what_ + " (" + exact_number(p_.a) + ", " + exact_number(p_.b) + ") to " +
@@ -118,6 +121,7 @@ std::vector<StageEntry> point_stages() {
          return point(c, PointKind::convert, 0, 0, c.args.type("type"));
        }});
   s.back().decl.sets_type = true;
+  for (StageEntry& e : s) e.decl.volume = true;  // sample by sample: the same in 3-D
   return s;
 }
 
