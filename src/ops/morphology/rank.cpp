@@ -463,12 +463,22 @@ std::vector<StageEntry> rank_stages() {
   const StageParam footprint = morphology::footprint_param();
   std::vector<StageEntry> s;
   // median, percentile and rank: the window's sample of a rank each computes from its count.
+  const StageParam size_z =
+      computed(integer_param("size-z", std::nullopt, 1, 1 << 20, "volumes: window along z (a box)"),
+               "the size's rows");
   auto ranked = [](std::function<std::int64_t(const StageArgs&, std::int64_t)> rank_of) {
     return [rank_of](const StageContext& c) {
       RankParams p;
       std::tie(p.height, p.width, p.footprint) = window_of(c.args);
       p.border = c.settings.border;
       p.border_value = c.settings.border_value;
+      if (c.volume()) {  // a box of size-z planes
+        if (!p.footprint.empty()) c.no_volume();
+        const std::int64_t depth = c.args.has("size-z") ? c.args.integer("size-z") : p.height;
+        return BuiltStage{morphology::make_rank3d(c.in, depth, p.height, p.width,
+                                                  rank_of(c.args, depth * p.height * p.width),
+                                                  p.border, p.border_value)};
+      }
       const std::int64_t count = p.footprint.empty() ? p.height * p.width : p.footprint.count();
       p.rank = rank_of(c.args, count);
       return BuiltStage{make_rank(c.in, p)};
@@ -478,11 +488,11 @@ std::vector<StageEntry> rank_stages() {
       {{"median",
         "median of the window (scipy.ndimage.median_filter; CUDA: u8/u16/i16 windows of up to "
         "65535 samples, others of up to 49)",
-        {window, footprint}},
+        {window, footprint, size_z}},
        ranked([](const StageArgs&, std::int64_t count) { return count / 2; })});
   s.push_back({{"percentile",
                 "percentile of the window (scipy.ndimage.percentile_filter; CUDA as median)",
-                {window, footprint,
+                {window, footprint, size_z,
                  number_param("q", std::nullopt, -100, false,
                               "percentile (negative: from 100 down)", 100)}},
                ranked([](const StageArgs& a, std::int64_t count) {
@@ -491,7 +501,7 @@ std::vector<StageEntry> rank_stages() {
   s.push_back({{"rank",
                 "the sample of this rank in the window, 0 the smallest (scipy.ndimage.rank_filter;"
                 " CUDA as median)",
-                {window, footprint,
+                {window, footprint, size_z,
                  integer_param("index", std::nullopt, -kMaxStageRadius * kMaxStageRadius,
                                kMaxStageRadius * kMaxStageRadius,
                                "rank; negative: from the largest (-1)")}},
@@ -504,6 +514,7 @@ std::vector<StageEntry> rank_stages() {
                                                      std::to_string(count) + " samples");
                  return r;
                })});
+  for (StageEntry& e : s) e.decl.volume = true;
   return s;
 }
 

@@ -48,6 +48,11 @@ Window window(const MorphParams& p, bool max, bool dilation);
 // "footprint F [digest] of 3x3" or "3x3", as describe() says it.
 std::string window_text(const Window& w);
 
+// The rank filter of a volume over a depth x height x width box (rank3d.cpp).
+std::unique_ptr<Operation> make_rank3d(const ImageSpec& in, std::int64_t depth, std::int64_t height,
+                                       std::int64_t width, std::int64_t rank, BorderMode border,
+                                       double cval);
+
 // The minimum or maximum filter over w (minmax.cpp).
 std::unique_ptr<Operation> make_minmax(const ImageSpec& in, const Window& w);
 

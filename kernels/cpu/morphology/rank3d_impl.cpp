@@ -1,0 +1,63 @@
+// The 3-D rank filter's row (rank3d.hpp), compiled once per instruction set (OOC_ISA): each wire's
+// strip of samples copied into scratch, then the network's compare-exchanges over whole strips,
+// which the compiler turns into vector minimum/maximum (blends for floats, NaN-aware).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/cpu/morphology/minmax.hpp"
+#include "kernels/cpu/morphology/rank3d.hpp"
+#include "ooc/detail/sample_type.hpp"
+
+namespace ooc::kernels::OOC_ISA {
+namespace {
+
+constexpr std::int64_t kStrip = 256;  // samples a wire holds in scratch
+
+template <class T>
+inline void exchange(T* __restrict a, T* __restrict b) {
+  for (std::int64_t i = 0; i < kStrip; ++i) {
+    const T x = a[i], y = b[i];
+    if constexpr (std::is_floating_point_v<T>) {
+      a[i] = pick<false>(x, y);
+      b[i] = pick<true>(x, y);
+    } else {
+      a[i] = std::min(x, y);
+      b[i] = std::max(x, y);
+    }
+  }
+}
+
+template <class T>
+void row_typed(const Rank3dArgs& a, std::byte* scratch) {
+  const std::int64_t n = a.window_rows * a.cols;
+  std::int64_t wires = 1;
+  while (wires < n) wires *= 2;
+  T* w = reinterpret_cast<T*>(scratch);
+  const T top = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                                     : std::numeric_limits<T>::max();
+  T* out = reinterpret_cast<T*>(a.out);
+  for (std::int64_t s0 = 0; s0 < a.samples; s0 += kStrip) {
+    const std::int64_t m = std::min(kStrip, a.samples - s0);
+    // A wire past the window holds the largest value: it never moves below the wanted rank.
+    for (std::int64_t k = n; k < wires; ++k) std::fill_n(w + k * kStrip, kStrip, top);
+    for (std::int64_t r = 0; r < a.window_rows; ++r) {
+      const T* row = reinterpret_cast<const T*>(a.rows[r]) + s0;
+      for (std::int64_t c = 0; c < a.cols; ++c)
+        std::memcpy(w + (r * a.cols + c) * kStrip, row + c * a.channels,
+                    static_cast<std::size_t>(m) * sizeof(T));
+    }
+    for (const auto& [lo, hi] : *a.network) exchange(w + lo * kStrip, w + hi * kStrip);
+    std::memcpy(out + s0, w + a.rank * kStrip, static_cast<std::size_t>(m) * sizeof(T));
+  }
+}
+
+}  // namespace
+
+void rank3d_row(const Rank3dArgs& a, std::byte* scratch) {
+  dispatch_type(a.type, [&](auto t) { row_typed<decltype(t)>(a, scratch); });
+}
+
+}  // namespace ooc::kernels::OOC_ISA
