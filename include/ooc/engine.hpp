@@ -241,8 +241,11 @@ struct BandPlan {
   // The stacked rows the job covers (ImageSpec::stacked_rows). Bands of band_rows rows start at
   // row_begin and at the first row of each plane after it (band_at).
   std::int64_t row_begin = 0, row_end = 0;
-  std::int64_t plane_rows = 0;                 // rows of a plane (the image's height)
-  std::int64_t plane_halo = 0;                 // the largest of the operations' plane_halo()
+  std::int64_t plane_rows = 0;  // rows of a plane (the image's height)
+  std::int64_t plane_halo = 0;  // the largest of the operations' plane_halo()
+  // CPU bands with planes of context: the runs of rows (one plane's of a band) kept for the
+  // bands after it that read them again, at most this many (0: none).
+  std::int64_t run_cache = 0;
   std::int64_t first_band = 0, last_band = 0;  // a run covers [first_band, last_band)
   int slots = 0;
   int threads = 0;

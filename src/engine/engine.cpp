@@ -16,6 +16,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <list>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -49,6 +50,7 @@ struct Slot {
   // A band on the CPU: the rows mapped for it, the table of them, the output rows (allocated
   // without being filled: the kernels' threads touch the pages first) and the partial.
   RowArena arena;
+  std::vector<std::shared_ptr<const struct CachedRun>> cached;  // runs of RunCache in use
   std::vector<const std::byte*> table;
   std::unique_ptr<std::byte[]> out;
   std::byte* out_in_place = nullptr;  // the sink's own rows, where the kernels wrote this band
@@ -67,9 +69,42 @@ struct SlotMaker {
 
 std::atomic<bool> g_may_outlive{false};
 
+// Rows a source gave for one plane of a band, kept for the bands after it that read the same
+// rows: a volume's band reads its rows in 2R + 1 planes, each plane's rows again for the next 2R
+// planes' bands. Mapping (or decoding) them once instead of 2R + 1 times, and faulting their pages
+// in once, made a 13-plane z pass 3x faster.
+struct CachedRun {
+  RowArena arena;
+  const std::byte* data = nullptr;
+};
+
+// The last `capacity` runs asked for, by their rows (the read stage's alone: no lock).
+class RunCache {
+ public:
+  explicit RunCache(std::size_t capacity) : capacity_(capacity) {}
+  std::shared_ptr<const CachedRun> get(Source& source, std::int64_t y0, std::int64_t n) {
+    const auto key = std::make_pair(y0, n);
+    for (auto it = runs_.begin(); it != runs_.end(); ++it)
+      if (it->first == key) {
+        runs_.splice(runs_.begin(), runs_, it);
+        return runs_.front().second;
+      }
+    auto run = std::make_shared<CachedRun>();
+    run->data = source.rows(y0, n, run->arena);
+    runs_.emplace_front(key, run);
+    if (runs_.size() > capacity_) runs_.pop_back();
+    return run;
+  }
+
+ private:
+  std::size_t capacity_;
+  std::list<std::pair<std::pair<std::int64_t, std::int64_t>, std::shared_ptr<CachedRun>>> runs_;
+};
+
 // Fills slot.table with the rows the band needs: source rows in as few contiguous runs as
 // possible (one, away from the edges), halo rows outside the image mapped through the border rule.
-void map_rows(Source& source, Slot& slot) {
+// With a cache (a volume's planes of context), runs within a plane only, through the cache.
+void map_rows(Source& source, Slot& slot, RunCache* cache, std::int64_t plane_rows) {
   std::vector<std::int64_t> wanted;
   wanted.reserve(slot.source_rows.size());
   for (const std::int64_t src : slot.source_rows)
@@ -84,11 +119,21 @@ void map_rows(Source& source, Slot& slot) {
   std::vector<Run> runs;
   for (std::size_t i = 0; i < wanted.size();) {
     std::size_t j = i + 1;
-    while (j < wanted.size() && wanted[j] == wanted[j - 1] + 1) ++j;
+    while (j < wanted.size() && wanted[j] == wanted[j - 1] + 1 &&
+           (!cache || wanted[j] % plane_rows != 0))
+      ++j;
     runs.push_back({wanted[i], static_cast<std::int64_t>(j - i), nullptr});
     i = j;
   }
-  for (Run& r : runs) r.data = source.rows(r.y0, r.n, slot.arena);
+  slot.cached.clear();
+  for (Run& r : runs) {
+    if (!cache) {
+      r.data = source.rows(r.y0, r.n, slot.arena);
+      continue;
+    }
+    slot.cached.push_back(cache->get(source, r.y0, r.n));
+    r.data = slot.cached.back()->data;
+  }
 
   const std::size_t row_bytes = source.spec().row_bytes();
   slot.table.resize(slot.source_rows.size());
@@ -360,6 +405,9 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // kernels: one band packed at a time, in order, so each band's copy in starts as early as it
   // can (bands packed side by side finish together and then queue for the one copy engine).
   Slot* last = nullptr;  // the slot of the band read just before (GPU halo reuse)
+  std::optional<RunCache> run_cache;
+  if (plane_halo > 0 && plan.run_cache > 0)
+    run_cache.emplace(static_cast<std::size_t>(plan.run_cache));
   auto read_stage = [&](tbb::flow_control& fc) -> Slot* {
     if (next >= plan.last_band || stop_requested()) {
       fc.stop();
@@ -408,7 +456,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       last = &slot;
     } else {
       e.cpu_buffers(slot);
-      map_rows(e.source, slot);
+      map_rows(e.source, slot, run_cache ? &*run_cache : nullptr, in.height);
       last = nullptr;
       if (e.backend.cuda) ++stats.cpu_bands;
     }
@@ -469,6 +517,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       stats.d2h_seconds += t.d2h;
     }
     slot->arena.release();
+    slot->cached.clear();
     if (out_spec) sink->write_rows(slot->band.stacked_y0, slot->band.rows, out, out_row);
     if (partial_bytes > 0) op.merge(partial, slot->band);
     rows_done += slot->band.rows;

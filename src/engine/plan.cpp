@@ -369,6 +369,20 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     plan.tile_cols = tiled ? tc : 0;
     plan.device_scratch_bytes = backend.cuda ? device_scratch(rows) : 0;
     plan.ring_bytes = ring_total(rows, plan.slots);
+    // A volume's bands on the CPU: each plane's runs of rows kept for the 2R bands after it that
+    // read them (Engine's RunCache), where 2R + 1 planes' worth fits beside the ring. Fewer would
+    // be evicted before their next use (the cache keeps the last ones used).
+    plan.run_cache = 0;
+    if (!backend.cuda && plan.plane_halo > 0) {
+      const std::int64_t per_plane = (P + rows - 1) / rows;
+      const std::int64_t want = planes_cpu * (per_plane + 1);
+      const std::size_t entry =
+          static_cast<std::size_t>(std::min(rows + 2 * halo, P)) * input.row_bytes();
+      if (plan.ring_bytes + static_cast<std::size_t>(want) * entry <= plan.mem_limit) {
+        plan.run_cache = want;
+        plan.ring_bytes += static_cast<std::size_t>(want) * entry;
+      }
+    }
     if (backend.cuda && o.cpu_start_bands != 0 && plan.ring_bytes <= plan.mem_limit) {
       // Buffers for the bands the CPU filters while CUDA starts, beside the pinned ring: each
       // slot's rows as on the CPU backend, and the threads' scratch.
