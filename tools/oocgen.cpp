@@ -28,6 +28,7 @@ Examples:
   oocgen cells.tif --width 100000 --height 100000 --type u16 --pattern gaussian-spots --tile 512
   oocgen scene.tif --width 30000 --height 30000 --channels 3 --type u8 --compress zstd
   oocgen dim.raw --width 65536 --height 65536 --type u8 --pattern low-contrast   (for ooceq)
+  oocgen stack.tif --width 2048 --height 2048 --depth 64 --type u16 --pattern gaussian-spots
   oocgen A.raw --width 16384 --height 65536 --pattern low-rank --rank 16   (a matrix for oocatax)
 
 gaussian-spots: a dark background with one blurred spot (sigma 2.5 to 5 px) in every 64 x 64 cell,
@@ -52,7 +53,13 @@ matrix. As an input elsewhere: synth:low-rank (defaults), synth:low-rank:R or sy
     app.add_option("--width", hints.width, "samples per row")
         ->required()
         ->check(ooc::cli::positive());
-    app.add_option("--height", hints.height, "rows")->required()->check(ooc::cli::positive());
+    app.add_option("--height", hints.height, "rows (of a plane)")
+        ->required()
+        ->check(ooc::cli::positive());
+    app.add_option("--depth", hints.depth,
+                   "planes: a volume (the patterns vary with the plane; plane 0 is the 2-D "
+                   "image)")
+        ->check(ooc::cli::positive());
     app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64")->default_str("f32");
     app.add_option("--channels", hints.channels, "interleaved channels, 1 to 4")->default_str("1");
     app.add_option("--pattern", pattern,

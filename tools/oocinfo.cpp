@@ -49,13 +49,22 @@ Examples:
     std::int64_t radius = 16;
     app.add_option("FILES", files, "image files (raw needs --width)");
     app.add_option("--width", hints.width, "samples per row (raw files)");
-    app.add_option("--height", hints.height, "rows (raw: checked against the size)");
+    app.add_option("--height", hints.height,
+                   "rows of a plane (raw: checked against the size; k whole planes: a volume)");
+    app.add_option("--depth", hints.depth, "planes of a volume (raw: the height follows)");
+    bool volume = false;
+    app.add_flag("--volume", volume, ".npy: a 3-D array is (planes, height, width)");
     auto* type_opt = app.add_option("--type", type, "u8 u16 i16 u32 i32 f32 f64 (raw files)");
     auto* channels_opt = app.add_option("--channels", hints.channels, "channels (raw files)");
     app.add_option("--in-format", hints.format, "auto, raw, npy, tiff or zarr")
         ->default_str("auto");
     int page = 0;
-    app.add_option("--page", page, "TIFF: the page to describe, from 0")->default_str("0");
+    auto* page_opt = app.add_option("--page", page,
+                                    "TIFF: the page to describe, from 0 (default: "
+                                    "the pages, alike, as a volume's planes)")
+                         ->default_str("0");
+    std::string pages;
+    app.add_option("--pages", pages, "TIFF: the planes A:B of a z-stack, as a Python slice");
     int level = -1;
     app.add_option("--input-level", level, "OME-Zarr: the level the plan is made for, from 0");
     app.add_option("--mem-limit", mem_limit,
@@ -129,6 +138,9 @@ Examples:
           hints.format == "raw" || (hints.format == "auto" && ooc::detect_format(path) == "raw");
       ooc::RawHints file_hints = headerless ? hints : ooc::RawHints{};
       file_hints.page = page;
+      file_hints.page_given = page_opt->count() > 0;
+      file_hints.pages = pages;
+      file_hints.volume = volume;
       file_hints.zarr_level = level;
       auto source = ooc::open_source(path, file_hints);
       const ooc::ImageSpec& s = source->spec();
@@ -168,14 +180,14 @@ Examples:
       const ooc::Backend backend = ooc::select_backend(device, "all", views, &work);
       const ooc::BandPlan plan = ooc::plan_bands(s, views, backend, popt, source.get());
       std::printf(
-          "%s\n  %s\n%s  %s %llu bytes, image %llu bytes (%lld x %lld pixels, %d channel(s) "
+          "%s\n  %s\n%s  %s %llu bytes, image %llu bytes (%s%lld x %lld pixels, %d channel(s) "
           "of %s)\n  %s\n  plan for %s on %s: %lld bands of %lld rows, %d slots, %d "
           "threads, %s, ring %s of --mem-limit %s%s\n  backend: %s\n",
           path.c_str(), source->describe().c_str(),
           source->layout().empty() ? "" : ("  layout: " + source->layout() + "\n").c_str(),
           store ? "store" : "file", (unsigned long long)size, (unsigned long long)s.total_bytes(),
-          (long long)s.width, (long long)s.height, s.channels,
-          std::string(ooc::name(s.type)).c_str(),
+          s.volume() ? (std::to_string(s.depth) + " planes of ").c_str() : "", (long long)s.width,
+          (long long)s.height, s.channels, std::string(ooc::name(s.type)).c_str(),
           (passes ? views.back() : views.front())->describe().c_str(), what.c_str(),
           backend.describe().c_str(), (long long)plan.bands, (long long)plan.band_rows, plan.slots,
           plan.threads,

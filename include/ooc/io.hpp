@@ -151,10 +151,19 @@ struct RawHints {
   // Whether --type / --channels were given: a file header then must agree with them.
   bool type_given = false;
   bool channels_given = false;
+  // Planes of a volume (raw: --width and --height given, the planes the file holds; .npy and TIFF:
+  // checked against the header). 0: 1 unless inferred.
+  std::int64_t depth = 0;
+  // .npy: a 3-D array is (z, y, x), not (y, x, c), even where its last axis has 1 to 4 entries.
+  bool volume = false;
   std::string format = "auto";  // auto (magic bytes, or a Zarr directory), raw, npy, tiff or zarr
   int page = 0;                 // TIFF: the image (directory) to read, from 0
-  int zarr_level = -1;          // OME-Zarr: the level (dataset) to read; -1: level 0
-  int threads = 0;              // TIFF: threads that decode strips and tiles (0: all cores)
+  bool page_given = false;      // --page given: that page alone, a plane, even in a z-stack
+  // TIFF: the planes of a z-stack to read, "A:B" as a Python slice (half open, either end
+  // optional, negative from the end); empty: every plane.
+  std::string pages = {};
+  int zarr_level = -1;  // OME-Zarr: the level (dataset) to read; -1: level 0
+  int threads = 0;      // TIFF: threads that decode strips and tiles (0: all cores)
   // Raw, .npy and uncompressed contiguous TIFF: "mmap" (the page cache), "direct" (O_DIRECT,
   // bypassing it) or "auto" (direct for a file mostly not cached and larger than io_auto_bytes).
   std::string io = "auto";

@@ -20,6 +20,9 @@ struct MemoryImage {
   std::byte* data = nullptr;  // sample (0, 0, 0)
   std::ptrdiff_t row_stride = 0, col_stride = 0, channel_stride = 0;
   bool swap_bytes = false;  // samples stored in the other byte order than the machine's
+  // A volume's planes (spec.depth > 1): bytes from one plane's row 0 to the next's; 0 takes
+  // height x row_stride (planes one after the other).
+  std::ptrdiff_t plane_stride = 0;
 
   // An image stored as the pipeline stores one: rows row_bytes() apart, native byte order.
   static MemoryImage dense(const ImageSpec& spec, std::byte* data) {

@@ -193,8 +193,17 @@ void add_input_options(CLI::App& g, InputCli& in, ooc::RawHints& hints, std::uin
                        const std::string& default_type, const std::string& types_help) {
   in.type = default_type;
   g.add_option("--width", hints.width, "samples per row (raw input: required)")->check(positive());
-  g.add_option("--height", hints.height, "rows (raw: checked against the file size)")
+  g.add_option("--height", hints.height,
+               "rows of a plane (raw: checked against the file size; a file of k whole planes "
+               "is a volume of depth k)")
       ->check(positive());
+  g.add_option("--depth", hints.depth,
+               "planes of a volume (raw: with --width alone the height follows from the size; "
+               ".npy and TIFF: checked against the header)")
+      ->check(positive());
+  g.add_flag("--volume", hints.volume,
+             ".npy: a 3-D array is (planes, height, width) even where its last axis has 1 to 4 "
+             "entries (else it is (height, width, channels))");
   in.type_opt =
       g.add_option("--type", in.type, "sample type: " + types_help)->default_str(default_type);
   in.channels_opt =
@@ -203,9 +212,15 @@ void add_input_options(CLI::App& g, InputCli& in, ooc::RawHints& hints, std::uin
   g.add_option("--in-format", hints.format,
                "auto (magic bytes, or a Zarr directory), raw, npy, tiff or zarr")
       ->default_str("auto");
-  g.add_option("--page", hints.page, "TIFF: the page (image) to read, from 0")
+  g.add_option("--page", hints.page,
+               "TIFF: the page (image) to read as a 2-D image, from 0 (default: the pages, "
+               "alike, as the planes of a volume)")
       ->default_str("0")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->each([&hints](const std::string&) { hints.page_given = true; });
+  g.add_option("--pages", hints.pages,
+               "TIFF: the planes A:B of a z-stack (planes A to B-1, as a Python slice; either "
+               "end optional, negative from the end)");
   g.add_option("--input-level", hints.zarr_level,
                "OME-Zarr or pyramidal TIFF input: the resolution level to read, from 0 (a "
                "Zarr dataset, a TIFF page's SubIFD)")

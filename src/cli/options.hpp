@@ -28,9 +28,9 @@ struct ReportCli {
 void add_report_options(CLI::App& app, ReportCli& r);
 void check_report_options(ReportCli& r);
 
-// The group "Input" of the tools that read an image: --width, --height, --type, --channels,
-// --seed, --in-format, --page. apply_input_options() parses --type and says which hints were
-// given (a file's header decides the others).
+// The group "Input" of the tools that read an image: --width, --height, --depth, --volume,
+// --type, --channels, --seed, --in-format, --page, --pages. apply_input_options() parses --type and
+// says which hints were given (a file's header decides the others).
 struct InputCli {
   std::string type;
   CLI::Option* type_opt = nullptr;

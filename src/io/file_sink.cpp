@@ -95,7 +95,7 @@ class FileSink final : public Sink {
   FileSink(const std::string& path, const ImageSpec& spec, const std::string& input_path,
            std::string header, const SinkOptions& o)
       : file_(path, input_path, o.mode, lock_offset(header.size(), spec, o.row_begin),
-              lock_offset(header.size(), spec, o.row_end > 0 ? o.row_end : spec.height),
+              lock_offset(header.size(), spec, o.row_end > 0 ? o.row_end : spec.stacked_rows()),
               o.keep_on_signal, o.no_locks),
         spec_(spec),
         header_(std::move(header)) {
@@ -117,7 +117,7 @@ class FileSink final : public Sink {
                                   : 0;
     const std::size_t end =
         o.mode == OutputMode::shared
-            ? lock_offset(header_.size(), spec, o.row_end > 0 ? o.row_end : spec.height)
+            ? lock_offset(header_.size(), spec, o.row_end > 0 ? o.row_end : spec.stacked_rows())
             : total;
     check_space(path, end - begin);
     // Every part sizes the shared file to the whole image: the same size whoever comes first. A

@@ -23,19 +23,29 @@ bool dense_rows(const MemoryImage& m) {
          (m.spec.width == 1 || m.col_stride == item * m.spec.channels);
 }
 
-// The whole image as well, rows row_bytes() apart.
-bool dense(const MemoryImage& m) {
-  return dense_rows(m) &&
-         (m.spec.height == 1 || m.row_stride == static_cast<std::ptrdiff_t>(m.spec.row_bytes()));
+std::ptrdiff_t plane_stride(const MemoryImage& m) {
+  return m.plane_stride != 0 ? m.plane_stride
+                             : static_cast<std::ptrdiff_t>(m.spec.height) * m.row_stride;
 }
 
-std::byte* row_at(const MemoryImage& m, std::int64_t y) {
-  return m.data + static_cast<std::ptrdiff_t>(y) * m.row_stride;
+// The whole image as well, rows row_bytes() apart, planes one after the other.
+bool dense(const MemoryImage& m) {
+  const auto row = static_cast<std::ptrdiff_t>(m.spec.row_bytes());
+  return dense_rows(m) && (m.spec.height == 1 || m.row_stride == row) &&
+         (m.spec.depth == 1 || plane_stride(m) == static_cast<std::ptrdiff_t>(m.spec.height) * row);
+}
+
+// Stacked row r: row r % height of plane r / height.
+std::byte* row_at(const MemoryImage& m, std::int64_t r) {
+  const std::int64_t z = r / m.spec.height, y = r % m.spec.height;
+  return m.data + static_cast<std::ptrdiff_t>(z) * plane_stride(m) +
+         static_cast<std::ptrdiff_t>(y) * m.row_stride;
 }
 
 // A Source hands out at least one row; reads and writes may be empty.
 void check_rows(const ImageSpec& s, std::int64_t y0, std::int64_t n, std::int64_t least = 0) {
-  if (y0 < 0 || n < least || y0 + n > s.height) throw std::logic_error("rows outside image");
+  if (y0 < 0 || n < least || y0 + n > s.stacked_rows())
+    throw std::logic_error("rows outside image");
 }
 
 // One row, sample by sample, between any two layouts (N: the sample's bytes).
@@ -127,7 +137,7 @@ void MemorySource::copy_in() {
   const ImageSpec& s = image_.spec;
   // Not zeroed: every byte is written here, and untouched pages would only cost time.
   copy_.reset(new std::byte[s.total_bytes()]);
-  read_rows(0, s.height, copy_.get());
+  read_rows(0, s.stacked_rows(), copy_.get());
   image_ = MemoryImage::dense(s, copy_.get());
 }
 

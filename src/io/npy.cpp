@@ -101,7 +101,8 @@ NpyArray parse_npy_array(const unsigned char* p, std::size_t n, const std::strin
   return out;
 }
 
-NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::string& path) {
+NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::string& path,
+                           bool volume) {
   const NpyArray a = parse_npy_array(p, n, path);
   const std::string descr = std::string(1, a.order) + a.kind;
   NpyLayout out;
@@ -127,15 +128,22 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
                                       "numpy.ascontiguousarray (C order)");
   const std::string& shape = a.shape;
   const std::vector<std::int64_t>& dims = a.dims;
+  const auto channels_axis = [](std::int64_t d) { return d >= 1 && d <= 4; };
   if (dims.size() == 2) {
     out.spec.height = dims[0], out.spec.width = dims[1], out.spec.channels = 1;
-  } else if (dims.size() == 3 && dims[2] >= 1 && dims[2] <= 4) {
+  } else if (dims.size() == 3 && channels_axis(dims[2]) && !volume) {
     out.spec.height = dims[0], out.spec.width = dims[1];
     out.spec.channels = static_cast<int>(dims[2]);
+  } else if (dims.size() == 3) {
+    out.spec.depth = dims[0], out.spec.height = dims[1], out.spec.width = dims[2];
+  } else if (dims.size() == 4 && channels_axis(dims[3])) {
+    out.spec.depth = dims[0], out.spec.height = dims[1], out.spec.width = dims[2];
+    out.spec.channels = static_cast<int>(dims[3]);
   } else {
     throw Error(ErrorKind::input, "'" + path + "': .npy shape " + shape +
-                                      " is not an image: use (height, width) or (height, width, "
-                                      "channels) with 1 to 4 channels");
+                                      " is not an image: use (height, width), (height, width, "
+                                      "channels) with 1 to 4 channels, or a volume (planes, "
+                                      "height, width[, channels])");
   }
   try {
     validate(out.spec);
@@ -148,6 +156,7 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
 std::string npy_header(const ImageSpec& spec) {
   static constexpr const char* kDescr[] = {"|u1", "<u2", "<i2", "<u4", "<i4", "<f4", "<f8"};
   std::vector<std::int64_t> dims{spec.height, spec.width};
+  if (spec.volume()) dims.insert(dims.begin(), spec.depth);
   if (spec.channels > 1) dims.push_back(spec.channels);
   return npy_array_header(kDescr[static_cast<int>(spec.type)], dims);
 }

@@ -56,6 +56,8 @@ void check_hints(const RawHints& hints, const ImageSpec& spec, const std::string
     throw conflict("--width", std::to_string(hints.width), std::to_string(spec.width));
   if (hints.height > 0 && hints.height != spec.height)
     throw conflict("--height", std::to_string(hints.height), std::to_string(spec.height));
+  if (hints.depth > 0 && hints.depth != spec.depth)
+    throw conflict("--depth", std::to_string(hints.depth), std::to_string(spec.depth));
   if (hints.type_given && hints.type != spec.type)
     throw conflict("--type", std::string(name(hints.type)), std::string(name(spec.type)));
   if (hints.channels_given && hints.channels != spec.channels)
@@ -113,11 +115,35 @@ FileLayout raw_layout(const std::string& path, const RawHints& hints, std::uintm
     msg += "; check --width, --type and --channels";
     throw Error(ErrorKind::input, msg);
   }
-  l.spec.height = static_cast<std::int64_t>(size / row);
-  if (hints.height > 0 && hints.height != l.spec.height)
-    throw Error(ErrorKind::input, "input '" + path + "' holds " + std::to_string(l.spec.height) +
-                                      " rows of width " + std::to_string(hints.width) +
-                                      ", but --height says " + std::to_string(hints.height));
+  const auto rows = static_cast<std::int64_t>(size / row);
+  const std::string holds = "input '" + path + "' holds " + std::to_string(rows) +
+                            " rows of width " + std::to_string(hints.width);
+  if (hints.height > 0 && hints.depth > 0) {
+    if (rows / hints.depth != hints.height || rows % hints.depth != 0)
+      throw Error(ErrorKind::input, holds + ", but --height " + std::to_string(hints.height) +
+                                        " x --depth " + std::to_string(hints.depth) + " says " +
+                                        std::to_string(hints.height * hints.depth));
+    l.spec.height = hints.height, l.spec.depth = hints.depth;
+  } else if (hints.height > 0) {
+    // Whole planes of --height rows: a volume of that many planes.
+    if (rows % hints.height != 0)
+      throw Error(ErrorKind::input,
+                  holds + ", but --height says " + std::to_string(hints.height) +
+                      (rows > hints.height ? ", and " + std::to_string(rows) +
+                                                 " is not a whole number of planes of " +
+                                                 std::to_string(hints.height) + " rows"
+                                           : std::string()));
+    l.spec.height = hints.height, l.spec.depth = rows / hints.height;
+  } else if (hints.depth > 0) {
+    if (rows % hints.depth != 0)
+      throw Error(ErrorKind::input, holds + ", not a whole number of planes: --depth " +
+                                        std::to_string(hints.depth) + " does not divide " +
+                                        std::to_string(rows) + "; check --depth and --width");
+    l.spec.height = rows / hints.depth, l.spec.depth = hints.depth;
+  } else {
+    l.spec.height = rows;
+  }
+  validate(l.spec);
   return l;
 }
 
@@ -127,7 +153,8 @@ FileLayout npy_layout(const std::string& path, int fd, const RawHints& hints, st
   const ssize_t got = ::pread(fd, head.data(), head.size(), 0);
   if (got < 0)
     throw Error(read_error_kind(errno), system_message("cannot read input", path, errno));
-  const NpyLayout n = parse_npy_header(head.data(), static_cast<std::size_t>(got), path);
+  const NpyLayout n =
+      parse_npy_header(head.data(), static_cast<std::size_t>(got), path, hints.volume);
   check_hints(hints, n.spec, "the header of '" + path + "', which says");
   const std::uintmax_t need = n.data_offset + n.spec.total_bytes();
   if (size < need)

@@ -119,7 +119,7 @@ class RawSource final : public Source {
   // rows: nothing of ours.)
   void prefetch(std::int64_t y0, std::size_t max_bytes) override {
     // Direct I/O: read-ahead would fill the page cache this mode keeps clear.
-    if (direct_ || fd_ < 0 || y0 < 0 || y0 >= spec_.height) return;
+    if (direct_ || fd_ < 0 || y0 < 0 || y0 >= spec_.stacked_rows()) return;
     const std::size_t at = layout_.offset + static_cast<std::size_t>(y0) * spec_.row_bytes();
     ::posix_fadvise(fd_, static_cast<off_t>(at), static_cast<off_t>(max_bytes),
                     POSIX_FADV_WILLNEED);
@@ -152,8 +152,8 @@ class RawSource final : public Source {
       if (step > 0 && step <= n) {
         const int ahead = read_ahead_bands(static_cast<std::size_t>(step) * spec_.row_bytes());
         for (int k = 1; k <= ahead; ++k) {
-          const std::int64_t a0 = y0 + k * step, a1 = std::min(a0 + n, spec_.height);
-          if (a0 >= a1 || a0 >= spec_.height) break;
+          const std::int64_t a0 = y0 + k * step, a1 = std::min(a0 + n, spec_.stacked_rows());
+          if (a0 >= a1 || a0 >= spec_.stacked_rows()) break;
           direct_->read_ahead(
               layout_.offset + static_cast<std::size_t>(a0) * spec_.row_bytes(),
               static_cast<std::size_t>(a1 - a0) * spec_.row_bytes(),

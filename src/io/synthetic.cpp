@@ -118,7 +118,9 @@ void fill_low_rank_row(const PatternParams& params, std::uint64_t seed, std::int
 
 template <class T>
 void fill_row(Pattern pattern, const PatternParams& params, std::uint64_t seed, std::int64_t y,
-              std::int64_t width, int channels, T* dst) {
+              std::int64_t width, int channels, T* dst, std::int64_t z) {
+  // A volume's planes past the first: other spots and other noise (plane 0 is the 2-D image).
+  if (z != 0) seed = mix(seed ^ mix(static_cast<std::uint64_t>(z) * kGolden));
   if (pattern == Pattern::gaussian_spots) return fill_spots_row(seed, y, width, channels, dst);
   if (pattern == Pattern::low_rank) {
     if constexpr (std::is_floating_point_v<T>) {
@@ -141,10 +143,10 @@ void fill_row(Pattern pattern, const PatternParams& params, std::uint64_t seed, 
       const int c = static_cast<int>(i % channels);
       double base;
       if (pattern == Pattern::gradient || pattern == Pattern::low_contrast) {
-        const double t = (0.37 * x + 0.61 * y + 97.0 * c) / 1024.0;
+        const double t = (0.37 * x + 0.61 * y + 0.53 * z + 97.0 * c) / 1024.0;
         base = t - std::floor(t);
       } else {
-        base = (((x >> 6) + (y >> 6) + c) & 1) ? 0.75 : 0.05;
+        base = (((x >> 6) + (y >> 6) + (z >> 3) + c) & 1) ? 0.75 : 0.05;
       }
       // low-contrast: a tenth of the range around the middle, what equalization is for.
       u = pattern == Pattern::low_contrast ? 0.45 + 0.1 * (0.6 * base + 0.4 * noise)
@@ -166,7 +168,8 @@ class SyntheticSource final : public Source {
     if (pattern == Pattern::low_rank && is_integer(hints.type))
       throw Error(ErrorKind::usage,
                   std::string(kLowRankTypes) + ", not " + std::string(name(hints.type)));
-    spec_ = ImageSpec{hints.width, hints.height, hints.channels, hints.type};
+    spec_ = ImageSpec{hints.width, hints.height, hints.channels, hints.type,
+                      hints.depth > 0 ? hints.depth : 1};
     validate(spec_);
   }
 
@@ -180,8 +183,13 @@ class SyntheticSource final : public Source {
     const std::size_t row = spec_.row_bytes();
     std::byte* out = arena.take(row * static_cast<std::size_t>(n));
     tbb::parallel_for(std::int64_t{0}, n, [&](std::int64_t y) {
-      fill_synthetic_row(pattern_, seed_, y0 + y, spec_.width, spec_.channels, spec_.type,
-                         out + y * row, params_);
+      // A volume's stacked row r is row r % height of plane r / height; low-rank's matrix
+      // is the planes' rows one after the other.
+      const std::int64_t r = y0 + y;
+      const bool matrix = pattern_ == Pattern::low_rank;
+      fill_synthetic_row(pattern_, seed_, matrix ? r : r % spec_.height, spec_.width,
+                         spec_.channels, spec_.type, out + y * row, params_,
+                         matrix ? 0 : r / spec_.height);
     });
     return out;
   }
@@ -256,28 +264,28 @@ std::string low_rank_pattern(int rank, double noise) {
 }
 
 void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,
-                        int channels, SampleType type, std::byte* dst,
-                        const PatternParams& params) {
+                        int channels, SampleType type, std::byte* dst, const PatternParams& params,
+                        std::int64_t z) {
   switch (type) {
     case SampleType::u8:
       return fill_row(pattern, params, seed, y, width, channels,
-                      reinterpret_cast<std::uint8_t*>(dst));
+                      reinterpret_cast<std::uint8_t*>(dst), z);
     case SampleType::u16:
       return fill_row(pattern, params, seed, y, width, channels,
-                      reinterpret_cast<std::uint16_t*>(dst));
+                      reinterpret_cast<std::uint16_t*>(dst), z);
     case SampleType::i16:
       return fill_row(pattern, params, seed, y, width, channels,
-                      reinterpret_cast<std::int16_t*>(dst));
+                      reinterpret_cast<std::int16_t*>(dst), z);
     case SampleType::u32:
       return fill_row(pattern, params, seed, y, width, channels,
-                      reinterpret_cast<std::uint32_t*>(dst));
+                      reinterpret_cast<std::uint32_t*>(dst), z);
     case SampleType::i32:
       return fill_row(pattern, params, seed, y, width, channels,
-                      reinterpret_cast<std::int32_t*>(dst));
+                      reinterpret_cast<std::int32_t*>(dst), z);
     case SampleType::f32:
-      return fill_row(pattern, params, seed, y, width, channels, reinterpret_cast<float*>(dst));
+      return fill_row(pattern, params, seed, y, width, channels, reinterpret_cast<float*>(dst), z);
     case SampleType::f64:
-      return fill_row(pattern, params, seed, y, width, channels, reinterpret_cast<double*>(dst));
+      return fill_row(pattern, params, seed, y, width, channels, reinterpret_cast<double*>(dst), z);
   }
 }
 

@@ -24,11 +24,11 @@ struct PatternParams {
 Pattern parse_pattern(const std::string& name, PatternParams* params = nullptr);
 // "low-rank:R:S", S written so that it reads back exactly.
 std::string low_rank_pattern(int rank, double noise);
-// Writes row y (width x channels samples of `type`) of the pattern to dst. low-rank takes only
-// f32 and f64 (a usage Error otherwise).
+// Writes row y of plane z (width x channels samples of `type`) of the pattern to dst; plane 0 is
+// the 2-D image. low-rank takes only f32 and f64 (a usage Error otherwise).
 void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std::int64_t width,
                         int channels, SampleType type, std::byte* dst,
-                        const PatternParams& params = {});
+                        const PatternParams& params = {}, std::int64_t z = 0);
 
 // The source behind "synth:PATTERN" (open_source): `pattern` without the prefix, "" for noise.
 std::unique_ptr<Source> make_synthetic_source(const std::string& pattern, const RawHints& hints,

@@ -211,3 +211,93 @@ std::string describe_layout(const TiffInfo& t, int page, int level) {
 }
 
 }  // namespace ooc::tiff_read
+
+namespace ooc::tiff_read {
+namespace {
+
+PageEntry page_entry(TIFF* tif, int index) {
+  PageEntry e;
+  e.index = index;
+  e.offset = TIFFCurrentDirOffset(tif);
+  std::uint32_t subfile = 0;
+  if (TIFFGetField(tif, TIFFTAG_SUBFILETYPE, &subfile))
+    e.reduced = (subfile & FILETYPE_REDUCEDIMAGE) != 0;
+  TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &e.width);
+  TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &e.height);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &e.samples);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &e.bits);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &e.format);
+  return e;
+}
+
+std::string geometry(const PageEntry& e) {
+  const char* kind = e.format == SAMPLEFORMAT_IEEEFP ? "float"
+                     : e.format == SAMPLEFORMAT_INT  ? "signed"
+                                                     : "unsigned";
+  return std::to_string(e.width) + " x " + std::to_string(e.height) + " x " +
+         std::to_string(e.samples) + " " + std::to_string(e.bits) + "-bit " + kind;
+}
+
+// One end of --pages: empty (the default), or an integer, negative from the end.
+bool slice_end(const std::string& text, std::int64_t count, std::int64_t fallback,
+               std::int64_t* out) {
+  if (text.empty()) {
+    *out = fallback;
+    return true;
+  }
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (used != text.size() || v < -count || v > count) return false;
+  *out = v < 0 ? v + count : v;
+  return true;
+}
+
+}  // namespace
+
+std::vector<PageEntry> stack_planes(TIFF* tif, const std::string& path, const std::string& pages) {
+  const int count = TIFFNumberOfDirectories(tif);
+  if (!TIFFSetDirectory(tif, 0))
+    throw Error(ErrorKind::input, "TIFF '" + path + "': cannot read page 0: " + take_tiff_error());
+  // Read in order along the chain: setting each directory by number walks the chain each time.
+  std::vector<PageEntry> planes;
+  for (int d = 0; d < count; ++d) {
+    if (d > 0 && !TIFFReadDirectory(tif))
+      throw Error(ErrorKind::input, "TIFF '" + path + "': cannot read page " + std::to_string(d) +
+                                        ": " + take_tiff_error());
+    const PageEntry e = page_entry(tif, d);
+    if (!e.reduced || d == 0) planes.push_back(e);
+  }
+  const auto n = static_cast<std::int64_t>(planes.size());
+  std::int64_t a = 0, b = n;
+  if (!pages.empty()) {
+    const std::size_t colon = pages.find(':');
+    const bool ok = colon != std::string::npos && pages.find(':', colon + 1) == std::string::npos &&
+                    slice_end(pages.substr(0, colon), n, 0, &a) &&
+                    slice_end(pages.substr(colon + 1), n, n, &b) && a < b;
+    if (!ok)
+      throw Error(ErrorKind::usage,
+                  "--pages takes A:B, the planes A to B-1 as a Python slice (either end optional, "
+                  "negative from the end, A < B), within the " +
+                      std::to_string(n) + " plane(s) of TIFF '" + path + "'; got '" + pages +
+                      "' (one page as a 2-D image: --page N)");
+  }
+  std::vector<PageEntry> picked(planes.begin() + a, planes.begin() + b);
+  const PageEntry& first = picked.front();
+  for (const PageEntry& e : picked)
+    if (e.width != first.width || e.height != first.height || e.samples != first.samples ||
+        e.bits != first.bits || e.format != first.format)
+      throw Error(ErrorKind::input,
+                  "TIFF '" + path + "': page " + std::to_string(e.index) + " is " + geometry(e) +
+                      ", page " + std::to_string(first.index) + " " + geometry(first) +
+                      ": its pages are not the planes of one volume; read one page with --page " +
+                      std::to_string(e.index) + " (or --page " + std::to_string(first.index) +
+                      "), or the planes alike with --pages A:B");
+  return picked;
+}
+
+}  // namespace ooc::tiff_read

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ooc/image.hpp"
 #include "ooc/io.hpp"
@@ -57,5 +58,19 @@ std::optional<std::uint64_t> raw_data_offset(TIFF* tif, const TiffInfo& t);
 
 // The layout line of Source::layout().
 std::string describe_layout(const TiffInfo& t, int page, int level = 0);
+
+// A page of the main directory chain: where its directory lies and its geometry.
+struct PageEntry {
+  int index = 0;             // counting every page from 0, as --page does
+  std::uint64_t offset = 0;  // of its directory
+  bool reduced = false;      // NewSubfileType bit 0: an overview, not a plane
+  std::uint32_t width = 0, height = 0;
+  std::uint16_t samples = 1, bits = 1, format = SAMPLEFORMAT_UINT;
+};
+
+// The planes of a z-stack: the pages of the main chain that are not reduced-resolution ones,
+// those `pages` picks ("A:B", as a Python slice; empty: all), each of the first's geometry (an
+// input Error names the first that differs, a usage Error a bad --pages). Leaves tif anywhere.
+std::vector<PageEntry> stack_planes(TIFF* tif, const std::string& path, const std::string& pages);
 
 }  // namespace ooc::tiff_read

@@ -405,6 +405,9 @@ std::vector<LevelEdge> list_edges(const std::string& temp) {
 
 std::unique_ptr<Sink> create_zarr_sink(const std::string& path, const ImageSpec& spec,
                                        const std::string& input_path, const SinkOptions& options) {
+  if (spec.volume())
+    throw Error(ErrorKind::usage, "Zarr volumes are not supported yet: '" + path + "' would hold " +
+                                      spec.describe() + "; write .npy, raw or TIFF instead");
   return std::make_unique<ZarrSink>(path, spec, input_path, options);
 }
 
