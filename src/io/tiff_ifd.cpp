@@ -94,10 +94,12 @@ int base_channels(int photometric) {
   }
 }
 
-// The output's array as tifffile reads it: one page of interleaved samples.
+// The output's array as tifffile reads it: one page of interleaved samples, a page per plane.
 std::vector<std::int64_t> output_shape(const ImageSpec& s) {
-  if (s.channels > 1) return {s.height, s.width, s.channels};
-  return {s.height, s.width};
+  std::vector<std::int64_t> shape{s.height, s.width};
+  if (s.channels > 1) shape.push_back(s.channels);
+  if (s.volume()) shape.insert(shape.begin(), s.depth);
+  return shape;
 }
 
 // tifffile's JSON description ({"shape": [...], ...}) with its shape (and axes, if given) made the
@@ -119,7 +121,8 @@ std::string rewrite_json_shape(const std::string& text, const ImageSpec& s) {
   if (const std::size_t a = out.find(axes_key); a != std::string::npos) {
     const std::size_t from = a + axes_key.size(), to = out.find('"', from);
     if (to == std::string::npos) return {};
-    out.replace(from, to - from, s.channels > 1 ? "YXS" : "YX");
+    out.replace(from, to - from,
+                std::string(s.volume() ? "Z" : "") + (s.channels > 1 ? "YXS" : "YX"));
   }
   return out;
 }
@@ -127,8 +130,8 @@ std::string rewrite_json_shape(const std::string& text, const ImageSpec& s) {
 // A description that is still true of the output. tifffile's shape descriptions (JSON, or the
 // older "shape=(...)") say how to reshape the pages, so they are rewritten to the output's array:
 // carried over from separate planes, or from a stack of pages, they would make tifffile read it
-// scrambled. An ImageJ description of more than one image (a stack, channels as pages) is dropped:
-// the output is one page. Any other text is the user's and is kept.
+// scrambled. An ImageJ description of other images than the output's pages (channels or frames
+// as pages, another count of slices) is dropped. Any other text is the user's and is kept.
 std::string output_description(const std::string& text, const ImageSpec& s) {
   if (text.rfind("{\"shape\":", 0) == 0) return rewrite_json_shape(text, s);
   if (text.rfind("shape=(", 0) == 0) {
@@ -142,7 +145,9 @@ std::string output_description(const std::string& text, const ImageSpec& s) {
   if (text.rfind("ImageJ=", 0) == 0) {
     for (const char* key : {"\nimages=", "\nchannels=", "\nslices=", "\nframes="}) {
       const std::size_t at = text.find(key);
-      if (at != std::string::npos && std::atoll(text.c_str() + at + std::strlen(key)) != 1)
+      const bool planes = key[1] == 'i' || key[1] == 's';
+      if (at != std::string::npos &&
+          std::atoll(text.c_str() + at + std::strlen(key)) != (planes ? s.depth : 1))
         return {};
     }
   }

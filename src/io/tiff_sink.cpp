@@ -110,9 +110,9 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
                         : plan_.compression == COMPRESSION_PACKBITS ? 1.01
                         : plan_.compression == COMPRESSION_NONE     ? 1.0
                                                                     : 1.001;
-  double blocks = double(plan_.across * plan_.down);
+  double blocks = double(plan_.across * plan_.down) * double(spec.depth);
   std::uint64_t padded =
-      plan_.chunk_bytes(0) * static_cast<std::uint64_t>(plan_.across * plan_.down);
+      plan_.chunk_bytes(0) * static_cast<std::uint64_t>(plan_.across * plan_.down * spec.depth);
   // Each level's plan: the same tiles, codec and tags, its own size.
   // An ImageJ description cannot say that there are levels, and readers that trust it (tifffile)
   // would not look for them.
@@ -190,6 +190,14 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
   }
 
   install_tiff_handlers();
+  if (spec.volume() && (own_layout_ || o.mode != OutputMode::fresh || ome_name(path)))
+    throw Error(ErrorKind::usage,
+                "TIFF output '" + path + "' is a volume (" + spec.describe() +
+                    "), written one page per plane in one run: " +
+                    (own_layout_      ? "--pyramid, --levels and --cog"
+                     : ome_name(path) ? "OME-TIFF (.ome.tif)"
+                                      : "parts and --resume") +
+                    " are not supported for TIFF volumes yet; write .npy or raw for those");
   if (o.mode != OutputMode::fresh) {
     open_range(o, input_path);
     return;
@@ -219,6 +227,10 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
 }
 
 void TiffSink::keep() {
+  if (plan_.spec.volume())
+    throw Error(ErrorKind::usage, describe() +
+                                      " cannot be resumed: a TIFF volume is written in "
+                                      "one run (write .npy or raw to resume)");
   if (range_) {
     end_range(true);
     kept_path_ = data_path_.empty() ? settings_path(temp_) : data_path_;

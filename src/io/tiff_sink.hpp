@@ -83,8 +83,8 @@ class TiffSink final : public Sink {
     if (plan_.compression == COMPRESSION_NONE && !plan_.tiled && stride == row) {
       std::vector<std::pair<std::int64_t, const std::byte*>> ready;
       for (std::int64_t y = y0; y < y0 + n;) {
-        const std::int64_t cy = y / plan_.chunk_h, top = cy * plan_.chunk_h;
-        const std::int64_t rows = std::min(plan_.chunk_h, plan_.spec.height - top);
+        const std::int64_t cy = block_of(y), top = block_top(cy);
+        const std::int64_t rows = block_bottom(cy) - top;
         const std::int64_t take = std::min(top + rows - y, y0 + n - y);
         if (y == top && take == rows) {
           ready.emplace_back(cy, data + (y - y0) * stride);
@@ -137,6 +137,18 @@ class TiffSink final : public Sink {
   // an index says where each lies. Rows of unfinished rows of blocks go to edge files.
   void keep() override;
   std::string kept_path() const override { return kept_path_; }
+
+  // A volume's rows of blocks, plane after plane (a 2-D image: plan_.down of them): row of blocks
+  // g is row g % down of plane g / down, whose page holds it. Rows of pyramid levels are by level.
+  std::int64_t block_top(std::int64_t g) const {
+    return g / plan_.down * plan_.spec.height + g % plan_.down * plan_.chunk_h;
+  }
+  std::int64_t block_bottom(std::int64_t g) const {
+    return std::min(block_top(g) + plan_.chunk_h, (g / plan_.down + 1) * plan_.spec.height);
+  }
+  std::int64_t block_of(std::int64_t y) const {
+    return y / plan_.spec.height * plan_.down + y % plan_.spec.height / plan_.chunk_h;
+  }
 
   std::int64_t durable_end(std::int64_t first, std::int64_t written_end) const override {
     (void)written_end;
@@ -304,13 +316,13 @@ class TiffSink final : public Sink {
   // `now`, at once); rows of an unfinished row of blocks move to its front.
   void flush_batch(bool now) {
     const std::int64_t held = batch_end_ - batch_y0_;
-    if (held == 0 || (!now && held < batch_rows_ && batch_end_ < plan_.spec.height)) return;
+    if (held == 0 || (!now && held < batch_rows_ && batch_end_ < plan_.spec.stacked_rows())) return;
     const std::size_t row = plan_.spec.row_bytes();
     std::vector<std::pair<std::int64_t, const std::byte*>> rows;
     std::int64_t done = batch_y0_;
-    for (std::int64_t cy = batch_y0_ / plan_.chunk_h;; ++cy) {
-      const std::int64_t top = cy * plan_.chunk_h;
-      const std::int64_t bottom = std::min(top + plan_.chunk_h, plan_.spec.height);
+    for (std::int64_t cy = block_of(batch_y0_);; ++cy) {
+      const std::int64_t top = block_top(cy);
+      const std::int64_t bottom = block_bottom(cy);
       if (top >= batch_end_ || bottom > batch_end_) break;
       rows.emplace_back(cy, batch_.data() + (top - batch_y0_) * row);
       done = bottom;
@@ -324,7 +336,7 @@ class TiffSink final : public Sink {
   }
 
   // Encodes the chunks of the given chunk rows of level `level` in parallel, then appends them in
-  // order.
+  // order. A volume's rows of blocks (level 0) go to their plane's page, started as they come.
   void flush(const std::vector<std::pair<std::int64_t, const std::byte*>>& rows, int level = 0) {
     if (rows.empty()) return;
     const TiffPlan& plan = level == 0 ? plan_ : levels_[static_cast<std::size_t>(level)].plan;
@@ -335,10 +347,12 @@ class TiffSink final : public Sink {
     if (!raw_strips)
       tbb::parallel_for(std::int64_t{0}, count, [&](std::int64_t k) {
         const auto& [cy, src] = rows[k / per_row];
-        encode(plan, cy, k % per_row, src, blocks[k]);
+        encode(plan, cy % plan.down, k % per_row, src, blocks[k]);
       });
     for (std::int64_t k = 0; k < count; ++k) {
-      const auto& [cy, src] = rows[k / per_row];
+      const auto& [g, src] = rows[k / per_row];
+      const std::int64_t cy = g % plan.down;
+      if (level == 0 && !range_ && plan_.spec.volume()) start_page(g / plan.down);
       const auto index = static_cast<std::uint32_t>(cy * plan.across + k % per_row);
       const std::byte* p = raw_strips ? src : blocks[k].data();
       const std::size_t bytes = raw_strips ? plan.chunk_bytes(cy) : blocks[k].size();
@@ -348,9 +362,19 @@ class TiffSink final : public Sink {
         emit_block(level, index, p, bytes);
     }
     if (range_) put_records();
-    if (level == 0)
-      done_end_ = std::max(done_end_.load(),
-                           std::min(plan_.spec.height, (rows.back().first + 1) * plan_.chunk_h));
+    if (level == 0) done_end_ = std::max(done_end_.load(), block_bottom(rows.back().first));
+  }
+
+  // A volume's pages up to plane z's: each page before it is finished (its directory written)
+  // and the next one started with the same layout and tags, the description on the first only.
+  void start_page(std::int64_t z) {
+    for (; page_ < z; ++page_) {
+      if (!TIFFWriteDirectory(tif_))
+        throw failure("cannot finish a page of output '" + path_ + "'");
+      TiffPlan next = plan_;
+      next.metadata.description.clear();
+      set_tags(tif_, next);
+    }
   }
 
   // Block cx of chunk row cy (image rows at src) into `out`: gathered into a whole block (tiles
@@ -497,6 +521,7 @@ class TiffSink final : public Sink {
     std::vector<std::uint64_t> offsets, counts;
   };
   bool cog_ = false, own_layout_ = false;
+  std::int64_t page_ = 0;                  // a volume's page being written
   std::string compress_name_, predictor_;  // --compress, and the predictor it runs with
   std::string kept_path_;                  // keep()'s blocks file
   std::size_t header_bytes_ = 8;
