@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Volumes (z-stacks) in and out: raw files of whole planes (--height, --depth), .npy arrays of
+(z, y, x[, c]) and --volume, multi-page TIFF (uncompressed, Deflate, tiled, ImageJ, RGB; --pages,
+--page), each read by oocrun through a point stage (scale mul=1, plane by plane) and written as
+raw, .npy and TIFF, compared byte for byte with NumPy and tifffile; oocinfo's planes; oocgen
+--depth; the errors (a size that is not whole planes, TIFF pages that differ, a bad --pages,
+outputs that take no volume).
+
+Usage: test_volume_io.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+import cli_args  # beside this file
+import cli_cases
+
+try:
+    import tifffile
+except ImportError:
+    cli_cases.skip_module(__name__, "tifffile is not installed")
+
+BIN, _REST = cli_args.bin_dir_and_rest(__name__)
+OOCRUN = os.path.join(BIN, "oocrun")
+OOCINFO = os.path.join(BIN, "oocinfo")
+OOCGEN = os.path.join(BIN, "oocgen")
+TYPE = {"u1": "u8", "u2": "u16", "i2": "i16", "u4": "u32", "i4": "i32", "f4": "f32", "f8": "f64"}
+# One generator for the whole check, drawn in the tests' (numbered) order: cli_cases.py.
+rng = np.random.default_rng(11)
+COPY = "scale mul=1"
+
+
+def run(tool, *args):
+    return subprocess.run([tool, *map(str, args)], capture_output=True, text=True)
+
+
+def random_volume(shape, dtype):
+    """Random samples of `dtype`, none zero (a volume read as zeros would pass otherwise)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        a = (rng.random(shape) * 2000 - 1000).astype(dt)
+    else:
+        info = np.iinfo(dt)
+        a = rng.integers(max(info.min, -30000), min(info.max, 60000), shape).astype(dt)
+    a[a == 0] = 1
+    return a
+
+
+def load(path, shape=None, dtype=None):
+    if path.endswith(".npy"):
+        return np.load(path)
+    if path.endswith(".tif"):
+        return tifffile.imread(path)
+    return np.fromfile(path, dtype=dtype).reshape(shape)
+
+
+class VolumeCheck(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ooc_volume_")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def p(self, name):
+        return os.path.join(self.tmp, name)
+
+    def copy_case(self, name, src, want, extra=(), outputs=("out.raw", "out.npy", "out.tif"),
+                  out_extra=()):
+        """oocrun SRC OUT 'scale mul=1' for each output: equal to `want`, shape and bytes."""
+        for out in outputs:
+            dst = self.p(out)
+            if os.path.exists(dst):
+                os.remove(dst)
+            r = run(OOCRUN, src, dst, COPY, "-q", *extra, *out_extra)
+            case = f"{name} -> {out} {' '.join(map(str, out_extra))}".strip()
+            if r.returncode:
+                cli_cases.fail(f"{case}: exit {r.returncode}: {r.stderr.strip()}")
+                continue
+            got = load(dst, want.shape, want.dtype)
+            problems = []
+            if got.shape != want.shape or got.dtype != want.dtype:
+                problems.append(f"read back as {got.dtype} {got.shape}, want {want.dtype} "
+                                f"{want.shape}")
+            elif not np.array_equal(got, want):
+                planes = [z for z in range(want.shape[0]) if not np.array_equal(got[z], want[z])]
+                problems.append(f"planes {planes} differ")
+            if out.endswith(".tif") and not problems:
+                with tifffile.TiffFile(dst) as tf:
+                    if len(tf.pages) != want.shape[0]:
+                        problems.append(f"{len(tf.pages)} pages, want one per plane "
+                                        f"({want.shape[0]})")
+            cli_cases.report(case, problems)
+
+    def expect_error(self, what, args, code, phrases, tool=OOCRUN):
+        r = run(tool, *args)
+        missing = [p for p in phrases if p not in r.stderr]
+        cli_cases.report(what, [
+            f"exit {r.returncode}, want {code}" if r.returncode != code else None,
+            f"stderr {r.stderr.strip()!r} lacks {missing}" if missing else None])
+
+    def test_1_raw(self):
+        """Raw files of whole planes: --height infers the depth, --depth the height."""
+        with cli_cases.cases(self):
+            for dtype, shape in (("u2", (5, 23, 37)), ("f4", (3, 17, 40)), ("u1", (4, 9, 11))):
+                a = random_volume(shape, dtype)
+                src = self.p("in.raw")
+                a.tofile(src)
+                base = ["--width", shape[2], "--type", TYPE[dtype]]
+                self.copy_case(f"raw {dtype} {shape} --height", src, a,
+                               base + ["--height", shape[1]])
+                self.copy_case(f"raw {dtype} {shape} --depth", src, a,
+                               base + ["--depth", shape[0], "--band-rows", 4],
+                               outputs=("out.npy",))
+                self.copy_case(f"raw {dtype} {shape} --height --depth", src, a,
+                               base + ["--depth", shape[0], "--height", shape[1]],
+                               outputs=("out.raw",))
+            rgb = random_volume((3, 12, 14, 3), "u2")
+            rgb.tofile(self.p("rgb.raw"))
+            self.copy_case("raw u16 x3", self.p("rgb.raw"), rgb,
+                           ["--width", 14, "--height", 12, "--channels", 3, "--type", "u16"])
+
+    def test_2_npy(self):
+        """(z, y, x) and (z, y, x, c) arrays are volumes; --volume makes (z, y, x) of a 3-D
+        array whose last axis has 1 to 4 entries."""
+        with cli_cases.cases(self):
+            for dtype, shape in (("i2", (6, 19, 25)), ("f8", (2, 8, 9)), ("u2", (4, 10, 12, 2)),
+                                 ("u1", (3, 7, 5, 4))):
+                a = random_volume(shape, dtype)
+                np.save(self.p("in.npy"), a)
+                self.copy_case(f"npy {dtype} {shape}", self.p("in.npy"), a,
+                               ["--threads", 2, "--band-rows", 3])
+            a = random_volume((5, 9, 3), "f4")
+            np.save(self.p("in.npy"), a)
+            self.copy_case("npy (5, 9, 3) --volume", self.p("in.npy"), a, ["--volume"],
+                           outputs=("out.npy", "out.tif"))
+            r = run(OOCINFO, self.p("in.npy"))
+            cli_cases.report("npy (5, 9, 3) without --volume: 3 channels, no planes", [
+                None if r.returncode == 0 and "9 x 5 pixels, 3 channel" in r.stdout and
+                "planes" not in r.stdout else f"exit {r.returncode}: {r.stdout}{r.stderr}"])
+
+    def test_3_tiff_read(self):
+        """Multi-page files as tifffile writes them: every layout reads as the whole stack."""
+        with cli_cases.cases(self):
+            a = random_volume((11, 60, 70), "u2")
+            layouts = {"uncompressed": {}, "deflate": {"compression": "zlib"},
+                       "tiled": {"tile": (16, 16)}, "deflate strips of 7": {
+                           "compression": "zlib", "rowsperstrip": 7},
+                       "imagej": {"imagej": True}}
+            for name, kw in layouts.items():
+                src = self.p("in.tif")
+                tifffile.imwrite(src, a, **kw)
+                self.copy_case(f"tiff {name}", src, a, ["--band-rows", 8])
+            rgb = random_volume((5, 20, 30, 3), "u1")
+            tifffile.imwrite(self.p("rgb.tif"), rgb, photometric="rgb", compression="zlib")
+            self.copy_case("tiff rgb deflate", self.p("rgb.tif"), rgb)
+            f = random_volume((4, 33, 21), "f4")
+            tifffile.imwrite(self.p("f.tif"), f, tile=(16, 16), compression="zlib",
+                             photometric="minisblack")
+            self.copy_case("tiff f32 tiled deflate", self.p("f.tif"), f, ["--threads", 3])
+            # Pages read planes; --page one page as a 2-D image.
+            tifffile.imwrite(self.p("in.tif"), a, compression="zlib")
+            self.copy_case("--pages 2:5", self.p("in.tif"), a[2:5], ["--pages", "2:5"],
+                           outputs=("out.npy",))
+            self.copy_case("--pages -3:", self.p("in.tif"), a[-3:], ["--pages", "-3:"],
+                           outputs=("out.tif",))
+            self.copy_case("--pages :2", self.p("in.tif"), a[:2], ["--pages", ":2"],
+                           outputs=("out.raw",))
+            dst = self.p("page.npy")
+            r = run(OOCRUN, self.p("in.tif"), dst, COPY, "-q", "--page", 4)
+            cli_cases.report("--page 4: a 2-D image", [
+                f"exit {r.returncode}: {r.stderr}" if r.returncode else
+                None if np.array_equal(np.load(dst), a[4]) else "differs from page 4"])
+
+    def test_4_tiff_write(self):
+        """A volume written as TIFF: a page per plane in every layout, tifffile reads it back."""
+        with cli_cases.cases(self):
+            a = random_volume((7, 40, 45), "u2")
+            np.save(self.p("in.npy"), a)
+            for extra in ((), ("--compress", "deflate"), ("--tile", 16, "--compress", "deflate"),
+                          ("--compress", "packbits"), ("--bigtiff", "yes", "--tile", 32)):
+                self.copy_case("npy to tiff", self.p("in.npy"), a, ["--band-rows", 6],
+                               outputs=("out.tif",), out_extra=extra)
+            # Our own volume read back (decoded, not mapped).
+            run(OOCRUN, self.p("in.npy"), self.p("own.tif"), COPY, "-q", "--compress", "deflate",
+                "--tile", 16)
+            self.copy_case("own deflate tiles", self.p("own.tif"), a, outputs=("out.npy",))
+
+    def test_5_oocinfo_oocgen(self):
+        """oocinfo shows the planes; oocgen --depth makes a volume, plane 0 the 2-D image."""
+        with cli_cases.cases(self):
+            a = random_volume((11, 60, 70), "u2")
+            tifffile.imwrite(self.p("in.tif"), a)
+            a.tofile(self.p("in.raw"))
+            for what, args in (("tiff", [self.p("in.tif")]),
+                               ("raw --height", [self.p("in.raw"), "--width", 70, "--height", 60,
+                                                 "--type", "u16"]),
+                               ("raw --depth", [self.p("in.raw"), "--width", 70, "--depth", 11,
+                                                "--type", "u16"])):
+                r = run(OOCINFO, *args)
+                cli_cases.report(f"oocinfo {what}", [
+                    None if r.returncode == 0 and "11 planes of 70 x 60" in r.stdout
+                    else f"exit {r.returncode}: {r.stdout}{r.stderr}"])
+            r = run(OOCINFO, self.p("in.tif"), "--pages", "3:5")
+            cli_cases.report("oocinfo --pages 3:5", [
+                None if r.returncode == 0 and "2 planes of 70 x 60" in r.stdout
+                else f"exit {r.returncode}: {r.stdout}{r.stderr}"])
+            for pattern in ("noise", "gradient", "gaussian-spots"):
+                vol, flat = self.p(f"{pattern}.npy"), self.p(f"{pattern}2d.npy")
+                common = ["--width", 130, "--height", 70, "--type", "u16", "-q"]
+                r1 = run(OOCGEN, vol, *common, "--pattern", pattern, "--depth", 5)
+                r2 = run(OOCGEN, flat, *common, "--pattern", pattern)
+                # The same volume as a synth: input, in bands of 3 rows on one thread.
+                r3 = run(OOCRUN, f"synth:{pattern}", self.p("again.npy"), COPY, *common,
+                         "--depth", 5, "--band-rows", 3, "--threads", 1)
+                if r1.returncode or r2.returncode or r3.returncode:
+                    cli_cases.fail(f"oocgen {pattern}: {r1.stderr}{r2.stderr}{r3.stderr}")
+                    continue
+                v, f = np.load(vol), np.load(flat)
+                cli_cases.report(f"oocgen --depth 5 {pattern}", [
+                    None if v.shape == (5, 70, 130) else f"shape {v.shape}",
+                    None if np.array_equal(v[0], f) else "plane 0 is not the 2-D image",
+                    None if all(not np.array_equal(v[z], v[0]) for z in range(1, 5))
+                    else "planes repeat plane 0",
+                    None if np.array_equal(v, np.load(self.p("again.npy")))
+                    else "synth: input differs in other bands and threads"])
+
+    def test_6_errors(self):
+        """Sizes that are not whole planes, pages that differ, bad --pages, outputs that take no
+        volume: exit codes and messages that name the numbers."""
+        with cli_cases.cases(self):
+            a = random_volume((11, 60, 70), "u2")
+            a.tofile(self.p("in.raw"))
+            out = self.p("out.npy")
+            raw = [self.p("in.raw"), out, COPY, "-q", "--width", 70, "--type", "u16"]
+            self.expect_error("raw --height 61", raw + ["--height", 61], 3,
+                              ["660 rows", "--height says 61", "not a whole number of planes"])
+            self.expect_error("raw --depth 7", raw + ["--depth", 7], 3,
+                              ["660 rows", "--depth 7", "not a whole number of planes"])
+            self.expect_error("raw --height 60 --depth 10", raw + ["--height", 60, "--depth", 10],
+                              3, ["660 rows", "--height 60 x --depth 10"])
+            np.save(self.p("in.npy"), a)
+            self.expect_error("npy --depth 3", [self.p("in.npy"), out, COPY, "-q", "--depth", 3],
+                              2, ["--depth 3 contradicts", "11"])
+            with tifffile.TiffWriter(self.p("mixed.tif")) as tw:
+                tw.write(a[0])
+                tw.write(a[1])
+                tw.write(a[2, :50])
+            self.expect_error("pages that differ", [self.p("mixed.tif"), out, COPY, "-q"], 3,
+                              ["page 2 is 70 x 50", "--page 2"])
+            r = run(OOCRUN, self.p("mixed.tif"), out, COPY, "-q", "--pages", ":2")
+            cli_cases.report("pages that differ, --pages :2", [
+                f"exit {r.returncode}: {r.stderr}" if r.returncode else
+                None if np.array_equal(np.load(out), a[:2]) else "differs from pages 0-1"])
+            tifffile.imwrite(self.p("in.tif"), a)
+            for bad in ("5:2", "x", "0:99", "3", "1:2:3", "-20:"):
+                self.expect_error(f"--pages {bad}",
+                                  [self.p("in.tif"), out, COPY, "-q", "--pages", bad], 2,
+                                  ["--pages takes A:B", "11 plane(s)", f"'{bad}'"])
+            self.expect_error("--page and --pages",
+                              [self.p("in.tif"), out, COPY, "-q", "--pages", "1:3", "--page", 1],
+                              2, ["give one"])
+            self.expect_error("zarr output of a volume",
+                              [self.p("in.tif"), self.p("out.zarr"), COPY, "-q"], 2,
+                              ["Zarr volumes are not supported yet"])
+            self.expect_error("tiff volume with --levels 1",
+                              [self.p("in.tif"), self.p("out.tif"), COPY, "-q", "--levels", 1], 2,
+                              ["volume", "--levels"])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[__file__] + _REST)
