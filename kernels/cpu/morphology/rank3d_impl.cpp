@@ -16,17 +16,45 @@ namespace {
 
 constexpr std::int64_t kStrip = 256;  // samples a wire holds in scratch
 
+// 32 bytes of samples: GCC's vector extension (the plain loop was left scalar).
 template <class T>
-inline void exchange(T* __restrict a, T* __restrict b) {
-  for (std::int64_t i = 0; i < kStrip; ++i) {
-    const T x = a[i], y = b[i];
+using Vec [[gnu::vector_size(32)]] = T;
+// The integers of a float's width, for its bits.
+template <class T>
+using Bits = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
+
+template <class T>
+void exchange(T* a, T* b) {
+  using V = Vec<T>;
+  constexpr std::int64_t kLanes = 32 / sizeof(T);
+  for (std::int64_t i = 0; i < kStrip; i += kLanes) {
+    V x, y;
+    std::memcpy(&x, a + i, sizeof x);
+    std::memcpy(&y, b + i, sizeof y);
+    V lo, hi;
     if constexpr (std::is_floating_point_v<T>) {
-      a[i] = pick<false>(x, y);
-      b[i] = pick<true>(x, y);
+      // pick (minmax.hpp): a NaN wins both; of equal values -0 is the lower, +0 the higher
+      // (their bits or'ed and and'ed: equal values otherwise have the same bits).
+      using B = Vec<Bits<T>>;
+      const auto y_nan = y != y;
+      lo = (y < x) | y_nan ? y : x;
+      hi = (y > x) | y_nan ? y : x;
+      B xb, yb, lb, hb;
+      std::memcpy(&xb, &x, sizeof x);
+      std::memcpy(&yb, &y, sizeof y);
+      std::memcpy(&lb, &lo, sizeof lo);
+      std::memcpy(&hb, &hi, sizeof hi);
+      const auto eq = x == y;
+      lb = eq ? (xb | yb) : lb;
+      hb = eq ? (xb & yb) : hb;
+      std::memcpy(&lo, &lb, sizeof lo);
+      std::memcpy(&hi, &hb, sizeof hi);
     } else {
-      a[i] = std::min(x, y);
-      b[i] = std::max(x, y);
+      lo = x < y ? x : y;
+      hi = x < y ? y : x;
     }
+    std::memcpy(a + i, &lo, sizeof lo);
+    std::memcpy(b + i, &hi, sizeof hi);
   }
 }
 
