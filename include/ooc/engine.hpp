@@ -152,6 +152,9 @@ class Operation {
   virtual std::int64_t halo() const { return 0; }       // rows of context above and below
   // Planes of context before and after (a volume's filters in z): the band's rows of each.
   virtual std::int64_t plane_halo() const { return 0; }
+  // A projection along z: one output plane, each band of it given its rows in every plane of the
+  // input (CpuBand: in.depth planes, plane_halo 0). The job covers the output's rows.
+  virtual bool projects() const { return false; }
   // Columns of context left and right: an output sample depends on input columns at most this far
   // away, so a band may be cut into tiles across the row (BandPlan::tile_cols), each filtered as
   // an image of its own with this many extra columns on each cut side. None: the kernels need

@@ -115,6 +115,7 @@ class Job {
   // This job's rows [begin_, end_); it writes [start_, run_end_), the rest being on disk already
   // (a resumed run).
   std::int64_t begin_ = 0, end_ = 0, start_ = 0, run_end_ = 0;
+  std::int64_t rows_ = 0;  // the output's rows (a projection's: one plane), or the input's
   bool shared_ = false;
   std::string journal_;  // empty: the output keeps none
   std::string identity_;

@@ -406,7 +406,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // can (bands packed side by side finish together and then queue for the one copy engine).
   Slot* last = nullptr;  // the slot of the band read just before (GPU halo reuse)
   std::optional<RunCache> run_cache;
-  if (plane_halo > 0 && plan.run_cache > 0)
+  if (plane_halo > 0 && !op.projects() && plan.run_cache > 0)
     run_cache.emplace(static_cast<std::size_t>(plan.run_cache));
   auto read_stage = [&](tbb::flow_control& fc) -> Slot* {
     if (next >= plan.last_band || stop_requested()) {
@@ -418,9 +418,11 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     slot.band = band_at(plan, next);
     // The band's rows with their halo, in each plane of the window (border rule in y and z).
     const std::int64_t first = slot.band.y0 - halo, count = slot.band.rows + 2 * halo;
-    slot.source_rows.resize(static_cast<std::size_t>(count * (2 * plane_halo + 1)));
-    for (std::int64_t k = 0; k <= 2 * plane_halo; ++k) {
-      const std::int64_t z = map_border(slot.band.z - plane_halo + k, in.depth, border);
+    const std::int64_t window = op.projects() ? in.depth : 2 * plane_halo + 1;
+    slot.source_rows.resize(static_cast<std::size_t>(count * window));
+    for (std::int64_t k = 0; k < window; ++k) {
+      const std::int64_t z =
+          op.projects() ? k : map_border(slot.band.z - plane_halo + k, in.depth, border);
       for (std::int64_t i = 0; i < count; ++i) {
         const std::int64_t y = z < 0 ? -1 : map_border(first + i, in.height, border);
         slot.source_rows[k * count + i] = y < 0 ? -1 : z * in.height + y;
@@ -444,7 +446,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       }
       // The halo this band shares with the one before (the same image rows, border included).
       std::int64_t reuse = 0;
-      if (plane_halo == 0 && last && last != &slot && last->band.index == next - 1) {
+      if (plane_halo == 0 && !op.projects() && last && last != &slot &&
+          last->band.index == next - 1) {
         reuse = std::min<std::int64_t>(2 * halo, count);
         const auto& before = last->source_rows;
         if (static_cast<std::int64_t>(before.size()) < reuse ||

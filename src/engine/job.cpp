@@ -154,7 +154,7 @@ void Job::write_journal(std::int64_t done) const {
   std::ostringstream o;
   o << kMagic << "\ninput " << identity_ << "\noptions " << options_.fingerprint << "\npart "
     << options_.part_index << " " << options_.part_count << "\nrows " << begin_ << " " << end_
-    << " " << source_->spec().stacked_rows() << "\ndone " << done << "\n";
+    << " " << rows_ << "\ndone " << done << "\n";
   const std::string text = with_check(o.str()), tmp = journal_ + ".tmp";
   // Written beside and renamed over: a journal is always whole, whenever the process dies.
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -181,7 +181,9 @@ void Job::start(const std::vector<const Operation*>& ops) {
     throw Error(ErrorKind::usage, "operation '" + writer->describe() + "' needs an output");
 
   // The rows of this job.
-  const std::int64_t H = source_->spec().stacked_rows();
+  // The output's rows (a projection's: one plane of the input's), else the input's.
+  const std::int64_t H = rows_ =
+      writer ? writer->output()->stacked_rows() : source_->spec().stacked_rows();
   // A TIFF's strip height depends on the row size: its writer's spec says it.
   const std::int64_t align = !writer ? std::int64_t{1}
                              : output_format(options_.output, options_.sink) == "tiff"
@@ -393,14 +395,14 @@ void Job::start_given(const std::vector<const Operation*>& ops, const Operation*
                                         ") holds " + have.describe());
   }
   begin_ = start_ = 0;
-  end_ = run_end_ = in.stacked_rows();
+  end_ = run_end_ = rows_ = writer ? writer->output()->stacked_rows() : in.stacked_rows();
   const std::size_t mem_limit =
       options_.pipeline.mem_limit > 0 ? options_.pipeline.mem_limit : default_mem_limit();
   source_->prefetch(0, mem_limit / 4);
   pick_backend(ops);
   EngineOptions po = options_.pipeline;
   po.row_begin = 0;
-  po.row_end = in.stacked_rows();
+  po.row_end = end_;
   plan_ = plan_bands(in, ops, backend_, po, source_.get(), sink_.get());
   engine_ = std::make_unique<Engine>(*source_, backend_, plan_);
 }

@@ -122,7 +122,10 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   plan.slots = o.slots > 0 ? o.slots : backend.cuda ? 4 * gpus : plan.threads + 2;
   plan.mem_limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
   // Rows of every plane (H) and of one (P): bands cut the job's rows within each plane.
-  const std::int64_t H = input.stacked_rows(), P = input.height;
+  // A projection's job covers its output plane's rows, each band reading every plane.
+  const bool projects =
+      std::any_of(ops.begin(), ops.end(), [](const Operation* op) { return op->projects(); });
+  const std::int64_t H = projects ? input.height : input.stacked_rows(), P = input.height;
   plan.plane_rows = P;
   plan.row_begin = o.row_begin;
   plan.row_end = o.row_end > 0 ? o.row_end : H;
@@ -136,7 +139,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   for (const Operation* op : ops) plan.plane_halo = std::max(plan.plane_halo, op->plane_halo());
   // Planes a band reads: on the CPU the distinct ones (a halo beyond the volume repeats planes
   // through the border rule), on a GPU every one of the window.
-  const std::int64_t planes_gpu = 2 * plan.plane_halo + 1,
+  const std::int64_t planes_gpu = projects ? input.depth : 2 * plan.plane_halo + 1,
                      planes_cpu = std::min(planes_gpu, input.depth);
   // Bands on the operations' row grid (the FFT's tile rows) where the rows start on it and end on
   // it or at the image's end: those operations then need only their grid_halo(). Elsewhere (a part

@@ -124,6 +124,7 @@ std::vector<StageEntry> minmax_stages();      // minmax.cpp: minimum, maximum
 std::vector<StageEntry> morphology_stages();  // morphology.cpp: opening ... black-tophat
 std::vector<StageEntry> rank_stages();        // rank.cpp: median, percentile, rank
 std::vector<StageEntry> equalize_stages();    // equalize.cpp
+std::vector<StageEntry> project_stages();     // project.cpp: a volume's projection along z
 
 // Every stage (stages.cpp), and one by name (null when unknown).
 const std::vector<StageEntry>& stage_registry();

@@ -184,6 +184,36 @@ class Volumes(Base):
                  - sep3(r[None], [1.0], *[gauss_taps(2)] * 2, "reflect"))[0]
             self.close(got[z], r, "f32", "plane %d" % z)
 
+    def test_projections(self):
+        x = volume(7, 11, 9, 3, "u16", seed=11)
+        for op in ("max", "min", "sum", "mean"):
+            with self.subTest(op=op):
+                got = self.oocrun_npy(x, "project op=" + op, "--band-rows", "4")
+                want = getattr(np, op)(x.astype(np.float64), axis=0)
+                self.assertEqual(got.shape, want.shape)
+                if op in ("max", "min"):
+                    self.assertEqual(got.dtype, np.uint16)
+                    self.assertTrue(np.array_equal(got, want))
+                else:
+                    self.assertEqual(got.dtype, np.float32)
+                    self.close(got, want, "f32", op)
+        # 3-D stages before, 2-D after; parts give one process's bytes.
+        pipeline = "gaussian sigma=1 ! project op=max ! median size=3"
+        got = self.oocrun_npy(x, pipeline, "--band-rows", "2")
+        r = sep3(x.astype(np.float64), *[gauss_taps(1)] * 3, "reflect").astype(np.float32)
+        want = channels(lambda v: ndi.median_filter(v.max(axis=0)[None], (1, 3, 3))[0],
+                        r[..., None] if r.ndim == 3 else r)
+        self.close(got, want.reshape(got.shape), "f32", pipeline)
+        out = self.p("parts.npy")
+        for i in range(2):
+            r = run([tool("oocrun"), self.p("in.npy"), out, pipeline, "--part", "%d/2" % i, "-q"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(run([tool("oocrun"), "--finish", out, "-q"]).returncode, 0)
+        self.assertTrue(np.array_equal(np.load(out), got))
+        r = run([tool("oocrun"), self.p("in.npy"), self.p("p2.npy"), "project ! project", "-q"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("takes a volume", r.stderr)
+
     def test_stages_without_3d_refused(self):
         x = volume(3, 8, 8, 1, "f32", seed=1)
         np.save(self.p("in.npy"), x)

@@ -34,6 +34,12 @@ std::int64_t ChainGeometry::halo() const noexcept {
   return h;
 }
 
+bool ChainGeometry::projects() const noexcept {
+  for (const ChainStage& s : stages)
+    if (s.op->projects()) return true;
+  return false;
+}
+
 std::int64_t ChainGeometry::plane_halo() const noexcept {
   std::int64_t h = 0;
   for (const ChainStage& s : stages) h += s.plane_halo;
@@ -41,6 +47,8 @@ std::int64_t ChainGeometry::plane_halo() const noexcept {
 }
 
 std::int64_t ChainGeometry::max_out_planes(std::size_t k) const noexcept {
+  for (std::size_t j = k + 1; j < stages.size(); ++j)
+    if (stages[j].op->projects()) return depth;  // every plane, for a projection after k
   std::int64_t later = 0;
   for (std::size_t j = k + 1; j < stages.size(); ++j) later += stages[j].plane_halo;
   return std::min(depth, 2 * later + 1);
@@ -135,7 +143,7 @@ class ChainKernel final : public CpuKernel {
   }
   void run(const CpuBand& b) override {
     const ChainGeometry& g = b.halo == g_.halo() ? g_ : grid_;
-    if (g.plane_halo() > 0) return run_planes(b, g);
+    if (g.plane_halo() > 0 || g.projects()) return run_planes(b, g);
     const std::size_t n = g.stages.size();
     const std::int64_t y0 = b.band.y0, y1 = y0 + b.band.rows;
     const auto r = g.ranges(y0, y1);
@@ -196,9 +204,16 @@ class ChainKernel final : public CpuKernel {
     const auto r = g.ranges(y0, y1);
     std::vector<std::vector<std::int64_t>> planes(n);
     planes[n - 1] = {b.band.z};
+    // A projection reads every plane (the stages after it, one); the engine then gives them all,
+    // in order.
+    const bool projects = g.projects();
     for (std::size_t k = n - 1; k > 0; --k) {
       std::vector<std::int64_t>& want = planes[k - 1];
       const std::int64_t ph = g.stages[k].plane_halo;
+      if (g.stages[k].op->projects()) {
+        for (std::int64_t q = 0; q < D; ++q) want.push_back(q);
+        continue;
+      }
       for (const std::int64_t p : planes[k])
         for (std::int64_t d = -ph; d <= ph; ++d)
           if (const std::int64_t q = map_border(p + d, D, g.border); q >= 0) want.push_back(q);
@@ -207,6 +222,7 @@ class ChainKernel final : public CpuKernel {
     }
     const std::int64_t engine_rows = b.band.rows + 2 * b.halo;
     auto window_plane = [&](std::int64_t q) -> std::int64_t {  // the engine's plane holding q
+      if (projects) return q;
       for (std::int64_t j = 0; j <= 2 * b.plane_halo; ++j)
         if (map_border(b.band.z - b.plane_halo + j, D, g.border) == q) return j;
       throw std::logic_error("chain: a plane outside the engine's window");
@@ -225,11 +241,15 @@ class ChainKernel final : public CpuKernel {
       const detail::ChainStage& s = g.stages[k];
       const std::int64_t a = r[k].first, e = r[k].second, h = s.halo, ph = s.plane_halo;
       const std::int64_t count = e - a + 2 * h;
+      // The planes stage k reads for output plane p: p +- ph through the border rule, or every
+      // one for a projection.
+      const bool all = s.op->projects();
+      const std::int64_t window = all ? D : 2 * ph + 1;
       for (std::size_t i = 0; i < planes[k].size(); ++i) {
         const std::int64_t p = planes[k][i];
-        rows.assign(static_cast<std::size_t>(count * (2 * ph + 1)), nullptr);
-        for (std::int64_t d = -ph; d <= ph; ++d) {
-          const std::int64_t q = map_border(p + d, D, g.border);
+        rows.assign(static_cast<std::size_t>(count * window), nullptr);
+        for (std::int64_t d = -ph; d < window - ph; ++d) {
+          const std::int64_t q = all ? d : map_border(p + d, D, g.border);
           if (q < 0) continue;  // a plane of the constant border: null rows
           const std::byte** to = rows.data() + (d + ph) * count;
           if (k == 0) {
@@ -309,6 +329,7 @@ class Chain final : public Operation {
   std::optional<ImageSpec> output() const override { return out_; }
   std::int64_t halo() const override { return g_.halo(); }
   std::int64_t plane_halo() const override { return g_.plane_halo(); }
+  bool projects() const override { return g_.projects(); }
   BorderMode border() const override { return g_.border; }
   std::size_t partial_bytes() const override { return last().partial_bytes(); }
   void merge(const std::byte* partial, const Band& band) override {

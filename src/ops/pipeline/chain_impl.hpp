@@ -42,6 +42,7 @@ struct ChainGeometry {
 
   std::int64_t halo() const noexcept;
   std::int64_t plane_halo() const noexcept;  // the stages' added up
+  bool projects() const noexcept;            // a stage is a projection along z
   // Most planes stage k's output spans for one output plane (the later stages' plane halos).
   std::int64_t max_out_planes(std::size_t k) const noexcept;
   // Rows [first, second) of stage k's output that the band of output rows [y0, y1) needs.

@@ -122,8 +122,9 @@ std::string exact_number(double v) {
 const std::vector<StageEntry>& stage_registry() {
   static const std::vector<StageEntry> all = [] {
     std::vector<StageEntry> r;
-    for (auto family : {separable_stages, conv2d_stages, combine_stages, point_stages,
-                        minmax_stages, morphology_stages, rank_stages, equalize_stages})
+    for (auto family :
+         {separable_stages, conv2d_stages, combine_stages, point_stages, minmax_stages,
+          morphology_stages, rank_stages, equalize_stages, project_stages})
       for (StageEntry& e : family()) r.push_back(std::move(e));
     return r;
   }();
