@@ -90,12 +90,15 @@ class TiffRead(TiffBase):
                 tw.write(pages[1], photometric="rgb", compression="zlib", rowsperstrip=5, metadata=None)
                 tw.write(pages[2][..., 0], photometric="minisblack", tile=(16, 16), metadata=None)
             TN = {"u1": "u8", "u2": "u16", "f4": "f32"}
-            for page, want in [(None, pages[0])] + list(enumerate(pages)):
+            for page, want in enumerate(pages):
                 t = TN[want.dtype.str[1:]]
-                extra = [] if page is None else ["--page", page]
-                got, problem = oocconv_read(multi, want.shape, t, extra)
-                report(f"3-page file, {'no --page' if page is None else f'--page {page}'}",
+                got, problem = oocconv_read(multi, want.shape, t, ["--page", page])
+                report(f"3-page file, --page {page}",
                        [x for x in (problem, compare("oocconv read", got, want)) if x])
+            # Without --page the pages would be a volume's planes: they differ, which is an error.
+            expect_error("3-page file, no --page: input error naming the page that differs",
+                         [OOCCONV, multi, out_tif, "--taps", 1, "-q"], 3, ["page 1 is"],
+                         out_tif, also=["--page 1"])
             expect_error("3-page file, --page 5: usage error naming the page count",
                          [OOCCONV, multi, out_tif, "--taps", 1, "-q", "--page", 5], 2, ["3 page"], out_tif,
                          also=["5"])

@@ -165,8 +165,8 @@ TEST(NpySource, ShapesWithAndWithoutChannels) {
     EXPECT_EQ(src->spec().type, ooc::SampleType::i16);
     expect_rows(*src, d.native);
   }
-  // Not images: one dimension, four, five channels.
-  for (const std::string shape : {"(20,)", "(2, 3, 4, 5)", "(4, 4, 5)"}) {
+  // Not images: one dimension, five channels of a volume, five dimensions ((4, 4, 5) is a volume).
+  for (const std::string shape : {"(20,)", "(2, 3, 4, 5)", "(2, 3, 4, 5, 1)"}) {
     SCOPED_TRACE(shape);
     write_file(tmp / "b.npy", npy_bytes(dict_of("<u1", shape), 1, std::string(120, 'x')));
     const ooc::Error e = open_error(tmp / "b.npy");
