@@ -196,13 +196,17 @@ ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
         c = lead;
         y = lead + 1;
       } else {
-        fail(where + " has shape " + shape + ", a volume, not an image" + layouts);
+        fail("Zarr volumes are not supported yet: " + where + " has shape " + shape +
+             ", a volume (z, y, x)" + layouts + "; save it as .npy or TIFF to filter it");
       }
     }
   }
   for (int i = 0; i < n; ++i)
     if (i != y && i != y + 1 && i != c && s[i] != 1)
-      fail(where + " has shape " + shape + ": axis " + std::to_string(i) +
+      fail(std::string(axes.size() == s.size() && axes[static_cast<std::size_t>(i)] == "z"
+                           ? "Zarr volumes are not supported yet: "
+                           : "") +
+           where + " has shape " + shape + ": axis " + std::to_string(i) +
            (axes.size() == s.size() ? " ('" + axes[static_cast<std::size_t>(i)] + "')" : "") +
            " has " + std::to_string(s[i]) + " entries, not 1" + layouts);
   m.y_axis = y;
