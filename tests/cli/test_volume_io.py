@@ -158,6 +158,29 @@ class VolumeCheck(unittest.TestCase):
             tifffile.imwrite(self.p("f.tif"), f, tile=(16, 16), compression="zlib",
                              photometric="minisblack")
             self.copy_case("tiff f32 tiled deflate", self.p("f.tif"), f, ["--threads", 3])
+            # Separate sample planes, big endian (mapped, swapped; decoded), BigTIFF, and
+            # reduced-resolution pages between the planes (not planes).
+            c3 = random_volume((4, 21, 33, 3), "u2")
+            planar = np.ascontiguousarray(c3.transpose(0, 3, 1, 2))
+            tifffile.imwrite(self.p("sep.tif"), planar, photometric="rgb",
+                             planarconfig="separate", compression="zlib", rowsperstrip=5)
+            self.copy_case("tiff separate planes", self.p("sep.tif"), c3, outputs=("out.npy",))
+            tifffile.imwrite(self.p("be.tif"), c3, photometric="rgb", byteorder=">")
+            self.copy_case("tiff big endian", self.p("be.tif"), c3, outputs=("out.npy",))
+            tifffile.imwrite(self.p("bez.tif"), c3, photometric="rgb", byteorder=">",
+                             compression="zlib", tile=(16, 16))
+            self.copy_case("tiff big endian deflate tiles", self.p("bez.tif"), c3,
+                           outputs=("out.npy",))
+            tifffile.imwrite(self.p("big.tif"), a, bigtiff=True, photometric="minisblack")
+            self.copy_case("bigtiff", self.p("big.tif"), a, outputs=("out.npy",))
+            with tifffile.TiffWriter(self.p("reduced.tif")) as tw:
+                for z in range(4):
+                    tw.write(a[z], contiguous=False)
+                    tw.write(a[z, ::2, ::2], subfiletype=1, contiguous=False)
+            self.copy_case("tiff with reduced pages", self.p("reduced.tif"), a[:4],
+                           outputs=("out.npy",))
+            self.copy_case("tiff with reduced pages, --pages 1:3", self.p("reduced.tif"), a[1:3],
+                           ["--pages", "1:3"], outputs=("out.npy",))
             # Pages read planes; --page one page as a 2-D image.
             tifffile.imwrite(self.p("in.tif"), a, compression="zlib")
             self.copy_case("--pages 2:5", self.p("in.tif"), a[2:5], ["--pages", "2:5"],
