@@ -31,31 +31,48 @@ ooc::SampleType sample_type_of(const py::dtype& dt) {
 
 }  // namespace
 
-// Where the samples of an (H, W) or (H, W, C) array live: any strides (a strided view, a
-// transposed or reversed array), any byte order.
-ooc::MemoryImage layout_of(const py::array& a, const char* what) {
-  if (a.ndim() != 2 && a.ndim() != 3)
-    throw ooc::Error(ooc::ErrorKind::usage, std::string(what) +
-                                                " must be 2-D (H, W) or 3-D (H, W, C), got " +
-                                                std::to_string(a.ndim()) + " dimensions");
+// Where the samples of an (H, W) or (H, W, C) array live, or with `volume` those of a (Z, H, W)
+// or (Z, H, W, C) one: any strides (a strided view, a transposed or reversed array), any byte
+// order. A 4-D array is a volume whatever `volume` says.
+ooc::MemoryImage layout_of(const py::array& a, const char* what, bool volume) {
+  const auto ndim = a.ndim();
+  volume = ndim == 4 || (volume && ndim == 3);
+  if (ndim < 2 || ndim > 4)
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     std::string(what) +
+                         " must be 2-D (H, W), 3-D (H, W, C) or (Z, H, W) or 4-D (Z, H, W, C), "
+                         "got " +
+                         std::to_string(ndim) + " dimensions");
+  const int z = volume ? 1 : 0;  // the first axis of a plane
   ooc::MemoryImage l;
   ooc::ImageSpec& s = l.spec;
-  s.height = a.shape(0);
-  s.width = a.shape(1);
-  s.channels = a.ndim() == 3 ? static_cast<int>(a.shape(2)) : 1;
+  s.depth = volume ? a.shape(0) : 1;
+  s.height = a.shape(z);
+  s.width = a.shape(z + 1);
+  const bool interleaved = ndim == z + 3;
+  s.channels = interleaved ? static_cast<int>(a.shape(z + 2)) : 1;
   s.type = sample_type_of(a.dtype());
-  if (a.ndim() == 3 && (a.shape(2) < 1 || a.shape(2) > 4))
+  if (interleaved && (a.shape(z + 2) < 1 || a.shape(z + 2) > 4))
     throw ooc::Error(ooc::ErrorKind::usage, std::string(what) + " has " +
-                                                std::to_string(a.shape(2)) +
+                                                std::to_string(a.shape(z + 2)) +
                                                 " channels (last axis): ooc takes 1 to 4");
   ooc::validate(s);
   const auto item = static_cast<std::ptrdiff_t>(a.itemsize());
   // data() is the first sample whatever the strides' signs. Not const: an output's rows are
   // written through it (array_run checks that the output is writeable).
   l.data = static_cast<std::byte*>(const_cast<void*>(a.data()));
-  l.row_stride = a.strides(0);
-  l.col_stride = a.strides(1);
-  l.channel_stride = a.ndim() == 3 ? a.strides(2) : item;
+  l.row_stride = a.strides(z);
+  l.col_stride = a.strides(z + 1);
+  l.channel_stride = interleaved ? a.strides(z + 2) : item;
+  if (volume) {
+    // MemoryImage reads a plane stride of 0 as planes one after the other.
+    if (a.strides(0) == 0 && s.depth > 1)
+      throw ooc::Error(ooc::ErrorKind::usage,
+                       std::string(what) +
+                           " repeats one plane (axis 0 of stride 0, numpy.broadcast_to): give "
+                           "it as an array of its own, or filter the plane");
+    l.plane_stride = a.strides(0);
+  }
   const char order = a.dtype().byteorder();
   l.swap_bytes = item > 1 && (order == '>' || order == '<') &&
                  (order == '>') != (std::endian::native == std::endian::big);
@@ -68,13 +85,14 @@ ArrayRun array_run(const py::array& input, const py::array& output, const py::di
     throw ooc::Error(ooc::ErrorKind::usage, "output is read-only: give a writeable array");
   ArrayRun a{input,
              output,
-             layout_of(input, "input"),
-             layout_of(output, "output"),
+             layout_of(input, "input", get<bool>(o, "volume", false)),
+             layout_of(output, "output", get<bool>(o, "volume", false)),
              run_options(o),
              progress_fn(progress),
              get<std::string>(o, "alias", "")};
   const ooc::ImageSpec &in = a.in.spec, &out = a.out.spec;
-  if (in.width != out.width || in.height != out.height || in.channels != out.channels)
+  if (in.width != out.width || in.height != out.height || in.depth != out.depth ||
+      in.channels != out.channels)
     throw ooc::Error(ooc::ErrorKind::usage, "output has shape " + out.describe() + ", the input " +
                                                 in.describe() +
                                                 ": give an output of the input's shape");
@@ -152,7 +170,7 @@ py::dict run_array_job(ArrayRun& a, std::vector<ooc::StageCall> stages,
       if (a.alias.empty() || (pointwise && same_layout)) return;
       ooc::EngineOptions po = a.run.pipeline;
       po.row_begin = 0;
-      po.row_end = in.height;
+      po.row_end = in.stacked_rows();
       job.set_mem_limit(budget_after_copy(a, ops, job.pick_backend(ops), po));
       copied = true;
       src.copy_in();
@@ -181,20 +199,22 @@ ooc::PipelineSettings array_settings(const ArrayRun& a, const std::string& mode,
   s.border_value = cval;
   s.out_type = a.out.spec.type;
   s.precision = precision_of(o);
+  s.planes = get<bool>(o, "planes", false);
   return s;
 }
 
 }  // namespace
 
-// Row (x) then column (y) taps, in convolution order, each of odd length.
+// Row (x), column (y) and a volume's plane (z) taps, in convolution order, each of odd length.
 py::dict filter_array(const py::array& input, const py::array& output, std::vector<double> row,
-                      std::vector<double> col, const std::string& mode, double cval,
-                      const py::dict& o, const py::object& progress) {
+                      std::vector<double> col, std::vector<double> plane, const std::string& mode,
+                      double cval, const py::dict& o, const py::object& progress) {
   ArrayRun a = array_run(input, output, o, progress);
-  if (row.size() % 2 == 0 || col.size() % 2 == 0)
+  if (row.size() % 2 == 0 || col.size() % 2 == 0 || plane.size() % 2 == 0)
     throw ooc::Error(ooc::ErrorKind::usage, "filter taps must be of odd count");
   ooc::StageCall call{"separable", {}};
   call.set("row", std::move(row)).set("col", std::move(col));
+  if (plane.size() > 1) call.set("plane", std::move(plane));
   call.set("method", get<std::string>(o, "method", "auto"));
   return run_array_job(a, {call}, array_settings(a, mode, cval, o), "");
 }

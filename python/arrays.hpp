@@ -12,8 +12,9 @@
 
 namespace ooc::python {
 
-// An array's layout and type as ooc's image; `what` names it in errors ("input").
-ooc::MemoryImage layout_of(const py::array& a, const char* what);
+// An array's layout and type as ooc's image; `what` names it in errors ("input"). A 3-D array
+// is (H, W, C), or with `volume` (Z, H, W); a 4-D one (Z, H, W, C).
+ooc::MemoryImage layout_of(const py::array& a, const char* what, bool volume);
 // NumPy's dtype of a sample type.
 py::dtype numpy_dtype(ooc::SampleType t);
 
@@ -35,11 +36,12 @@ ArrayRun array_run(const py::array& input, const py::array& output, const py::di
 py::dict run_array_job(ArrayRun& a, std::vector<ooc::StageCall> stages,
                        const ooc::PipelineSettings& settings, const std::string& operation);
 
-// scipy.ndimage's filters over arrays: row (x) then column (y) taps in convolution order; a 2-D
-// kernel; ooceq's equalization.
+// scipy.ndimage's filters over arrays: a volume's plane (z) taps, then row (x) then column (y)
+// taps, in convolution order; a 2-D kernel (plane by plane with the keyword planes); ooceq's
+// equalization. The keyword volume says how to read a 3-D array (layout_of).
 py::dict filter_array(const py::array& input, const py::array& output, std::vector<double> row,
-                      std::vector<double> col, const std::string& mode, double cval,
-                      const py::dict& o, const py::object& progress);
+                      std::vector<double> col, std::vector<double> plane, const std::string& mode,
+                      double cval, const py::dict& o, const py::object& progress);
 py::dict conv2d_array(const py::array& input, const py::array& output, const F64Array& kernel,
                       const std::string& mode, double cval, const py::dict& o,
                       const py::object& progress);

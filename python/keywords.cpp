@@ -68,7 +68,14 @@ ooc::JobOptions job_options(const std::string& input, const std::string& output,
   ooc::set_sample_hints(jo.hints, get<std::string>(o, "type"), default_type,
                         get<int>(o, "channels"));
   take(o, "in_format", jo.hints.format);
-  take(o, "page", jo.hints.page);
+  take(o, "depth", jo.hints.depth);
+  take(o, "volume", jo.hints.volume);
+  take(o, "pages", jo.hints.pages);
+  // --page given: that page alone, even of a z-stack (without it, the pages alike are planes).
+  if (const auto page = get<int>(o, "page")) {
+    jo.hints.page = *page;
+    jo.hints.page_given = true;
+  }
   take(o, "input_level", jo.hints.zarr_level);
   take(o, "seed", jo.seed);
   take(o, "format", jo.sink.format);

@@ -42,8 +42,10 @@ using namespace ooc::python;
 
 namespace {
 
-// ooc.Error, made once at import and kept for the life of the process.
+// ooc.Error, and ooc.UsageError (an ooc.Error and a ValueError: a call's arguments refused), made
+// once at import and kept for the life of the process.
 PyObject* g_error = nullptr;
+PyObject* g_usage_error = nullptr;
 
 const char* kind_name(ooc::ErrorKind k) {
   switch (k) {
@@ -76,7 +78,9 @@ std::string python_words(const std::string& message) {
       {"in-format", "in_format"}, {"bigtiff", "bigtiff"},     {"format", "format"},
       {"radius", "radius"},       {"sigma", "sigma"},         {"taps", "taps"},
       {"taps-file", "taps_file"}, {"filter", "filter"},       {"type", "type"},
-      {"width", "width"},         {"height", "height"},       {"channels", "channels"}};
+      {"width", "width"},         {"height", "height"},       {"channels", "channels"},
+      {"planes", "planes=True"},  {"volume", "volume=True"},  {"depth", "depth"},
+      {"pages", "pages"}};
   std::string out;
   std::size_t i = 0;
   while (i < message.size()) {
@@ -149,6 +153,7 @@ py::dict convolve_file(const std::string& input, const std::string& output, cons
   f.out_type = get<std::string>(o, "out_type", "");
   f.precision = get<std::string>(o, "precision", "auto");
   f.method = get<std::string>(o, "method", "auto");
+  f.planes = get<bool>(o, "planes", false);
   ooc::JobSpec spec;
   if (o.contains("kernel_array") && !o["kernel_array"].is_none()) {
     // An array kernel takes the place of --kernel: the same exclusions and result options.
@@ -232,7 +237,8 @@ py::dict run_file(const std::string& input, const std::string& output,
                   const py::object& progress) {
   // The pipeline and the settings first: a bad stage is reported before any file is opened.
   const std::vector<ooc::StageCall> stages = ooc::parse_pipeline(words);
-  const ooc::PipelineSettings settings = pipeline_settings(o);
+  ooc::PipelineSettings settings = pipeline_settings(o);
+  settings.planes = get<bool>(o, "planes", false);  // --planes
   const RunOptions run = run_options(o);
   ooc::JobSpec spec;
   spec.options = job_options(input, output, o, run, "f32");
@@ -263,14 +269,16 @@ py::dict run_file(const std::string& input, const std::string& output,
 py::tuple pipeline_array(const py::array& input, py::object output,
                          const std::vector<std::string>& words, const py::dict& o,
                          const py::object& progress) {
-  const ooc::ImageSpec in = layout_of(input, "input").spec;
+  const bool volume = get<bool>(o, "volume", false);
+  const ooc::ImageSpec in = layout_of(input, "input", volume).spec;
   if (!output.is_none()) {
     if (!py::isinstance<py::array>(output))
       throw ooc::Error(ooc::ErrorKind::usage, "output must be an array or None");
-    (void)layout_of(output.cast<py::array>(), "output");  // its dtype before the out_type's
+    (void)layout_of(output.cast<py::array>(), "output", volume);  // its dtype before out_type's
   }
   const std::vector<ooc::StageCall> stages = ooc::parse_pipeline(words);
-  const ooc::PipelineSettings settings = pipeline_settings(o);
+  ooc::PipelineSettings settings = pipeline_settings(o);
+  settings.planes = get<bool>(o, "planes", false);  // --planes
   ooc::PipelinePlan plan(in, stages, settings, run_options(o).pipeline);
   const ooc::ImageSpec out = plan.output();
   if (output.is_none()) {
@@ -322,14 +330,19 @@ PYBIND11_MODULE(_core, m) {
   PyObject_SetAttrString(g_error, "kind", py::str("usage").ptr());
   PyObject_SetAttrString(g_error, "exit_code", py::int_(2).ptr());
   m.attr("Error") = py::handle(g_error);
+  g_usage_error = PyErr_NewException(
+      "ooc.UsageError", py::make_tuple(py::handle(g_error), py::handle(PyExc_ValueError)).ptr(),
+      nullptr);
+  m.attr("UsageError") = py::handle(g_usage_error);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ooc::Error& e) {
-      py::object exc = py::handle(g_error)(python_words(e.what()));
+      PyObject* type = e.kind() == ooc::ErrorKind::usage ? g_usage_error : g_error;
+      py::object exc = py::handle(type)(python_words(e.what()));
       exc.attr("kind") = kind_name(e.kind());
       exc.attr("exit_code") = e.exit_code();
-      PyErr_SetObject(g_error, exc.ptr());
+      PyErr_SetObject(type, exc.ptr());
     }
   });
   m.def("convolve_file", &convolve_file, py::arg("input"), py::arg("output"), py::arg("options"),
@@ -337,7 +350,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("equalize_file", &equalize_file, py::arg("input"), py::arg("output"), py::arg("options"),
         py::arg("progress"));
   m.def("filter_array", &filter_array, py::arg("input"), py::arg("output"), py::arg("row"),
-        py::arg("col"), py::arg("mode"), py::arg("cval"), py::arg("options"), py::arg("progress"));
+        py::arg("col"), py::arg("plane"), py::arg("mode"), py::arg("cval"), py::arg("options"),
+        py::arg("progress"));
   m.def("conv2d_array", &conv2d_array, py::arg("input"), py::arg("output"), py::arg("kernel"),
         py::arg("mode"), py::arg("cval"), py::arg("options"), py::arg("progress"));
   m.def("equalize_array", &equalize_array, py::arg("input"), py::arg("output"), py::arg("options"),

@@ -7,7 +7,9 @@ Files to files, as the tools do (oocconv, ooceq), with the run's stats as a dict
     ooc.equalize("scan.tif", "eq.tif")
 
 NumPy arrays with scipy.ndimage's semantics and names (correlate1d, convolve1d,
-gaussian_filter1d, gaussian_filter, uniform_filter1d, uniform_filter, correlate, convolve)::
+gaussian_filter1d, gaussian_filter, uniform_filter1d, uniform_filter, correlate, convolve,
+median_filter, percentile_filter, rank_filter, minimum_filter, maximum_filter, grey_opening,
+grey_closing)::
 
     big = numpy.load("big.npy", mmap_mode="r")          # or numpy.memmap, or a .npy path
     out = numpy.lib.format.open_memmap("out.npy", "w+", big.dtype, big.shape)
@@ -17,9 +19,12 @@ An array (a memmap too, or a strided view of one such as big[:, ::2]) is streame
 through the same bounded pipeline as a file, so memory stays within mem_limit whatever its size.
 An output that shares the input's memory or file (output=input, or two mappings of one file) gets
 a copy of the input first, counted in mem_limit; where that does not fit, ooc.Error says how much
-memory it would need. Arrays are 1-D, 2-D (H, W) or 3-D (H, W, C)
-with C <= 4 interleaved channels (filtered along axes 0 and 1 only); dtypes uint8, uint16, int16,
-uint32, int32, float32, float64. Sums are in float64 as scipy's; unlike scipy, integer results are
+memory it would need. Arrays are 1-D, 2-D (H, W), 3-D (H, W, C) with C <= 4 interleaved channels
+(filtered along axes 0 and 1 only), or volumes: 3-D (Z, Y, X) and 4-D (Z, Y, X, C), filtered in
+3-D as scipy.ndimage filters them. The keyword volume of the array functions says how to read a
+3-D array: None (the default) reads one whose last axis has 1 to 4 entries as (H, W, C) and any
+other as (Z, Y, X); True and False decide. dtypes uint8, uint16, int16, uint32, int32, float32,
+float64. Sums are in float64 as scipy's; unlike scipy, integer results are
 rounded to nearest and saturated, not truncated. Every call releases the GIL while it runs.
 
 Pipelines of oocrun's stages in one pass (a pass more for each equalize), on files and on arrays;
@@ -29,7 +34,8 @@ ooc.stages() lists the stages and their parameters::
     view = ooc.pipeline(big, "subtract-background sigma=60 ! scale mul=4 ! convert type=u8")
 
 Errors are ooc.Error (a RuntimeError) carrying ooc's message, with .kind ("usage", "input", "io"
-or "device") and .exit_code (the tools' exit code for it). scipy's modes map to ooc's borders:
+or "device") and .exit_code (the tools' exit code for it); usage errors (arguments refused) are
+ooc.UsageError, an ooc.Error that is a ValueError too. scipy's modes map to ooc's borders:
 reflect = grid-mirror (d c b a | a b c d), mirror (d c b | a b c d), nearest, wrap = grid-wrap,
 constant = grid-constant (cval).
 
@@ -45,12 +51,14 @@ import os
 import numpy as np
 
 from . import _core
-from ._core import Error
+from ._aliasing import _shared
+from ._core import Error, UsageError
 
 __all__ = [
-    "Error", "convolve", "equalize", "correlate1d", "convolve1d", "gaussian_filter1d",
-    "gaussian_filter", "uniform_filter1d", "uniform_filter", "correlate", "cuda_device_count",
-    "run", "pipeline", "stages",
+    "Error", "UsageError", "convolve", "equalize", "correlate1d", "convolve1d",
+    "gaussian_filter1d", "gaussian_filter", "uniform_filter1d", "uniform_filter", "correlate",
+    "cuda_device_count", "run", "pipeline", "stages", "median_filter", "percentile_filter",
+    "rank_filter", "minimum_filter", "maximum_filter", "grey_opening", "grey_closing",
 ]
 
 cuda_device_count = _core.cuda_device_count
@@ -64,7 +72,7 @@ _RUN_KEYS = ("device", "devices", "mem_limit", "threads", "band_rows", "slots", 
 
 
 def _usage(message):
-    e = Error(message)
+    e = UsageError(message)
     e.kind, e.exit_code = "usage", 2
     return e
 
@@ -121,10 +129,11 @@ def _output_options(chunk, pyramid, levels, zarr_version, shard, cog):
 def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", taps=None,
                   row_taps=None, col_taps=None, taps_file=None, kernel=None, border="reflect",
                   border_value=0.0, out_type=None, precision="auto", width=None, height=None,
-                  type=None, channels=None, in_format="auto", page=0, input_level=-1, seed=1,
+                  type=None, channels=None, in_format="auto", page=None, input_level=-1, seed=1,
                   format="auto", tile=0, compress=None, level=-1, bigtiff="auto", chunk=0,
                   pyramid=False, levels=None, zarr_version=2, shard=0, cog=False, progress=None,
-                  predictor="auto", **options):
+                  predictor="auto", depth=None, volume=False, pages=None, planes=False,
+                  **options):
     """oocconv INPUT OUTPUT with the same options (see oocconv --help); returns --stats json.
 
     radius / sigma / filter ("gaussian" or "box") make a separable filter; taps, row_taps,
@@ -132,11 +141,14 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
     kernel is a 2-D kernel: a 2-D array, a file, or a built-in ("box:N", "gaussian2d:S",
     "laplace", "sobel-x", "sobel-y"), with scipy.ndimage.convolve's semantics; method="auto",
     "direct" or "fft" (overlap-save tiles) picks how it is applied (oocconv --method). border takes
-    ooc's and scipy's mode names. width/height/type/channels describe a raw input, page a TIFF's
-    page, input_level an OME-Zarr input's level (input may be a .zarr store); format, tile,
+    ooc's and scipy's mode names. width/height/type/channels describe a raw input, depth a raw
+    volume's planes, volume a 3-D .npy as (Z, Y, X), page a TIFF's page (None: a stack of pages
+    alike is a volume, pages="A:B" some of its planes), input_level an OME-Zarr input's level
+    (input may be a .zarr store); planes=True filters a volume plane by plane. format, tile,
     compress (None: the format's default), level, predictor, bigtiff, chunk, pyramid, levels,
-    zarr_version, shard and cog the output file, as oocconv's options of those names. The output is written under a temporary name
-    and renamed when complete; on any error (or an exception from progress) nothing is left.
+    zarr_version, shard and cog the output file, as oocconv's options of those names. The output
+    is written under a temporary name and renamed when complete; on any error (or an exception
+    from progress) nothing is left.
     """
     o = _run_options(options)
     o.update(radius=radius, sigma=sigma, filter=filter, taps=_taps(taps),
@@ -147,7 +159,8 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
              width=width, height=height, type=None if type is None else _type_name(type),
              channels=channels, in_format=in_format, page=page, input_level=input_level,
              seed=seed, format=format, tile=tile, compress=compress or "", level=level, bigtiff=bigtiff,
-             predictor=predictor,
+             predictor=predictor, depth=depth, volume=bool(volume), pages=pages,
+             planes=bool(planes),
              **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
     if isinstance(kernel, (str, os.PathLike)):
         o["kernel"] = os.fspath(kernel)
@@ -157,17 +170,17 @@ def convolve_file(input, output, *, radius=None, sigma=None, filter="gaussian", 
 
 
 def equalize_file(input, output, *, width=None, height=None, type=None, channels=None,
-                  in_format="auto", page=0, input_level=-1, seed=1, format="auto", tile=0,
+                  in_format="auto", page=None, input_level=-1, seed=1, format="auto", tile=0,
                   compress=None, level=-1, bigtiff="auto", chunk=0, pyramid=False, levels=None,
                   zarr_version=2, shard=0, cog=False, progress=None, predictor="auto",
-                  **options):
+                  depth=None, volume=False, pages=None, **options):
     """ooceq INPUT OUTPUT: histogram equalization of u8/u16 (cv2.equalizeHist per channel);
-    returns --stats json (with "histogram" and "passes")."""
+    returns --stats json (with "histogram" and "passes"); the input options as convolve_file's."""
     o = _run_options(options)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
              channels=channels, in_format=in_format, page=page, input_level=input_level,
              seed=seed, format=format, tile=tile, compress=compress or "", level=level, bigtiff=bigtiff,
-             predictor=predictor,
+             predictor=predictor, depth=depth, volume=bool(volume), pages=pages,
              **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
     return _core.equalize_file(os.fspath(input), os.fspath(output), o, _check_progress(progress))
 
@@ -181,10 +194,34 @@ def _load(input):
     if _is_path(input):
         input = np.load(os.fspath(input), mmap_mode="r")
     a = np.asarray(input)
-    if a.ndim not in (1, 2, 3) or a.size == 0:
-        raise _usage("input must be a non-empty 1-D, 2-D (H, W) or 3-D (H, W, C) array, got shape "
-                     + str(a.shape))
+    if a.ndim not in (1, 2, 3, 4) or a.size == 0:
+        raise _usage("input must be a non-empty 1-D, 2-D (H, W), 3-D (H, W, C) or (Z, Y, X) or "
+                     "4-D (Z, Y, X, C) array, got shape " + str(a.shape))
     return a
+
+
+def _is_volume(a, volume):
+    """Whether `a` is a volume: 4-D always; 3-D by the keyword volume, or where it is None, when
+    its last axis has other than 1 to 4 entries (which (H, W, C) takes)."""
+    if a.ndim == 4:
+        if volume is False:
+            raise _usage("a 4-D array is a (Z, Y, X, C) volume: volume=False takes none")
+        return True
+    if a.ndim == 3:
+        return not 1 <= a.shape[2] <= 4 if volume is None else bool(volume)
+    if volume:
+        raise _usage("volume=True takes a 3-D (Z, Y, X) or 4-D (Z, Y, X, C) array, got shape %s"
+                     % (a.shape,))
+    return False
+
+
+def _spatial(a, vol):
+    """How many of a's first axes are spatial (the rest, at most one, holds the channels)."""
+    return 3 if vol else min(a.ndim, 2)
+
+
+def _shape_name(a, vol):
+    return ("(Z, Y, X, C)" if vol else "(H, W, C)") if a.ndim > _spatial(a, vol) else ""
 
 
 def _output(output, a):
@@ -203,84 +240,20 @@ def _output(output, a):
     return output
 
 
-def _byte_bounds(a):
-    """[lo, hi): the addresses a's samples span, whatever the signs of its strides."""
-    lo = hi = a.__array_interface__["data"][0]
-    for n, stride in zip(a.shape, a.strides):
-        if stride < 0:
-            lo += (n - 1) * stride
-        else:
-            hi += (n - 1) * stride
-    return lo, hi + a.itemsize
-
-
-def _owns_memory(a):
-    """Whether a's memory was allocated by NumPy (not a file's mapping, nor anyone else's)."""
-    while isinstance(a, np.ndarray):
-        if a.flags.owndata:
-            return True
-        a = a.base
-    return False
-
-
-def _mapped_files(*ranges):
-    """For each address range [lo, hi), the files mapped over it, from /proc/self/maps: a list of
-    ((device, inode), path, first byte, end byte) in the file. Empty where nothing is mapped from
-    a file, or on a system without /proc."""
-    found = [[] for _ in ranges]
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                # start-end perms offset major:minor inode [path]
-                fields = line.split(None, 5)
-                start, end = (int(x, 16) for x in fields[0].split("-"))
-                for (lo, hi), files in zip(ranges, found):
-                    if end <= lo or start >= hi or fields[4] == "0":
-                        continue
-                    offset = int(fields[2], 16)
-                    path = fields[5].strip() if len(fields) > 5 else "?"
-                    files.append(((fields[3], int(fields[4])), path,
-                                  offset + max(lo, start) - start, offset + min(hi, end) - start))
-    except (OSError, ValueError, IndexError):
-        return [[] for _ in ranges]
-    return found
-
-
-def _shared(a, out):
-    """How `out` shares bytes with `a`, or None: the same memory (out is a, or a view of it), or
-    the same bytes of one file through two mappings (np.load(p, mmap_mode="r") and
-    np.load(p, mmap_mode="r+") are one array: same device and inode, overlapping file ranges).
-    Writing such an output would overwrite rows that later bands still read."""
-    if np.may_share_memory(a, out):
-        try:
-            if np.shares_memory(a, out, max_work=100000):
-                return "both use the same addresses"
-        except np.TooHardError:
-            return "both may use the same addresses, as far as numpy can tell"
-    # Memory NumPy allocated is nobody's mapping: the scan of the maps is for the others.
-    if _owns_memory(a) or _owns_memory(out):
-        return None
-    ins, outs = _mapped_files(_byte_bounds(a), _byte_bounds(out))
-    for key, path, lo, hi in outs:
-        for key2, _, lo2, hi2 in ins:
-            if key == key2 and lo < hi2 and lo2 < hi:
-                return "both map bytes %d to %d of %s" % (max(lo, lo2), min(hi, hi2), path)
-    return None
-
-
 def _array_options(a, out, options):
     o = _run_options(options)
     o["alias"] = _shared(a, out)
     return o
 
 
-def _axis(axis, ndim):
+def _axis(axis, a, vol):
+    ndim, n = a.ndim, _spatial(a, vol)
     if not -ndim <= axis < ndim:
         raise _usage("axis %d is out of range for a %d-D array" % (axis, ndim))
     axis %= ndim
-    if ndim == 3 and axis == 2:
-        raise _usage("axis 2 runs across the channels of an (H, W, C) array: ooc filters along "
-                     "axes 0 and 1")
+    if axis >= n:
+        raise _usage("axis %d runs across the channels of a %s array: ooc filters along axes %s"
+                     % (axis, _shape_name(a, vol), "0, 1 and 2" if vol else "0 and 1"))
     return axis
 
 
@@ -321,38 +294,66 @@ def _conv_taps(weights, origin):
     return c[::-1].copy()
 
 
-def _run_separable(input, output, taps_by_axis, mode, cval, progress, options, used=None):
-    """taps_by_axis: {axis: convolution-order taps} over axes 0 and 1 of the image; used: the
-    modes of the axes that filter (see _mode)."""
+def _run_separable(input, output, taps_by_axis, mode, cval, progress, options, used=None,
+                   volume=None):
+    """taps_by_axis: {axis: convolution-order taps} over the spatial axes of the image (0 and 1;
+    a volume's 0, 1 and 2); used: the modes of the axes that filter (see _mode)."""
     a = _load(input)
+    vol = _is_volume(a, volume)
     out = _output(output, a)
     src, dst = a, out
     if a.ndim == 1:  # a 1-D signal: one row (a view, whatever the stride)
         src, dst = a[np.newaxis], out[np.newaxis]
         taps_by_axis = {1: taps_by_axis[0]} if 0 in taps_by_axis else {}
-    row = taps_by_axis.get(1, np.ones(1))
-    col = taps_by_axis.get(0, np.ones(1))
-    _core.filter_array(src, dst, row, col, _mode(mode, used), float(cval),
-                       _array_options(a, out, options), _check_progress(progress))
+    if not vol:  # an image's axes as a volume's of one plane
+        taps_by_axis = {ax + 1: t for ax, t in taps_by_axis.items()}
+    plane, col, row = (taps_by_axis.get(ax, np.ones(1)) for ax in (0, 1, 2))
+    o = _array_options(a, out, options)
+    o["volume"] = vol
+    border = _mode(mode, used)
+    if vol and a.shape[0] == 1 and plane.size > 1:
+        return _one_plane(src, dst, row, col, plane, border, float(cval), o, progress)
+    _core.filter_array(src, dst, row, col, plane, border, float(cval), o,
+                       _check_progress(progress))
     return out
 
 
+def _one_plane(src, dst, row, col, plane, border, cval, o, progress):
+    """A volume of one plane is an image to the library, which has no z to filter along: the z
+    taps see that plane alone, as scipy's modes extend an axis of one sample (the sample itself,
+    or cval outside it), so they scale it (and add cval's share), a scale stage before the 2-D
+    pass."""
+    centre = float(plane[plane.size // 2])
+    mul, add = (centre, cval * (float(plane.sum()) - centre)) if border == "constant" else \
+        (float(plane.sum()), 0.0)
+    text = ",".join(repr(float(t)) for t in np.asarray(row).ravel()), \
+        ",".join(repr(float(t)) for t in np.asarray(col).ravel())
+    words = ["scale mul=%r add=%r ! separable row=%s col=%s method=%s"
+             % (mul, add, text[0], text[1], o.pop("method", None) or "auto")]
+    o.update(mode=border, cval=cval, out_type=dst.dtype.newbyteorder("=").name,
+             precision=o.get("precision") or "f64")
+    _core.pipeline_array(src, dst, words, o, _check_progress(progress))
+    return dst
+
+
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *,
-                progress=None, **options):
-    """scipy.ndimage.correlate1d."""
-    ndim = _load(input).ndim
-    return _run_separable(input, output, {_axis(axis, ndim): _conv_taps(weights, origin)}, mode,
-                          cval, progress, options)
+                volume=None, progress=None, **options):
+    """scipy.ndimage.correlate1d (a volume's axis: 0 z, 1 y, 2 x)."""
+    a = _load(input)
+    ax = _axis(axis, a, _is_volume(a, volume))
+    return _run_separable(a, output, {ax: _conv_taps(weights, origin)}, mode, cval, progress,
+                          options, volume=volume)
 
 
 def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *,
-               progress=None, **options):
+               volume=None, progress=None, **options):
     """scipy.ndimage.convolve1d."""
     w = np.asarray(weights, dtype=np.float64)[::-1]
     origin = -int(origin)
     if not w.size & 1:
         origin -= 1
-    return correlate1d(input, w, axis, output, mode, cval, origin, progress=progress, **options)
+    return correlate1d(input, w, axis, output, mode, cval, origin, volume=volume,
+                       progress=progress, **options)
 
 
 def _sequence(value, n, name):
@@ -408,35 +409,39 @@ def _gaussian_taps(sigma, order, truncate, radius):
     return _conv_taps(_gaussian_kernel1d(sigma, int(order), r)[::-1], 0)
 
 
-def _filter_axes(a_ndim, axes, per_axis, build, name):
+def _filter_axes(a, vol, axes, per_axis, build, name):
     """{axis: taps} for the axes that filter (build returns None for the identity); an (H, W, C)
-    array must leave axis 2 alone."""
+    or (Z, Y, X, C) array must leave its channels alone."""
     taps = {}
+    n = _spatial(a, vol)
     for ax, params in zip(axes, per_axis):
         t = build(*params)
         if t is None:
             continue
-        if a_ndim == 3 and ax == 2:
-            raise _usage("%s would filter across the channels (axis 2) of an (H, W, C) array: "
-                         "give axes=(0, 1), or 0 for axis 2" % name)
+        if ax >= n:
+            raise _usage("%s would filter across the channels (axis %d) of a %s array: give "
+                         "axes=%s, or 0 for axis %d" % (name, ax, _shape_name(a, vol),
+                                                        tuple(range(n)), ax))
         taps[ax] = t
     return taps
 
 
 def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
-                      truncate=4.0, *, radius=None, progress=None, **options):
-    """scipy.ndimage.gaussian_filter1d."""
-    ndim = _load(input).ndim
-    return _run_separable(input, output,
-                          {_axis(axis, ndim): _gaussian_taps(sigma, order, truncate, radius)},
-                          mode, cval, progress, options)
+                      truncate=4.0, *, radius=None, volume=None, progress=None, **options):
+    """scipy.ndimage.gaussian_filter1d (a volume's axis: 0 z, 1 y, 2 x)."""
+    a = _load(input)
+    ax = _axis(axis, a, _is_volume(a, volume))
+    return _run_separable(a, output, {ax: _gaussian_taps(sigma, order, truncate, radius)}, mode,
+                          cval, progress, options, volume=volume)
 
 
 def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,
-                    *, radius=None, axes=None, progress=None, **options):
-    """scipy.ndimage.gaussian_filter (axes with sigma 0 are left alone)."""
-    ndim = _load(input).ndim
-    axes = _axes(axes, ndim)
+                    *, radius=None, axes=None, volume=None, progress=None, **options):
+    """scipy.ndimage.gaussian_filter (axes with sigma 0 are left alone). On a volume, sigma is
+    one number or one per axis (z, y, x), each axis with its own taps, as scipy's."""
+    a = _load(input)
+    vol = _is_volume(a, volume)
+    axes = _axes(axes, a.ndim)
     n = len(axes)
     per_axis = zip(_sequence(sigma, n, "sigma"), _sequence(order, n, "order"),
                    _sequence(radius, n, "radius"))
@@ -445,27 +450,28 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
         return _gaussian_taps(s, o, truncate, r) if float(s) > 1e-15 else None
 
     modes = _sequence(mode, n, "mode")
-    taps = _filter_axes(ndim, axes, per_axis, build, "sigma")
+    taps = _filter_axes(a, vol, axes, per_axis, build, "sigma")
     used = [m for ax, m in zip(axes, modes) if ax in taps] or modes[:1]
-    return _run_separable(input, output, taps, mode, cval, progress, options, used)
+    return _run_separable(a, output, taps, mode, cval, progress, options, used, volume)
 
 
 def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *,
-                     progress=None, **options):
+                     volume=None, progress=None, **options):
     """scipy.ndimage.uniform_filter1d (the mean over `size` samples)."""
     if int(size) < 1:
         raise _usage("incorrect filter size")
-    ndim = _load(input).ndim
+    a = _load(input)
     taps = _conv_taps(np.full(int(size), 1.0 / int(size)), origin)
-    return _run_separable(input, output, {_axis(axis, ndim): taps}, mode, cval, progress,
-                          options)
+    return _run_separable(a, output, {_axis(axis, a, _is_volume(a, volume)): taps}, mode, cval,
+                          progress, options, volume=volume)
 
 
 def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None,
-                   progress=None, **options):
-    """scipy.ndimage.uniform_filter (axes of size 1 are left alone)."""
-    ndim = _load(input).ndim
-    axes = _axes(axes, ndim)
+                   volume=None, progress=None, **options):
+    """scipy.ndimage.uniform_filter (axes of size 1 are left alone; even sizes as scipy's)."""
+    a = _load(input)
+    vol = _is_volume(a, volume)
+    axes = _axes(axes, a.ndim)
     n = len(axes)
     per_axis = zip(_sequence(size, n, "size"), _sequence(origin, n, "origin"))
 
@@ -476,29 +482,40 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
         return _conv_taps(np.full(s, 1.0 / s), o) if s > 1 else None
 
     modes = _sequence(mode, n, "mode")
-    taps = _filter_axes(ndim, axes, per_axis, build, "size")
+    taps = _filter_axes(a, vol, axes, per_axis, build, "size")
     used = [m for ax, m in zip(axes, modes) if ax in taps] or modes[:1]
-    return _run_separable(input, output, taps, mode, cval, progress, options, used)
+    return _run_separable(a, output, taps, mode, cval, progress, options, used, volume)
 
 
-def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, progress=None,
-              **options):
+def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, volume=None,
+              progress=None, **options):
     """scipy.ndimage.correlate with 2-D weights (non-separable; (K, L, 1) for an (H, W, C)
     array, each channel on its own); method="auto", "direct" or "fft" among the options picks
-    how the weights are applied (auto: FFT tiles for large kernels)."""
+    how the weights are applied (auto: FFT tiles for large kernels). A volume takes weights of
+    one plane, (1, K, L) (or (1, K, L, 1)), and is filtered plane by plane: ooc has no 3-D
+    kernels (a separable one is correlate1d along each axis)."""
     a = _load(input)
+    vol = _is_volume(a, volume)
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != a.ndim:
         raise _usage("weights have %d dimensions, the input %d: give one per input axis"
                      % (w.ndim, a.ndim))
     if a.ndim == 1:
         return correlate1d(a, w, -1, output, mode, cval, origin, progress=progress, **options)
-    if a.ndim == 3:
+    origins = _sequence(origin, a.ndim, "origin")
+    if vol:
+        if w.shape[0] != 1 or int(origins[0]) != 0:
+            raise _usage("weights of a volume must be of one plane, (1, K, L)%s, at origin 0 "
+                         "along z, got shape %s: ooc filters a volume with 2-D weights plane by "
+                         "plane (3-D kernels are not supported)"
+                         % (" or (1, K, L, 1)" if a.ndim == 4 else "", w.shape))
+        w, origins = w[0], origins[1:]
+    if w.ndim == 3:
         if w.shape[2] != 1:
-            raise _usage("weights of an (H, W, C) array must be (K, L, 1): ooc filters each "
-                         "channel on its own")
+            raise _usage("weights of an %s array must be %s: ooc filters each channel on its "
+                         "own" % (_shape_name(a, vol), "(1, K, L, 1)" if vol else "(K, L, 1)"))
         w = w[:, :, 0]
-    origins = _sequence(origin, a.ndim, "origin")[:2]
+    origins = origins[:2]
     if w.size == 0:
         raise _usage("weights must not be empty")
     # Each axis padded as _conv_taps pads one: the centre is the output sample.
@@ -511,8 +528,9 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
     c[np.ix_(off0, off1)] = w
     kernel = c[::-1, ::-1].copy()  # convolution order
     out = _output(output, a)
-    _core.conv2d_array(a, out, kernel, _mode(mode), float(cval), _array_options(a, out, options),
-                       _check_progress(progress))
+    o = _array_options(a, out, options)
+    o.update(volume=vol, planes=vol)
+    _core.conv2d_array(a, out, kernel, _mode(mode), float(cval), o, _check_progress(progress))
     return out
 
 
@@ -544,14 +562,18 @@ def equalize(input, output=None, *, progress=None, **kwargs):
     """Histogram equalization of uint8/uint16 images (cv2.equalizeHist, each channel on its own).
 
     equalize("in.tif", "out.tif", ...) -> dict: ooceq on files (see equalize_file).
-    equalize(array, output=None) -> array (input: ndarray, memmap or .npy path).
+    equalize(array, output=None, volume=None) -> array (input: ndarray, memmap or .npy path); a
+    volume's histogram is that of all its planes.
     """
     if _is_path(input) and _is_path(output):
         return equalize_file(input, output, progress=progress, **kwargs)
     a = _load(input)
+    vol = _is_volume(a, kwargs.pop("volume", None))
     out = _output(output, a)
     src, dst = (a[np.newaxis], out[np.newaxis]) if a.ndim == 1 else (a, out)
-    _core.equalize_array(src, dst, _array_options(a, out, kwargs), _check_progress(progress))
+    o = _array_options(a, out, kwargs)
+    o["volume"] = vol
+    _core.equalize_array(src, dst, o, _check_progress(progress))
     return out
 
 
@@ -605,46 +627,53 @@ def _pipeline_options(options, mode, cval, out_type, precision):
 
 
 def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, precision="auto",
-        width=None, height=None, type=None, channels=None, in_format="auto", page=0,
+        width=None, height=None, type=None, channels=None, in_format="auto", page=None,
         input_level=-1, seed=1, format="auto", tile=0, compress=None, level=-1, bigtiff="auto",
         chunk=0, pyramid=False, levels=None, zarr_version=2, shard=0, cog=False,
-        progress=None, predictor="auto", **options):
+        progress=None, predictor="auto", depth=None, volume=False, pages=None, planes=False,
+        **options):
     """oocrun INPUT OUTPUT PIPELINE (see oocrun --help, ooc.stages()); returns --stats json.
 
     pipeline: stages separated by "!", e.g. "gaussian sigma=2 ! convert type=u8" (or a list of
     its words). mode (oocrun's --border; scipy's names too) and cval apply to every stage, each on
     its own input; intermediates are float32 (float64 with precision="f64"); the output has the
     input's type unless a last convert or out_type says otherwise. width/height/type/channels
-    describe a raw input; format, tile, compress, level, predictor and bigtiff the output file.
-    A pipeline with equalize reads the input once more per equalize ("passes" in the stats). The
-    output is written under a temporary name and renamed when complete; on any error nothing is
-    left.
+    describe a raw input, depth, volume, page and pages a volume (see convolve_file); a volume's
+    stages filter in 3-D, or each plane with planes=True (oocrun --planes). format, tile,
+    compress, level, predictor and bigtiff describe the output file. A pipeline with equalize
+    reads the input once more per equalize ("passes" in the stats). The output is written under a
+    temporary name and renamed when complete; on any error nothing is left.
     """
     o = _pipeline_options(options, mode, cval, out_type, precision)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
              channels=channels, in_format=in_format, page=page, input_level=input_level,
              seed=seed, format=format, tile=tile, compress=compress or "", level=level, bigtiff=bigtiff,
-             predictor=predictor,
+             predictor=predictor, depth=depth, volume=bool(volume), pages=pages,
+             planes=bool(planes),
              **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
     return _core.run_file(os.fspath(input), os.fspath(output), _pipeline_words(pipeline), o,
                           _check_progress(progress))
 
 
 def pipeline(input, pipeline, output=None, *, mode="reflect", cval=0.0, out_type=None,
-             precision="auto", progress=None, **options):
-    """The stages of ooc.run over an array: 2-D (H, W) or 3-D (H, W, C), an ndarray, a memmap or
-    a .npy path, streamed band by band as the other array functions are. Returns the output:
-    `output` itself, or a new array of the pipeline's output type (the last convert's or
-    equalize's, else the input's, unless out_type says) when output is None or a dtype. An
-    output array's dtype is the pipeline's output type; one sharing the input's memory is
-    handled as in the filters.
+             precision="auto", volume=None, planes=False, progress=None, **options):
+    """The stages of ooc.run over an array: 2-D (H, W), 3-D (H, W, C), or a volume (Z, Y, X)
+    or (Z, Y, X, C) (see volume in the module's help), an ndarray, a memmap or a .npy path,
+    streamed band by band as the other array functions are. A volume's stages filter in 3-D
+    where they have a 3-D version (oocrun --list), or each plane in 2-D with planes=True (oocrun
+    --planes); the others are refused (ooc.UsageError). Returns the output: `output` itself, or
+    a new array of the pipeline's output type (the last convert's or equalize's, else the
+    input's, unless out_type says) when output is None or a dtype. An output array's dtype is
+    the pipeline's output type; one sharing the input's memory is handled as in the filters.
     """
     a = _load(input)
     if a.ndim == 1:
-        raise _usage("a pipeline takes a 2-D (H, W) or 3-D (H, W, C) array, got shape %s: give "
+        raise _usage("a pipeline takes a 2-D (H, W), 3-D or 4-D array, got shape %s: give "
                      "a 1-D signal as one row, a[numpy.newaxis]" % (a.shape,))
+    vol = _is_volume(a, volume)
     words = _pipeline_words(pipeline)
     o = _pipeline_options(options, mode, cval, out_type, precision)
+    o.update(volume=vol, planes=bool(planes))
     out = None
     if output is None or isinstance(output, np.ndarray):
         out = None if output is None else _output(output, a)
@@ -662,3 +691,8 @@ def pipeline(input, pipeline, output=None, *, mode="reflect", cval=0.0, out_type
         o["alias"] = _shared(a, out)
     result, _ = _core.pipeline_array(a, out, words, o, _check_progress(progress))
     return result
+
+
+# After the helpers they share.
+from ._rank import (grey_closing, grey_opening, maximum_filter, median_filter,  # noqa: E402
+                    minimum_filter, percentile_filter, rank_filter)
