@@ -35,6 +35,7 @@ Examples:
   oocinfo                                   devices, CPU, and the backend --device auto picks
   oocinfo scan.npy big.raw --width 65536    format, geometry and band plan of each file
   oocinfo slide.tif --page 2                TIFF layout: strips/tiles, compression, BigTIFF
+  oocinfo stack.tif --pages 10:20           a z-stack's planes 10 to 19 (a volume)
   oocinfo scan.ome.zarr                     OME-Zarr levels: shapes, scales, chunks, codecs
   oocinfo big.raw --width 65536 --mem-limit 4G --radius 64
   oocinfo big.raw --width 65536 --kernel box:31      the plan of a 2-D kernel

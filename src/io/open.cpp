@@ -185,8 +185,9 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
                                     std::uint64_t seed) {
   const InputHintsScope scope(hints);
   if (path.rfind("synth:", 0) == 0) {
-    if (hints.page != 0)
-      throw Error(ErrorKind::usage, "--page applies to TIFF input; '" + path + "' is synthetic");
+    if (hints.page != 0 || !hints.pages.empty())
+      throw Error(ErrorKind::usage, std::string(hints.page != 0 ? "--page" : "--pages") +
+                                        " applies to TIFF input; '" + path + "' is synthetic");
     if (hints.format != "auto")
       throw Error(ErrorKind::usage, "--in-format applies to files; '" + path + "' is synthetic");
     return make_synthetic_source(path.substr(6), hints, seed);
@@ -242,9 +243,10 @@ std::unique_ptr<Source> open_source(const std::string& path, const RawHints& hin
     throw;
   }
   if (format == "tiff") return open_tiff_source(path, fd, hints, size);
-  if (hints.page != 0) {
+  if (hints.page != 0 || !hints.pages.empty()) {
     ::close(fd);
-    throw Error(ErrorKind::usage, "--page applies to TIFF input; '" + path + "' is " + format);
+    throw Error(ErrorKind::usage, std::string(hints.page != 0 ? "--page" : "--pages") +
+                                      " applies to TIFF input; '" + path + "' is " + format);
   }
   return make_mapped_source(path, fd, std::move(layout));
 }

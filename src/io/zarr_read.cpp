@@ -319,8 +319,9 @@ class ZarrSource final : public Source {
 }  // namespace
 
 std::unique_ptr<Source> open_zarr_source(const std::string& path, const RawHints& hints) {
-  if (hints.page != 0)
-    throw Error(ErrorKind::usage, "--page applies to TIFF input; '" + path + "' is Zarr");
+  if (hints.page != 0 || !hints.pages.empty())
+    throw Error(ErrorKind::usage, std::string(hints.page != 0 ? "--page" : "--pages") +
+                                      " applies to TIFF input; '" + path + "' is Zarr");
   Store st = zarr_read::open_store(path, hints.zarr_level);
   check_hints(hints, st.spec, "the .zarray of '" + st.array_dir + "', which says");
   const unsigned threads =

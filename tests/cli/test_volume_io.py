@@ -280,6 +280,8 @@ class VolumeCheck(unittest.TestCase):
                 self.expect_error(f"--pages {bad}",
                                   [self.p("in.tif"), out, COPY, "-q", "--pages", bad], 2,
                                   ["--pages takes A:B", "11 plane(s)", f"'{bad}'"])
+            self.expect_error("--pages of raw input", raw + ["--height", 60, "--pages", "1:3"],
+                              2, ["--pages applies to TIFF input"])
             self.expect_error("--page and --pages",
                               [self.p("in.tif"), out, COPY, "-q", "--pages", "1:3", "--page", 1],
                               2, ["give one"])
