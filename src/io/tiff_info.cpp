@@ -97,8 +97,8 @@ TiffInfo read_info(TIFF* tif, const std::string& path) {
   if (TIFFGetField(tif, TIFFTAG_IMAGEDEPTH, &depth) && depth > 1)
     throw Error(ErrorKind::input, "TIFF '" + path + "' is a volume " + std::to_string(depth) +
                                       " slices deep (ImageDepth " + std::to_string(depth) +
-                                      "), which ooc does not filter: it reads 2-D images; store "
-                                      "the slices as pages and pick one with --page");
+                                      "), which ooc does not read: store the slices as pages, "
+                                      "which it reads as the planes of a volume");
   t.spec = ImageSpec{w, h, spp, type};
   validate(t.spec);
   t.separate = planar == PLANARCONFIG_SEPARATE && spp > 1;

@@ -400,10 +400,6 @@ class TiffChunkSource final : public Source {
   std::unique_ptr<DecodeThreads> decoders_;
 };
 
-}  // namespace
-
-namespace {
-
 // The first byte of a z-stack's planes where they lie raw and one after the other in the file
 // (uncompressed chunky strips in file order, page after page), as a raw volume is.
 std::optional<std::uint64_t> raw_volume_offset(TIFF* tif, const std::vector<TiffInfo>& infos,
@@ -422,8 +418,8 @@ std::optional<std::uint64_t> raw_volume_offset(TIFF* tif, const std::vector<Tiff
 }
 
 // A z-stack of planes (pages alike): each page's tags and blocks checked, read mapped where the
-// planes lie raw one after the other, decoded otherwise.
-// tif and fd are handed on (and set to null, -1) once the source owns them.
+// planes lie raw one after the other, decoded otherwise. tif and fd are handed on (and set to
+// null and -1) once the source owns them.
 std::unique_ptr<Source> open_tiff_volume(const std::string& path, int& fd, TIFF*& tif,
                                          const RawHints& hints, std::uintmax_t file_size,
                                          const std::vector<tiff_read::PageEntry>& picked,
@@ -542,6 +538,7 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
           tiff_read::describe_layout(t, page, std::max(0, hints.zarr_level)) + ", read mapped";
       l.metadata = t.metadata;
       TIFFClose(tif);
+      tif = nullptr;
       guard.fd = -1;
       return make_mapped_source(path, fd, std::move(l));
     }
