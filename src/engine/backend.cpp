@@ -156,9 +156,17 @@ Backend select_backend(const std::string& device, const std::string& devices,
     throw Error(ErrorKind::device,
                 "--device cuda: no usable CUDA device (driver missing, no GPU, or no CUDA in this "
                 "build); use --device cpu or auto");
-  if (!every_op_on_gpu)
+  if (!every_op_on_gpu) {
+    // A volume's 3-D stages (planes of context, projections) run on the CPU only.
+    const bool volume = std::any_of(ops.begin(), ops.end(), [](const Operation* op) {
+      return op->plane_halo() > 0 || op->projects();
+    });
     throw Error(ErrorKind::device,
-                "--device cuda: this operation has no CUDA version; use --device cpu or auto");
+                volume ? "--device cuda: stages filtering a volume in 3-D run on the CPU only; "
+                         "use --device cpu or auto, or --planes to filter each plane in 2-D"
+                       : "--device cuda: this operation has no CUDA version; use --device cpu or "
+                         "auto");
+  }
   if (list.empty()) {
     for (int d = 0; d < count; ++d) list.push_back(d);
     // --devices all: the GPUs that pay. Where the host's copies bound the run (streaming from

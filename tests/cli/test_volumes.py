@@ -214,6 +214,26 @@ class Volumes(Base):
         self.assertEqual(r.returncode, 2)
         self.assertIn("takes a volume", r.stderr)
 
+    def test_planes_on_cuda_equal_each_plane_alone(self):
+        probe = run([tool("oocrun"), "synth:noise", "null:", "scale", "--width", "16", "--height",
+                     "16", "--device", "cuda", "-q"])
+        if probe.returncode != 0:
+            self.skipTest("no CUDA device, or no CUDA in this build (oocrun --device cuda fails)")
+        x = volume(5, 37, 29, 1, "u16", seed=12)
+        pipeline = "gaussian sigma=1.5 ! median size=3 ! unsharp sigma=1 amount=0.5"
+        got = self.oocrun_npy(x, pipeline, "--planes", "--device", "cuda", "--cpu-start", "off",
+                              "--band-rows", "8")
+        for z in range(x.shape[0]):
+            want = self.oocrun_npy(x[z], pipeline, "--device", "cuda", "--cpu-start", "off",
+                                   "--band-rows", "8", name="plane.npy")
+            self.assertTrue(np.array_equal(got[z], want), "plane %d" % z)
+        # 3-D stages have no CUDA version: refused on --device cuda, the CPU under auto.
+        np.save(self.p("in.npy"), x)
+        r = run([tool("oocrun"), self.p("in.npy"), self.p("c.npy"), "median size=3", "--device",
+                 "cuda", "-q"])
+        self.assertEqual(r.returncode, 5, r.stderr)
+        self.assertIn("--planes", r.stderr)
+
     def test_stages_without_3d_refused(self):
         x = volume(3, 8, 8, 1, "f32", seed=1)
         np.save(self.p("in.npy"), x)

@@ -97,8 +97,8 @@ class Project final : public Operation {
 std::vector<StageEntry> project_stages() {
   StageEntry e{
       {"project",
-       "a volume's projection along z, its last stage: max, min, sum or mean of each column of "
-       "planes (numpy's over axis 0); the output is one plane (sum and mean: f32, or f64)",
+       "a volume's projection along z: max, min, sum or mean of each column of planes (numpy's "
+       "over axis 0); one plane out (sum, mean: f32, or f64), which later stages filter",
        {other_param("op", StageParam::Kind::text, std::string("max"), "max, min, sum or mean")}},
       [](const StageContext& c) {
         const std::string op = c.args.text("op");

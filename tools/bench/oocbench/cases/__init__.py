@@ -14,11 +14,12 @@ from .stages import case_stages
 from .startup import case_startup
 from .stream import case_stream
 from .tiff import case_tiff
+from .volumes import case_volumes
 from .write import case_write
 
 REGISTRY = {"peers": case_peers, "write": case_write, "startup": case_startup, "stream": case_stream,
             "stages": case_stages, "tiff": case_tiff, "ops": case_ops, "atax": case_atax,
             "multi-gpu": case_multi_gpu, "pipeline": case_pipeline, "morphology": case_morphology,
             "pyramid": case_pyramid, "fft": case_fft,
-            "fft-auto": case_fft_auto, "budget": case_budget}
+            "fft-auto": case_fft_auto, "budget": case_budget, "volumes": case_volumes}
 CASES = list(REGISTRY)
