@@ -97,13 +97,17 @@ bool read_chunk(const Store& s, std::size_t chunk_bytes, const std::string& file
 // or the chunk in it is absent (fill_value).
 bool read_from_shard(const Store& s, std::size_t chunk_bytes, const std::string& file,
                      const std::string& where, std::int64_t cy, std::int64_t cx, std::int64_t ck,
-                     std::vector<std::byte>& out) {
+                     std::int64_t cz, std::vector<std::byte>& out) {
   const zarr::ArrayMeta& m = s.meta;
   std::size_t count = 1, at = 0;
   for (std::size_t i = 0; i < m.shape.size(); ++i) {
     const std::int64_t per = m.shard[i] / m.chunks[i];
     const int a = static_cast<int>(i);
-    const std::int64_t idx = a == m.y_axis ? cy : a == m.y_axis + 1 ? cx : a == m.c_axis ? ck : 0;
+    const std::int64_t idx = a == m.y_axis       ? cy
+                             : a == m.y_axis + 1 ? cx
+                             : a == m.c_axis     ? ck
+                             : a == m.z_axis     ? cz
+                                                 : 0;
     at = at * static_cast<std::size_t>(per) + static_cast<std::size_t>(idx % per);
     count *= static_cast<std::size_t>(per);
   }

@@ -335,13 +335,18 @@ ArrayMeta parse_array_json(const std::string& text, const std::string& where) {
   return m;
 }
 
-std::string chunk_key(const ArrayMeta& m, std::int64_t r, std::int64_t c, std::int64_t k) {
+std::string chunk_key(const ArrayMeta& m, std::int64_t r, std::int64_t c, std::int64_t k,
+                      std::int64_t z) {
   std::string key = m.version == 3 && m.v3_default_keys ? "c" + m.dimension_separator : "";
   // Without a channel axis set, an axis after x holds the channels (y, x, c).
   const int channel_axis = m.c_axis >= 0 ? m.c_axis : m.y_axis + 2;
   for (std::size_t i = 0; i < m.shape.size(); ++i) {
     const int a = static_cast<int>(i);
-    std::int64_t v = a == m.y_axis ? r : a == m.y_axis + 1 ? c : a == channel_axis ? k : 0;
+    std::int64_t v = a == m.y_axis       ? r
+                     : a == m.y_axis + 1 ? c
+                     : a == channel_axis ? k
+                     : a == m.z_axis     ? z
+                                         : 0;
     if (!m.shard.empty()) v /= m.shard[i] / m.chunks[i];
     if (i) key += m.dimension_separator;
     key += std::to_string(v);

@@ -55,6 +55,8 @@ struct ArrayMeta {
   // length 1 (OME's t, z). Set by whoever reads the shape (parse_array_json leaves 0 and -1).
   int y_axis = 0;
   int c_axis = -1;
+  // A volume's planes (-1: none, or of length 1): right before the rows, (z, y, x).
+  int z_axis = -1;
   // Zarr 3 (zarr.json). With sharding, `chunks` is the inner chunk and `shard` the shard (the
   // array's own chunk grid), whose index of (offset, size) pairs sits at the shard's end (or
   // start), optionally followed by its CRC-32C.
@@ -86,7 +88,9 @@ ArrayMeta parse_array_json(const std::string& text, const std::string& where);
 
 // The key of chunk (row r, column c, channel chunk k) for the array's axes and separator:
 // "r.c", "r.c.k", "k.r.c", or "0.0.0.r.c" with leading axes of length 1; for Zarr 3 "c/r/c"
-// (default encoding), and with sharding the key of the shard holding the chunk.
-std::string chunk_key(const ArrayMeta& m, std::int64_t r, std::int64_t c, std::int64_t k = 0);
+// (default encoding), and with sharding the key of the shard holding the chunk. z: the chunk's
+// index along the volume's z axis.
+std::string chunk_key(const ArrayMeta& m, std::int64_t r, std::int64_t c, std::int64_t k = 0,
+                      std::int64_t z = 0);
 
 }  // namespace ooc::zarr

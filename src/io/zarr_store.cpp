@@ -151,23 +151,27 @@ std::optional<Multiscales> parse_multiscales(const json& j, const std::string& a
   return out;
 }
 
-// Where the rows, columns and channels of the array lie (sets meta.y_axis and meta.c_axis), and
-// the image.
+}  // namespace
+
+// Where the planes, rows, columns and channels of the array lie (sets meta.z_axis, meta.y_axis and
+// meta.c_axis), and the image: a volume where a z axis right before the rows has more than one
+// plane.
 ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
                    const std::string& where) {
   const auto& s = m.shape;
   const int n = static_cast<int>(s.size());
   const std::string shape = list_text(s);
   const std::string layouts =
-      ": ooc reads (y, x), (c, y, x) and (y, x, c) with c <= 4 channels, and such arrays with "
-      "other axes of length 1 (OME's t, z)";
-  int y = -1, c = -1;
-  int iy = -1, ix = -1, ic = -1;
+      ": ooc reads (y, x), (c, y, x) and (y, x, c) with c <= 4 channels, volumes (z, y, x), "
+      "(c, z, y, x) and (z, y, x, c), and such arrays with other axes of length 1 (OME's t)";
+  int y = -1, c = -1, z = -1;
+  int iy = -1, ix = -1, ic = -1, iz = -1;
   if (static_cast<int>(axes.size()) == n)
     for (int i = 0; i < n; ++i) {
       if (axes[i] == "y") iy = i;
       if (axes[i] == "x") ix = i;
       if (axes[i] == "c") ic = i;
+      if (axes[i] == "z") iz = i;
     }
   // OME's axis names where they say where y and x are; otherwise the shape alone.
   if (iy >= 0 && ix >= 0) {
@@ -178,16 +182,32 @@ ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
     if (ic >= 0 && (ic < iy || ic == ix + 1)) c = ic;
     if (ix + 1 < n && c != ix + 1)
       fail(where + " has axes after x that are not channels (shape " + shape + ")" + layouts);
+    if (iz >= 0 && s[iz] > 1) {
+      if (iz != iy - 1)
+        fail(where + " has z at axis " + std::to_string(iz) + ", not right before y (axis " +
+             std::to_string(iy) + ")" + layouts);
+      z = iz;
+    }
   } else {
     // Without axis names: axes of length 1 before the image go, then (y, x), (y, x, c) with
-    // c <= 4 or (c, y, x).
+    // c <= 4 or (c, y, x); (z, y, x) where neither end could be channels, and of 4 axes
+    // (c, z, y, x) with c <= 4 first, else (z, y, x, c).
     if (n < 2) fail(where + " has " + std::to_string(n) + " dimension(s), not an image" + layouts);
     int lead = 0;
     while (n - lead > 3 && s[lead] == 1) ++lead;
-    if (n - lead > 3)
-      fail(where + " has shape " + shape + ", more than 3 axes of length over 1" + layouts);
+    if (n - lead > 4)
+      fail(where + " has shape " + shape + ", more than 4 axes of length over 1" + layouts);
     y = lead;
-    if (n - lead == 3) {
+    if (n - lead == 4) {
+      if (s[lead] <= 4) {
+        c = lead, z = lead + 1, y = lead + 2;
+      } else if (s[n - 1] <= 4) {
+        z = lead, y = lead + 1, c = n - 1;
+      } else {
+        fail(where + " has shape " + shape + ": 4 axes of which neither the first nor the last " +
+             "could be channels" + layouts);
+      }
+    } else if (n - lead == 3) {
       if (s[n - 1] <= 4) {
         c = n - 1;
       } else if (s[lead] == 1) {
@@ -196,35 +216,42 @@ ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
         c = lead;
         y = lead + 1;
       } else {
-        fail("Zarr volumes are not supported yet: " + where + " has shape " + shape +
-             ", a volume (z, y, x)" + layouts + "; save it as .npy or TIFF to filter it");
+        z = lead;
+        y = lead + 1;
       }
     }
+    if (z >= 0 && s[z] == 1) z = -1;
   }
   for (int i = 0; i < n; ++i)
-    if (i != y && i != y + 1 && i != c && s[i] != 1)
-      fail(std::string(axes.size() == s.size() && axes[static_cast<std::size_t>(i)] == "z"
-                           ? "Zarr volumes are not supported yet: "
-                           : "") +
-           where + " has shape " + shape + ": axis " + std::to_string(i) +
+    if (i != y && i != y + 1 && i != c && i != z && s[i] != 1)
+      fail(where + " has shape " + shape + ": axis " + std::to_string(i) +
            (axes.size() == s.size() ? " ('" + axes[static_cast<std::size_t>(i)] + "')" : "") +
            " has " + std::to_string(s[i]) + " entries, not 1" + layouts);
   m.y_axis = y;
   m.c_axis = c;
+  m.z_axis = z;
   const std::int64_t channels = c >= 0 ? s[c] : 1;
+  const std::int64_t depth = z >= 0 ? s[z] : 1;
   if (s[y] == 0 || s[y + 1] == 0 || channels == 0)
     fail(where + " has shape " + shape + ": it is empty");
   if (channels > 4)
     fail(where + " has " + std::to_string(channels) + " channels (shape " + shape + ")" + layouts);
   const unsigned __int128 total = static_cast<unsigned __int128>(s[y]) *
                                   static_cast<unsigned __int128>(s[y + 1]) *
+                                  static_cast<unsigned __int128>(depth) *
                                   static_cast<unsigned __int128>(channels) * sample_bytes(m.type);
   if (total > static_cast<unsigned __int128>(std::numeric_limits<std::int64_t>::max()))
     fail(where + " has shape " + shape + ", larger than 2^63 bytes");
   ImageSpec spec{s[y + 1], s[y], static_cast<int>(channels), m.type};
+  if (depth > 1) {
+    spec.depth = depth;
+    spec.stack = true;
+  }
   validate(spec);
   return spec;
 }
+
+namespace {
 
 // The array of OME-Zarr group `path` at `level` (-1: 0), whose metadata file is `meta` (Zarr
 // 2's .zarray, Zarr 3's zarr.json); returns the group's axis names.
@@ -403,13 +430,13 @@ std::vector<std::string> describe_zarr_store(const std::string& path) {
   std::vector<std::string> lines;
   // A level is Zarr 2 (.zarray) or Zarr 3 (zarr.json), whatever its group is.
   const auto array_line = [&](const std::string& dir, const std::string& head,
-                              const std::vector<double>& scale) {
+                              const std::vector<double>& scale,
+                              const std::vector<std::string>& group_axes) {
     const bool v3 = !is_file(dir + "/.zarray") && is_file(dir + "/zarr.json");
     const std::string file = dir + (v3 ? "/zarr.json" : "/.zarray");
     const std::string text = read_text(file, kMaxMetaBytes);
     const std::string where = "Zarr metadata '" + file + "'";
-    const auto m =
-        v3 ? zarr::parse_v3_array_json(text, where) : zarr::parse_array_json(text, where);
+    auto m = v3 ? zarr::parse_v3_array_json(text, where) : zarr::parse_array_json(text, where);
     std::string s = head + (v3 ? "zarr 3, " : "") + "shape " + list_text(m.shape) + ", dtype " +
                     (sample_bytes(m.type) == 1 ? "|"
                      : m.big_endian            ? ">"
@@ -421,6 +448,13 @@ std::vector<std::string> describe_zarr_store(const std::string& path) {
       std::string names;
       for (const auto& n : m.dimension_names) names += (names.empty() ? "" : ", ") + n;
       s += ", axes (" + names + ")";
+    }
+    // A volume's planes, where the array is an image ooc reads.
+    try {
+      const ImageSpec sp =
+          zarr_read::image_of(m, group_axes.empty() ? m.dimension_names : group_axes, where);
+      if (sp.depth > 1) s += ", depth " + std::to_string(sp.depth);
+    } catch (const Error&) {
     }
     if (!scale.empty()) {
       s += ", scale [";
@@ -441,7 +475,7 @@ std::vector<std::string> describe_zarr_store(const std::string& path) {
     node = j.is_object() ? j.value("node_type", std::string()) : std::string();
   }
   if (is_file(path + "/.zarray") || (v3 && node == "array")) {
-    array_line(path, "array: ", {});
+    array_line(path, "array: ", {}, {});
     return lines;
   }
   const auto ms = read_multiscales(path);
@@ -460,7 +494,7 @@ std::vector<std::string> describe_zarr_store(const std::string& path) {
   for (std::size_t i = 0; i < ms->paths.size(); ++i) {
     const std::string head = "level " + std::to_string(i) + " '" + ms->paths[i] + "': ";
     try {
-      array_line(path + "/" + ms->paths[i], head, ms->scales[i]);
+      array_line(path + "/" + ms->paths[i], head, ms->scales[i], ms->axes);
     } catch (const Error& e) {
       lines.push_back(head + "unreadable: " + e.what());
     }

@@ -37,6 +37,12 @@ struct Store {
   std::string level_path;
 };
 
+// Where the planes, rows, columns and channels of array m lie (sets its z_axis, y_axis and
+// c_axis), given its axis names (empty: none), and the image it holds; an input Error naming
+// `where` for an array ooc cannot read.
+ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
+                   const std::string& where);
+
 // The store `path` names, its array at OME-Zarr level `level` (-1: the group's first, or a bare
 // array), with the array's metadata read and its image found.
 Store open_store(const std::string& path, int level);
@@ -51,11 +57,11 @@ int open_chunk(const Store& s, const std::string& file, const std::string& where
 bool read_chunk(const Store& s, std::size_t chunk_bytes, const std::string& file,
                 const std::string& where, std::vector<std::byte>& out);
 
-// Zarr 3 sharding: inner chunk (cy, cx, ck) out of the shard file that holds it, through the
-// shard's index (checked against its CRC-32C where the array has one); false where the shard or
-// the chunk in it is absent (fill_value).
+// Zarr 3 sharding: inner chunk (cy, cx, ck; cz along a volume's z) out of the shard file that holds
+// it, through the shard's index (checked against its CRC-32C where the array has one); false where
+// the shard or the chunk in it is absent (fill_value).
 bool read_from_shard(const Store& s, std::size_t chunk_bytes, const std::string& file,
                      const std::string& where, std::int64_t cy, std::int64_t cx, std::int64_t ck,
-                     std::vector<std::byte>& out);
+                     std::int64_t cz, std::vector<std::byte>& out);
 
 }  // namespace ooc::zarr_read

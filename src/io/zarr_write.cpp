@@ -87,7 +87,7 @@ class ZarrSink final : public Sink {
         temp_(partial_path(target_)),
         mode_(o.mode),
         row_begin_(o.row_begin),
-        row_end_(o.row_end > 0 ? o.row_end : spec.height) {
+        row_end_(o.row_end > 0 ? o.row_end : spec.stacked_rows()) {
     info_.spec = spec;
     info_.chunk = o.chunk != 0 ? o.chunk : 512;
     if (info_.chunk < 1 || info_.chunk > 65536)
@@ -110,6 +110,13 @@ class ZarrSink final : public Sink {
         throw Error(ErrorKind::usage,
                     "Zarr 3 has no zlib codec: use --compress gzip (or blosc, zstd, none)");
     }
+    if (spec.volume() && (o.pyramid_levels != 0 || o.mode != OutputMode::fresh ||
+                          o.row_begin != 0 || (o.row_end != 0 && o.row_end != spec.stacked_rows())))
+      throw Error(ErrorKind::usage,
+                  "Zarr output '" + path + "' is a volume (" + spec.describe() +
+                      "), written whole in one run: " +
+                      (o.pyramid_levels != 0 ? "--pyramid and --levels" : "parts and --resume") +
+                      " are not supported for Zarr volumes yet; write it whole without them");
     info_.levels = o.pyramid_levels < 0 ? pyramid_auto_levels(spec) : o.pyramid_levels;
     if (info_.levels > 0 && pyramid_level(spec, info_.levels).height < 1)
       throw Error(ErrorKind::usage, "--levels " + std::to_string(info_.levels) + " is too many");
@@ -160,8 +167,8 @@ class ZarrSink final : public Sink {
 
   void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
                   std::size_t stride) override {
-    if (!builder_) {
-      first_ = y0;
+    if (first_ < 0) first_ = y0;
+    if (!builder_ && !info_.spec.volume()) {
       builder_ = std::make_unique<PyramidBuilder>(
           info_.spec, info_.levels, y0, row_end_,
           [this](int k, std::int64_t r, const std::byte* row) { add_row(k, r, row); },
@@ -173,7 +180,7 @@ class ZarrSink final : public Sink {
     }
     for (std::int64_t i = 0; i < n; ++i)
       add_row(0, y0 + i, data + static_cast<std::size_t>(i) * stride);
-    builder_->push(y0, n, data, stride);
+    if (builder_) builder_->push(y0, n, data, stride);
     written_ = y0 + n;
   }
 
@@ -187,6 +194,10 @@ class ZarrSink final : public Sink {
   }
 
   void keep() override {
+    if (info_.spec.volume())
+      throw Error(ErrorKind::usage, describe() +
+                                        " cannot be resumed: a Zarr volume is written in one run "
+                                        "(write .npy or raw to resume)");
     drain();
     for (int k = 0; k <= info_.levels; ++k) flush_partial(k);
     ::close(lock_fd_);
@@ -209,7 +220,7 @@ class ZarrSink final : public Sink {
     // is not tracked level by level: a rerun redoes the range.
     // Without one, whole chunk rows are, but for the last kInFlight, which may still be
     // compressing.
-    if (info_.levels > 0) return first;
+    if (info_.levels > 0 || info_.spec.volume()) return first;
     return std::max(first, (written_end / info_.unit() - kInFlight) * info_.unit());
   }
 
@@ -291,16 +302,25 @@ class ZarrSink final : public Sink {
     for (int k = 0; k <= info_.levels; ++k) make_dir(temp_ + "/" + std::to_string(k));
   }
 
+  // The unit row holding (stacked) row r of level k, counted over a volume's planes.
+  std::int64_t unit_of(int k, std::int64_t r) const {
+    const std::int64_t h = levels_[static_cast<std::size_t>(k)].spec.height;
+    return r / h * info_.units_down(k) + r % h / info_.unit();
+  }
+
   void add_row(int k, std::int64_t r, const std::byte* data) {
     Level& l = levels_[static_cast<std::size_t>(k)];
-    const std::int64_t ch = info_.unit(), cr = r / ch;
+    const std::int64_t ch = info_.unit(), cr = unit_of(k, r), h = l.spec.height;
+    // The unit row's first and end rows, stacked: within its plane.
+    const std::int64_t top = r / h * h + r % h / ch * ch;
+    const std::int64_t end = std::min(top + ch, r / h * h + h);
     const std::size_t rb = l.spec.row_bytes();
-    if (l.lo >= 0 && l.lo / ch != cr) flush_partial(k);
+    if (l.lo >= 0 && unit_of(k, l.lo) != cr) flush_partial(k);
     if (l.lo < 0) l.lo = r;
-    std::memcpy(l.buf->data() + static_cast<std::size_t>(r % ch) * rb, data, rb);
+    std::memcpy(l.buf->data() + static_cast<std::size_t>(r - top) * rb, data, rb);
     l.hi = r + 1;
-    if (l.hi == std::min((cr + 1) * ch, l.spec.height)) {
-      if (l.lo == cr * ch)
+    if (l.hi == end) {
+      if (l.lo == top)
         write_async(k, cr);
       else
         flush_partial(k);
@@ -356,9 +376,10 @@ class ZarrSink final : public Sink {
     Level& l = levels_[static_cast<std::size_t>(k)];
     if (l.lo < 0) return;
     const std::size_t rb = l.spec.row_bytes();
-    write_file_atomic(temp_ + "/" + edge_name(k, l.lo, l.hi),
-                      l.buf->data() + static_cast<std::size_t>(l.lo % info_.unit()) * rb,
-                      static_cast<std::size_t>(l.hi - l.lo) * rb);
+    write_file_atomic(
+        temp_ + "/" + edge_name(k, l.lo, l.hi),
+        l.buf->data() + static_cast<std::size_t>(l.lo % l.spec.height % info_.unit()) * rb,
+        static_cast<std::size_t>(l.hi - l.lo) * rb);
     l.lo = l.hi = -1;
   }
 
@@ -405,9 +426,6 @@ std::vector<LevelEdge> list_edges(const std::string& temp) {
 
 std::unique_ptr<Sink> create_zarr_sink(const std::string& path, const ImageSpec& spec,
                                        const std::string& input_path, const SinkOptions& options) {
-  if (spec.volume())
-    throw Error(ErrorKind::usage, "Zarr volumes are not supported yet: '" + path + "' would hold " +
-                                      spec.describe() + "; write .npy, raw or TIFF instead");
   return std::make_unique<ZarrSink>(path, spec, input_path, options);
 }
 
@@ -463,10 +481,11 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
     const ImageSpec s = pyramid_level(info.spec, k);
     const zarr::ArrayMeta meta = level_meta(info, k);
     const std::int64_t rows = ceil_div(s.height, ch), cols = ceil_div(s.width, ch);
-    for (std::int64_t i = 0; i < rows * cols * s.channels; ++i) {
+    const std::int64_t plane = rows * cols * s.channels;
+    for (std::int64_t i = 0; i < plane * info.spec.depth; ++i) {
       const std::int64_t r = i / cols % rows, c = i % cols;
-      const std::string p =
-          temp + "/" + std::to_string(k) + "/" + unit_key(info, meta, r, c, i / (rows * cols));
+      const std::string p = temp + "/" + std::to_string(k) + "/" +
+                            unit_key(info, meta, r, c, i % plane / (rows * cols), i / plane);
       struct stat st {};
       if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
         throw Error(ErrorKind::input,

@@ -133,14 +133,18 @@ void write_unit_row(const std::string& store, const StoreInfo& info, int k, std:
   const ImageSpec s = pyramid_level(info.spec, k);
   const zarr::ArrayMeta meta = level_meta(info, k);
   const std::int64_t ch = info.chunk, unit = info.unit();
+  // A volume's unit row: row r of plane z.
+  const std::int64_t z = ur / info.units_down(k);
+  ur %= info.units_down(k);
   const std::int64_t n = std::min(unit, s.height - ur * unit), cols = ceil_div(s.width, unit);
   const std::size_t rb = s.row_bytes();
   const std::string level_dir = store + "/" + std::to_string(k);
   // A plane per channel (one for an image of one channel).
   const int planes = s.channels;
-  for (int c = 0; c < planes; ++c) make_key_dirs(level_dir, unit_key(info, meta, ur, 0, c));
+  for (int c = 0; c < planes; ++c) make_key_dirs(level_dir, unit_key(info, meta, ur, 0, c, z));
   const auto put = [&](std::int64_t j, int c, const std::vector<std::byte>& bytes) {
-    write_file_atomic(level_dir + "/" + unit_key(info, meta, ur, j, c), bytes.data(), bytes.size());
+    write_file_atomic(level_dir + "/" + unit_key(info, meta, ur, j, c, z), bytes.data(),
+                      bytes.size());
   };
   if (info.version == 2) {
     tbb::parallel_for(std::int64_t{0}, cols * planes, [&](std::int64_t i) {

@@ -60,6 +60,11 @@ std::string StoreInfo::to_json() const {
   j["name"] = name;
   j["version"] = version;
   j["shard"] = shard;
+  // Only a volume's: a plane's store keeps the settings it always had.
+  if (spec.volume()) {
+    j["depth"] = spec.depth;
+    j["stack"] = spec.stack;
+  }
   return j.dump() + "\n";
 }
 
@@ -85,6 +90,10 @@ StoreInfo StoreInfo::from_json(const std::string& text, const std::string& where
     s.name = j.at("name").get<std::string>();
     s.version = j.at("version").get<int>();
     s.shard = j.at("shard").get<std::int64_t>();
+    if (j.contains("depth")) {
+      s.spec.depth = j.at("depth").get<std::int64_t>();
+      s.spec.stack = j.at("stack").get<bool>();
+    }
     validate(s.spec);
     if (s.chunk <= 0 || s.levels < 0 || s.levels > 40 || (s.version != 2 && s.version != 3) ||
         (s.version == 3 && (s.shard <= 0 || s.shard % s.chunk != 0)))
@@ -98,17 +107,29 @@ StoreInfo StoreInfo::from_json(const std::string& text, const std::string& where
   return s;
 }
 
+std::int64_t StoreInfo::units_down(int k) const {
+  return ceil_div(pyramid_level(spec, k).height, unit());
+}
+
 zarr::ArrayMeta level_meta(const StoreInfo& info, int k) {
   const ImageSpec s = pyramid_level(info.spec, k);
   zarr::ArrayMeta m;
   m.shape = {s.height, s.width};
   m.chunks = {info.chunk, info.chunk};
+  if (info.spec.volume()) {
+    // (z, y, x), a plane per chunk.
+    m.shape.insert(m.shape.begin(), info.spec.depth);
+    m.chunks.insert(m.chunks.begin(), 1);
+    m.z_axis = 0;
+    m.y_axis = 1;
+  }
   if (s.channels > 1) {
-    // NGFF orders axes by type, the channel before space: (c, y, x), a plane per chunk.
+    // NGFF orders axes by type, the channel before space: (c, [z,] y, x), a plane per chunk.
     m.shape.insert(m.shape.begin(), s.channels);
     m.chunks.insert(m.chunks.begin(), 1);
     m.c_axis = 0;
-    m.y_axis = 1;
+    m.y_axis += 1;
+    if (m.z_axis >= 0) m.z_axis += 1;
   }
   m.type = s.type;
   m.codec = info.codec;
@@ -123,6 +144,12 @@ std::string v3_array_json(const StoreInfo& info, int k) {
   const ImageSpec s = pyramid_level(info.spec, k);
   json shape = {s.height, s.width}, outer = {info.shard, info.shard},
        inner = {info.chunk, info.chunk}, names = {"y", "x"};
+  if (info.spec.volume()) {
+    shape.insert(shape.begin(), info.spec.depth);
+    outer.insert(outer.begin(), 1);
+    inner.insert(inner.begin(), 1);
+    names.insert(names.begin(), "z");
+  }
   if (s.channels > 1) {
     shape.insert(shape.begin(), s.channels);
     outer.insert(outer.begin(), 1);
@@ -152,10 +179,11 @@ std::string v3_array_json(const StoreInfo& info, int k) {
 
 // The file of unit (chunk or shard) row r, column c, channel k of a level, relative to the level.
 std::string unit_key(const StoreInfo& info, const zarr::ArrayMeta& meta, std::int64_t r,
-                     std::int64_t c, std::int64_t k) {
-  if (info.version == 2) return zarr::chunk_key(meta, r, c, k);
+                     std::int64_t c, std::int64_t k, std::int64_t z) {
+  if (info.version == 2) return zarr::chunk_key(meta, r, c, k, z);
   return "c/" + (info.spec.channels > 1 ? std::to_string(k) + "/" : std::string()) +
-         std::to_string(r) + "/" + std::to_string(c);
+         (info.spec.volume() ? std::to_string(z) + "/" : std::string()) + std::to_string(r) + "/" +
+         std::to_string(c);
 }
 
 std::string edge_name(int k, std::int64_t lo, std::int64_t hi, bool source) {
@@ -165,11 +193,15 @@ std::string edge_name(int k, std::int64_t lo, std::int64_t hi, bool source) {
 
 std::string attrs_json(const StoreInfo& info) {
   json axes = json::array({{{"name", "y"}, {"type", "space"}}, {{"name", "x"}, {"type", "space"}}});
+  // The voxel's size is not known here: scales count pixels of level 0, and no axis has a unit.
+  // Physical sizes (a "unit" per space axis, the scale's factors) would go in here and below.
+  if (info.spec.volume()) axes.insert(axes.begin(), json{{"name", "z"}, {"type", "space"}});
   if (info.spec.channels > 1) axes.insert(axes.begin(), json{{"name", "c"}, {"type", "channel"}});
   json datasets = json::array();
   for (int k = 0; k <= info.levels; ++k) {
     const double f = static_cast<double>(std::int64_t{1} << k);
     json scale = json::array({f, f});
+    if (info.spec.volume()) scale.insert(scale.begin(), 1.0);  // levels keep every plane
     if (info.spec.channels > 1) scale.insert(scale.begin(), 1.0);
     datasets.push_back(
         {{"path", std::to_string(k)},

@@ -31,8 +31,11 @@ struct StoreInfo {
   int version = 2;         // Zarr 2 (NGFF 0.4) or 3 (NGFF 0.5, sharded)
   std::int64_t shard = 0;  // Zarr 3: shards of shard x shard pixels (a multiple of chunk)
 
-  // The rows a writer makes whole at a time: a chunk row, or a row of shards.
+  // The rows a writer makes whole at a time: a chunk row, or a row of shards (of one plane of a
+  // volume: chunks are one plane deep).
   std::int64_t unit() const { return version == 3 ? shard : chunk; }
+  // Unit rows of a plane of level k: a volume's unit row g is row g % this of plane g / this.
+  std::int64_t units_down(int k) const;
 
   std::string to_json() const;
   // Throws an input Error naming `where` when the text is not a StoreInfo.
@@ -49,14 +52,15 @@ inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 // Level k's zarr.json (Zarr 3): one chunk per shard of inner chunks, index at the end.
 std::string v3_array_json(const StoreInfo& info, int k);
 
-// The file of unit (chunk or shard) row r, column c, channel k of a level, relative to the level.
+// The file of unit (chunk or shard) row r, column c, channel k of plane z of a level, relative
+// to the level.
 std::string unit_key(const StoreInfo& info, const zarr::ArrayMeta& meta, std::int64_t r,
-                     std::int64_t c, std::int64_t k);
+                     std::int64_t c, std::int64_t k, std::int64_t z = 0);
 
 // The name of an edge file (source: a source-rows file) of level k's rows [lo, hi).
 std::string edge_name(int k, std::int64_t lo, std::int64_t hi, bool source = false);
 
-// The group's .zattrs: NGFF 0.4 multiscales of the levels.
+// The group's .zattrs: NGFF 0.4 multiscales of the levels, axes [c,] [z,] y, x.
 std::string attrs_json(const StoreInfo& info);
 
 // `path` appears only complete: written under a name of this process beside it, then renamed.
@@ -68,8 +72,9 @@ std::string read_text(const std::string& path);
 void remove_tree(const std::string& dir) noexcept;
 bool is_dir(const std::string& p);
 
-// Unit row `ur` of level k (a chunk row, or a row of shards), from its rows (contiguous,
-// row_bytes apart, the unit row's first row first), compressed in parallel.
+// Unit row `ur` of level k (a chunk row, or a row of shards; of a volume, counted over its planes
+// as units_down says), from its rows (contiguous, row_bytes apart, the unit row's first row
+// first), compressed in parallel.
 void write_unit_row(const std::string& store, const StoreInfo& info, int k, std::int64_t ur,
                     const std::byte* rows);
 

@@ -409,8 +409,9 @@ class ZarrReadCheck(unittest.TestCase):
             expect(bad_store("v3", {"zarr_format": 3}), 3, "version 2", "zarr_format 3")
             expect(bad_store("notjson", "{\"zarr_format\": 2, "), 3, "not JSON",
                    ".zarray not JSON")
-            expect(bad_store("volume", {"shape": [9, 10, 12], "chunks": [1, 5, 6]}), 3, "volume",
-                   "3-D volume")
+            # (A 3-D array is a volume now: test_zarr_volumes.py.) Of 4 axes, neither end channels:
+            expect(bad_store("volume", {"shape": [9, 10, 12, 7], "chunks": [1, 5, 6, 7]}), 3,
+                   "neither the first nor the last", "4-D array without channels")
             expect(bad_store("onedim", {"shape": [12], "chunks": [6]}), 3, "not an image",
                    "1-D array")
             expect(bad_store("nofill", {"fill_value": None}), 3, "fill_value (null)",
