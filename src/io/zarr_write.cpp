@@ -110,13 +110,11 @@ class ZarrSink final : public Sink {
         throw Error(ErrorKind::usage,
                     "Zarr 3 has no zlib codec: use --compress gzip (or blosc, zstd, none)");
     }
-    if (spec.volume() && (o.pyramid_levels != 0 || o.mode != OutputMode::fresh ||
-                          o.row_begin != 0 || (o.row_end != 0 && o.row_end != spec.stacked_rows())))
-      throw Error(ErrorKind::usage,
-                  "Zarr output '" + path + "' is a volume (" + spec.describe() +
-                      "), written whole in one run: " +
-                      (o.pyramid_levels != 0 ? "--pyramid and --levels" : "parts and --resume") +
-                      " are not supported for Zarr volumes yet; write it whole without them");
+    if (spec.volume() && (o.mode != OutputMode::fresh || o.row_begin != 0 ||
+                          (o.row_end != 0 && o.row_end != spec.stacked_rows())))
+      throw Error(ErrorKind::usage, "Zarr output '" + path + "' is a volume (" + spec.describe() +
+                                        "), written whole in one run: parts and --resume are not "
+                                        "supported for Zarr volumes yet; write it whole");
     info_.levels = o.pyramid_levels < 0 ? pyramid_auto_levels(spec) : o.pyramid_levels;
     if (info_.levels > 0 && pyramid_level(spec, info_.levels).height < 1)
       throw Error(ErrorKind::usage, "--levels " + std::to_string(info_.levels) + " is too many");
@@ -181,6 +179,7 @@ class ZarrSink final : public Sink {
     for (std::int64_t i = 0; i < n; ++i)
       add_row(0, y0 + i, data + static_cast<std::size_t>(i) * stride);
     if (builder_) builder_->push(y0, n, data, stride);
+    if (info_.spec.volume() && info_.levels > 0) push_planes(y0, n, data, stride);
     written_ = y0 + n;
   }
 
@@ -302,6 +301,29 @@ class ZarrSink final : public Sink {
     for (int k = 0; k <= info_.levels; ++k) make_dir(temp_ + "/" + std::to_string(k));
   }
 
+  // A volume's levels halve each plane in y and x and keep every plane: a builder a plane, made
+  // when its first rows arrive (a volume is written whole, its planes in order).
+  void push_planes(std::int64_t y0, std::int64_t n, const std::byte* data, std::size_t stride) {
+    const std::int64_t h = info_.spec.height;
+    ImageSpec plane = info_.spec;
+    plane.depth = 1;
+    plane.stack = false;
+    while (n > 0) {
+      const std::int64_t z = y0 / h, y = y0 % h, m = std::min(n, h - y);
+      if (!plane_builder_ || plane_ != z) {
+        plane_ = z;
+        plane_builder_ = std::make_unique<PyramidBuilder>(
+            plane, info_.levels, 0, h, [this, z](int k, std::int64_t r, const std::byte* row) {
+              add_row(k, z * levels_[static_cast<std::size_t>(k)].spec.height + r, row);
+            });
+      }
+      plane_builder_->push(y, m, data, stride);
+      data += static_cast<std::size_t>(m) * stride;
+      y0 += m;
+      n -= m;
+    }
+  }
+
   // The unit row holding (stacked) row r of level k, counted over a volume's planes.
   std::int64_t unit_of(int k, std::int64_t r) const {
     const std::int64_t h = levels_[static_cast<std::size_t>(k)].spec.height;
@@ -389,6 +411,8 @@ class ZarrSink final : public Sink {
   std::int64_t row_begin_, row_end_;
   std::vector<Level> levels_;
   std::unique_ptr<PyramidBuilder> builder_;
+  std::unique_ptr<PyramidBuilder> plane_builder_;  // a volume's, of plane plane_
+  std::int64_t plane_ = -1;
   static constexpr int kInFlight = 2;
   // Behind a pointer: task_group's destructor may throw, a Sink's must not (it is waited first).
   std::unique_ptr<tbb::task_group> tasks_ = std::make_unique<tbb::task_group>();

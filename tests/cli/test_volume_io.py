@@ -285,10 +285,7 @@ class VolumeCheck(unittest.TestCase):
             self.expect_error("--page and --pages",
                               [self.p("in.tif"), out, COPY, "-q", "--pages", "1:3", "--page", 1],
                               2, ["give one"])
-            # Zarr volumes are read and written (test_zarr_volumes.py); their pyramids are not.
-            self.expect_error("zarr pyramid of a volume",
-                              [self.p("in.tif"), self.p("out.zarr"), COPY, "-q", "--pyramid"], 2,
-                              ["not supported for Zarr volumes"])
+            # Zarr volumes are read and written: test_zarr_volumes.py.
             self.expect_error("tiff volume with --levels 1",
                               [self.p("in.tif"), self.p("out.tif"), COPY, "-q", "--levels", 1], 2,
                               ["volume", "--levels"])

@@ -4,8 +4,8 @@ shards) read back by zarr-python (or, for Zarr 3, by a reader of the spec here) 
 array, their NGFF 0.4 / 0.5 metadata checked against the spec's rules; arrays and OME-Zarr groups
 written by zarr-python (chunks of several planes, (z, y, x), (c, z, y, x), (t, c, z, y, x)) and
 sharded Zarr 3 arrays written here, read through oocrun 'scale mul=1' equal to the array; a 3-D
-Gaussian through Zarr equal to the same run on .npy; oocinfo's depth; the refusals (pyramids,
-parts and --resume of a volume).
+Gaussian through Zarr equal to the same run on .npy; oocinfo's depth; pyramids of volumes (each
+plane's 2 x 2 means, every plane kept); the refusal of parts and --resume of a volume.
 
 Usage: test_zarr_volumes.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import itertools
@@ -191,6 +191,17 @@ def write_v3(path, a, inner, outer=None, names=None, codec="zstd"):
     save_json(os.path.join(path, "zarr.json"), meta)
 
 
+def reduce(x):
+    """One pyramid level of a plane (y, x[, c]) from the one above, as stored."""
+    f = x.astype(np.float64)
+    if f.shape[0] % 2:
+        f = np.concatenate([f, f[-1:]], 0)
+    if f.shape[1] % 2:
+        f = np.concatenate([f, f[:, -1:]], 1)
+    m = (f[0::2, 0::2] + f[1::2, 0::2] + f[0::2, 1::2] + f[1::2, 1::2]) / 4
+    return np.rint(m).astype(x.dtype) if x.dtype.kind in "iu" else m.astype(x.dtype)
+
+
 def ngff_problems(store, ndim, version, channels):
     """The group's multiscales against NGFF 0.4 (Zarr 2) / 0.5 (Zarr 3): axes of types time, then
     channel, then 2 or 3 space axes (z, y, x); each dataset's scale of the array's rank."""
@@ -235,8 +246,11 @@ def ngff_problems(store, ndim, version, channels):
         ts = d["coordinateTransformations"]
         if [t["type"] for t in ts][:1] != ["scale"]:
             p.append(f"dataset {d['path']}: first transformation not scale")
-        elif ts[0]["scale"] != [1.0] * ndim:
-            p.append(f"dataset {d['path']}: scale {ts[0]['scale']}, want {[1.0] * ndim}")
+        else:
+            f = 2.0 ** int(d["path"])  # levels halve y and x, keep every plane
+            want = [1.0] * (ndim - 2) + [f, f]
+            if ts[0]["scale"] != want:
+                p.append(f"dataset {d['path']}: scale {ts[0]['scale']}, want {want}")
     return p
 
 
@@ -385,13 +399,42 @@ class ZarrVolumes(unittest.TestCase):
                 f"exit {r.returncode} {r.stderr}" if r.returncode else None,
                 f"oocinfo exit {info.returncode}: {info.stderr}" if info.returncode else None,
                 None if "depth 6" in info.stdout else f"no 'depth 6' in {info.stdout!r}"])
-            for what, extra in (("--pyramid", ["--pyramid"]), ("--rows", ["--rows", "0:20", "--chunk", 20])):
+            for what, extra in (("--rows", ["--rows", "0:20", "--chunk", 20]),):
                 r = run(OOCRUN, self.p("in.npy"), self.p("p.zarr"), COPY, "-q", *extra)
                 cli_cases.report(f"a volume's {what} refused", [
                     f"exit {r.returncode}, want 2" if r.returncode != 2 else None,
                     None if "not supported for Zarr volumes" in r.stderr else
                     f"stderr {r.stderr.strip()!r}",
                     "a store was left" if os.path.exists(self.p("p.zarr")) else None])
+
+    def test_6_pyramid(self):
+        """--levels of a volume: each plane's 2 x 2 means, every plane kept, scale z 1."""
+        with cli_cases.cases(self):
+            for dt, channels, version in (("u2", 1, 2), ("f4", 3, 2), ("u1", 3, 3), ("u2", 1, 3)):
+                shape = (3, 37, 45) + ((channels,) if channels > 1 else ())
+                a = random_volume(shape, dt)
+                src, out = self.p("in.npy"), self.p(f"pyr_{dt}_{channels}_{version}.zarr")
+                np.save(src, a)
+                extra = ["--chunk", 8, "--levels", 2] + (["--zarr-version", 3, "--shard", 16]
+                                                         if version == 3 else [])
+                name = f"pyramid {dt} x{channels} zarr {version}"
+                r = run(OOCRUN, src, out, COPY, "-q", *extra)
+                if r.returncode:
+                    cli_cases.fail(f"{name}: exit {r.returncode}: {r.stderr.strip()}")
+                    continue
+                problems = ngff_problems(out, a.ndim, version, channels)
+                level = a
+                for k in range(3):
+                    path = os.path.join(out, str(k))
+                    got = zarr.open_array(path, mode="r")[...] if version == 2 else read_v3(path)
+                    want = np.moveaxis(level, -1, 0) if channels > 1 else level
+                    if got.shape != want.shape:
+                        problems.append(f"level {k}: shape {got.shape}, want {want.shape}")
+                    elif not (np.array_equal(got, want) if a.dtype.kind in "iu" else
+                              np.allclose(got, want, rtol=1e-6)):
+                        problems.append(f"level {k} differs")
+                    level = np.stack([reduce(p) for p in level])
+                cli_cases.report(name, problems)
 
 
 if __name__ == "__main__":
