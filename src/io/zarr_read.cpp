@@ -4,9 +4,12 @@
 // TBB task per chunk) into the band's buffer, or, where a row of chunks reaches past the band (the
 // next band's halo will want it again), into the decoded-chunk cache (chunk_cache.hpp), so that
 // consecutive bands never decode one twice. A chunk of several planes is decoded whole into the
-// cache (a slab: its planes' rows of that row of chunks), and the slabs of one plane of chunks are
-// kept, where they fit in kSlabCacheBytes, for the planes after it that read them again; where
-// they do not, the least recently used go first and each chunk is decoded once per plane it holds.
+// cache (a slab: its planes' rows of that row of chunks), and the slabs of a plane of chunks are
+// held (pinned) for the planes after the first that read them again, as many as the budget the
+// job gives holds (prefetch: a quarter of --mem-limit), the top rows first. Where all fit, every
+// chunk is decoded once; where only P of a plane's R rows of slabs do, the other rows' chunks are
+// decoded once per plane they hold (the bands walk each plane's rows in order, so that a cache
+// of the most recent would keep none the next plane reads first: the pins keep P of them).
 // The store and its chunk files: zarr_store.hpp.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -17,6 +20,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,9 +47,6 @@ constexpr std::uint64_t kMaxChunkRowBytes = 2ull << 30;
 // Rows of chunks kept for the next band's halo, at most (and at least two).
 constexpr std::uint64_t kCacheBytes = 16u << 20;
 constexpr std::int64_t kMaxCachedRows = 1024;
-// Slabs (chunks of several planes, decoded whole) kept for the planes after the first that read
-// them: a whole plane of chunks where it fits in this, else as many rows as fit (two at least).
-constexpr std::uint64_t kSlabCacheBytes = 256u << 20;
 
 // One sample of `type` holding v; throws when v is not a value of the type.
 void fill_sample(SampleType type, double v, const std::string& text, std::byte* out,
@@ -122,9 +123,7 @@ class ZarrSource final : public Source {
            " MiB per row of chunks, too many to decode in bounded memory; rechunk it");
     keep_ = std::clamp<std::int64_t>(static_cast<std::int64_t>(kCacheBytes / crow), 2,
                                      std::max<std::int64_t>(1, std::min(down_, kMaxCachedRows)));
-    if (dz_ > 1)
-      keep_ = std::clamp<std::int64_t>(static_cast<std::int64_t>(kSlabCacheBytes / crow), 2,
-                                       std::max<std::int64_t>(2, down_));
+    if (dz_ > 1) keep_ = 1;  // the band's neighbour; pins (set by prefetch) keep the rest
     fill_.resize(sample_bytes(m.type));
     if (m.fill) fill_sample(m.type, *m.fill, m.fill_json, fill_.data(), where);
     const bool several = s_.spec.channels > 1 || cc_ > 1;
@@ -154,6 +153,15 @@ class ZarrSource final : public Source {
   }
 
   const ImageSpec& spec() const noexcept override { return s_.spec; }
+
+  // Slabs: the rows of them `max_bytes` holds are pinned (before the job plans its bands, which
+  // count what buffer_bytes then says).
+  void prefetch(std::int64_t /*y0*/, std::size_t max_bytes) override {
+    if (dz_ > 1)
+      pin_rows_ = std::min<std::int64_t>(
+          down_,
+          static_cast<std::int64_t>(max_bytes / std::max<std::uint64_t>(chunk_row_bytes(0), 1)));
+  }
   std::string describe() const override { return "zarr '" + s_.path + "' " + s_.spec.describe(); }
   std::string layout() const override { return layout_; }
   bool parallel_reads() const override { return false; }
@@ -163,9 +171,11 @@ class ZarrSource final : public Source {
   // those kept, and those of each reader's band.
   std::size_t buffer_bytes(std::int64_t band_rows, int readers) const override {
     if (dz_ > 1) {
-      const std::uint64_t band = std::uint64_t(std::max<std::int64_t>(band_rows, 1) / ch_ + 2);
+      const std::uint64_t band =
+          std::uint64_t((std::max<std::int64_t>(band_rows, 1) + ch_ - 1) / ch_ + 1);
       const std::uint64_t rows =
-          keep_ + std::uint64_t(std::max(readers, 1)) * std::min<std::uint64_t>(down_, band);
+          pin_rows_ + keep_ +
+          std::uint64_t(std::max(readers, 1)) * std::min<std::uint64_t>(down_, band);
       return static_cast<std::size_t>(rows * chunk_row_bytes(0) +
                                       std::uint64_t(threads_) * 2 * chunk_bytes_);
     }
@@ -218,6 +228,13 @@ class ZarrSource final : public Source {
     std::vector<ChunkCache::Ptr> mine;  // the rows of chunks this call decodes
     std::vector<ChunkCache::Ptr> used;  // the cached ones it copies from
     for (std::int64_t cy = cy0; cy <= cy1; ++cy) {
+      if (slab) {
+        std::lock_guard lock(mutex_);
+        if (const auto it = pinned_.find(cz * down_ + cy); it != pinned_.end()) {
+          used.push_back(it->second);
+          continue;
+        }
+      }
       const std::int64_t top = cy * ch_, bottom = top + rows_in(cy);
       const bool inside = !slab && top >= y0 && bottom <= y0 + n && cy <= cy1 - tail;
       auto [e, fresh] =
@@ -253,6 +270,14 @@ class ZarrSource final : public Source {
       for (const auto& e : used)
         if (e->error) error = e->error;
     if (error) std::rethrow_exception(error);
+    if (slab && pin_rows_ > 0) {
+      // The pins follow the plane of slabs being read; the one before is done with.
+      std::lock_guard lock(mutex_);
+      if (cz != pinned_cz_) pinned_.clear();
+      pinned_cz_ = cz;
+      for (const auto& e : used)
+        if (e->key % down_ < pin_rows_ && e->key / down_ == cz) pinned_.emplace(e->key, e);
+    }
     for (const auto& e : used) {
       if (!slab) {
         cache_.copy_out(*e, base + y0, n, dst);
@@ -370,6 +395,10 @@ class ZarrSource final : public Source {
   std::int64_t across_ = 1, down_ = 1, kchunks_ = 1;
   std::size_t chunk_bytes_ = 0;
   std::int64_t keep_ = 1;
+  std::int64_t pin_rows_ = 0;  // slabs: rows of a plane of them held for the planes after
+  // Guarded by mutex_: the pinned slabs (decoded) of plane of slabs pinned_cz_.
+  std::map<std::int64_t, ChunkCache::Ptr> pinned_;
+  std::int64_t pinned_cz_ = -1;
   // Guarded by mutex_: the rows of chunks the next band reads again (0: not known yet), and
   // the last request.
   std::int64_t tail_ = 0, last_y0_ = -1, last_end_ = -1;

@@ -324,6 +324,14 @@ class ZarrVolumes(unittest.TestCase):
                     store = self.p(f"arr_{dt}_{chunks[0]}_{chunks[1]}.zarr")
                     zarr.save_array(store, a, chunks=chunks)
                     self.read_case(f"zarr-python (z, y, x) {dt} chunks {chunks}", store, a)
+            # Chunks of 32 planes under memory limits that hold some of a plane of them (the
+            # others decoded again for each plane) or all.
+            a = random_volume((32, 256, 256), "u2")
+            store = self.p("deep.zarr")
+            zarr.save_array(store, a, chunks=(32, 32, 32))
+            for limit in ("6M", "8M", "64M"):
+                self.read_case(f"chunks of 32 planes, --mem-limit {limit}", store, a,
+                               ["--mem-limit", limit])
             # An OME-Zarr group (t, c, z, y, x) of 3 channels and one of 1, chunks of 3 planes.
             for channels in (1, 3):
                 a = random_volume((9, 22, 27, 3) if channels > 1 else (9, 22, 27), "u2")
