@@ -118,8 +118,9 @@ class ZarrSource final : public Source {
     chunk_bytes_ = static_cast<std::size_t>(bytes);
     const std::uint64_t crow = chunk_row_bytes(0);
     if (crow > kMaxChunkRowBytes)
-      fail(where + " has chunks " + std::to_string(ch_) + " rows high over an image " +
-           std::to_string(s_.spec.width) + " wide: " + std::to_string(crow >> 20) +
+      fail(where + " has chunks " + (dz_ > 1 ? std::to_string(dz_) + " planes deep and " : "") +
+           std::to_string(ch_) + " rows high over an image " + std::to_string(s_.spec.width) +
+           " wide: " + std::to_string(crow >> 20) +
            " MiB per row of chunks, too many to decode in bounded memory; rechunk it");
     keep_ = std::clamp<std::int64_t>(static_cast<std::int64_t>(kCacheBytes / crow), 2,
                                      std::max<std::int64_t>(1, std::min(down_, kMaxCachedRows)));

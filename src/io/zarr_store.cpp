@@ -155,7 +155,7 @@ std::optional<Multiscales> parse_multiscales(const json& j, const std::string& a
 
 // Where the planes, rows, columns and channels of the array lie (sets meta.z_axis, meta.y_axis and
 // meta.c_axis), and the image: a volume where a z axis right before the rows has more than one
-// plane.
+// plane, or is named with no axis but channels beside the image's.
 ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
                    const std::string& where) {
   const auto& s = m.shape;
@@ -182,7 +182,10 @@ ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
     if (ic >= 0 && (ic < iy || ic == ix + 1)) c = ic;
     if (ix + 1 < n && c != ix + 1)
       fail(where + " has axes after x that are not channels (shape " + shape + ")" + layouts);
-    if (iz >= 0 && s[iz] > 1) {
+    // A named z of one plane is a volume's where nothing but channels is beside it ((z, y, x) and
+    // (c, z, y, x), as ooc writes a volume of one plane); under OME's t it stays a plane.
+    const bool only_zyx = n == 3 + (c >= 0 ? 1 : 0) && (c < 0 || c < iz);
+    if (iz >= 0 && (s[iz] > 1 || (iz == iy - 1 && only_zyx))) {
       if (iz != iy - 1)
         fail(where + " has z at axis " + std::to_string(iz) + ", not right before y (axis " +
              std::to_string(iy) + ")" + layouts);
@@ -243,7 +246,7 @@ ImageSpec image_of(zarr::ArrayMeta& m, const std::vector<std::string>& axes,
   if (total > static_cast<unsigned __int128>(std::numeric_limits<std::int64_t>::max()))
     fail(where + " has shape " + shape + ", larger than 2^63 bytes");
   ImageSpec spec{s[y + 1], s[y], static_cast<int>(channels), m.type};
-  if (depth > 1) {
+  if (z >= 0) {
     spec.depth = depth;
     spec.stack = true;
   }

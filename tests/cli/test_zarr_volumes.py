@@ -407,6 +407,17 @@ class ZarrVolumes(unittest.TestCase):
                 f"exit {r.returncode} {r.stderr}" if r.returncode else None,
                 f"oocinfo exit {info.returncode}: {info.stderr}" if info.returncode else None,
                 None if "depth 6" in info.stdout else f"no 'depth 6' in {info.stdout!r}"])
+            # A volume of one plane stays one through an OME-Zarr store ((z, y, x), z named); a
+            # bare (1, y, x) array without names is a plane, as before.
+            one = random_volume((1, 20, 30), "f4")
+            np.save(self.p("one.npy"), one)
+            r = run(OOCRUN, self.p("one.npy"), self.p("one.zarr"), COPY, "-q")
+            if r.returncode:
+                cli_cases.fail(f"one plane: exit {r.returncode}: {r.stderr.strip()}")
+            else:
+                self.read_case("a volume of one plane through OME-Zarr", self.p("one.zarr"), one)
+            zarr.save_array(self.p("flat.zarr"), one, chunks=(1, 10, 10))
+            self.read_case("a bare (1, y, x) array is a plane", self.p("flat.zarr"), one[0])
             for what, extra in (("--rows", ["--rows", "0:20", "--chunk", 20]),):
                 r = run(OOCRUN, self.p("in.npy"), self.p("p.zarr"), COPY, "-q", *extra)
                 cli_cases.report(f"a volume's {what} refused", [
