@@ -110,7 +110,9 @@ double highest_value(SampleType t) noexcept {
 }
 
 std::string ImageSpec::describe() const {
-  return (depth > 1 ? std::to_string(depth) + " planes of " : std::string()) + std::to_string(width) + " x " + std::to_string(height) + " x " + std::to_string(channels) +
+  return (volume() ? std::to_string(depth) + (depth == 1 ? " plane of " : " planes of ")
+                   : std::string()) +
+         std::to_string(width) + " x " + std::to_string(height) + " x " + std::to_string(channels) +
          " " + std::string(name(type));
 }
 

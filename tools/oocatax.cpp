@@ -375,7 +375,8 @@ int main(int argc, char** argv) {
         ->default_str("auto");
     g_in->add_option("--page", jo.hints.page, "TIFF: the page (image) to read, from 0")
         ->default_str("0")
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::NonNegativeNumber)
+        ->each([&jo](const std::string&) { jo.hints.page_given = true; });
     g_in->add_option("--matrix-seed", jo.seed, "seed of a synth: matrix")->default_str("1");
     auto* g_x = app.add_option_group("Product");
     g_x->add_option("--op", op_name, "atax, ax or atx")->default_str("atax");

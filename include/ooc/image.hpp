@@ -32,8 +32,11 @@ struct ImageSpec {
   int channels = 1;
   SampleType type = SampleType::f32;
   std::int64_t depth = 1;  // planes
+  // A z axis at depth 1 too (a (1, y, x) array): a volume of one plane, filtered in 3-D as scipy
+  // filters such an array (the constant border's planes around it count).
+  bool stack = false;
 
-  bool volume() const noexcept { return depth > 1; }
+  bool volume() const noexcept { return depth > 1 || stack; }
   // Rows of every plane, stacked: what sources and sinks address.
   std::int64_t stacked_rows() const noexcept { return height * depth; }
 
@@ -44,7 +47,8 @@ struct ImageSpec {
   }
   std::int64_t row_samples() const noexcept { return width * channels; }
   std::int64_t pixels() const noexcept { return width * height * depth; }
-  std::string describe() const;  // "65536 x 1000 x 3 u16"; a volume "64 planes of 512 x 512 x 1 u16"
+  std::string describe()
+      const;  // "65536 x 1000 x 3 u16"; a volume "64 planes of 512 x 512 x 1 u16"
 };
 
 // Throws a usage Error when a dimension is out of range or width*height*channels*bytes overflows.

@@ -570,7 +570,9 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   stats.write_seconds = write_s;
   stats.rows_done = rows_done;
   stats.stopped = rows_done < rows_total;
-  stats.bytes_read = static_cast<std::size_t>(rows_done) * in.row_bytes();
+  // A projection's output row reads that row of every plane.
+  stats.bytes_read = static_cast<std::size_t>(rows_done) * in.row_bytes() *
+                     static_cast<std::size_t>(op.projects() ? in.depth : 1);
   stats.bytes_written = out_spec ? static_cast<std::size_t>(rows_done) * out_row : 0;
   stats.pixels = rows_done * in.width;
   return stats;

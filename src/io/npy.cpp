@@ -136,9 +136,11 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
     out.spec.channels = static_cast<int>(dims[2]);
   } else if (dims.size() == 3) {
     out.spec.depth = dims[0], out.spec.height = dims[1], out.spec.width = dims[2];
+    out.spec.stack = true;
   } else if (dims.size() == 4 && channels_axis(dims[3])) {
     out.spec.depth = dims[0], out.spec.height = dims[1], out.spec.width = dims[2];
     out.spec.channels = static_cast<int>(dims[3]);
+    out.spec.stack = true;
   } else {
     throw Error(ErrorKind::input, "'" + path + "': .npy shape " + shape +
                                       " is not an image: use (height, width), (height, width, "

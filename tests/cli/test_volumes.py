@@ -132,6 +132,29 @@ class Volumes(Base):
                     want = sep3(r, gauss_taps(3), gauss_taps(2), gauss_taps(2), border)
                     self.close(got, want, "f32", "median ! gaussian on %s" % (shape,))
 
+    def test_a_volume_of_one_plane(self):
+        x = volume(1, 9, 11, 1, "f32", seed=13)
+        for border in BORDERS:
+            with self.subTest(border=border):
+                got = self.oocrun_npy(x, "gaussian sigma=1 sigma-z=2 ! minimum size=3",
+                                      "--border", border, "--border-value", str(CVAL))
+                r = sep3(x.astype(np.float64), gauss_taps(2), *[gauss_taps(1)] * 2, border)
+                want = ndi.minimum_filter(r.astype(np.float32), 3, mode=border, cval=CVAL)
+                self.assertEqual(got.shape, (1, 9, 11))
+                self.close(got, want, "f32", "one plane, " + border)
+
+    def test_windows_far_past_the_planes(self):
+        # Taps and windows past the depth are folded or clamped onto it: the same values.
+        x = volume(4, 6, 7, 1, "f32", seed=14)
+        for border in BORDERS:
+            with self.subTest(border=border):
+                got = self.oocrun_npy(x, "gaussian sigma=1 sigma-z=400 ! maximum size=3 size-z=41",
+                                      "--border", border, "--border-value", str(CVAL))
+                r = sep3(x.astype(np.float64), gauss_taps(400), *[gauss_taps(1)] * 2, border)
+                want = ndi.maximum_filter(r.astype(np.float32), (41, 3, 3), mode=border,
+                                          cval=CVAL)
+                self.close(got, want, "f32", "far past the planes, " + border)
+
     def test_fused_3d_stages_equal_scipy_one_by_one(self):
         x = volume(7, 15, 10, 1, "u8", seed=5)
         pipeline = "gaussian sigma=1 ! maximum size=3 ! uniform size=3 ! median size=3"

@@ -33,7 +33,8 @@ std::string sample_value(const StageParam& p) {
 }
 
 TEST(Stages, EveryDeclarationBuildsAndRunsItsCheck) {
-  const ImageSpec in{40, 30, 2, SampleType::u8};
+  const ImageSpec image{40, 30, 2, SampleType::u8};
+  const ImageSpec volume{40, 30, 2, SampleType::u8, 3};
   std::set<std::string> names;
   for (const StageDecl& d : stage_declarations()) {
     SCOPED_TRACE(d.name);
@@ -50,9 +51,24 @@ TEST(Stages, EveryDeclarationBuildsAndRunsItsCheck) {
     const auto parsed = parse_pipeline({call.text()});
     ASSERT_EQ(parsed.size(), 1u);
     EXPECT_EQ(parsed[0].text(), call.text());
+    // A projection takes a volume; every other stage an image, and a volume where it declares
+    // a 3-D version (else it names --planes).
+    const ImageSpec& in = d.name == "project" ? volume : image;
+    if (d.name == "project") {
+      EXPECT_THROW(PipelinePlan(image, parsed, PipelineSettings{}), Error);
+    }
+    if (d.volume) {
+      EXPECT_NO_THROW(PipelinePlan(volume, parsed, PipelineSettings{}));
+    } else {
+      EXPECT_THROW(PipelinePlan(volume, parsed, PipelineSettings{}), Error);
+      PipelineSettings planes;
+      planes.planes = true;
+      EXPECT_EQ(PipelinePlan(volume, parsed, planes).output().depth, volume.depth);
+    }
     PipelinePlan plan(in, parsed, PipelineSettings{});
     EXPECT_EQ(plan.passes(), d.reduction ? 2 : 1);
     EXPECT_EQ(plan.output().width, in.width);
+    EXPECT_EQ(plan.output().depth, d.name == "project" ? 1 : in.depth);
     // The input's type, unless the stage converts (to u16 here).
     EXPECT_EQ(plan.output().type, d.name == "convert" ? SampleType::u16 : in.type);
   }

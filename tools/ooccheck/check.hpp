@@ -149,6 +149,10 @@ std::string band_summary(std::size_t picked, std::int64_t first, std::int64_t en
 // compensation, so that the normalization is good to an ulp or two whatever the count).
 std::vector<double> own_gaussian(std::int64_t r, double sigma);
 
+// The reference modes are 2-D: a volume's filters are checked against scipy.ndimage in 3-D
+// (tests/cli/test_volumes.py), not here. A usage Error for a volume at `path`.
+void refuse_volume(const ooc::ImageSpec& s, const std::string& path);
+
 // Opens OUT with the geometry of the input; raw OUT takes its type from out_type. `tool` made OUT
 // (for the message when the geometry says it cannot have).
 std::unique_ptr<ooc::Source> open_output(const std::string& path, const ooc::Source& in,

@@ -55,12 +55,16 @@ int run_compare(const std::vector<std::string>& files, const ooc::RawHints& hint
   const ooc::ImageSpec s = a->spec();
   const ooc::ImageSpec& sb = b->spec();
   // Types may differ (a peer's f64 against our f32): each is read as its own.
-  if (sb.width != s.width || sb.height != s.height || sb.channels != s.channels)
+  if (sb.width != s.width || sb.height != s.height || sb.depth != s.depth ||
+      sb.channels != s.channels)
     throw Error(ErrorKind::input, "'" + files[0] + "' is " + s.describe() + ", '" + files[1] +
                                       "' is " + sb.describe() +
                                       ": only images of one geometry can be compared");
   if (margin < 0 || 2 * margin >= std::min(s.width, s.height))
     throw Error(ErrorKind::usage, "--margin must leave part of the image");
+  if (margin > 0 && s.depth > 1)
+    throw Error(ErrorKind::usage, "--margin applies to images of one plane; '" + files[0] +
+                                      "' has " + std::to_string(s.depth));
 
   const std::int64_t n = s.row_samples();
   const bool integers = ooc::is_integer(s.type);
@@ -88,7 +92,7 @@ int run_compare(const std::vector<std::string>& files, const ooc::RawHints& hint
       }
     });
   };
-  const std::int64_t end = s.height - margin;
+  const std::int64_t end = s.stacked_rows() - margin;  // every plane's rows
   const auto bands = pick_bands(margin, end, sample, seed);
   const Tally t = over_bands(bands, end, check);
   const double range =

@@ -318,6 +318,7 @@ int run_reference2d(const std::vector<std::string>& files, const ooc::RawHints& 
   auto in = ooc::open_source(in_path, hints, seed);
   auto out = open_output(out_path, *in, in_path, params.out_type);
   const ooc::ImageSpec& is = in->spec();
+  refuse_volume(is, in_path);
   const double need = reference2d_bytes(kernel, is), have = double(usable_memory_bytes()) / 2;
   if (need > have)
     throw Error(ErrorKind::usage, "--kernel " + filter.kernel + " (" + std::to_string(kernel.rows) +

@@ -100,6 +100,7 @@ int run_equalize(const std::vector<std::string>& files, const ooc::RawHints& hin
   const std::string &out_path = files[0], &in_path = files[1];
   auto in = ooc::open_source(in_path, hints, seed);
   const ooc::ImageSpec& is = in->spec();
+  refuse_volume(is, in_path);
   const std::int64_t bins = equalize_bins(is.type);
   auto out = open_output(out_path, *in, in_path, std::nullopt, "ooceq");
   if (out->spec().type != is.type)

@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
     g_in->add_option("--in-format", hints.format, "auto (magic bytes), raw, npy or tiff")
         ->default_str("auto");
     g_in->add_option("--page", hints.page, "TIFF: the page of IN (of A and B with --compare)")
-        ->default_str("0");
+        ->default_str("0")
+        ->each([&hints](const std::string&) { hints.page_given = true; });
     g_in->add_option("--seed", seed, "seed of a synth: input and of --sample")->default_str("1");
 
     ooc::FilterOptions filter;

@@ -223,6 +223,7 @@ int run_reference(const std::vector<std::string>& files, const ooc::RawHints& hi
   auto in = ooc::open_source(in_path, hints, seed);
   auto out = open_output(out_path, *in, in_path, params.out_type);
   const ooc::ImageSpec& is = in->spec();
+  refuse_volume(is, in_path);
   check_fits(own.what, double(own.rx()), double(own.ry()), is.width, is.channels, is.height);
   const SampleType out_type = out->spec().type;
   const bool acc_f64 = ooc::accumulates_in_f64(is.type, out_type, params.precision);

@@ -138,6 +138,14 @@ std::string band_summary(std::size_t picked, std::int64_t first, std::int64_t en
   return s;
 }
 
+void refuse_volume(const ooc::ImageSpec& s, const std::string& path) {
+  if (s.volume())
+    throw Error(
+        ErrorKind::usage,
+        "'" + path + "' is a volume (" + s.describe() +
+            "): ooccheck's references are 2-D; --compare compares volumes sample by sample");
+}
+
 std::unique_ptr<ooc::Source> open_output(const std::string& path, const ooc::Source& in,
                                          const std::string& in_path,
                                          std::optional<SampleType> out_type, const char* tool) {

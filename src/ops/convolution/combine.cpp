@@ -88,7 +88,7 @@ class CombineOp final : public Operation {
             std::unique_ptr<Operation> g1, std::unique_ptr<Operation> g2, BorderMode border,
             bool f64, SampleType out, std::string what)
       : in_(in),
-        out_{in.width, in.height, in.channels, out, in.depth},
+        out_{in.width, in.height, in.channels, out, in.depth, in.stack},
         kind_(kind),
         amount_(amount),
         g1_(std::move(g1)),

@@ -201,7 +201,8 @@ class Conv2d final : public Operation {
  public:
   Conv2d(const ImageSpec& in, const Conv2dParams& p, const EngineOptions& o)
       : params_(p),
-        out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type), in.depth},
+        out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type),
+                  in.depth, in.stack},
         costs_(conv2d_costs(in, p)) {
     // Correlation order: the kernel flipped along both axes.
     corr_.assign(p.kernel.taps.rbegin(), p.kernel.taps.rend());

@@ -130,7 +130,8 @@ class Separable final : public Operation {
  public:
   Separable(const ImageSpec& in, const SeparableParams& p, const EngineOptions& o)
       : params_(p),
-        out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type), in.depth},
+        out_spec_{in.width, in.height, in.channels, p.out_type.value_or(in.type),
+                  in.depth, in.stack},
         row_taps_(correlation_taps(p.filter.row)),
         col_taps_(correlation_taps(p.filter.col)),
         costs_(separable_costs(in, p)) {
@@ -364,7 +365,9 @@ BuiltStage volume_stage(const std::string& stage, const StageContext& c) {
   BuiltStage b;
   const bool identity =
       xy.row.size() == 1 && xy.row[0] == 1.0 && xy.col.size() == 1 && xy.col[0] == 1.0;
-  // The z pass's weights are plane by plane, first plane first: the taps reversed.
+  // Taps past the volume's planes folded onto it (a radius beyond the depth costs what the depth's
+  // does); the z pass's weights are plane by plane, first plane first: the taps reversed.
+  z = fold_taps(z, c.in.depth, c.settings.border);
   std::vector<double> w(z.rbegin(), z.rend());
   const auto before = static_cast<std::int64_t>(w.size() / 2);
   auto zpass = make_zpass(c.in, kernels::ZPassKind::sum, std::move(w), before, c.acc(),

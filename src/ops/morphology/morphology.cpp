@@ -13,6 +13,7 @@
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
 #include "ops/cuda_kernels.hpp"
+#include "ops/morphology/clamp_window.hpp"
 #include "ops/morphology/window.hpp"
 #include "ops/pipeline/chain_impl.hpp"
 
@@ -150,7 +151,7 @@ BuiltStage volume_stage(MorphKind kind, const StageContext& c, const MorphParams
   BuiltStage b;
   ImageSpec in = c.in;
   auto add = [&](bool max, bool dilation, bool last) {
-    const Extent e = extent(depth, dilation);
+    const Extent e = clamp_extent(extent(depth, dilation), c.in.depth);  // past the planes
     if (depth > 1) {
       b.before.push_back(make_zpass(in,
                                     max ? kernels::ZPassKind::maximum : kernels::ZPassKind::minimum,

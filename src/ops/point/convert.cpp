@@ -12,7 +12,7 @@ namespace {
 class Convert final : public Operation {
  public:
   Convert(const ImageSpec& in, SampleType out)
-      : in_(in), out_{in.width, in.height, in.channels, out, in.depth} {}
+      : in_(in), out_{in.width, in.height, in.channels, out, in.depth, in.stack} {}
   std::string describe() const override {
     return in_.type == out_.type
                ? "copy"

@@ -36,7 +36,7 @@ class PointOp final : public Operation {
  public:
   PointOp(const ImageSpec& in, kernels::PointParams p, SampleType out, std::string what)
       : in_(in),
-        out_{in.width, in.height, in.channels, out, in.depth},
+        out_{in.width, in.height, in.channels, out, in.depth, in.stack},
         p_(p),
         what_(std::move(what)) {}
   std::string describe() const override { return what_; }

@@ -69,6 +69,7 @@ class Project final : public Operation {
   Project(const ImageSpec& in, ProjectKind kind, std::string what, SampleType acc)
       : in_(in), out_(in), kind_(kind), what_(std::move(what)) {
     out_.depth = 1;
+    out_.stack = false;  // one plane, an image
     if (kind == ProjectKind::sum || kind == ProjectKind::mean) out_.type = acc;
   }
   std::string describe() const override {
