@@ -110,12 +110,20 @@ class ZarrSink final : public Sink {
         throw Error(ErrorKind::usage,
                     "Zarr 3 has no zlib codec: use --compress gzip (or blosc, zstd, none)");
     }
-    if (spec.volume() && (o.mode != OutputMode::fresh || o.row_begin != 0 ||
-                          (o.row_end != 0 && o.row_end != spec.stacked_rows())))
-      throw Error(ErrorKind::usage, "Zarr output '" + path + "' is a volume (" + spec.describe() +
-                                        "), written whole in one run: parts and --resume are not "
-                                        "supported for Zarr volumes yet; write it whole");
     info_.levels = o.pyramid_levels < 0 ? pyramid_auto_levels(spec) : o.pyramid_levels;
+    // A volume's chunk rows count rows within a plane; where planes are whole numbers of them, the
+    // stacked rows' chunk rows are those of a tall plane, and parts and --resume work as for one.
+    const bool whole = o.mode == OutputMode::fresh && o.row_begin == 0 &&
+                       (o.row_end == 0 || o.row_end == spec.stacked_rows());
+    if (spec.volume() && !whole && (info_.levels > 0 || spec.height % info_.unit() != 0))
+      throw Error(
+          ErrorKind::usage,
+          "Zarr output '" + path + "' is a volume (" + spec.describe() +
+              "): parts and --resume of a Zarr volume need " +
+              (info_.levels > 0 ? "no pyramid (write the levels in a whole run)"
+                                : "planes a whole number of chunk rows high (" +
+                                      std::string(info_.version == 3 ? "--shard" : "--chunk") +
+                                      " dividing " + std::to_string(spec.height) + ")"));
     if (info_.levels > 0 && pyramid_level(spec, info_.levels).height < 1)
       throw Error(ErrorKind::usage, "--levels " + std::to_string(info_.levels) + " is too many");
     const std::size_t chunk_bytes =
@@ -193,7 +201,7 @@ class ZarrSink final : public Sink {
   }
 
   void keep() override {
-    if (info_.spec.volume())
+    if (!resumable())
       throw Error(ErrorKind::usage, describe() +
                                         " cannot be resumed: a Zarr volume is written in one run "
                                         "(write .npy or raw to resume)");
@@ -219,7 +227,7 @@ class ZarrSink final : public Sink {
     // is not tracked level by level: a rerun redoes the range.
     // Without one, whole chunk rows are, but for the last kInFlight, which may still be
     // compressing.
-    if (info_.levels > 0 || info_.spec.volume()) return first;
+    if (info_.levels > 0 || !resumable()) return first;
     return std::max(first, (written_end / info_.unit() - kInFlight) * info_.unit());
   }
 
@@ -299,6 +307,11 @@ class ZarrSink final : public Sink {
                       "--levels, or remove '" +
                       temp_ + "' to start over");
     for (int k = 0; k <= info_.levels; ++k) make_dir(temp_ + "/" + std::to_string(k));
+  }
+
+  // A volume's rows are those of a tall plane where its planes are whole numbers of unit rows.
+  bool resumable() const {
+    return !info_.spec.volume() || (info_.levels == 0 && info_.spec.height % info_.unit() == 0);
   }
 
   // A volume's levels halve each plane in y and x and keep every plane: a builder a plane, made
@@ -481,16 +494,25 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
   const std::vector<LevelEdge> edges = list_edges(temp);
   const std::int64_t ch = info.unit();
   join_pyramid_edges(
-      info.levels, [&](int k) { return pyramid_level(info.spec, k); }, [&](int) { return ch; },
-      edges, temp,
+      info.levels,
+      [&](int k) {
+        // A volume's (of planes whole numbers of unit rows, as its parts need): a tall plane.
+        ImageSpec s = pyramid_level(info.spec, k);
+        s.height = s.stacked_rows();
+        s.depth = 1;
+        s.stack = false;
+        return s;
+      },
+      [&](int) { return ch; }, edges, temp,
       [&](int k, std::int64_t cr, const std::byte* rows) {
         write_unit_row(temp, info, k, cr, rows);
       },
       [&](int k, std::int64_t cr, std::int64_t r0, std::int64_t r1) {
         // Left over from a run killed after it wrote this chunk row whole: nothing to do.
         struct stat st {};
-        const std::string first =
-            temp + "/" + std::to_string(k) + "/" + unit_key(info, level_meta(info, k), cr, 0, 0);
+        const std::int64_t down = info.units_down(k);
+        const std::string first = temp + "/" + std::to_string(k) + "/" +
+                                  unit_key(info, level_meta(info, k), cr % down, 0, 0, cr / down);
         if (::stat(first.c_str(), &st) == 0) return;
         throw Error(ErrorKind::input,
                     "output '" + target + "' is not complete: rows " + std::to_string(r0) + ":" +

@@ -5,15 +5,18 @@ array, their NGFF 0.4 / 0.5 metadata checked against the spec's rules; arrays an
 written by zarr-python (chunks of several planes, (z, y, x), (c, z, y, x), (t, c, z, y, x)) and
 sharded Zarr 3 arrays written here, read through oocrun 'scale mul=1' equal to the array; a 3-D
 Gaussian through Zarr equal to the same run on .npy; oocinfo's depth; pyramids of volumes (each
-plane's 2 x 2 means, every plane kept); the refusal of parts and --resume of a volume.
+plane's 2 x 2 means, every plane kept); parts joined by --finish and a run stopped by SIGTERM and
+resumed (planes whole chunk rows high), and their refusal otherwise.
 
 Usage: test_zarr_volumes.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -418,13 +421,17 @@ class ZarrVolumes(unittest.TestCase):
                 self.read_case("a volume of one plane through OME-Zarr", self.p("one.zarr"), one)
             zarr.save_array(self.p("flat.zarr"), one, chunks=(1, 10, 10))
             self.read_case("a bare (1, y, x) array is a plane", self.p("flat.zarr"), one[0])
-            for what, extra in (("--rows", ["--rows", "0:20", "--chunk", 20]),):
-                r = run(OOCRUN, self.p("in.npy"), self.p("p.zarr"), COPY, "-q", *extra)
+            for what, extra, phrase in (
+                    ("--rows, chunks across planes", ["--rows", "0:16", "--chunk", 16],
+                     "--chunk dividing 20"),
+                    ("--part with --levels 1", ["--part", "0/2", "--chunk", 10, "--levels", 1],
+                     "no pyramid")):
+                out = self.p(f"refused{len(phrase)}.zarr")
+                r = run(OOCRUN, self.p("in.npy"), out, COPY, "-q", *extra)
                 cli_cases.report(f"a volume's {what} refused", [
                     f"exit {r.returncode}, want 2" if r.returncode != 2 else None,
-                    None if "not supported for Zarr volumes" in r.stderr else
-                    f"stderr {r.stderr.strip()!r}",
-                    "a store was left" if os.path.exists(self.p("p.zarr")) else None])
+                    None if phrase in r.stderr else f"stderr {r.stderr.strip()!r}",
+                    "a store was left" if os.path.exists(out) else None])
 
     def test_6_pyramid(self):
         """--levels of a volume: each plane's 2 x 2 means, every plane kept, scale z 1."""
@@ -454,6 +461,72 @@ class ZarrVolumes(unittest.TestCase):
                         problems.append(f"level {k} differs")
                     level = np.stack([reduce(p) for p in level])
                 cli_cases.report(name, problems)
+
+    def same_store(self, x, y):
+        """The chunks and arrays of two stores are the same files (the group's name differs)."""
+        problems = []
+        for root, _, files in os.walk(x):
+            for f in files:
+                a = os.path.join(root, f)
+                b = os.path.join(y, os.path.relpath(a, x))
+                if f in (".zattrs", "zarr.json") and root == x:
+                    continue
+                if not os.path.exists(b) or read_bytes(a) != read_bytes(b):
+                    problems.append(f"{os.path.relpath(a, x)} differs")
+        return problems[:5]
+
+    def test_7_parts_and_resume(self):
+        """Parts of a volume in any order, joined by --finish, and a run stopped by SIGTERM and
+        resumed: the store one run makes, where the planes are whole chunk rows high."""
+        with cli_cases.cases(self):
+            a = random_volume((7, 48, 50, 3), "u2")
+            np.save(self.p("pv.npy"), a)
+            for version, extra in ((2, ["--chunk", 16]),
+                                   (3, ["--chunk", 8, "--zarr-version", 3, "--shard", 16])):
+                one, parts = self.p(f"one{version}.zarr"), self.p(f"parts{version}.zarr")
+                problems = []
+                r = run(OOCRUN, self.p("pv.npy"), one, "gaussian sigma=1", "-q", *extra)
+                if r.returncode:
+                    problems.append(f"one run: exit {r.returncode}: {r.stderr.strip()}")
+                for i in (2, 0, 1):
+                    r = run(OOCRUN, self.p("pv.npy"), parts, "gaussian sigma=1", "-q", *extra,
+                            "--part", f"{i}/3")
+                    if r.returncode:
+                        problems.append(f"part {i}: exit {r.returncode}: {r.stderr.strip()}")
+                r = run(OOCRUN, "--finish", parts)
+                if r.returncode:
+                    problems.append(f"--finish: exit {r.returncode}: {r.stderr.strip()}")
+                if not problems:
+                    problems = self.same_store(one, parts)
+                cli_cases.report(f"3 parts of a volume, zarr {version}", problems)
+            # Stopped part way (a slow run on one thread), then resumed.
+            slow = random_volume((48, 256, 256), "f4")
+            np.save(self.p("slow.npy"), slow)
+            args = [self.p("slow.npy"), None, "gaussian sigma=5", "-q", "--chunk", 32,
+                    "--threads", 1, "--band-rows", 8]
+            ref = self.p("ref.zarr")
+            r = run(OOCRUN, *[ref if x is None else x for x in args])
+            if r.returncode:
+                return cli_cases.fail(f"resume reference: exit {r.returncode}: {r.stderr}")
+            for attempt in range(4):
+                out = self.p(f"resumed{attempt}.zarr")
+                cmd = [OOCRUN, *map(str, [out if x is None else x for x in args])]
+                p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+                time.sleep(0.3 + 0.3 * attempt)
+                p.send_signal(signal.SIGTERM)
+                err = p.communicate()[1]
+                if p.returncode == 0:
+                    continue  # finished before the signal: try earlier work later
+                if p.returncode != 75:
+                    cli_cases.fail(f"SIGTERM: exit {p.returncode}: {err}")
+                    break
+                r = subprocess.run(cmd + ["--resume"], capture_output=True, text=True)
+                cli_cases.report("a volume stopped and resumed", [
+                    f"--resume: exit {r.returncode}: {r.stderr}" if r.returncode else None,
+                    *([] if r.returncode else self.same_store(ref, out))])
+                break
+            else:
+                cli_cases.skip("a volume stopped and resumed", "every run finished first")
 
 
 if __name__ == "__main__":
