@@ -355,6 +355,16 @@ class ZarrVolumes(unittest.TestCase):
             store = self.p("czyx.zarr")
             zarr.save_array(store, np.moveaxis(a, -1, 0), chunks=(1, 4, 8, 8))
             self.read_case("zarr-python (c, z, y, x) unnamed", store, a)
+            # (z, y, x, c) unnamed (the first axis over 4: planes), big endian; and a big-endian
+            # (z, y, x) stored uncompressed.
+            a = random_volume((6, 19, 23, 2), "u2")
+            store = self.p("zyxc.zarr")
+            zarr.save_array(store, a.astype(">u2"), chunks=(4, 8, 8, 1))
+            self.read_case("zarr-python (z, y, x, c) big endian", store, a)
+            a = random_volume((9, 19, 23), "u2")
+            store = self.p("be.zarr")
+            zarr.save_array(store, a.astype(">u2"), chunks=(4, 8, 8), compressor=None)
+            self.read_case("zarr-python (z, y, x) big endian uncompressed", store, a)
 
     def test_3_read_zarr3(self):
         """Zarr 3 arrays and OME-Zarr 0.5 groups, sharded along z too."""
