@@ -14,9 +14,9 @@
 
 namespace ooc::kernels {
 
-// The comparators (lo, hi) that sort `n` wires far enough to put the `rank`-th smallest on wire
-// `rank`, in order; wires n and up (to the next power of two) hold the largest value.
-std::vector<std::pair<int, int>> rank_network(int n, int rank);
+// The comparators (lo, hi) among `n` wires that put their `rank`-th smallest on wire *out_wire, in
+// order (a sorting network of the next power of two, the padding's comparators taken out).
+std::vector<std::pair<int, int>> rank_network(int n, int rank, int* out_wire);
 // The most samples a window may have (its network's wires: the next power of two).
 inline constexpr int kMaxRank3dSamples = 1024;
 
@@ -29,7 +29,7 @@ struct Rank3dArgs {
   std::int64_t samples = 0;      // output samples of the row (width x channels)
   int channels = 1;
   SampleType type = SampleType::f32;
-  std::int64_t rank = 0;
+  std::int64_t out_wire = 0;                                  // rank_network's, for the rank wanted
   const std::vector<std::pair<int, int>>* network = nullptr;  // rank_network(wires, rank)
   std::byte* out = nullptr;
 };

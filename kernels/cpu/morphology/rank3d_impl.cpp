@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <type_traits>
 
 #include "kernels/cpu/morphology/minmax.hpp"
@@ -60,17 +59,10 @@ void exchange(T* a, T* b) {
 
 template <class T>
 void row_typed(const Rank3dArgs& a, std::byte* scratch) {
-  const std::int64_t n = a.window_rows * a.cols;
-  std::int64_t wires = 1;
-  while (wires < n) wires *= 2;
   T* w = reinterpret_cast<T*>(scratch);
-  const T top = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
-                                                     : std::numeric_limits<T>::max();
   T* out = reinterpret_cast<T*>(a.out);
   for (std::int64_t s0 = 0; s0 < a.samples; s0 += kStrip) {
     const std::int64_t m = std::min(kStrip, a.samples - s0);
-    // A wire past the window holds the largest value: it never moves below the wanted rank.
-    for (std::int64_t k = n; k < wires; ++k) std::fill_n(w + k * kStrip, kStrip, top);
     for (std::int64_t r = 0; r < a.window_rows; ++r) {
       const T* row = reinterpret_cast<const T*>(a.rows[r]) + s0;
       for (std::int64_t c = 0; c < a.cols; ++c)
@@ -78,7 +70,7 @@ void row_typed(const Rank3dArgs& a, std::byte* scratch) {
                     static_cast<std::size_t>(m) * sizeof(T));
     }
     for (const auto& [lo, hi] : *a.network) exchange(w + lo * kStrip, w + hi * kStrip);
-    std::memcpy(out + s0, w + a.rank * kStrip, static_cast<std::size_t>(m) * sizeof(T));
+    std::memcpy(out + s0, w + a.out_wire * kStrip, static_cast<std::size_t>(m) * sizeof(T));
   }
 }
 

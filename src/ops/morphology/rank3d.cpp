@@ -30,7 +30,8 @@ class Rank3dKernel final : public CpuKernel {
         rank_(rank),
         border_(border),
         cval_(cval),
-        network_(kernels::rank_network(static_cast<int>(box.samples()), static_cast<int>(rank))),
+        network_(kernels::rank_network(static_cast<int>(box.samples()), static_cast<int>(rank),
+                                       &out_wire_)),
         scratch_([n = box.samples()] {
           return std::vector<std::byte>(kernels::rank3d_scratch_bytes(n));
         }) {}
@@ -72,7 +73,7 @@ class Rank3dKernel final : public CpuKernel {
       a.samples = W * C;
       a.channels = static_cast<int>(C);
       a.type = b.in.type;
-      a.rank = rank_;
+      a.out_wire = out_wire_;
       a.network = &network_;
       a.out = b.out.row(y);
       kernels::rank3d_row(a, scratch_.local().data());
@@ -84,6 +85,7 @@ class Rank3dKernel final : public CpuKernel {
   std::int64_t rank_;
   BorderMode border_;
   double cval_;
+  int out_wire_ = 0;  // before network_: rank_network sets it
   std::vector<std::pair<int, int>> network_;
   tbb::enumerable_thread_specific<std::vector<std::byte>> scratch_;
 };
@@ -130,7 +132,9 @@ class Rank3d final : public Operation {
 
  private:
   std::size_t network_size() const {
-    return kernels::rank_network(static_cast<int>(box_.samples()), static_cast<int>(rank_)).size();
+    int out = 0;
+    return kernels::rank_network(static_cast<int>(box_.samples()), static_cast<int>(rank_), &out)
+        .size();
   }
   ImageSpec in_;
   Box box_;
