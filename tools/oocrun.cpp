@@ -75,9 +75,8 @@ int main(int argc, char** argv) {
     g_f->add_option("--border-value", border_value, "the constant of --border constant")
         ->default_str("0");
     g_f->add_flag("--planes", planes,
-                  "a volume: every stage filters each plane in 2-D (default: gaussian, "
-                  "uniform, correlate1d, separable, minimum, maximum, opening and closing "
-                  "filter in 3-D)");
+                  "a volume: every stage filters each plane in 2-D (default: the stages with a "
+                  "3-D version filter in 3-D, the others are refused)");
     g_f->add_option("--out-type", out_type,
                     "output sample type (default: the last convert's or equalize's, else the "
                     "input's)");

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Volumes filtered in 3-D against scipy.ndimage in 3-D (float64 reference; exact for minimum,
-maximum, opening, closing and the rank filters), over the five borders, u8/u16/i16/f32 inputs,
-1 and 3 channels ((z, y, x, c) arrays), anisotropic and even windows, windows larger than the
-volume, planes of one row or one column, and fused pipelines of several 3-D stages; the bytes
+maximum, opening, closing and the rank filters; dog, unsharp and subtract-background on 3-D
+Gaussians), over the five borders, u8/u16/i16/f32 inputs, 1 and 3 channels ((z, y, x, c)
+arrays), anisotropic and even windows, windows larger than the volume, planes of one row or one
+column, volumes of one plane, projections, and fused pipelines of several 3-D stages; the bytes
 never depend on the band height, threads, tiles across the row or parts; --planes filters each
 plane in 2-D; stages without a 3-D version are refused with a hint. Outputs are poisoned first.
 Usage: test_volumes.py --bin-dir DIR [unittest options]"""
@@ -77,6 +78,12 @@ class Volumes(Base):
                 v, [1, -2, 4, 0.5, 3], axis=0, mode=m, cval=CVAL)),
             ("correlate1d taps=1,2,-1 axis=2", lambda v, m: ndi.correlate1d(
                 v, [1, 2, -1], axis=2, mode=m, cval=CVAL)),
+            ("dog sigma1=1 sigma2=1.7", lambda v, m: sep3(v, *[gauss_taps(1)] * 3, m)
+             - sep3(v, *[gauss_taps(1.7)] * 3, m)),
+            ("unsharp sigma=1.2 amount=0.6", lambda v, m: v + 0.6 * (
+                v - sep3(v, *[gauss_taps(1.2)] * 3, m))),
+            ("subtract-background sigma=1.5", lambda v, m: v - sep3(
+                v, *[gauss_taps(1.5)] * 3, m)),
             # The separable stage's 2-D passes run along x, then y (oocconv's order).
             ("separable row=1,2,1 col=0.5,1,0.25 plane=1,3,2", lambda v, m: sep3(
                 v, [1, 3, 2], [0.5, 1, 0.25], [1, 2, 1], m, convolve=True, order=(0, 2, 1))),
@@ -261,7 +268,7 @@ class Volumes(Base):
         x = volume(3, 8, 8, 1, "f32", seed=1)
         np.save(self.p("in.npy"), x)
         np.save(self.p("cross.npy"), np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], np.uint8))
-        for pipeline in ("dog sigma1=1 sigma2=2", "white-tophat size=3",
+        for pipeline in ("gradient-magnitude", "white-tophat size=3",
                          "convolve kernel=laplace", "median footprint=" + self.p("cross.npy")):
             out = self.p("refused.npy")
             r = run([tool("oocrun"), self.p("in.npy"), out, pipeline, "-q"])

@@ -11,13 +11,25 @@
 namespace ooc::detail {
 namespace {
 
-// A band of `b` for a sub-operation of halo h <= b.halo.
-CpuBand sub_band(const CpuBand& b, std::int64_t h, const BandView& out) {
+// A band of `b` for a sub-operation of halo h <= b.halo and plane halo ph <= b.plane_halo, its
+// rows in `table` where the planes must be picked out.
+CpuBand sub_band(const CpuBand& b, std::int64_t h, std::int64_t ph, const BandView& out,
+                 std::vector<const std::byte*>& table) {
   CpuBand s = b;
   s.rows = b.rows + (b.halo - h);
   s.halo = h;
+  s.plane_halo = ph;
   s.out = out;
   s.partial = nullptr;
+  if (b.plane_halo > 0) {  // the middle 2 ph + 1 planes, each plane's rows from row halo - h
+    const std::int64_t count = b.band.rows + 2 * b.halo, sub = b.band.rows + 2 * h;
+    table.resize(static_cast<std::size_t>(sub * (2 * ph + 1)));
+    for (std::int64_t k = 0; k <= 2 * ph; ++k) {
+      const std::byte* const* from = b.rows + (b.plane_halo - ph + k) * count + (b.halo - h);
+      std::copy(from, from + sub, table.begin() + k * sub);
+    }
+    s.rows = table.data();
+  }
   return s;
 }
 
@@ -45,12 +57,15 @@ class CombineKernel final : public CpuKernel {
     const SampleType at = f64_ ? SampleType::f64 : SampleType::f32;
     BandView v1{buf.data(), row_bytes, rows, b.in.width, b.in.channels, at};
     BandView v2{buf.data() + row_bytes * rows, row_bytes, rows, b.in.width, b.in.channels, at};
-    k1_->run(sub_band(b, g1_->halo(), v1));
-    if (k2_) k2_->run(sub_band(b, g2_->halo(), v2));
+    std::vector<const std::byte*> table;
+    k1_->run(sub_band(b, g1_->halo(), g1_->plane_halo(), v1, table));
+    if (k2_) k2_->run(sub_band(b, g2_->halo(), g2_->plane_halo(), v2, table));
     const bool reads_x =
         kind_ == kernels::CombineKind::subtract || kind_ == kernels::CombineKind::unsharp;
+    // The input's own rows: the middle plane's.
+    const std::int64_t centre = b.plane_halo * (b.band.rows + 2 * b.halo);
     tbb::parallel_for(std::int64_t{0}, rows, [&](std::int64_t y) {
-      const std::byte* x = reads_x ? b.rows[b.halo + y] : nullptr;
+      const std::byte* x = reads_x ? b.rows[centre + b.halo + y] : nullptr;
       dispatch_type(b.in.type, [&](auto in) {
         dispatch_type(out_, [&](auto out) {
           using In = decltype(in);
@@ -107,6 +122,9 @@ class CombineOp final : public Operation {
   std::optional<ImageSpec> output() const override { return out_; }
   std::int64_t halo() const override {
     return std::max(g1_->halo(), g2_ ? g2_->halo() : std::int64_t{0});
+  }
+  std::int64_t plane_halo() const override {
+    return std::max(g1_->plane_halo(), g2_ ? g2_->plane_halo() : std::int64_t{0});
   }
   BorderMode border() const override { return border_; }
   std::optional<std::int64_t> column_halo() const override {
@@ -205,7 +223,11 @@ std::vector<StageEntry> combine_stages() {
                  return combine(c, CombineKind::subtract, 0.0,
                                 c.gaussian(c.in, c.args.number("sigma")), nullptr);
                }});
-  for (StageEntry& e : s) e.decl.takes_convert = true;
+  for (StageEntry& e : s) {
+    e.decl.takes_convert = true;
+    // Their Gaussians filter a volume in 3-D (StageContext::gaussian); not the 2-D Sobel pair.
+    e.decl.volume = e.decl.name != "gradient-magnitude";
+  }
   return s;
 }
 

@@ -318,8 +318,9 @@ namespace {
 
 class Chain final : public Operation {
  public:
-  Chain(ChainGeometry g, std::optional<ImageSpec> out, std::string what)
-      : g_(std::move(g)), out_(out), what_(std::move(what)) {}
+  Chain(ChainGeometry g, std::optional<ImageSpec> out, std::string what,
+        std::vector<std::unique_ptr<Operation>> owned = {})
+      : owned_(std::move(owned)), g_(std::move(g)), out_(out), what_(std::move(what)) {}
   std::string describe() const override { return what_; }
   std::string fingerprint() const override {
     std::string f;
@@ -400,6 +401,7 @@ class Chain final : public Operation {
 
  private:
   const Operation& last() const { return *g_.stages.back().op; }
+  std::vector<std::unique_ptr<Operation>> owned_;  // the stages, where the chain owns them
   ChainGeometry g_;
   std::optional<ImageSpec> out_;
   std::string what_;
@@ -412,6 +414,22 @@ namespace detail {
 std::unique_ptr<Operation> make_chain(ChainGeometry g, std::optional<ImageSpec> out,
                                       std::string what) {
   return std::make_unique<Chain>(std::move(g), out, std::move(what));
+}
+
+std::unique_ptr<Operation> make_owning_chain(std::vector<std::unique_ptr<Operation>> ops,
+                                             const ImageSpec& in, BorderMode border) {
+  ChainGeometry g;
+  g.border = border;
+  g.height = in.height;
+  g.depth = in.depth;
+  ImageSpec at = in;
+  std::string what;
+  for (const auto& op : ops) {
+    g.stages.push_back({op.get(), at, op->halo(), op->plane_halo()});
+    at = *op->output();
+    what += (what.empty() ? "" : " ! ") + op->describe();
+  }
+  return std::make_unique<Chain>(std::move(g), at, std::move(what), std::move(ops));
 }
 
 }  // namespace detail

@@ -72,6 +72,11 @@ ChainGeometry on_grid(const ChainGeometry& g);
 // last stage is a reduction), described as `what`.
 std::unique_ptr<Operation> make_chain(ChainGeometry g, std::optional<ImageSpec> out,
                                       std::string what);
+// The stages `ops` (each reading the previous one's output, the first an image of `in`) fused
+// as one operation that owns them: a stage made of several (a volume's Gaussian is a z pass and
+// the 2-D passes) inside another operation.
+std::unique_ptr<Operation> make_owning_chain(std::vector<std::unique_ptr<Operation>> ops,
+                                             const ImageSpec& in, BorderMode border);
 // The fused kernels of a chain (stages [0, n) of g, the last writing the band's output).
 std::unique_ptr<CpuKernel> make_chain_cpu(const ChainGeometry& g);
 std::unique_ptr<CudaKernel> make_chain_cuda(const std::vector<int>& devices,

@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "ooc/error.hpp"
+#include "ops/convolution/fold_taps.hpp"
+#include "ops/pipeline/chain_impl.hpp"
 #include "ops/stage_registry.hpp"
 
 namespace ooc {
@@ -105,7 +107,16 @@ std::unique_ptr<Operation> StageContext::gaussian(const ImageSpec& input, double
                                                   std::optional<SampleType> to) const {
   const std::int64_t r = radius ? *radius : gaussian_radius(sigma);
   auto t = gaussian_taps(r, sigma);
-  return separable(input, SeparableFilter{t, t}, to);
+  if (!input.volume() || settings.planes) return separable(input, SeparableFilter{t, t}, to);
+  // A volume's: the z pass (taps past the planes folded onto them), then the 2-D passes.
+  std::vector<double> z = fold_taps(t, input.depth, settings.border);
+  const auto before = static_cast<std::int64_t>(z.size() / 2);
+  std::vector<std::unique_ptr<Operation>> ops;
+  ops.push_back(make_zpass(input, kernels::ZPassKind::sum,
+                           std::vector<double>(z.rbegin(), z.rend()), before, acc(),
+                           settings.border, settings.border_value));
+  ops.push_back(separable(*ops.back()->output(), SeparableFilter{t, t}, to));
+  return make_owning_chain(std::move(ops), input, settings.border);
 }
 
 void StageContext::no_volume() const {
