@@ -254,8 +254,7 @@ def test_planes_filter_each_plane_in_2d():
 
 def test_refusals_are_value_errors():
     v = volume((3, 8, 8), np.float32, seed=1)
-    for pipeline in ("dog sigma1=1 sigma2=2", "white-tophat size=3", "convolve kernel=laplace",
-                     "gradient-magnitude"):
+    for pipeline in ("white-tophat size=3", "convolve kernel=laplace", "gradient-magnitude"):
         with pytest.raises(ValueError, match="planes=True") as e:
             ooc.pipeline(v, pipeline)
         assert isinstance(e.value, ooc.Error) and e.value.kind == "usage"
