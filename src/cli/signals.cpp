@@ -2,6 +2,9 @@
 // of unfinished outputs removed, a graceful stop on the first SIGINT/SIGTERM), the command line
 // parsed, errors mapped to exit codes (guarded_main).
 #include <fcntl.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -160,6 +163,13 @@ int guarded_main(const char* prog, const std::function<int()>& body) {
   if (detail::trace_path()) std::atexit([] { detail::trace_mark("atexit"); });
   reserve_standard_fds();
   install_signal_handlers(prog);
+#if defined(__GLIBC__)
+  // Band buffers freed at the top of the heap go back to the system: glibc raises its trim
+  // threshold as freed buffers grow, and kept a sixth more than --mem-limit resident through a
+  // volume's 3-D run (291 MiB under 256M; 204 MiB with these, at the same speed).
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  mallopt(M_TOP_PAD, 0);
+#endif
   // The process leaves with _exit (below), so a thread still starting CUDA when the work is done
   // need not be waited for: a 1 GiB image can be done on the CPU before the GPU is ready. Under
   // MPI (World turns this off) MPI_Finalize must run; with OOC_TRACE the trace marks the exit.

@@ -78,7 +78,10 @@ struct CachedRun {
   const std::byte* data = nullptr;
 };
 
-// The last `capacity` runs asked for, by their rows (the read stage's alone: no lock).
+// The last `capacity` runs asked for, by their rows (the read stage's alone: no lock). A run
+// evicted is reused, with its arena's buffer, for a later one once no band holds it: freeing and
+// allocating a band's worth of rows for every plane let the allocator keep a fifth more than
+// the limit resident (generated and decoded rows live in the arena).
 class RunCache {
  public:
   explicit RunCache(std::size_t capacity) : capacity_(capacity) {}
@@ -89,16 +92,28 @@ class RunCache {
         runs_.splice(runs_.begin(), runs_, it);
         return runs_.front().second;
       }
-    auto run = std::make_shared<CachedRun>();
+    std::shared_ptr<CachedRun> run;
+    for (auto it = evicted_.begin(); it != evicted_.end(); ++it)
+      if (it->use_count() == 1) {  // no band holds it (only the read stage adds holders)
+        run = std::move(*it);
+        evicted_.erase(it);
+        run->arena.release();
+        break;
+      }
+    if (!run) run = std::make_shared<CachedRun>();
     run->data = source.rows(y0, n, run->arena);
     runs_.emplace_front(key, run);
-    if (runs_.size() > capacity_) runs_.pop_back();
+    if (runs_.size() > capacity_) {
+      evicted_.push_back(std::move(runs_.back().second));
+      runs_.pop_back();
+    }
     return run;
   }
 
  private:
   std::size_t capacity_;
   std::list<std::pair<std::pair<std::int64_t, std::int64_t>, std::shared_ptr<CachedRun>>> runs_;
+  std::vector<std::shared_ptr<CachedRun>> evicted_;  // at most the bands in flight hold them
 };
 
 // Fills slot.table with the rows the band needs: source rows in as few contiguous runs as

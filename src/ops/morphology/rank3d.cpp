@@ -11,6 +11,7 @@
 #include "kernels/cpu/morphology/rank3d.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
+#include "ops/pipeline/chain_impl.hpp"
 #include "window.hpp"
 
 namespace ooc::detail::morphology {
@@ -40,10 +41,12 @@ class Rank3dKernel final : public CpuKernel {
     const std::int64_t W = b.in.width, C = b.in.channels, count = b.band.rows + 2 * b.halo;
     const std::int64_t planes = 2 * b.plane_halo + 1, Wp = W + box_.x.left + box_.x.right;
     const std::size_t px = b.in.pixel_bytes(), padded_row = static_cast<std::size_t>(Wp) * px;
-    // Every input row of the band padded across the row (a null row: the constant).
-    std::vector<std::byte> padded(static_cast<std::size_t>(planes * count) * padded_row);
+    // Every input row of the band padded across the row (a null row: the constant), in a buffer
+    // handed from band to band.
+    ScratchBuffer buf = pool_.take(static_cast<std::size_t>(planes * count) * padded_row);
+    std::byte* const padded_rows = buf.data();
     tbb::parallel_for(std::int64_t{0}, planes * count, [&](std::int64_t r) {
-      std::byte* to = padded.data() + static_cast<std::size_t>(r) * padded_row;
+      std::byte* to = padded_rows + static_cast<std::size_t>(r) * padded_row;
       const std::byte* from = b.rows[r];
       dispatch_type(b.in.type, [&](auto t) {
         using T = decltype(t);
@@ -64,7 +67,7 @@ class Rank3dKernel final : public CpuKernel {
           const std::int64_t plane = b.plane_halo - box_.z.left + dz;
           const std::int64_t row = b.halo - box_.y.left + y + dy;
           rows[static_cast<std::size_t>(dz * Ny + dy)] =
-              padded.data() + static_cast<std::size_t>(plane * count + row) * padded_row;
+              padded_rows + static_cast<std::size_t>(plane * count + row) * padded_row;
         }
       kernels::Rank3dArgs a;
       a.rows = rows.data();
@@ -78,6 +81,7 @@ class Rank3dKernel final : public CpuKernel {
       a.out = b.out.row(y);
       kernels::rank3d_row(a, scratch_.local().data());
     });
+    pool_.give(std::move(buf));
   }
 
  private:
@@ -88,6 +92,7 @@ class Rank3dKernel final : public CpuKernel {
   int out_wire_ = 0;  // before network_: rank_network sets it
   std::vector<std::pair<int, int>> network_;
   tbb::enumerable_thread_specific<std::vector<std::byte>> scratch_;
+  BufferPool pool_;
 };
 
 class Rank3d final : public Operation {
