@@ -38,6 +38,17 @@ using tiff_read::TiffInfo;
 // Strips or tiles are decoded whole; one row of them must fit in memory several times over.
 constexpr std::uint64_t kMaxChunkRowBytes = 512ull << 20;
 
+// A row of strips or tiles must decode in bounded memory: an input Error naming the fix.
+void check_chunk_row(const TiffInfo& t, const std::string& path) {
+  const std::uint64_t chunk_row = t.chunk_row_bytes() * t.across * t.chunk_h;
+  if (chunk_row > kMaxChunkRowBytes)
+    throw Error(ErrorKind::input,
+                "TIFF '" + path + "' stores " + std::to_string(t.chunk_h) + " rows per " +
+                    t.chunk_name() + " (" + std::to_string(chunk_row >> 20) +
+                    " MiB per row of them), too many to decode in bounded memory: rewrite it "
+                    "tiled or in smaller strips, e.g. vips tiffsave IN OUT.tif --tile");
+}
+
 // libtiff handles, one per worker at a time: a handle is not thread-safe, and opening one costs a
 // directory read, so they are kept for reuse. A z-stack's handles move between its planes'
 // directories (by offset: no walk along the chain); a free handle already on the plane asked for
@@ -463,15 +474,7 @@ std::unique_ptr<Source> open_tiff_volume(const std::string& path, int& fd, TIFF*
     fd = -1;
     return make_mapped_source(path, owned, std::move(l));
   }
-  for (const TiffInfo& t : infos) {
-    const std::uint64_t chunk_row = t.chunk_row_bytes() * t.across * t.chunk_h;
-    if (chunk_row > kMaxChunkRowBytes)
-      throw Error(ErrorKind::input,
-                  "TIFF '" + path + "' stores " + std::to_string(t.chunk_h) + " rows per " +
-                      t.chunk_name() + " (" + std::to_string(chunk_row >> 20) +
-                      " MiB per row of them), too many to decode in bounded memory: rewrite it "
-                      "tiled or in smaller strips, e.g. vips tiffsave IN OUT.tif --tile");
-  }
+  for (const TiffInfo& t : infos) check_chunk_row(t, path);
   // The pool's first handle rests on plane 0.
   if (!TIFFSetSubDirectory(tif, dirs[0]))
     throw Error(ErrorKind::input, "TIFF '" + path + "': cannot read page " +
@@ -542,13 +545,7 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
       guard.fd = -1;
       return make_mapped_source(path, fd, std::move(l));
     }
-    const std::uint64_t chunk_row = t.chunk_row_bytes() * t.across * t.chunk_h;
-    if (chunk_row > kMaxChunkRowBytes)
-      throw Error(ErrorKind::input,
-                  "TIFF '" + path + "' stores " + std::to_string(t.chunk_h) + " rows per " +
-                      t.chunk_name() + " (" + std::to_string(chunk_row >> 20) +
-                      " MiB per row of them), too many to decode in bounded memory: rewrite it "
-                      "tiled or in smaller strips, e.g. vips tiffsave IN OUT.tif --tile");
+    check_chunk_row(t, path);
   } catch (...) {
     if (tif) TIFFClose(tif);
     throw;
