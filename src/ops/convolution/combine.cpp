@@ -2,8 +2,12 @@
 // subtract-background): the filters run on the band, then one pass per row combines them.
 #include <tbb/parallel_for.h>
 
+#include <cmath>
+#include <vector>
+
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
+#include "ops/convolution/fold_taps.hpp"
 #include "ops/cuda_kernels.hpp"
 #include "ops/pipeline/chain_impl.hpp"
 #include "ops/stage_registry.hpp"
@@ -33,33 +37,44 @@ CpuBand sub_band(const CpuBand& b, std::int64_t h, std::int64_t ph, const BandVi
   return s;
 }
 
+// sqrt(a^2 + b^2 + c^2) of the three Sobel derivatives of a volume, in Acc, to Out; spelled one
+// rounding at a time as combine_row's magnitude is.
+template <class Acc, class Out>
+void magnitude3_row(const Acc* a, const Acc* b, const Acc* c, std::byte* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const Acc p = a[i] * a[i];
+    const Acc q = b[i] * b[i];
+    const Acc r = c[i] * c[i];
+    const Acc s = p + q;
+    kernels::store<Out>(out, i, kernels::convert_sample<Acc, Out>(std::sqrt(s + r)));
+  }
+}
+
 class CombineKernel final : public CpuKernel {
  public:
-  CombineKernel(kernels::CombineKind kind, double amount, const Operation* g1, const Operation* g2,
-                bool f64, SampleType out)
-      : kind_(kind), amount_(amount), g1_(g1), g2_(g2), f64_(f64), out_(out) {
-    k1_ = g1->make_cpu();
-    if (g2) k2_ = g2->make_cpu();
+  CombineKernel(kernels::CombineKind kind, double amount, std::vector<const Operation*> g, bool f64,
+                SampleType out)
+      : kind_(kind), amount_(amount), g_(std::move(g)), f64_(f64), out_(out) {
+    for (const Operation* op : g_) k_.push_back(op->make_cpu());
   }
   void start(int slot) override {
-    k1_->start(slot);
-    if (k2_) k2_->start(slot);
+    for (auto& k : k_) k->start(slot);
   }
   void stop(int slot) override {
-    k1_->stop(slot);
-    if (k2_) k2_->stop(slot);
+    for (auto& k : k_) k->stop(slot);
   }
   void run(const CpuBand& b) override {
     const std::int64_t n = b.in.row_samples(), rows = b.band.rows;
     const std::size_t acc = f64_ ? 8 : 4, row_bytes = static_cast<std::size_t>(n) * acc;
-    detail::ScratchBuffer buf =
-        pool_.take((k2_ ? 2 : 1) * row_bytes * static_cast<std::size_t>(rows));
+    detail::ScratchBuffer buf = pool_.take(k_.size() * row_bytes * static_cast<std::size_t>(rows));
     const SampleType at = f64_ ? SampleType::f64 : SampleType::f32;
-    BandView v1{buf.data(), row_bytes, rows, b.in.width, b.in.channels, at};
-    BandView v2{buf.data() + row_bytes * rows, row_bytes, rows, b.in.width, b.in.channels, at};
+    std::vector<BandView> v;
     std::vector<const std::byte*> table;
-    k1_->run(sub_band(b, g1_->halo(), g1_->plane_halo(), v1, table));
-    if (k2_) k2_->run(sub_band(b, g2_->halo(), g2_->plane_halo(), v2, table));
+    for (std::size_t i = 0; i < k_.size(); ++i) {
+      v.push_back({buf.data() + i * row_bytes * rows, row_bytes, rows, b.in.width, b.in.channels,
+                   at});
+      k_[i]->run(sub_band(b, g_[i]->halo(), g_[i]->plane_halo(), v[i], table));
+    }
     const bool reads_x =
         kind_ == kernels::CombineKind::subtract || kind_ == kernels::CombineKind::unsharp;
     // The input's own rows: the middle plane's.
@@ -70,16 +85,20 @@ class CombineKernel final : public CpuKernel {
         dispatch_type(out_, [&](auto out) {
           using In = decltype(in);
           using Out = decltype(out);
+          auto row = [&](auto acc) {
+            using Acc = decltype(acc);
+            auto g = [&](std::size_t i) {
+              return i < v.size() ? reinterpret_cast<const Acc*>(v[i].row(y)) : nullptr;
+            };
+            if (v.size() == 3)
+              magnitude3_row<Acc, Out>(g(0), g(1), g(2), b.out.row(y), n);
+            else
+              kernels::combine_row<In, Acc, Out>(kind_, x, g(0), g(1), b.out.row(y), n, amount_);
+          };
           if (f64_)
-            kernels::combine_row<In, double, Out>(
-                kind_, x, reinterpret_cast<const double*>(v1.row(y)),
-                k2_ ? reinterpret_cast<const double*>(v2.row(y)) : nullptr, b.out.row(y), n,
-                amount_);
+            row(double{});
           else
-            kernels::combine_row<In, float, Out>(
-                kind_, x, reinterpret_cast<const float*>(v1.row(y)),
-                k2_ ? reinterpret_cast<const float*>(v2.row(y)) : nullptr, b.out.row(y), n,
-                amount_);
+            row(float{});
         });
       });
     });
@@ -89,113 +108,157 @@ class CombineKernel final : public CpuKernel {
  private:
   kernels::CombineKind kind_;
   double amount_;
-  const Operation *g1_, *g2_;
+  std::vector<const Operation*> g_;
   bool f64_;
   SampleType out_;
-  std::unique_ptr<CpuKernel> k1_, k2_;
+  std::vector<std::unique_ptr<CpuKernel>> k_;
   BufferPool pool_;
 };
 
 class CombineOp final : public Operation {
  public:
-  // out: the accumulator's type, or that of a convert fused into the stage.
+  // out: the accumulator's type, or that of a convert fused into the stage. g: the filtered
+  // copies (one, two, or a volume's three Sobel derivatives).
   CombineOp(const ImageSpec& in, kernels::CombineKind kind, double amount,
-            std::unique_ptr<Operation> g1, std::unique_ptr<Operation> g2, BorderMode border,
-            bool f64, SampleType out, std::string what)
+            std::vector<std::unique_ptr<Operation>> g, BorderMode border, bool f64,
+            SampleType out, std::string what)
       : in_(in),
         out_{in.width, in.height, in.channels, out, in.depth, in.stack},
         kind_(kind),
         amount_(amount),
-        g1_(std::move(g1)),
-        g2_(std::move(g2)),
+        g_(std::move(g)),
         border_(border),
         f64_(f64),
         what_(std::move(what)) {}
   // The call and how its filters compute (the FFT or the direct sum).
   std::string describe() const override {
-    return what_ + ": " + g1_->describe() + (g2_ ? "; " + g2_->describe() : "");
+    std::string d = what_ + ": ";
+    for (std::size_t i = 0; i < g_.size(); ++i) d += (i ? "; " : "") + g_[i]->describe();
+    return d;
   }
   std::string fingerprint() const override {
-    return what_ + " (" + exact_number(amount_) + ": " + g1_->fingerprint() +
-           (g2_ ? "; " + g2_->fingerprint() : "") + ") to " + std::string(name(out_.type));
+    std::string f = what_ + " (" + exact_number(amount_) + ": ";
+    for (std::size_t i = 0; i < g_.size(); ++i) f += (i ? "; " : "") + g_[i]->fingerprint();
+    return f + ") to " + std::string(name(out_.type));
   }
   std::optional<ImageSpec> output() const override { return out_; }
   std::int64_t halo() const override {
-    return std::max(g1_->halo(), g2_ ? g2_->halo() : std::int64_t{0});
+    std::int64_t h = 0;
+    for (const auto& g : g_) h = std::max(h, g->halo());
+    return h;
   }
   std::int64_t plane_halo() const override {
-    return std::max(g1_->plane_halo(), g2_ ? g2_->plane_halo() : std::int64_t{0});
+    std::int64_t h = 0;
+    for (const auto& g : g_) h = std::max(h, g->plane_halo());
+    return h;
   }
   BorderMode border() const override { return border_; }
   std::optional<std::int64_t> column_halo() const override {
-    const auto a = g1_->column_halo();
-    const auto b = g2_ ? g2_->column_halo() : std::optional<std::int64_t>(0);
-    if (!a || !b) return std::nullopt;
-    return std::max(*a, *b);
+    std::int64_t h = 0;
+    for (const auto& g : g_) {
+      const auto c = g->column_halo();
+      if (!c) return std::nullopt;
+      h = std::max(h, *c);
+    }
+    return h;
   }
   std::size_t cpu_scratch_bytes(std::int64_t rows, std::int64_t cols) const override {
-    return g1_->cpu_scratch_bytes(rows, cols) + (g2_ ? g2_->cpu_scratch_bytes(rows, cols) : 0);
+    std::size_t n = 0;
+    for (const auto& g : g_) n += g->cpu_scratch_bytes(rows, cols);
+    return n;
   }
   // The filtered copies of a band (a buffer from the pool a band being computed).
   std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
-    return (g2_ ? 2 : 1) * static_cast<std::size_t>(rows) *
-               static_cast<std::size_t>(cols * in_.channels) * (f64_ ? 8 : 4) +
-           g1_->cpu_band_bytes(rows, cols) + (g2_ ? g2_->cpu_band_bytes(rows, cols) : 0);
+    std::size_t n = g_.size() * static_cast<std::size_t>(rows) *
+                    static_cast<std::size_t>(cols * in_.channels) * (f64_ ? 8 : 4);
+    for (const auto& g : g_) n += g->cpu_band_bytes(rows, cols);
+    return n;
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
-    return detail::combine_cuda_scratch(g1_.get(), g2_.get(), rows, in_.row_samples(), f64_);
+    return g_.size() > 2 ? 0
+                         : detail::combine_cuda_scratch(g_[0].get(), second(), rows,
+                                                        in_.row_samples(), f64_);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<CombineKernel>(kind_, amount_, g1_.get(), g2_.get(), f64_, out_.type);
+    std::vector<const Operation*> g;
+    for (const auto& op : g_) g.push_back(op.get());
+    return std::make_unique<CombineKernel>(kind_, amount_, std::move(g), f64_, out_.type);
   }
-  bool has_cuda() const override { return kCudaBuilt && g1_->has_cuda(); }
+  // A volume's filters are chains with planes of context, which the CUDA chain has not.
+  bool has_cuda() const override { return kCudaBuilt && g_.size() <= 2 && g_[0]->has_cuda(); }
   bool cpu_gives_cuda_bits() const override {
-    return g1_->cpu_gives_cuda_bits() && (!g2_ || g2_->cpu_gives_cuda_bits());
+    for (const auto& g : g_)
+      if (!g->cpu_gives_cuda_bits()) return false;
+    return true;
   }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
-    return detail::make_combine_cuda(devices, kind_, amount_, g1_.get(), g2_.get(), halo(),
+    return detail::make_combine_cuda(devices, kind_, amount_, g_[0].get(), second(), halo(),
                                      in_.type, f64_, out_.type);
   }
   Cost cost() const override {
     Cost c;
     c.kind = Cost::Kind::combine;
-    c.stages.push_back(g1_->cost());
-    if (g2_) c.stages.push_back(g2_->cost());
+    for (const auto& g : g_) c.stages.push_back(g->cost());
     return c;
   }
 
  private:
+  const Operation* second() const { return g_.size() > 1 ? g_[1].get() : nullptr; }
   ImageSpec in_, out_;
   kernels::CombineKind kind_;
   double amount_;
-  std::unique_ptr<Operation> g1_, g2_;
+  std::vector<std::unique_ptr<Operation>> g_;
   BorderMode border_;
   bool f64_;
   std::string what_;
 };
+
+// A volume's Sobel derivative along z (axis 0), y or x: the z pass of `z` (the derivative or the
+// smoothing, convolution order; folded onto a volume of fewer planes), then the 2-D passes, fused
+// in a chain the stage owns.
+std::unique_ptr<Operation> sobel3(const StageContext& c, std::vector<double> z, SeparableFilter xy) {
+  z = fold_taps(z, c.in.depth, c.settings.border);
+  std::vector<std::unique_ptr<Operation>> ops;
+  ops.push_back(make_zpass(c.in, kernels::ZPassKind::sum, std::vector<double>(z.rbegin(), z.rend()),
+                           static_cast<std::int64_t>(z.size() / 2), c.acc(), c.settings.border,
+                           c.settings.border_value));
+  ops.push_back(c.separable(*ops.back()->output(), std::move(xy)));
+  return make_owning_chain(std::move(ops), c.in, c.settings.border);
+}
 
 }  // namespace
 
 std::vector<StageEntry> combine_stages() {
   using kernels::CombineKind;
   auto combine = [](const StageContext& c, CombineKind kind, double amount,
-                    std::unique_ptr<Operation> g1, std::unique_ptr<Operation> g2) {
-    return BuiltStage{std::make_unique<CombineOp>(
-        c.in, kind, amount, std::move(g1), std::move(g2), c.settings.border,
-        c.settings.precision == Precision::f64, c.out(), c.args.call_text())};
+                    std::unique_ptr<Operation> g1, std::unique_ptr<Operation> g2,
+                    std::unique_ptr<Operation> g3 = nullptr) {
+    std::vector<std::unique_ptr<Operation>> g;
+    for (auto* op : {&g1, &g2, &g3})
+      if (*op) g.push_back(std::move(*op));
+    return BuiltStage{std::make_unique<CombineOp>(c.in, kind, amount, std::move(g),
+                                                  c.settings.border,
+                                                  c.settings.precision == Precision::f64, c.out(),
+                                                  c.args.call_text())};
   };
   constexpr double kMaxSigma = kMaxStageRadius / 3;
   const StageParam sigma =
       number_param("sigma", std::nullopt, 0, true, "Gaussian sigma, pixels", kMaxSigma);
   std::vector<StageEntry> s;
   s.push_back({{"gradient-magnitude",
-                "hypot of scipy.ndimage.sobel along x and along y (each smoothed along x "
-                "first: under --border constant with a value other than 0 the y derivative's "
-                "edge rows pad the smoothed rows, where scipy pads the derivative's)",
+                "hypot of scipy.ndimage.sobel along x and along y, volumes: and z "
+                "(generic_gradient_magnitude; each smoothed along z, then x first: under "
+                "--border constant with a value other than 0 the later passes pad the earlier "
+                "passes' rows, where scipy pads the derivative's)",
                 {}},
                [combine](const StageContext& c) {
                  // scipy.ndimage.sobel: correlate [-1, 0, 1] along the axis, [1, 2, 1] across it.
                  const std::vector<double> d1{1.0, 0.0, -1.0}, s1{1.0, 2.0, 1.0};
+                 if (c.volume())  // along x, y and z; each smoothed along z first
+                   return combine(c, CombineKind::magnitude, 0.0,
+                                  sobel3(c, s1, SeparableFilter{d1, s1}),
+                                  sobel3(c, s1, SeparableFilter{s1, d1}),
+                                  sobel3(c, d1, SeparableFilter{s1, s1}));
                  return combine(c, CombineKind::magnitude, 0.0,
                                 c.separable(c.in, SeparableFilter{d1, s1}),
                                 c.separable(c.in, SeparableFilter{s1, d1}));
@@ -225,8 +288,9 @@ std::vector<StageEntry> combine_stages() {
                }});
   for (StageEntry& e : s) {
     e.decl.takes_convert = true;
-    // Their Gaussians filter a volume in 3-D (StageContext::gaussian); not the 2-D Sobel pair.
-    e.decl.volume = e.decl.name != "gradient-magnitude";
+    // Their Gaussians filter a volume in 3-D (StageContext::gaussian); the Sobel derivatives are
+    // three on a volume.
+    e.decl.volume = true;
   }
   return s;
 }
