@@ -21,12 +21,14 @@ namespace ooc {
 // filters take the samples where the mask is 1. An empty mask: none (the rectangle of the sizes).
 struct Footprint {
   std::int64_t height = 0, width = 0;
-  std::vector<std::uint8_t> mask;  // height x width, row-major, 0 or 1
+  std::int64_t depth = 1;          // planes: a 3-D footprint filters volumes only
+  int axes = 2;                    // 3: read from a 3-D array (even of one plane)
+  std::vector<std::uint8_t> mask;  // depth x height x width, row-major, 0 or 1
   std::string name;                // the file it came from, for messages
   bool empty() const noexcept { return mask.empty(); }
   std::int64_t count() const noexcept;  // the samples of the window (the ones)
 };
-// Reads a 2-D .npy of bool or integers, 0 and 1 only, odd sides up to 4095, at least one 1;
+// Reads a 2-D or 3-D .npy of bool or integers, 0 and 1 only, odd sides up to 4095, at least one 1;
 // throws a usage Error saying what is wrong with the file.
 Footprint load_footprint(const std::string& path);
 

@@ -26,8 +26,9 @@ Footprint load_footprint(const std::string& path) {
   constexpr std::int64_t kMaxSide = 4095;
   auto bad = [&](const std::string& what) {
     return Error(ErrorKind::usage, "footprint '" + path + "' " + what +
-                                       "; a footprint is a 2-D .npy of bool or integers, 0 and 1, "
-                                       "of odd sides (numpy.save('f.npy', mask))");
+                                       "; a footprint is a 2-D (volumes: 3-D) .npy of bool or "
+                                       "integers, 0 and 1, of odd sides (numpy.save('f.npy', "
+                                       "mask))");
   };
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw bad("cannot be read (no such file?)");
@@ -45,22 +46,28 @@ Footprint load_footprint(const std::string& path) {
   } catch (const Error& e) {
     throw bad(std::string("is not a .npy file (") + e.what() + ")");
   }
-  if (a.dims.size() != 2) throw bad("has shape " + a.shape + ", not 2-D");
+  if (a.dims.size() != 2 && a.dims.size() != 3)
+    throw bad("has shape " + a.shape + ", not 2-D or 3-D");
   const char kind = a.kind.empty() ? '?' : a.kind[0];
   if (kind != 'b' && kind != 'u' && kind != 'i') throw bad("holds '" + a.kind + "' samples");
   const std::size_t width = a.kind.size() == 2 ? std::size_t(a.kind[1] - '0') : 0;
   if (width != 1 && width != 2 && width != 4 && width != 8)
     throw bad("holds '" + a.kind + "' samples");
   Footprint f;
-  f.height = a.dims[0];
-  f.width = a.dims[1];
+  const bool planes = a.dims.size() == 3;
+  f.depth = planes ? a.dims[0] : 1;
+  f.axes = planes ? 3 : 2;
+  f.height = a.dims[planes ? 1 : 0];
+  f.width = a.dims[planes ? 2 : 1];
   f.name = path;
-  if (f.height < 1 || f.width < 1 || f.height % 2 == 0 || f.width % 2 == 0)
-    throw bad("is " + std::to_string(f.height) + " x " + std::to_string(f.width) +
-              ": both sides must be odd (the centre is the origin)");
-  if (f.height > kMaxSide || f.width > kMaxSide)
+  const std::string sides = (planes ? std::to_string(f.depth) + " x " : std::string()) +
+                            std::to_string(f.height) + " x " + std::to_string(f.width);
+  if (f.depth < 1 || f.height < 1 || f.width < 1 || f.depth % 2 == 0 || f.height % 2 == 0 ||
+      f.width % 2 == 0)
+    throw bad("is " + sides + ": every side must be odd (the centre is the origin)");
+  if (f.depth > kMaxSide || f.height > kMaxSide || f.width > kMaxSide)
     throw bad("is larger than " + std::to_string(kMaxSide) + " on a side");
-  const std::size_t count = static_cast<std::size_t>(f.height * f.width);
+  const std::size_t count = static_cast<std::size_t>(f.depth * f.height * f.width);
   if (bytes.size() < a.data_offset + count * width) throw bad("is truncated");
   f.mask.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
@@ -72,11 +79,10 @@ Footprint load_footprint(const std::string& path) {
     }
     if (v > 1) throw bad("holds a value other than 0 and 1 (at sample " + std::to_string(i) + ")");
     const bool one = v == 1;
-    // Fortran order: element (r, q) is at q * height + r.
-    const std::size_t at =
-        a.fortran ? (i % static_cast<std::size_t>(f.height)) * static_cast<std::size_t>(f.width) +
-                        i / static_cast<std::size_t>(f.height)
-                  : i;
+    // Fortran order: element (d, r, q) is at (q * height + r) * depth + d.
+    const auto D = static_cast<std::size_t>(f.depth), H = static_cast<std::size_t>(f.height),
+               W = static_cast<std::size_t>(f.width);
+    const std::size_t at = a.fortran ? ((i % D) * H + (i / D) % H) * W + i / (D * H) : i;
     f.mask[at] = one ? 1 : 0;
   }
   if (f.count() == 0) throw bad("has no 1: the window would be empty");
@@ -129,6 +135,9 @@ Window window(const MorphParams& p, bool max, bool dilation) {
     return w;
   }
   const Footprint& f = p.footprint;
+  if (f.axes == 3)
+    throw Error(ErrorKind::usage, "footprint '" + f.name + "' is 3-D (" + std::to_string(f.depth) +
+                                      " planes): a 3-D footprint filters a volume in 3-D");
   w.y = extent(f.height, false);
   w.x = extent(f.width, false);
   if (f.count() == f.height * f.width) return w;  // all ones: the rectangle's fast paths
@@ -172,8 +181,8 @@ StageParam footprint_param() {
   using Kind = StageParam::Kind;
   return computed(
       other_param("footprint", Kind::text, std::nullopt,
-                  "FILE.npy: a 2-D 0/1 array of odd sides, the window's shape (scipy's footprint; "
-                  "origin at the centre)"),
+                  "FILE.npy: a 2-D (volumes: 3-D) 0/1 array of odd sides, the window's shape "
+                  "(scipy's footprint; origin at the centre)"),
       "none");
 }
 

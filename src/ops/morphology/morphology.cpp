@@ -39,9 +39,7 @@ using Pool = BufferPool;
 // the top-hats the difference with the input (in the image's type; never negative).
 class TophatKernel final : public CpuKernel {
  public:
-  TophatKernel(const detail::ChainGeometry& g, int sign) : sign_(sign) {
-    chain_ = detail::make_chain_cpu(g);
-  }
+  TophatKernel(std::unique_ptr<CpuKernel> chain, int sign) : sign_(sign), chain_(std::move(chain)) {}
   void start(int slot) override { chain_->start(slot); }
   void stop(int slot) override { chain_->stop(slot); }
   void run(const CpuBand& b) override {
@@ -56,10 +54,12 @@ class TophatKernel final : public CpuKernel {
         BandView{buf.data(), b.in.row_bytes(), b.band.rows, b.in.width, b.in.channels, b.in.type};
     chain_->run(inner);
     const std::int64_t S = b.in.row_samples();
+    // The input's own rows: the middle plane's (a volume's band carries its planes of context).
+    const std::int64_t centre = b.plane_halo * (b.band.rows + 2 * b.halo);
     tbb::parallel_for(std::int64_t{0}, b.band.rows, [&](std::int64_t y) {
       dispatch_type(b.in.type, [&](auto t) {
         using T = decltype(t);
-        const T* x = reinterpret_cast<const T*>(b.rows[b.halo + y]);
+        const T* x = reinterpret_cast<const T*>(b.rows[centre + b.halo + y]);
         const T* o = reinterpret_cast<const T*>(inner.out.row(y));
         T* d = reinterpret_cast<T*>(b.out.row(y));
         for (std::int64_t i = 0; i < S; ++i)
@@ -114,7 +114,7 @@ class Morphology final : public Operation {
            detail::chain_cuda_scratch(g_, rows);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<TophatKernel>(g_, sign_);
+    return std::make_unique<TophatKernel>(detail::make_chain_cpu(g_), sign_);
   }
   bool has_cuda() const override { return first_->has_cuda() && second_->has_cuda(); }
   bool cpu_gives_cuda_bits() const override { return true; }
@@ -141,56 +141,116 @@ class Morphology final : public Operation {
 
 namespace {
 
-// A volume's minimum, maximum, opening or closing of a box: each minimum or maximum is a z pass
-// over the planes of the window (scipy's placement, the dilation's shifted for even sizes), then
-// the 2-D filter of the planes.
-BuiltStage volume_stage(MorphKind kind, const StageContext& c, const MorphParams& p) {
-  if (!p.footprint.empty() || kind == MorphKind::white_tophat || kind == MorphKind::black_tophat)
-    c.no_volume();
-  const std::int64_t depth = c.args.has("size-z") ? c.args.integer("size-z") : p.height;
-  BuiltStage b;
+// A volume's top-hat: its opening or closing, stages that the operation owns fused as a chain
+// (planes of context and all), and the difference with the input's middle plane.
+class VolumeTophat final : public Operation {
+ public:
+  VolumeTophat(const ImageSpec& in, std::unique_ptr<Operation> chain, int sign, std::string what)
+      : in_(in), chain_(std::move(chain)), sign_(sign), what_(std::move(what)) {}
+  std::string describe() const override { return what_ + ": " + chain_->describe(); }
+  std::string fingerprint() const override { return what_ + " (" + chain_->fingerprint() + ")"; }
+  std::optional<ImageSpec> output() const override { return in_; }
+  std::int64_t halo() const override { return chain_->halo(); }
+  std::int64_t plane_halo() const override { return chain_->plane_halo(); }
+  BorderMode border() const override { return chain_->border(); }
+  std::optional<std::int64_t> column_halo() const override { return chain_->column_halo(); }
+  std::size_t cpu_scratch_bytes(std::int64_t rows, std::int64_t cols) const override {
+    return chain_->cpu_scratch_bytes(rows, cols);
+  }
+  // The opening or closing of a band, beside the band.
+  std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
+    return static_cast<std::size_t>(rows * cols) * in_.pixel_bytes() +
+           chain_->cpu_band_bytes(rows, cols);
+  }
+  std::unique_ptr<CpuKernel> make_cpu() const override {
+    return std::make_unique<TophatKernel>(chain_->make_cpu(), sign_);
+  }
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::morphology;
+    c.stages = {chain_->cost()};
+    return c;
+  }
+
+ private:
+  ImageSpec in_;
+  std::unique_ptr<Operation> chain_;
+  int sign_;
+  std::string what_;
+};
+
+// A volume's minimum, maximum, opening, closing or top-hat. Of a box: each minimum or maximum is
+// a z pass over the planes of the window (scipy's placement, the dilation's shifted for even
+// sizes), then the 2-D filter of the planes. Of a 3-D footprint: the rank filter of its ones
+// (footprint3d.cpp), the dilation's footprint mirrored along its three axes (scipy's
+// grey_dilation). The top-hats own their opening or closing.
+BuiltStage volume_stage(MorphKind kind, const StageContext& c, MorphParams p) {
+  std::int64_t depth = c.args.has("size-z") ? c.args.integer("size-z") : p.height;
+  if (!p.footprint.empty()) {
+    if (c.args.has("size-z"))
+      throw Error(ErrorKind::usage, c.args.at() + ": size-z is a box's; a footprint's planes are "
+                                                  "its first axis");
+    const Footprint& f = p.footprint;
+    if (f.axes == 3 && f.count() == f.depth * f.height * f.width) {  // a box
+      depth = f.depth;
+      p.footprint = Footprint{};
+    }
+  }
+  std::vector<std::unique_ptr<Operation>> ops;
   ImageSpec in = c.in;
-  auto add = [&](bool max, bool dilation, bool last) {
+  auto add = [&](bool max, bool dilation) {
+    if (!p.footprint.empty()) {
+      Footprint f = p.footprint;
+      if (dilation) std::reverse(f.mask.begin(), f.mask.end());
+      ops.push_back(make_rank3d(in, f, max ? f.count() - 1 : 0, p.border, p.border_value));
+      return;
+    }
     const Extent e = clamp_extent(extent(depth, dilation), c.in.depth);  // past the planes
     if (depth > 1) {
-      b.before.push_back(make_zpass(in,
-                                    max ? kernels::ZPassKind::maximum : kernels::ZPassKind::minimum,
-                                    std::vector<double>(static_cast<std::size_t>(depth), 1.0),
-                                    e.left, in.type, p.border, p.border_value));
-      in = *b.before.back()->output();
+      ops.push_back(make_zpass(in, max ? kernels::ZPassKind::maximum : kernels::ZPassKind::minimum,
+                               std::vector<double>(static_cast<std::size_t>(depth), 1.0), e.left,
+                               in.type, p.border, p.border_value));
+      in = *ops.back()->output();
     }
-    auto op = make_minmax(in, window(p, max, dilation));
-    if (last)
-      b.op = std::move(op);
-    else
-      b.before.push_back(std::move(op));
+    ops.push_back(make_minmax(in, window(p, max, dilation)));
   };
+  int sign = 0;
   switch (kind) {
     case MorphKind::minimum:
     case MorphKind::maximum:
-      add(kind == MorphKind::maximum, false, true);
+      add(kind == MorphKind::maximum, false);
       break;
     case MorphKind::opening:
-      add(false, false, false);
-      add(true, true, true);
+    case MorphKind::white_tophat:
+      add(false, false);
+      add(true, true);
+      sign = kind == MorphKind::white_tophat ? 1 : 0;
       break;
-    default:  // closing
-      add(true, true, false);
-      add(false, false, true);
+    default:  // closing, black top-hat
+      add(true, true);
+      add(false, false);
+      sign = kind == MorphKind::black_tophat ? -1 : 0;
       break;
   }
+  BuiltStage b;
+  if (sign != 0) {
+    b.op = std::make_unique<VolumeTophat>(c.in, make_owning_chain(std::move(ops), c.in, p.border),
+                                          sign, sign > 0 ? "white top-hat" : "black top-hat");
+    return b;
+  }
+  b.op = std::move(ops.back());
+  ops.pop_back();
+  b.before = std::move(ops);
   return b;
 }
 
 }  // namespace
 
 StageEntry morphology_stage(const char* name, MorphKind kind, const char* help) {
-  const bool tophat = kind == MorphKind::white_tophat || kind == MorphKind::black_tophat;
-  std::vector<StageParam> params{size_param(), footprint_param()};
-  if (!tophat)
-    params.push_back(computed(
-        integer_param("size-z", std::nullopt, 1, 1 << 20, "volumes: window along z (a box)"),
-        "the size's rows"));
+  std::vector<StageParam> params{
+      size_param(), footprint_param(),
+      computed(integer_param("size-z", std::nullopt, 1, 1 << 20, "volumes: window along z (a box)"),
+               "the size's rows")};
   StageEntry e{{name, help, params}, [kind](const StageContext& c) {
                  MorphParams p;
                  p.kind = kind;
@@ -200,7 +260,7 @@ StageEntry morphology_stage(const char* name, MorphKind kind, const char* help) 
                  if (c.volume()) return volume_stage(kind, c, p);
                  return BuiltStage{make_morphology(c.in, p)};
                }};
-  e.decl.volume = !tophat;
+  e.decl.volume = true;
   return e;
 }
 

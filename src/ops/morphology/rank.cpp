@@ -472,8 +472,10 @@ std::vector<StageEntry> rank_stages() {
       std::tie(p.height, p.width, p.footprint) = window_of(c.args);
       p.border = c.settings.border;
       p.border_value = c.settings.border_value;
-      if (c.volume()) {  // a box of size-z planes
-        if (!p.footprint.empty()) c.no_volume();
+      if (c.volume()) {  // a box of size-z planes, or a 3-D footprint
+        if (!p.footprint.empty())
+          return BuiltStage{morphology::make_rank3d(
+              c.in, p.footprint, rank_of(c.args, p.footprint.count()), p.border, p.border_value)};
         const std::int64_t depth = c.args.has("size-z") ? c.args.integer("size-z") : p.height;
         return BuiltStage{morphology::make_rank3d(c.in, depth, p.height, p.width,
                                                   rank_of(c.args, depth * p.height * p.width),

@@ -53,6 +53,11 @@ std::unique_ptr<Operation> make_rank3d(const ImageSpec& in, std::int64_t depth, 
                                        std::int64_t width, std::int64_t rank, BorderMode border,
                                        double cval);
 
+// The rank filter of a volume over a 3-D footprint's ones (footprint3d.cpp; one of all ones is
+// the box's). A 2-D footprint on a volume is refused, as scipy refuses it.
+std::unique_ptr<Operation> make_rank3d(const ImageSpec& in, const Footprint& f, std::int64_t rank,
+                                       BorderMode border, double cval);
+
 // The minimum or maximum filter over w (minmax.cpp).
 std::unique_ptr<Operation> make_minmax(const ImageSpec& in, const Window& w);
 
