@@ -20,6 +20,12 @@ struct Kernel2d {
   std::int64_t rows = 0, cols = 0;
   std::vector<double> taps;
   std::string name;  // where it came from: a file, or the built-in's name
+  // A volume's 3-D kernel (a .npy of 3 axes): planes x rows x cols taps, row major. A (K, L, 1)
+  // array is read as the K x L kernel of an image (one channel), and on a volume as K planes of
+  // L x 1 (`one_column`).
+  std::int64_t planes = 1;
+  bool axes3 = false;
+  bool one_column = false;
 };
 
 // --kernel: a text file (rows of numbers; commas or spaces; '#' comments), a 2-D .npy file
@@ -67,6 +73,12 @@ struct Conv2dCosts {
 Conv2dCosts conv2d_costs(const ImageSpec& input, const Conv2dParams& params);
 
 std::unique_ptr<Operation> make_conv2d(const ImageSpec& input, const Conv2dParams& params,
+                                       const EngineOptions& options = {});
+// A volume's convolution with a 3-D kernel (params.kernel.planes planes; conv3d.cpp): the sum
+// over the kernel's planes of the 2-D convolutions of the matching input planes, each direct or
+// through the FFT as the cost model picks for one plane, summed in the 2-D convolution's
+// accumulator.
+std::unique_ptr<Operation> make_conv3d(const ImageSpec& input, const Conv2dParams& params,
                                        const EngineOptions& options = {});
 
 }  // namespace ooc

@@ -139,16 +139,21 @@ Kernel2d from_npy(const std::string& path, const std::string& bytes) {
   if (!real)
     throw Error(ErrorKind::usage,
                 "kernel file '" + path + "' has dtype '" + a.order + a.kind + "'" + what);
-  if (a.dims.size() != 2 && !(a.dims.size() == 3 && a.dims[2] == 1))
+  if (a.dims.size() != 2 && a.dims.size() != 3)
     throw Error(ErrorKind::usage, "kernel file '" + path + "' has shape " + a.shape + what);
   Kernel2d k;
   k.name = path;
-  k.rows = a.dims[0];
-  k.cols = a.dims[1];
-  if (k.rows > kMaxSide || k.cols > kMaxSide)
+  k.axes3 = a.dims.size() == 3;
+  k.one_column = k.axes3 && a.dims[2] == 1;
+  // 3 axes: planes first (a volume's), except (K, L, 1), an image's kernel of one channel.
+  const std::size_t first = k.axes3 && !k.one_column ? 1 : 0;
+  k.planes = first ? a.dims[0] : 1;
+  k.rows = a.dims[first];
+  k.cols = a.dims[first + 1];
+  if (k.rows > kMaxSide || k.cols > kMaxSide || k.planes > kMaxSide)
     throw Error(ErrorKind::usage,
                 "kernel '" + path + "' is larger than " + std::to_string(kMaxSide) + " on a side");
-  const std::size_t count = static_cast<std::size_t>(k.rows * k.cols);
+  const std::size_t count = static_cast<std::size_t>(k.planes * k.rows * k.cols);
   if (bytes.size() < a.data_offset + count * width)
     throw Error(ErrorKind::usage, "kernel file '" + path + "' is truncated");
   k.taps.resize(count);
@@ -174,11 +179,10 @@ Kernel2d from_npy(const std::string& path, const std::string& bytes) {
     } else {
       tap = static_cast<double>(v);
     }
-    // Fortran order: element (r, q) is stored at q * rows + r.
-    const std::size_t at =
-        a.fortran ? (i % static_cast<std::size_t>(k.rows)) * static_cast<std::size_t>(k.cols) +
-                        i / static_cast<std::size_t>(k.rows)
-                  : i;
+    // Fortran order: element (d, r, q) is stored at (q * rows + r) * planes + d.
+    const auto D = static_cast<std::size_t>(k.planes), H = static_cast<std::size_t>(k.rows),
+               W = static_cast<std::size_t>(k.cols);
+    const std::size_t at = a.fortran ? ((i % D) * H + (i / D) % H) * W + i / (D * H) : i;
     k.taps[at] = tap;
   }
   return k;
@@ -401,10 +405,12 @@ Kernel2d parse_kernel(const std::string& text, std::size_t mem_limit) {
   }
   if (k.rows == 0 || k.cols == 0)
     throw Error(ErrorKind::usage, "kernel '" + text + "' has no taps");
-  if (k.rows % 2 == 0 || k.cols % 2 == 0)
-    throw Error(ErrorKind::usage, "kernel '" + text + "' is " + std::to_string(k.rows) + " x " +
-                                      std::to_string(k.cols) +
-                                      ": both sides must be odd (the center is the origin)");
+  if (k.rows % 2 == 0 || k.cols % 2 == 0 || k.planes % 2 == 0)
+    throw Error(ErrorKind::usage,
+                "kernel '" + text + "' is " +
+                    (k.axes3 && !k.one_column ? std::to_string(k.planes) + " x " : std::string()) +
+                    std::to_string(k.rows) + " x " + std::to_string(k.cols) +
+                    ": every side must be odd (the center is the origin)");
   if (k.rows > kMaxSide || k.cols > kMaxSide)
     throw Error(ErrorKind::usage,
                 "kernel '" + text + "' is larger than " + std::to_string(kMaxSide) + " on a side");
@@ -497,6 +503,10 @@ Conv2dCosts conv2d_costs(const ImageSpec& in, const Conv2dParams& p) {
 
 std::unique_ptr<Operation> make_conv2d(const ImageSpec& input, const Conv2dParams& params,
                                        const EngineOptions& options) {
+  if (params.kernel.axes3 && !params.kernel.one_column && params.kernel.planes > 1)
+    throw Error(ErrorKind::usage, "kernel '" + params.kernel.name + "' has " +
+                                      std::to_string(params.kernel.planes) +
+                                      " planes: a 3-D kernel filters a volume in 3-D");
   if (params.method == ConvMethod::fft) {
     if (!conv2d_costs(input, params).cpu_uses_fft)
       throw Error(ErrorKind::usage, "--method fft: no FFT tile of at most 2^20 points holds the " +
@@ -536,12 +546,38 @@ std::unique_ptr<Operation> make_conv2d(const ImageSpec& input, const Conv2dParam
 
 namespace detail {
 
-// The 2-D convolution as a pipeline stage: convolve (direct or FFT as the plan decides).
+namespace {
+
+// A volume's convolution, as scipy.ndimage.convolve's with weights of as many axes: a kernel read
+// from an array of 3 axes (one of a single plane filters each plane in 2-D); 2-D kernels are
+// refused, as scipy refuses them.
+std::unique_ptr<Operation> volume_conv(const StageContext& c, Conv2dParams p) {
+  Kernel2d& k = p.kernel;
+  if (!k.axes3)
+    throw Error(ErrorKind::usage, c.args.at() + ": kernel '" + k.name +
+                                      "' is 2-D: a volume takes a 3-D kernel (planes x rows x "
+                                      "columns, a .npy), or add --planes to filter each plane "
+                                      "in 2-D");
+  if (k.one_column) {  // (K, L, 1): K planes of L rows and one column
+    k.planes = k.rows;
+    k.rows = k.cols;
+    k.cols = 1;
+    k.one_column = false;
+  }
+  if (k.planes == 1) return make_conv2d(c.in, p, c.options);
+  return make_conv3d(c.in, p, c.options);
+}
+
+}  // namespace
+
+// The 2-D convolution as a pipeline stage: convolve (direct or FFT as the plan decides); a
+// volume's with a 3-D kernel (conv3d.cpp).
 std::vector<StageEntry> conv2d_stages() {
   using Kind = StageParam::Kind;
   std::vector<StageEntry> s;
   s.push_back({{"convolve",
-                "2-D convolution (scipy.ndimage.convolve; as oocconv --kernel)",
+                "2-D convolution (scipy.ndimage.convolve; as oocconv --kernel); volumes: a 3-D "
+                "kernel (.npy)",
                 {other_param("kernel", Kind::text, std::nullopt,
                              "FILE (text or .npy), box:N, gaussian2d:S, laplace, sobel-x, sobel-y"),
                  other_param("method", Kind::text, std::string("auto"),
@@ -561,9 +597,10 @@ std::vector<StageEntry> conv2d_stages() {
                  p.out_type = c.out();
                  p.precision = c.settings.precision;
                  p.method = method_of(c.args);
+                 if (c.volume()) return BuiltStage{volume_conv(c, std::move(p))};
                  return BuiltStage{make_conv2d(c.in, p, c.options)};
                }});
-  for (StageEntry& e : s) e.decl.takes_convert = true;
+  for (StageEntry& e : s) e.decl.takes_convert = e.decl.volume = true;
   return s;
 }
 
