@@ -71,8 +71,8 @@ class CombineKernel final : public CpuKernel {
     std::vector<BandView> v;
     std::vector<const std::byte*> table;
     for (std::size_t i = 0; i < k_.size(); ++i) {
-      v.push_back({buf.data() + i * row_bytes * rows, row_bytes, rows, b.in.width, b.in.channels,
-                   at});
+      v.push_back(
+          {buf.data() + i * row_bytes * rows, row_bytes, rows, b.in.width, b.in.channels, at});
       k_[i]->run(sub_band(b, g_[i]->halo(), g_[i]->plane_halo(), v[i], table));
     }
     const bool reads_x =
@@ -120,8 +120,8 @@ class CombineOp final : public Operation {
   // out: the accumulator's type, or that of a convert fused into the stage. g: the filtered
   // copies (one, two, or a volume's three Sobel derivatives).
   CombineOp(const ImageSpec& in, kernels::CombineKind kind, double amount,
-            std::vector<std::unique_ptr<Operation>> g, BorderMode border, bool f64,
-            SampleType out, std::string what)
+            std::vector<std::unique_ptr<Operation>> g, BorderMode border, bool f64, SampleType out,
+            std::string what)
       : in_(in),
         out_{in.width, in.height, in.channels, out, in.depth, in.stack},
         kind_(kind),
@@ -175,9 +175,9 @@ class CombineOp final : public Operation {
     return n;
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
-    return g_.size() > 2 ? 0
-                         : detail::combine_cuda_scratch(g_[0].get(), second(), rows,
-                                                        in_.row_samples(), f64_);
+    return g_.size() > 2
+               ? 0
+               : detail::combine_cuda_scratch(g_[0].get(), second(), rows, in_.row_samples(), f64_);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     std::vector<const Operation*> g;
@@ -216,7 +216,8 @@ class CombineOp final : public Operation {
 // A volume's Sobel derivative along z (axis 0), y or x: the z pass of `z` (the derivative or the
 // smoothing, convolution order; folded onto a volume of fewer planes), then the 2-D passes, fused
 // in a chain the stage owns.
-std::unique_ptr<Operation> sobel3(const StageContext& c, std::vector<double> z, SeparableFilter xy) {
+std::unique_ptr<Operation> sobel3(const StageContext& c, std::vector<double> z,
+                                  SeparableFilter xy) {
   z = fold_taps(z, c.in.depth, c.settings.border);
   std::vector<std::unique_ptr<Operation>> ops;
   ops.push_back(make_zpass(c.in, kernels::ZPassKind::sum, std::vector<double>(z.rbegin(), z.rend()),
@@ -236,33 +237,31 @@ std::vector<StageEntry> combine_stages() {
     std::vector<std::unique_ptr<Operation>> g;
     for (auto* op : {&g1, &g2, &g3})
       if (*op) g.push_back(std::move(*op));
-    return BuiltStage{std::make_unique<CombineOp>(c.in, kind, amount, std::move(g),
-                                                  c.settings.border,
-                                                  c.settings.precision == Precision::f64, c.out(),
-                                                  c.args.call_text())};
+    return BuiltStage{std::make_unique<CombineOp>(
+        c.in, kind, amount, std::move(g), c.settings.border, c.settings.precision == Precision::f64,
+        c.out(), c.args.call_text())};
   };
   constexpr double kMaxSigma = kMaxStageRadius / 3;
   const StageParam sigma =
       number_param("sigma", std::nullopt, 0, true, "Gaussian sigma, pixels", kMaxSigma);
   std::vector<StageEntry> s;
-  s.push_back({{"gradient-magnitude",
-                "hypot of scipy.ndimage.sobel along x and along y, volumes: and z "
-                "(generic_gradient_magnitude; each smoothed along z, then x first: under "
-                "--border constant with a value other than 0 the later passes pad the earlier "
-                "passes' rows, where scipy pads the derivative's)",
-                {}},
-               [combine](const StageContext& c) {
-                 // scipy.ndimage.sobel: correlate [-1, 0, 1] along the axis, [1, 2, 1] across it.
-                 const std::vector<double> d1{1.0, 0.0, -1.0}, s1{1.0, 2.0, 1.0};
-                 if (c.volume())  // along x, y and z; each smoothed along z first
-                   return combine(c, CombineKind::magnitude, 0.0,
-                                  sobel3(c, s1, SeparableFilter{d1, s1}),
-                                  sobel3(c, s1, SeparableFilter{s1, d1}),
-                                  sobel3(c, d1, SeparableFilter{s1, s1}));
-                 return combine(c, CombineKind::magnitude, 0.0,
-                                c.separable(c.in, SeparableFilter{d1, s1}),
-                                c.separable(c.in, SeparableFilter{s1, d1}));
-               }});
+  s.push_back(
+      {{"gradient-magnitude",
+        "hypot of scipy.ndimage.sobel along x and along y, volumes: and z "
+        "(generic_gradient_magnitude; each smoothed along z, then x first: under "
+        "--border constant with a value other than 0 the later passes pad the earlier "
+        "passes' rows, where scipy pads the derivative's)",
+        {}},
+       [combine](const StageContext& c) {
+         // scipy.ndimage.sobel: correlate [-1, 0, 1] along the axis, [1, 2, 1] across it.
+         const std::vector<double> d1{1.0, 0.0, -1.0}, s1{1.0, 2.0, 1.0};
+         if (c.volume())  // along x, y and z; each smoothed along z first
+           return combine(c, CombineKind::magnitude, 0.0, sobel3(c, s1, SeparableFilter{d1, s1}),
+                          sobel3(c, s1, SeparableFilter{s1, d1}),
+                          sobel3(c, d1, SeparableFilter{s1, s1}));
+         return combine(c, CombineKind::magnitude, 0.0, c.separable(c.in, SeparableFilter{d1, s1}),
+                        c.separable(c.in, SeparableFilter{s1, d1}));
+       }});
   s.push_back(
       {{"dog",
         "difference of Gaussians: gaussian(sigma1) - gaussian(sigma2)",

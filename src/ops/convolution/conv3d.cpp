@@ -100,8 +100,8 @@ class Conv3d final : public Operation {
     s.out_type = f64_ ? SampleType::f64 : SampleType::f32;
     s.precision = f64_ ? Precision::f64 : Precision::f32;
     if (p.method == ConvMethod::fft && !conv2d_costs(in, s).cpu_uses_fft)
-      throw Error(ErrorKind::usage, "--method fft: no FFT tile holds a plane of the " +
-                                        shape() + " kernel: use --method direct");
+      throw Error(ErrorKind::usage, "--method fft: no FFT tile holds a plane of the " + shape() +
+                                        " kernel: use --method direct");
     s.method = conv2d_costs(in, s).cpu_uses_fft ? ConvMethod::fft : ConvMethod::direct;
     // Convolution: kernel plane j meets input plane z + P/2 - j. Planes of zeros add nothing
     // (one is kept: a kernel of zeros).

@@ -39,7 +39,8 @@ using Pool = BufferPool;
 // the top-hats the difference with the input (in the image's type; never negative).
 class TophatKernel final : public CpuKernel {
  public:
-  TophatKernel(std::unique_ptr<CpuKernel> chain, int sign) : sign_(sign), chain_(std::move(chain)) {}
+  TophatKernel(std::unique_ptr<CpuKernel> chain, int sign)
+      : sign_(sign), chain_(std::move(chain)) {}
   void start(int slot) override { chain_->start(slot); }
   void stop(int slot) override { chain_->stop(slot); }
   void run(const CpuBand& b) override {
@@ -188,8 +189,9 @@ BuiltStage volume_stage(MorphKind kind, const StageContext& c, MorphParams p) {
   std::int64_t depth = c.args.has("size-z") ? c.args.integer("size-z") : p.height;
   if (!p.footprint.empty()) {
     if (c.args.has("size-z"))
-      throw Error(ErrorKind::usage, c.args.at() + ": size-z is a box's; a footprint's planes are "
-                                                  "its first axis");
+      throw Error(ErrorKind::usage, c.args.at() +
+                                        ": size-z is a box's; a footprint's planes are "
+                                        "its first axis");
     const Footprint& f = p.footprint;
     if (f.axes == 3 && f.count() == f.depth * f.height * f.width) {  // a box
       depth = f.depth;
