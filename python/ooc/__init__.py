@@ -47,6 +47,7 @@ the run and propagates, and a file output's temporary is removed.
 
 import numbers
 import os
+import tempfile
 
 import numpy as np
 
@@ -491,9 +492,9 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
               progress=None, **options):
     """scipy.ndimage.correlate with 2-D weights (non-separable; (K, L, 1) for an (H, W, C)
     array, each channel on its own); method="auto", "direct" or "fft" among the options picks
-    how the weights are applied (auto: FFT tiles for large kernels). A volume takes weights of
-    one plane, (1, K, L) (or (1, K, L, 1)), and is filtered plane by plane: ooc has no 3-D
-    kernels (a separable one is correlate1d along each axis)."""
+    how the weights are applied (auto: FFT tiles for large kernels). A volume takes 3-D weights,
+    (D, K, L) (or (D, K, L, 1)): the sum over their planes of the 2-D correlations of the
+    matching planes; weights of one plane filter each plane in 2-D."""
     a = _load(input)
     vol = _is_volume(a, volume)
     w = np.asarray(weights, dtype=np.float64)
@@ -504,11 +505,13 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
         return correlate1d(a, w, -1, output, mode, cval, origin, progress=progress, **options)
     origins = _sequence(origin, a.ndim, "origin")
     if vol:
+        if a.ndim == 4:
+            if w.shape[3] != 1:
+                raise _usage("weights of a (Z, Y, X, C) volume must be (D, K, L, 1): ooc "
+                             "filters each channel on its own")
+            w = w[..., 0]
         if w.shape[0] != 1 or int(origins[0]) != 0:
-            raise _usage("weights of a volume must be of one plane, (1, K, L)%s, at origin 0 "
-                         "along z, got shape %s: ooc filters a volume with 2-D weights plane by "
-                         "plane (3-D kernels are not supported)"
-                         % (" or (1, K, L, 1)" if a.ndim == 4 else "", w.shape))
+            return _correlate3d(a, w, origins[:3], output, mode, cval, progress, options)
         w, origins = w[0], origins[1:]
     if w.ndim == 3:
         if w.shape[2] != 1:
@@ -531,6 +534,42 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
     o = _array_options(a, out, options)
     o.update(volume=vol, planes=vol)
     _core.conv2d_array(a, out, kernel, _mode(mode), float(cval), o, _check_progress(progress))
+    return out
+
+
+def _correlate3d(a, w, origins, output, mode, cval, progress, options):
+    """A volume's correlation with 3-D weights: the pipeline's convolve stage with the weights
+    flipped (convolution order), each axis zero-padded so that its centre is the output sample,
+    through a .npy file."""
+    if w.size == 0:
+        raise _usage("weights must not be empty")
+    if a.shape[0] == 1:
+        # One plane (an image to the library): every plane of the window is that plane, except
+        # under constant, where only the window's own plane is.
+        centre = w.shape[0] // 2 + int(origins[0])
+        if not 0 <= centre < w.shape[0]:
+            raise _usage("invalid origin %d for %d planes" % (int(origins[0]), w.shape[0]))
+        fold = w[centre] if _mode(mode) == "constant" else w.sum(axis=0)
+        fold = fold[np.newaxis]
+        return correlate(a, fold[..., np.newaxis] if a.ndim == 4 else fold, output, mode, cval,
+                         [0] + list(origins[1:]) + [0] * (a.ndim - 3), volume=True,
+                         progress=progress, **options)
+    axes = [_conv_taps(np.ones(n), o) for n, o in zip(w.shape, origins)]
+    c = np.zeros(tuple(t.size for t in axes))
+    offs = [np.arange(n) - n // 2 - int(o) + t.size // 2 for n, o, t in zip(w.shape, origins, axes)]
+    c[np.ix_(*offs)] = w
+    kernel = c[::-1, ::-1, ::-1].copy()  # convolution order
+    out = _output(output, a)
+    o = _run_options(options)
+    method = o.pop("method", "auto")
+    o.update(mode=_mode(mode), cval=float(cval), volume=True, planes=False,
+             out_type=_sample_name(out.dtype, "output"), alias=_shared(a, out))
+    o.setdefault("precision", "auto")
+    with tempfile.TemporaryDirectory(prefix="ooc-kernel-") as tmp:
+        path = os.path.join(tmp, "kernel.npy")
+        np.save(path, kernel)
+        _core.pipeline_array(a, out, ["convolve kernel=%s method=%s" % (path, method)], o,
+                             _check_progress(progress))
     return out
 
 

@@ -2,7 +2,7 @@
 percentile_filter, rank_filter, minimum_filter, maximum_filter, grey_opening, grey_closing), each
 one of oocrun's stages run over the array as ooc.pipeline runs it: exact in the input's type, on
 images and on volumes, which they filter in 3-D (a box: size per axis z, y, x; scipy's window
-placement for even sizes too)."""
+placement for even sizes too; or a 3-D footprint of odd sides)."""
 
 import os
 import tempfile
@@ -65,11 +65,14 @@ def _rank_stage(input, stage, extra, size, footprint, output, mode, cval, origin
         if a.shape[0] == 1 and z > 1 and shape is None:
             stage, extra, z = _one_plane(stage, extra, z, sizes, border)
         if shape is not None:
-            if z != 1:
-                raise _usage("a volume's %s takes a box (size=(z, y, x), or a footprint of "
-                             "ones), or a footprint of one plane, (1, K, L), filtering each plane "
-                             "in 2-D: ooc has no other 3-D footprints" % stage)
-            shape, planes = shape[0], True
+            if z == 1:  # one plane: each plane in 2-D
+                shape, planes = shape[0], True
+            elif a.shape[0] == 1:
+                raise _usage("a volume of one plane takes a footprint of one plane, (1, K, L), "
+                             "or a box (size=(z, y, x))")
+            elif any(n % 2 == 0 for n in shape.shape):
+                raise _usage("a volume's 3-D footprint takes odd sides (its centre the origin), "
+                             "got %s" % (shape.shape,))
     o = _run_options(options)
     o.update(mode=border, cval=cval, precision="auto", volume=vol, planes=planes,
              out_type=_sample_name(out.dtype, "output"), alias=_shared(a, out))
