@@ -198,6 +198,9 @@ struct SinkOptions {
   std::int64_t chunk = 0;  // Zarr: chunk side (rows and columns); 0: 512
   int zarr_version = 2;    // Zarr 2 (OME-Zarr 0.4) or 3 (OME-Zarr 0.5, sharded)
   std::int64_t shard = 0;  // Zarr 3: shard side, a multiple of chunk; 0: 4 chunks
+  // Zarr volumes: planes of a chunk (and of a shard); levels halving z too (2 x 2 x 2 means).
+  std::int64_t chunk_z = 1;
+  bool pyramid_z = false;
   // TIFF with lzw, deflate or zstd: auto (horizontal), none, horizontal (2) or float (3, floating
   // point samples only). Other codecs take no predictor (auto: none).
   std::string predictor = "auto";

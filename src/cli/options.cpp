@@ -268,6 +268,11 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
       ->default_str("2");
   group.add_option("--shard", o.shard, "Zarr 3: square shards of N pixels, a multiple of --chunk")
       ->default_str("4 chunks");
+  group
+      .add_option("--chunk-z", o.chunk_z,
+                  "Zarr volumes: chunks (Zarr 3: shards) of N planes, held in memory while they "
+                  "fill")
+      ->default_str("1");
   group.add_flag_callback(
       "--pyramid",
       [&o] {
@@ -281,6 +286,15 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
           .add_option("--levels", o.pyramid_levels,
                       "Zarr and TIFF: this many levels below full resolution (0: none)")
           ->check(CLI::Range(0, 30));
+  // Defined after --levels (as --cog): without --levels, it asks for --pyramid's levels.
+  group.add_flag_callback(
+      "--pyramid-z",
+      [&o, levels] {
+        o.pyramid_z = true;
+        if (levels->count() == 0 && o.pyramid_levels == 0) o.pyramid_levels = -1;
+      },
+      "Zarr volumes: --pyramid's levels halving z too (2 x 2 x 2 means; --pyramid keeps every "
+      "plane)");
   // Defined after --levels, so that its callback runs after --levels has set its value: only an
   // absent --levels gives a COG its automatic overviews (--levels 0 means none).
   group.add_flag_callback(

@@ -296,9 +296,11 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
     throw Error(ErrorKind::usage, "the output path is empty: name a file (or null: to discard)");
   const std::string f = output_format(path, options);
   const bool big_name = has_extension(path, {".btf", ".tf8"});
-  if (f != "zarr" && (options.chunk != 0 || options.shard != 0 || options.zarr_version != 2))
+  if (f != "zarr" && (options.chunk != 0 || options.shard != 0 || options.zarr_version != 2 ||
+                      options.chunk_z != 1 || options.pyramid_z))
     throw Error(ErrorKind::usage,
-                "--chunk, --shard and --zarr-version apply to Zarr outputs (a TIFF output takes "
+                "--chunk, --chunk-z, --shard, --zarr-version and --pyramid-z apply to Zarr outputs "
+                "(a TIFF output takes "
                 "--tile): name the output "
                 ".zarr or give --format zarr");
   // Before --pyramid's: a --cog alone asks for levels (-1) too, and must be named.

@@ -1,4 +1,4 @@
-// The 2 x 2 mean pyramid of pyramid.hpp.
+// The 2 x 2 (and a volume's 2 x 2 x 2) mean pyramid of pyramid.hpp.
 #include "io/pyramid.hpp"
 
 #include "ooc/error.hpp"
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <type_traits>
 
 #include <tbb/parallel_for.h>
@@ -16,11 +17,12 @@
 
 namespace ooc {
 
-ImageSpec pyramid_level(const ImageSpec& base, int k) {
+ImageSpec pyramid_level(const ImageSpec& base, int k, bool halve_z) {
   ImageSpec s = base;
   for (int i = 0; i < k; ++i) {
     s.width = (s.width + 1) / 2;
     s.height = (s.height + 1) / 2;
+    if (halve_z) s.depth = (s.depth + 1) / 2;
   }
   return s;
 }
@@ -70,6 +72,58 @@ void reduce(std::int64_t w, const T* a, const T* b, T* dst) {
     }
 }
 
+// Eight samples likewise: one rounding of their exact sum (8 x 16 bits fits in 32).
+template <class T, class Acc>
+T mean8(Acc s) {
+  if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(s * 0.125);
+  else
+    return static_cast<T>((s + 3 + ((s >> 3) & 1)) >> 3);
+}
+
+// Rows a, b of the even plane and c, d of the odd one, summed plane by plane in the 2 x 2 order.
+template <class T, int C>
+void reduce_z(std::int64_t w, const T* a, const T* b, const T* c, const T* d, T* dst) {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double,
+                                 std::conditional_t<(sizeof(T) <= 2), std::int32_t, std::int64_t>>;
+  const std::int64_t half = w / 2;
+  const auto sum = [&](std::int64_t i, std::int64_t j) {
+    return static_cast<Acc>(a[i]) + static_cast<Acc>(b[i]) + static_cast<Acc>(a[j]) +
+           static_cast<Acc>(b[j]) + static_cast<Acc>(c[i]) + static_cast<Acc>(d[i]) +
+           static_cast<Acc>(c[j]) + static_cast<Acc>(d[j]);
+  };
+  for (std::int64_t x = 0; x < half; ++x)
+    for (int k = 0; k < C; ++k) {
+      const std::int64_t i = 2 * x * C + k;
+      dst[x * C + k] = mean8<T, Acc>(sum(i, i + C));
+    }
+  if (w % 2)
+    for (int k = 0; k < C; ++k) {
+      const std::int64_t i = (w - 1) * C + k;
+      dst[half * C + k] = mean8<T, Acc>(sum(i, i));
+    }
+}
+
+template <class T>
+void reduce_z(const ImageSpec& upper, const std::byte* a_, const std::byte* b_, const std::byte* c_,
+              const std::byte* d_, std::byte* dst_) {
+  const T* a = reinterpret_cast<const T*>(a_);
+  const T* b = b_ ? reinterpret_cast<const T*>(b_) : a;
+  const T* c = reinterpret_cast<const T*>(c_);
+  const T* d = d_ ? reinterpret_cast<const T*>(d_) : c;
+  T* dst = reinterpret_cast<T*>(dst_);
+  switch (upper.channels) {
+    case 1:
+      return reduce_z<T, 1>(upper.width, a, b, c, d, dst);
+    case 2:
+      return reduce_z<T, 2>(upper.width, a, b, c, d, dst);
+    case 3:
+      return reduce_z<T, 3>(upper.width, a, b, c, d, dst);
+    default:
+      return reduce_z<T, 4>(upper.width, a, b, c, d, dst);
+  }
+}
+
 template <class T>
 void reduce(const ImageSpec& upper, const std::byte* a_, const std::byte* b_, std::byte* dst_) {
   const T* a = reinterpret_cast<const T*>(a_);
@@ -92,6 +146,11 @@ void reduce(const ImageSpec& upper, const std::byte* a_, const std::byte* b_, st
 void pyramid_reduce_row(const ImageSpec& upper, const std::byte* a, const std::byte* b,
                         std::byte* dst) {
   dispatch_type(upper.type, [&](auto t) { reduce<decltype(t)>(upper, a, b, dst); });
+}
+
+void pyramid_reduce_row_z(const ImageSpec& upper, const std::byte* a, const std::byte* b,
+                          const std::byte* c, const std::byte* d, std::byte* dst) {
+  dispatch_type(upper.type, [&](auto t) { reduce_z<decltype(t)>(upper, a, b, c, d, dst); });
 }
 
 void join_pyramid_edges(
@@ -248,6 +307,111 @@ void PyramidBuilder::push(std::int64_t y, std::int64_t n, const std::byte* data,
     dk = out.data();
     sk = next_rb;
   }
+}
+
+VolumePyramidBuilder::VolumePyramidBuilder(const ImageSpec& base, int levels, bool halve_z,
+                                           Emit emit)
+    : levels_(levels),
+      halve_z_(halve_z),
+      even_(static_cast<std::size_t>(levels) + 1),
+      pending_row_(static_cast<std::size_t>(levels) + 1, -1),
+      carried_(static_cast<std::size_t>(levels) + 1),
+      blocks_(static_cast<std::size_t>(levels) + 1),
+      emit_(std::move(emit)) {
+  for (int k = 0; k <= levels; ++k) {
+    specs_.push_back(pyramid_level(base, k, halve_z));
+    pending_.emplace_back(specs_.back().row_bytes());
+  }
+}
+
+std::size_t VolumePyramidBuilder::held_bytes(const ImageSpec& base, int levels, bool halve_z) {
+  std::size_t b = 0;
+  for (int k = 0; k < levels; ++k) {
+    const ImageSpec s = pyramid_level(base, k, halve_z);
+    b += 2 * s.row_bytes();  // the pending row and its carried copy
+    if (halve_z && s.depth > 1) b += s.row_bytes() * static_cast<std::size_t>(s.height);
+  }
+  return b;
+}
+
+void VolumePyramidBuilder::push(std::int64_t y, std::int64_t n, const std::byte* data,
+                                std::size_t stride) {
+  const std::int64_t h = specs_[0].height;
+  while (n > 0) {
+    const std::int64_t m = std::min(n, h - y % h);  // rows of one plane
+    push_level(0, y, m, data, stride);
+    data += static_cast<std::size_t>(m) * stride;
+    y += m;
+    n -= m;
+  }
+}
+
+// Rows [y, y + n) of level k, all of one plane: kept where the plane is an even one awaiting its
+// partner, else reduced (in parallel, as PyramidBuilder does) into the rows of level k + 1 they
+// make, which are emitted and pushed on.
+void VolumePyramidBuilder::push_level(int k, std::int64_t y, std::int64_t n, const std::byte* data,
+                                      std::size_t stride) {
+  if (k >= levels_ || n <= 0) return;
+  const auto K = static_cast<std::size_t>(k);
+  const ImageSpec& s = specs_[K];
+  const std::int64_t h = s.height, z = y / h, y0 = y % h;
+  const std::size_t rb = s.row_bytes(), next_rb = specs_[K + 1].row_bytes();
+  const auto row = [&](std::int64_t i) { return data + static_cast<std::size_t>(i) * stride; };
+  if (halve_z_ && z % 2 == 0 && z + 1 < s.depth) {
+    even_[K].resize(rb * static_cast<std::size_t>(h));
+    for (std::int64_t i = 0; i < n; ++i)
+      std::memcpy(even_[K].data() + static_cast<std::size_t>(y0 + i) * rb, row(i), rb);
+    return;
+  }
+  const std::byte* even = halve_z_ && z % 2 == 1 ? even_[K].data() : nullptr;
+  struct Pair {
+    const std::byte *a, *b;  // b null: the plane's odd last row, averaged with itself
+    std::int64_t top;        // the upper row's index in its plane
+  };
+  std::vector<Pair> pairs;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t r = y0 + i;
+    if (r % 2 == 0 && r + 1 < h) {
+      if (i + 1 < n) continue;  // paired with the next row of the block
+      std::memcpy(pending_[K].data(), row(i), rb);
+      pending_row_[K] = y + i;
+      continue;
+    }
+    if (r % 2 == 0) {
+      pairs.push_back({row(i), nullptr, r});
+      continue;
+    }
+    const std::byte* a = nullptr;
+    if (i > 0) {
+      a = row(i - 1);
+    } else {
+      if (pending_row_[K] != y - 1)
+        throw std::logic_error("a volume's pyramid was given its rows out of order");
+      carried_[K].assign(pending_[K].begin(), pending_[K].end());
+      a = carried_[K].data();
+      pending_row_[K] = -1;
+    }
+    pairs.push_back({a, row(i), r - 1});
+  }
+  if (pairs.empty()) return;
+  std::vector<std::byte>& out = blocks_[K + 1];
+  out.resize(pairs.size() * next_rb);
+  const auto reduce = [&](std::size_t j) {
+    const Pair& p = pairs[j];
+    std::byte* dst = out.data() + j * next_rb;
+    if (!even) return pyramid_reduce_row(s, p.a, p.b, dst);
+    const std::byte* e = even + static_cast<std::size_t>(p.top) * rb;
+    pyramid_reduce_row_z(s, e, p.b ? e + rb : nullptr, p.a, p.b, dst);
+  };
+  if (pairs.size() > 1)
+    tbb::parallel_for(std::size_t{0}, pairs.size(), reduce);
+  else
+    reduce(0);
+  const std::int64_t next_h = specs_[K + 1].height;
+  const std::int64_t first = (halve_z_ ? z / 2 : z) * next_h + pairs[0].top / 2;
+  for (std::size_t j = 0; j < pairs.size(); ++j)
+    emit_(k + 1, first + static_cast<std::int64_t>(j), out.data() + j * next_rb);
+  push_level(k + 1, first, static_cast<std::int64_t>(pairs.size()), out.data(), next_rb);
 }
 
 }  // namespace ooc

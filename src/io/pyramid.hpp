@@ -1,7 +1,8 @@
 // Reduced-resolution levels of an image built from its rows as they stream: level k+1 is the
 // 2 x 2 mean of level k (sums in float64, integers rounded half to even; an odd last row or
 // column is averaged with itself). Memory: one pending row per level. Shared by the Zarr and
-// TIFF writers, and by the step that joins the parts of a pyramid written in parts.
+// TIFF writers, and by the step that joins the parts of a pyramid written in parts. A volume's
+// levels halve each plane, or (halve_z) are 2 x 2 x 2 means, an odd last plane with itself.
 #pragma once
 
 #include <cstddef>
@@ -14,8 +15,9 @@
 
 namespace ooc {
 
-// The geometry of level k (level 0 is `base`): each side halved, rounded up.
-ImageSpec pyramid_level(const ImageSpec& base, int k);
+// The geometry of level k (level 0 is `base`): each side halved, rounded up; a volume's depth too
+// where halve_z says.
+ImageSpec pyramid_level(const ImageSpec& base, int k, bool halve_z = false);
 // How many levels below level 0 until the smaller side is under `min_side` (at least 1 when the
 // image is larger than that, 0 otherwise).
 int pyramid_auto_levels(const ImageSpec& base, std::int64_t min_side = 256);
@@ -24,6 +26,11 @@ int pyramid_auto_levels(const ImageSpec& base, std::int64_t min_side = 256);
 // nullptr: 2r is the image's last row, averaged with itself), written to dst.
 void pyramid_reduce_row(const ImageSpec& upper, const std::byte* a, const std::byte* b,
                         std::byte* dst);
+// Row r of plane p of a level halving z from rows 2r and 2r + 1 (a, b) of plane 2p and the same
+// rows (c, d) of plane 2p + 1: the mean of the eight samples, rounded once as
+// pyramid_reduce_row rounds (b and d nullptr: the plane's last row, averaged with itself).
+void pyramid_reduce_row_z(const ImageSpec& upper, const std::byte* a, const std::byte* b,
+                          const std::byte* c, const std::byte* d, std::byte* dst);
 
 // Rows of a level that a writer could not make whole units of (a unit: the rows one chunk, strip
 // or tile row holds), left in a file of raw rows [lo, hi) of level `level` for whoever joins the
@@ -85,6 +92,32 @@ class PyramidBuilder {
   std::vector<std::vector<std::byte>> blocks_;   // level k rows of a push, reduced in parallel
   bool at_bottom_;
   Emit emit_, orphan_;
+};
+
+// The levels of a volume written whole, its stacked rows in order from the first: each plane's
+// 2 x 2 means (every plane kept), or with halve_z the 2 x 2 x 2 means of planes 2p and 2p + 1 (an
+// odd last plane averaged with itself, which is its 2 x 2 mean). Memory: halving z, a plane of
+// each level but the last (the even plane awaiting its partner); a pending row per level.
+class VolumePyramidBuilder {
+ public:
+  using Emit = PyramidBuilder::Emit;  // (level >= 1, stacked row of that level, data)
+  VolumePyramidBuilder(const ImageSpec& base, int levels, bool halve_z, Emit emit);
+  // Rows [y, y + n) of level 0 (stacked), `stride` bytes apart; y continues where the last ended.
+  void push(std::int64_t y, std::int64_t n, const std::byte* data, std::size_t stride);
+  // The memory it holds at most.
+  static std::size_t held_bytes(const ImageSpec& base, int levels, bool halve_z);
+
+ private:
+  void push_level(int k, std::int64_t y, std::int64_t n, const std::byte* data, std::size_t stride);
+
+  int levels_;
+  bool halve_z_;
+  std::vector<ImageSpec> specs_;
+  std::vector<std::vector<std::byte>> even_;     // level k's even plane (halving z)
+  std::vector<std::vector<std::byte>> pending_;  // level k's even row awaiting its partner
+  std::vector<std::int64_t> pending_row_;        // its stacked index (-1: none)
+  std::vector<std::vector<std::byte>> carried_, blocks_;
+  Emit emit_;
 };
 
 }  // namespace ooc

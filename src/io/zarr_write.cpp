@@ -1,5 +1,6 @@
 // Writing OME-Zarr 0.4 stores (Zarr v2 arrays in a group; 0.5 on Zarr 3, sharded): level 0 and
-// its 2 x 2 mean pyramid, (y, x) or (c, y, x) with a plane per chunk, chunk rows compressed in
+// its 2 x 2 mean pyramid, (y, x) or (c, y, x) with a plane per chunk ((c,) z, y, x volumes: chunks
+// --chunk-z planes deep, levels halving z too with --pyramid-z), chunk rows compressed in
 // parallel as soon as the rows streaming in complete them, each chunk file written beside its
 // name and renamed, so that it appears only complete.
 //
@@ -35,6 +36,8 @@
 #include "io/pyramid.hpp"
 #include "io/zarr_codec.hpp"
 #include "ooc/detail/hash.hpp"
+#include "ooc/detail/size_text.hpp"
+#include "ooc/limits.hpp"
 #include "zarr_writer.hpp"
 
 namespace ooc {
@@ -42,10 +45,10 @@ namespace {
 
 using nlohmann::json;
 using zarr_write::attrs_json, zarr_write::ceil_div, zarr_write::edge_name, zarr_write::io_fail,
-    zarr_write::is_dir, zarr_write::kEdgePrefix, zarr_write::kSourcePrefix, zarr_write::kStoreInfo,
-    zarr_write::kWriters, zarr_write::level_meta, zarr_write::make_dir, zarr_write::read_text,
-    zarr_write::remove_tree, zarr_write::StoreInfo, zarr_write::unit_key, zarr_write::v3_array_json,
-    zarr_write::write_file_atomic, zarr_write::write_unit_row;
+    zarr_write::is_dir, zarr_write::kEdgePrefix, zarr_write::kSlabPrefix, zarr_write::kSourcePrefix,
+    zarr_write::kStoreInfo, zarr_write::kWriters, zarr_write::level_meta, zarr_write::make_dir,
+    zarr_write::read_text, zarr_write::remove_tree, zarr_write::StoreInfo, zarr_write::unit_key,
+    zarr_write::v3_array_json, zarr_write::write_file_atomic, zarr_write::write_unit_row;
 
 // Takes the store's writers lock on rows [begin, end) (0, 0: all): false when another writer
 // holds any of them.
@@ -111,6 +114,16 @@ class ZarrSink final : public Sink {
                     "Zarr 3 has no zlib codec: use --compress gzip (or blosc, zstd, none)");
     }
     info_.levels = o.pyramid_levels < 0 ? pyramid_auto_levels(spec) : o.pyramid_levels;
+    info_.chunk_z = o.chunk_z;
+    info_.pyramid_z = o.pyramid_z && info_.levels > 0;
+    if (o.chunk_z < 1 || o.chunk_z > 65536)
+      throw Error(ErrorKind::usage,
+                  "--chunk-z is 1 to 65536 planes, got " + std::to_string(o.chunk_z));
+    if (!spec.volume() && (o.chunk_z != 1 || o.pyramid_z))
+      throw Error(ErrorKind::usage, std::string(o.chunk_z != 1 ? "--chunk-z" : "--pyramid-z") +
+                                        " is for volumes, and output '" + path + "' is a plane (" +
+                                        spec.describe() + "): drop it" +
+                                        (o.pyramid_z ? " (--pyramid halves y and x)" : ""));
     // A volume's chunk rows count rows within a plane; where planes are whole numbers of them, the
     // stacked rows' chunk rows are those of a tall plane, and parts and --resume work as for one.
     const bool whole = o.mode == OutputMode::fresh && o.row_begin == 0 &&
@@ -124,10 +137,38 @@ class ZarrSink final : public Sink {
                                 : "planes a whole number of chunk rows high (" +
                                       std::string(info_.version == 3 ? "--shard" : "--chunk") +
                                       " dividing " + std::to_string(spec.height) + ")"));
+    // Parts and --resume write whole slabs: a chunk of several planes is made by one writer.
+    const std::int64_t slab_rows = info_.planes_deep(0) * spec.height;
+    if (spec.volume() && info_.planes_deep(0) > 1 && !whole &&
+        (row_begin_ % slab_rows != 0 ||
+         (row_end_ % slab_rows != 0 && row_end_ != spec.stacked_rows())))
+      throw Error(ErrorKind::usage,
+                  "--chunk-z " + std::to_string(info_.chunk_z) + ": each part of Zarr volume '" +
+                      path + "' must start and end on a slab of " +
+                      std::to_string(info_.planes_deep(0)) + " planes (rows multiples of " +
+                      std::to_string(slab_rows) + "), not rows " + std::to_string(row_begin_) +
+                      ":" + std::to_string(row_end_) +
+                      ": give --rows on slabs, a number of parts that divides the " +
+                      std::to_string(ceil_div(spec.depth, info_.planes_deep(0))) +
+                      " slabs, or a --chunk-z that divides the planes of each part");
     if (info_.levels > 0 && pyramid_level(spec, info_.levels).height < 1)
       throw Error(ErrorKind::usage, "--levels " + std::to_string(info_.levels) + " is too many");
-    const std::size_t chunk_bytes =
-        static_cast<std::size_t>(info_.chunk * info_.chunk) * spec.pixel_bytes();
+    // The slabs of chunk-z planes being filled (and the even planes of a pyramid halving z) are
+    // held whole: they must fit beside the bands.
+    const std::size_t limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
+    const std::size_t held = slab_bytes() + pyramid_bytes();
+    if ((info_.chunk_z > 1 || info_.pyramid_z) && held > limit / 2)
+      throw Error(
+          ErrorKind::usage,
+          "Zarr output '" + path + "' (" + spec.describe() + ") holds " +
+              (info_.chunk_z > 1 ? "slabs of --chunk-z " + std::to_string(info_.chunk_z) + " planes"
+                                 : std::string("a plane a level for --pyramid-z")) +
+              " while they fill, " + format_bytes(double(held)) +
+              ", more than half of --mem-limit " + format_bytes(double(limit)) + ": use " +
+              (info_.chunk_z > 1 ? "a smaller --chunk-z" : "--pyramid") + " or raise --mem-limit");
+    const std::size_t chunk_bytes = static_cast<std::size_t>(info_.chunk * info_.chunk) *
+                                    spec.pixel_bytes() *
+                                    static_cast<std::size_t>(info_.planes_deep(0));
     if (info_.codec.id == "blosc" && chunk_bytes > (std::size_t{1} << 31) - 64)
       throw Error(ErrorKind::usage, "a chunk of " + std::to_string(chunk_bytes) +
                                         " bytes is over blosc's 2 GiB: use a smaller --chunk");
@@ -143,9 +184,16 @@ class ZarrSink final : public Sink {
     open_store(o.no_locks);
     for (int k = 0; k <= info_.levels; ++k) {
       Level l;
-      l.spec = pyramid_level(spec, k);
-      l.buf = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(info_.unit()) *
-                                                       l.spec.row_bytes());
+      l.spec = info_.level_spec(k);
+      l.deep = spec.volume() ? info_.planes_deep(k) : 1;
+      const std::size_t size = static_cast<std::size_t>(info_.unit() * l.deep) * l.spec.row_bytes();
+      if (l.deep > 1) {
+        l.slab.resize(static_cast<std::size_t>(info_.units_down(k)));
+        l.held.resize(l.slab.size());
+        l.size = size;
+      } else {
+        l.buf = std::make_shared<std::vector<std::byte>>(size);
+      }
       levels_.push_back(std::move(l));
     }
   }
@@ -166,7 +214,10 @@ class ZarrSink final : public Sink {
     std::string d = "zarr '" + target_ + "' " + info_.spec.describe() + ", chunks " +
                     std::to_string(info_.chunk) + ", " + info_.codec.id;
     if (info_.codec.id == "blosc") d += " " + info_.codec.cname;
-    if (info_.levels > 0) d += ", " + std::to_string(info_.levels) + " levels below";
+    if (info_.chunk_z > 1) d += " x " + std::to_string(info_.chunk_z) + " planes";
+    if (info_.levels > 0)
+      d += ", " + std::to_string(info_.levels) + " levels below" +
+           (info_.pyramid_z ? " (z too)" : "");
     if (info_.version == 3) d += ", zarr 3, shards " + std::to_string(info_.shard);
     return d;
   }
@@ -184,10 +235,18 @@ class ZarrSink final : public Sink {
                               levels_[static_cast<std::size_t>(k)].spec.row_bytes());
           });
     }
+    if (written_ < 0 && levels_[0].deep > 1) load_slab(y0);
     for (std::int64_t i = 0; i < n; ++i)
       add_row(0, y0 + i, data + static_cast<std::size_t>(i) * stride);
     if (builder_) builder_->push(y0, n, data, stride);
-    if (info_.spec.volume() && info_.levels > 0) push_planes(y0, n, data, stride);
+    if (info_.spec.volume() && info_.levels > 0) {
+      // A volume's levels are written in a whole run, its rows in order from the first.
+      if (!volume_builder_)
+        volume_builder_ = std::make_unique<VolumePyramidBuilder>(
+            info_.spec, info_.levels, info_.pyramid_z,
+            [this](int k, std::int64_t r, const std::byte* row) { add_row(k, r, row); });
+      volume_builder_->push(y0, n, data, stride);
+    }
     written_ = y0 + n;
   }
 
@@ -207,18 +266,20 @@ class ZarrSink final : public Sink {
                                         "(write .npy or raw to resume)");
     drain();
     for (int k = 0; k <= info_.levels; ++k) flush_partial(k);
+    keep_slab();
     ::close(lock_fd_);
     lock_fd_ = -1;
     done_ = true;
   }
 
   std::size_t buffer_bytes() const override {
-    std::size_t b = 0;
-    // Each level's chunk row being filled, and up to kInFlight more being compressed.
-    for (const Level& l : levels_) b += l.buf->size() * (1 + kInFlight);
+    // Each level's chunk row being filled (a slab's: one a unit row of the plane), and up to
+    // kInFlight more being compressed; the even planes of a pyramid halving z.
+    std::size_t b = slab_bytes() + pyramid_bytes();
     // A chunk and its compressed copy per compressing thread.
-    const std::size_t chunk =
-        static_cast<std::size_t>(info_.chunk * info_.chunk) * info_.spec.pixel_bytes();
+    const std::size_t chunk = static_cast<std::size_t>(info_.chunk * info_.chunk) *
+                              info_.spec.pixel_bytes() *
+                              static_cast<std::size_t>(info_.planes_deep(0));
     return b + 2 * chunk * static_cast<std::size_t>(std::max(1, threads_));
   }
 
@@ -228,6 +289,12 @@ class ZarrSink final : public Sink {
     // Without one, whole chunk rows are, but for the last kInFlight, which may still be
     // compressing.
     if (info_.levels > 0 || !resumable()) return first;
+    if (levels_[0].deep > 1) {
+      // Whole slabs but the last begun, whose last chunk rows may still be compressing; a run
+      // resumed inside a slab (first) has the rows before it in slab files.
+      const std::int64_t slab = levels_[0].deep * info_.spec.height;
+      return std::max(first, (written_end / slab - 1) * slab);
+    }
     return std::max(first, (written_end / info_.unit() - kInFlight) * info_.unit());
   }
 
@@ -237,7 +304,32 @@ class ZarrSink final : public Sink {
     std::shared_ptr<std::vector<std::byte>> buf;  // the chunk row being filled
     std::vector<std::shared_ptr<std::vector<std::byte>>> spare;
     std::int64_t lo = -1, hi = -1;
+    // Chunks of several planes (deep > 1): each unit row of the plane fills a buffer of its
+    // slab's planes (unit rows apart) until the slab's last plane completes it; rows held by each.
+    std::int64_t deep = 1;
+    std::vector<std::shared_ptr<std::vector<std::byte>>> slab;
+    std::vector<std::int64_t> held;
+    std::size_t size = 0;  // of a slab's buffer
   };
+
+  // The chunk rows being filled and compressed, of every level.
+  std::size_t slab_bytes() const {
+    std::size_t b = 0;
+    for (int k = 0; k <= info_.levels; ++k) {
+      const ImageSpec s = info_.level_spec(k);
+      const std::int64_t deep = s.volume() ? info_.planes_deep(k) : 1;
+      const std::size_t unit = static_cast<std::size_t>(info_.unit() * deep) * s.row_bytes();
+      const std::int64_t live = deep > 1 ? info_.units_down(k) : 1;
+      b += unit * static_cast<std::size_t>(live + kInFlight);
+    }
+    return b;
+  }
+
+  std::size_t pyramid_bytes() const {
+    return info_.spec.volume() && info_.pyramid_z
+               ? VolumePyramidBuilder::held_bytes(info_.spec, info_.levels, true)
+               : 0;
+  }
 
   void open_store(bool no_locks) {
     struct stat st {};
@@ -314,29 +406,6 @@ class ZarrSink final : public Sink {
     return !info_.spec.volume() || (info_.levels == 0 && info_.spec.height % info_.unit() == 0);
   }
 
-  // A volume's levels halve each plane in y and x and keep every plane: a builder a plane, made
-  // when its first rows arrive (a volume is written whole, its planes in order).
-  void push_planes(std::int64_t y0, std::int64_t n, const std::byte* data, std::size_t stride) {
-    const std::int64_t h = info_.spec.height;
-    ImageSpec plane = info_.spec;
-    plane.depth = 1;
-    plane.stack = false;
-    while (n > 0) {
-      const std::int64_t z = y0 / h, y = y0 % h, m = std::min(n, h - y);
-      if (!plane_builder_ || plane_ != z) {
-        plane_ = z;
-        plane_builder_ = std::make_unique<PyramidBuilder>(
-            plane, info_.levels, 0, h, [this, z](int k, std::int64_t r, const std::byte* row) {
-              add_row(k, z * levels_[static_cast<std::size_t>(k)].spec.height + r, row);
-            });
-      }
-      plane_builder_->push(y, m, data, stride);
-      data += static_cast<std::size_t>(m) * stride;
-      y0 += m;
-      n -= m;
-    }
-  }
-
   // The unit row holding (stacked) row r of level k, counted over a volume's planes.
   std::int64_t unit_of(int k, std::int64_t r) const {
     const std::int64_t h = levels_[static_cast<std::size_t>(k)].spec.height;
@@ -345,6 +414,7 @@ class ZarrSink final : public Sink {
 
   void add_row(int k, std::int64_t r, const std::byte* data) {
     Level& l = levels_[static_cast<std::size_t>(k)];
+    if (l.deep > 1) return add_slab_row(k, r, data);
     const std::int64_t ch = info_.unit(), cr = unit_of(k, r), h = l.spec.height;
     // The unit row's first and end rows, stacked: within its plane.
     const std::int64_t top = r / h * h + r % h / ch * ch;
@@ -356,10 +426,121 @@ class ZarrSink final : public Sink {
     l.hi = r + 1;
     if (l.hi == end) {
       if (l.lo == top)
-        write_async(k, cr);
+        write_async(k, cr, take_buffer(l, l.buf));
       else
         flush_partial(k);
       l.lo = l.hi = -1;
+    }
+  }
+
+  // The full buffer `b` taken out, a spare in its place.
+  std::shared_ptr<std::vector<std::byte>> take_buffer(Level& l,
+                                                      std::shared_ptr<std::vector<std::byte>>& b) {
+    std::shared_ptr<std::vector<std::byte>> full = std::move(b);
+    if (!l.spare.empty()) {
+      b = std::move(l.spare.back());
+      l.spare.pop_back();
+    } else {
+      b = std::make_shared<std::vector<std::byte>>(full->size());
+    }
+    return full;
+  }
+
+  // Planes z0, z0 + 1, ... of a slab, (dz, y) of a unit row, land in its buffer at dz x unit + y
+  // % unit; the slab's last plane completes the unit row's chunks as its rows arrive.
+  struct SlabAt {
+    std::int64_t slab, dz, u, top, end, last;  // last: the slab's last plane
+  };
+  SlabAt slab_at(const Level& l, std::int64_t r) const {
+    const std::int64_t h = l.spec.height, z = r / h, y = r % h, unit = info_.unit();
+    SlabAt a;
+    a.slab = z / l.deep;
+    a.dz = z % l.deep;
+    a.u = y / unit;
+    a.top = a.u * unit;
+    a.end = std::min(a.top + unit, h);
+    a.last = std::min((a.slab + 1) * l.deep, l.spec.depth) - 1;
+    return a;
+  }
+
+  void add_slab_row(int k, std::int64_t r, const std::byte* data) {
+    Level& l = levels_[static_cast<std::size_t>(k)];
+    const SlabAt a = slab_at(l, r);
+    const std::size_t rb = l.spec.row_bytes(), u = static_cast<std::size_t>(a.u);
+    std::shared_ptr<std::vector<std::byte>>& b = l.slab[u];
+    if (!b) {
+      if (!l.spare.empty()) {
+        b = std::move(l.spare.back());
+        l.spare.pop_back();
+      } else {
+        b = std::make_shared<std::vector<std::byte>>(l.size);
+      }
+    }
+    const std::int64_t at = a.dz * info_.unit() + r % l.spec.height - a.top;
+    std::memcpy(b->data() + static_cast<std::size_t>(at) * rb, data, rb);
+    ++l.held[u];
+    if (r / l.spec.height != a.last || r % l.spec.height + 1 != a.end) return;
+    // Every writer has the rows of its slabs from their first plane (parts start on slabs; a
+    // resumed run reads the rows before it from slab files).
+    if (l.held[u] != (a.last - a.slab * l.deep + 1) * (a.end - a.top))
+      throw std::logic_error("a Zarr slab completed without all its rows");
+    l.held[u] = 0;
+    write_async(k, a.slab * info_.units_down(k) + a.u, std::move(b));
+    b.reset();
+  }
+
+  // A stopped run leaves the rows of the slab it had begun, a file a unit row of the plane, for
+  // the run that resumes at the next row (load_slab); no pyramid comes with parts or --resume.
+  void keep_slab() {
+    if (levels_[0].deep <= 1 || written_ < 0) return;
+    Level& l = levels_[0];
+    for (std::size_t u = 0; u < l.slab.size(); ++u) {
+      if (l.held[u] == 0) continue;
+      write_file_atomic(temp_ + "/" + slab_file(written_, static_cast<std::int64_t>(u)),
+                        l.slab[u]->data(), slab_file_bytes(written_, static_cast<std::int64_t>(u)));
+    }
+  }
+
+  std::string slab_file(std::int64_t end, std::int64_t u) const {
+    return std::string(kSlabPrefix) + "0-" + std::to_string(end) + "-" + std::to_string(u);
+  }
+
+  // The bytes of unit row u's buffer that hold the slab's rows before stacked row `end` (its
+  // planes unit rows apart), and those rows.
+  std::size_t slab_file_bytes(std::int64_t end, std::int64_t u,
+                              std::int64_t* rows = nullptr) const {
+    const Level& l = levels_[0];
+    const std::int64_t h = l.spec.height, unit = info_.unit(), z = end / h, y = end % h;
+    const std::int64_t top = u * unit, n = std::min(top + unit, h) - top;
+    const std::int64_t planes = z % l.deep, part = std::clamp<std::int64_t>(y - top, 0, n);
+    if (rows) *rows = planes * n + part;
+    if (planes * n + part == 0) return 0;
+    return static_cast<std::size_t>((part > 0 ? planes * unit + part : (planes - 1) * unit + n)) *
+           l.spec.row_bytes();
+  }
+
+  // A run resumed inside a slab: its rows before y0, left by the stopped run.
+  void load_slab(std::int64_t y0) {
+    Level& l = levels_[0];
+    if (y0 % (l.deep * l.spec.height) == 0) return;
+    for (std::size_t u = 0; u < l.slab.size(); ++u) {
+      std::int64_t rows = 0;
+      const std::size_t bytes = slab_file_bytes(y0, static_cast<std::int64_t>(u), &rows);
+      const SlabAt a = slab_at(l, y0);
+      // Made whole in the slab's last plane already.
+      if (rows == 0 ||
+          (y0 / l.spec.height == a.last &&
+           static_cast<std::int64_t>(u) * info_.unit() + info_.unit() <= y0 % l.spec.height))
+        continue;
+      const std::string path = temp_ + "/" + slab_file(y0, static_cast<std::int64_t>(u));
+      const std::string text = read_text(path);
+      if (text.size() != bytes)
+        throw Error(ErrorKind::input,
+                    "cannot resume '" + target_ + "' at row " + std::to_string(y0) + ": '" + path +
+                        "' is missing or damaged; remove '" + temp_ + "' and run without --resume");
+      l.slab[u] = std::make_shared<std::vector<std::byte>>(l.size);
+      std::memcpy(l.slab[u]->data(), text.data(), bytes);
+      l.held[u] = rows;
     }
   }
 
@@ -367,16 +548,8 @@ class ZarrSink final : public Sink {
   // bands come in: the write stage of the pipeline does not wait for the codec. At most
   // kInFlight chunk rows of each level are in flight (their buffers count in buffer_bytes()), so
   // a level's chunk row completing beside level 0's does not make the stage wait.
-  void write_async(int k, std::int64_t cr) {
-    Level& l = levels_[static_cast<std::size_t>(k)];
+  void write_async(int k, std::int64_t cr, std::shared_ptr<std::vector<std::byte>> full) {
     if (in_flight_[static_cast<std::size_t>(k)] >= kInFlight) drain();
-    std::shared_ptr<std::vector<std::byte>> full = std::move(l.buf);
-    if (!l.spare.empty()) {
-      l.buf = std::move(l.spare.back());
-      l.spare.pop_back();
-    } else {
-      l.buf = std::make_shared<std::vector<std::byte>>(full->size());
-    }
     ++in_flight_[static_cast<std::size_t>(k)];
     done_buffers_.emplace_back(k, full);
     // The tasks go to the arena of the thread that runs this (the engine's, of --threads
@@ -424,8 +597,7 @@ class ZarrSink final : public Sink {
   std::int64_t row_begin_, row_end_;
   std::vector<Level> levels_;
   std::unique_ptr<PyramidBuilder> builder_;
-  std::unique_ptr<PyramidBuilder> plane_builder_;  // a volume's, of plane plane_
-  std::int64_t plane_ = -1;
+  std::unique_ptr<VolumePyramidBuilder> volume_builder_;
   static constexpr int kInFlight = 2;
   // Behind a pointer: task_group's destructor may throw, a Sink's must not (it is waited first).
   std::unique_ptr<tbb::task_group> tasks_ = std::make_unique<tbb::task_group>();
@@ -457,6 +629,17 @@ std::vector<LevelEdge> list_edges(const std::string& temp) {
     ::closedir(d);
   }
   return edges;
+}
+
+// The slab files stopped runs left (the rows of their slabs are in the chunks now).
+void remove_slab_files(const std::string& temp) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(temp.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (std::string(e->d_name).rfind(kSlabPrefix, 0) == 0) names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  for (const std::string& n : names) ::unlink((temp + "/" + n).c_str());
 }
 
 }  // namespace
@@ -497,7 +680,7 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
       info.levels,
       [&](int k) {
         // A volume's (of planes whole numbers of unit rows, as its parts need): a tall plane.
-        ImageSpec s = pyramid_level(info.spec, k);
+        ImageSpec s = info.level_spec(k);
         s.height = s.stacked_rows();
         s.depth = 1;
         s.stack = false;
@@ -524,11 +707,12 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
 
   // Every chunk of every level must be there now.
   for (int k = 0; k <= info.levels; ++k) {
-    const ImageSpec s = pyramid_level(info.spec, k);
+    const ImageSpec s = info.level_spec(k);
     const zarr::ArrayMeta meta = level_meta(info, k);
     const std::int64_t rows = ceil_div(s.height, ch), cols = ceil_div(s.width, ch);
     const std::int64_t plane = rows * cols * s.channels;
-    for (std::int64_t i = 0; i < plane * info.spec.depth; ++i) {
+    // A slab of planes_deep planes a chunk.
+    for (std::int64_t i = 0; i < plane * ceil_div(s.depth, info.planes_deep(k)); ++i) {
       const std::int64_t r = i / cols % rows, c = i % cols;
       const std::string p = temp + "/" + std::to_string(k) + "/" +
                             unit_key(info, meta, r, c, i % plane / (rows * cols), i / plane);
@@ -563,6 +747,7 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
     write_file_atomic(temp + "/.zattrs", attrs.data(), attrs.size());
   }
   for (const LevelEdge& e : edges) ::unlink(e.path.c_str());
+  remove_slab_files(temp);
   ::unlink(info_path.c_str());
   ::unlink((temp + "/" + kWriters).c_str());
   // Never over another store that appeared meanwhile.

@@ -39,19 +39,27 @@ int remove_entry(const char* p, const struct stat*, int flag, struct FTW*) {
   return flag == FTW_DP ? ::rmdir(p) : ::unlink(p);
 }
 
+// The planes of a chunk: `deep` planes (the chunk's depth), `planes` of them in the image,
+// `stride` bytes apart in the rows given.
+struct Slab {
+  std::int64_t deep = 1, planes = 1;
+  std::size_t stride = 0;
+};
+
 // A padded chunk of level k (full size, Zarr's edge chunks; padding is the fill value 0) at
-// rows [y0, y0 + n) of `rows` (row_bytes apart, pixels interleaved), columns from x0, channel
-// `channel` (the plane of a (c, y, x) array), compressed.
+// rows [y0, y0 + n) of `rows` (row_bytes apart, pixels interleaved; each of the slab's planes),
+// columns from x0, channel `channel` (the plane of a (c, y, x) array), compressed.
 std::vector<std::byte> packed_chunk(const StoreInfo& info, const ImageSpec& s,
                                     const std::byte* rows, std::int64_t n, std::int64_t x0,
-                                    int channel) {
+                                    int channel, const Slab& slab) {
   const std::int64_t ch = info.chunk, w = std::min(ch, s.width - x0);
   const std::size_t px = s.pixel_bytes(), rb = s.row_bytes(), sb = sample_bytes(s.type);
-  std::vector<std::byte> chunk(static_cast<std::size_t>(ch * ch) * sb, std::byte{0});
-  for (std::int64_t r = 0; r < n; ++r) {
-    std::byte* dst = chunk.data() + static_cast<std::size_t>(r * ch) * sb;
-    const std::byte* src = rows + static_cast<std::size_t>(r) * rb +
-                           static_cast<std::size_t>(x0) * px +
+  std::vector<std::byte> chunk(static_cast<std::size_t>(slab.deep * ch * ch) * sb, std::byte{0});
+  for (std::int64_t i = 0; i < slab.planes * n; ++i) {
+    const std::int64_t z = i / n, r = i % n;
+    std::byte* dst = chunk.data() + static_cast<std::size_t>((z * ch + r) * ch) * sb;
+    const std::byte* src = rows + static_cast<std::size_t>(z) * slab.stride +
+                           static_cast<std::size_t>(r) * rb + static_cast<std::size_t>(x0) * px +
                            static_cast<std::size_t>(channel) * sb;
     if (s.channels == 1) {
       std::memcpy(dst, src, static_cast<std::size_t>(w) * sb);
@@ -130,12 +138,16 @@ bool is_dir(const std::string& p) {
 // row_bytes apart, the unit row's first row first), compressed in parallel.
 void write_unit_row(const std::string& store, const StoreInfo& info, int k, std::int64_t ur,
                     const std::byte* rows) {
-  const ImageSpec s = pyramid_level(info.spec, k);
+  const ImageSpec s = info.level_spec(k);
   const zarr::ArrayMeta meta = level_meta(info, k);
   const std::int64_t ch = info.chunk, unit = info.unit();
-  // A volume's unit row: row r of plane z.
+  // A volume's unit row: row r of slab z, its planes unit rows apart.
   const std::int64_t z = ur / info.units_down(k);
   ur %= info.units_down(k);
+  Slab slab;
+  slab.deep = info.planes_deep(k);
+  slab.planes = std::min(slab.deep, s.depth - z * slab.deep);
+  slab.stride = static_cast<std::size_t>(unit) * s.row_bytes();
   const std::int64_t n = std::min(unit, s.height - ur * unit), cols = ceil_div(s.width, unit);
   const std::size_t rb = s.row_bytes();
   const std::string level_dir = store + "/" + std::to_string(k);
@@ -150,7 +162,7 @@ void write_unit_row(const std::string& store, const StoreInfo& info, int k, std:
     tbb::parallel_for(std::int64_t{0}, cols * planes, [&](std::int64_t i) {
       const std::int64_t j = i % cols;
       const int c = static_cast<int>(i / cols);
-      put(j, c, packed_chunk(info, s, rows, n, j * ch, c));
+      put(j, c, packed_chunk(info, s, rows, n, j * ch, c, slab));
     });
     return;
   }
@@ -164,7 +176,7 @@ void write_unit_row(const std::string& store, const StoreInfo& info, int k, std:
     const std::int64_t r = (i % inner) / inner_cols, c = i % inner_cols;
     packed[static_cast<std::size_t>(i)] =
         packed_chunk(info, s, rows + static_cast<std::size_t>(r * ch) * rb,
-                     std::min(ch, n - r * ch), c * ch, static_cast<int>(i / inner));
+                     std::min(ch, n - r * ch), c * ch, static_cast<int>(i / inner), slab);
   });
   tbb::parallel_for(std::int64_t{0}, cols * planes, [&](std::int64_t i) {
     const std::int64_t j = i % cols;

@@ -1,6 +1,7 @@
 // The Zarr writer's metadata: the settings every writer of one store shares (kept in the store
 // until it is joined), each level's array document (Zarr 2's .zarray, Zarr 3's zarr.json with its
 // sharding codecs), the chunk keys, and the group's NGFF multiscales.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -64,6 +65,8 @@ std::string StoreInfo::to_json() const {
   if (spec.volume()) {
     j["depth"] = spec.depth;
     j["stack"] = spec.stack;
+    if (chunk_z != 1) j["chunk_z"] = chunk_z;
+    if (pyramid_z) j["pyramid_z"] = true;
   }
   return j.dump() + "\n";
 }
@@ -93,10 +96,12 @@ StoreInfo StoreInfo::from_json(const std::string& text, const std::string& where
     if (j.contains("depth")) {
       s.spec.depth = j.at("depth").get<std::int64_t>();
       s.spec.stack = j.at("stack").get<bool>();
+      s.chunk_z = j.value("chunk_z", std::int64_t{1});
+      s.pyramid_z = j.value("pyramid_z", false);
     }
     validate(s.spec);
     if (s.chunk <= 0 || s.levels < 0 || s.levels > 40 || (s.version != 2 && s.version != 3) ||
-        (s.version == 3 && (s.shard <= 0 || s.shard % s.chunk != 0)))
+        (s.version == 3 && (s.shard <= 0 || s.shard % s.chunk != 0)) || s.chunk_z < 1)
       throw std::runtime_error("range");
   } catch (const Error&) {
     throw;
@@ -108,18 +113,22 @@ StoreInfo StoreInfo::from_json(const std::string& text, const std::string& where
 }
 
 std::int64_t StoreInfo::units_down(int k) const {
-  return ceil_div(pyramid_level(spec, k).height, unit());
+  return ceil_div(level_spec(k).height, unit());
+}
+
+std::int64_t StoreInfo::planes_deep(int k) const {
+  return std::min(chunk_z, level_spec(k).depth);
 }
 
 zarr::ArrayMeta level_meta(const StoreInfo& info, int k) {
-  const ImageSpec s = pyramid_level(info.spec, k);
+  const ImageSpec s = info.level_spec(k);
   zarr::ArrayMeta m;
   m.shape = {s.height, s.width};
   m.chunks = {info.chunk, info.chunk};
   if (info.spec.volume()) {
-    // (z, y, x), a plane per chunk.
-    m.shape.insert(m.shape.begin(), info.spec.depth);
-    m.chunks.insert(m.chunks.begin(), 1);
+    // (z, y, x), chunks planes_deep planes deep.
+    m.shape.insert(m.shape.begin(), s.depth);
+    m.chunks.insert(m.chunks.begin(), info.planes_deep(k));
     m.z_axis = 0;
     m.y_axis = 1;
   }
@@ -141,13 +150,13 @@ zarr::ArrayMeta level_meta(const StoreInfo& info, int k) {
 }
 
 std::string v3_array_json(const StoreInfo& info, int k) {
-  const ImageSpec s = pyramid_level(info.spec, k);
+  const ImageSpec s = info.level_spec(k);
   json shape = {s.height, s.width}, outer = {info.shard, info.shard},
        inner = {info.chunk, info.chunk}, names = {"y", "x"};
   if (info.spec.volume()) {
-    shape.insert(shape.begin(), info.spec.depth);
-    outer.insert(outer.begin(), 1);
-    inner.insert(inner.begin(), 1);
+    shape.insert(shape.begin(), s.depth);
+    outer.insert(outer.begin(), info.planes_deep(k));
+    inner.insert(inner.begin(), info.planes_deep(k));
     names.insert(names.begin(), "z");
   }
   if (s.channels > 1) {
@@ -201,7 +210,8 @@ std::string attrs_json(const StoreInfo& info) {
   for (int k = 0; k <= info.levels; ++k) {
     const double f = static_cast<double>(std::int64_t{1} << k);
     json scale = json::array({f, f});
-    if (info.spec.volume()) scale.insert(scale.begin(), 1.0);  // levels keep every plane
+    // Levels keep every plane, or halve z too.
+    if (info.spec.volume()) scale.insert(scale.begin(), info.pyramid_z ? f : 1.0);
     if (info.spec.channels > 1) scale.insert(scale.begin(), 1.0);
     datasets.push_back(
         {{"path", std::to_string(k)},
@@ -215,6 +225,9 @@ std::string attrs_json(const StoreInfo& info) {
              {"metadata",
               {{"description", "2 x 2 means; odd last rows and columns averaged with themselves"},
                {"method", "ooc"}}}};
+  if (info.pyramid_z)
+    ms["metadata"]["description"] =
+        "2 x 2 x 2 means; odd last planes, rows and columns averaged with themselves";
   json j = {{"multiscales", json::array({ms})}};
   return j.dump(4) + "\n";
 }

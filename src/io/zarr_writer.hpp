@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "io/pyramid.hpp"
 #include "io/zarr_codec.hpp"
 #include "ooc/image.hpp"
 
@@ -17,6 +18,8 @@ inline constexpr const char* kStoreInfo = ".ooc-store.json";
 inline constexpr const char* kWriters = ".ooc-writers";
 inline constexpr const char* kEdgePrefix = ".ooc-edge-L";
 inline constexpr const char* kSourcePrefix = ".ooc-source-L";
+// A stopped run's rows of the chunk-z slab it had begun, one file a unit row of the plane.
+inline constexpr const char* kSlabPrefix = ".ooc-slab-L";
 
 // An I/O Error: "what 'path': reason", with a hint where the disk is full.
 [[noreturn]] void io_fail(const std::string& what, const std::string& path, int err);
@@ -28,14 +31,19 @@ struct StoreInfo {
   zarr::Codec codec;
   int levels = 0;
   std::string name;
-  int version = 2;         // Zarr 2 (NGFF 0.4) or 3 (NGFF 0.5, sharded)
-  std::int64_t shard = 0;  // Zarr 3: shards of shard x shard pixels (a multiple of chunk)
+  int version = 2;           // Zarr 2 (NGFF 0.4) or 3 (NGFF 0.5, sharded)
+  std::int64_t shard = 0;    // Zarr 3: shards of shard x shard pixels (a multiple of chunk)
+  std::int64_t chunk_z = 1;  // a volume's chunks (and shards) are this many planes deep
+  bool pyramid_z = false;    // a volume's levels halve z too
 
-  // The rows a writer makes whole at a time: a chunk row, or a row of shards (of one plane of a
-  // volume: chunks are one plane deep).
+  // The rows of a plane a writer makes whole at a time: a chunk row, or a row of shards.
   std::int64_t unit() const { return version == 3 ? shard : chunk; }
-  // Unit rows of a plane of level k: a volume's unit row g is row g % this of plane g / this.
+  // Unit rows of a plane of level k: a volume's unit row g is row g % this of the slab (of
+  // planes_deep(k) planes) g / this.
   std::int64_t units_down(int k) const;
+  ImageSpec level_spec(int k) const { return pyramid_level(spec, k, pyramid_z); }
+  // The planes of level k's chunks: chunk_z, or the level's depth where that is less.
+  std::int64_t planes_deep(int k) const;
 
   std::string to_json() const;
   // Throws an input Error naming `where` when the text is not a StoreInfo.
@@ -52,8 +60,8 @@ inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
 // Level k's zarr.json (Zarr 3): one chunk per shard of inner chunks, index at the end.
 std::string v3_array_json(const StoreInfo& info, int k);
 
-// The file of unit (chunk or shard) row r, column c, channel k of plane z of a level, relative
-// to the level.
+// The file of unit (chunk or shard) row r, column c, channel k of slab z (of planes_deep planes)
+// of a level, relative to the level.
 std::string unit_key(const StoreInfo& info, const zarr::ArrayMeta& meta, std::int64_t r,
                      std::int64_t c, std::int64_t k, std::int64_t z = 0);
 
@@ -72,9 +80,9 @@ std::string read_text(const std::string& path);
 void remove_tree(const std::string& dir) noexcept;
 bool is_dir(const std::string& p);
 
-// Unit row `ur` of level k (a chunk row, or a row of shards; of a volume, counted over its planes
+// Unit row `ur` of level k (a chunk row, or a row of shards; of a volume, counted over its slabs
 // as units_down says), from its rows (contiguous, row_bytes apart, the unit row's first row
-// first), compressed in parallel.
+// first; a slab's planes unit() rows apart), compressed in parallel.
 void write_unit_row(const std::string& store, const StoreInfo& info, int k, std::int64_t ur,
                     const std::byte* rows);
 
