@@ -167,6 +167,13 @@ std::tuple<std::int64_t, std::int64_t, Footprint> window_of(const StageArgs& a) 
   }
 }
 
+void check_footprint_axes(const StageContext& c, const Footprint& f) {
+  if (f.axes == 3 && !c.volume())
+    throw Error(ErrorKind::usage, c.args.at() + ": footprint '" + f.name + "' is 3-D (" +
+                                      std::to_string(f.depth) +
+                                      " planes), not 2-D: a 3-D footprint filters a volume in 3-D");
+}
+
 // size or footprint: "none" is no default, the builder asks for one of the two.
 StageParam size_param() {
   using Kind = StageParam::Kind;

@@ -257,6 +257,7 @@ StageEntry morphology_stage(const char* name, MorphKind kind, const char* help) 
                  MorphParams p;
                  p.kind = kind;
                  std::tie(p.height, p.width, p.footprint) = window_of(c.args);
+                 check_footprint_axes(c, p.footprint);
                  p.border = c.settings.border;
                  p.border_value = c.settings.border_value;
                  if (c.volume()) return volume_stage(kind, c, p);

@@ -470,6 +470,7 @@ std::vector<StageEntry> rank_stages() {
     return [rank_of](const StageContext& c) {
       RankParams p;
       std::tie(p.height, p.width, p.footprint) = window_of(c.args);
+      morphology::check_footprint_axes(c, p.footprint);
       p.border = c.settings.border;
       p.border_value = c.settings.border_value;
       if (c.volume()) {  // a box of size-z planes, or a 3-D footprint

@@ -63,6 +63,8 @@ std::unique_ptr<Operation> make_minmax(const ImageSpec& in, const Window& w);
 
 // The stages' window: size=, or footprint= (exactly one of them), and their parameters.
 std::tuple<std::int64_t, std::int64_t, Footprint> window_of(const StageArgs& a);
+// A 3-D footprint on an image (or under --planes) refused, the stage named.
+void check_footprint_axes(const StageContext& c, const Footprint& f);
 StageParam size_param();
 StageParam footprint_param();
 // A stage of make_morphology (morphology.cpp): minimum, maximum, opening, ...
