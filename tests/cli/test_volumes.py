@@ -268,8 +268,7 @@ class Volumes(Base):
         x = volume(3, 8, 8, 1, "f32", seed=1)
         np.save(self.p("in.npy"), x)
         np.save(self.p("cross.npy"), np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], np.uint8))
-        for pipeline in ("gradient-magnitude", "white-tophat size=3",
-                         "convolve kernel=laplace", "median footprint=" + self.p("cross.npy")):
+        for pipeline in ("convolve kernel=laplace", "median footprint=" + self.p("cross.npy")):
             out = self.p("refused.npy")
             r = run([tool("oocrun"), self.p("in.npy"), out, pipeline, "-q"])
             self.assertEqual(r.returncode, 2, pipeline + ": " + r.stderr)

@@ -254,14 +254,12 @@ def test_planes_filter_each_plane_in_2d():
 
 def test_refusals_are_value_errors():
     v = volume((3, 8, 8), np.float32, seed=1)
-    for pipeline in ("white-tophat size=3", "convolve kernel=laplace", "gradient-magnitude"):
+    for pipeline in ("convolve kernel=laplace",):
         with pytest.raises(ValueError, match="planes=True") as e:
             ooc.pipeline(v, pipeline)
         assert isinstance(e.value, ooc.Error) and e.value.kind == "usage"
-    with pytest.raises(ValueError, match="3-D kernels"):
-        ooc.correlate(v, np.ones((3, 3, 3)))
-    with pytest.raises(ValueError, match="footprint"):
-        ooc.median_filter(v, footprint=np.ones((3, 3, 3)) - np.eye(3)[None])
+    with pytest.raises(ValueError, match="odd sides"):
+        ooc.median_filter(v, footprint=np.ones((2, 3, 3)) - np.eye(3)[None])
     with pytest.raises(ValueError, match="channels"):
         ooc.gaussian_filter(volume((3, 8, 8, 2), np.float32), 1.0)
     with pytest.raises(ValueError, match="origin"):
