@@ -1,6 +1,7 @@
-// Private to the Zarr writer (zarr_write_meta.cpp, zarr_write_chunks.cpp, zarr_write.cpp): the
-// settings every writer of one store shares, the metadata documents they become, and the writing
-// of a store's chunk (or shard) rows and its small files.
+// Private to the Zarr writer (zarr_write_meta.cpp, zarr_write_chunks.cpp, zarr_write.cpp,
+// zarr_write_finish.cpp): the settings every writer of one store shares, the metadata documents
+// they become, the writing of a store's chunk (or shard) rows and its small files, and the
+// store's lock.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 
 #include "io/pyramid.hpp"
 #include "io/zarr_codec.hpp"
+#include "ooc/error.hpp"
 #include "ooc/image.hpp"
 
 namespace ooc::zarr_write {
@@ -79,6 +81,17 @@ std::string read_text(const std::string& path);
 // Removes a directory tree of ours (links are removed, never followed).
 void remove_tree(const std::string& dir) noexcept;
 bool is_dir(const std::string& p);
+
+// The store's lock and refusals, which the sink and the join share (zarr_write_finish.cpp).
+// Takes the store's writers lock on rows [begin, end) (0, 0: all) and returns its descriptor;
+// *locked is false when another writer holds any of them.
+int lock_writers(const std::string& temp, std::int64_t begin, std::int64_t end, bool no_locks,
+                 bool* locked);
+// The Error for a store another process holds (fd: the writers lock it was refused).
+Error busy_store(const std::string& output, const std::string& temp, int fd);
+std::string strip_slashes(std::string p);
+// Throws a usage Error where `target` exists: a Zarr store is never replaced.
+void refuse_existing(const std::string& target);
 
 // Unit row `ur` of level k (a chunk row, or a row of shards; of a volume, counted over its slabs
 // as units_down says), from its rows (contiguous, row_bytes apart, the unit row's first row
