@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
     spec.name = "oocconv";
     spec.stages = {ooc::filter_stage(filter, jo.pipeline.mem_limit)};
     spec.settings = ooc::filter_settings(filter);
+    spec.settings.voxel = jo.sink.voxel = ooc::cli::voxel_option(input_cli);
     ooc::cli::apply_run_options(job_cli.run, jo);
     spec.options = jo;
     spec.options.journal = true;     // resumable

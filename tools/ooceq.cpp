@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
       throw ooc::Error(ooc::ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
     ooc::cli::check_report_options(report_cli);
     ooc::cli::apply_input_options(input_cli, jo.hints);
+    jo.sink.voxel = ooc::cli::voxel_option(input_cli);  // recorded by OME outputs
     ooc::cli::apply_pipeline_options(pipeline_cli, jo);
 
     // Under mpirun/srun each rank takes its rows; the histograms are summed over the ranks.

@@ -81,7 +81,12 @@ Examples:
                    "--list shows the stages)");
     app.add_option("--device", device, "backend the plan is made for: auto, cpu or cuda")
         ->default_str("auto");
+    std::string voxel_size;
+    app.add_option("--voxel-size", voxel_size,
+                   "z,y,x (or y,x) micrometres, instead of the file's, for --pipeline's sigma-um");
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "oocinfo")) return *code;
+    const ooc::VoxelSize voxel =
+        voxel_size.empty() ? ooc::VoxelSize{} : ooc::parse_voxel_size(voxel_size, "--voxel-size");
     hints.type = ooc::parse_sample_type(type);
     hints.type_given = type_opt->count() > 0;
     hints.channels_given = channels_opt->count() > 0;
@@ -160,7 +165,9 @@ Examples:
       std::vector<const ooc::Operation*> views;
       std::string what;
       if (!stages.empty()) {
-        passes = std::make_unique<ooc::PipelinePlan>(s, stages, ooc::PipelineSettings{}, popt);
+        ooc::PipelineSettings settings;
+        settings.voxel = voxel.known() ? voxel : source->metadata().voxel;
+        passes = std::make_unique<ooc::PipelinePlan>(s, stages, settings, popt);
         views = passes->operations();
         what = "the pipeline (" + std::to_string(passes->passes()) + " pass" +
                (passes->passes() > 1 ? "es" : "") + ", halo " +
@@ -200,6 +207,9 @@ Examples:
               ? (", estimated " + std::to_string(plan.estimate_seconds).substr(0, 6) + " s").c_str()
               : "",
           backend.why.c_str());
+      // Where the file says it (or --voxel-size): what sigma-um divides, what outputs record.
+      if (const ooc::VoxelSize& v = voxel.known() ? voxel : source->metadata().voxel; v.known())
+        std::printf("  voxel size: %s\n", ooc::describe_voxel(v).c_str());
       if (passes)  // what each stage computes with (the FFT or the direct sum, the accumulator)
         for (const std::string& stage : passes->stage_descriptions())
           std::printf("  stage: %s\n", stage.c_str());

@@ -109,6 +109,8 @@ int main(int argc, char** argv) {
     ooc::PipelineSettings settings =
         ooc::pipeline_settings(border, border_value, out_type, precision);
     settings.planes = planes;
+    // Where given, it beats the input's for the stages and the output alike.
+    settings.voxel = jo.sink.voxel = ooc::cli::voxel_option(input_cli);
     ooc::cli::apply_pipeline_options(job_cli.pipeline, jo);
     ooc::cli::apply_run_options(job_cli.run, jo);
 

@@ -51,6 +51,16 @@ struct ImageSpec {
       const;  // "65536 x 1000 x 3 u16"; a volume "64 planes of 512 x 512 x 1 u16"
 };
 
+// The physical size of a voxel along z, y and x, in micrometres; 0 where it is not known (a
+// plane's z). Kept beside an image's geometry, not in it: operations make their output specs
+// afresh, and the size travels from the input's metadata (or --voxel-size) to the stages that
+// filter in physical units and to the outputs that record it.
+struct VoxelSize {
+  double z = 0, y = 0, x = 0;
+  std::string origin;  // where it was read: "OME-XML", "ImageJ", "OME-Zarr ...", "--voxel-size"
+  bool known() const noexcept { return y > 0 && x > 0; }
+};
+
 // Throws a usage Error when a dimension is out of range or width*height*channels*bytes overflows.
 void validate(const ImageSpec& spec);
 

@@ -60,6 +60,9 @@ struct Metadata {
   std::string description;                    // TIFF ImageDescription
   int orientation = 0;  // TIFF Orientation (filtering runs in stored order); 0: none given
   GeoTags geo;
+  // Where the input says it: OME-Zarr's scale of the level read, OME-XML's PhysicalSize, an
+  // ImageJ description's spacing with the resolution tags.
+  VoxelSize voxel;
 };
 
 class Source {
@@ -212,8 +215,10 @@ struct SinkOptions {
   bool cog = false;
   std::string bigtiff = "auto";  // TIFF: auto (when the file could pass 4 GiB), yes or no
   Metadata metadata;             // TIFF: tags carried over from the input
-  std::size_t mem_limit = 0;     // the job's --mem-limit (0: the default): buffers stay within it
-  int threads = 0;               // threads that compress (0: all cores)
+  // --voxel-size: recorded in OME-Zarr and OME-TIFF outputs instead of metadata.voxel.
+  VoxelSize voxel;
+  std::size_t mem_limit = 0;  // the job's --mem-limit (0: the default): buffers stay within it
+  int threads = 0;            // threads that compress (0: all cores)
   OutputMode mode = OutputMode::fresh;
   // The rows this process writes (shared mode locks only those); row_end 0: to the bottom.
   std::int64_t row_begin = 0, row_end = 0;
@@ -242,6 +247,19 @@ std::unique_ptr<Sink> create_sink(const std::string& path, const ImageSpec& spec
 
 // The temporary name an output is written under until it is complete.
 std::string partial_path(const std::string& output);
+
+// "z,y,x" or "y,x" micrometres (each finite and above 0) as `what` (the option's name) takes
+// it; a usage Error otherwise.
+VoxelSize parse_voxel_size(const std::string& text, const std::string& what);
+// Micrometres in one `unit` (NGFF's names, OME's and ImageJ's symbols: "micrometer", "um",
+// "micron", "nm", ...); 0 for a unit that is not a length ("pixel", empty).
+double micrometres_per(const std::string& unit);
+// "2 x 0.5 x 0.5 um (z, y, x), from OME-XML" for oocinfo and messages.
+std::string describe_voxel(const VoxelSize& v);
+// The voxel size an output records: --voxel-size where given, else the input's.
+inline const VoxelSize& output_voxel(const SinkOptions& o) {
+  return o.voxel.known() ? o.voxel : o.metadata.voxel;
+}
 
 // `type` and `channels` as given (none: not given). A type not given is the tool's default; what
 // was not given yields to a file's header, what was given must agree with it.

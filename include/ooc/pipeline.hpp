@@ -125,6 +125,8 @@ struct PipelineSettings {
                                        // (convert, equalize), else the input's
   // A volume's stages filter plane by plane (2-D) instead of in 3-D (--planes).
   bool planes = false;
+  // The input's voxel size (or --voxel-size): what physical sigmas (gaussian sigma-um) divide.
+  VoxelSize voxel;
 };
 
 // The passes of a pipeline over an image of `input`: each pass is one operation for the engine

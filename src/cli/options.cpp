@@ -231,6 +231,14 @@ void add_input_options(CLI::App& g, InputCli& in, ooc::RawHints& hints, std::uin
                "(O_DIRECT)")
       ->default_str("auto")
       ->check(CLI::IsMember({"auto", "mmap", "direct"}));
+  g.add_option("--voxel-size", in.voxel_size,
+               "z,y,x (or y,x) micrometres a voxel measures, for gaussian sigma-um and the "
+               "OME-Zarr and OME-TIFF outputs (default: the input's OME or ImageJ metadata)");
+}
+
+ooc::VoxelSize voxel_option(const InputCli& in) {
+  if (in.voxel_size.empty()) return {};
+  return ooc::parse_voxel_size(in.voxel_size, "--voxel-size");
 }
 
 void apply_input_options(const InputCli& in, ooc::RawHints& hints) {

@@ -29,16 +29,19 @@ void add_report_options(CLI::App& app, ReportCli& r);
 void check_report_options(ReportCli& r);
 
 // The group "Input" of the tools that read an image: --width, --height, --depth, --volume,
-// --type, --channels, --seed, --in-format, --page, --pages. apply_input_options() parses --type and
-// says which hints were given (a file's header decides the others).
+// --type, --channels, --seed, --in-format, --page, --pages, --voxel-size. apply_input_options()
+// parses --type and says which hints were given (a file's header decides the others).
 struct InputCli {
   std::string type;
   CLI::Option* type_opt = nullptr;
   CLI::Option* channels_opt = nullptr;
+  std::string voxel_size;  // --voxel-size z,y,x or y,x (empty: the input's)
 };
 void add_input_options(CLI::App& group, InputCli& in, ooc::RawHints& hints, std::uint64_t& seed,
                        const std::string& default_type, const std::string& types_help);
 void apply_input_options(const InputCli& in, ooc::RawHints& hints);
+// --voxel-size parsed (a usage Error for a bad one); unknown where it was not given.
+ooc::VoxelSize voxel_option(const InputCli& in);
 
 // The group "Pipeline" of the tools that run a job: --mem-limit, --threads, --band-rows, --slots,
 // --device, --devices. apply_pipeline_options() parses --mem-limit and fills `jo`.

@@ -6,6 +6,7 @@
 
 #include "ooc/error.hpp"
 #include "tiff_common.hpp"
+#include "tiff_ome.hpp"
 
 namespace ooc::tiff_read {
 namespace {
@@ -139,6 +140,7 @@ TiffInfo read_info(TIFF* tif, const std::string& path) {
   const char* description = nullptr;
   if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &description) && description)
     m.description = description;
+  m.voxel = detail::tiff_voxel(m);
   m.geo = read_geo_tags(tif, path);
   return t;
 }

@@ -151,9 +151,11 @@ class ZarrSource final : public Source {
       layout += ", level " + std::to_string(s_.level) + " ('" + s_.level_path + "') of " +
                 std::to_string(s_.levels);
     layout_ = layout;
+    metadata_.voxel = s_.voxel;
   }
 
   const ImageSpec& spec() const noexcept override { return s_.spec; }
+  const Metadata& metadata() const noexcept override { return metadata_; }
 
   // Slabs: the rows of them `max_bytes` holds are pinned (before the job plans its bands, which
   // count what buffer_bytes then says).
@@ -388,6 +390,7 @@ class ZarrSource final : public Source {
   }
 
   Store s_;
+  Metadata metadata_;  // the voxel size alone: a store carries no TIFF tags
   unsigned threads_;
   std::int64_t ch_ = 1, cw_ = 1, cc_ = 1;
   std::int64_t dz_ = 1, zchunks_ = 1, zstep_ = 1;  // chunks along z, and planes apart in one

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "io/digest.hpp"
 #include "io/zarr_codec.hpp"
 #include "ooc/error.hpp"
+#include "ooc/io.hpp"
 #include "zarr_store.hpp"
 
 namespace ooc {
@@ -94,7 +96,29 @@ struct Multiscales {
   std::vector<std::string> paths;
   std::vector<std::vector<double>> scales;  // per dataset; empty where none is given
   std::vector<std::string> axes;
+  std::vector<std::string> units;  // per axis; empty where none is given
+  std::vector<double> scale;       // the multiscale's own scale, applied after a dataset's
 };
+
+// Every "scale" transformation of a coordinateTransformations list, multiplied together.
+std::vector<double> scale_of(const json& list) {
+  std::vector<double> scale;
+  if (!list.is_array()) return scale;
+  for (const json& t : list) {
+    if (!t.is_object() || t.value("type", std::string()) != "scale" || !t.contains("scale") ||
+        !t["scale"].is_array())
+      continue;
+    std::vector<double> s;
+    for (const json& v : t["scale"])
+      if (v.is_number()) s.push_back(v.get<double>());
+    if (scale.empty()) {
+      scale = s;
+    } else if (s.size() == scale.size()) {
+      for (std::size_t i = 0; i < s.size(); ++i) scale[i] *= s[i];
+    }
+  }
+  return scale;
+}
 
 std::optional<Multiscales> parse_multiscales(const json& j, const std::string& attrs);
 
@@ -130,15 +154,11 @@ std::optional<Multiscales> parse_multiscales(const json& j, const std::string& a
     if (p.empty() || p.front() == '/' || p == ".." || p.find("../") != std::string::npos)
       fail("'" + attrs + "': dataset path '" + p + "' leaves the store");
     out.paths.push_back(p);
-    std::vector<double> scale;
-    if (d.contains("coordinateTransformations") && d["coordinateTransformations"].is_array())
-      for (const json& t : d["coordinateTransformations"])
-        if (t.is_object() && t.value("type", std::string()) == "scale" && t.contains("scale") &&
-            t["scale"].is_array())
-          for (const json& v : t["scale"])
-            if (v.is_number()) scale.push_back(v.get<double>());
-    out.scales.push_back(std::move(scale));
+    out.scales.push_back(d.contains("coordinateTransformations")
+                             ? scale_of(d["coordinateTransformations"])
+                             : std::vector<double>{});
   }
+  if (m.contains("coordinateTransformations")) out.scale = scale_of(m["coordinateTransformations"]);
   if (m.contains("axes") && m["axes"].is_array())
     for (const json& a : m["axes"]) {
       if (a.is_string())
@@ -147,8 +167,36 @@ std::optional<Multiscales> parse_multiscales(const json& j, const std::string& a
         out.axes.push_back(a["name"].get<std::string>());
       else
         fail("'" + attrs + "': an axis of multiscales[0] has no name");
+      out.units.push_back(a.is_object() && a.contains("unit") && a["unit"].is_string()
+                              ? a["unit"].get<std::string>()
+                              : std::string());
     }
   return out;
+}
+
+// The voxel size level `level` of the multiscales says: its scale (and the multiscale's) along
+// the axes named z, y and x, in their length units; unknown where y or x has no length unit.
+VoxelSize voxel_of(const Multiscales& ms, int level) {
+  VoxelSize v;
+  if (level < 0 || level >= static_cast<int>(ms.scales.size())) return v;
+  const std::vector<double>& scale = ms.scales[static_cast<std::size_t>(level)];
+  if (scale.size() != ms.axes.size() || ms.units.size() != ms.axes.size()) return v;
+  if (!ms.scale.empty() && ms.scale.size() != scale.size()) return v;
+  auto size = [&](const char* axis) {
+    for (std::size_t i = 0; i < ms.axes.size(); ++i)
+      if (ms.axes[i] == axis) {
+        const double s = scale[i] * (ms.scale.empty() ? 1.0 : ms.scale[i]);
+        const double um = micrometres_per(ms.units[i]);
+        return std::isfinite(s) && s > 0 ? s * um : 0.0;
+      }
+    return 0.0;
+  };
+  v.x = size("x");
+  v.y = size("y");
+  v.z = size("z");
+  if (!v.known()) return {};
+  v.origin = "OME-Zarr scale of level " + std::to_string(level);
+  return v;
 }
 
 }  // namespace
@@ -267,6 +315,7 @@ std::vector<std::string> pick_level(Store& st, const Multiscales& ms, int level,
                                       " level(s); --input-level " + std::to_string(st.level) +
                                       " does not exist (levels count from 0)");
   st.level_path = ms.paths[static_cast<std::size_t>(st.level)];
+  st.voxel = voxel_of(ms, st.level);
   st.array_dir = path + "/" + st.level_path;
   if (!is_file(st.array_dir + "/" + meta))
     fail("OME-Zarr '" + path + "': level " + std::to_string(st.level) + " ('" + st.level_path +
@@ -290,6 +339,7 @@ void find_in_group(Store& st, const std::string& path, const char* group_file,
           st.levels = static_cast<int>(ms->paths.size());
           st.level = static_cast<int>(i);
           st.level_path = ms->paths[i];
+          st.voxel = voxel_of(*ms, st.level);
           axes = ms->axes;
         }
     }

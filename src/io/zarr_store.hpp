@@ -35,6 +35,7 @@ struct Store {
   int levels = 0;  // datasets of the OME-Zarr group; 0: a bare array
   int level = 0;
   std::string level_path;
+  VoxelSize voxel;  // what the OME-Zarr scale of the level says (unknown: a bare array)
 };
 
 // Where the planes, rows, columns and channels of array m lie (sets its z_axis, y_axis and

@@ -116,6 +116,8 @@ JobResult run_job(JobSpec spec) {
   if (spec.make_operation) {
     work.op = spec.make_operation(job);
   } else {
+    // Physical units (sigma-um) divide by the input's voxel size, unless the front end gave one.
+    if (!spec.settings.voxel.known()) spec.settings.voxel = job.source().metadata().voxel;
     work.plan = std::make_unique<PipelinePlan>(in, spec.stages, spec.settings, jo.pipeline);
     if (work.plan->has_reduction() && pg.size() == 1 && (jo.part_count > 1 || jo.rows_end > 0))
       throw Error(ErrorKind::usage,

@@ -44,7 +44,9 @@ TEST(Stages, EveryDeclarationBuildsAndRunsItsCheck) {
     for (const StageParam& p : d.params) {
       EXPECT_FALSE(p.help.empty()) << p.name;
       EXPECT_EQ(&stage_parameter(d.name, p.name), &p);
-      if (p.required() || (p.kind == StageParam::Kind::size && p.computed == "none"))
+      // gaussian's sigma is not required (sigmas or sigma-um may stand for it), but one is.
+      if (p.required() || (p.kind == StageParam::Kind::size && p.computed == "none") ||
+          (d.name == "gaussian" && p.name == "sigma"))
         call.args.emplace_back(p.name, parse_stage_value(p, sample_value(p), p.name));
     }
     // The text a user would write parses back to the same call.

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <limits>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "band_fill.hpp"
@@ -299,13 +302,107 @@ std::unique_ptr<Operation> make_separable(const ImageSpec& input, const Separabl
 namespace detail {
 namespace {
 
-// The taps of the separable stages, one definition for the builders and for the tools' options.
-SeparableFilter taps_of(const std::string& stage, const StageArgs& a) {
+// 3 sigma, the default radius, stays within the largest radius.
+constexpr double kMaxSigma = kMaxStageRadius / 3;
+
+// A Gaussian's sigma along z (planes), y and x (pixels).
+struct Sigmas {
+  double z = 0, y = 0, x = 0;
+};
+
+// The sigmas of a gaussian call: sigma (sigma-z along z), the per-axis sigmas (scipy's tuple:
+// Sy,Sx, or Sz,Sy,Sx on a volume filtered in 3-D; 0 leaves an axis alone), or sigma-um, one
+// physical sigma divided by the voxel size of each axis. `volume`: the call filters in 3-D.
+Sigmas gaussian_sigmas(const StageArgs& a, const VoxelSize* voxel, bool volume) {
+  const int given = int(a.has("sigma")) + int(a.has("sigmas")) + int(a.has("sigma-um"));
+  if (given == 0)
+    throw Error(ErrorKind::usage, a.at() +
+                                      ": sigma is required (sigma=S pixels; or per axis "
+                                      "sigmas=Sy,Sx, Sz,Sy,Sx on a volume; or sigma-um=S "
+                                      "micrometres)");
+  if (given > 1) throw Error(ErrorKind::usage, a.at() + ": give one of sigma, sigmas and sigma-um");
+  Sigmas s;
+  if (a.has("sigma")) {
+    s.y = s.x = a.number("sigma");
+    s.z = a.has("sigma-z") ? a.number("sigma-z") : s.y;
+    return s;
+  }
+  if (a.has("sigma-z"))
+    throw Error(ErrorKind::usage, a.at() + ": sigma-z goes with sigma; " +
+                                      (a.has("sigmas") ? "sigmas gives z's sigma first"
+                                                       : "sigma-um gives z's from the voxel size"));
+  if (a.has("sigmas")) {
+    const std::string text = a.text("sigmas");
+    const std::string rule = a.at() + ": sigmas takes " +
+                             (volume ? std::string("Sz,Sy,Sx (a volume filtered in 3-D)")
+                                     : std::string("Sy,Sx (an image, or planes)")) +
+                             ", pixels from 0 to " + exact_number(kMaxSigma) + ", got '" + text +
+                             "'";
+    std::vector<double> v;
+    std::size_t from = 0;
+    for (;;) {
+      const std::size_t comma = text.find(',', from);
+      const std::string word =
+          text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+      std::size_t used = 0;
+      double x = -1;
+      try {
+        x = std::stod(word, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (word.empty() || used != word.size() || !std::isfinite(x) || x < 0 || x > kMaxSigma)
+        throw Error(ErrorKind::usage, rule);
+      v.push_back(x);
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    if (v.size() != (volume ? 3u : 2u)) throw Error(ErrorKind::usage, rule);
+    if (volume) s.z = v[0];
+    s.y = v[v.size() - 2];
+    s.x = v.back();
+    return s;
+  }
+  const double um = a.number("sigma-um");
+  const std::string give =
+      "give --voxel-size " + std::string(volume ? "z,y,x" : "y,x") + " (micrometres)";
+  if (!voxel || !voxel->known())
+    throw Error(ErrorKind::usage, a.at() +
+                                      ": sigma-um needs the voxel size, and the input does not "
+                                      "say it: " +
+                                      give);
+  if (volume && !(voxel->z > 0))
+    throw Error(ErrorKind::usage, a.at() +
+                                      ": sigma-um on a volume needs the voxel size along z, "
+                                      "and the input says only y and x: " +
+                                      give);
+  if (volume) s.z = um / voxel->z;
+  s.y = um / voxel->y;
+  s.x = um / voxel->x;
+  for (const auto& [axis, v] : {std::pair{"z", s.z}, std::pair{"y", s.y}, std::pair{"x", s.x}})
+    if (v > kMaxSigma)
+      throw Error(ErrorKind::usage, a.at() + ": sigma-um=" + exact_number(um) + " is " +
+                                        exact_number(v) + " pixels along " + axis +
+                                        ", above the largest sigma " + exact_number(kMaxSigma));
+  return s;
+}
+
+// A Gaussian's taps for `sigma` (the identity for 0), of radius `radius` (-1: ceil(3 sigma)).
+std::vector<double> gaussian_axis(double sigma, std::int64_t radius) {
+  if (sigma == 0) return {1.0};
+  return gaussian_taps(radius >= 0 ? radius : gaussian_radius(sigma), sigma);
+}
+
+// The taps of the separable stages, one definition for the builders and for the tools' options
+// (which have no voxel size).
+SeparableFilter taps_of(const std::string& stage, const StageArgs& a,
+                        const VoxelSize* voxel = nullptr) {
   if (stage == "gaussian") {
-    const double sigma = a.number("sigma");
-    const std::int64_t r = a.has("radius") ? a.integer("radius") : gaussian_radius(sigma);
-    auto t = gaussian_taps(r, sigma);
-    return {t, t};
+    const Sigmas s = gaussian_sigmas(a, voxel, false);
+    const std::int64_t r = a.has("radius") ? a.integer("radius") : -1;
+    auto t = gaussian_axis(s.x, r);
+    if (s.y == s.x) return {t, t};
+    return {std::move(t), gaussian_axis(s.y, r)};
   }
   if (stage == "uniform") {
     const std::int64_t size = a.integer("size");
@@ -334,13 +431,14 @@ BuiltStage volume_stage(const std::string& stage, const StageContext& c) {
   std::vector<double> z{1.0};  // convolution order
   SeparableFilter xy;
   if (stage == "gaussian") {
-    const double sigma = a.has("sigma-z") ? a.number("sigma-z") : a.number("sigma");
-    // radius-z, else the radius given for a sigma along z that is the same, else sigma-z's own.
+    const Sigmas s = gaussian_sigmas(a, &c.settings.voxel, true);
+    // radius-z, else the radius given for a sigma along z that is the same, else sigma z's own.
     const std::int64_t r = a.has("radius-z")                      ? a.integer("radius-z")
                            : a.has("radius") && !a.has("sigma-z") ? a.integer("radius")
-                                                                  : gaussian_radius(sigma);
-    z = gaussian_taps(r, sigma);
-    xy = taps_of(stage, a);
+                                                                  : -1;
+    z = gaussian_axis(s.z, r);
+    const std::int64_t rxy = a.has("radius") ? a.integer("radius") : -1;
+    xy = {gaussian_axis(s.x, rxy), gaussian_axis(s.y, rxy)};
   } else if (stage == "uniform") {
     const std::int64_t size = a.has("size-z") ? a.integer("size-z") : a.integer("size");
     if (size % 2 == 0)
@@ -394,10 +492,20 @@ BuiltStage volume_stage(const std::string& stage, const StageContext& c) {
 // The separable linear filters as pipeline stages: gaussian, uniform, correlate1d, separable.
 std::vector<StageEntry> separable_stages() {
   using Kind = StageParam::Kind;
-  // 3 sigma, the default radius, stays within the largest radius.
-  constexpr double kMaxSigma = kMaxStageRadius / 3;
   const StageParam sigma =
       number_param("sigma", std::nullopt, 0, true, "Gaussian sigma, pixels", kMaxSigma);
+  // Not required: sigmas or sigma-um may give it instead (the builder asks for one of them).
+  const StageParam gaussian_sigma = computed(sigma, "sigmas or sigma-um");
+  const StageParam sigmas =
+      computed(other_param("sigmas", Kind::text, std::nullopt,
+                           "per-axis sigmas, pixels (scipy's sigma tuple): Sy,Sx; a volume "
+                           "filtered in 3-D Sz,Sy,Sx; 0 leaves an axis alone"),
+               "sigma");
+  const StageParam sigma_um = computed(
+      number_param("sigma-um", std::nullopt, 0, true,
+                   "sigma in micrometres: S / the voxel size along each axis (the input's, or "
+                   "--voxel-size)"),
+      "sigma");
   const StageParam radius = computed(integer_param("radius", std::nullopt, 0, kMaxStageRadius,
                                                    "taps 2R+1 (default ceil(3 sigma))"),
                                      "auto");
@@ -407,7 +515,8 @@ std::vector<StageEntry> separable_stages() {
   auto separable_builder = [](std::string stage) {
     return [stage](const StageContext& c) {
       if (c.volume()) return volume_stage(stage, c);
-      return BuiltStage{c.separable(c.in, taps_of(stage, c.args), c.out(), method_of(c.args))};
+      return BuiltStage{
+          c.separable(c.in, taps_of(stage, c.args, &c.settings.voxel), c.out(), method_of(c.args))};
     };
   };
   const StageParam sigma_z = computed(
@@ -421,7 +530,7 @@ std::vector<StageEntry> separable_stages() {
   s.push_back({{"gaussian",
                 "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3; as oocconv --sigma); "
                 "3-D on a volume",
-                {sigma, radius, method, sigma_z, radius_z}},
+                {gaussian_sigma, radius, method, sigma_z, radius_z, sigmas, sigma_um}},
                separable_builder("gaussian")});
   s.push_back(
       {{"uniform",
