@@ -56,7 +56,7 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
                   "--cog writes a GeoTIFF, and '" + path +
                       "' names an OME-TIFF (whose pyramid is SubIFDs): drop --cog or name the "
                       "output .tif");
-    plan_.metadata.description = ome_xml(spec, path);
+    plan_.metadata.description = ome_xml(spec, path, output_voxel(o));
   }
   // A COG without overviews (--cog --levels 0) is valid; the front ends turn a --cog without
   // --levels into -1 (automatic levels).
@@ -190,13 +190,11 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
   }
 
   install_tiff_handlers();
-  if (spec.volume() && (own_layout_ || o.mode != OutputMode::fresh || ome_name(path)))
+  if (spec.volume() && (own_layout_ || o.mode != OutputMode::fresh))
     throw Error(ErrorKind::usage,
                 "TIFF output '" + path + "' is a volume (" + spec.describe() +
                     "), written one page per plane in one run: " +
-                    (own_layout_      ? "--pyramid, --levels and --cog"
-                     : ome_name(path) ? "OME-TIFF (.ome.tif)"
-                                      : "parts and --resume") +
+                    (own_layout_ ? "--pyramid, --levels and --cog" : "parts and --resume") +
                     " are not supported for TIFF volumes yet; write .npy or raw for those");
   if (o.mode != OutputMode::fresh) {
     open_range(o, input_path);

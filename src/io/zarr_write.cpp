@@ -56,6 +56,7 @@ class ZarrSink final : public Sink {
         row_begin_(o.row_begin),
         row_end_(o.row_end > 0 ? o.row_end : spec.stacked_rows()) {
     info_.spec = spec;
+    info_.voxel = output_voxel(o);
     info_.chunk = o.chunk != 0 ? o.chunk : 512;
     if (info_.chunk < 1 || info_.chunk > 65536)
       throw Error(ErrorKind::usage,

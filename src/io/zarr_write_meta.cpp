@@ -6,10 +6,12 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "io/pyramid.hpp"
 #include "io/zarr_codec.hpp"
 #include "ooc/error.hpp"
+#include "ooc/io.hpp"
 #include "zarr_writer.hpp"
 
 namespace ooc::zarr_write {
@@ -68,6 +70,8 @@ std::string StoreInfo::to_json() const {
     if (chunk_z != 1) j["chunk_z"] = chunk_z;
     if (pyramid_z) j["pyramid_z"] = true;
   }
+  // Only a known one's, likewise.
+  if (voxel.known()) j["voxel"] = {voxel.z, voxel.y, voxel.x};
   return j.dump() + "\n";
 }
 
@@ -98,6 +102,12 @@ StoreInfo StoreInfo::from_json(const std::string& text, const std::string& where
       s.spec.stack = j.at("stack").get<bool>();
       s.chunk_z = j.value("chunk_z", std::int64_t{1});
       s.pyramid_z = j.value("pyramid_z", false);
+    }
+    if (j.contains("voxel")) {
+      const auto v = j.at("voxel").get<std::vector<double>>();
+      if (v.size() != 3 || !(v[1] > 0) || !(v[2] > 0) || !(v[0] >= 0))
+        throw std::runtime_error("voxel");
+      s.voxel.z = v[0], s.voxel.y = v[1], s.voxel.x = v[2];
     }
     validate(s.spec);
     if (s.chunk <= 0 || s.levels < 0 || s.levels > 40 || (s.version != 2 && s.version != 3) ||
@@ -201,17 +211,25 @@ std::string edge_name(int k, std::int64_t lo, std::int64_t hi, bool source) {
 }
 
 std::string attrs_json(const StoreInfo& info) {
-  json axes = json::array({{{"name", "y"}, {"type", "space"}}, {{"name", "x"}, {"type", "space"}}});
-  // The voxel's size is not known here: scales count pixels of level 0, and no axis has a unit.
-  // Physical sizes (a "unit" per space axis, the scale's factors) would go in here and below.
-  if (info.spec.volume()) axes.insert(axes.begin(), json{{"name", "z"}, {"type", "space"}});
+  // Space axes in micrometres where the voxel's size is known (z only where it says z's); else
+  // scales count pixels of level 0 and no axis has a unit, as before sizes were carried.
+  const VoxelSize& v = info.voxel;
+  const bool sized = v.known(), z_sized = sized && v.z > 0;
+  auto space = [](const char* name, bool unit) {
+    json a = {{"name", name}, {"type", "space"}};
+    if (unit) a["unit"] = "micrometer";
+    return a;
+  };
+  json axes = json::array({space("y", sized), space("x", sized)});
+  if (info.spec.volume()) axes.insert(axes.begin(), space("z", z_sized));
   if (info.spec.channels > 1) axes.insert(axes.begin(), json{{"name", "c"}, {"type", "channel"}});
   json datasets = json::array();
   for (int k = 0; k <= info.levels; ++k) {
     const double f = static_cast<double>(std::int64_t{1} << k);
-    json scale = json::array({f, f});
+    json scale = sized ? json::array({v.y * f, v.x * f}) : json::array({f, f});
     // Levels keep every plane, or halve z too.
-    if (info.spec.volume()) scale.insert(scale.begin(), info.pyramid_z ? f : 1.0);
+    const double fz = info.pyramid_z ? f : 1.0;
+    if (info.spec.volume()) scale.insert(scale.begin(), z_sized ? v.z * fz : fz);
     if (info.spec.channels > 1) scale.insert(scale.begin(), 1.0);
     datasets.push_back(
         {{"path", std::to_string(k)},

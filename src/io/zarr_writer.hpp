@@ -35,6 +35,7 @@ struct StoreInfo {
   std::string name;
   int version = 2;           // Zarr 2 (NGFF 0.4) or 3 (NGFF 0.5, sharded)
   std::int64_t shard = 0;    // Zarr 3: shards of shard x shard pixels (a multiple of chunk)
+  VoxelSize voxel;           // level 0's, for the multiscales' scales (unknown: pixels)
   std::int64_t chunk_z = 1;  // a volume's chunks (and shards) are this many planes deep
   bool pyramid_z = false;    // a volume's levels halve z too
 
