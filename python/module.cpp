@@ -79,8 +79,8 @@ std::string python_words(const std::string& message) {
       {"radius", "radius"},       {"sigma", "sigma"},         {"taps", "taps"},
       {"taps-file", "taps_file"}, {"filter", "filter"},       {"type", "type"},
       {"width", "width"},         {"height", "height"},       {"channels", "channels"},
-      {"planes", "planes=True"},  {"volume", "volume=True"},  {"depth", "depth"},
-      {"pages", "pages"}};
+      {"planes", "planes=True"},  {"volume", "volume=True"},  {"voxel-size", "voxel_size"},
+      {"depth", "depth"},         {"pages", "pages"}};
   std::string out;
   std::size_t i = 0;
   while (i < message.size()) {
@@ -225,9 +225,13 @@ py::dict equalize_file(const std::string& input, const std::string& output, cons
 // (ooc/__init__.py has mapped scipy's mode names onto ooc's borders). The default precision is
 // oocrun's, not the array filters' f64: a pipeline gives oocrun's bytes.
 ooc::PipelineSettings pipeline_settings(const py::dict& o) {
-  return ooc::pipeline_settings(get<std::string>(o, "mode", "reflect"), get<double>(o, "cval", 0.0),
-                                get<std::string>(o, "out_type", ""),
-                                get<std::string>(o, "precision", "auto"));
+  ooc::PipelineSettings s = ooc::pipeline_settings(
+      get<std::string>(o, "mode", "reflect"), get<double>(o, "cval", 0.0),
+      get<std::string>(o, "out_type", ""), get<std::string>(o, "precision", "auto"));
+  // voxel_size (ooc/__init__.py has made a sequence "z,y,x"): --voxel-size.
+  if (const std::string v = get<std::string>(o, "voxel_size", ""); !v.empty())
+    s.voxel = ooc::parse_voxel_size(v, "voxel_size");
+  return s;
 }
 
 // oocrun INPUT OUTPUT PIPELINE: the same job, passes and stats as the tool (one process, no
@@ -242,6 +246,7 @@ py::dict run_file(const std::string& input, const std::string& output,
   const RunOptions run = run_options(o);
   ooc::JobSpec spec;
   spec.options = job_options(input, output, o, run, "f32");
+  spec.options.sink.voxel = settings.voxel;  // recorded by OME outputs, as the input's would be
   spec.progress = progress_fn(progress);
   spec.stages = stages;
   spec.settings = settings;
