@@ -97,6 +97,12 @@ struct CudaBand {
   std::int64_t halo = 0;          // from first_row (image row of input row 0) and the height
   std::int64_t first_row = 0;
   std::int64_t plane_halo = 0;  // planes of rows one after the other, as in CpuBand
+  // Where a caller lays the planes out itself (a fused chain): a host array of the device address
+  // of the band's first row (band.y0, past the halo) in each of the 2 plane_halo + 1 planes, rows
+  // in_stride apart; null for a plane of the constant border. Null: plane k starts
+  // (band.rows + 2 halo) * k rows after `in`, and a plane outside the volume under the constant
+  // border is left unset (detail::cuda_plane says which).
+  const std::byte* const* plane_in = nullptr;
   ImageSpec in_spec;
   std::byte* out = nullptr;  // band.rows rows, or null without an output
   std::size_t out_stride = 0;

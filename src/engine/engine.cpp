@@ -459,11 +459,12 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
         gpu_started[i] = 1;  // stopped even if its start fails half way
         gpu_slot.start_kernel(*gpu);
       }
-      // The halo this band shares with the one before (the same image rows, border included).
+      // The halo this band shares with the one before (the same image rows, border included):
+      // a volume's, the 2R planes of its window the band of the plane before also read (bands
+      // of whole planes).
       std::int64_t reuse = 0;
-      if (plane_halo == 0 && !op.projects() && last && last != &slot &&
-          last->band.index == next - 1) {
-        reuse = std::min<std::int64_t>(2 * halo, count);
+      if (!op.projects() && last && last != &slot && last->band.index == next - 1) {
+        reuse = plane_halo > 0 ? 2 * plane_halo * count : std::min<std::int64_t>(2 * halo, count);
         const auto& before = last->source_rows;
         if (static_cast<std::int64_t>(before.size()) < reuse ||
             !std::equal(before.end() - reuse, before.end(), slot.source_rows.begin()))

@@ -286,8 +286,16 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
           hi = mid - 1;
       }
       // ...and the backend's preferred size, but tall enough that the halo stays a small overhead.
+      // A volume's band on a GPU copies in one plane's rows: the 2R others are the band before's,
+      // copied on the device, where bands are whole planes. So the target counts one plane.
+      const bool planes_reused = backend.cuda && plan.plane_halo > 0 && !projects;
+      auto per_band = [&](std::int64_t r) {
+        return planes_reused ? static_cast<std::size_t>(r + 2 * halo) * input.row_bytes()
+                             : slot_total(r);
+      };
       std::int64_t want = 1;
-      while (want < tall && slot_total(want * 2) <= target) want *= 2;
+      while (want < tall && per_band(want * 2) <= target) want *= 2;
+      if (planes_reused && per_band(tall) <= target) want = tall;
       want = std::max(want, o.min_rows_per_halo * 2 * halo);
       rows = std::max<std::int64_t>(1, std::min({lo, want, tall}));
       // The CPU filters bands while CUDA starts only where its buffers fit beside the pinned ring

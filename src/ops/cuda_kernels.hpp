@@ -6,6 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/convolution/zpass.hpp"
+#include "ooc/border.hpp"
 #include "ooc/engine.hpp"
 #include "ooc/filter.hpp"
 #include "ooc/image.hpp"
@@ -70,6 +72,22 @@ std::unique_ptr<CudaKernel> make_conv2d_fft_cuda(const std::vector<int>& devices
 // Device memory of a slot for bands of `band_rows` rows: the tiles' spectra and cuFFT's work
 // area.
 std::size_t conv2d_fft_cuda_scratch(const FftCudaShape& shape, std::int64_t band_rows, bool f64);
+
+// A volume's z pass (kernels/cpu/convolution/zpass.hpp): plane weights `taps` (first plane first),
+// the window from z - before; null beyond kZPassCudaMaxPlanes planes.
+inline constexpr std::size_t kZPassCudaMaxPlanes = 129;  // cuda::ZPassLaunch::kMaxPlanes
+std::unique_ptr<CudaKernel> make_zpass_cuda(kernels::ZPassKind kind,
+                                            const std::vector<double>& taps, std::int64_t before,
+                                            SampleType out, BorderMode border, double cval);
+
+// A volume's rank filter of a box of planes x rows x cols, `front` planes before, `top` rows
+// above and `left` columns left of its sample; null beyond kRank3dCudaMaxSamples samples.
+struct Rank3dCudaBox {
+  std::int64_t planes = 1, rows = 1, cols = 1, front = 0, top = 0, left = 0, rank = 0;
+};
+inline constexpr std::int64_t kRank3dCudaMaxSamples = 64;  // cuda::Rank3dLaunch::kMaxSamples
+std::unique_ptr<CudaKernel> make_rank3d_cuda(const Rank3dCudaBox& box, BorderMode border,
+                                             double cval);
 
 // Histogram equalization: per-band histograms (u64 counts, channel-major) and the table mapping.
 std::unique_ptr<CudaKernel> make_histogram_cuda(const std::vector<int>& devices, std::int64_t bins);

@@ -38,6 +38,16 @@ inline CudaBand with_halo(CudaBand b, std::int64_t h) {
   return b;
 }
 
+// The device address of the band's first row (band.y0) in plane k of its 2 plane_halo + 1
+// (CudaBand::plane_in), or null for a plane of the constant border.
+inline const std::byte* cuda_plane(const CudaBand& b, std::int64_t k, BorderMode border) {
+  if (b.plane_in) return b.plane_in[k];
+  const std::int64_t z = b.band.z - b.plane_halo + k;
+  if (map_border(z, b.in_spec.depth, border) < 0) return nullptr;
+  const std::int64_t count = b.band.rows + 2 * b.halo;
+  return b.in + static_cast<std::size_t>(k * count + b.halo) * b.in_stride;
+}
+
 // One band's input rows and output. skip: rows of the band's halo the kernel does not read (a
 // halo the operation sized for another kernel, e.g. the FFT's on the other backend).
 // A tile of a band (CpuBand) is an image of its own width.

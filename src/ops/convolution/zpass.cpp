@@ -4,9 +4,12 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <string_view>
 #include <vector>
 
+#include "kernels/cpu/convolution/separable.hpp"
 #include "kernels/cpu/convolution/zpass.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/stage_registry.hpp"
 
 namespace ooc::detail {
@@ -86,6 +89,20 @@ class ZPass final : public Operation {
   BorderMode border() const override { return border_; }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<ZPassKernel>(kind_, taps_, before_, out_.type, cval_);
+  }
+  bool has_cuda() const override { return kCudaBuilt && taps_.size() <= kZPassCudaMaxPlanes; }
+  // Extremes only select; sums round as the CPU's vector build (FMA in plane order), which the
+  // baseline build does not.
+  bool cpu_gives_cuda_bits() const override {
+    return kind_ != kernels::ZPassKind::sum ||
+           std::string_view(kernels::separable_isa()) != "baseline";
+  }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_zpass_cuda(kind_, taps_, before_, out_.type, border_, cval_);
+#else
+    return nullptr;
+#endif
   }
   Cost cost() const override {
     Cost c;

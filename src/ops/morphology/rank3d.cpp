@@ -11,6 +11,7 @@
 #include "kernels/cpu/morphology/rank3d.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/pipeline/chain_impl.hpp"
 #include "window.hpp"
 
@@ -125,6 +126,22 @@ class Rank3d final : public Operation {
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<Rank3dKernel>(box_, rank_, border_, cval_);
+  }
+  bool has_cuda() const override { return kCudaBuilt && box_.samples() <= kRank3dCudaMaxSamples; }
+  bool cpu_gives_cuda_bits() const override { return true; }  // selections, no arithmetic
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
+#if defined(OOC_HAVE_CUDA)
+    const Rank3dCudaBox box{box_.z.left + box_.z.right + 1,
+                            box_.y.left + box_.y.right + 1,
+                            box_.x.left + box_.x.right + 1,
+                            box_.z.left,
+                            box_.y.left,
+                            box_.x.left,
+                            rank_};
+    return make_rank3d_cuda(box, border_, cval_);
+#else
+    return nullptr;
+#endif
   }
   Cost cost() const override {
     Cost c;

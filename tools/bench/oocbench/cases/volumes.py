@@ -2,7 +2,7 @@
 # against scipy.ndimage in 3-D on the same array in memory, and against oocrun's 2-D filter of the
 # same bytes (--planes): the 3-D Gaussian and the medians 3x3x3 and 5x5x5. scipy runs on a slab of
 # the volume (its time scaled to the whole), as its median takes minutes on the whole.
-import os, sys
+import json, os, sys
 from ..common import med, python_has, rss, walls
 
 SCIPY_PY = r"""
@@ -84,6 +84,10 @@ def case_volumes(b):
         common = ["null:", stage, "--threads", str(b.a.threads), "-q"]
         tools = {"oocrun 3-D": dict(cmd=[run, src, *common]),
                  "oocrun 2-D (--planes)": dict(cmd=[run, src, *common, "--planes"])}
+        if b.gpu and stage != "median size=5":  # 125 samples: the GPU takes up to 64
+            # The 3-D filter on the GPU (its kernels' seconds from --stats).
+            tools["oocrun 3-D cuda"] = dict(cmd=[run, src, *common, "--device", "cuda",
+                                                 "--stats", "json"], capture=True)
         if b.gpu:  # the 2-D filter of the same bytes on the GPU
             tools["oocrun 2-D (--planes) cuda"] = dict(cmd=[run, src, *common, "--planes",
                                                             "--device", "cuda"])
@@ -96,6 +100,12 @@ def case_volumes(b):
         for n in tools:
             note = ("the same bytes filtered plane by plane in 2-D" if "planes" in n
                     else "whole process")
+            stats = [json.loads(t.out) for t in res[n] if t.out.lstrip().startswith("{")]
+            if stats:
+                g = stats[-1].get("gpu_seconds", {})
+                note += (f"; GPU kernels {g.get('kernels', 0):.4f} s, copies in "
+                         f"{g.get('h2d', 0):.3f} s, {stats[-1].get('cpu_bands', 0)} bands on the "
+                         "CPU while CUDA started")
             outs = [t.out.split() for t in res[n] if t.out.startswith("inner_s")]
             if outs:
                 note += (f"; in process, warm, copies included: {float(outs[-1][1]):.3f} s; "

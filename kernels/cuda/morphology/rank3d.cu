@@ -1,0 +1,125 @@
+// CUDA 3-D rank filters (rank3d.cuh): one thread per output sample, its window gathered through
+// the caches (neighbouring threads read mostly the same samples) into registers padded with the
+// type's largest value, which never changes a rank below the window's count; then the sample with
+// at most `rank` smaller ones and more than `rank` smaller-or-equal ones, in the order that puts
+// -0 below +0, as the CPU's network sorts.
+#include <cuda_runtime.h>
+
+#include <limits>
+#include <type_traits>
+
+#include "kernels/cpu/morphology/border_constant.hpp"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/common.cuh"
+#include "ooc/detail/sample_type.hpp"
+#include "rank3d.cuh"
+
+namespace ooc::cuda {
+namespace {
+
+template <class T>
+__device__ __forceinline__ T largest() {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::max();
+}
+
+// a before b: the samples' order, -0 before +0 (NaN is handled apart).
+template <class T>
+__device__ __forceinline__ bool before(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    return a < b || (a == b && signbit(a) && !signbit(b));
+  else
+    return a < b;
+}
+
+template <class T, int N>
+__global__ void rank3d_kernel(const Rank3dLaunch l, T cval) {
+  const std::int64_t x = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int c = blockIdx.z;
+  if (x >= l.width) return;
+  const int count = l.planes * l.rows * l.cols;
+  for (std::int64_t y = std::int64_t(blockIdx.y) * blockDim.y + threadIdx.y; y < l.out_rows;
+       y += std::int64_t(gridDim.y) * blockDim.y) {
+    T v[N];
+    bool nan = false;
+    T nan_value = cval;
+    int j = 0;
+#pragma unroll 1
+    for (int dz = 0; dz < l.planes; ++dz) {
+      const std::byte* plane = l.in[dz];
+#pragma unroll 1
+      for (int dy = 0; dy < l.rows; ++dy) {
+        const std::int64_t row = y - l.top + dy;  // from the band's first row
+        const std::int64_t image_row = l.first_row + row;
+        const bool constant_row =
+            plane == nullptr ||
+            (l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height));
+        const T* r =
+            constant_row
+                ? nullptr
+                : reinterpret_cast<const T*>(plane + static_cast<std::ptrdiff_t>(row) *
+                                                         static_cast<std::ptrdiff_t>(l.in_stride));
+#pragma unroll 1
+        for (int dx = 0; dx < l.cols; ++dx, ++j) {
+          const std::int64_t s = map_index(x - l.left + dx, l.width, l.border);
+          const T t = (r == nullptr || s < 0) ? cval : __ldg(r + s * l.channels + c);
+          if (t != t) {
+            nan = true;
+            nan_value = t;
+          }
+#pragma unroll
+          for (int i = 0; i < N; ++i)
+            if (i == j) v[i] = t;
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (i >= count) v[i] = largest<T>();
+    T out = v[0];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      int lt = 0, le = 0;
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        const bool b = before(v[k], v[i]);
+        lt += b;
+        le += b || !before(v[i], v[k]);
+      }
+      if (lt <= l.rank && l.rank < le) out = v[i];
+    }
+    if (nan) out = nan_value;
+    reinterpret_cast<T*>(l.out + static_cast<std::size_t>(y) * l.out_stride)[x * l.channels + c] =
+        out;
+  }
+}
+
+template <class T, int N>
+void launch(const Rank3dLaunch& l, cudaStream_t stream) {
+  const dim3 block(32, 8);
+  const dim3 grid(static_cast<unsigned>((l.width + block.x - 1) / block.x),
+                  grid_rows((l.out_rows + block.y - 1) / block.y),
+                  static_cast<unsigned>(l.channels));
+  rank3d_kernel<T, N><<<grid, block, 0, stream>>>(l, kernels::constant_of<T>(l.border_value));
+}
+
+}  // namespace
+
+void rank3d_band_async(const Rank3dLaunch& l, cudaStream_t stream) {
+  if (l.out_rows <= 0 || l.width <= 0) return;
+  const int count = l.planes * l.rows * l.cols;
+  dispatch_type(l.type, [&](auto t) {
+    using T = decltype(t);
+    if (count <= 8)
+      launch<T, 8>(l, stream);
+    else if (count <= 27)
+      launch<T, 27>(l, stream);
+    else
+      launch<T, 64>(l, stream);
+  });
+  OOC_KERNEL_TRY(cudaGetLastError());
+}
+
+}  // namespace ooc::cuda
