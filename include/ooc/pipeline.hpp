@@ -26,9 +26,10 @@
 
 namespace ooc {
 
-// A window's size: H x W samples (a size parameter, "5" or "5x3").
+// A window's size: H x W samples (a size parameter, "5" or "5x3"), on a volume D x H x W ("3x5x5";
+// d 0: not given, the stage picks the planes).
 struct StageSize {
-  std::int64_t h = 1, w = 1;
+  std::int64_t h = 1, w = 1, d = 0;
   bool operator==(const StageSize&) const = default;
 };
 
@@ -50,6 +51,9 @@ struct StageParam {
   double min = -std::numeric_limits<double>::infinity();
   double max = std::numeric_limits<double>::infinity();
   bool min_open = false;  // min itself excluded (sigma > 0)
+  // Also one value per axis, as scipy's sequences: a number as a list a,b or a,b,c (each from 0 to
+  // max; a std::vector<double>), an integer as HxW or DxHxW (each in range; a StageSize).
+  bool per_axis = false;
   std::string help;
   bool required() const { return !fallback && computed.empty(); }
   // The default as --list shows it: the value, `computed`, or empty where required.

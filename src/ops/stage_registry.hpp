@@ -51,7 +51,10 @@ class StageArgs {
   std::int64_t integer(const std::string& key) const;
   const std::vector<double>& taps(const std::string& key) const;
   SampleType type(const std::string& key) const;
+  // A window's size; an integer N (a per-axis integer given as one) is N x N.
   StageSize size(const std::string& key) const;
+  // A per-axis number: its list, or the one number given as a list of one.
+  std::vector<double> numbers(const std::string& key) const;
   // A word (a method, a file's name); any other value as text, for messages.
   std::string text(const std::string& key) const;
   // "stage 2 (median)": what errors start with.

@@ -310,22 +310,47 @@ struct Sigmas {
   double z = 0, y = 0, x = 0;
 };
 
-// The sigmas of a gaussian call: sigma (sigma-z along z), the per-axis sigmas (scipy's tuple:
-// Sy,Sx, or Sz,Sy,Sx on a volume filtered in 3-D; 0 leaves an axis alone), or sigma-um, one
-// physical sigma divided by the voxel size of each axis. `volume`: the call filters in 3-D.
+// Per-axis sigmas, scipy's sequence: as many as the axes filtered (Sy,Sx; Sz,Sy,Sx on a volume
+// filtered in 3-D), as scipy.ndimage.gaussian_filter asks.
+Sigmas axis_sigmas(const std::vector<double>& v, bool volume) {
+  Sigmas s;
+  if (volume) s.z = v[0];
+  s.y = v[v.size() - 2];
+  s.x = v.back();
+  return s;
+}
+
+// The sigmas of a gaussian call: sigma, one number (sigma-z along z) or one a axis (scipy's tuple:
+// Sy,Sx, or Sz,Sy,Sx on a volume filtered in 3-D; 0 leaves an axis alone); sigmas, the tuple under
+// its earlier name; or sigma-um, one physical sigma divided by the voxel size of each axis.
+// `volume`: the call filters in 3-D.
 Sigmas gaussian_sigmas(const StageArgs& a, const VoxelSize* voxel, bool volume) {
   const int given = int(a.has("sigma")) + int(a.has("sigmas")) + int(a.has("sigma-um"));
   if (given == 0)
     throw Error(ErrorKind::usage, a.at() +
-                                      ": sigma is required (sigma=S pixels; or per axis "
-                                      "sigmas=Sy,Sx, Sz,Sy,Sx on a volume; or sigma-um=S "
+                                      ": sigma is required (sigma=S pixels, or one per axis: "
+                                      "sigma=Sy,Sx, Sz,Sy,Sx on a volume; or sigma-um=S "
                                       "micrometres)");
   if (given > 1) throw Error(ErrorKind::usage, a.at() + ": give one of sigma, sigmas and sigma-um");
   Sigmas s;
   if (a.has("sigma")) {
-    s.y = s.x = a.number("sigma");
-    s.z = a.has("sigma-z") ? a.number("sigma-z") : s.y;
-    return s;
+    const std::vector<double> v = a.numbers("sigma");
+    if (v.size() == 1) {
+      s.y = s.x = v[0];
+      s.z = a.has("sigma-z") ? a.number("sigma-z") : s.y;
+      return s;
+    }
+    const std::size_t axes = volume ? 3 : 2;
+    if (v.size() != axes)
+      throw Error(ErrorKind::usage,
+                  a.at() + ": sigma takes one value or " + std::to_string(axes) + " (" +
+                      (volume ? "Sz,Sy,Sx: a volume filtered in 3-D"
+                              : "Sy,Sx: an image, or a volume's planes") +
+                      "), got " + std::to_string(v.size()) + ": '" + a.text("sigma") + "'");
+    if (a.has("sigma-z"))
+      throw Error(ErrorKind::usage,
+                  a.at() + ": sigma-z goes with one sigma; sigma=Sz,Sy,Sx gives z's first");
+    return axis_sigmas(v, volume);
   }
   if (a.has("sigma-z"))
     throw Error(ErrorKind::usage, a.at() + ": sigma-z goes with sigma; " +
@@ -358,10 +383,7 @@ Sigmas gaussian_sigmas(const StageArgs& a, const VoxelSize* voxel, bool volume) 
       from = comma + 1;
     }
     if (v.size() != (volume ? 3u : 2u)) throw Error(ErrorKind::usage, rule);
-    if (volume) s.z = v[0];
-    s.y = v[v.size() - 2];
-    s.x = v.back();
-    return s;
+    return axis_sigmas(v, volume);
   }
   const double um = a.number("sigma-um");
   const std::string give =
@@ -405,12 +427,16 @@ SeparableFilter taps_of(const std::string& stage, const StageArgs& a,
     return {std::move(t), gaussian_axis(s.y, r)};
   }
   if (stage == "uniform") {
-    const std::int64_t size = a.integer("size");
-    if (size % 2 == 0)
-      throw Error(ErrorKind::usage,
-                  a.at() + ": size must be odd (2R+1), got " + std::to_string(size));
-    auto t = box_taps(size / 2);
-    return {t, t};
+    const StageSize size = a.size("size");
+    if (size.d != 0)
+      throw Error(ErrorKind::usage, a.at() + ": size=" + a.text("size") +
+                                        " (DxHxW) is a volume's window in 3-D; a 2-D image, or "
+                                        "a volume's planes (--planes), takes size=N or HxW");
+    if (size.h % 2 == 0 || size.w % 2 == 0)
+      throw Error(ErrorKind::usage, a.at() + ": size must be odd (2R+1), got " + a.text("size"));
+    auto t = box_taps(size.w / 2);
+    if (size.h == size.w) return {t, t};
+    return {std::move(t), box_taps(size.h / 2)};
   }
   if (stage == "correlate1d") {
     const auto t = correlation_taps(a.taps("taps"));  // to convolution order
@@ -440,12 +466,23 @@ BuiltStage volume_stage(const std::string& stage, const StageContext& c) {
     const std::int64_t rxy = a.has("radius") ? a.integer("radius") : -1;
     xy = {gaussian_axis(s.x, rxy), gaussian_axis(s.y, rxy)};
   } else if (stage == "uniform") {
-    const std::int64_t size = a.has("size-z") ? a.integer("size-z") : a.integer("size");
+    // size=DxHxW, else size-z, else the size's rows (N for size=N).
+    StageSize hw = a.size("size");
+    if (hw.d != 0 && a.has("size-z"))
+      throw Error(ErrorKind::usage, a.at() + ": size=" + a.text("size") +
+                                        " gives the planes already: give size=DxHxW or size-z, "
+                                        "not both");
+    const std::int64_t size = hw.d != 0 ? hw.d : a.has("size-z") ? a.integer("size-z") : hw.h;
     if (size % 2 == 0)
-      throw Error(ErrorKind::usage,
-                  a.at() + ": size-z must be odd (2R+1), got " + std::to_string(size));
+      throw Error(ErrorKind::usage, a.at() + ": " + (hw.d != 0 ? "size" : "size-z") +
+                                        " must be odd (2R+1), got " +
+                                        (hw.d != 0 ? a.text("size") : std::to_string(size)));
     z = box_taps(size / 2);
-    xy = taps_of(stage, a);
+    hw.d = 0;
+    if (hw.h % 2 == 0 || hw.w % 2 == 0)
+      throw Error(ErrorKind::usage, a.at() + ": size must be odd (2R+1), got " + a.text("size"));
+    auto t = box_taps(hw.w / 2);
+    xy = hw.h == hw.w ? SeparableFilter{t, t} : SeparableFilter{std::move(t), box_taps(hw.h / 2)};
   } else if (stage == "correlate1d") {
     const auto t = correlation_taps(a.taps("taps"));
     const std::int64_t axis = a.integer("axis");
@@ -492,14 +529,17 @@ BuiltStage volume_stage(const std::string& stage, const StageContext& c) {
 // The separable linear filters as pipeline stages: gaussian, uniform, correlate1d, separable.
 std::vector<StageEntry> separable_stages() {
   using Kind = StageParam::Kind;
-  const StageParam sigma =
+  // The tools' --sigma reads this help too: one number there.
+  StageParam sigma =
       number_param("sigma", std::nullopt, 0, true, "Gaussian sigma, pixels", kMaxSigma);
-  // Not required: sigmas or sigma-um may give it instead (the builder asks for one of them).
+  // Also per axis as scipy's sigma tuple. Not required: sigmas or sigma-um may give it instead
+  // (the builder asks for one of them).
+  sigma.per_axis = true;
   const StageParam gaussian_sigma = computed(sigma, "sigmas or sigma-um");
   const StageParam sigmas =
       computed(other_param("sigmas", Kind::text, std::nullopt,
-                           "per-axis sigmas, pixels (scipy's sigma tuple): Sy,Sx; a volume "
-                           "filtered in 3-D Sz,Sy,Sx; 0 leaves an axis alone"),
+                           "per-axis sigmas, pixels, as sigma=Sy,Sx (scipy's sigma tuple): Sy,Sx; "
+                           "a volume filtered in 3-D Sz,Sy,Sx; 0 leaves an axis alone"),
                "sigma");
   const StageParam sigma_um = computed(
       number_param("sigma-um", std::nullopt, 0, true,
@@ -526,21 +566,24 @@ std::vector<StageEntry> separable_stages() {
       computed(integer_param("radius-z", std::nullopt, 0, kMaxStageRadius,
                              "volumes: taps 2R+1 along z (default: radius, or sigma-z's)"),
                "auto");
+  // A window's sides as scipy's size: N, HxW, or on a volume DxHxW (size-z D).
+  StageParam uniform_size = integer_param("size", std::nullopt, 1, 2 * kMaxStageRadius + 1,
+                                          "window side N, or sides HxW (volumes: DxHxW), odd");
+  uniform_size.per_axis = true;
   std::vector<StageEntry> s;
   s.push_back({{"gaussian",
                 "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3; as oocconv --sigma); "
                 "3-D on a volume",
                 {gaussian_sigma, radius, method, sigma_z, radius_z, sigmas, sigma_um}},
                separable_builder("gaussian")});
-  s.push_back(
-      {{"uniform",
-        "mean over an N x N (volumes: N x N x N) window, N odd (scipy.ndimage.uniform_filter)",
-        {integer_param("size", std::nullopt, 1, 2 * kMaxStageRadius + 1, "window side N, odd"),
-         method,
-         computed(integer_param("size-z", std::nullopt, 1, 2 * kMaxStageRadius + 1,
-                                "volumes: window along z, odd"),
-                  "size")}},
-       separable_builder("uniform")});
+  s.push_back({{"uniform",
+                "mean over an N x N or H x W (volumes: N x N x N or D x H x W) window, sides odd "
+                "(scipy.ndimage.uniform_filter)",
+                {uniform_size, method,
+                 computed(integer_param("size-z", std::nullopt, 1, 2 * kMaxStageRadius + 1,
+                                        "volumes: window along z, odd"),
+                          "size")}},
+               separable_builder("uniform")});
   s.push_back({{"correlate1d",
                 "1-D correlation along one axis (scipy.ndimage.correlate1d)",
                 {other_param("taps", Kind::taps, std::nullopt, "weights a,b,c (an odd count)"),

@@ -186,7 +186,7 @@ class VolumeTophat final : public Operation {
 // (footprint3d.cpp), the dilation's footprint mirrored along its three axes (scipy's
 // grey_dilation). The top-hats own their opening or closing.
 BuiltStage volume_stage(MorphKind kind, const StageContext& c, MorphParams p) {
-  std::int64_t depth = c.args.has("size-z") ? c.args.integer("size-z") : p.height;
+  std::int64_t depth = box_depth(c, p.height);
   if (!p.footprint.empty()) {
     if (c.args.has("size-z"))
       throw Error(ErrorKind::usage, c.args.at() +
@@ -251,13 +251,15 @@ BuiltStage volume_stage(MorphKind kind, const StageContext& c, MorphParams p) {
 StageEntry morphology_stage(const char* name, MorphKind kind, const char* help) {
   std::vector<StageParam> params{
       size_param(), footprint_param(),
-      computed(integer_param("size-z", std::nullopt, 1, 1 << 20, "volumes: window along z (a box)"),
+      computed(integer_param("size-z", std::nullopt, 1, 1 << 20,
+                             "volumes: window along z (a box; or size=DxHxW)"),
                "the size's rows")};
   StageEntry e{{name, help, params}, [kind](const StageContext& c) {
                  MorphParams p;
                  p.kind = kind;
                  std::tie(p.height, p.width, p.footprint) = window_of(c.args);
                  check_footprint_axes(c, p.footprint);
+                 (void)box_depth(c, p.height);  // a DxHxW size on an image refused
                  p.border = c.settings.border;
                  p.border_value = c.settings.border_value;
                  if (c.volume()) return volume_stage(kind, c, p);

@@ -464,20 +464,21 @@ std::vector<StageEntry> rank_stages() {
   std::vector<StageEntry> s;
   // median, percentile and rank: the window's sample of a rank each computes from its count.
   const StageParam size_z =
-      computed(integer_param("size-z", std::nullopt, 1, 1 << 20, "volumes: window along z (a box)"),
+      computed(integer_param("size-z", std::nullopt, 1, 1 << 20,
+                             "volumes: window along z (a box; or size=DxHxW)"),
                "the size's rows");
   auto ranked = [](std::function<std::int64_t(const StageArgs&, std::int64_t)> rank_of) {
     return [rank_of](const StageContext& c) {
       RankParams p;
       std::tie(p.height, p.width, p.footprint) = window_of(c.args);
       morphology::check_footprint_axes(c, p.footprint);
+      const std::int64_t depth = morphology::box_depth(c, p.height);
       p.border = c.settings.border;
       p.border_value = c.settings.border_value;
       if (c.volume()) {  // a box of size-z planes, or a 3-D footprint
         if (!p.footprint.empty())
           return BuiltStage{morphology::make_rank3d(
               c.in, p.footprint, rank_of(c.args, p.footprint.count()), p.border, p.border_value)};
-        const std::int64_t depth = c.args.has("size-z") ? c.args.integer("size-z") : p.height;
         return BuiltStage{morphology::make_rank3d(c.in, depth, p.height, p.width,
                                                   rank_of(c.args, depth * p.height * p.width),
                                                   p.border, p.border_value)};

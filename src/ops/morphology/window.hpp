@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/morphology/rank.hpp"
 #include "ooc/border.hpp"
+#include "ooc/error.hpp"
 #include "ooc/ops/rank.hpp"
 #include "ops/stage_registry.hpp"
 
@@ -66,6 +67,23 @@ std::tuple<std::int64_t, std::int64_t, Footprint> window_of(const StageArgs& a);
 // A 3-D footprint on an image (or under --planes) refused, the stage named.
 void check_footprint_axes(const StageContext& c, const Footprint& f);
 StageParam size_param();
+
+// A box's planes: size=DxHxW's D, else size-z, else the size's rows `rows` (a volume filtered in
+// 3-D); 1 elsewhere. D with size-z, or D on an image or under --planes, is refused.
+inline std::int64_t box_depth(const StageContext& c, std::int64_t rows) {
+  const StageArgs& a = c.args;
+  const std::int64_t d = a.has("size") ? a.size("size").d : 0;
+  if (d != 0 && !c.volume())
+    throw Error(ErrorKind::usage, a.at() + ": size=" + a.text("size") +
+                                      " (DxHxW) is a volume's window in 3-D; a 2-D image, or a "
+                                      "volume's planes (--planes), takes size=N or HxW");
+  if (d != 0 && a.has("size-z"))
+    throw Error(ErrorKind::usage, a.at() + ": size=" + a.text("size") +
+                                      " gives the planes already: give size=DxHxW or size-z, "
+                                      "not both");
+  if (!c.volume()) return 1;
+  return d != 0 ? d : a.has("size-z") ? a.integer("size-z") : rows;
+}
 StageParam footprint_param();
 // A stage of make_morphology (morphology.cpp): minimum, maximum, opening, ...
 StageEntry morphology_stage(const char* name, MorphKind kind, const char* help);

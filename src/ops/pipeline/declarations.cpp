@@ -1,10 +1,14 @@
 // The stages' declarations as the program reads them (ooc/pipeline.hpp): lookup by name, `oocrun
 // --list`, and parameters' values, parsed once from what a user wrote, checked against their
 // declaration, and written back as text only for people (messages, --list, descriptions).
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
@@ -23,7 +27,7 @@ std::string format_number(double v) {
   return s.str();
 }
 
-std::string range_text(const StageParam& p) {
+std::string one_range_text(const StageParam& p) {
   if (p.kind == Kind::integer) {
     if (std::isinf(p.max)) return "an integer >= " + format_number(p.min);
     return "an integer from " + format_number(p.min) + " to " + format_number(p.max);
@@ -35,18 +39,53 @@ std::string range_text(const StageParam& p) {
          " to " + format_number(p.max);
 }
 
+std::string range_text(const StageParam& p) {
+  if (!p.per_axis) return one_range_text(p);
+  if (p.kind == Kind::integer) return one_range_text(p) + ", or one per axis: HxW or DxHxW";
+  return one_range_text(p) + ", or one per axis: a,b or a,b,c (each from 0 to " +
+         format_number(p.max) + ")";
+}
+
 bool in_range(const StageParam& p, double v) {
   return std::isfinite(v) && v >= p.min && v <= p.max && !(p.min_open && v == p.min);
 }
 
-// A window side: a whole number from 1 to 2^20, as written (no sign, no exponent).
-std::int64_t window_side(const std::string& t) {
-  if (t.empty() || t.size() > 8 || t.find_first_not_of("0123456789") != std::string::npos) return 0;
+// A window side: a whole number from `min` (at least 1) to `max`, as written (no sign, no
+// exponent); 0 where it is not one.
+std::int64_t window_side(const std::string& t, double min = 1, double max = 1 << 20) {
+  if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) return 0;
   const std::int64_t v = std::stoll(t);
-  return v >= 1 && v <= (1 << 20) ? v : 0;
+  return double(v) >= std::max(min, 1.0) && double(v) <= max ? v : 0;
 }
 
-constexpr const char* kSizeRule = "N or HxW, whole numbers from 1 to 1048576";
+// "N", "HxW" or "DxHxW" (a volume's), each side as window_side takes it; none where malformed.
+std::optional<StageSize> parse_sides(const std::string& t, double min, double max) {
+  std::vector<std::int64_t> v;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t x = t.find('x', from);
+    v.push_back(window_side(t.substr(from, x == std::string::npos ? x : x - from), min, max));
+    if (v.back() == 0 || v.size() > 3) return std::nullopt;
+    if (x == std::string::npos) break;
+    from = x + 1;
+  }
+  if (v.size() == 1) return StageSize{v[0], v[0]};
+  if (v.size() == 2) return StageSize{v[0], v[1]};
+  return StageSize{v[1], v[2], v[0]};
+}
+
+bool sides_in_range(const StageSize& s, double min, double max) {
+  auto in = [&](std::int64_t v) { return double(v) >= std::max(min, 1.0) && double(v) <= max; };
+  return in(s.h) && in(s.w) && (s.d == 0 || in(s.d));
+}
+
+// One value of a number's list per axis: from 0 (an axis left alone) to the largest.
+bool axis_number_ok(const StageParam& p, double v) {
+  return std::isfinite(v) && v >= 0 && v <= p.max;
+}
+
+constexpr const char* kSizeRule =
+    "N or HxW (a volume's also DxHxW), whole numbers from 1 to 1048576";
 
 const StageDecl* find_decl(const std::string& name) {
   for (const StageDecl& d : stage_declarations())
@@ -95,6 +134,31 @@ StageValue parse_stage_value(const StageParam& p, const std::string& text, const
   auto bad = [&](const std::string& what) {
     return Error(ErrorKind::usage, as + " must be " + what + ", got '" + text + "'");
   };
+  if (p.per_axis && p.kind == Kind::integer && text.find('x') != std::string::npos) {
+    const auto s = parse_sides(text, p.min, p.max);
+    if (!s) throw bad(range_text(p));
+    return *s;
+  }
+  if (p.per_axis && p.kind == Kind::number && text.find(',') != std::string::npos) {
+    std::vector<double> v;
+    std::size_t from = 0;
+    for (;;) {
+      const std::size_t comma = text.find(',', from);
+      const std::string word = text.substr(from, comma == std::string::npos ? comma : comma - from);
+      std::size_t used = 0;
+      double x = -1;
+      try {
+        x = std::stod(word, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (word.empty() || used != word.size() || !axis_number_ok(p, x)) throw bad(range_text(p));
+      v.push_back(x);
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    return v;
+  }
   switch (p.kind) {
     case Kind::number:
     case Kind::integer: {
@@ -126,11 +190,9 @@ StageValue parse_stage_value(const StageParam& p, const std::string& text, const
       if (text.empty()) throw bad("given");
       return text;
     case Kind::size: {
-      const std::size_t x = text.find('x');
-      const std::int64_t h = window_side(text.substr(0, x));
-      const std::int64_t w = x == std::string::npos ? h : window_side(text.substr(x + 1));
-      if (h == 0 || w == 0) throw bad(kSizeRule);
-      return StageSize{h, w};
+      const auto s = parse_sides(text, 1, 1 << 20);
+      if (!s) throw bad(kSizeRule);
+      return *s;
     }
   }
   throw bad("a known kind of value");
@@ -144,6 +206,17 @@ void check_stage_value(const StageParam& p, const StageValue& v, const std::stri
   switch (p.kind) {
     case Kind::number:
     case Kind::integer: {
+      if (const auto* list = std::get_if<std::vector<double>>(&v);
+          list && p.per_axis && p.kind == Kind::number) {
+        if (list->size() < 2) throw bad(range_text(p));
+        for (double x : *list)
+          if (!axis_number_ok(p, x)) throw bad(range_text(p));
+        return;
+      }
+      if (const auto* s = std::get_if<StageSize>(&v); s && p.per_axis && p.kind == Kind::integer) {
+        if (!sides_in_range(*s, p.min, p.max)) throw bad(range_text(p));
+        return;
+      }
       double x = 0;
       if (const double* d = std::get_if<double>(&v))
         x = *d;
@@ -171,7 +244,7 @@ void check_stage_value(const StageParam& p, const StageValue& v, const std::stri
       return;
     case Kind::size: {
       const auto* s = std::get_if<StageSize>(&v);
-      if (!s || s->h < 1 || s->w < 1 || s->h > (1 << 20) || s->w > (1 << 20)) throw bad(kSizeRule);
+      if (!s || !sides_in_range(*s, 1, 1 << 20)) throw bad(kSizeRule);
       return;
     }
   }
@@ -196,7 +269,10 @@ std::string format_stage_value(const StageValue& v) {
     std::string operator()(SampleType t) const { return std::string(name(t)); }
     std::string operator()(const std::string& s) const { return s; }
     std::string operator()(const StageSize& s) const {
-      return s.h == s.w ? std::to_string(s.h) : std::to_string(s.h) + "x" + std::to_string(s.w);
+      const std::string hw =
+          s.h == s.w ? std::to_string(s.h) : std::to_string(s.h) + "x" + std::to_string(s.w);
+      if (s.d == 0) return hw;
+      return std::to_string(s.d) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
     }
     std::string operator()(const Kernel2d& k) const {
       return k.name.empty() ? std::to_string(k.rows) + "x" + std::to_string(k.cols) + " kernel"
@@ -216,19 +292,22 @@ std::string placeholder(const StageParam& p) {
       v = "a,b,c";
       break;
     case Kind::size:
-      v = "N|HxW";
+      v = "N|HxW|DxHxW";
       break;
     case Kind::type:
       v = "T";
       break;
     case Kind::integer:
       v = p.name == "size"
-              ? "N"
+              ? (p.per_axis ? "N|HxW|DxHxW" : "N")
               : std::string(1,
                             static_cast<char>(std::toupper(static_cast<unsigned char>(p.name[0]))));
       break;
-    default:
-      v = std::string(1, static_cast<char>(std::toupper(static_cast<unsigned char>(p.name[0]))));
+    default: {
+      const std::string l(1,
+                          static_cast<char>(std::toupper(static_cast<unsigned char>(p.name[0]))));
+      v = p.per_axis ? l + "|" + l + "y," + l + "x|" + l + "z," + l + "y," + l + "x" : l;
+    }
   }
   std::string t = p.required() ? "" : "[";
   t.append(p.name).append("=").append(v);

@@ -75,7 +75,15 @@ SampleType StageArgs::type(const std::string& key) const {
 }
 
 StageSize StageArgs::size(const std::string& key) const {
-  return std::get<StageSize>(value(key));
+  const StageValue& v = value(key);
+  if (const std::int64_t* n = std::get_if<std::int64_t>(&v)) return StageSize{*n, *n};
+  return std::get<StageSize>(v);
+}
+
+std::vector<double> StageArgs::numbers(const std::string& key) const {
+  const StageValue& v = value(key);
+  if (const auto* list = std::get_if<std::vector<double>>(&v)) return *list;
+  return {number(key)};
 }
 
 std::string StageArgs::text(const std::string& key) const {
