@@ -2,11 +2,13 @@
 // the caches (neighbouring threads read mostly the same samples) into registers padded with the
 // type's largest value, which never changes a rank below the window's count; then the sample with
 // at most `rank` smaller ones and more than `rank` smaller-or-equal ones, in the order that puts
-// -0 below +0, as the CPU's network sorts.
+// -0 below +0, as the CPU's network sorts. The 3 x 3 x 3 median takes a selection network made at
+// compile time instead.
 #include <cuda_runtime.h>
 
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cpu/morphology/border_constant.hpp"
 #include "kernels/cuda/check.cuh"
@@ -32,6 +34,115 @@ __device__ __forceinline__ bool before(T a, T b) {
     return a < b || (a == b && signbit(a) && !signbit(b));
   else
     return a < b;
+}
+
+// A selection network for the rank-th of `count` samples (padded to 32 wires with the largest
+// value), made at compile time: Batcher's odd-even merge sort of 32 wires, less its comparators
+// that only move padding, less those the output wire does not depend on. For the 3 x 3 x 3 median
+// it is a few times fewer operations than counting.
+struct Network {
+  int n = 0;
+  int a[256] = {}, b[256] = {};
+};
+__host__ __device__ constexpr Network selection_network(int count, int rank) {
+  Network all;
+  for (int p = 1; p < 32; p *= 2)
+    for (int k = p; k >= 1; k /= 2)
+      for (int j = k % p; j <= 31 - k; j += 2 * k)
+        for (int i = 0; i <= (k - 1 < 31 - j - k ? k - 1 : 31 - j - k); ++i)
+          if ((i + j) / (2 * p) == (i + j + k) / (2 * p)) {
+            all.a[all.n] = i + j;
+            all.b[all.n] = i + j + k;
+            ++all.n;
+          }
+  // Backwards from the output wire: a comparator matters if it writes a wire read later.
+  bool live[32] = {};
+  bool keep[256] = {};
+  live[rank] = true;
+  for (int t = all.n - 1; t >= 0; --t) {
+    if (all.b[t] >= count) continue;  // its larger wire is padding: min and max leave both
+    if (live[all.a[t]] || live[all.b[t]]) {
+      keep[t] = true;
+      live[all.a[t]] = live[all.b[t]] = true;
+    }
+  }
+  Network net;
+  for (int t = 0; t < all.n; ++t)
+    if (keep[t]) {
+      net.a[net.n] = all.a[t];
+      net.b[net.n] = all.b[t];
+      ++net.n;
+    }
+  return net;
+}
+
+template <int Count, int Rank>
+struct Selection {
+  static constexpr Network net = selection_network(Count, Rank);
+};
+
+template <class T, int A, int B>
+__device__ __forceinline__ void exchange(T* v) {
+  const bool swap = before(v[B], v[A]);
+  const T lo = swap ? v[B] : v[A], hi = swap ? v[A] : v[B];
+  v[A] = lo;
+  v[B] = hi;
+}
+
+template <class T, int Count, int Rank, int... I>
+__device__ __forceinline__ T run_network(T* v, std::integer_sequence<int, I...>) {
+  using S = Selection<Count, Rank>;
+  (exchange<T, S::net.a[I], S::net.b[I]>(v), ...);
+  return v[Rank];
+}
+
+// The rank-th of the window's Count samples through the network (the window has exactly Count).
+template <class T, int Count, int Rank>
+__global__ void rank3d_network_kernel(const Rank3dLaunch l, T cval) {
+  const std::int64_t x = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int c = blockIdx.z;
+  if (x >= l.width) return;
+  for (std::int64_t y = std::int64_t(blockIdx.y) * blockDim.y + threadIdx.y; y < l.out_rows;
+       y += std::int64_t(gridDim.y) * blockDim.y) {
+    T v[Count];
+    bool nan = false;
+    T nan_value = cval;
+    int j = 0;
+#pragma unroll 1
+    for (int dz = 0; dz < l.planes; ++dz) {
+      const std::byte* plane = l.in[dz];
+#pragma unroll 1
+      for (int dy = 0; dy < l.rows; ++dy) {
+        const std::int64_t row = y - l.top + dy;
+        const std::int64_t image_row = l.first_row + row;
+        const bool constant_row =
+            plane == nullptr ||
+            (l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height));
+        const T* r =
+            constant_row
+                ? nullptr
+                : reinterpret_cast<const T*>(plane + static_cast<std::ptrdiff_t>(row) *
+                                                         static_cast<std::ptrdiff_t>(l.in_stride));
+#pragma unroll 1
+        for (int dx = 0; dx < l.cols; ++dx, ++j) {
+          const std::int64_t s = map_index(x - l.left + dx, l.width, l.border);
+          const T t = (r == nullptr || s < 0) ? cval : __ldg(r + s * l.channels + c);
+          if (t != t) {
+            nan = true;
+            nan_value = t;
+          }
+#pragma unroll
+          for (int i = 0; i < Count; ++i)
+            if (i == j) v[i] = t;
+        }
+      }
+    }
+    constexpr int n = Selection<Count, Rank>::net.n;
+    T out = run_network<T, Count, Rank>(v, std::make_integer_sequence<int, n>{});
+    if (nan) out = nan_value;
+    reinterpret_cast<T*>(l.out + static_cast<std::size_t>(y) * l.out_stride)[x * l.channels + c] =
+        out;
+  }
 }
 
 template <class T, int N>
@@ -102,7 +213,11 @@ void launch(const Rank3dLaunch& l, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((l.width + block.x - 1) / block.x),
                   grid_rows((l.out_rows + block.y - 1) / block.y),
                   static_cast<unsigned>(l.channels));
-  rank3d_kernel<T, N><<<grid, block, 0, stream>>>(l, kernels::constant_of<T>(l.border_value));
+  const T cval = kernels::constant_of<T>(l.border_value);
+  if (N == 27 && l.planes * l.rows * l.cols == 27 && l.rank == 13)  // the 3 x 3 x 3 median
+    rank3d_network_kernel<T, 27, 13><<<grid, block, 0, stream>>>(l, cval);
+  else
+    rank3d_kernel<T, N><<<grid, block, 0, stream>>>(l, cval);
 }
 
 }  // namespace

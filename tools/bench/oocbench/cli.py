@@ -60,7 +60,7 @@ def main(doc):
     g.add_argument("--configs", help="';'-separated oocconv option sets (default: --devices 0;--devices 0,...,N-1)")
     g.add_argument("--synth-gib", type=float, default=32, help="MPI synth:noise -> null: size (0: skip; -1: no MPI rows)")
     g.add_argument("--jobs", help="multi-gpu: the jobs (default: " + ",".join(MULTI_JOBS) + "); fft-auto: 2d,sep (default both); startup: of "
-                   + ",".join(AUTO_JOBS) + " (default: sep3,sep16)")
+                   + ",".join(AUTO_JOBS) + " (default: sep3,sep16); volumes: of 'gaussian sigma=2,median size=3,median size=5'")
     g = p.add_argument_group("budget")
     g.add_argument("--budget-big", default="16G", help="budget: the large --mem-limit the default is held to")
     g.add_argument("--budget-small", default="", help="budget: a small --mem-limit run beside them, e.g. 96M")

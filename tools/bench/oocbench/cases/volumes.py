@@ -77,6 +77,8 @@ def case_volumes(b):
     jobs = [("f32", "float32", "gaussian sigma=2", "gaussian", "2", 1),
             ("u16", "uint16", "median size=3", "median", "3", 8),
             ("u16", "uint16", "median size=5", "median", "5", 32)]
+    if b.a.jobs:  # e.g. --jobs "median size=3": those stages only
+        jobs = [j for j in jobs if j[2] in b.a.jobs.split(",")]
     for t, dt, stage, op, size, part in jobs:
         src = volume(b, d, h, w, dt)
         nbytes = os.path.getsize(src)
