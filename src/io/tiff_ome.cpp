@@ -220,8 +220,8 @@ VoxelSize ome_voxel(const std::string& xml) {
     at += 6;
   }
   const std::size_t close = xml.find('>', at);
-  const std::string tag =
-      " " + xml.substr(at + 6, close == std::string::npos ? close : close - at - 6);
+  std::string tag = " ";  // (appended, not " " + ...: GCC 12 warns falsely of an overlap there)
+  tag += xml.substr(at + 6, close == std::string::npos ? close : close - at - 6);
   auto size = [&](const char* axis) {
     const std::string unit = attribute(tag, std::string("PhysicalSize") + axis + "Unit");
     return positive(attribute(tag, std::string("PhysicalSize") + axis)) *
