@@ -13,6 +13,7 @@
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
 #include "ops/pipeline/chain_impl.hpp"
+#include "pad_rows.hpp"
 #include "window.hpp"
 
 namespace ooc::detail::morphology {
@@ -45,19 +46,7 @@ class Footprint3dKernel final : public CpuKernel {
     const std::size_t px = b.in.pixel_bytes(), padded_row = static_cast<std::size_t>(Wp) * px;
     ScratchBuffer buf = pool_.take(static_cast<std::size_t>(planes * count) * padded_row);
     std::byte* const padded_rows = buf.data();
-    tbb::parallel_for(std::int64_t{0}, planes * count, [&](std::int64_t r) {
-      const std::byte* from = b.rows[r];
-      dispatch_type(b.in.type, [&](auto t) {
-        using T = decltype(t);
-        const T cval = kernels::constant_of<T>(cval_);
-        T* d = reinterpret_cast<T*>(padded_rows + static_cast<std::size_t>(r) * padded_row);
-        const T* s = reinterpret_cast<const T*>(from);
-        for (std::int64_t q = 0; q < Wp; ++q) {
-          const std::int64_t x = from ? map_border(q - rx_, W, border_) : -1;
-          for (std::int64_t c = 0; c < C; ++c) d[q * C + c] = x < 0 ? cval : s[x * C + c];
-        }
-      });
-    });
+    pad_band_rows(b, rx_, rx_, border_, cval_, padded_rows, padded_row);
     tbb::parallel_for(std::int64_t{0}, b.band.rows, [&](std::int64_t y) {
       std::vector<const std::byte*> wires(taps_.size());
       for (std::size_t i = 0; i < taps_.size(); ++i) {

@@ -13,6 +13,7 @@
 #include "ooc/error.hpp"
 #include "ops/cuda_kernels.hpp"
 #include "ops/pipeline/chain_impl.hpp"
+#include "pad_rows.hpp"
 #include "window.hpp"
 
 namespace ooc::detail::morphology {
@@ -46,20 +47,7 @@ class Rank3dKernel final : public CpuKernel {
     // handed from band to band.
     ScratchBuffer buf = pool_.take(static_cast<std::size_t>(planes * count) * padded_row);
     std::byte* const padded_rows = buf.data();
-    tbb::parallel_for(std::int64_t{0}, planes * count, [&](std::int64_t r) {
-      std::byte* to = padded_rows + static_cast<std::size_t>(r) * padded_row;
-      const std::byte* from = b.rows[r];
-      dispatch_type(b.in.type, [&](auto t) {
-        using T = decltype(t);
-        const T cval = kernels::constant_of<T>(cval_);
-        T* d = reinterpret_cast<T*>(to);
-        const T* s = reinterpret_cast<const T*>(from);
-        for (std::int64_t q = 0; q < Wp; ++q) {
-          const std::int64_t x = from ? map_border(q - box_.x.left, W, border_) : -1;
-          for (std::int64_t c = 0; c < C; ++c) d[q * C + c] = x < 0 ? cval : s[x * C + c];
-        }
-      });
-    });
+    pad_band_rows(b, box_.x.left, box_.x.right, border_, cval_, padded_rows, padded_row);
     const std::int64_t Nz = box_.z.left + box_.z.right + 1, Ny = box_.y.left + box_.y.right + 1;
     tbb::parallel_for(std::int64_t{0}, b.band.rows, [&](std::int64_t y) {
       std::vector<const std::byte*> rows(static_cast<std::size_t>(Nz * Ny));
