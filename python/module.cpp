@@ -300,6 +300,41 @@ py::tuple pipeline_array(const py::array& input, py::object output,
   return py::make_tuple(output, stats);
 }
 
+// How far a pipeline over an image of `shape` ((depth, height, width, channels), depth 0 for an
+// image) and `type` reaches: what ooc.dask overlaps its blocks by. Each pass's operation as
+// built: rows and planes of context on each side, columns (None where the kernels need whole
+// rows: an FFT's grid), whether it projects along z, and the output's type. Building the plan
+// checks the stages and the settings, so a bad pipeline is refused before any block runs.
+py::dict pipeline_reach(const std::vector<std::int64_t>& shape, const std::string& type,
+                        const std::vector<std::string>& words, const py::dict& o) {
+  if (shape.size() != 4)
+    throw ooc::Error(ooc::ErrorKind::usage, "shape must be (depth, height, width, channels)");
+  ooc::ImageSpec in;
+  in.depth = std::max<std::int64_t>(shape[0], 1);
+  in.stack = shape[0] == 1;
+  in.height = shape[1];
+  in.width = shape[2];
+  in.channels = static_cast<int>(shape[3]);
+  in.type = ooc::parse_sample_type(type);
+  ooc::validate(in);
+  const std::vector<ooc::StageCall> stages = ooc::parse_pipeline(words);
+  ooc::PipelineSettings settings = pipeline_settings(o);
+  settings.planes = get<bool>(o, "planes", false);
+  ooc::PipelinePlan plan(in, stages, settings, run_options(o).pipeline);
+  py::list passes;
+  for (int i = 0; i < plan.passes(); ++i) {
+    const ooc::Operation& op = plan.pass(i);
+    const auto cols = op.column_halo();
+    passes.append(
+        py::dict(py::arg("rows") = op.halo(), py::arg("planes") = op.plane_halo(),
+                 py::arg("columns") = cols ? py::object(py::int_(*cols)) : py::object(py::none()),
+                 py::arg("projects") = op.projects()));
+  }
+  return py::dict(py::arg("passes") = passes,
+                  py::arg("out_type") = std::string(ooc::name(plan.output().type)),
+                  py::arg("stages") = plan.stage_descriptions());
+}
+
 // The stage declarations (oocrun --list) as Python objects: a list of dicts {name, help,
 // reduction, params: [{name, kind, default, min, max, min_exclusive, help}]}. A default is the
 // text a pipeline would take ("auto" for a computed one), None where the parameter is required;
@@ -366,6 +401,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("pipeline_array", &pipeline_array, py::arg("input"), py::arg("output"), py::arg("pipeline"),
         py::arg("options"), py::arg("progress"));
   m.def("stage_declarations", &stage_declarations);
+  m.def("pipeline_reach", &pipeline_reach, py::arg("shape"), py::arg("type"), py::arg("pipeline"),
+        py::arg("options"));
   m.def("cuda_device_count", &ooc::cuda_device_count);
   m.def("partial_path", &ooc::partial_path, py::arg("output"));
   m.def("default_mem_limit", &ooc::default_mem_limit);

@@ -1,0 +1,194 @@
+# ooc.dask: every function on a dask array equals the ooc function on the whole array, byte for
+# byte, whatever the chunks (not dividing the shape, smaller than the overlap, one chunk) and the
+# border, on images, images of channels and volumes; a LocalCluster of processes gives the same
+# bytes; errors come at the call; a pipeline is one task per block whatever its stages.
+import numpy as np
+import pytest
+
+pytest.importorskip("dask.array", reason="python3-dask is not installed (tools/bootstrap.sh)")
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+
+import ooc  # noqa: E402
+import ooc.dask as od  # noqa: E402
+
+MODES = ["reflect", "mirror", "nearest", "wrap", "constant"]
+CVAL = 2.5
+
+
+def _data(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return (rng.random(shape) * 200 - 50).astype(dtype)
+    return rng.integers(1, np.iinfo(dtype).max, shape, endpoint=True).astype(dtype)
+
+
+# (shape, dtype, chunkings): chunks that do not divide the shape, chunks smaller than every
+# reach below, one chunk; the channels chunked too (ooc.dask joins them).
+IMAGE = ((37, 53), np.float32, [(10, 16), (3, 4), (37, 53)])
+CHANNELS = ((29, 31, 3), np.uint16, [(8, 9, 2), (3, 2, 3)])
+VOLUME = ((13, 17, 19), np.float32, [(5, 6, 7), (3, 4, 4), (13, 17, 19)])
+VOLUME_C = ((9, 11, 12, 2), np.uint8, [(4, 5, 5, 1)])
+
+# name, args, keywords: an asymmetric correlation, an even window, an origin, two reaches.
+IMAGE_CALLS = [
+    ("gaussian_filter", (1.5,), {}),
+    ("gaussian_filter", ((1.0, 2.0),), {"order": (0, 1)}),
+    ("gaussian_filter1d", (1.2,), {"axis": 0}),
+    ("uniform_filter", ((4, 3),), {"origin": (1, 0)}),
+    ("uniform_filter1d", (5,), {"axis": 1}),
+    ("correlate1d", ([1.0, 2.0, -1.0, 0.5],), {"axis": 0, "origin": 1}),
+    ("convolve1d", ([0.5, 1.0, -2.0],), {"axis": 1}),
+    ("correlate", (np.arange(12.0).reshape(3, 4) - 5,), {}),
+    ("convolve", (np.arange(6.0).reshape(2, 3) / 7,), {"origin": (0, 1)}),
+    ("median_filter", (), {"size": 3}),
+    ("percentile_filter", (30,), {"size": (3, 4)}),
+    ("rank_filter", (2,), {"size": (2, 3)}),
+    ("minimum_filter", (), {"size": 4}),
+    ("maximum_filter", (), {"footprint": np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]])}),
+    ("grey_opening", (), {"size": 3}),
+    ("grey_closing", (), {"size": (2, 3)}),
+]
+VOLUME_CALLS = [
+    ("gaussian_filter", ((1.0, 1.5, 0.8),), {}),
+    ("uniform_filter", (3,), {}),
+    ("correlate1d", ([1.0, -1.0, 3.0],), {"axis": 0}),
+    ("correlate", (np.arange(18.0).reshape(2, 3, 3) / 9 - 1,), {}),
+    ("convolve", (np.ones((3, 1, 2)) / 6,), {}),
+    ("median_filter", (), {"size": 3}),
+    ("percentile_filter", (70,), {"size": (3, 2, 3)}),
+    ("minimum_filter", (), {"size": (2, 3, 3)}),
+    ("maximum_filter", (), {"size": 3}),
+    ("grey_opening", (), {"size": (3, 3, 1)}),
+    ("grey_closing", (), {"size": 2}),
+]
+PIPELINE_2D = "gaussian sigma=1.5 ! median size=3x5 ! uniform size=3 ! gradient-magnitude"
+PIPELINE_3D = "gaussian sigma=1 ! median size=3x3 size-z=3 ! uniform size=3 size-z=1"
+
+
+@pytest.fixture(autouse=True)
+def _sync():
+    # The blocks one after the other: fewer threads on a shared machine, the same bytes.
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def _cases(spec, calls):
+    """Every border on the first chunking; on the others (many tiny blocks, or one) one border a
+    call, in turn, so that each border meets each chunking and the suite stays quick."""
+    shape, dtype, chunkings = spec
+    a = _data(shape, dtype, len(shape))
+    for k, chunks in enumerate(chunkings):
+        x = da.from_array(a, chunks=chunks)
+        for i, (name, args, kw) in enumerate(calls):
+            for mode in (MODES if k == 0 else [MODES[(i + k) % len(MODES)]]):
+                yield a, x, name, args, kw, mode
+
+
+def _check(spec, calls, volume=None):
+    for a, x, name, args, kw, mode in _cases(spec, calls):
+        extra = {} if volume is None else {"volume": volume}
+        want = getattr(ooc, name)(a, *args, mode=mode, cval=CVAL, **kw, **extra)
+        got = getattr(od, name)(x, *args, mode=mode, cval=CVAL, **kw, **extra).compute()
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), \
+            (name, kw, mode, x.chunks)
+
+
+def test_image_filters():
+    _check(IMAGE, IMAGE_CALLS)
+
+
+def test_channels_and_volumes():
+    two_d = [("gaussian_filter", (1.5,), {"axes": (0, 1)}),
+             ("uniform_filter1d", (4,), {"axis": 1}),
+             ("median_filter", (), {"size": (3, 3, 1)}),
+             ("grey_closing", (), {"size": (2, 3), "axes": (0, 1)})]
+    _check(CHANNELS, two_d)
+    _check(VOLUME, VOLUME_CALLS)
+    _check(VOLUME_C, [("gaussian_filter", (1.0,), {"axes": (0, 1, 2)}),
+                      ("median_filter", (), {"size": (3, 3, 3, 1)})])
+
+
+@pytest.mark.parametrize("spec,words,volume", [(IMAGE, PIPELINE_2D, None),
+                                               (CHANNELS, PIPELINE_2D, None),
+                                               (VOLUME, PIPELINE_3D, True),
+                                               (VOLUME_C, PIPELINE_3D, None)])
+def test_pipeline(spec, words, volume):
+    shape, dtype, chunkings = spec
+    a = _data(shape, dtype, 7)
+    for chunks in chunkings:
+        x = da.from_array(a, chunks=chunks)
+        for mode in MODES:
+            want = ooc.pipeline(a, words, mode=mode, cval=CVAL, volume=volume)
+            got = od.pipeline(x, words, mode=mode, cval=CVAL, volume=volume).compute()
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), \
+                (mode, x.chunks)
+
+
+def test_pipeline_output_type_and_reach():
+    a = _data((40, 30), np.uint16, 3)
+    x = da.from_array(a, chunks=(9, 11))
+    words = "gaussian sigma=2 ! median size=5x3 ! convert type=u8"
+    got = od.pipeline(x, words, mode="nearest").compute()
+    assert got.dtype == np.uint8
+    assert got.tobytes() == ooc.pipeline(a, words, mode="nearest").tobytes()
+    r = od.reach(a.shape, a.dtype, words)
+    # The stage's radius (3 sigma) and the window's half heights added up: rows, columns.
+    assert r["depth"] == [6 + 2, 6 + 1] and r["out_type"] == np.uint8
+
+
+def test_graph_does_not_grow_with_stages():
+    x = da.from_array(_data((60, 50), np.float32, 1), chunks=(16, 16))
+    one = od.pipeline(x, "gaussian sigma=1")
+    many = od.pipeline(x, "gaussian sigma=1 ! median size=3x3 ! uniform size=3 ! abs ! "
+                          "scale mul=2")
+    assert len(one.__dask_graph__()) == len(many.__dask_graph__())
+    blocks = int(np.prod(x.numblocks))
+    # The input's blocks, map_overlap's pieces and joins, then one ooc task per block.
+    assert len([k for k in many.__dask_graph__() if k[0] == many.name]) == blocks
+
+
+def test_errors_before_compute():
+    x = da.from_array(_data((20, 20), np.float32, 2), chunks=10)
+    with pytest.raises(ooc.UsageError):
+        od.pipeline(x, "gaussian sigma=2 ! nosuchstage")
+    with pytest.raises(ooc.UsageError):
+        od.pipeline(x, "gaussian sigma=-1")
+    with pytest.raises(ooc.UsageError):
+        od.gaussian_filter(da.zeros((20, 20), dtype=np.float16, chunks=10), 1.0)
+    with pytest.raises(ooc.UsageError):
+        od.median_filter(da.zeros((20, 20), dtype=np.int64, chunks=10), size=3)
+    with pytest.raises(ooc.UsageError):
+        od.median_filter(x, size=3, mode="bogus")
+    with pytest.raises(ooc.UsageError):
+        od.pipeline(x, "equalize")
+    with pytest.raises(ooc.UsageError):  # the FFT's tiles are fixed in the image
+        od.pipeline(x, "gaussian sigma=2 method=fft")
+
+
+def test_suggest_chunks():
+    words = "gaussian sigma=4"
+    c = od.suggest_chunks((20000, 30000), np.float32, words)
+    rows = od.reach((20000, 30000), np.float32, words)["depth"][0]
+    assert c[1] == 30000 and 120 << 20 <= c[0] * 30000 * 4 <= 136 << 20
+    assert c[0] >= 2 * rows / 0.1
+    shape = (300, 4000, 5000)
+    v = od.suggest_chunks(shape, np.uint16, words)
+    depth = od.reach(shape, np.uint16, words)["depth"]
+    assert all(n >= 2 * d / 0.1 for n, d in zip(v, depth)) and np.prod(v) * 2 <= 136 << 20
+    assert od.suggest_chunks((100, 120, 3), np.uint8) == (100, 120, 3)
+
+
+def test_local_cluster_of_processes():
+    distributed = pytest.importorskip("distributed",
+                                      reason="python3-distributed is not installed")
+    a = _data((70, 90), np.float32, 5)
+    x = da.from_array(a, chunks=(25, 40))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        with dask.config.set(scheduler=client.get):
+            got = od.pipeline(x, PIPELINE_2D, mode="mirror").compute()
+            g = od.gaussian_filter(x, 2.0, mode="wrap").compute()
+    assert got.tobytes() == ooc.pipeline(a, PIPELINE_2D, mode="mirror").tobytes()
+    assert g.tobytes() == ooc.gaussian_filter(a, 2.0, mode="wrap").tobytes()
