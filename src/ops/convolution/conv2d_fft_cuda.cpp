@@ -7,7 +7,6 @@
 // One tile row per batch whatever the band, so every plane goes through the same plan: results do
 // not depend on the band height (the tile grid is the image's, as on the CPU).
 #include <cuda_runtime.h>
-#include <cufft.h>
 
 #include <algorithm>
 #include <complex>
@@ -19,6 +18,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/resources.hpp"
+#include "cufft_dl.hpp"  // cuFFT, loaded on first use
 #include "kernels/cpu/convolution/fft_backend.hpp"
 #include "kernels/cuda/convolution/fft_conv.cuh"
 #include "ooc/error.hpp"

@@ -2,13 +2,14 @@
 // GEMV for one column) on the staged rows, and the leaves are summed on the device as the fixed
 // tree of atax.hpp (a binary counter of subtrees, folded from the right at the band's end). Every
 // GEMM of a leaf has the same shape and runs on a handle with its own fixed workspace, which is
-// what cuBLAS needs to give the same bits on every run.
-#include <cublas_v2.h>
+// what cuBLAS needs to give the same bits on every run. cuBLAS is loaded on first use
+// (cublas_dl.hpp).
 #include <cuda_runtime.h>
 
 #include <bit>
 #include <vector>
 
+#include "cublas_dl.hpp"
 #include "cuda/check.hpp"
 #include "cuda/resources.hpp"
 #include "kernels/cuda/linalg/atax.cuh"
