@@ -30,6 +30,9 @@ there are as many blocks as cpus) and mem_limit=(a distributed worker's memory_l
 threads) / 2 (the rest holds the block's input and output), else ooc's default; both are
 keywords of every function. suggest_chunks gives blocks of about 128 MiB with at most 10% of
 overlap per axis: whole rows where they fit, ooc's bands being whole rows.
+
+equalize_hist reduces the blocks' histograms (a tree sum) into ooc's table, then maps every block
+with it; to_zarr writes oocrun's OME-Zarr layout (level 0), each task whole chunks of the store.
 """
 
 import functools
@@ -50,7 +53,7 @@ __all__ = [
     "pipeline", "gaussian_filter", "gaussian_filter1d", "uniform_filter", "uniform_filter1d",
     "correlate1d", "convolve1d", "correlate", "convolve", "median_filter", "percentile_filter",
     "rank_filter", "minimum_filter", "maximum_filter", "grey_opening", "grey_closing",
-    "suggest_chunks", "reach",
+    "suggest_chunks", "reach", "equalize_hist", "to_zarr",
 ]
 
 _TYPES = ("uint8", "uint16", "int16", "uint32", "int32", "float32", "float64")
@@ -514,3 +517,113 @@ def suggest_chunks(shape, dtype, pipeline=None, *, volume=None, chunk_bytes=_CHU
         chunks = list(shape[:n])
     return tuple(chunks) + tuple(shape[n:])
 
+
+
+# ---- global state: equalization ----
+
+def _block_histogram(block, bins, channels):
+    """One block's counts per channel, (1, ..., 1, channels x bins): a cell of the blocks' grid."""
+    b = np.asarray(block)
+    b = b.reshape(-1, channels)
+    h = np.concatenate([np.bincount(b[:, c], minlength=bins) for c in range(channels)])
+    return h.astype(np.uint64).reshape((1,) * block.ndim + (channels * bins,))
+
+
+def _equalization_table(counts, channels):
+    """ooc's equalization_lut (OpenCV's equalizeHist): per channel, in float32 as they do."""
+    counts = np.asarray(counts).reshape(channels, -1)
+    bins = counts.shape[1]
+    lut = np.zeros((channels, bins), np.uint16)
+    for c in range(channels):
+        h = counts[c]
+        total = int(h.sum())
+        if total == 0:
+            continue
+        i = int(np.flatnonzero(h)[0])
+        if int(h[i]) == total:  # one value: returned unchanged
+            lut[c] = np.arange(bins)
+            continue
+        scale = np.float32(bins - 1) / np.float32(total - int(h[i]))
+        sums = np.cumsum(h[i + 1:], dtype=np.uint64)
+        v = np.rint(sums.astype(np.float32) * scale)
+        lut[c, i + 1:] = np.clip(v, 0, bins - 1).astype(np.uint16)
+    return lut
+
+
+def _apply_table(block, lut):
+    b = np.asarray(block)
+    if lut.shape[0] == 1:
+        return lut[0][b].astype(b.dtype)
+    return np.stack([lut[c][b[..., c]] for c in range(lut.shape[0])], axis=-1).astype(b.dtype)
+
+
+def equalize_hist(x, *, volume=None):
+    """ooc.equalize on a dask array of uint8 or uint16 (each channel on its own, a volume's
+    histogram over all its planes): the blocks' histograms summed by dask's tree reduction, the
+    table made once, then applied to each block; equal to ooc.equalize on the whole array."""
+    _check(x)
+    if x.dtype not in (np.uint8, np.uint16):
+        raise _usage("equalization takes uint8 or uint16 samples, got %s: convert first"
+                     % x.dtype)
+    vol, n = _layout(x, volume)
+    channels = x.shape[n] if x.ndim > n else 1
+    if channels > 1 and len(x.chunks[n]) > 1:
+        x = x.rechunk({n: -1})
+    bins = 256 if x.dtype == np.uint8 else 65536
+    grid = tuple((1,) * k for k in x.numblocks) + ((channels * bins,),)
+    counts = x.map_blocks(_block_histogram, bins, channels, dtype=np.uint64, chunks=grid,
+                          new_axis=[x.ndim]).sum(axis=tuple(range(x.ndim)), dtype=np.uint64)
+    table = dask.delayed(_equalization_table)(counts, channels)
+    return da.map_blocks(_apply_table, x, table, dtype=x.dtype,
+                         name="ooc-equalize-" + dask.base.tokenize(x))
+
+
+# ---- writing ----
+
+def _aligned(chunks, size):
+    """Chunks along one axis whose every cut falls on a multiple of `size` (the store's chunk),
+    so that each task writes whole chunks of the store and no two tasks share one."""
+    if all(c % size == 0 for c in chunks[:-1]):
+        return chunks
+    step = max(size, (max(chunks) // size) * size)
+    n = sum(chunks)
+    return (step,) * (n // step) + ((n % step,) if n % step else ())
+
+
+def to_zarr(x, url, *, chunk=512, chunk_z=1, volume=None, compute=True):
+    """x into a new OME-Zarr 0.4 store at `url` laid out as oocrun's Zarr output (one level, "0":
+    (y, x), (c, y, x) for channels, (z, y, x) for a volume; square chunks of `chunk` pixels,
+    chunk_z planes; blosc lz4 with shuffle), each task writing the whole store chunks of its
+    block (blocks cut on the store's chunks first). compute=False returns the dask task."""
+    import numcodecs
+    import zarr
+
+    _check(x)
+    vol, n = _layout(x, volume)
+    if vol and x.ndim > n:
+        raise _usage("to_zarr takes (Z, Y, X) volumes; give each channel of a (Z, Y, X, C) one "
+                     "its own store")
+    if x.ndim > n:  # channels first, as the CLI stores them
+        x = da.moveaxis(x, -1, 0)
+        sizes, axes = (1, chunk, chunk), [("c", "channel"), ("y", "space"), ("x", "space")]
+    elif vol:
+        sizes, axes = (chunk_z, chunk, chunk), [("z", "space"), ("y", "space"),
+                                                 ("x", "space")]
+    else:
+        sizes, axes = (chunk, chunk), [("y", "space"), ("x", "space")]
+    x = x.rechunk(tuple(_aligned(c, s) for c, s in zip(x.chunks, sizes)))
+    name = os.path.basename(os.fspath(url).rstrip("/"))
+    name = name[:-5] if name.endswith(".zarr") else name
+    group = zarr.open_group(os.fspath(url), mode="w")
+    group.attrs["multiscales"] = [{
+        "axes": [{"name": a, "type": t} for a, t in axes],
+        "datasets": [{"coordinateTransformations": [{"scale": [1.0] * x.ndim, "type": "scale"}],
+                      "path": "0"}],
+        "metadata": {"description": "2 x 2 means; odd last rows and columns averaged with "
+                                    "themselves", "method": "ooc"},
+        "name": name, "type": "mean", "version": "0.4"}]
+    codec = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE, blocksize=0)
+    level = group.create_dataset("0", shape=x.shape, chunks=sizes, dtype=x.dtype,
+                                 compressor=codec, fill_value=0, dimension_separator="/",
+                                 overwrite=True)
+    return da.store(x, level, lock=False, compute=compute)

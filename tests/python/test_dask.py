@@ -192,3 +192,43 @@ def test_local_cluster_of_processes():
             g = od.gaussian_filter(x, 2.0, mode="wrap").compute()
     assert got.tobytes() == ooc.pipeline(a, PIPELINE_2D, mode="mirror").tobytes()
     assert g.tobytes() == ooc.gaussian_filter(a, 2.0, mode="wrap").tobytes()
+
+
+@pytest.mark.parametrize("shape,dtype,chunks,volume", [
+    ((97, 83), np.uint8, (20, 30), None), ((61, 47, 3), np.uint16, (20, 15, 2), None),
+    ((9, 30, 31), np.uint16, (4, 7, 9), True)])
+def test_equalize_hist(shape, dtype, chunks, volume):
+    rng = np.random.default_rng(1)
+    top = np.iinfo(dtype).max
+    a = (rng.normal(0.4, 0.1, shape) * top).clip(0, top).astype(dtype)
+    got = od.equalize_hist(da.from_array(a, chunks=chunks), volume=volume).compute()
+    assert got.tobytes() == ooc.equalize(a, volume=volume).tobytes()
+    with pytest.raises(ooc.UsageError):
+        od.equalize_hist(da.from_array(a.astype(np.float32), chunks=chunks))
+
+
+@pytest.mark.parametrize("shape,chunks,volume", [((700, 900), (300, 400), False),
+                                                 ((60, 70, 3), (25, 40, 3), False),
+                                                 ((5, 70, 60), (2, 30, 30), True)])
+def test_to_zarr_as_the_cli(tmp_path, shape, chunks, volume):
+    zarr = pytest.importorskip("zarr")
+    from conftest import tool
+    import json
+    import subprocess
+    a = _data(shape, np.float32, 4)
+    np.save(tmp_path / "in.npy", a)
+    words = "gaussian sigma=2 ! median size=3x3"
+    cli, mine = tmp_path / "cli.zarr", tmp_path / "mine.zarr"
+    subprocess.run([tool("oocrun"), str(tmp_path / "in.npy"), str(cli), words, "-q"] +
+                   (["--volume"] if volume else []), check=True)
+    od.to_zarr(od.pipeline(da.from_array(a, chunks=chunks), words, volume=volume), mine,
+               volume=volume)
+    assert np.array_equal(zarr.open(str(cli / "0"), "r")[:], zarr.open(str(mine / "0"), "r")[:])
+    meta = [json.loads((s / "0" / ".zarray").read_text()) for s in (cli, mine)]
+    assert meta[0] == meta[1]
+    attrs = [json.loads((s / ".zattrs").read_text())["multiscales"][0] for s in (cli, mine)]
+    assert {**attrs[0], "name": ""} == {**attrs[1], "name": ""}
+    # Every chunk of the CLI's has its twin (the compressed bytes may differ: numcodecs bundles
+    # its own blosc, the CLI links the system's).
+    files = lambda s: sorted(str(f.relative_to(s)) for f in (s / "0").rglob("*") if f.is_file())
+    assert files(cli) == files(mine)
