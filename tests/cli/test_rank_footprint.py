@@ -12,8 +12,9 @@ C. NaN in a footprint's samples gives NaN (the rule of the rectangular windows),
 D. Bad footprints and bad stages (even side, a 2, float, 3-D, no 1, size and footprint together,
    neither): exit 2 with a message naming the stage and what is wrong, no output.
 E. The selection networks (5 x 5 median of every type, 3 x 3 of floats, 3 x 3 and 5 x 5 of 8- and
-   16-bit integers at every width 1..100, rectangles of up to 128 samples of floats and 32-bit
-   integers for median, percentile and rank) exactly equal to scipy; NaN in a window gives NaN.
+   16-bit integers at every width 1..100 (u8) or 1..64 (16-bit), rectangles of up to 128 samples
+   of floats and 32-bit integers for median, percentile and rank) exactly equal to scipy; NaN in a
+   window gives NaN.
 F. Floats and 32-bit integers beyond the networks (ranked histograms; on CUDA a radix select):
    rectangles of more than 128 samples and footprints of more than 48, median, percentile and
    rank, exactly equal to scipy;
@@ -279,20 +280,24 @@ class MedianNetworks(Base):
 
     def test_small_integers_every_width_against_scipy_exactly(self):
         # 3 x 3 and 5 x 5 medians of 8- and 16-bit samples: one channel's network reads the image
-        # rows (32 u8 or 16 u16 lanes with AVX2, pieces padded by the border at the row's two
-        # edges, a last vector overlapping the one before it), several channels' padded planes;
-        # widths 1..100 cross every vector count and the narrow fallbacks, every border at 3 x 3
-        # on one channel.
+        # rows (L = 32 u8 or 16 u16 lanes with AVX2, pieces padded by the border at the row's two
+        # edges, a last vector overlapping the one before it) from a width of 2 L + 3, several
+        # channels' padded planes; widths 1..100 (u8) and 1..64 (4 L: 16-bit) cross every vector
+        # count, every remainder at and past the loop's first vector and the narrow fallbacks.
+        # Every border at 3 x 3 on one channel at every width up to 2 L + 5; past it the
+        # border's pieces are the same at every width (only the vectors between them change), so
+        # one border a width, in turn.
         rng = random.Random(1100)
-        for t in ("u8", "u16", "i16"):
-            for w in range(1, 101):
-                runs = [(3, 1, mode) for mode in BORDERS]
+        for t, lanes in (("u8", 32), ("u16", 16), ("i16", 16)):
+            for w in range(1, min(101, 4 * lanes + 1)):
+                borders = BORDERS if w <= 2 * lanes + 5 else [BORDERS[w % len(BORDERS)]]
+                runs = [(3, 1, mode) for mode in borders]
                 runs += [(3, c, rng.choice(BORDERS)) for c in (2, 3)]
                 runs += [(5, rng.choice([1, 2, 3]), rng.choice(BORDERS))]
                 for size, c, mode in runs:
                     x = self.image(rng.randint(1, 12), w, c, t, seed=w)
                     full = (size, size) + ((1,) if c > 1 else ())
-                    # The CPU's networks: 2,400 runs, which on the GPU (no networks there) would
+                    # The CPU's networks: 1,500 runs, which on the GPU (no networks there) would
                     # take a CUDA start each.
                     with self.subTest(size=size, type=t, width=w, channels=c, border=mode):
                         got = self.oocrun(x, "median size=%d" % size, "--border", mode,
