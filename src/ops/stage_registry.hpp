@@ -111,6 +111,10 @@ struct BuiltStage {
   std::vector<std::unique_ptr<Operation>> before;
   std::unique_ptr<HistogramOp> histogram;
   LutOp* lut = nullptr;  // `op`, when it is the table
+  // A reduction of another kind (label's first pass): run in a pass of its own, after which
+  // end_reduce makes `op` ready from its result.
+  std::unique_ptr<Operation> reduce;
+  std::function<void()> end_reduce;
 };
 
 struct StageEntry {
@@ -128,6 +132,7 @@ std::vector<StageEntry> morphology_stages();  // morphology.cpp: opening ... bla
 std::vector<StageEntry> rank_stages();        // rank.cpp: median, percentile, rank
 std::vector<StageEntry> equalize_stages();    // equalize.cpp
 std::vector<StageEntry> project_stages();     // project.cpp: a volume's projection along z
+std::vector<StageEntry> label_stages();       // labels/label.cpp: connected components
 
 // Every stage (stages.cpp), and one by name (null when unknown).
 const std::vector<StageEntry>& stage_registry();

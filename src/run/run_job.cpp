@@ -121,8 +121,8 @@ JobResult run_job(JobSpec spec) {
     work.plan = std::make_unique<PipelinePlan>(in, spec.stages, spec.settings, jo.pipeline);
     if (work.plan->has_reduction() && pg.size() == 1 && (jo.part_count > 1 || jo.rows_end > 0))
       throw Error(ErrorKind::usage,
-                  "equalize needs the histogram of the whole image: a pipeline with it runs in "
-                  "one process or as MPI ranks (mpirun), not as --part or --rows");
+                  "equalize and label need every band of the image: a pipeline with them runs "
+                  "in one process (equalize also as MPI ranks), not as --part or --rows");
   }
   // What makes the output's bytes: checked when a run resumes or parts are finished.
   if (const std::optional<ImageSpec> out = work.output())

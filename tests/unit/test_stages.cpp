@@ -34,7 +34,7 @@ std::string sample_value(const StageParam& p) {
 
 TEST(Stages, EveryDeclarationBuildsAndRunsItsCheck) {
   const ImageSpec image{40, 30, 2, SampleType::u8};
-  const ImageSpec volume{40, 30, 2, SampleType::u8, 3};
+  const ImageSpec volume2c{40, 30, 2, SampleType::u8, 3};
   std::set<std::string> names;
   for (const StageDecl& d : stage_declarations()) {
     SCOPED_TRACE(d.name);
@@ -54,8 +54,11 @@ TEST(Stages, EveryDeclarationBuildsAndRunsItsCheck) {
     ASSERT_EQ(parsed.size(), 1u);
     EXPECT_EQ(parsed[0].text(), call.text());
     // A projection takes a volume; every other stage an image, and a volume where it declares
-    // a 3-D version (else it names --planes).
-    const ImageSpec& in = d.name == "project" ? volume : image;
+    // a 3-D version (else it names --planes). label takes one channel (and gives u32 labels).
+    const ImageSpec mono{40, 30, 1, SampleType::u8}, mono_volume{40, 30, 1, SampleType::u8, 3};
+    const bool one_channel = d.name == "label";
+    const ImageSpec& volume = one_channel ? mono_volume : volume2c;
+    const ImageSpec& in = d.name == "project" ? volume : one_channel ? mono : image;
     if (d.name == "project") {
       EXPECT_THROW(PipelinePlan(image, parsed, PipelineSettings{}), Error);
     }
@@ -75,7 +78,9 @@ TEST(Stages, EveryDeclarationBuildsAndRunsItsCheck) {
     EXPECT_EQ(plan.output().width, in.width);
     EXPECT_EQ(plan.output().depth, d.name == "project" ? 1 : in.depth);
     // The input's type, unless the stage converts (to u16 here).
-    EXPECT_EQ(plan.output().type, d.name == "convert" ? SampleType::u16 : in.type);
+    EXPECT_EQ(plan.output().type, d.name == "convert" ? SampleType::u16
+                                  : d.name == "label" ? SampleType::u32
+                                                      : in.type);
   }
   EXPECT_THROW(stage_declaration("blur"), Error);
   EXPECT_THROW(stage_parameter("gaussian", "size"), Error);

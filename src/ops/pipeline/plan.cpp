@@ -21,6 +21,9 @@ struct PipelinePlan::Impl {
     Operation* op;
     HistogramOp* histogram = nullptr;  // equalize: the reduction, and its table in `op`
     LutOp* lut = nullptr;
+    Operation* reduce = nullptr;  // another reduction (label), and what readies `op` after it
+    std::function<void()> end_reduce = {};
+    Operation* reduction() const { return histogram ? histogram : reduce; }
   };
   std::vector<Stage> stages;
   std::vector<Operation*> passes;     // in `owned`
@@ -50,6 +53,8 @@ struct PipelinePlan::Impl {
     for (auto& op : b.before) stages.push_back(Stage{keep(std::move(op))});
     Stage s{nullptr, b.histogram.get(), b.lut};
     if (b.histogram) keep(std::move(b.histogram));
+    if (b.reduce) s.reduce = keep(std::move(b.reduce));
+    s.end_reduce = std::move(b.end_reduce);
     s.op = keep(std::move(b.op));
     return s;
   }
@@ -109,6 +114,12 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
       fused = settings.out_type;
     }
     m.stages.push_back(m.build(in, calls[i], i, fused));
+    // Its second pass relabels each band as the first labelled it: the band's own rows, no halo.
+    if (m.stages.back().reduce && i + 1 < calls.size())
+      throw Error(ErrorKind::usage, detail::stage_at(i, calls[i].name) +
+                                        " must be the pipeline's last stage (its labels come "
+                                        "from a pass of their own); run the later stages on "
+                                        "its output");
     in = *m.stages.back().op->output();
     if (fuses_next) m.text += " ! " + calls[++i].text();
     if (fuses_next || detail::find_stage(calls[i].name)->decl.sets_type) set_type = in.type;
@@ -123,16 +134,17 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
   }
   // A pass ends at each reduction: its prefix and the histogram; the last pass runs everything.
   for (std::size_t k = 0; k < m.stages.size(); ++k) {
-    if (!m.stages[k].histogram) continue;
+    if (!m.stages[k].reduction()) continue;
     m.pass_end.push_back(k);
-    m.passes.push_back(m.keep(
-        detail::make_chain(m.geometry(k, m.stages[k].histogram), std::nullopt,
-                           m.text + " (histogram " + std::to_string(m.passes.size() + 1) + ")")));
+    m.passes.push_back(
+        m.keep(detail::make_chain(m.geometry(k, m.stages[k].reduction()), std::nullopt,
+                                  m.text + (m.stages[k].histogram ? " (histogram " : " (pass ") +
+                                      std::to_string(m.passes.size() + 1) + ")")));
   }
   m.pass_end.push_back(m.stages.size());
   // A pass of one stage is that stage's operation (oocconv's filter, say): the same bytes as a
   // chain of one, with nothing around it.
-  if (m.stages.size() == 1 && !m.stages[0].histogram)
+  if (m.stages.size() == 1 && !m.stages[0].reduction())
     m.passes.push_back(m.stages[0].op);
   else
     m.passes.push_back(m.keep(detail::make_chain(m.geometry(m.stages.size(), nullptr),
@@ -158,6 +170,7 @@ std::vector<const Operation*> PipelinePlan::operations() const {
 void PipelinePlan::end_pass(int i, const std::function<void(std::vector<std::uint64_t>&)>& sum) {
   Impl& m = *impl_;
   const Impl::Stage& s = m.stages.at(m.pass_end.at(static_cast<std::size_t>(i)));
+  if (s.end_reduce) s.end_reduce();
   if (!s.histogram) return;
   std::vector<std::uint64_t> counts = s.histogram->counts();
   if (sum) sum(counts);

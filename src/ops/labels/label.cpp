@@ -1,0 +1,358 @@
+// The label stage: connected components of the non-zero samples of its input (an image in 2-D, a
+// volume in 3-D), numbered as scipy.ndimage.label numbers them (raster order of each component's
+// first sample), in two passes over the bands in bounded memory:
+//   pass 1 (a reduction): each band labels its rows on its own (kernels/cpu/labels/runs.hpp); the
+//     merge, serial in band order, gives the band's components the next provisional labels (so
+//     they are in raster order too) and joins, in a union-find table (label_table.hpp), those
+//     that touch the row above or, in a volume, the plane before; then each root gets its number.
+//   pass 2: each band labels its rows again and writes every run through the table.
+// Only a band's runs cross from its kernel to its merge (through its slot), and the merge keeps
+// the last row (an image) or the current and previous planes' runs (a volume).
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+
+#include "kernels/cpu/labels/runs.hpp"
+#include "ooc/detail/sample_type.hpp"
+#include "ooc/error.hpp"
+#include "ops/labels/label_table.hpp"
+#include "ops/stage_registry.hpp"
+
+namespace ooc {
+namespace {
+
+using kernels::BandRuns;
+
+// Runs of whole rows with their provisional labels: the rows a later band joins to.
+struct RowRuns {
+  std::vector<std::uint64_t> row_start{0};
+  std::vector<std::uint32_t> x0, x1;
+  std::vector<std::uint64_t> id;
+  std::int64_t first_row = 0;  // image row of row 0
+
+  void clear(std::int64_t first) {
+    row_start.assign(1, 0);
+    x0.clear();
+    x1.clear();
+    id.clear();
+    first_row = first;
+  }
+  bool has(std::int64_t y) const {
+    return y >= first_row && y - first_row + 1 < static_cast<std::int64_t>(row_start.size());
+  }
+};
+
+// Which neighbours touch: in the plane (8: diagonals too, else 4), and across planes, the rows
+// of the plane before (dy) with or without their diagonal columns.
+struct Connectivity {
+  int n = 4;
+  bool diagonal = false;  // in the plane
+  bool across = false;    // a volume in 3-D
+  struct Across {
+    int dy;
+    bool diagonal;
+  };
+  std::vector<Across> before;
+
+  explicit Connectivity(int c) : n(c) {
+    diagonal = c == 8 || c == 18 || c == 26;
+    across = c >= 6;
+    if (c == 6) before = {{0, false}};
+    if (c == 18) before = {{-1, false}, {0, true}, {1, false}};
+    if (c == 26) before = {{-1, true}, {0, true}, {1, true}};
+  }
+};
+
+// What both passes share: the runs of each slot's band (pass 1, from the kernel to the merge),
+// the table and each band's first provisional label.
+struct LabelState {
+  ImageSpec in;
+  Connectivity conn;
+  std::uint64_t max_label;
+  std::vector<BandRuns> slot_runs;
+  detail::LabelTable table;
+  std::vector<std::uint64_t> band_offset;
+  std::uint64_t next = 0;
+  std::int64_t merged_rows = 0;
+  RowRuns cur, prev;
+  std::uint64_t count = 0;
+  bool finished = false;
+
+  LabelState(const ImageSpec& i, int c, std::size_t table_memory)
+      : in(i), conn(c), table(table_memory) {
+    max_label = std::numeric_limits<std::uint32_t>::max();
+    // Tests lower the limit to reach the refusal without billions of components.
+    if (const char* v = std::getenv("OOC_LABEL_MAX_FOR_TESTS"))
+      max_label = std::min<std::uint64_t>(max_label, std::strtoull(v, nullptr, 10));
+  }
+
+  [[noreturn]] static void not_in_parts() {
+    throw Error(ErrorKind::usage,
+                "label needs every band of the image in one process, in order: it does not run "
+                "in parts (--part, --rows, MPI ranks) or resume yet; run it as one process");
+  }
+
+  // Joins band row `r` of `b` (provisional labels from `off`) to row y of `rows`.
+  void link(const BandRuns& b, std::int64_t r, std::uint64_t off, const RowRuns& rows,
+            std::int64_t y, bool diagonal) {
+    const auto k = static_cast<std::size_t>(y - rows.first_row);
+    const auto u = static_cast<std::size_t>(r);
+    std::uint64_t* t = table.data();
+    std::uint64_t last_a = ~std::uint64_t{0}, last_b = ~std::uint64_t{0};
+    kernels::for_touching(b, b.row_start[u], b.row_start[u + 1], rows.x0.data(), rows.x1.data(),
+                          rows.row_start[k], rows.row_start[k + 1], diagonal,
+                          [&](std::uint64_t i, std::uint64_t j) {
+                            const std::uint64_t a = off + b.label[i] - 1, c = rows.id[j];
+                            if (a == last_a && c == last_b) return;
+                            last_a = a;
+                            last_b = c;
+                            kernels::unite(t, a, c);
+                          });
+  }
+
+  void keep(const BandRuns& b, std::int64_t r, std::uint64_t off, RowRuns& rows) {
+    const auto u = static_cast<std::size_t>(r);
+    for (std::uint64_t i = b.row_start[u]; i < b.row_start[u + 1]; ++i) {
+      rows.x0.push_back(b.x0[i]);
+      rows.x1.push_back(b.x1[i]);
+      rows.id.push_back(off + b.label[i] - 1);
+    }
+    rows.row_start.push_back(rows.x0.size());
+  }
+
+  void merge(const BandRuns& b, const Band& band) {
+    if (finished || band.stacked_y0 != merged_rows ||
+        band.index != static_cast<std::int64_t>(band_offset.size()))
+      not_in_parts();
+    const std::uint64_t off = next;
+    band_offset.push_back(off);
+    next += b.count;
+    table.resize(next);
+    std::uint64_t* t = table.data();
+    for (std::uint64_t k = off; k < next; ++k) t[k] = k;
+    if (band.y0 > 0 && cur.has(band.y0 - 1)) link(b, 0, off, cur, band.y0 - 1, conn.diagonal);
+    if (conn.across && band.z > 0)
+      for (std::int64_t r = 0; r < band.rows; ++r)
+        for (const Connectivity::Across& a : conn.before) {
+          const std::int64_t y = band.y0 + r + a.dy;
+          if (y >= 0 && y < in.height && prev.has(y)) link(b, r, off, prev, y, a.diagonal);
+        }
+    // What later bands join to: the last row, or a volume's whole plane.
+    if (!conn.across) {
+      cur.clear(band.y0 + band.rows - 1);
+      keep(b, band.rows - 1, off, cur);
+    } else {
+      if (band.y0 == 0) cur.clear(0);
+      for (std::int64_t r = 0; r < band.rows; ++r) keep(b, r, off, cur);
+      if (band.y0 + band.rows == in.height) std::swap(prev, cur);
+    }
+    merged_rows += band.rows;
+  }
+
+  // Every parent is below its child (roots are the smallest provisional label of a component, in
+  // raster order of first samples), so one pass upwards numbers the roots and gives each entry
+  // its root's number.
+  void finish() {
+    if (merged_rows != in.stacked_rows()) not_in_parts();
+    std::uint64_t* t = table.data();
+    std::uint64_t n = 0;
+    for (std::uint64_t p = 0; p < next; ++p) t[p] = t[p] == p ? ++n : t[t[p]];
+    count = n;
+    cur.clear(0);
+    prev.clear(0);
+    RowRuns().x0.swap(cur.x0);
+    std::vector<BandRuns>(slot_runs.size()).swap(slot_runs);
+    finished = true;
+    if (count > max_label)
+      throw Error(
+          ErrorKind::usage,
+          "the image has " + std::to_string(count) +
+              " components, more than u32 labels "
+              "hold (" +
+              std::to_string(max_label) +
+              "): u64 labels (--label-type u64) need "
+              "64-bit samples, which ooc's images do not have yet; label parts of the image "
+              "apart");
+  }
+};
+
+void label_band(const CpuBand& b, BandRuns& r, bool diagonal) {
+  r.clear();
+  dispatch_type(b.in.type, [&](auto zero) {
+    using T = decltype(zero);
+    for (std::int64_t y = 0; y < b.band.rows; ++y)
+      kernels::append_row_runs(reinterpret_cast<const T*>(b.rows[b.halo + y]), b.in.width, r);
+  });
+  kernels::label_runs(r, diagonal);
+}
+
+// Runs of a band at most: every other sample a run (x0, x1, label) and a start per row.
+std::size_t runs_bytes(std::int64_t rows, std::int64_t cols) {
+  return static_cast<std::size_t>(rows) *
+         (static_cast<std::size_t>((cols + 1) / 2) * 3 * sizeof(std::uint32_t) +
+          sizeof(std::uint64_t));
+}
+
+// A band's runs hold indices and columns in 32 bits.
+std::int64_t fit_rows(std::int64_t rows, std::int64_t width) {
+  return std::max<std::int64_t>(
+      1, std::min(rows, (std::int64_t{1} << 31) / std::max<std::int64_t>(1, width)));
+}
+
+class ScanCpu final : public CpuKernel {
+ public:
+  explicit ScanCpu(std::shared_ptr<LabelState> s) : s_(std::move(s)) {}
+  void start(int slot) override {
+    if (static_cast<std::size_t>(slot) >= s_->slot_runs.size())
+      s_->slot_runs.resize(static_cast<std::size_t>(slot) + 1);
+  }
+  void run(const CpuBand& b) override {
+    label_band(b, s_->slot_runs.at(static_cast<std::size_t>(b.slot)), s_->conn.diagonal);
+    *reinterpret_cast<std::uint64_t*>(b.partial) = static_cast<std::uint64_t>(b.slot);
+  }
+
+ private:
+  std::shared_ptr<LabelState> s_;
+};
+
+class LabelOpBase : public Operation {
+ public:
+  explicit LabelOpBase(std::shared_ptr<LabelState> s) : s_(std::move(s)) {}
+  std::string describe() const override {
+    return "label connectivity=" + std::to_string(s_->conn.n) + " (u32)";
+  }
+  std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
+    return runs_bytes(rows, cols);
+  }
+  std::int64_t fit_band_rows(std::int64_t rows, std::int64_t) const override {
+    return fit_rows(rows, s_->in.width);
+  }
+
+ protected:
+  std::shared_ptr<LabelState> s_;
+};
+
+class Scan final : public LabelOpBase {
+ public:
+  using LabelOpBase::LabelOpBase;
+  std::string describe() const override { return LabelOpBase::describe() + ", pass 1"; }
+  std::optional<ImageSpec> output() const override { return std::nullopt; }
+  std::size_t partial_bytes() const override { return sizeof(std::uint64_t); }
+  void merge(const std::byte* partial, const Band& band) override {
+    const auto slot = *reinterpret_cast<const std::uint64_t*>(partial);
+    s_->merge(s_->slot_runs.at(static_cast<std::size_t>(slot)), band);
+  }
+  std::unique_ptr<CpuKernel> make_cpu() const override { return std::make_unique<ScanCpu>(s_); }
+};
+
+class ApplyCpu final : public CpuKernel {
+ public:
+  explicit ApplyCpu(std::shared_ptr<LabelState> s) : s_(std::move(s)) {}
+  void start(int slot) override {
+    if (static_cast<std::size_t>(slot) >= runs_.size())
+      runs_.resize(static_cast<std::size_t>(slot) + 1);
+  }
+  void run(const CpuBand& b) override {
+    const LabelState& s = *s_;
+    BandRuns& r = runs_.at(static_cast<std::size_t>(b.slot));
+    label_band(b, r, s.conn.diagonal);
+    const auto i = static_cast<std::size_t>(b.band.index);
+    if (!s.finished || i >= s.band_offset.size())
+      throw Error(ErrorKind::usage, "label: band " + std::to_string(i) + " was not in pass 1");
+    const std::uint64_t off = s.band_offset[i];
+    const std::uint64_t end = i + 1 < s.band_offset.size() ? s.band_offset[i + 1] : s.next;
+    if (end - off != r.count)
+      throw Error(ErrorKind::usage, "label: band " + std::to_string(i) +
+                                        " has other components than in pass 1 (a different band "
+                                        "plan between the passes)");
+    const std::uint64_t* t = s.table.data();
+    for (std::int64_t y = 0; y < b.band.rows; ++y) {
+      auto* out = reinterpret_cast<std::uint32_t*>(b.out.row(y));
+      std::fill_n(out, b.in.width, 0u);
+      const auto u = static_cast<std::size_t>(y);
+      for (std::uint64_t k = r.row_start[u]; k < r.row_start[u + 1]; ++k)
+        std::fill(out + r.x0[k], out + r.x1[k],
+                  static_cast<std::uint32_t>(t[off + r.label[k] - 1]));
+    }
+  }
+
+ private:
+  std::shared_ptr<LabelState> s_;
+  std::vector<BandRuns> runs_;
+};
+
+class Apply final : public LabelOpBase {
+ public:
+  using LabelOpBase::LabelOpBase;
+  std::string describe() const override { return LabelOpBase::describe() + ", pass 2"; }
+  std::optional<ImageSpec> output() const override {
+    ImageSpec o = s_->in;
+    o.type = SampleType::u32;
+    o.channels = 1;
+    return o;
+  }
+  std::unique_ptr<CpuKernel> make_cpu() const override { return std::make_unique<ApplyCpu>(s_); }
+};
+
+}  // namespace
+
+namespace detail {
+
+std::vector<StageEntry> label_stages() {
+  StageEntry e{
+      {"label",
+       "connected components of the non-zero samples, numbered as scipy.ndimage.label (raster "
+       "order of first samples), u32: a pass labelling and joining the bands, then one writing",
+       {computed(integer_param("connectivity", std::nullopt, 4, 26,
+                               "4 or 8 on an image; 6, 18 or 26 on a volume (4 or 8 under "
+                               "--planes: each plane apart, numbers going on); auto: 4 or 6, "
+                               "scipy's default structure"),
+                 "auto"),
+        other_param("label-type", StageParam::Kind::text, std::string("u32"),
+                    "the labels' type: u32 (u64 not yet)")}},
+      [](const StageContext& c) {
+        const bool three_d = c.volume();
+        if (c.in.channels != 1)
+          throw Error(ErrorKind::usage, c.args.at() +
+                                            ": label takes one channel, and its input "
+                                            "has " +
+                                            std::to_string(c.in.channels) +
+                                            ": label each channel apart, or combine them first");
+        const std::string type = c.args.text("label-type");
+        if (type != "u32")
+          throw Error(ErrorKind::usage,
+                      c.args.at() + ": label-type=" + type +
+                          (type == "u64" ? " needs 64-bit samples, which ooc's images do not have "
+                                           "yet: use label-type=u32"
+                                         : " is not a label type: use u32"));
+        int conn = three_d ? 6 : 4;
+        if (c.args.has("connectivity")) conn = static_cast<int>(c.args.integer("connectivity"));
+        // An image is a volume of one plane: a 3-D structure's plane (a (1, y, x) array).
+        if (!c.in.volume() && (conn == 6 || conn == 18 || conn == 26)) conn = conn == 6 ? 4 : 8;
+        const bool ok =
+            three_d ? (conn == 6 || conn == 18 || conn == 26) : (conn == 4 || conn == 8);
+        if (!ok)
+          throw Error(ErrorKind::usage,
+                      c.args.at() + ": connectivity=" + std::to_string(conn) + " on " +
+                          (three_d ? std::string("a volume must be 6, 18 or 26 (4 or 8 label "
+                                                 "each plane apart under --planes)")
+                                   : std::string(c.in.volume() ? "a volume's planes" : "an image") +
+                                         " must be 4 or 8"));
+        if (c.in.width > std::numeric_limits<std::uint32_t>::max())
+          throw Error(ErrorKind::usage, c.args.at() + ": rows wider than 2^32 samples");
+        const std::size_t budget = c.options.mem_limit ? c.options.mem_limit : default_mem_limit();
+        auto s = std::make_shared<LabelState>(c.in, conn, budget / 4);
+        BuiltStage b(std::make_unique<Apply>(s));
+        b.reduce = std::make_unique<Scan>(s);
+        b.end_reduce = [s] { s->finish(); };
+        return b;
+      }};
+  e.decl.reduction = true;
+  e.decl.sets_type = true;
+  e.decl.volume = true;
+  return {e};
+}
+
+}  // namespace detail
+}  // namespace ooc

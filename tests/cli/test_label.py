@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Connected components (ooclabel, and `label` as the last stage of an oocrun pipeline) equal
+scipy.ndimage.label byte for byte with the matching structure: images (4, 8) and volumes (6, 18,
+26), u8/u16/f32 inputs, one row, one column, one plane, bands of 1 to 7 rows and small
+--mem-limit (components across many bands, the table in its scratch file), the same bytes under
+every band plan and thread count, all-background and all-foreground inputs, combs and spirals
+that merge late, --planes, a poisoned output replaced, and the refusals (too many components for
+u32, label-type=u64, parts, wrong connectivity, several channels) exiting 2 with nothing written.
+
+Usage: test_label.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+from scipy import ndimage as ndi
+
+import cli_args  # beside this file
+
+BIN, _REST = cli_args.bin_dir_and_rest(__name__)
+OOCLABEL = os.path.join(BIN, "ooclabel")
+OOCRUN = os.path.join(BIN, "oocrun")
+rng = np.random.default_rng(4747)
+RANK = {4: 1, 8: 2, 6: 1, 18: 2, 26: 3}
+
+
+def scipy_label(mask, conn, planes_apart=False):
+    s = ndi.generate_binary_structure(mask.ndim, RANK[conn])
+    if planes_apart:  # each plane on its own: no links along z
+        s = np.zeros((3, 3, 3), bool)
+        s[1] = ndi.generate_binary_structure(2, RANK[conn])
+    want, n = ndi.label(mask, s)
+    return want.astype(np.uint32), n
+
+
+def random_mask(shape, p, dtype):
+    m = rng.random(shape) < p
+    vals = (rng.random(shape) * 200 + 1).astype(dtype)
+    if dtype == np.float32:
+        vals[rng.random(shape) < 0.1] = -0.5  # negative values are foreground too
+    return np.where(m, vals, 0).astype(dtype)
+
+
+class LabelCheck(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ooc_label_")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def p(self, name):
+        return os.path.join(self.dir, name)
+
+    def run_tool(self, args, env=None, code=0):
+        r = subprocess.run(args + ["-q"], capture_output=True, text=True,
+                           env=dict(os.environ, **(env or {})))
+        self.assertEqual(r.returncode, code, f"{args}: {r.stderr}")
+        return r
+
+    def label(self, a, conn=None, *extra, volume=False, out="out.npy"):
+        np.save(self.p("in.npy"), a)
+        if os.path.exists(self.p(out)):
+            os.remove(self.p(out))
+        args = [OOCLABEL, self.p("in.npy"), self.p(out)]
+        if conn is not None:
+            args += ["--connectivity", str(conn)]
+        self.run_tool(args + (["--volume"] if volume else []) + list(extra))
+        return np.load(self.p(out))
+
+    def same(self, got, want, what):
+        self.assertEqual(got.dtype, np.uint32, what)
+        self.assertEqual(got.shape, want.shape, what)
+        self.assertTrue(np.array_equal(got, want),
+                        f"{what}: {np.count_nonzero(got != want)} labels differ")
+
+    def test_01_images_match_scipy(self):
+        shapes = [(61, 83), (1, 97), (89, 1), (40, 40)]
+        types = [np.uint8, np.uint16, np.float32]
+        for conn in (4, 8):
+            for i, shape in enumerate(shapes):
+                a = random_mask(shape, 0.45, types[i % 3])
+                want, n = scipy_label(a != 0, conn)
+                if shape == (61, 83):
+                    self.assertGreater(n, 20)
+                for rows in ("1", "3", "7", None):
+                    extra = ["--band-rows", rows] if rows else []
+                    with self.subTest(conn=conn, shape=shape, rows=rows):
+                        self.same(self.label(a, conn, *extra), want, f"{shape} {conn} {rows}")
+
+    def test_02_volumes_match_scipy(self):
+        shapes = [(6, 23, 29), (1, 17, 19), (5, 1, 13), (4, 11, 1)]
+        types = [np.uint8, np.uint16, np.float32]
+        for conn in (6, 18, 26):
+            for i, shape in enumerate(shapes):
+                a = random_mask(shape, 0.35, types[(i + conn) % 3])
+                want, n = scipy_label(a != 0, conn)
+                for rows in ("1", "5", None):
+                    extra = ["--band-rows", rows] if rows else []
+                    with self.subTest(conn=conn, shape=shape, rows=rows):
+                        self.same(self.label(a, conn, *extra, volume=True), want,
+                                  f"{shape} {conn} {rows}")
+        # scipy's default structure: 4 on an image, 6 on a volume.
+        a = random_mask((5, 19, 21), 0.4, np.uint8)
+        self.same(self.label(a, None, volume=True), scipy_label(a != 0, 6)[0], "default 3-D")
+        b = a[2]
+        self.same(self.label(b), scipy_label(b != 0, 4)[0], "default 2-D")
+
+    def test_03_pipeline_last_stage(self):
+        a = (rng.random((97, 131)) * 100).astype(np.float32)
+        np.save(self.p("f.npy"), a)
+        want, _ = scipy_label(a > 60, 8)
+        for extra in ([], ["--band-rows", "2", "--threads", "2"]):
+            self.run_tool([OOCRUN, self.p("f.npy"), self.p("o.npy"),
+                           "threshold value=60 ! label connectivity=8", *extra])
+            self.same(np.load(self.p("o.npy")), want, f"threshold ! label {extra}")
+        # A volume's 3-D filter before it: the stages before label run in both passes.
+        v = (rng.random((7, 25, 27)) * 100).astype(np.float32)
+        np.save(self.p("v.npy"), v)
+        self.run_tool([OOCRUN, self.p("v.npy"), self.p("o.npy"),
+                       "maximum size=3 ! threshold value=97 ! label connectivity=26",
+                       "--band-rows", "4", "--border", "nearest"])
+        m = ndi.maximum_filter(v, size=3, mode="nearest") > 97
+        self.same(np.load(self.p("o.npy")), scipy_label(m, 26)[0], "maximum ! threshold ! label")
+
+    def test_04_late_merges_across_many_bands(self):
+        # A comb whose teeth join only at the bottom row, and a spiral: each component spans
+        # every band and merges late; diagonal-only touches across band corners.
+        comb = np.zeros((57, 64), np.uint8)
+        comb[:, ::2] = 1
+        comb[-1, :] = 1
+        spiral = np.zeros((61, 61), np.uint8)
+        y, x, d = 0, 0, 0
+        lo, hi = 0, 60
+        for _ in range(15):
+            spiral[lo, lo:hi + 1] = 1
+            spiral[lo:hi + 1, hi] = 1
+            spiral[hi, lo + 2:hi + 1] = 1
+            spiral[lo + 2:hi + 1, lo + 2] = 1
+            lo, hi = lo + 4, hi - 4
+            if lo + 2 >= hi:
+                break
+        diag = np.eye(40, dtype=np.uint8)[::-1] | np.eye(40, dtype=np.uint8)
+        for name, a in (("comb", comb), ("spiral", spiral), ("diagonals", diag)):
+            for conn in (4, 8):
+                want, _ = scipy_label(a != 0, conn)
+                for rows in ("1", "2", "7"):
+                    with self.subTest(name=name, conn=conn, rows=rows):
+                        self.same(self.label(a, conn, "--band-rows", rows), want,
+                                  f"{name} {conn} {rows}")
+        # Many components under a small budget: the provisional table in its scratch file.
+        a = random_mask((700, 640), 0.3, np.uint8)
+        want, n = scipy_label(a != 0, 4)
+        self.assertGreater(n, 40000)
+        self.same(self.label(a, 4, "--mem-limit", "1M"), want, "table in a file")
+        # A volume whose columns join only in the last plane.
+        v = np.zeros((9, 12, 14), np.uint8)
+        v[:, ::3, ::3] = 1
+        v[-1] = 1
+        for conn in (6, 26):
+            self.same(self.label(v, conn, "--band-rows", "1", volume=True),
+                      scipy_label(v != 0, conn)[0], f"columns {conn}")
+
+    def test_05_bytes_independent_of_the_plan(self):
+        a = random_mask((150, 77), 0.5, np.uint8)
+        v = random_mask((6, 30, 33), 0.4, np.uint8)
+        for arr, conn, vol in ((a, 8, False), (v, 26, True)):
+            want = self.label(arr, conn, volume=vol).tobytes()
+            for extra in (["--band-rows", "1"], ["--band-rows", "4", "--threads", "1"],
+                          ["--band-rows", "6", "--threads", "2"], ["--mem-limit", "512K"]):
+                with self.subTest(conn=conn, extra=extra):
+                    self.assertEqual(self.label(arr, conn, *extra, volume=vol).tobytes(), want)
+
+    def test_06_empty_full_and_planes(self):
+        for shape, conns, vol in (((13, 17), (4, 8), False), ((3, 13, 17), (6, 26), True)):
+            for conn in conns:
+                z = self.label(np.zeros(shape, np.uint8), conn, "--band-rows", "3", volume=vol)
+                self.same(z, np.zeros(shape, np.uint32), f"all background {shape}")
+                o = self.label(np.full(shape, 7, np.uint16), conn, "--band-rows", "3", volume=vol)
+                self.same(o, np.ones(shape, np.uint32), f"all foreground {shape}")
+        # --planes: each plane labelled apart, the numbers going on from plane to plane.
+        v = random_mask((4, 21, 23), 0.45, np.uint8)
+        for conn in (4, 8):
+            self.same(self.label(v, conn, "--planes", "--band-rows", "5", volume=True),
+                      scipy_label(v != 0, conn, planes_apart=True)[0], f"--planes {conn}")
+
+    def test_07_poisoned_output_replaced(self):
+        a = random_mask((45, 38), 0.5, np.uint8)
+        want, _ = scipy_label(a != 0, 8)
+        np.save(self.p("in.npy"), a)
+        for out in ("out.raw", "out.npy"):
+            with open(self.p(out), "wb") as f:
+                f.write(b"\xa5" * (a.size * 4 + 128))
+            self.run_tool([OOCLABEL, self.p("in.npy"), self.p(out), "--connectivity", "8",
+                           "--band-rows", "4"])
+            got = (np.fromfile(self.p(out), np.uint32).reshape(a.shape) if out.endswith(".raw")
+                   else np.load(self.p(out)))
+            self.same(got, want, out)
+
+    def test_08_refusals(self):
+        a = random_mask((30, 31), 0.5, np.uint8)
+        n = scipy_label(a != 0, 4)[1]
+        np.save(self.p("in.npy"), a)
+        out = self.p("refused.npy")
+
+        def refused(args, words, env=None):
+            r = self.run_tool(args, env=env, code=2)
+            for w in words:
+                self.assertIn(w, r.stderr)
+            self.assertFalse(os.path.exists(out), args)
+            self.assertFalse(os.path.exists(out + ".partial"), args)
+
+        base = [OOCLABEL, self.p("in.npy"), out]
+        # More components than the label type holds (the limit lowered for the test).
+        refused(base + ["--band-rows", "3"], ["components", "u32", "--label-type u64"],
+                env={"OOC_LABEL_MAX_FOR_TESTS": str(n - 1)})
+        self.run_tool(base, env={"OOC_LABEL_MAX_FOR_TESTS": str(n)})
+        os.remove(out)
+        refused(base + ["--label-type", "u64"], ["label-type=u64"])
+        refused(base + ["--connectivity", "6", "--part", "0/2"], ["label", "--part"])
+        refused(base + ["--connectivity", "5"], ["connectivity=5", "4 or 8"])
+        np.save(self.p("v.npy"), np.zeros((3, 8, 9), np.uint8))
+        refused([OOCLABEL, self.p("v.npy"), out, "--connectivity", "8"], ["6, 18 or 26"])
+        refused([OOCRUN, self.p("in.npy"), out, "label ! gaussian sigma=1"], ["last stage"])
+        np.save(self.p("rgb.npy"), np.zeros((8, 9, 3), np.uint8))
+        refused([OOCLABEL, self.p("rgb.npy"), out], ["one channel"])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=["test_label"] + _REST)

@@ -1,0 +1,107 @@
+// ooclabel: connected components of the non-zero samples of an image or volume of any size,
+// numbered as scipy.ndimage.label numbers them, in two passes over the file in bounded memory
+// (the `label` stage of oocrun, as a tool of its own).
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "cli/main.hpp"
+#include "cli/options.hpp"
+#include "cli/report.hpp"
+#include "cli/world.hpp"
+#include "ooc/error.hpp"
+#include "ooc/io.hpp"
+#include "ooc/job.hpp"
+#include "ooc/pipeline.hpp"
+#include "ooc/run.hpp"
+
+namespace {
+
+constexpr const char* kFooter = R"(
+Foreground is every non-zero sample. Labels are u32, numbered from 1 in raster order of each
+component's first sample (z, then y, then x): the bytes of scipy.ndimage.label's output with the
+matching structure (4: generate_binary_structure(2, 1), 8: (2, 2); 6, 18, 26: (3, 1), (3, 2),
+(3, 3)). The first pass labels each band and joins the components that touch across bands in a
+table (in a scratch file in $TMPDIR past a quarter of --mem-limit); the second labels each band
+again and writes it through the table.
+
+Examples:
+  ooclabel mask.tif labels.tif --connectivity 8
+  ooclabel cells.npy labels.npy --connectivity 26 --mem-limit 2G
+  oocrun in.tif labels.tif 'gaussian sigma=2 ! threshold value=40 ! label connectivity=8'
+
+Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions).
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ooc::cli::guarded_main("ooclabel", [&]() -> int {
+    CLI::App app{
+        "ooclabel: connected components of an image or volume larger than memory, numbered as "
+        "scipy.ndimage.label: a pass that labels and joins the bands, then one that writes."};
+    app.footer(kFooter);
+    app.get_formatter()->column_width(34);
+    ooc::JobOptions jo;
+    app.add_option("INPUT", jo.input, "raw, .npy, TIFF or Zarr image or volume, or synth:PATTERN");
+    app.add_option("OUTPUT", jo.output,
+                   "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or "
+                   "null:");
+    std::string connectivity = "auto", label_type = "u32";
+    app.add_option("--connectivity", connectivity,
+                   "4 or 8 on an image, 6, 18 or 26 on a volume; auto: 4 or 6 (scipy's default)")
+        ->default_str("auto");
+    app.add_option("--label-type", label_type, "u32 (u64 is not supported yet)")
+        ->default_str("u32");
+    bool planes = false;
+    app.add_flag("--planes", planes, "a volume: label each plane apart (4 or 8), numbers going on");
+    ooc::cli::InputCli input_cli;
+    ooc::cli::add_input_options(*app.add_option_group("Input"), input_cli, jo.hints, jo.seed, "u8",
+                                "u8 u16 i16 u32 i32 f32 f64");
+    ooc::cli::JobCli job_cli;
+    ooc::cli::add_job_options(app, job_cli, jo.sink);
+
+    if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "ooclabel")) return *code;
+    if (jo.input.empty() || jo.output.empty())
+      throw ooc::Error(ooc::ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
+    ooc::StageCall call{"label", {}};
+    if (connectivity != "auto")
+      call.set("connectivity", ooc::parse_stage_value(ooc::stage_parameter("label", "connectivity"),
+                                                      connectivity, "--connectivity"));
+    call.set("label-type", label_type);
+    ooc::cli::check_report_options(job_cli.report);
+    ooc::cli::apply_input_options(input_cli, jo.hints);
+    jo.sink.voxel = ooc::cli::voxel_option(input_cli);
+    ooc::cli::apply_pipeline_options(job_cli.pipeline, jo);
+    ooc::cli::apply_run_options(job_cli.run, jo);
+
+    ooc::cli::World& world = ooc::cli::World::get();
+    ooc::JobSpec spec;
+    spec.name = "ooclabel";
+    spec.options = jo;
+    spec.stages = {call};
+    spec.settings.planes = planes;
+    spec.stop_on_signals = true;
+    spec.processes = &world;
+    auto& report = job_cli.report;
+    std::optional<ooc::cli::Progress> bar;
+    spec.on_start = [&](ooc::Job& job, int passes) {
+      bar.emplace(report.progress, passes * job.source().spec().total_bytes(), "ooclabel");
+    };
+    spec.progress = [&](std::int64_t d, std::int64_t t) {
+      if (bar) bar->update(d, t);
+    };
+    const ooc::JobResult r = ooc::run_job(std::move(spec));
+    if (bar) bar->finish();
+    nlohmann::json extra;
+    if (r.passes.size() > 1) {
+      extra["passes"] = nlohmann::json::array();
+      for (const ooc::RunStats& st : r.passes)
+        extra["passes"].push_back({{"seconds", st.seconds}, {"bytes_read", st.bytes_read}});
+    }
+    return ooc::cli::end_of_run("ooclabel", report, r, extra.empty() ? "" : extra.dump());
+  });
+}
