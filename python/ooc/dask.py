@@ -66,10 +66,15 @@ _OVERHEAD = 0.1
 _host_threads = None  # tasks the workers of this host run at once (asked once per process)
 
 
+def _worker_threads(w):
+    state = getattr(w, "state", None)  # where newer distributed keeps it
+    return int(getattr(state, "nthreads", None) or getattr(w, "nthreads", 1) or 1)
+
+
 def _worker_concurrency(w):
     global _host_threads
     if _host_threads is None:
-        mine = int(getattr(w, "nthreads", 1) or 1)
+        mine = _worker_threads(w)
         try:
             from distributed import get_client
             workers = get_client().scheduler_info()["workers"].values()
@@ -101,8 +106,12 @@ def _task_options(threads, mem_limit, blocks):
             running = cpus
         threads = max(1, cpus // max(1, min(running, blocks)))
     o = {"threads": int(threads)}
-    if mem_limit is None and w is not None and getattr(w, "memory_limit", None):
-        mem_limit = int(w.memory_limit / max(1, int(getattr(w, "nthreads", 1) or 1)) / 2)
+    if mem_limit is None and w is not None:
+        manager = getattr(w, "memory_manager", None)
+        limit = getattr(manager, "memory_limit", None) if manager else getattr(w, "memory_limit",
+                                                                               None)
+        if limit:
+            mem_limit = int(limit / _worker_threads(w) / 2)
     if mem_limit is not None:
         o["mem_limit"] = mem_limit
     return o

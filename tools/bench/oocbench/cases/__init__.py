@@ -2,6 +2,7 @@
 # order is the order of `run all` and of the help text.
 from .atax import case_atax
 from .budget import case_budget
+from .dask_cluster import case_dask
 from .fft import case_fft
 from .fft_auto import case_fft_auto
 from .morphology import case_morphology
@@ -21,5 +22,6 @@ REGISTRY = {"peers": case_peers, "write": case_write, "startup": case_startup, "
             "stages": case_stages, "tiff": case_tiff, "ops": case_ops, "atax": case_atax,
             "multi-gpu": case_multi_gpu, "pipeline": case_pipeline, "morphology": case_morphology,
             "pyramid": case_pyramid, "fft": case_fft,
-            "fft-auto": case_fft_auto, "budget": case_budget, "volumes": case_volumes}
+            "fft-auto": case_fft_auto, "budget": case_budget, "volumes": case_volumes,
+            "dask": case_dask}
 CASES = list(REGISTRY)
