@@ -59,7 +59,7 @@ __all__ = [
     "Error", "UsageError", "convolve", "equalize", "correlate1d", "convolve1d",
     "gaussian_filter1d", "gaussian_filter", "uniform_filter1d", "uniform_filter", "correlate",
     "cuda_device_count", "run", "pipeline", "stages", "median_filter", "percentile_filter",
-    "rank_filter", "minimum_filter", "maximum_filter", "grey_opening", "grey_closing",
+    "rank_filter", "minimum_filter", "maximum_filter", "grey_opening", "grey_closing", "label",
 ]
 
 cuda_device_count = _core.cuda_device_count
@@ -750,3 +750,4 @@ def pipeline(input, pipeline, output=None, *, mode="reflect", cval=0.0, out_type
 # After the helpers they share.
 from ._rank import (grey_closing, grey_opening, maximum_filter, median_filter,  # noqa: E402
                     minimum_filter, percentile_filter, rank_filter)
+from ._labels import label  # noqa: E402

@@ -1,0 +1,72 @@
+"""ooc.label: connected components of an array, a memmap or a .npy path as scipy.ndimage.label
+returns them, (labels, count), computed by oocrun's `label` stage over the array band by band (a
+pass labelling and joining the bands, then one writing), so its memory is the output's plus the
+band ring's, whatever the input's size."""
+
+import numpy as np
+
+from . import _load, _usage, pipeline
+
+# Connectivity by scipy's structure rank (generate_binary_structure(ndim, rank)).
+_BY_RANK = {2: {1: 4, 2: 8}, 3: {1: 6, 2: 18, 3: 26}}
+
+
+def _connectivity(structure, connectivity, ndim):
+    if structure is not None and connectivity is not None:
+        raise _usage("give structure or connectivity, not both")
+    if structure is not None:
+        s = np.asarray(structure).astype(bool)
+        for rank, conn in _BY_RANK[ndim].items():
+            if s.shape == (3,) * ndim and np.array_equal(s, _generate(ndim, rank)):
+                return conn
+        raise _usage("structure must be scipy.ndimage.generate_binary_structure(%d, r) for r in "
+                     "%s (the %s-connected neighbourhoods); other structures are not supported"
+                     % (ndim, sorted(_BY_RANK[ndim]), "/".join(map(str, _BY_RANK[ndim].values()))))
+    if connectivity is None:
+        return _BY_RANK[ndim][1]
+    c = int(connectivity)
+    if c in _BY_RANK[ndim]:  # skimage's spelling: 1 .. ndim
+        return _BY_RANK[ndim][c]
+    if c in _BY_RANK[ndim].values():
+        return c
+    raise _usage("connectivity must be %s on a %d-D array (or skimage's 1 to %d), got %r"
+                 % (" or ".join(map(str, _BY_RANK[ndim].values())), ndim, ndim, connectivity))
+
+
+def _generate(ndim, rank):
+    grid = np.indices((3,) * ndim) - 1
+    return np.abs(grid).sum(axis=0) <= rank
+
+
+def label(input, structure=None, output=None, *, connectivity=None, volume=None, progress=None,
+          **options):
+    """Labels the connected components of the non-zero samples of `input` (a 2-D (H, W) array,
+    or a volume (Z, Y, X): 3-D arrays are volumes unless volume=False), numbered 1, 2, ... in
+    raster order of each component's first sample, exactly as scipy.ndimage.label. Returns
+    (labels, count) like scipy: labels are int32 (the bytes of ooc's u32 labels below 2^31), or
+    written into `output` (an int32 or uint32 array of the input's shape). For files, ooc.run(IN,
+    OUT, "label connectivity=C") or ooclabel.
+
+    structure: scipy's generate_binary_structure(ndim, r); or connectivity: 4 or 8 on an image,
+    6, 18 or 26 on a volume (skimage's 1 to ndim too). Default: 4 or 6, as scipy's.
+    options: ooc.run's keywords (mem_limit, threads, band_rows, ...).
+    """
+    a = _load(input)
+    if a.dtype == np.bool_:
+        a = a.view(np.uint8)
+    if a.ndim not in (2, 3):
+        raise _usage("label takes a 2-D (H, W) or 3-D (Z, Y, X) array, got shape %s"
+                     % (a.shape,))
+    vol = a.ndim == 3
+    if vol and volume is False:
+        raise _usage("label takes one channel: a 3-D array is a (Z, Y, X) volume")
+    conn = _connectivity(structure, connectivity, 3 if vol else 2)
+    words = "label connectivity=%d" % conn
+    if output is not None and (not isinstance(output, np.ndarray)
+                               or output.dtype not in (np.int32, np.uint32)):
+        raise _usage("output must be None or an int32 or uint32 array of the input's shape")
+    out = pipeline(a, words, output=output, volume=vol, progress=progress, **options)
+    count = int(out.max()) if out.size else 0
+    if output is None:
+        out = out.view(np.int32)
+    return out, count
