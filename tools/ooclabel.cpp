@@ -56,6 +56,14 @@ int main(int argc, char** argv) {
         ->default_str("auto");
     app.add_option("--label-type", label_type, "u32 (u64 is not supported yet)")
         ->default_str("u32");
+    std::string regions;
+    app.add_option("--regions", regions,
+                   "also write FILE.csv: each label's area, bbox and centroid (the columns of "
+                   "skimage.measure.regionprops_table)");
+    std::uint64_t min_size = 0;
+    app.add_option("--min-size", min_size,
+                   "drop components of fewer samples, numbering the rest on (skimage's "
+                   "remove_small_objects, then label)");
     bool planes = false;
     app.add_flag("--planes", planes, "a volume: label each plane apart (4 or 8), numbers going on");
     ooc::cli::InputCli input_cli;
@@ -72,6 +80,8 @@ int main(int argc, char** argv) {
       call.set("connectivity", ooc::parse_stage_value(ooc::stage_parameter("label", "connectivity"),
                                                       connectivity, "--connectivity"));
     call.set("label-type", label_type);
+    if (min_size > 0) call.set("min-size", static_cast<std::int64_t>(min_size));
+    if (!regions.empty()) call.set("regions", regions);
     ooc::cli::check_report_options(job_cli.report);
     ooc::cli::apply_input_options(input_cli, jo.hints);
     jo.sink.voxel = ooc::cli::voxel_option(input_cli);

@@ -4,8 +4,9 @@ scipy.ndimage.label byte for byte with the matching structure: images (4, 8) and
 26), u8/u16/f32 inputs, one row, one column, one plane, bands of 1 to 7 rows and small
 --mem-limit (components across many bands, the table in its scratch file), the same bytes under
 every band plan and thread count, all-background and all-foreground inputs, combs and spirals
-that merge late, --planes, a poisoned output replaced, and the refusals (too many components for
-u32, label-type=u64, parts, wrong connectivity, several channels) exiting 2 with nothing written.
+that merge late, --planes, a poisoned output replaced, the refusals (too many components for u32,
+label-type=u64, parts, wrong connectivity, several channels, stages after label) exiting 2 with
+nothing written, and --regions (skimage.measure.regionprops_table's columns) and --min-size.
 
 Usage: test_label.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import os
@@ -225,6 +226,56 @@ class LabelCheck(unittest.TestCase):
         refused([OOCRUN, self.p("in.npy"), out, "label ! gaussian sigma=1"], ["last stage"])
         np.save(self.p("rgb.npy"), np.zeros((8, 9, 3), np.uint8))
         refused([OOCLABEL, self.p("rgb.npy"), out], ["one channel"])
+
+    def test_09_regions_and_min_size(self):
+        # The regions table against skimage.measure.regionprops_table's definitions (label, area,
+        # bbox from and to, exclusive; centroid: the mean coordinates), computed with scipy; a
+        # minimum size as skimage's remove_small_objects then label.
+        def props(lab, n):
+            t = {"label": np.arange(1, n + 1),
+                 "area": np.bincount(lab.ravel(), minlength=n + 1)[1:]}
+            boxes = ndi.find_objects(lab)
+            d = lab.ndim
+            for i in range(d):
+                t["bbox-%d" % i] = np.array([b[i].start for b in boxes])
+            for i in range(d):
+                t["bbox-%d" % (d + i)] = np.array([b[i].stop for b in boxes])
+            c = np.array(ndi.center_of_mass(np.ones_like(lab), lab, np.arange(1, n + 1)))
+            for i in range(d):
+                t["centroid-%d" % i] = c[:, i]
+            return t
+
+        for shape, conn, vol in (((60, 70), 8, False), ((6, 20, 21), 6, True),
+                                 ((5, 18, 19), 26, True)):
+            a = random_mask(shape, 0.4, np.uint16)
+            for min_size in (0, 3):
+                with self.subTest(shape=shape, conn=conn, min_size=min_size):
+                    got = self.label(a, conn, "--regions", self.p("r.csv"), "--min-size",
+                                     str(min_size), "--band-rows", "3", volume=vol)
+                    want, n = scipy_label(a != 0, conn)
+                    if min_size:
+                        keep = np.bincount(want.ravel()) >= min_size
+                        keep[0] = False
+                        want, n = scipy_label(keep[want], conn)
+                    self.same(got, want, "min-size")
+                    t = props(want.astype(np.int64), n)
+                    with open(self.p("r.csv")) as f:
+                        header = f.readline().strip().split(",")
+                        rows = np.loadtxt(f, delimiter=",", ndmin=2)
+                    self.assertEqual(header, list(t))
+                    self.assertEqual(rows.shape[0], n)
+                    for j, k in enumerate(header):
+                        np.testing.assert_allclose(rows[:, j], t[k], rtol=1e-12, err_msg=k)
+        # The stage's parameters in a pipeline.
+        a = random_mask((40, 45), 0.5, np.uint8)
+        np.save(self.p("in.npy"), a)
+        self.run_tool([OOCRUN, self.p("in.npy"), self.p("o.npy"), "label connectivity=4 "
+                       "min-size=2 regions=" + self.p("p.csv")])
+        want = scipy_label(a != 0, 4)[0]
+        keep = np.bincount(want.ravel()) >= 2
+        keep[0] = False
+        self.same(np.load(self.p("o.npy")), scipy_label(keep[want], 4)[0], "pipeline min-size")
+        self.assertTrue(os.path.exists(self.p("p.csv")))
 
 
 if __name__ == "__main__":

@@ -7,12 +7,21 @@
 //     that touch the row above or, in a volume, the plane before; then each root gets its number.
 //   pass 2: each band labels its rows again and writes every run through the table.
 // Only a band's runs cross from its kernel to its merge (through its slot), and the merge keeps
-// the last row (an image) or the current and previous planes' runs (a volume).
+// the last row (an image) or the current and previous planes' runs (a volume). With a regions
+// table or a minimum size, the merge also sums each provisional label's area, box and coordinates
+// (another table), folded into the roots before they are numbered.
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <optional>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "io/output_file.hpp"
 #include "kernels/cpu/labels/runs.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
@@ -64,12 +73,20 @@ struct Connectivity {
   }
 };
 
+// A provisional label's measurements, kStat entries of the statistics table: area, the box
+// (z, y, x from, then to, exclusive) and the sums of the coordinates (exact in 64 bits).
+enum Stat { kArea, kZ0, kY0, kX0, kZ1, kY1, kX1, kSumZ, kSumY, kSumX, kStat };
+
 // What both passes share: the runs of each slot's band (pass 1, from the kernel to the merge),
 // the table and each band's first provisional label.
 struct LabelState {
   ImageSpec in;
   Connectivity conn;
   std::uint64_t max_label;
+  std::uint64_t min_size = 0;  // smaller components dropped (0: none)
+  std::string regions;         // the regions table's path, or none
+  bool measure = false;
+  detail::LabelTable stats;
   std::vector<BandRuns> slot_runs;
   detail::LabelTable table;
   std::vector<std::uint64_t> band_offset;
@@ -80,7 +97,7 @@ struct LabelState {
   bool finished = false;
 
   LabelState(const ImageSpec& i, int c, std::size_t table_memory)
-      : in(i), conn(c), table(table_memory) {
+      : in(i), conn(c), stats(table_memory), table(table_memory) {
     max_label = std::numeric_limits<std::uint32_t>::max();
     // Tests lower the limit to reach the refusal without billions of components.
     if (const char* v = std::getenv("OOC_LABEL_MAX_FOR_TESTS"))
@@ -131,6 +148,7 @@ struct LabelState {
     table.resize(next);
     std::uint64_t* t = table.data();
     for (std::uint64_t k = off; k < next; ++k) t[k] = k;
+    if (measure) add_stats(b, band, off);
     if (band.y0 > 0 && cur.has(band.y0 - 1)) link(b, 0, off, cur, band.y0 - 1, conn.diagonal);
     if (conn.across && band.z > 0)
       for (std::int64_t r = 0; r < band.rows; ++r)
@@ -150,14 +168,81 @@ struct LabelState {
     merged_rows += band.rows;
   }
 
+  void add_stats(const BandRuns& b, const Band& band, std::uint64_t off) {
+    stats.resize(next * kStat);
+    std::uint64_t* st = stats.data();
+    for (std::uint64_t k = off; k < next; ++k) {
+      std::uint64_t* e = st + k * kStat;
+      std::fill_n(e, kStat, std::uint64_t{0});
+      e[kZ0] = e[kY0] = e[kX0] = ~std::uint64_t{0};
+    }
+    const auto z = static_cast<std::uint64_t>(band.z);
+    for (std::int64_t r = 0; r < b.rows(); ++r) {
+      const auto y = static_cast<std::uint64_t>(band.y0 + r);
+      const auto u = static_cast<std::size_t>(r);
+      for (std::uint64_t i = b.row_start[u]; i < b.row_start[u + 1]; ++i) {
+        std::uint64_t* e = st + (off + b.label[i] - 1) * kStat;
+        const std::uint64_t x0 = b.x0[i], x1 = b.x1[i], n = x1 - x0;
+        e[kArea] += n;
+        e[kZ0] = std::min(e[kZ0], z);
+        e[kY0] = std::min(e[kY0], y);
+        e[kX0] = std::min(e[kX0], x0);
+        e[kZ1] = std::max(e[kZ1], z + 1);
+        e[kY1] = std::max(e[kY1], y + 1);
+        e[kX1] = std::max(e[kX1], x1);
+        e[kSumZ] += z * n;
+        e[kSumY] += y * n;
+        e[kSumX] += (x0 + x1 - 1) * n / 2;
+      }
+    }
+  }
+
   // Every parent is below its child (roots are the smallest provisional label of a component, in
   // raster order of first samples), so one pass upwards numbers the roots and gives each entry
-  // its root's number.
+  // its root's number. Measurements first go up to the roots (a pass that points every entry at
+  // its root), so that components under the minimum size get 0 and the rest their numbers.
   void finish() {
     if (merged_rows != in.stacked_rows()) not_in_parts();
     std::uint64_t* t = table.data();
     std::uint64_t n = 0;
-    for (std::uint64_t p = 0; p < next; ++p) t[p] = t[p] == p ? ++n : t[t[p]];
+    if (!measure) {
+      for (std::uint64_t p = 0; p < next; ++p) t[p] = t[p] == p ? ++n : t[t[p]];
+    } else {
+      std::uint64_t* st = stats.data();
+      for (std::uint64_t p = 0; p < next; ++p) {
+        if (t[p] == p) continue;
+        t[p] = t[t[p]];
+        std::uint64_t *e = st + p * kStat, *r = st + t[p] * kStat;
+        r[kArea] += e[kArea];
+        for (int k : {kZ0, kY0, kX0}) r[k] = std::min(r[k], e[k]);
+        for (int k : {kZ1, kY1, kX1}) r[k] = std::max(r[k], e[k]);
+        for (int k : {kSumZ, kSumY, kSumX}) r[k] += e[k];
+      }
+      std::optional<OutputFile> file;
+      std::string csv;
+      if (!regions.empty()) file.emplace(regions, "");
+      if (file)
+        csv = in.volume() ? "label,area,bbox-0,bbox-1,bbox-2,bbox-3,bbox-4,"
+                            "bbox-5,centroid-0,centroid-1,centroid-2\n"
+                          : "label,area,bbox-0,bbox-1,bbox-2,bbox-3,"
+                            "centroid-0,centroid-1\n";
+      for (std::uint64_t p = 0; p < next; ++p) {
+        if (t[p] != p) {
+          t[p] = t[t[p]];
+          continue;
+        }
+        const std::uint64_t* e = st + p * kStat;
+        t[p] = e[kArea] >= min_size ? ++n : 0;
+        if (file && t[p]) {
+          row(csv, n, e);
+          if (csv.size() > (std::size_t{1} << 20)) write_regions(*file, csv);
+        }
+      }
+      if (file && n <= max_label) {
+        write_regions(*file, csv);
+        file->commit();
+      }
+    }
     count = n;
     cur.clear(0);
     prev.clear(0);
@@ -165,15 +250,41 @@ struct LabelState {
     std::vector<BandRuns>(slot_runs.size()).swap(slot_runs);
     finished = true;
     if (count > max_label)
-      throw Error(
-          ErrorKind::usage,
-          "the image has " + std::to_string(count) +
-              " components, more than u32 labels "
-              "hold (" +
-              std::to_string(max_label) +
-              "): u64 labels (--label-type u64) need "
-              "64-bit samples, which ooc's images do not have yet; label parts of the image "
-              "apart");
+      throw Error(ErrorKind::usage,
+                  "the image has " + std::to_string(count) + " components, more than u32 labels " +
+                      "hold (" + std::to_string(max_label) + "): u64 labels (--label-type u64) " +
+                      "need 64-bit samples, which ooc's images do not have yet; label parts of " +
+                      "the image apart");
+  }
+
+  // One region: skimage.measure.regionprops_table's label, area, bbox and centroid.
+  void row(std::string& csv, std::uint64_t label, const std::uint64_t* e) const {
+    char line[512];
+    const double a = static_cast<double>(e[kArea]);
+    const int len =
+        in.volume()
+            ? std::snprintf(line, sizeof line,
+                            "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.17g,%.17g,%.17g\n",
+                            ull(label), ull(e[kArea]), ull(e[kZ0]), ull(e[kY0]), ull(e[kX0]),
+                            ull(e[kZ1]), ull(e[kY1]), ull(e[kX1]), double(e[kSumZ]) / a,
+                            double(e[kSumY]) / a, double(e[kSumX]) / a)
+            : std::snprintf(line, sizeof line, "%llu,%llu,%llu,%llu,%llu,%llu,%.17g,%.17g\n",
+                            ull(label), ull(e[kArea]), ull(e[kY0]), ull(e[kX0]), ull(e[kY1]),
+                            ull(e[kX1]), double(e[kSumY]) / a, double(e[kSumX]) / a);
+    csv.append(line, static_cast<std::size_t>(len));
+  }
+  static unsigned long long ull(std::uint64_t v) { return v; }
+
+  // The table is written as every output: a temporary renamed when complete.
+  static void write_regions(OutputFile& f, std::string& csv) {
+    for (std::size_t done = 0; done < csv.size();) {
+      const ssize_t w = ::write(f.fd(), csv.data() + done, csv.size() - done);
+      if (w <= 0)
+        throw Error(ErrorKind::io,
+                    system_message("cannot write the regions table", f.partial(), errno));
+      done += static_cast<std::size_t>(w);
+    }
+    csv.clear();
   }
 };
 
@@ -220,7 +331,8 @@ class LabelOpBase : public Operation {
  public:
   explicit LabelOpBase(std::shared_ptr<LabelState> s) : s_(std::move(s)) {}
   std::string describe() const override {
-    return "label connectivity=" + std::to_string(s_->conn.n) + " (u32)";
+    return "label connectivity=" + std::to_string(s_->conn.n) +
+           (s_->min_size ? " min-size=" + std::to_string(s_->min_size) : "") + " (u32)";
   }
   std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
     return runs_bytes(rows, cols);
@@ -310,7 +422,15 @@ std::vector<StageEntry> label_stages() {
                                "scipy's default structure"),
                  "auto"),
         other_param("label-type", StageParam::Kind::text, std::string("u32"),
-                    "the labels' type: u32 (u64 not yet)")}},
+                    "the labels' type: u32 (u64 not yet)"),
+        integer_param("min-size", 0, 0, 9.0e18,
+                      "components of fewer samples are dropped (0) and the rest numbered on, as "
+                      "skimage's remove_small_objects then label"),
+        computed(other_param("regions", StageParam::Kind::text, std::nullopt,
+                             "also write a CSV of each label's area, bbox and centroid "
+                             "(skimage.measure.regionprops_table's columns), after the first "
+                             "pass"),
+                 "none")}},
       [](const StageContext& c) {
         const bool three_d = c.volume();
         if (c.in.channels != 1)
@@ -342,7 +462,10 @@ std::vector<StageEntry> label_stages() {
         if (c.in.width > std::numeric_limits<std::uint32_t>::max())
           throw Error(ErrorKind::usage, c.args.at() + ": rows wider than 2^32 samples");
         const std::size_t budget = c.options.mem_limit ? c.options.mem_limit : default_mem_limit();
-        auto s = std::make_shared<LabelState>(c.in, conn, budget / 4);
+        auto s = std::make_shared<LabelState>(c.in, conn, budget / 8);
+        s->min_size = static_cast<std::uint64_t>(c.args.integer("min-size"));
+        if (c.args.has("regions")) s->regions = c.args.text("regions");
+        s->measure = s->min_size > 0 || !s->regions.empty();
         BuiltStage b(std::make_unique<Apply>(s));
         b.reduce = std::make_unique<Scan>(s);
         b.end_reduce = [s] { s->finish(); };
