@@ -255,6 +255,12 @@ struct BandPlan {
   // CPU bands with planes of context: the runs of rows (one plane's of a band) kept for the
   // bands after it that read them again, at most this many (0: none).
   std::int64_t run_cache = 0;
+  // CPU bands with planes of context, walked in slabs of this many whole planes (0: plane after
+  // plane): within a slab, a band's rows in each plane in turn before the next band's rows, so the
+  // 2R + 1 planes of those rows a band reads are still in the CPU's cache from the band of the
+  // plane before. The slab's output is gathered (two buffers of slab_planes planes: one filled
+  // while the other is written) and written in order once the slab is done.
+  std::int64_t slab_planes = 0;
   std::int64_t first_band = 0, last_band = 0;  // a run covers [first_band, last_band)
   int slots = 0;
   int threads = 0;

@@ -142,6 +142,8 @@ void report(const char* prog, const std::string& stats, bool quiet, const RunRep
       << " slots, " << plan.threads << " threads, "
       << (plan.tile_cols > 0 ? "tiles of " + std::to_string(plan.tile_cols) + " columns, "
                              : std::string())
+      << (plan.slab_planes > 0 ? "slabs of " + std::to_string(plan.slab_planes) + " planes, "
+                               : std::string())
       << "ring " << ooc::format_bytes(double(plan.ring_bytes)) << " of "
       << ooc::format_bytes(double(plan.mem_limit))
       << (plan.estimate_seconds > 0

@@ -3,6 +3,7 @@
 // kernels), parallel compute (the operation's kernel on the CPU), serial in-order write (waits for
 // a GPU band; output rows to the sink, partials to the reduction). On the CUDA backend the bands
 // read while CUDA is still starting go through the CPU's kernels instead (see Engine::run).
+#include <sys/mman.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <future>
 #include <list>
+#include <new>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -44,7 +46,40 @@ static_assert(std::atomic<bool>::is_always_lock_free);
 
 // One ring slot. Slots are reused round robin: band i uses slot i % slots, which is safe because
 // the last stage retires bands in order and tokens == slots.
+// Anonymous memory in 2 MiB pages where the kernel gives them (transparent huge pages on
+// request): a slab's output buffers are hundreds of MiB written once a run, and faulting them in
+// 4 KiB at a time cost more system time than the filter's reads.
+struct HugeBuffer {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  explicit HugeBuffer(std::size_t n) : bytes(n) {
+    p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    ::madvise(p, n, MADV_HUGEPAGE);
+#endif
+  }
+  HugeBuffer(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(const HugeBuffer&) = delete;
+  ~HugeBuffer() {
+    ::munmap(p, bytes);
+  }
+  std::byte* data() const {
+    return static_cast<std::byte*>(p);
+  }
+};
+
+// A step of the engine's walk over the bands (Engine::run): which band, and in slabs, which slab.
+struct WalkStep {
+  std::int64_t band = 0;
+  std::int64_t slab = 0;         // the slab's index, from the run's first
+  std::int64_t slab_band = 0;    // its first band's index
+  std::int64_t slab_planes = 0;  // planes in this slab (the last may have fewer)
+  bool slab_last = false;        // the slab's last band in the walk
+};
+
 struct Slot {
+  WalkStep step;
   Band band;
   std::vector<std::int64_t> source_rows;  // image row of each input row; -1: constant border
   // A band on the CPU: the rows mapped for it, the table of them, the output rows (allocated
@@ -72,9 +107,13 @@ std::atomic<bool> g_may_outlive{false};
 // Rows a source gave for one plane of a band, kept for the bands after it that read the same
 // rows: a volume's band reads its rows in 2R + 1 planes, each plane's rows again for the next 2R
 // planes' bands. Mapping (or decoding) them once instead of 2R + 1 times, and faulting their pages
-// in once, made a 13-plane z pass 3x faster.
+// in once, made a 13-plane z pass 3x faster. They are copied (Source::read_rows) into buffers used
+// again and again rather than mapped: the z pass reads each of them 2R + 1 times, and reading
+// freshly mapped file pages (a page table entry each, set up as they fault in) cost the z pass 2x
+// the reads of memory the process already uses, where mapping and faulting are dear (a VM).
 struct CachedRun {
-  RowArena arena;
+  std::unique_ptr<std::byte[]> buffer;
+  std::size_t bytes = 0;  // the buffer's size
   const std::byte* data = nullptr;
 };
 
@@ -97,11 +136,16 @@ class RunCache {
       if (it->use_count() == 1) {  // no band holds it (only the read stage adds holders)
         run = std::move(*it);
         evicted_.erase(it);
-        run->arena.release();
         break;
       }
     if (!run) run = std::make_shared<CachedRun>();
-    run->data = source.rows(y0, n, run->arena);
+    const std::size_t bytes = static_cast<std::size_t>(n) * source.spec().row_bytes();
+    if (run->bytes < bytes) {
+      run->buffer.reset(new std::byte[bytes]);
+      run->bytes = bytes;
+    }
+    source.read_rows(y0, n, run->buffer.get());
+    run->data = run->buffer.get();
     runs_.emplace_front(key, run);
     if (runs_.size() > capacity_) {
       evicted_.push_back(std::move(runs_.back().second));
@@ -398,6 +442,53 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   stats.setup_seconds = seconds_since(t0);
   double gpu_wait_s = 0;
 
+  // The walk: bands in index order, or in slabs (BandPlan::slab_planes) of whole planes, a band's
+  // rows in each plane of the slab in turn. Walk position w is band walk(w).band; the slots, the
+  // pipeline's order and the writes follow w. A slab's bands write into one of two buffers (or the
+  // sink's memory), written out in order after its last band: the next slab's bands fill the
+  // other meanwhile, and the bands in flight (at most the slots) never reach the slab after it.
+  const std::int64_t plane_bands =
+      (in.height + plan.band_rows - 1) / std::max<std::int64_t>(1, plan.band_rows);
+  const std::int64_t slab = plan.slab_planes;
+  const bool slabs = slab > 1 && !e.backend.cuda && plane_halo > 0 && !op.projects() &&
+                     partial_bytes == 0 && out_spec && plan.row_begin % in.height == 0 &&
+                     plan.first_band % plane_bands == 0 && plan.last_band % plane_bands == 0 &&
+                     slab * plane_bands >= plan.slots;
+  auto walk = [&](std::int64_t w) {
+    WalkStep st;
+    if (!slabs) {
+      st.band = w;
+      return st;
+    }
+    const std::int64_t k = w - plan.first_band, per_slab = slab * plane_bands;
+    const std::int64_t planes = (plan.last_band - plan.first_band) / plane_bands;
+    st.slab = k / per_slab;
+    st.slab_planes = std::min(slab, planes - st.slab * slab);
+    const std::int64_t j = k - st.slab * per_slab;
+    st.slab_band = plan.first_band + st.slab * per_slab;
+    st.band = st.slab_band + (j % st.slab_planes) * plane_bands + j / st.slab_planes;
+    st.slab_last = j == st.slab_planes * plane_bands - 1;
+    return st;
+  };
+  // The kernels write into the sink's memory where its rows are laid out as the output's.
+  const auto sink_fits = [&] {
+    const ImageSpec& to = sink->spec();
+    return to.width == out_spec->width && to.channels == out_spec->channels &&
+           to.type == out_spec->type;
+  };
+  // Made by the read stage (serial) before a slab's first band; none where the sink's memory
+  // takes the rows (MemorySink).
+  std::unique_ptr<HugeBuffer> slab_buffers[2];
+  const std::size_t plane_out = static_cast<std::size_t>(in.height) * out_row;
+  const bool slab_in_place =
+      slabs && sink_fits() &&
+      sink->rows_in_place(band_at(plan, plan.first_band).stacked_y0, 1) != nullptr;
+  auto slab_out = [&](const WalkStep& st, const Band& band) {
+    const std::int64_t z0 = band_at(plan, st.slab_band).z;
+    return slab_buffers[st.slab % 2]->data() + static_cast<std::size_t>(band.z - z0) * plane_out +
+           static_cast<std::size_t>(band.y0) * out_row;
+  };
+
   std::int64_t next = plan.first_band;
   std::int64_t rows_done = 0;
   // Bands follow each other in the stacked rows.
@@ -430,7 +521,11 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     }
     const auto t = Clock::now();
     Slot& slot = e.slots[static_cast<std::size_t>(next % plan.slots)];
-    slot.band = band_at(plan, next);
+    slot.step = walk(next);
+    slot.band = band_at(plan, slot.step.band);
+    if (slabs && !slab_in_place && !slab_buffers[slot.step.slab % 2])
+      slab_buffers[slot.step.slab % 2] =
+          std::make_unique<HugeBuffer>(static_cast<std::size_t>(slab) * plane_out);
     // The band's rows with their halo, in each plane of the window (border rule in y and z).
     const std::int64_t first = slot.band.y0 - halo, count = slot.band.rows + 2 * halo;
     const std::int64_t window = op.projects() ? in.depth : 2 * plane_halo + 1;
@@ -496,11 +591,11 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       b.plane_halo = plane_halo;
       b.in = in;
       if (out_spec) {
-        const ImageSpec& to = sink->spec();
-        if (to.width == out_spec->width && to.channels == out_spec->channels &&
-            to.type == out_spec->type)
+        if (sink_fits())
           slot->out_in_place = sink->rows_in_place(slot->band.stacked_y0, slot->band.rows);
-        std::byte* out = slot->out_in_place ? slot->out_in_place : slot->out.get();
+        std::byte* out = slot->out_in_place ? slot->out_in_place
+                         : slabs            ? slab_out(slot->step, slot->band)
+                                            : slot->out.get();
         b.out = BandView{
             out, out_row, slot->band.rows, out_spec->width, out_spec->channels, out_spec->type};
       }
@@ -537,9 +632,21 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     }
     slot->arena.release();
     slot->cached.clear();
-    if (out_spec) sink->write_rows(slot->band.stacked_y0, slot->band.rows, out, out_row);
-    if (partial_bytes > 0) op.merge(partial, slot->band);
-    rows_done += slot->band.rows;
+    if (slabs) {
+      // The slab's rows, in order, once its last band is done.
+      if (slot->step.slab_last) {
+        const std::int64_t y0 = band_at(plan, slot->step.slab_band).stacked_y0,
+                           n = slot->step.slab_planes * in.height;
+        const std::byte* rows =
+            slab_in_place ? sink->rows_in_place(y0, n) : slab_buffers[slot->step.slab % 2]->data();
+        sink->write_rows(y0, n, rows, out_row);
+        rows_done += n;
+      }
+    } else {
+      if (out_spec) sink->write_rows(slot->band.stacked_y0, slot->band.rows, out, out_row);
+      if (partial_bytes > 0) op.merge(partial, slot->band);
+      rows_done += slot->band.rows;
+    }
     write_s += seconds_since(t);
     if (progress) progress(rows_done, rows_total);
   };

@@ -384,12 +384,35 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     // read them (Engine's RunCache), where 2R + 1 planes' worth fits beside the ring. Fewer would
     // be evicted before their next use (the cache keeps the last ones used).
     plan.run_cache = 0;
+    plan.slab_planes = 0;
     if (!backend.cuda && plan.plane_halo > 0) {
       const std::int64_t per_plane = (P + rows - 1) / rows;
-      const std::int64_t want = planes_cpu * (per_plane + 1);
       const std::size_t entry =
           static_cast<std::size_t>(std::min(rows + 2 * halo, P)) * input.row_bytes();
-      if (plan.ring_bytes + static_cast<std::size_t>(want) * entry <= plan.mem_limit) {
+      // Slabs where the window has 7 planes or more (a Gaussian's: its z pass reads each row 2R + 1
+      // times, and from memory when the bands between two reads are a plane's; a 3 or 5 plane
+      // median is bound by its sorting, and slabs only read 2R planes more at each end): the runs
+      // of one band's window (and those the bands in flight hold), and two buffers of the slab's
+      // output planes, as many planes as fit beside them up to two windows. Enough bands a slab
+      // that those in flight never reach two slabs on.
+      const std::int64_t planes = span / P, slab_runs = planes_cpu + plan.slots;
+      const std::size_t runs_bytes = static_cast<std::size_t>(slab_runs) * entry;
+      const std::size_t plane_out = static_cast<std::size_t>(P) * plan.out_row_bytes;
+      if (!projects && plan.plane_halo >= 3 && per_plane > 1 && planes > 1 &&
+          plan.partial_bytes == 0 && plane_out > 0 && plan.row_begin % P == 0 &&
+          plan.row_end % P == 0 && plan.ring_bytes + runs_bytes < plan.mem_limit) {
+        const auto fit = static_cast<std::int64_t>((plan.mem_limit - plan.ring_bytes - runs_bytes) /
+                                                   (2 * plane_out));
+        const std::int64_t slab = std::min({fit, planes, 2 * (2 * plan.plane_halo + 1)});
+        if (slab > 1 && slab * per_plane >= plan.slots) {
+          plan.slab_planes = slab;
+          plan.run_cache = slab_runs;
+          plan.ring_bytes += runs_bytes + 2 * static_cast<std::size_t>(slab) * plane_out;
+        }
+      }
+      const std::int64_t want = planes_cpu * (per_plane + 1);
+      if (plan.slab_planes == 0 &&
+          plan.ring_bytes + static_cast<std::size_t>(want) * entry <= plan.mem_limit) {
         plan.run_cache = want;
         plan.ring_bytes += static_cast<std::size_t>(want) * entry;
       }

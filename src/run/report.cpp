@@ -74,6 +74,7 @@ std::string stats_json(const RunReport& r, const std::string& extra_json) {
                {"slots", plan.slots},
                {"threads", plan.threads},
                {"tile_cols", plan.tile_cols},
+               {"slab_planes", plan.slab_planes},
                {"column_halo", plan.column_halo},
                {"estimate_seconds", plan.estimate_seconds},
                {"mem_limit_bytes", plan.mem_limit},
