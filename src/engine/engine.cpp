@@ -3,7 +3,6 @@
 // kernels), parallel compute (the operation's kernel on the CPU), serial in-order write (waits for
 // a GPU band; output rows to the sink, partials to the reduction). On the CUDA backend the bands
 // read while CUDA is still starting go through the CPU's kernels instead (see Engine::run).
-#include <sys/mman.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
@@ -17,14 +16,13 @@
 #include <exception>
 #include <functional>
 #include <future>
-#include <list>
-#include <new>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "ooc/engine.hpp"
 #include "ooc/error.hpp"
+#include "run_cache.hpp"
 #include "staging.hpp"
 #include "tiles.hpp"
 #include "trace.hpp"
@@ -46,29 +44,6 @@ static_assert(std::atomic<bool>::is_always_lock_free);
 
 // One ring slot. Slots are reused round robin: band i uses slot i % slots, which is safe because
 // the last stage retires bands in order and tokens == slots.
-// Anonymous memory in 2 MiB pages where the kernel gives them (transparent huge pages on
-// request): a slab's output buffers are hundreds of MiB written once a run, and faulting them in
-// 4 KiB at a time cost more system time than the filter's reads.
-struct HugeBuffer {
-  void* p = nullptr;
-  std::size_t bytes = 0;
-  explicit HugeBuffer(std::size_t n) : bytes(n) {
-    p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-    ::madvise(p, n, MADV_HUGEPAGE);
-#endif
-  }
-  HugeBuffer(const HugeBuffer&) = delete;
-  HugeBuffer& operator=(const HugeBuffer&) = delete;
-  ~HugeBuffer() {
-    ::munmap(p, bytes);
-  }
-  std::byte* data() const {
-    return static_cast<std::byte*>(p);
-  }
-};
-
 // A step of the engine's walk over the bands (Engine::run): which band, and in slabs, which slab.
 struct WalkStep {
   std::int64_t band = 0;
@@ -85,7 +60,7 @@ struct Slot {
   // A band on the CPU: the rows mapped for it, the table of them, the output rows (allocated
   // without being filled: the kernels' threads touch the pages first) and the partial.
   RowArena arena;
-  std::vector<std::shared_ptr<const struct CachedRun>> cached;  // runs of RunCache in use
+  std::vector<std::shared_ptr<const detail::CachedRun>> cached;  // runs of RunCache in use
   std::vector<const std::byte*> table;
   std::unique_ptr<std::byte[]> out;
   std::byte* out_in_place = nullptr;  // the sink's own rows, where the kernels wrote this band
@@ -104,66 +79,10 @@ struct SlotMaker {
 
 std::atomic<bool> g_may_outlive{false};
 
-// Rows a source gave for one plane of a band, kept for the bands after it that read the same
-// rows: a volume's band reads its rows in 2R + 1 planes, each plane's rows again for the next 2R
-// planes' bands. Mapping (or decoding) them once instead of 2R + 1 times, and faulting their pages
-// in once, made a 13-plane z pass 3x faster. They are copied (Source::read_rows) into buffers used
-// again and again rather than mapped: the z pass reads each of them 2R + 1 times, and reading
-// freshly mapped file pages (a page table entry each, set up as they fault in) cost the z pass 2x
-// the reads of memory the process already uses, where mapping and faulting are dear (a VM).
-struct CachedRun {
-  std::unique_ptr<std::byte[]> buffer;
-  std::size_t bytes = 0;  // the buffer's size
-  const std::byte* data = nullptr;
-};
-
-// The last `capacity` runs asked for, by their rows (the read stage's alone: no lock). A run
-// evicted is reused, with its arena's buffer, for a later one once no band holds it: freeing and
-// allocating a band's worth of rows for every plane let the allocator keep a fifth more than
-// the limit resident (generated and decoded rows live in the arena).
-class RunCache {
- public:
-  explicit RunCache(std::size_t capacity) : capacity_(capacity) {}
-  std::shared_ptr<const CachedRun> get(Source& source, std::int64_t y0, std::int64_t n) {
-    const auto key = std::make_pair(y0, n);
-    for (auto it = runs_.begin(); it != runs_.end(); ++it)
-      if (it->first == key) {
-        runs_.splice(runs_.begin(), runs_, it);
-        return runs_.front().second;
-      }
-    std::shared_ptr<CachedRun> run;
-    for (auto it = evicted_.begin(); it != evicted_.end(); ++it)
-      if (it->use_count() == 1) {  // no band holds it (only the read stage adds holders)
-        run = std::move(*it);
-        evicted_.erase(it);
-        break;
-      }
-    if (!run) run = std::make_shared<CachedRun>();
-    const std::size_t bytes = static_cast<std::size_t>(n) * source.spec().row_bytes();
-    if (run->bytes < bytes) {
-      run->buffer.reset(new std::byte[bytes]);
-      run->bytes = bytes;
-    }
-    source.read_rows(y0, n, run->buffer.get());
-    run->data = run->buffer.get();
-    runs_.emplace_front(key, run);
-    if (runs_.size() > capacity_) {
-      evicted_.push_back(std::move(runs_.back().second));
-      runs_.pop_back();
-    }
-    return run;
-  }
-
- private:
-  std::size_t capacity_;
-  std::list<std::pair<std::pair<std::int64_t, std::int64_t>, std::shared_ptr<CachedRun>>> runs_;
-  std::vector<std::shared_ptr<CachedRun>> evicted_;  // at most the bands in flight hold them
-};
-
 // Fills slot.table with the rows the band needs: source rows in as few contiguous runs as
 // possible (one, away from the edges), halo rows outside the image mapped through the border rule.
 // With a cache (a volume's planes of context), runs within a plane only, through the cache.
-void map_rows(Source& source, Slot& slot, RunCache* cache, std::int64_t plane_rows) {
+void map_rows(Source& source, Slot& slot, detail::RunCache* cache, std::int64_t plane_rows) {
   std::vector<std::int64_t> wanted;
   wanted.reserve(slot.source_rows.size());
   for (const std::int64_t src : slot.source_rows)
@@ -478,7 +397,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   };
   // Made by the read stage (serial) before a slab's first band; none where the sink's memory
   // takes the rows (MemorySink).
-  std::unique_ptr<HugeBuffer> slab_buffers[2];
+  std::unique_ptr<detail::HugeBuffer> slab_buffers[2];
   const std::size_t plane_out = static_cast<std::size_t>(in.height) * out_row;
   const bool slab_in_place =
       slabs && sink_fits() &&
@@ -511,7 +430,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // kernels: one band packed at a time, in order, so each band's copy in starts as early as it
   // can (bands packed side by side finish together and then queue for the one copy engine).
   Slot* last = nullptr;  // the slot of the band read just before (GPU halo reuse)
-  std::optional<RunCache> run_cache;
+  std::optional<detail::RunCache> run_cache;
   if (plane_halo > 0 && !op.projects() && plan.run_cache > 0)
     run_cache.emplace(static_cast<std::size_t>(plan.run_cache));
   auto read_stage = [&](tbb::flow_control& fc) -> Slot* {
@@ -525,7 +444,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     slot.band = band_at(plan, slot.step.band);
     if (slabs && !slab_in_place && !slab_buffers[slot.step.slab % 2])
       slab_buffers[slot.step.slab % 2] =
-          std::make_unique<HugeBuffer>(static_cast<std::size_t>(slab) * plane_out);
+          std::make_unique<detail::HugeBuffer>(static_cast<std::size_t>(slab) * plane_out);
     // The band's rows with their halo, in each plane of the window (border rule in y and z).
     const std::int64_t first = slot.band.y0 - halo, count = slot.band.rows + 2 * halo;
     const std::int64_t window = op.projects() ? in.depth : 2 * plane_halo + 1;
