@@ -3,7 +3,9 @@
 #pragma once
 
 #include <sys/mman.h>
+#include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -53,7 +55,7 @@ struct CachedRun {
 };
 
 // The last `capacity` runs asked for, by their rows (the read stage's alone: no lock). A run
-// evicted is reused, with its arena's buffer, for a later one once no band holds it: freeing and
+// evicted is reused, with its buffer, for a later one once no band holds it: freeing and
 // allocating a band's worth of rows for every plane let the allocator keep a fifth more than
 // the limit resident (generated and decoded rows live in the arena).
 class RunCache {
@@ -79,8 +81,20 @@ class RunCache {
       run->buffer.reset(new std::byte[bytes]);
       run->bytes = bytes;
     }
-    source.read_rows(y0, n, run->buffer.get());
-    run->data = run->buffer.get();
+    // The read stage copies the run, one band at a time: with many threads filtering, one
+    // thread's copy held them up, so the rows are copied in pieces by every thread free (a
+    // decoder reads in order, from one thread).
+    const std::size_t row = source.spec().row_bytes();
+    const auto step = std::max<std::int64_t>(1, static_cast<std::int64_t>((256 << 10) / row));
+    std::byte* to = run->buffer.get();
+    if (source.parallel_reads() && n > step)
+      tbb::parallel_for(std::int64_t{0}, (n + step - 1) / step, [&](std::int64_t k) {
+        const std::int64_t a = k * step, m = std::min(step, n - a);
+        source.read_rows(y0 + a, m, to + static_cast<std::size_t>(a) * row);
+      });
+    else
+      source.read_rows(y0, n, to);
+    run->data = to;
     runs_.emplace_front(key, run);
     if (runs_.size() > capacity_) {
       evicted_.push_back(std::move(runs_.back().second));

@@ -89,8 +89,9 @@ class VolumeSlabsCheck(unittest.TestCase):
         self.assertEqual(slabs, 0)
         seen = set()
         # The memory limit sets the slab's planes (two buffers of them beside the ring).
-        for mem in ("4M", "6M", "9M", "64M"):
+        for mem in ("4M", "6M", "9M", "64M"):  # on 2 threads: the slots count in the limit
             for extra in (["--band-rows", "16"], ["--band-rows", "33", "--slots", "6"]):
+                extra = extra + ["--threads", "2"]
                 got, slabs = self.npy("big.npy", pipe, "--border", "mirror", "--mem-limit", mem,
                                       *extra)
                 seen.add(slabs)
