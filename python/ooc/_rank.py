@@ -10,7 +10,8 @@ import tempfile
 import numpy as np
 
 from . import (_axes, _check_progress, _core, _is_volume, _load, _mode, _output, _run_options,
-               _sample_name, _sequence, _shape_name, _shared, _spatial, _usage)
+               _sequence, _shape_name, _shared, _spatial, _usage)
+from ._pipeline import _sample_name
 
 
 def _sizes(a, vol, size, footprint, axes):

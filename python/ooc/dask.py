@@ -44,8 +44,9 @@ import numpy as np
 import dask
 import dask.array as da
 
-from . import (_MODES, _OOC_TYPES, _conv_taps, _core, _gaussian_taps, _is_volume, _mode,
-               _pipeline_options, _pipeline_words, _sample_name, _sequence, _spatial, _usage)
+from . import (_MODES, _conv_taps, _core, _gaussian_taps, _is_volume, _mode, _sequence, _spatial,
+               _usage)
+from ._pipeline import _OOC_TYPES, _pipeline_options, _pipeline_words, _sample_name
 from . import _axes as _axes_of
 import ooc as _ooc  # the package's array functions, which each block runs
 
