@@ -42,8 +42,6 @@ std::atomic<bool> g_stop{false};
 std::atomic<bool> g_stop_on_signals{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-// One ring slot. Slots are reused round robin: band i uses slot i % slots, which is safe because
-// the last stage retires bands in order and tokens == slots.
 // A step of the engine's walk over the bands (Engine::run): which band, and in slabs, which slab.
 struct WalkStep {
   std::int64_t band = 0;
@@ -53,6 +51,8 @@ struct WalkStep {
   bool slab_last = false;        // the slab's last band in the walk
 };
 
+// One ring slot. Slots are reused round robin: the band at walk position w uses slot w % slots,
+// which is safe because the last stage retires bands in walk order and tokens == slots.
 struct Slot {
   WalkStep step;
   Band band;
