@@ -4,9 +4,12 @@ the CPU backend's bytes (z passes of sums where the CPU's build has FMA, which t
 separable checks assume too; extremes and rank filters always), over the five borders, u8/u16/
 f32, 1 and 3 channels, bands of whole planes (the 2R planes of a band's window taken from the
 band before on the device) and bands of a few rows (every plane copied), one slot and several;
-the rank filters of up to 64 samples against scipy.ndimage exactly (NaN, -0); fused 3-D chains;
-windows the GPU does not take and projections refused on --device cuda (exit 5) and run on the
-CPU under auto. Outputs are poisoned first. Without a CUDA device every test skips.
+the rank filters of up to 64 samples against scipy.ndimage exactly (NaN, -0); minimum, maximum,
+opening, closing and the top-hats of any box (windows larger than the volume too); the gradient
+magnitude (f32 and f64 sums, which the CPU's FMA build rounds as the GPU); fused 3-D chains;
+projections along z (the CPU's bytes, or refused while the engine's GPU slots hold a window of
+planes, not every plane); windows the GPU does not take refused on --device cuda (exit 5) and
+run on the CPU under auto. Outputs are poisoned first. Without a CUDA device every test skips.
 Usage: test_volumes_cuda.py --bin-dir DIR [unittest options]"""
 
 import numpy as np
@@ -46,6 +49,9 @@ class VolumesCuda(Base):
         with open(out, "wb") as f:  # poison: a stale file must not pass
             f.write(b"\x5a" * 64)
         r = run([tool("oocrun"), inp, out, pipeline, "-q"] + list(extra))
+        if code is None:  # either: the output, or a refusal's message (exit 5)
+            self.assertIn(r.returncode, (0, 5), r.stderr)
+            return np.load(out) if r.returncode == 0 else r.stderr
         self.assertEqual(r.returncode, code, r.stderr)
         return np.load(out) if code == 0 else r.stderr
 
@@ -98,17 +104,118 @@ class VolumesCuda(Base):
                     want = ref(np.where(np.isnan(x), 0, x), size=size, mode=border, cval=CVAL)
                     self.assertTrue(np.array_equal(got[~hit], want[~hit]), pipeline)
 
+    def test_minimum_maximum_and_tophats_of_any_box(self):
+        """Boxes of more than 64 samples: the z pass of the extremes, then the 2-D van Herk
+        passes; the top-hats' difference with the middle plane on the device."""
+        stages = ["minimum size=5", "maximum size=7", "minimum size=3x5x7", "maximum size=6x4x5",
+                  "opening size=5", "closing size=3x5x7", "white-tophat size=5",
+                  "black-tophat size=3x5x7", "white-tophat size=3", "black-tophat size=4x2x3"]
+        for k, pipeline in enumerate(stages):
+            for i, border in enumerate(BORDERS):
+                t = ("u8", "u16", "f32")[(k + i) % 3]
+                c = 3 if (k + i) % 4 == 0 else 1
+                x = volume(8, 13, 22, c, t, seed=10 + k)
+                with self.subTest(pipeline=pipeline, type=t, border=border, channels=c):
+                    self.both(x, pipeline, "--border", border, "--border-value", str(CVAL))
+
+    def test_extremes_of_windows_larger_than_the_volume(self):
+        x = volume(5, 9, 10, 1, "f32", seed=4)
+        x[2, 4, 4] = np.nan
+        x[3, 1:3, 1:3] = -0.0
+        x[0, 5:7, 5:7] = 0.0
+        for border in BORDERS:
+            for pipeline, size, ref in (("minimum size=9x11x13", (9, 11, 13), ndi.minimum_filter),
+                                        ("maximum size=7x3x12", (7, 3, 12), ndi.maximum_filter)):
+                with self.subTest(pipeline=pipeline, border=border):
+                    got = self.both(x, pipeline, "--border", border, "--border-value", str(CVAL))
+                    nan = np.isnan(x).astype(np.uint8)
+                    hit = ndi.maximum_filter(nan, size=size, mode=border, cval=0).astype(bool)
+                    self.assertTrue(np.array_equal(np.isnan(got), hit), pipeline)
+                    want = ref(np.where(np.isnan(x), 0, x), size=size, mode=border, cval=CVAL)
+                    self.assertTrue(np.array_equal(got[~hit], want[~hit]), pipeline)
+            for pipeline in ("white-tophat size=9x3x3", "black-tophat size=3x11x13"):
+                with self.subTest(pipeline=pipeline, border=border):
+                    self.both(x, pipeline, "--border", border, "--border-value", str(CVAL))
+
+    def test_tophats_with_nan_and_signed_zeros(self):
+        x = volume(6, 11, 12, 1, "f32", seed=8)
+        x[2, 5, 7] = np.nan
+        x[4, 2:5, 3:6] = -0.0
+        x[1, 0:4, 0:4] = 0.0
+        for border in BORDERS:
+            for pipeline in ("minimum size=5", "maximum size=3x5x7", "white-tophat size=5",
+                             "black-tophat size=3x5x7"):
+                with self.subTest(pipeline=pipeline, border=border):
+                    self.both(x, pipeline, "--border", border, "--border-value", str(CVAL))
+
+    def test_gradient_magnitude(self):
+        """The three Sobel derivatives (z pass, then the 2-D passes) and the root of their
+        squares' sum, each operation rounded as the CPU's."""
+        for i, border in enumerate(BORDERS):
+            for j, t in enumerate(("u8", "u16", "f32")):
+                c = 3 if (i + j) % 2 == 0 else 1
+                x = volume(7, 13, 22, c, t, seed=20 + i)
+                with self.subTest(type=t, border=border, channels=c):
+                    self.both(x, "gradient-magnitude", "--border", border, "--border-value",
+                              str(CVAL))
+        x = volume(5, 11, 9, 1, "f32", seed=6)
+        for extra in (["--precision", "f64"], ["--out-type", "u16"],
+                      ["--precision", "f64", "--out-type", "u8"]):
+            with self.subTest(extra=extra):
+                self.both(x, "gradient-magnitude", *extra)
+        # One plane, and two: the derivative along z folded onto the planes there are.
+        for d in (1, 2):
+            with self.subTest(depth=d):
+                self.both(volume(d, 12, 10, 1, "f32", seed=d), "gradient-magnitude",
+                          "--volume")
+        got = self.both(x.astype(np.float64), "gradient-magnitude", "--precision", "f64")
+        want = ndi.generic_gradient_magnitude(x.astype(np.float64), ndi.sobel, mode="reflect")
+        self.assertLess(float(np.max(np.abs(got - want))), 1e-9 * float(np.max(want)))
+
     def test_fused_3d_chain_and_larger_volume(self):
         x = volume(40, 64, 96, 1, "u16", seed=5)
         for pipeline in ("gaussian sigma=1 ! median size=3 ! unsharp sigma=1 amount=0.5",
                          "gaussian sigma=2 ! scale mul=0.5 ! maximum size=3",
-                         "median size=3 ! median size=3"):
+                         "median size=3 ! median size=3",
+                         "gaussian sigma=1 ! gradient-magnitude ! white-tophat size=5",
+                         "black-tophat size=3x5x7 ! gradient-magnitude"):
             with self.subTest(pipeline=pipeline):
                 self.both(x, pipeline, "--out-type", "f32")
 
+    def test_projections(self):
+        """Max, min, sum and mean along z, alone and after (and before) other stages: the CPU's
+        bytes (sums in plane order, in double). Until the engine's GPU slots hold every plane of
+        a band, --device cuda refuses them (exit 5, naming --device cpu) and auto takes the CPU:
+        both outcomes are accepted here, the second checked."""
+        x = volume(9, 13, 22, 1, "f32", seed=12)
+        x[3, 4, 5] = np.nan
+        x[5, 6:8, 6:8] = -0.0
+        x[2, 6:8, 6:8] = 0.0
+        cases = [(x, "project op=%s" % op, []) for op in ("max", "min", "sum", "mean")]
+        for j, t in enumerate(("u8", "u16", "f32")):
+            v = volume(7, 11, 10, 3 if j != 1 else 1, t, seed=30 + j)
+            cases += [(v, "project op=%s" % op, []) for op in ("max", "min", "sum", "mean")]
+        cases += [(volume(6, 12, 14, 1, "u16", seed=7), p, e) for p, e in (
+            ("gaussian sigma=1 ! project op=mean", []),
+            ("median size=3 ! project op=max", []),
+            ("project op=sum ! gaussian sigma=1.5", ["--precision", "f64"]),
+            ("maximum size=5 ! project op=min ! scale mul=0.5", ["--border", "constant"]),
+            ("project op=mean", ["--out-type", "f64"]))]
+        for v, pipeline, extra in cases:
+            with self.subTest(pipeline=pipeline, type=str(v.dtype), shape=v.shape, extra=extra):
+                probe = self.oocrun_npy(v, pipeline, "--device", "cuda", *extra, code=None)
+                if isinstance(probe, str):  # refused: the CPU under auto
+                    self.assertIn("--device cpu", probe)
+                    auto = self.oocrun_npy(v, pipeline, "--device", "auto", *extra)
+                    cpu = self.oocrun_npy(v, pipeline, "--device", "cpu", *extra, name="cpu.npy")
+                    self.assertTrue(auto.tobytes() == cpu.tobytes(), pipeline)
+                    continue
+                got = self.both(v, pipeline, *extra)
+                self.assertEqual(got.shape[0], v.shape[1], pipeline)  # one plane out
+
     def test_what_the_gpu_does_not_take(self):
         x = volume(6, 9, 10, 1, "u16", seed=2)
-        for pipeline in ("median size=5", "project op=max", "gaussian sigma=1 ! project"):
+        for pipeline in ("median size=5", "rank size=3x5x5 index=7"):
             with self.subTest(pipeline=pipeline):
                 err = self.oocrun_npy(x, pipeline, "--device", "cuda", code=5)
                 self.assertIn("--device cpu", err)

@@ -129,6 +129,25 @@ __global__ void combine_kernel(kernels::CombineKind k, const std::byte* x, std::
   }
 }
 
+// sqrt(a^2 + b^2 + c^2), each operation rounded as combine.cpp's magnitude3_row (compiled without
+// contraction).
+template <class Acc, class Out>
+__global__ void magnitude3_kernel(const std::byte* g1, const std::byte* g2, const std::byte* g3,
+                                  std::size_t g_stride, std::byte* dst, std::size_t dst_stride,
+                                  std::int64_t rows, std::int64_t n) {
+  for (std::int64_t y = blockIdx.y; y < rows; y += gridDim.y) {
+    const Acc* a = reinterpret_cast<const Acc*>(g1 + y * g_stride);
+    const Acc* b = reinterpret_cast<const Acc*>(g2 + y * g_stride);
+    const Acc* c = reinterpret_cast<const Acc*>(g3 + y * g_stride);
+    Out* d = reinterpret_cast<Out*>(dst + y * dst_stride);
+    for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const Acc s = add_rn(mul_rn(a[i], a[i]), mul_rn(b[i], b[i]));
+      d[i] = convert_one<Acc, Out>(sqrt_rn(add_rn(s, mul_rn(c[i], c[i]))));
+    }
+  }
+}
+
 dim3 grid_for(std::int64_t rows, std::int64_t n) {
   const std::int64_t bx =
       std::min<std::int64_t>((n + PointwisePolicy::kThreads - 1) / PointwisePolicy::kThreads, 64);
@@ -172,6 +191,24 @@ void combine_async(kernels::CombineKind k, const std::byte* x, std::size_t x_str
             <<<grid_for(rows, row_samples), PointwisePolicy::kThreads, 0, stream>>>(
                 k, x, x_stride, g1, g2, g_stride, dst, dst_stride, rows, row_samples, amount);
     });
+  });
+  OOC_KERNEL_TRY(cudaGetLastError());
+}
+
+void magnitude3_async(const std::byte* g1, const std::byte* g2, const std::byte* g3,
+                      std::size_t g_stride, std::byte* dst, std::size_t dst_stride, SampleType out,
+                      std::int64_t rows, std::int64_t row_samples, bool f64, cudaStream_t stream) {
+  if (rows <= 0 || row_samples <= 0) return;
+  dispatch_type(out, [&](auto ot) {
+    using O = decltype(ot);
+    if (f64)
+      magnitude3_kernel<double, O>
+          <<<grid_for(rows, row_samples), PointwisePolicy::kThreads, 0, stream>>>(
+              g1, g2, g3, g_stride, dst, dst_stride, rows, row_samples);
+    else
+      magnitude3_kernel<float, O>
+          <<<grid_for(rows, row_samples), PointwisePolicy::kThreads, 0, stream>>>(
+              g1, g2, g3, g_stride, dst, dst_stride, rows, row_samples);
   });
   OOC_KERNEL_TRY(cudaGetLastError());
 }

@@ -27,6 +27,12 @@ void combine_async(kernels::CombineKind k, const std::byte* x, std::size_t x_str
                    std::int64_t rows, std::int64_t row_samples, double amount, bool f64,
                    cudaStream_t stream);
 
+// dst = sqrt(g1^2 + g2^2 + g3^2) (a volume's gradient magnitude) in the accumulator type,
+// stored as `out`.
+void magnitude3_async(const std::byte* g1, const std::byte* g2, const std::byte* g3,
+                      std::size_t g_stride, std::byte* dst, std::size_t dst_stride, SampleType out,
+                      std::int64_t rows, std::int64_t row_samples, bool f64, cudaStream_t stream);
+
 struct PointwisePolicy {
   static constexpr int kThreads = 256;
   static constexpr int kMaxBlocksY = 65535;

@@ -2,6 +2,7 @@
 // subtract-background): the filters run on the band, then one pass per row combines them.
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -13,6 +14,14 @@
 #include "ops/stage_registry.hpp"
 
 namespace ooc::detail {
+#if defined(OOC_HAVE_CUDA)
+// combine_cuda.cpp: a volume's gradient magnitude from its three derivatives `g`.
+std::unique_ptr<CudaKernel> make_magnitude3_cuda(const std::vector<int>& devices,
+                                                 std::vector<const Operation*> g, bool f64,
+                                                 SampleType out);
+std::size_t magnitude3_cuda_scratch(const std::vector<const Operation*>& g, std::int64_t band_rows,
+                                    std::int64_t row_samples, bool f64);
+#endif
 namespace {
 
 // A band of `b` for a sub-operation of halo h <= b.halo and plane halo ph <= b.plane_halo, its
@@ -175,23 +184,29 @@ class CombineOp final : public Operation {
     return n;
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
-    return g_.size() > 2
-               ? 0
-               : detail::combine_cuda_scratch(g_[0].get(), second(), rows, in_.row_samples(), f64_);
+#if defined(OOC_HAVE_CUDA)
+    if (g_.size() > 2) return magnitude3_cuda_scratch(filters(), rows, in_.row_samples(), f64_);
+#endif
+    return detail::combine_cuda_scratch(g_[0].get(), second(), rows, in_.row_samples(), f64_);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
-    std::vector<const Operation*> g;
-    for (const auto& op : g_) g.push_back(op.get());
-    return std::make_unique<CombineKernel>(kind_, amount_, std::move(g), f64_, out_.type);
+    return std::make_unique<CombineKernel>(kind_, amount_, filters(), f64_, out_.type);
   }
-  // A volume's filters are chains with planes of context, which the CUDA chain has not.
-  bool has_cuda() const override { return kCudaBuilt && g_.size() <= 2 && g_[0]->has_cuda(); }
+  // A volume's gradient magnitude: its three derivatives' chains (combine_cuda.cpp).
+  bool has_cuda() const override {
+    if (g_.size() <= 2) return kCudaBuilt && g_[0]->has_cuda();
+    return kCudaBuilt &&
+           std::all_of(g_.begin(), g_.end(), [](const auto& g) { return g->has_cuda(); });
+  }
   bool cpu_gives_cuda_bits() const override {
     for (const auto& g : g_)
       if (!g->cpu_gives_cuda_bits()) return false;
     return true;
   }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    if (g_.size() > 2) return make_magnitude3_cuda(devices, filters(), f64_, out_.type);
+#endif
     return detail::make_combine_cuda(devices, kind_, amount_, g_[0].get(), second(), halo(),
                                      in_.type, f64_, out_.type);
   }
@@ -203,7 +218,14 @@ class CombineOp final : public Operation {
   }
 
  private:
-  const Operation* second() const { return g_.size() > 1 ? g_[1].get() : nullptr; }
+  const Operation* second() const {
+    return g_.size() > 1 ? g_[1].get() : nullptr;
+  }
+  std::vector<const Operation*> filters() const {
+    std::vector<const Operation*> g;
+    for (const auto& op : g_) g.push_back(op.get());
+    return g;
+  }
   ImageSpec in_, out_;
   kernels::CombineKind kind_;
   double amount_;

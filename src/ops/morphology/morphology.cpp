@@ -18,6 +18,11 @@
 #include "ops/pipeline/chain_impl.hpp"
 
 namespace ooc {
+namespace detail {
+// rank_cuda.cpp: a volume's top-hat from the CUDA kernel of its opening or closing.
+std::unique_ptr<CudaKernel> make_volume_tophat_cuda(std::unique_ptr<CudaKernel> chain, int sign,
+                                                    BorderMode border);
+}  // namespace detail
 namespace detail::morphology {
 namespace {
 
@@ -165,6 +170,16 @@ class VolumeTophat final : public Operation {
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<TophatKernel>(chain_->make_cpu(), sign_);
+  }
+  // The opening or closing of a band, then the chain's own.
+  std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
+    return detail::align_up(static_cast<std::size_t>(rows) * in_.row_bytes()) +
+           chain_->cuda_scratch_bytes(rows);
+  }
+  bool has_cuda() const override { return chain_->has_cuda(); }
+  bool cpu_gives_cuda_bits() const override { return chain_->cpu_gives_cuda_bits(); }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+    return detail::make_volume_tophat_cuda(chain_->make_cuda(devices), sign_, chain_->border());
   }
   Cost cost() const override {
     Cost c;
@@ -327,6 +342,9 @@ std::vector<StageEntry> morphology_stages() {
 #if !defined(OOC_HAVE_CUDA)
 // A build without CUDA: has_cuda() says no, so this is never called.
 std::unique_ptr<CudaKernel> make_tophat_cuda(const std::vector<int>&, const ChainGeometry&, int) {
+  return nullptr;
+}
+std::unique_ptr<CudaKernel> make_volume_tophat_cuda(std::unique_ptr<CudaKernel>, int, BorderMode) {
   return nullptr;
 }
 #endif

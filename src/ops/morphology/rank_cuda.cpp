@@ -71,6 +71,11 @@ class TophatCudaKernel final : public CudaKernel {
       : sign_(sign) {
     chain_ = make_chain_cuda(devices, g);
   }
+  // A volume's: `chain` computes the opening or closing of the band's middle plane from its
+  // planes of context; the difference reads that plane (border: the chain's, naming no plane
+  // outside the volume for the middle one).
+  TophatCudaKernel(std::unique_ptr<CudaKernel> chain, int sign, BorderMode border)
+      : sign_(sign), border_(border), chain_(std::move(chain)) {}
   void start(const CudaSlotInfo& slot) override { chain_->start(slot); }
   void stop(const CudaSlotInfo& slot) override { chain_->stop(slot); }
   void run_async(const CudaBand& b) override {
@@ -84,15 +89,17 @@ class TophatCudaKernel final : public CudaKernel {
       inner.scratch = b.scratch + align_up(static_cast<std::size_t>(b.band.rows) * row_bytes);
     }
     chain_->run_async(inner);
+    const std::byte* x = b.plane_halo > 0 ? cuda_plane(b, b.plane_halo, border_)
+                                          : b.in + static_cast<std::size_t>(b.halo) * b.in_stride;
     if (sign_ != 0)
-      cuda::tophat_difference_async(b.in + static_cast<std::size_t>(b.halo) * b.in_stride,
-                                    b.in_stride, inner.out, row_bytes, b.out, b.out_stride,
+      cuda::tophat_difference_async(x, b.in_stride, inner.out, row_bytes, b.out, b.out_stride,
                                     b.band.rows, b.in_spec.row_samples(), b.in_spec.type, sign_,
                                     static_cast<cudaStream_t>(b.stream));
   }
 
  private:
   int sign_;
+  BorderMode border_ = BorderMode::reflect;
   std::unique_ptr<CudaKernel> chain_;
 };
 
@@ -194,6 +201,12 @@ std::unique_ptr<CudaKernel> make_minmax_cuda(bool max, std::int64_t ly, std::int
 std::unique_ptr<CudaKernel> make_tophat_cuda(const std::vector<int>& devices,
                                              const ChainGeometry& g, int sign) {
   return std::make_unique<TophatCudaKernel>(devices, g, sign);
+}
+
+// Declared in morphology.cpp (which builds without CUDA).
+std::unique_ptr<CudaKernel> make_volume_tophat_cuda(std::unique_ptr<CudaKernel> chain, int sign,
+                                                    BorderMode border) {
+  return std::make_unique<TophatCudaKernel>(std::move(chain), sign, border);
 }
 
 }  // namespace ooc::detail
