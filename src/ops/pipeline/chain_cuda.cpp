@@ -133,7 +133,7 @@ class ChainCudaKernel final : public CudaKernel {
   }
   void run_async(const CudaBand& b) override {
     const ChainGeometry& g = b.halo == g_.halo() ? g_ : grid_;
-    if (g.plane_halo() > 0) return run_planes(b, g);
+    if (g.plane_halo() > 0 || g.projects()) return run_planes(b, g);
     const std::size_t n = g.stages.size();
     const std::int64_t y0 = b.band.y0, y1 = y0 + b.band.rows;
     const auto r = g.ranges(y0, y1);
@@ -190,6 +190,10 @@ class ChainCudaKernel final : public CudaKernel {
     planes[n - 1] = {b.band.z};
     for (std::size_t k = n - 1; k > 0; --k) {
       std::vector<std::int64_t>& want = planes[k - 1];
+      if (g.stages[k].op->projects()) {  // a projection reads every plane
+        for (std::int64_t q = 0; q < D; ++q) want.push_back(q);
+        continue;
+      }
       const std::int64_t ph = g.stages[k].plane_halo;
       for (const std::int64_t p : planes[k])
         for (std::int64_t d = -ph; d <= ph; ++d)
@@ -207,6 +211,9 @@ class ChainCudaKernel final : public CudaKernel {
       std::size_t stride = b.in_stride;
       auto input = [&](std::int64_t q) -> const std::byte* {
         if (k == 0) {  // the band's window: the engine's planes, or those of a chain's stage
+          if (g.projects() && !b.plane_in)  // the engine's: every plane, in order
+            return b.in +
+                   static_cast<std::size_t>(q * engine_rows + a - h - b.first_row) * b.in_stride;
           for (std::int64_t j = 0; j <= 2 * b.plane_halo; ++j) {
             if (map_border(b.band.z - b.plane_halo + j, D, g.border) != q) continue;
             const std::byte* first = b.plane_in ? b.plane_in[j] - b.halo * b.in_stride
@@ -239,7 +246,12 @@ class ChainCudaKernel final : public CudaKernel {
         sb.plane_halo = ph;
         sb.plane_in = nullptr;
         sb.in = input(p);
-        if (ph > 0) {
+        if (s.op->projects()) {  // every plane of its input (CudaBand::plane_in, one a plane)
+          table_.resize(static_cast<std::size_t>(D));
+          for (std::int64_t q = 0; q < D; ++q)
+            table_[static_cast<std::size_t>(q)] = input(q) + static_cast<std::size_t>(h) * stride;
+          sb.plane_in = table_.data();
+        } else if (ph > 0) {
           table_.resize(static_cast<std::size_t>(2 * ph + 1));
           for (std::int64_t d = -ph; d <= ph; ++d) {
             const std::int64_t q = map_border(p + d, D, g.border);

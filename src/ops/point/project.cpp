@@ -14,6 +14,10 @@
 #include "ops/stage_registry.hpp"
 
 namespace ooc::detail {
+#if defined(OOC_HAVE_CUDA)
+// project_cuda.cpp: kind as ProjectKind's order.
+std::unique_ptr<CudaKernel> make_project_cuda(int kind, SampleType out);
+#endif
 namespace {
 
 enum class ProjectKind { max, min, sum, mean };
@@ -80,6 +84,17 @@ class Project final : public Operation {
   std::optional<std::int64_t> column_halo() const override { return 0; }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<ProjectKernel>(kind_, out_.type);
+  }
+  // The engine's GPU slots hold a band's 2 plane_halo + 1 planes, not every plane: until they
+  // do, a projection runs on the CPU. Its kernel is ready (project_cuda.cpp).
+  bool has_cuda() const override { return false; }
+  bool cpu_gives_cuda_bits() const override { return true; }  // picks, and sums in order
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_project_cuda(static_cast<int>(kind_), out_.type);
+#else
+    return nullptr;
+#endif
   }
   Cost cost() const override {
     Cost c;
