@@ -3,6 +3,12 @@
 // with the type's largest value), pruned to the comparators the wanted rank depends on, run on
 // vectors of adjacent output samples at once. Exact: a network only moves samples. A NaN in the
 // window gives NaN (its compare-exchange spreads it), -0 sorts below +0.
+//
+// A box at least two columns wide takes a shorter road (Rank3dPlan): the D x H samples of each
+// column sorted once and shared by the W windows that hold the column, and two neighbouring
+// windows sharing the merge of their W - 1 common columns (only the ranks either can need), each
+// then finishing with its own column by a two-list selection. The same samples come out: every
+// step selects under the same order.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +39,24 @@ struct Rank3dArgs {
   const std::vector<std::pair<int, int>>* network = nullptr;  // rank_network(wires, rank)
   std::byte* out = nullptr;
 };
+
+// The shared-column road for windows of `rows` x `cols` samples and rank `rank`: every column's
+// sorting network, then the merge of `cols` - 1 sorted columns pruned to the ranks [lo, hi] a
+// window's rank can fall on once its own column joins (comparators known redundant from the order
+// the merge has established so far, or touching a sample known to lie outside [lo, hi], left out).
+struct Rank3dPlan {
+  int rows = 0, cols = 0, rank = 0;
+  std::vector<std::pair<int, int>> sort;  // on `rows` wires
+  std::vector<int> sorted;                // sorted[i]: the wire of the i-th smallest after `sort`
+  // On (cols - 1) x rows wires, list j's i-th smallest on wire j x rows + i.
+  std::vector<std::pair<int, int>> merge;
+  int lo = 0, hi = 0;
+  std::vector<int> kept;  // kept[r - lo]: the wire of the merge's rank r
+};
+// The plan for a box row (window_rows x cols, the network and wire of a rank_network), built once
+// and kept; null where the plain network is the way (one column, too many wires, a row narrower
+// than two pixels).
+const Rank3dPlan* rank3d_plan(const Rank3dArgs& a);
 
 // One output row; `scratch`: rank3d_scratch_bytes() bytes.
 void rank3d_row(const Rank3dArgs& a, std::byte* scratch);
