@@ -7,9 +7,12 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "kernels/cpu/morphology/minmax.hpp"
 #include "kernels/cpu/morphology/rank3d.hpp"
+#include "kernels/cpu/morphology/rank3d_sorts.hpp"
 #include "ooc/detail/sample_type.hpp"
 
 namespace ooc::kernels::OOC_ISA {
@@ -82,6 +85,31 @@ void row_typed(const Rank3dArgs& a, std::byte* scratch) {
   }
 }
 
+// A column sort from a table (rank3d_sorts.hpp), one vector of each wire in a register throughout:
+// the strip-wide exchanges store and load every wire at every comparator.
+template <class T, std::size_t R, std::size_t N, std::size_t... I>
+[[gnu::always_inline]] inline void sort_table(T* base, std::int64_t stride, std::int64_t n,
+                                              const unsigned char (&net)[N][2],
+                                              std::index_sequence<I...>) {
+  using V = Vec<T>;
+  constexpr std::int64_t L = 32 / sizeof(T);
+  for (std::int64_t l = 0; l < n; l += L) {
+    V v[R];
+    for (std::size_t r = 0; r < R; ++r) std::memcpy(&v[r], base + r * stride + l, sizeof(V));
+    auto ex = [&v](unsigned char a, unsigned char b) { order<T>(v[a], v[b], v[a], v[b]); };
+    (ex(net[I][0], net[I][1]), ...);
+    for (std::size_t r = 0; r < R; ++r) std::memcpy(base + r * stride + l, &v[r], sizeof(V));
+  }
+}
+
+template <std::size_t N>
+bool is_table(const std::vector<std::pair<int, int>>& sort, const unsigned char (&net)[N][2]) {
+  if (sort.size() != N) return false;
+  for (std::size_t i = 0; i < N; ++i)
+    if (sort[i].first != net[i][0] || sort[i].second != net[i][1]) return false;
+  return true;
+}
+
 // Pixels a strip of the shared road holds (even): about 256 bytes of one wire, so that the merge's
 // wires stay in the first-level cache.
 constexpr std::int64_t kSharedStripBytes = 256;
@@ -113,6 +141,7 @@ void shared_typed(const Rank3dArgs& a, const Rank3dPlan& p, std::byte* scratch) 
   T* const res = u + K * R * US;  // two half strips of results
   T* const out = reinterpret_cast<T*>(a.out);
   // Column d of the pair's (pixel 2q + d): its half strip and offset.
+  const int table = is_table(p.sort, kSort25) ? 25 : is_table(p.sort, kSort9) ? 9 : 0;
   auto column = [&](std::int64_t d) { return (d % 2 ? to : te) + d / 2 * C; };
   for (std::int64_t x0 = 0;; x0 += Pp) {
     x0 = std::min(x0, W - Pp);  // the last strip overlaps the one before
@@ -128,9 +157,17 @@ void shared_typed(const Rank3dArgs& a, const Rank3dPlan& p, std::byte* scratch) 
           for (std::int64_t c = 0; c < C; ++c) (x % 2 ? o : e)[x / 2 * C + c] = src[x * C + c];
       }
     }
-    for (const auto& [lo, hi] : p.sort) {
-      exchange(te + lo * TS, te + hi * TS, round_up(even * C, L));
-      exchange(to + lo * TS, to + hi * TS, round_up(odd * C, L));
+    if (table == 25) {
+      sort_table<T, 25>(te, TS, round_up(even * C, L), kSort25, std::make_index_sequence<140>{});
+      sort_table<T, 25>(to, TS, round_up(odd * C, L), kSort25, std::make_index_sequence<140>{});
+    } else if (table == 9) {
+      sort_table<T, 9>(te, TS, round_up(even * C, L), kSort9, std::make_index_sequence<28>{});
+      sort_table<T, 9>(to, TS, round_up(odd * C, L), kSort9, std::make_index_sequence<28>{});
+    } else {
+      for (const auto& [lo, hi] : p.sort) {
+        exchange(te + lo * TS, te + hi * TS, round_up(even * C, L));
+        exchange(to + lo * TS, to + hi * TS, round_up(odd * C, L));
+      }
     }
     for (std::int64_t j = 0; j < K; ++j) {
       const T* col = column(1 + j);
