@@ -6,7 +6,8 @@ f32, 1 and 3 channels, bands of whole planes (the 2R planes of a band's window t
 band before on the device) and bands of a few rows (every plane copied), one slot and several;
 the rank filters of up to 64 samples against scipy.ndimage exactly (NaN, -0); minimum, maximum,
 opening, closing and the top-hats of any box (windows larger than the volume too); the gradient
-magnitude (f32 and f64 sums, which the CPU's FMA build rounds as the GPU); fused 3-D chains;
+magnitude (f32 and f64 sums, which the CPU's FMA build rounds as the GPU); 3-D kernels' direct
+convolution (exact for integer kernels and data, else within 1e-5 of float64); fused 3-D chains;
 projections along z (the CPU's bytes, or refused while the engine's GPU slots hold a window of
 planes, not every plane); windows the GPU does not take refused on --device cuda (exit 5) and
 run on the CPU under auto. Outputs are poisoned first. Without a CUDA device every test skips.
@@ -181,6 +182,42 @@ class VolumesCuda(Base):
                          "black-tophat size=3x5x7 ! gradient-magnitude"):
             with self.subTest(pipeline=pipeline):
                 self.both(x, pipeline, "--out-type", "f32")
+
+    def test_convolve_3d_kernels(self):
+        """A 3-D kernel's direct convolution: the 2-D convolution of each kernel plane on the
+        device, added plane by plane as the CPU adds them. Integer kernels on integer data sum
+        exactly in f32 (the CPU's bytes); real kernels within 1e-5 of the float64 reference, as
+        the 2-D convolution's test (test_cuda_convolve_equalize) checks it."""
+        rng = np.random.default_rng(40)
+        kint = self.p("kint.npy")
+        np.save(kint, rng.integers(-3, 4, (3, 5, 3)).astype(np.float64))
+        kreal = rng.uniform(-1, 1, (5, 3, 7))
+        kr = self.p("kreal.npy")
+        np.save(kr, kreal)
+        kflat = self.p("kflat.npy")  # planes of zeros are dropped: one plane left
+        k = np.zeros((3, 3, 3))
+        k[1] = rng.integers(-2, 3, (3, 3))
+        np.save(kflat, k)
+        kdeep = self.p("kdeep.npy")  # more planes than the volume
+        np.save(kdeep, rng.integers(-1, 2, (9, 3, 1)).astype(np.float64))
+        for i, border in enumerate(BORDERS):
+            for j, (t, out) in enumerate((("u8", "i32"), ("u16", "f32"), ("u8", "u16"))):
+                c = 3 if (i + j) % 3 == 0 else 1
+                x = volume(6, 13, 22, c, t, seed=40 + i)
+                for kern in (kint, kflat, kdeep):
+                    with self.subTest(border=border, type=t, out=out, channels=c, kernel=kern):
+                        self.both(x, "convolve kernel=%s method=direct" % kern, "--out-type", out,
+                                  "--border", border, "--border-value", str(CVAL))
+            x = volume(6, 13, 22, 1, "f32", seed=50 + i)
+            want = ndi.convolve(x.astype(np.float64), kreal, mode=border, cval=CVAL)
+            for plan in ([], ["--band-rows", "3", "--slots", "1"]):
+                with self.subTest(border=border, kernel="real", plan=plan):
+                    got = self.oocrun_npy(x, "convolve kernel=%s method=direct" % kr, "--device",
+                                          "cuda", "--cpu-start", "off", "--border", border,
+                                          "--border-value", str(CVAL), *plan)
+                    self.assertEqual(got.dtype, np.float32)
+                    err = float(np.max(np.abs(got - want)))
+                    self.assertLess(err, 1e-5 * float(np.max(np.abs(want))), border)
 
     def test_projections(self):
         """Max, min, sum and mean along z, alone and after (and before) other stages: the CPU's

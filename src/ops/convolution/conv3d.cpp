@@ -14,10 +14,22 @@
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/separable.hpp"
 #include "ops/convolution/plane_band.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/pipeline/chain_impl.hpp"
 #include "ops/stage_registry.hpp"
 
 namespace ooc {
+#if defined(OOC_HAVE_CUDA)
+namespace detail {
+// conv3d_cuda.cpp: as Conv3dKernel, on the device.
+std::unique_ptr<CudaKernel> make_conv3d_cuda(const std::vector<int>& devices,
+                                             const std::vector<const Operation*>& slices,
+                                             std::vector<std::int64_t> dz, BorderMode border,
+                                             bool f64, SampleType out);
+std::size_t conv3d_cuda_scratch(const std::vector<const Operation*>& slices, std::int64_t rows,
+                                std::int64_t row_samples, bool f64);
+}  // namespace detail
+#endif
 namespace {
 
 class Conv3dKernel final : public CpuKernel {
@@ -150,10 +162,26 @@ class Conv3d final : public Operation {
     return n;
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
-    std::vector<const Operation*> s;
-    for (const auto& op : slices_) s.push_back(op.get());
-    return std::make_unique<Conv3dKernel>(s, dz_, f64_, out_.type);
+    return std::make_unique<Conv3dKernel>(slices(), dz_, f64_, out_.type);
   }
+  // The direct sum only (conv3d_cuda.cpp): the FFT's planes would need their tiles' grid there.
+  bool has_cuda() const override {
+    return kCudaBuilt && std::all_of(slices_.begin(), slices_.end(), [](const auto& s) {
+             return s->has_cuda() && !s->cost().cuda_fft;
+           });
+  }
+  bool cpu_gives_cuda_bits() const override {
+    return std::all_of(slices_.begin(), slices_.end(),
+                       [](const auto& s) { return s->cpu_gives_cuda_bits(); });
+  }
+#if defined(OOC_HAVE_CUDA)
+  std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
+    return detail::conv3d_cuda_scratch(slices(), rows, in_.row_samples(), f64_);
+  }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+    return detail::make_conv3d_cuda(devices, slices(), dz_, p_.border, f64_, out_.type);
+  }
+#endif
   Cost cost() const override {
     Cost c;
     c.kind = Cost::Kind::fused;
@@ -162,6 +190,11 @@ class Conv3d final : public Operation {
   }
 
  private:
+  std::vector<const Operation*> slices() const {
+    std::vector<const Operation*> s;
+    for (const auto& op : slices_) s.push_back(op.get());
+    return s;
+  }
   std::string shape() const {
     const Kernel2d& k = p_.kernel;
     return std::to_string(k.planes) + "x" + std::to_string(k.rows) + "x" + std::to_string(k.cols);
