@@ -259,7 +259,8 @@ struct BandPlan {
   // plane): within a slab, a band's rows in each plane in turn before the next band's rows, so the
   // 2R + 1 planes of those rows a band reads are still in the CPU's cache from the band of the
   // plane before. The slab's output is gathered (two buffers of slab_planes planes: one filled
-  // while the other is written) and written in order once the slab is done.
+  // while the other is written) and written in order once the slab is done, or, for a sink that
+  // takes rows in any order (raw, .npy, null:), handed over band by band.
   std::int64_t slab_planes = 0;
   std::int64_t first_band = 0, last_band = 0;  // a run covers [first_band, last_band)
   int slots = 0;

@@ -143,6 +143,10 @@ class Sink {
     (void)n;
     return nullptr;
   }
+  // Whether write_rows may take rows in any order, each row once (written at its offset, or
+  // discarded): a volume's slabs then hand each band over as it is done instead of gathering the
+  // slab's planes in memory. durable_end is still asked only at the ends of slabs.
+  virtual bool any_order() const { return false; }
 };
 
 // What the command line says about an input that has no header (raw files, synthetic images).

@@ -366,13 +366,14 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // pipeline's order and the writes follow w. A slab's bands write into one of two buffers (or the
   // sink's memory), written out in order after its last band: the next slab's bands fill the
   // other meanwhile, and the bands in flight (at most the slots) never reach the slab after it.
+  // A sink that takes rows in any order gets each band as it is done instead.
   const std::int64_t plane_bands =
       (in.height + plan.band_rows - 1) / std::max<std::int64_t>(1, plan.band_rows);
   const std::int64_t slab = plan.slab_planes;
-  const bool slabs = slab > 1 && !e.backend.cuda && plane_halo > 0 && !op.projects() &&
-                     partial_bytes == 0 && out_spec && plan.row_begin % in.height == 0 &&
-                     plan.first_band % plane_bands == 0 && plan.last_band % plane_bands == 0 &&
-                     slab * plane_bands >= plan.slots;
+  const bool slabs = slab > 1 && (!e.backend.cuda || sink->any_order()) && plane_halo > 0 &&
+                     !op.projects() && partial_bytes == 0 && out_spec &&
+                     plan.row_begin % in.height == 0 && plan.first_band % plane_bands == 0 &&
+                     plan.last_band % plane_bands == 0 && slab * plane_bands >= plan.slots;
   auto walk = [&](std::int64_t w) {
     WalkStep st;
     if (!slabs) {
@@ -402,6 +403,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   const bool slab_in_place =
       slabs && sink_fits() &&
       sink->rows_in_place(band_at(plan, plan.first_band).stacked_y0, 1) != nullptr;
+  // A sink that takes rows in any order (Sink::any_order) gets each band of a slab as it is done.
+  const bool slab_direct = slabs && !slab_in_place && sink->any_order();
   auto slab_out = [&](const WalkStep& st, const Band& band) {
     const std::int64_t z0 = band_at(plan, st.slab_band).z;
     return slab_buffers[st.slab % 2]->data() + static_cast<std::size_t>(band.z - z0) * plane_out +
@@ -442,7 +445,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     Slot& slot = e.slots[static_cast<std::size_t>(next % plan.slots)];
     slot.step = walk(next);
     slot.band = band_at(plan, slot.step.band);
-    if (slabs && !slab_in_place && !slab_buffers[slot.step.slab % 2])
+    if (slabs && !slab_in_place && !slab_direct && !slab_buffers[slot.step.slab % 2])
       slab_buffers[slot.step.slab % 2] =
           std::make_unique<detail::HugeBuffer>(static_cast<std::size_t>(slab) * plane_out);
     // The band's rows with their halo, in each plane of the window (border rule in y and z).
@@ -473,11 +476,11 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
         gpu_started[i] = 1;  // stopped even if its start fails half way
         gpu_slot.start_kernel(*gpu);
       }
-      // The halo this band shares with the one before (the same image rows, border included):
-      // a volume's, the 2R planes of its window the band of the plane before also read (bands
-      // of whole planes).
+      // The halo this band shares with the one before in the walk (the same image rows, border
+      // included): a volume's, the 2R planes of its window the band of the plane before also
+      // read (bands of whole planes, or a slab's: its rows a plane back).
       std::int64_t reuse = 0;
-      if (!op.projects() && last && last != &slot && last->band.index == next - 1) {
+      if (!op.projects() && last && last != &slot) {
         reuse = plane_halo > 0 ? 2 * plane_halo * count : std::min<std::int64_t>(2 * halo, count);
         const auto& before = last->source_rows;
         if (static_cast<std::int64_t>(before.size()) < reuse ||
@@ -512,9 +515,9 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       if (out_spec) {
         if (sink_fits())
           slot->out_in_place = sink->rows_in_place(slot->band.stacked_y0, slot->band.rows);
-        std::byte* out = slot->out_in_place ? slot->out_in_place
-                         : slabs            ? slab_out(slot->step, slot->band)
-                                            : slot->out.get();
+        std::byte* out = slot->out_in_place      ? slot->out_in_place
+                         : slabs && !slab_direct ? slab_out(slot->step, slot->band)
+                                                 : slot->out.get();
         b.out = BandView{
             out, out_row, slot->band.rows, out_spec->width, out_spec->channels, out_spec->type};
       }
@@ -552,13 +555,17 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
     slot->arena.release();
     slot->cached.clear();
     if (slabs) {
-      // The slab's rows, in order, once its last band is done.
+      // The slab's rows, in order, once its last band is done (or each band's as it is done);
+      // only then are they done for the journal.
+      if (slab_direct) sink->write_rows(slot->band.stacked_y0, slot->band.rows, out, out_row);
       if (slot->step.slab_last) {
         const std::int64_t y0 = band_at(plan, slot->step.slab_band).stacked_y0,
                            n = slot->step.slab_planes * in.height;
-        const std::byte* rows =
-            slab_in_place ? sink->rows_in_place(y0, n) : slab_buffers[slot->step.slab % 2]->data();
-        sink->write_rows(y0, n, rows, out_row);
+        if (!slab_direct)
+          sink->write_rows(y0, n,
+                           slab_in_place ? sink->rows_in_place(y0, n)
+                                         : slab_buffers[slot->step.slab % 2]->data(),
+                           out_row);
         rows_done += n;
       }
     } else {

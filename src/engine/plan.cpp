@@ -398,16 +398,24 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       const std::int64_t planes = span / P, slab_runs = planes_cpu + plan.slots;
       const std::size_t runs_bytes = static_cast<std::size_t>(slab_runs) * entry;
       const std::size_t plane_out = static_cast<std::size_t>(P) * plan.out_row_bytes;
+      // A sink that takes rows in any order gets each band as it is done: no slab buffers, and
+      // slabs of up to 8 windows read 1 + 2R / (8 (2R + 1)) of the rows a window at a time; longer
+      // ones would only space further apart the points a stopped run resumes from.
+      const bool direct = sink && sink->any_order();
+      const std::int64_t window = 2 * plan.plane_halo + 1;
       if (!projects && plan.plane_halo >= 3 && per_plane > 1 && planes > 1 &&
           plan.partial_bytes == 0 && plane_out > 0 && plan.row_begin % P == 0 &&
           plan.row_end % P == 0 && plan.ring_bytes + runs_bytes < plan.mem_limit) {
-        const auto fit = static_cast<std::int64_t>((plan.mem_limit - plan.ring_bytes - runs_bytes) /
-                                                   (2 * plane_out));
-        const std::int64_t slab = std::min({fit, planes, 2 * (2 * plan.plane_halo + 1)});
+        const auto fit =
+            direct ? planes
+                   : static_cast<std::int64_t>((plan.mem_limit - plan.ring_bytes - runs_bytes) /
+                                               (2 * plane_out));
+        const std::int64_t slab = std::min({fit, planes, (direct ? 8 : 2) * window});
         if (slab > 1 && slab * per_plane >= plan.slots) {
           plan.slab_planes = slab;
           plan.run_cache = slab_runs;
-          plan.ring_bytes += runs_bytes + 2 * static_cast<std::size_t>(slab) * plane_out;
+          plan.ring_bytes +=
+              runs_bytes + (direct ? 0 : 2 * static_cast<std::size_t>(slab) * plane_out);
         }
       }
       const std::int64_t want = planes_cpu * (per_plane + 1);
@@ -416,6 +424,15 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
         plan.run_cache = want;
         plan.ring_bytes += static_cast<std::size_t>(want) * entry;
       }
+    }
+    // On a GPU, the band before a slab's band is its rows a plane back: the band copies in one
+    // plane's rows and takes the 2R others from it on the device, however tall the bands. Only
+    // where the sink takes rows in any order: the GPU's slots hold no slab to gather.
+    if (backend.cuda && plan.plane_halo > 0 && !projects && sink && sink->any_order() &&
+        plan.partial_bytes == 0 && plan.row_begin % P == 0 && plan.row_end % P == 0) {
+      const std::int64_t per_plane = (P + rows - 1) / rows, planes = span / P;
+      const std::int64_t slab = std::min(planes, 8 * (2 * plan.plane_halo + 1));
+      if (per_plane > 1 && slab > 1 && slab * per_plane >= plan.slots) plan.slab_planes = slab;
     }
     if (backend.cuda && o.cpu_start_bands != 0 && plan.ring_bytes <= plan.mem_limit) {
       // Buffers for the bands the CPU filters while CUDA starts, beside the pinned ring: each

@@ -194,6 +194,8 @@ class FileSink final : public Sink {
     return (writer_ ? "direct" : "buffered") + (io_note_.empty() ? "" : " (" + io_note_ + ")");
   }
   std::size_t buffer_bytes() const override { return writer_ ? writer_->buffer_bytes() : 0; }
+  // pwrite puts rows at their offsets; O_DIRECT's writer gathers them in order.
+  bool any_order() const override { return !writer_; }
 
  private:
   static off_t lock_offset(std::size_t header, const ImageSpec& spec, std::int64_t row) {
@@ -276,6 +278,7 @@ class NullSink final : public Sink {
   void write_rows(std::int64_t, std::int64_t, const std::byte*, std::size_t) override {}
   void commit() override {}
   void keep() override {}
+  bool any_order() const override { return true; }
 
  private:
   ImageSpec spec_;

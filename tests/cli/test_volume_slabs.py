@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """A volume's CPU bands walked in slabs (BandPlan::slab_planes: a band's rows in each plane of a
-slab in turn, the slab's output written after its last band) give the bytes of the plane after
-plane walk: every 3-D stage whose window has 7 planes or more, every border, 1 and 3 channels,
-fused with 2-D and smaller 3-D stages, over band heights, slab sizes (set by --mem-limit), slots,
-threads, parts and outputs (.npy, raw, multi-page TIFF, Zarr), and a run stopped by SIGTERM and
-resumed; the results also match scipy.ndimage in float64. --stats json says which walk ran.
+slab in turn, the slab's output written after its last band, or band by band to a sink that takes
+rows in any order: raw, .npy, null:) give the bytes of the plane after plane walk: every 3-D stage
+whose window has 7 planes or more, every border, 1 and 3 channels, fused with 2-D and smaller 3-D
+stages, over band heights, slab sizes (set by --mem-limit where the slab is gathered), slots,
+threads, parts and outputs (.npy, raw, multi-page TIFF, Zarr, null:), and a run stopped by SIGTERM
+and resumed; the results also match scipy.ndimage in float64. --stats json says which walk ran.
 
 Usage: test_volume_slabs.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import json
@@ -42,19 +43,27 @@ class VolumeSlabsCheck(unittest.TestCase):
     def p(self, name):
         return os.path.join(self.dir, name)
 
-    def oocrun(self, src, out, pipeline, *extra):
-        """Runs oocrun; returns the plan's slab_planes (from --stats json)."""
+    def oocrun(self, src, out, pipeline, *extra, plan=False):
+        """Runs oocrun; returns the plan's slab_planes (from --stats json), or the whole plan."""
         if os.path.exists(out):
             shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
         r = subprocess.run([OOCRUN, self.p(src), out, pipeline, "-q", "--stats", "json", *extra],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, f"{pipeline} {extra}: {r.stderr}")
-        return json.loads(r.stdout)["plan"]["slab_planes"]
+        got = json.loads(r.stdout)["plan"]
+        return got if plan else got["slab_planes"]
 
     def npy(self, src, pipeline, *extra):
         out = self.p("o.npy")
         slabs = self.oocrun(src, out, pipeline, *extra)
         return np.load(out), slabs
+
+    def tif(self, src, pipeline, *extra):
+        """The same through a writer that takes rows in order: the slab is gathered."""
+        import tifffile
+        out = self.p("o.tif")
+        slabs = self.oocrun(src, out, pipeline, *extra)
+        return tifffile.imread(out), slabs
 
     def test_01_slabs_give_the_plane_walks_bytes(self):
         cases = [
@@ -76,27 +85,41 @@ class VolumeSlabsCheck(unittest.TestCase):
                                                    mode=border, cval=7.5)
                         err = np.max(np.abs(ref.astype(np.float64) - want))
                         self.assertLessEqual(err, 3e-5 * np.max(np.abs(want)))
-                    for extra in (["--band-rows", "1"], ["--band-rows", "4", "--threads", "3"],
-                                  ["--band-rows", "7", "--slots", "2", "--threads", "1"],
-                                  ["--band-rows", "5", "--tile-cols", "8"]):
-                        got, slabs = self.npy(src, pipeline, *b, *extra)
-                        self.assertGreater(slabs, 1, extra)
-                        self.assertEqual(got.tobytes(), ref.tobytes(), extra)
+                    for k, extra in enumerate((["--band-rows", "1"],
+                                               ["--band-rows", "4", "--threads", "3"],
+                                               ["--band-rows", "7", "--slots", "2", "--threads",
+                                                "1"], ["--band-rows", "5", "--tile-cols", "8"])):
+                        for write in (self.npy, self.tif) if k % 2 else (self.npy,):
+                            got, slabs = write(src, pipeline, *b, *extra)
+                            self.assertGreater(slabs, 1, extra)
+                            self.assertEqual(got.reshape(ref.shape).tobytes(), ref.tobytes(),
+                                             (write.__name__, extra))
 
     def test_02_slab_sizes_slots_parts_and_outputs(self):
         pipe = "gaussian sigma=2"
         ref, slabs = self.npy("big.npy", pipe, "--border", "mirror")
         self.assertEqual(slabs, 0)
-        seen = set()
-        # The memory limit sets the slab's planes (two buffers of them beside the ring).
+        seen, directs = set(), []
+        # The memory limit sets a gathered slab's planes (two buffers of them beside the ring);
+        # a sink that takes rows in any order needs no buffers: its slabs are every plane here
+        # (up to 8 windows), under the same limits, in less memory.
         for mem in ("4M", "6M", "9M", "64M"):  # on 2 threads: the slots count in the limit
             for extra in (["--band-rows", "16"], ["--band-rows", "33", "--slots", "6"]):
-                extra = extra + ["--threads", "2"]
-                got, slabs = self.npy("big.npy", pipe, "--border", "mirror", "--mem-limit", mem,
-                                      *extra)
+                extra = ["--border", "mirror", "--mem-limit", mem, "--threads", "2"] + extra
+                got, slabs = self.tif("big.npy", pipe, *extra)
                 seen.add(slabs)
                 self.assertEqual(got.tobytes(), ref.tobytes(), (mem, extra))
+                got, direct = self.npy("big.npy", pipe, *extra)
+                self.assertIn(direct, (0, 12) if slabs < 2 else (12,), (mem, extra))
+                directs.append(direct)
+                self.assertEqual(got.tobytes(), ref.tobytes(), (mem, extra))
+                if slabs > 1:
+                    ring = lambda out: self.oocrun("big.npy", self.p(out), pipe, *extra,
+                                                   plan=True)["ring_bytes"]
+                    self.assertLess(ring("o.npy") + 2 * 160 * 1024 * slabs, ring("o.tif") + 1)
         self.assertTrue(len(seen - {0, 1}) >= 3, f"slab sizes tried: {sorted(seen)}")
+        self.assertGreaterEqual(directs.count(12), 5, directs)
+        self.assertEqual(self.oocrun("big.npy", "null:", pipe, "--band-rows", "16"), 12)
         # Parts of whole planes walk in slabs; parts cut inside a plane walk plane after plane.
         out = self.p("parts.raw")
         for rows in ("0:640", "640:1120", "1120:1920"):
