@@ -8,7 +8,7 @@ packages=(build-essential cmake ninja-build pkg-config libtiff-dev libtbb-dev li
           libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs libkissfft-dev
           gdal-bin python3-gdal
           pybind11-dev python3-pytest python3-setuptools python3-pip python3-venv
-          python3-dask python3-distributed)
+          python3-dask python3-distributed python3-skimage)
 # The tests read TIFFs written by libvips and tifffile, check big ones with tiffinfo, and compare
 # equalization with OpenCV's.
 [ "${OOC_BENCH_PEERS:-0}" = 1 ] && packages+=(gnuplot-nox libvips-dev)

@@ -31,6 +31,7 @@ again and writes it through the table.
 Examples:
   ooclabel mask.tif labels.tif --connectivity 8
   ooclabel cells.npy labels.npy --connectivity 26 --mem-limit 2G
+  ooclabel mask.tif labels.tif --regions cells.csv --intensity raw.tif
   oocrun in.tif labels.tif 'gaussian sigma=2 ! threshold value=40 ! label connectivity=8'
 
 Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions).
@@ -60,6 +61,11 @@ int main(int argc, char** argv) {
     app.add_option("--regions", regions,
                    "also write FILE.csv: each label's area, bbox and centroid (the columns of "
                    "skimage.measure.regionprops_table)");
+    std::string intensity;
+    app.add_option("--intensity", intensity,
+                   "with --regions: an image of the input's size whose intensity_sum, _mean, _min, "
+                   "_max and _std over each label go into the table (raw: read as the input's "
+                   "type)");
     std::uint64_t min_size = 0;
     app.add_option("--min-size", min_size,
                    "drop components of fewer samples, numbering the rest on (skimage's "
@@ -82,6 +88,7 @@ int main(int argc, char** argv) {
     call.set("label-type", label_type);
     if (min_size > 0) call.set("min-size", static_cast<std::int64_t>(min_size));
     if (!regions.empty()) call.set("regions", regions);
+    if (!intensity.empty()) call.set("intensity", intensity);
     ooc::cli::check_report_options(job_cli.report);
     ooc::cli::apply_input_options(input_cli, jo.hints);
     jo.sink.voxel = ooc::cli::voxel_option(input_cli);

@@ -6,7 +6,9 @@ scipy.ndimage.label byte for byte with the matching structure: images (4, 8) and
 every band plan and thread count, all-background and all-foreground inputs, combs and spirals
 that merge late, --planes, a poisoned output replaced, the refusals (too many components for u32,
 label-type=u64, parts, wrong connectivity, several channels, stages after label) exiting 2 with
-nothing written, and --regions (skimage.measure.regionprops_table's columns) and --min-size.
+nothing written, and --regions (skimage.measure.regionprops_table's columns) and --min-size,
+with --intensity (intensity_mean/_min/_max against skimage, the sum and deviation against
+scipy.ndimage).
 
 Usage: test_label.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import os
@@ -276,6 +278,71 @@ class LabelCheck(unittest.TestCase):
         keep[0] = False
         self.same(np.load(self.p("o.npy")), scipy_label(keep[want], 4)[0], "pipeline min-size")
         self.assertTrue(os.path.exists(self.p("p.csv")))
+
+    def test_10_intensity(self):
+        # --intensity: skimage.measure.regionprops_table's intensity_mean/_min/_max, and the sum
+        # and the population deviation (scipy.ndimage.sum, standard_deviation) of each region,
+        # under band plans of 1 and 4 rows and a small --mem-limit (tables in scratch files); one
+        # region (all foreground) and none (a header alone).
+        try:
+            from skimage.measure import regionprops_table
+        except ImportError:
+            self.skipTest("scikit-image is not installed (python3-skimage)")
+
+        def check(a, inten, conn, vol, extra, what):
+            np.save(self.p("i.npy"), inten)
+            got = self.label(a, conn, "--regions", self.p("r.csv"), "--intensity",
+                             self.p("i.npy"), *extra, volume=vol).astype(np.int64)
+            want, n = scipy_label(a != 0, conn)
+            self.same(got.astype(np.uint32), want, what)
+            with open(self.p("r.csv")) as f:
+                header = f.readline().strip().split(",")
+                body = f.read()
+            rows = (np.loadtxt(body.splitlines(), delimiter=",", ndmin=2) if body else
+                    np.zeros((0, len(header))))
+            self.assertEqual(header[-5:], ["intensity_sum", "intensity_mean", "intensity_min",
+                                           "intensity_max", "intensity_std"], what)
+            self.assertEqual(rows.shape[0], n, what)
+            if n == 0:
+                return
+            t = regionprops_table(got, inten, properties=(
+                "label", "area", "bbox", "centroid", "intensity_mean", "intensity_min",
+                "intensity_max"))
+            idx = np.arange(1, n + 1)
+            f64 = inten.astype(np.float64)
+            t["intensity_sum"] = ndi.sum(f64, got, idx)
+            t["intensity_std"] = ndi.standard_deviation(f64, got, idx)
+            # float32 images: skimage's mean is NumPy's float32 mean; ooc's sums are float64.
+            tol = 1e-5 if inten.dtype == np.float32 else 1e-10
+            for k, v in t.items():
+                np.testing.assert_allclose(rows[:, header.index(k)], v, rtol=tol, atol=1e-9,
+                                           err_msg=what + " " + k)
+
+        cases = (((57, 66), 8, False, np.float32), ((53, 40), 4, False, np.uint8),
+                 ((6, 17, 19), 26, True, np.uint16), ((5, 16, 18), 6, True, np.int16),
+                 ((4, 15, 13), 18, True, np.float64))
+        for shape, conn, vol, itype in cases:
+            a = random_mask(shape, 0.45, np.uint8)
+            inten = (rng.random(shape) * 300 - (100 if itype in (np.int16, np.float32,
+                                                                 np.float64) else 0))
+            inten = (inten + (1e6 if itype == np.float64 else 0)).astype(itype)
+            for extra in ([], ["--band-rows", "1"], ["--band-rows", "4", "--threads", "2"],
+                          ["--mem-limit", "512K"]):
+                with self.subTest(shape=shape, conn=conn, extra=extra):
+                    check(a, inten, conn, vol, extra, "%s %s" % (shape, extra))
+        inten = rng.random((9, 11)).astype(np.float32)
+        check(np.ones((9, 11), np.uint8), inten, 8, False, ["--band-rows", "2"], "one region")
+        check(np.zeros((9, 11), np.uint8), inten, 8, False, [], "no region")
+        # An intensity image of another size, and one without a regions table, are refused.
+        np.save(self.p("in.npy"), np.ones((9, 11), np.uint8))
+        np.save(self.p("i2.npy"), np.ones((9, 12), np.float32))
+        for args, word in (([self.p("i2.npy"), "--regions", self.p("x.csv")], "same size"),
+                           ([self.p("i.npy")], "regions")):
+            r = self.run_tool([OOCLABEL, self.p("in.npy"), self.p("x.npy"), "--intensity"] + args,
+                              code=2)
+            self.assertIn(word, r.stderr)
+            self.assertFalse(os.path.exists(self.p("x.npy")) or os.path.exists(self.p("x.csv")))
+
 
 
 if __name__ == "__main__":

@@ -8,23 +8,30 @@
 //   pass 2: each band labels its rows again and writes every run through the table.
 // Only a band's runs cross from its kernel to its merge (through its slot), and the merge keeps
 // the last row (an image) or the current and previous planes' runs (a volume). With a regions
-// table or a minimum size, the merge also sums each provisional label's area, box and coordinates
-// (another table), folded into the roots before they are numbered.
+// table or a minimum size, each band's kernel also measures its components (area, box, sums of the
+// coordinates and, with an intensity image read band by band beside the input, the sums, extremes
+// and squared deviations of its samples: kernels/cpu/labels/regions.hpp); the merge copies them
+// to a provisional label's entries (more tables), folded into the roots before they are numbered.
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "io/output_file.hpp"
+#include "kernels/cpu/labels/regions.hpp"
 #include "kernels/cpu/labels/runs.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
+#include "ooc/io.hpp"
 #include "ops/labels/label_table.hpp"
 #include "ops/stage_registry.hpp"
 
@@ -73,9 +80,18 @@ struct Connectivity {
   }
 };
 
-// A provisional label's measurements, kStat entries of the statistics table: area, the box
-// (z, y, x from, then to, exclusive) and the sums of the coordinates (exact in 64 bits).
-enum Stat { kArea, kZ0, kY0, kX0, kZ1, kY1, kX1, kSumZ, kSumY, kSumX, kStat };
+using kernels::kArea;
+using kernels::kIntensity;
+using kernels::kShape;
+
+// What a band's kernel measured of its components (a slot's, from its kernel to its merge), and
+// the band's rows of the intensity image.
+struct SlotMeasures {
+  std::vector<std::uint64_t> shape;
+  std::vector<double> intensity;
+  std::vector<std::byte> rows;
+  std::vector<const std::byte*> row_ptrs;
+};
 
 // What both passes share: the runs of each slot's band (pass 1, from the kernel to the merge),
 // the table and each band's first provisional label.
@@ -86,8 +102,11 @@ struct LabelState {
   std::uint64_t min_size = 0;  // smaller components dropped (0: none)
   std::string regions;         // the regions table's path, or none
   bool measure = false;
-  detail::LabelTable stats;
+  std::unique_ptr<Source> intensity;  // the intensity image, or none
+  std::mutex intensity_reads;         // for a source read in order only (a decoder)
+  detail::LabelTable stats, istats;   // kShape entries, and kIntensity doubles' bits, per label
   std::vector<BandRuns> slot_runs;
+  std::vector<SlotMeasures> slot_measures;
   detail::LabelTable table;
   std::vector<std::uint64_t> band_offset;
   std::uint64_t next = 0;
@@ -97,7 +116,7 @@ struct LabelState {
   bool finished = false;
 
   LabelState(const ImageSpec& i, int c, std::size_t table_memory)
-      : in(i), conn(c), stats(table_memory), table(table_memory) {
+      : in(i), conn(c), stats(table_memory), istats(table_memory), table(table_memory) {
     max_label = std::numeric_limits<std::uint32_t>::max();
     // Tests lower the limit to reach the refusal without billions of components.
     if (const char* v = std::getenv("OOC_LABEL_MAX_FOR_TESTS"))
@@ -138,7 +157,7 @@ struct LabelState {
     rows.row_start.push_back(rows.x0.size());
   }
 
-  void merge(const BandRuns& b, const Band& band) {
+  void merge(const BandRuns& b, std::size_t slot, const Band& band) {
     if (finished || band.stacked_y0 != merged_rows ||
         band.index != static_cast<std::int64_t>(band_offset.size()))
       not_in_parts();
@@ -148,7 +167,7 @@ struct LabelState {
     table.resize(next);
     std::uint64_t* t = table.data();
     for (std::uint64_t k = off; k < next; ++k) t[k] = k;
-    if (measure) add_stats(b, band, off);
+    if (measure) add_stats(slot_measures.at(slot), off);
     if (band.y0 > 0 && cur.has(band.y0 - 1)) link(b, 0, off, cur, band.y0 - 1, conn.diagonal);
     if (conn.across && band.z > 0)
       for (std::int64_t r = 0; r < band.rows; ++r)
@@ -168,33 +187,30 @@ struct LabelState {
     merged_rows += band.rows;
   }
 
-  void add_stats(const BandRuns& b, const Band& band, std::uint64_t off) {
-    stats.resize(next * kStat);
-    std::uint64_t* st = stats.data();
-    for (std::uint64_t k = off; k < next; ++k) {
-      std::uint64_t* e = st + k * kStat;
-      std::fill_n(e, kStat, std::uint64_t{0});
-      e[kZ0] = e[kY0] = e[kX0] = ~std::uint64_t{0};
+  // The band's components are provisional labels off, off + 1, ... in order.
+  void add_stats(const SlotMeasures& m, std::uint64_t off) {
+    stats.resize(next * kShape);
+    std::copy(m.shape.begin(), m.shape.end(), stats.data() + off * kShape);
+    if (intensity) {
+      istats.resize(next * kIntensity);
+      std::memcpy(istats.data() + off * kIntensity, m.intensity.data(),
+                  m.intensity.size() * sizeof(double));
     }
-    const auto z = static_cast<std::uint64_t>(band.z);
-    for (std::int64_t r = 0; r < b.rows(); ++r) {
-      const auto y = static_cast<std::uint64_t>(band.y0 + r);
-      const auto u = static_cast<std::size_t>(r);
-      for (std::uint64_t i = b.row_start[u]; i < b.row_start[u + 1]; ++i) {
-        std::uint64_t* e = st + (off + b.label[i] - 1) * kStat;
-        const std::uint64_t x0 = b.x0[i], x1 = b.x1[i], n = x1 - x0;
-        e[kArea] += n;
-        e[kZ0] = std::min(e[kZ0], z);
-        e[kY0] = std::min(e[kY0], y);
-        e[kX0] = std::min(e[kX0], x0);
-        e[kZ1] = std::max(e[kZ1], z + 1);
-        e[kY1] = std::max(e[kY1], y + 1);
-        e[kX1] = std::max(e[kX1], x1);
-        e[kSumZ] += z * n;
-        e[kSumY] += y * n;
-        e[kSumX] += (x0 + x1 - 1) * n / 2;
-      }
+  }
+
+  // Folds provisional label p's measurements into its root's.
+  void fold(std::uint64_t p, std::uint64_t root) {
+    std::uint64_t *e = stats.data() + p * kShape, *r = stats.data() + root * kShape;
+    if (intensity) {
+      double a[kIntensity], b[kIntensity];
+      std::uint64_t* ie = istats.data() + p * kIntensity;
+      std::uint64_t* ir = istats.data() + root * kIntensity;
+      std::memcpy(a, ir, sizeof a);
+      std::memcpy(b, ie, sizeof b);
+      kernels::combine_intensity(a, r[kArea], b, e[kArea]);
+      std::memcpy(ir, a, sizeof a);
     }
+    kernels::combine_shape(r, e);
   }
 
   // Every parent is below its child (roots are the smallest provisional label of a component, in
@@ -208,33 +224,31 @@ struct LabelState {
     if (!measure) {
       for (std::uint64_t p = 0; p < next; ++p) t[p] = t[p] == p ? ++n : t[t[p]];
     } else {
-      std::uint64_t* st = stats.data();
       for (std::uint64_t p = 0; p < next; ++p) {
         if (t[p] == p) continue;
         t[p] = t[t[p]];
-        std::uint64_t *e = st + p * kStat, *r = st + t[p] * kStat;
-        r[kArea] += e[kArea];
-        for (int k : {kZ0, kY0, kX0}) r[k] = std::min(r[k], e[k]);
-        for (int k : {kZ1, kY1, kX1}) r[k] = std::max(r[k], e[k]);
-        for (int k : {kSumZ, kSumY, kSumX}) r[k] += e[k];
+        fold(p, t[p]);
       }
       std::optional<OutputFile> file;
       std::string csv;
       if (!regions.empty()) file.emplace(regions, "");
       if (file)
-        csv = in.volume() ? "label,area,bbox-0,bbox-1,bbox-2,bbox-3,bbox-4,"
-                            "bbox-5,centroid-0,centroid-1,centroid-2\n"
-                          : "label,area,bbox-0,bbox-1,bbox-2,bbox-3,"
-                            "centroid-0,centroid-1\n";
+        csv = std::string(in.volume() ? "label,area,bbox-0,bbox-1,bbox-2,bbox-3,bbox-4,"
+                                        "bbox-5,centroid-0,centroid-1,centroid-2"
+                                      : "label,area,bbox-0,bbox-1,bbox-2,bbox-3,"
+                                        "centroid-0,centroid-1") +
+              (intensity ? ",intensity_sum,intensity_mean,intensity_min,intensity_max,"
+                           "intensity_std\n"
+                         : "\n");
       for (std::uint64_t p = 0; p < next; ++p) {
         if (t[p] != p) {
           t[p] = t[t[p]];
           continue;
         }
-        const std::uint64_t* e = st + p * kStat;
+        const std::uint64_t* e = stats.data() + p * kShape;
         t[p] = e[kArea] >= min_size ? ++n : 0;
         if (file && t[p]) {
-          row(csv, n, e);
+          row(csv, n, e, intensity ? istats.data() + p * kIntensity : nullptr);
           if (csv.size() > (std::size_t{1} << 20)) write_regions(*file, csv);
         }
       }
@@ -248,6 +262,7 @@ struct LabelState {
     prev.clear(0);
     RowRuns().x0.swap(cur.x0);
     std::vector<BandRuns>(slot_runs.size()).swap(slot_runs);
+    std::vector<SlotMeasures>(slot_measures.size()).swap(slot_measures);
     finished = true;
     if (count > max_label)
       throw Error(ErrorKind::usage,
@@ -257,20 +272,34 @@ struct LabelState {
                       "the image apart");
   }
 
-  // One region: skimage.measure.regionprops_table's label, area, bbox and centroid.
-  void row(std::string& csv, std::uint64_t label, const std::uint64_t* e) const {
-    char line[512];
+  // One region: skimage.measure.regionprops_table's label, area, bbox, centroid and, with an
+  // intensity image, intensity_mean, _min and _max, and the sum and (population) deviation.
+  void row(std::string& csv, std::uint64_t label, const std::uint64_t* e,
+           const std::uint64_t* ie) const {
+    using kernels::kSumX;
+    using kernels::kSumY;
+    using kernels::kSumZ;
+    char line[768];
     const double a = static_cast<double>(e[kArea]);
-    const int len =
-        in.volume()
-            ? std::snprintf(line, sizeof line,
-                            "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.17g,%.17g,%.17g\n",
-                            ull(label), ull(e[kArea]), ull(e[kZ0]), ull(e[kY0]), ull(e[kX0]),
-                            ull(e[kZ1]), ull(e[kY1]), ull(e[kX1]), double(e[kSumZ]) / a,
-                            double(e[kSumY]) / a, double(e[kSumX]) / a)
-            : std::snprintf(line, sizeof line, "%llu,%llu,%llu,%llu,%llu,%llu,%.17g,%.17g\n",
-                            ull(label), ull(e[kArea]), ull(e[kY0]), ull(e[kX0]), ull(e[kY1]),
-                            ull(e[kX1]), double(e[kSumY]) / a, double(e[kSumX]) / a);
+    int len = in.volume()
+                  ? std::snprintf(line, sizeof line,
+                                  "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.17g,%.17g,%.17g",
+                                  ull(label), ull(e[kArea]), ull(e[kernels::kZ0]),
+                                  ull(e[kernels::kY0]), ull(e[kernels::kX0]), ull(e[kernels::kZ1]),
+                                  ull(e[kernels::kY1]), ull(e[kernels::kX1]), double(e[kSumZ]) / a,
+                                  double(e[kSumY]) / a, double(e[kSumX]) / a)
+                  : std::snprintf(line, sizeof line, "%llu,%llu,%llu,%llu,%llu,%llu,%.17g,%.17g",
+                                  ull(label), ull(e[kArea]), ull(e[kernels::kY0]),
+                                  ull(e[kernels::kX0]), ull(e[kernels::kY1]), ull(e[kernels::kX1]),
+                                  double(e[kSumY]) / a, double(e[kSumX]) / a);
+    if (ie) {
+      double v[kIntensity];
+      std::memcpy(v, ie, sizeof v);
+      len += std::snprintf(line + len, sizeof line - static_cast<std::size_t>(len),
+                           ",%.17g,%.17g,%.17g,%.17g,%.17g", v[kernels::kSum], v[kernels::kSum] / a,
+                           v[kernels::kMin], v[kernels::kMax], std::sqrt(v[kernels::kM2] / a));
+    }
+    line[len++] = '\n';
     csv.append(line, static_cast<std::size_t>(len));
   }
   static unsigned long long ull(std::uint64_t v) { return v; }
@@ -315,12 +344,41 @@ class ScanCpu final : public CpuKernel {
  public:
   explicit ScanCpu(std::shared_ptr<LabelState> s) : s_(std::move(s)) {}
   void start(int slot) override {
-    if (static_cast<std::size_t>(slot) >= s_->slot_runs.size())
+    if (static_cast<std::size_t>(slot) >= s_->slot_runs.size()) {
       s_->slot_runs.resize(static_cast<std::size_t>(slot) + 1);
+      s_->slot_measures.resize(static_cast<std::size_t>(slot) + 1);
+    }
   }
   void run(const CpuBand& b) override {
-    label_band(b, s_->slot_runs.at(static_cast<std::size_t>(b.slot)), s_->conn.diagonal);
+    const auto slot = static_cast<std::size_t>(b.slot);
+    BandRuns& r = s_->slot_runs.at(slot);
+    label_band(b, r, s_->conn.diagonal);
+    if (s_->measure) measure(b, r, s_->slot_measures.at(slot));
     *reinterpret_cast<std::uint64_t*>(b.partial) = static_cast<std::uint64_t>(b.slot);
+  }
+
+ private:
+  void measure(const CpuBand& b, const BandRuns& r, SlotMeasures& m) {
+    kernels::measure_shape(r, static_cast<std::uint64_t>(b.band.z),
+                           static_cast<std::uint64_t>(b.band.y0), m.shape);
+    Source* src = s_->intensity.get();
+    if (!src) return;
+    const ImageSpec& is = src->spec();
+    const std::size_t row_bytes = is.row_bytes();
+    m.rows.resize(row_bytes * static_cast<std::size_t>(b.band.rows));
+    {
+      std::unique_lock<std::mutex> lock(s_->intensity_reads, std::defer_lock);
+      if (!src->parallel_reads()) lock.lock();
+      src->read_rows(b.band.stacked_y0, b.band.rows, m.rows.data());
+    }
+    m.row_ptrs.resize(static_cast<std::size_t>(b.band.rows));
+    for (std::size_t y = 0; y < m.row_ptrs.size(); ++y)
+      m.row_ptrs[y] = m.rows.data() + y * row_bytes;
+    dispatch_type(is.type, [&](auto zero) {
+      using T = decltype(zero);
+      kernels::measure_intensity(r, reinterpret_cast<const T* const*>(m.row_ptrs.data()), m.shape,
+                                 m.intensity);
+    });
   }
 
  private:
@@ -335,7 +393,7 @@ class LabelOpBase : public Operation {
            (s_->min_size ? " min-size=" + std::to_string(s_->min_size) : "") + " (u32)";
   }
   std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
-    return runs_bytes(rows, cols);
+    return runs_bytes(rows, cols) + measures_bytes(rows, cols);
   }
   std::int64_t fit_band_rows(std::int64_t rows, std::int64_t) const override {
     return fit_rows(rows, s_->in.width);
@@ -343,6 +401,18 @@ class LabelOpBase : public Operation {
 
  protected:
   std::shared_ptr<LabelState> s_;
+
+ private:
+  // A band's measurements at most (a component every other sample) and its intensity rows.
+  std::size_t measures_bytes(std::int64_t rows, std::int64_t cols) const {
+    if (!s_->measure) return 0;
+    const auto n = static_cast<std::size_t>(rows) * static_cast<std::size_t>((cols + 1) / 2);
+    std::size_t bytes = n * kShape * sizeof(std::uint64_t);
+    if (s_->intensity)
+      bytes += n * kIntensity * sizeof(double) +
+               static_cast<std::size_t>(rows) * (s_->intensity->spec().row_bytes() + 8);
+    return bytes;
+  }
 };
 
 class Scan final : public LabelOpBase {
@@ -353,7 +423,8 @@ class Scan final : public LabelOpBase {
   std::size_t partial_bytes() const override { return sizeof(std::uint64_t); }
   void merge(const std::byte* partial, const Band& band) override {
     const auto slot = *reinterpret_cast<const std::uint64_t*>(partial);
-    s_->merge(s_->slot_runs.at(static_cast<std::size_t>(slot)), band);
+    s_->merge(s_->slot_runs.at(static_cast<std::size_t>(slot)), static_cast<std::size_t>(slot),
+              band);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override { return std::make_unique<ScanCpu>(s_); }
 };
@@ -411,6 +482,34 @@ class Apply final : public LabelOpBase {
 
 namespace detail {
 
+namespace {
+
+// The intensity image of a regions table: of the label input's size (raw files read as its type).
+std::unique_ptr<Source> open_intensity(const StageContext& c, bool no_regions) {
+  const std::string path = c.args.text("intensity");
+  if (no_regions)
+    throw Error(ErrorKind::usage, c.args.at() + ": intensity=" + path +
+                                      " goes into the regions table: give regions=FILE.csv too");
+  RawHints h;
+  h.volume = c.in.volume();
+  if (detect_format(path) == "raw") {  // else the header says, and a hint would contradict it
+    h.width = c.in.width;
+    h.height = c.in.height;
+    h.depth = c.in.depth;
+    h.type = c.in.type;
+  }
+  std::unique_ptr<Source> src = open_source(path, h);
+  const ImageSpec& is = src->spec();
+  if (is.width != c.in.width || is.height != c.in.height || is.depth != c.in.depth ||
+      is.channels != 1)
+    throw Error(ErrorKind::usage, c.args.at() + ": the intensity image " + path + " is " +
+                                      is.describe() + ", the labels' input " + c.in.describe() +
+                                      ": give an image of one channel and the same size");
+  return src;
+}
+
+}  // namespace
+
 std::vector<StageEntry> label_stages() {
   StageEntry e{
       {"label",
@@ -430,6 +529,11 @@ std::vector<StageEntry> label_stages() {
                              "also write a CSV of each label's area, bbox and centroid "
                              "(skimage.measure.regionprops_table's columns), after the first "
                              "pass"),
+                 "none"),
+        computed(other_param("intensity", StageParam::Kind::text, std::nullopt,
+                             "with regions=: an image of the input's size (one channel, any "
+                             "type) whose sum, mean, min, max and std over each label go to the "
+                             "table too, read band by band"),
                  "none")}},
       [](const StageContext& c) {
         const bool three_d = c.volume();
@@ -466,6 +570,7 @@ std::vector<StageEntry> label_stages() {
         s->min_size = static_cast<std::uint64_t>(c.args.integer("min-size"));
         if (c.args.has("regions")) s->regions = c.args.text("regions");
         s->measure = s->min_size > 0 || !s->regions.empty();
+        if (c.args.has("intensity")) s->intensity = open_intensity(c, s->regions.empty());
         BuiltStage b(std::make_unique<Apply>(s));
         b.reduce = std::make_unique<Scan>(s);
         b.end_reduce = [s] { s->finish(); };

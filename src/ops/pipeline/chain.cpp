@@ -161,7 +161,7 @@ class ChainKernel final : public CpuKernel {
       const detail::ChainStage& s = g.stages[k];
       const std::int64_t a = r[k].first, e = r[k].second, h = s.halo;
       CpuBand sb;
-      sb.band = Band{b.band.index, a, e - a};
+      sb.band = Band{b.band.index, a, e - a, b.band.z, b.band.stacked_y0 + (a - y0)};
       sb.slot = b.slot;
       sb.halo = h;
       sb.in = s.in;
