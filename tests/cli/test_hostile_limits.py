@@ -364,6 +364,23 @@ class RealCgroup(HostileBase):
         self.assertNoPartial(r=r)
 
 
+    def test_volume_of_65536_wide_planes_under_256M(self):
+        # The issue's 8 planes of 65536 x 65536 u8 under --mem-limit 256M: a band's memory does
+        # not grow with the planes' height (the window is every plane, the band's rows in each),
+        # so 256 rows a plane show the bound in seconds; the device runs the full height.
+        limit = 256 << 20
+        with MemoryCgroup(limit + (32 << 20)) as cg:
+            r = run([tool("oocrun"), "synth:noise", "null:", "gaussian sigma=2 ! median size=3",
+                     "--width", "65536", "--height", "256", "--depth", "8", "--type", "u8",
+                     "--mem-limit", "256M", "--device", "cpu", "-q"], timeout=300,
+                    preexec_fn=cg.preexec, measure_rss=True)
+            peak, kills = cg.peak(), cg.oom_kills()
+        self.assertExit(r, 0)
+        self.assertEqual(kills, 0, "the cgroup saw an OOM kill\n%s" % r)
+        if peak is not None:
+            self.assertLessEqual(peak, limit + (32 << 20), str(r))
+        self.assertLess(r.rss_kb, limit // 1024, str(r))
+
     def test_pipeline_of_six_stages_stays_under_its_mem_limit(self):
         # The halos of every stage and each stage's intermediate rows are planned inside
         # --mem-limit: 512 MiB of f32 through six stages in a 200M cgroup with a 48M limit.
