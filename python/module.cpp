@@ -231,6 +231,7 @@ ooc::PipelineSettings pipeline_settings(const py::dict& o) {
   // voxel_size (ooc/__init__.py has made a sequence "z,y,x"): --voxel-size.
   if (const std::string v = get<std::string>(o, "voxel_size", ""); !v.empty())
     s.voxel = ooc::parse_voxel_size(v, "voxel_size");
+  ooc::apply_nodata(get<std::string>(o, "nodata", ""), s, "nodata");  // oocrun's --nodata
   return s;
 }
 

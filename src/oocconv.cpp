@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
 
     ooc::FilterOptions filter;
     ooc::cli::add_filter_options(app, filter);
+    ooc::cli::add_nodata_option(*app.get_option_group("Filter"), filter.nodata);
 
     ooc::cli::JobCli job_cli;
     ooc::cli::add_job_options(app, job_cli, jo.sink);

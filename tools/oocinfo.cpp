@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "ooc/engine.hpp"
 #include "ooc/error.hpp"
 #include "ooc/filter.hpp"
+#include "ooc/filter_options.hpp"
 #include "ooc/io.hpp"
 #include "ooc/limits.hpp"
 #include "ooc/ops/conv2d.hpp"
@@ -167,6 +169,7 @@ Examples:
       if (!stages.empty()) {
         ooc::PipelineSettings settings;
         settings.voxel = voxel.known() ? voxel : source->metadata().voxel;
+        settings.nodata = ooc::parse_gdal_nodata(source->metadata().geo.gdal_nodata);
         passes = std::make_unique<ooc::PipelinePlan>(s, stages, settings, popt);
         views = passes->operations();
         what = "the pipeline (" + std::to_string(passes->passes()) + " pass" +
@@ -210,6 +213,10 @@ Examples:
       // Where the file says it (or --voxel-size): what sigma-um divides, what outputs record.
       if (const ooc::VoxelSize& v = voxel.known() ? voxel : source->metadata().voxel; v.known())
         std::printf("  voxel size: %s\n", ooc::describe_voxel(v).c_str());
+      // The holes a run takes by default (oocrun and oocconv --nodata).
+      if (const auto nd = ooc::parse_gdal_nodata(source->metadata().geo.gdal_nodata))
+        std::printf("  nodata: %s (GDAL_NODATA)\n",
+                    std::isnan(*nd) ? "nan" : source->metadata().geo.gdal_nodata.c_str());
       if (passes)  // what each stage computes with (the FFT or the direct sum, the accumulator)
         for (const std::string& stage : passes->stage_descriptions())
           std::printf("  stage: %s\n", stage.c_str());

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/filter_options.hpp"
 #include "cli/main.hpp"
 #include "cli/options.hpp"
 #include "cli/report.hpp"
@@ -80,6 +81,8 @@ int main(int argc, char** argv) {
     g_f->add_option("--out-type", out_type,
                     "output sample type (default: the last convert's or equalize's, else the "
                     "input's)");
+    std::string nodata;
+    ooc::cli::add_nodata_option(*g_f, nodata);
     g_f->add_option("--precision", precision,
                     "auto (f64 where the input, output or a convert is f64, u32 or i32, else "
                     "f32), f32 or f64: the intermediates' and sums' type")
@@ -109,6 +112,7 @@ int main(int argc, char** argv) {
     ooc::PipelineSettings settings =
         ooc::pipeline_settings(border, border_value, out_type, precision);
     settings.planes = planes;
+    ooc::apply_nodata(nodata, settings);
     // Where given, it beats the input's for the stages and the output alike.
     settings.voxel = jo.sink.voxel = ooc::cli::voxel_option(input_cli);
     ooc::cli::apply_pipeline_options(job_cli.pipeline, jo);

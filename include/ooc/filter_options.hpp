@@ -30,6 +30,7 @@ struct FilterOptions {
   std::string precision = "auto";
   std::string method = "auto";  // --method: auto, direct or fft (2-D kernels)
   bool planes = false;          // --planes: a volume filtered plane by plane (2-D)
+  std::string nodata;           // --nodata V, nan or none; empty: the input's GDAL_NODATA tag
 };
 
 // The pipeline stage the filter options select (--sigma/--radius: gaussian, --filter box: uniform,
@@ -43,6 +44,13 @@ StageCall filter_stage(const FilterOptions& f, std::size_t mem_limit = 0);
 PipelineSettings pipeline_settings(const std::string& border, double border_value,
                                    const std::string& out_type, const std::string& precision);
 PipelineSettings filter_settings(const FilterOptions& f);
+
+// --nodata as written: a number, nan or none (empty: not given, the input's GDAL_NODATA tag
+// decides); sets s.nodata and s.nodata_given. A usage Error naming `what` for other text.
+void apply_nodata(const std::string& text, PipelineSettings& s,
+                  const std::string& what = "--nodata");
+// GDAL_NODATA's text as GDAL reads it (a number, nan, inf), or none where it is not one.
+std::optional<double> parse_gdal_nodata(const std::string& text);
 
 // Validates the options and builds the filter: explicit taps, or a Gaussian/box of a radius and
 // sigma. Throws a usage Error for a contradiction, a missing filter, or a filter whose taps alone

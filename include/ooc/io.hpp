@@ -219,6 +219,10 @@ struct SinkOptions {
   bool cog = false;
   std::string bigtiff = "auto";  // TIFF: auto (when the file could pass 4 GiB), yes or no
   Metadata metadata;             // TIFF: tags carried over from the input
+  // --nodata given: recorded as TIFF's GDAL_NODATA (every level) and Zarr's fill_value, beating
+  // metadata's (NaN: nan). None: the input's tag where it has one.
+  std::optional<double> nodata;
+  bool nodata_given = false;  // --nodata given (none included): the input's tag is not taken
   // --voxel-size: recorded in OME-Zarr and OME-TIFF outputs instead of metadata.voxel.
   VoxelSize voxel;
   std::size_t mem_limit = 0;  // the job's --mem-limit (0: the default): buffers stay within it

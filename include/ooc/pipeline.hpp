@@ -74,6 +74,9 @@ struct StageDecl {
   // Filters a volume in 3-D (point stages and histograms: sample by sample, the same); the others
   // take a volume only plane by plane (PipelineSettings::planes).
   bool volume = false;
+  // Knows holes (PipelineSettings::nodata): leaves them out and writes nodata where it makes no
+  // value. Others are refused under --nodata.
+  bool masked = false;
 };
 
 // Every stage, in the order oocrun --list shows them.
@@ -131,6 +134,12 @@ struct PipelineSettings {
   bool planes = false;
   // The input's voxel size (or --voxel-size): what physical sigmas (gaussian sigma-um) divide.
   VoxelSize voxel;
+  // Nodata (--nodata): samples equal to it, and NaN in float images, are holes, derived per band
+  // from the values; the stages that know holes leave them out and write it (NaN: NaN) where
+  // they make no value. None: every sample counts (the bytes of a run without --nodata).
+  std::optional<double> nodata;
+  // --nodata given (none included): the input's GDAL_NODATA tag is not read (run_job).
+  bool nodata_given = false;
 };
 
 // The passes of a pipeline over an image of `input`: each pass is one operation for the engine

@@ -60,8 +60,19 @@ def _voxel_text(voxel_size):
                      % (voxel_size,)) from None
 
 
-def _pipeline_options(options, mode, cval, out_type, precision, voxel_size=None):
+def _nodata_text(nodata):
+    """nodata= as oocrun's --nodata: None the input's GDAL_NODATA tag, "none", nan or a number."""
+    if nodata is None:
+        return ""
+    if isinstance(nodata, str):
+        return nodata
+    v = float(nodata)
+    return "nan" if v != v else repr(v)
+
+
+def _pipeline_options(options, mode, cval, out_type, precision, voxel_size=None, nodata=None):
     o = _run_options(options)
+    o["nodata"] = _nodata_text(nodata)
     # cval and precision go to _core as given: it names them when they are of the wrong type.
     o.update(mode=_mode(mode), cval=cval, precision=precision,
              out_type=None if out_type is None else _sample_name(out_type, "out_type"),
@@ -74,7 +85,7 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
         input_level=-1, seed=1, format="auto", tile=0, compress=None, level=-1, bigtiff="auto",
         chunk=0, pyramid=False, levels=None, zarr_version=2, shard=0, cog=False,
         progress=None, predictor="auto", depth=None, volume=False, pages=None, planes=False,
-        voxel_size=None, **options):
+        voxel_size=None, nodata=None, **options):
     """oocrun INPUT OUTPUT PIPELINE (see oocrun --help, ooc.stages()); returns --stats json.
 
     pipeline: stages separated by "!", e.g. "gaussian sigma=2 ! convert type=u8" (or a list of
@@ -87,8 +98,9 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
     reads the input once more per equalize ("passes" in the stats). The output is written under a
     temporary name and renamed when complete; on any error nothing is left. voxel_size (z, y, x)
     micrometres (oocrun --voxel-size) stands for the input's, for sigma-um and OME outputs.
+    nodata (oocrun --nodata): a value, numpy.nan or "none"; None takes the input's GDAL_NODATA.
     """
-    o = _pipeline_options(options, mode, cval, out_type, precision, voxel_size)
+    o = _pipeline_options(options, mode, cval, out_type, precision, voxel_size, nodata)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
              channels=channels, in_format=in_format, page=page, input_level=input_level,
              seed=seed, format=format, tile=tile, compress=compress or "", level=level, bigtiff=bigtiff,
@@ -101,7 +113,7 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
 
 def pipeline(input, pipeline, output=None, *, mode="reflect", cval=0.0, out_type=None,
              precision="auto", volume=None, planes=False, progress=None, voxel_size=None,
-             **options):
+             nodata=None, **options):
     """The stages of ooc.run over an array: 2-D (H, W), 3-D (H, W, C), or a volume (Z, Y, X)
     or (Z, Y, X, C) (see volume in the module's help), an ndarray, a memmap or a .npy path,
     streamed band by band as the other array functions are. A volume's stages filter in 3-D
@@ -110,7 +122,8 @@ def pipeline(input, pipeline, output=None, *, mode="reflect", cval=0.0, out_type
     a new array of the pipeline's output type (the last convert's or equalize's, else the
     input's, unless out_type says) when output is None or a dtype. An output array's dtype is
     the pipeline's output type; one sharing the input's memory is handled as in the filters.
-    voxel_size (z, y, x) or (y, x) micrometres: what gaussian sigma-um divides by.
+    voxel_size (z, y, x) or (y, x) micrometres: what gaussian sigma-um divides by. nodata (a
+    value or numpy.nan; None: none): holes, as oocrun --nodata.
     """
     a = _load(input)
     if a.ndim == 1:
@@ -118,7 +131,7 @@ def pipeline(input, pipeline, output=None, *, mode="reflect", cval=0.0, out_type
                      "a 1-D signal as one row, a[numpy.newaxis]" % (a.shape,))
     vol = _is_volume(a, volume)
     words = _pipeline_words(pipeline)
-    o = _pipeline_options(options, mode, cval, out_type, precision, voxel_size)
+    o = _pipeline_options(options, mode, cval, out_type, precision, voxel_size, nodata)
     o.update(volume=vol, planes=bool(planes))
     out = None
     if output is None or isinstance(output, np.ndarray):

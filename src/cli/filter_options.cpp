@@ -43,4 +43,13 @@ void add_filter_options(CLI::App& app, FilterOptions& f) {
       ->default_str("auto");
 }
 
+void add_nodata_option(CLI::App& group, std::string& text) {
+  group
+      .add_option("--nodata", text,
+                  "samples that are holes: a value V (NaN is a hole too), nan, or none; "
+                  "default: the input's GDAL_NODATA tag, else none. Linear stages normalize "
+                  "over valid samples, rank stages count them only; holes stay holes")
+      ->default_str("the input's tag");
+}
+
 }  // namespace ooc::cli

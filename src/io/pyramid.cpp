@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <type_traits>
@@ -141,10 +142,51 @@ void reduce(const ImageSpec& upper, const std::byte* a_, const std::byte* b_, st
   }
 }
 
+// The 2 x 2 mean of the valid samples (not NaN, not `nodata`) as doubles, rounded as mean4
+// rounds (half to even: s / n is a half only for n 2 or 4, where it is exact); nodata where the
+// block has none. The odd last column and row count twice, as in reduce, which leaves their mean
+// the same.
+template <class T>
+void reduce_masked(const ImageSpec& upper, const T* a, const T* b, T* dst, double nodata) {
+  const int C = upper.channels;
+  const std::int64_t w = upper.width, half = (w + 1) / 2;
+  const auto hole = [&](double v) { return std::isnan(v) || v == nodata; };
+  const auto store = [&](double v) -> T {
+    if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(v);
+    } else {
+      if (std::isnan(v)) return T{0};
+      return static_cast<T>(std::clamp(std::nearbyint(v), double(std::numeric_limits<T>::lowest()),
+                                       double(std::numeric_limits<T>::max())));
+    }
+  };
+  for (std::int64_t x = 0; x < half; ++x)
+    for (int k = 0; k < C; ++k) {
+      const std::int64_t i = 2 * x * C + k, j = 2 * x + 1 < w ? i + C : i;
+      double s = 0;
+      int n = 0;
+      for (const T v : {a[i], b[i], a[j], b[j]})
+        if (!hole(static_cast<double>(v))) {
+          s += static_cast<double>(v);
+          ++n;
+        }
+      dst[x * C + k] = store(n == 0 ? nodata : s / n);
+    }
+}
+
 }  // namespace
 
 void pyramid_reduce_row(const ImageSpec& upper, const std::byte* a, const std::byte* b,
-                        std::byte* dst) {
+                        std::byte* dst, std::optional<double> nodata) {
+  if (nodata) {
+    dispatch_type(upper.type, [&](auto t) {
+      using T = decltype(t);
+      const T* ta = reinterpret_cast<const T*>(a);
+      reduce_masked<T>(upper, ta, b ? reinterpret_cast<const T*>(b) : ta, reinterpret_cast<T*>(dst),
+                       *nodata);
+    });
+    return;
+  }
   dispatch_type(upper.type, [&](auto t) { reduce<decltype(t)>(upper, a, b, dst); });
 }
 
@@ -157,7 +199,8 @@ void join_pyramid_edges(
     int levels, const std::function<ImageSpec(int)>& spec,
     const std::function<std::int64_t(int)>& unit_rows, const std::vector<LevelEdge>& edges,
     const std::string& temp, const std::function<void(int, std::int64_t, const std::byte*)>& write,
-    const std::function<void(int, std::int64_t, std::int64_t, std::int64_t)>& incomplete) {
+    const std::function<void(int, std::int64_t, std::int64_t, std::int64_t)>& incomplete,
+    std::optional<double> nodata) {
   std::map<std::int64_t, std::vector<std::byte>> upper;  // level k - 1's rows held here
   for (int k = 0; k <= levels; ++k) {
     const ImageSpec s = spec(k);
@@ -201,7 +244,8 @@ void join_pyramid_edges(
           continue;
         }
         std::vector<std::byte> row(rb);
-        pyramid_reduce_row(up, a->second.data(), last ? nullptr : b->second.data(), row.data());
+        pyramid_reduce_row(up, a->second.data(), last ? nullptr : b->second.data(), row.data(),
+                           nodata);
         rows[r] = std::move(row);
       }
       if (!whole) {
@@ -294,7 +338,7 @@ void PyramidBuilder::push(std::int64_t y, std::int64_t n, const std::byte* data,
     std::vector<std::byte>& out = blocks_[k + 1];
     out.resize(pairs.size() * next_rb);
     const auto reduce = [&](std::size_t j) {
-      pyramid_reduce_row(s, pairs[j].a, pairs[j].b, out.data() + j * next_rb);
+      pyramid_reduce_row(s, pairs[j].a, pairs[j].b, out.data() + j * next_rb, nodata_);
     };
     if (pairs.size() > 1)
       tbb::parallel_for(std::size_t{0}, pairs.size(), reduce);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,11 @@ ImageSpec pyramid_level(const ImageSpec& base, int k, bool halve_z = false);
 int pyramid_auto_levels(const ImageSpec& base, std::int64_t min_side = 256);
 
 // Row r of level k (spec `upper` is level k - 1) from rows 2r and 2r + 1 of level k - 1 (`b`
-// nullptr: 2r is the image's last row, averaged with itself), written to dst.
+// nullptr: 2r is the image's last row, averaged with itself), written to dst. With a nodata value
+// the mean is of the block's valid samples only (holes: the value, and NaN), rounded as without
+// (a block without holes gives the same bytes), and nodata where the block has none.
 void pyramid_reduce_row(const ImageSpec& upper, const std::byte* a, const std::byte* b,
-                        std::byte* dst);
+                        std::byte* dst, std::optional<double> nodata = std::nullopt);
 // Row r of plane p of a level halving z from rows 2r and 2r + 1 (a, b) of plane 2p and the same
 // rows (c, d) of plane 2p + 1: the mean of the eight samples, rounded once as
 // pyramid_reduce_row rounds (b and d nullptr: the plane's last row, averaged with itself).
@@ -56,7 +59,8 @@ void join_pyramid_edges(
     int levels, const std::function<ImageSpec(int)>& spec,
     const std::function<std::int64_t(int)>& unit_rows, const std::vector<LevelEdge>& edges,
     const std::string& temp, const std::function<void(int, std::int64_t, const std::byte*)>& write,
-    const std::function<void(int, std::int64_t, std::int64_t, std::int64_t)>& incomplete);
+    const std::function<void(int, std::int64_t, std::int64_t, std::int64_t)>& incomplete,
+    std::optional<double> nodata = std::nullopt);
 
 // Takes the rows of level 0 that one writer covers, [begin, end) of the image, in order, and
 // emits every row of levels 1..levels that those rows alone determine. Where the range starts
@@ -80,10 +84,13 @@ class PyramidBuilder {
   std::int64_t first_row(int k) const noexcept { return first_[k]; }
   std::int64_t end_row(int k) const noexcept { return end_[k]; }
   int levels() const noexcept { return levels_; }
+  // Levels of the valid samples' means (pyramid_reduce_row); before the first push.
+  void set_nodata(std::optional<double> nodata) { nodata_ = nodata; }
 
  private:
   ImageSpec base_;
   int levels_;
+  std::optional<double> nodata_;
   std::vector<ImageSpec> specs_;
   std::vector<std::int64_t> first_, end_;
   std::vector<std::vector<std::byte>> pending_;  // level k's even row awaiting its partner

@@ -426,7 +426,8 @@ void finish_tiff_parts(const std::string& output, const std::string& temp) {
       },
       [&](int k, std::int64_t cy, std::int64_t r0, std::int64_t r1) {
         if (!row_present(k, cy)) throw incomplete(k, r0, r1);
-      });
+      },
+      sink.nodata());
 
   // Every block, in the order one process appends them.
   std::vector<std::byte> buf;

@@ -49,6 +49,7 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
   predictor_ = resolved_predictor(o, spec.type);
   plan_.predictor = predictor_code(predictor_);
   plan_.metadata = o.metadata;
+  nodata_ = gdal_nodata_value(o.metadata.geo.gdal_nodata);  // the levels leave holes out
   cog_ = o.cog;
   if (ome_name(path)) {
     if (cog_)
@@ -287,7 +288,9 @@ void TiffSink::keep() {
 
 std::unique_ptr<Sink> create_tiff_sink(const std::string& path, const ImageSpec& spec,
                                        const std::string& input_path, const SinkOptions& options) {
-  return std::make_unique<detail::TiffSink>(path, spec, input_path, options);
+  // --nodata as the tag: the parts' settings and their join read it from there.
+  return std::make_unique<detail::TiffSink>(path, spec, input_path,
+                                            detail::with_nodata_tag(options));
 }
 
 }  // namespace ooc

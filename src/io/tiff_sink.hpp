@@ -11,10 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "io/nodata.hpp"
 #include "io/pyramid.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
@@ -72,10 +74,12 @@ class TiffSink final : public Sink {
     if (own_layout_) {
       gather(n, data, stride);
       if (levels_count_ > 0) {
-        if (!builder_)
+        if (!builder_) {
           builder_ = std::make_unique<PyramidBuilder>(
               plan_.spec, levels_count_, 0, plan_.spec.height,
               [this](int k, std::int64_t r, const std::byte* p) { add_level_row(k, r, p); });
+          builder_->set_nodata(nodata_);
+        }
         builder_->push(y0, n, data, stride);
       }
       return;
@@ -160,6 +164,8 @@ class TiffSink final : public Sink {
 
   // For finish_tiff_parts: the levels' layouts, the codec, and the file's way of taking blocks.
   int level_count() const noexcept { return levels_count_; }
+  // The GDAL_NODATA value the file records, which the levels' means leave out (none: no tag).
+  std::optional<double> nodata() const noexcept { return nodata_; }
   const TiffPlan& level_plan(int k) const {
     return k == 0 ? plan_ : levels_[static_cast<std::size_t>(k)].plan;
   }
@@ -239,6 +245,7 @@ class TiffSink final : public Sink {
         builder_ = std::make_unique<PyramidBuilder>(
             plan_.spec, levels_count_, y0, row_end_,
             [this](int k, std::int64_t r, const std::byte* p) { add_level_row(k, r, p); });
+      builder_->set_nodata(nodata_);
     }
     std::int64_t i = 0;
     for (; i < n && y0 + i < head_end_; ++i)
@@ -528,6 +535,7 @@ class TiffSink final : public Sink {
   int levels_count_ = 0;
   std::vector<Level> levels_;
   std::unique_ptr<PyramidBuilder> builder_;
+  std::optional<double> nodata_;
 
   // Outputs in parts and resumed runs (see tiff_parts.hpp).
   std::string temp_, settings_;

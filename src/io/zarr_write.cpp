@@ -24,11 +24,13 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
 
 #include "io/formats.hpp"
+#include "io/nodata.hpp"
 #include "io/output_file.hpp"
 #include "io/pyramid.hpp"
 #include "io/zarr_codec.hpp"
@@ -57,6 +59,15 @@ class ZarrSink final : public Sink {
         row_end_(o.row_end > 0 ? o.row_end : spec.stacked_rows()) {
     info_.spec = spec;
     info_.voxel = output_voxel(o);
+    // Holes (io/nodata.hpp): a fill_value only where the type holds the value.
+    if (const std::optional<double> nd = detail::output_nodata(o)) {
+      const bool fits = std::isnan(*nd)
+                            ? !is_integer(spec.type)
+                            : !is_integer(spec.type) ||
+                                  (*nd == std::trunc(*nd) && *nd >= lowest_value(spec.type) &&
+                                   *nd <= highest_value(spec.type));
+      if (fits) info_.nodata = nd;
+    }
     info_.chunk = o.chunk != 0 ? o.chunk : 512;
     if (info_.chunk < 1 || info_.chunk > 65536)
       throw Error(ErrorKind::usage,
@@ -199,6 +210,7 @@ class ZarrSink final : public Sink {
             write_file_atomic(temp_ + "/" + edge_name(k, r, r + 1, true), row,
                               levels_[static_cast<std::size_t>(k)].spec.row_bytes());
           });
+      builder_->set_nodata(info_.nodata);
     }
     if (written_ < 0 && levels_[0].deep > 1) load_slab(y0);
     for (std::int64_t i = 0; i < n; ++i)

@@ -154,7 +154,8 @@ void finish_zarr_store(const std::string& output, const std::string& temp) {
                         " were not written. Run the parts that cover them (with --resume), "
                         "then --finish again",
                     true);
-      });
+      },
+      info.nodata);
 
   // Every chunk of every level must be there now.
   for (int k = 0; k <= info.levels; ++k) {

@@ -2,6 +2,8 @@
 // until it is joined), each level's array document (Zarr 2's .zarray, Zarr 3's zarr.json with its
 // sharding codecs), the chunk keys, and the group's NGFF multiscales.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -51,6 +53,14 @@ json v3_codecs(const StoreInfo& info) {
 
 }  // namespace
 
+// A nodata value as fill_value's JSON: "NaN" (a string, as Zarr writes it), an integer for an
+// integer type, else the exact number.
+std::string fill_json(double v, SampleType type) {
+  if (std::isnan(v)) return "\"NaN\"";
+  if (is_integer(type)) return std::to_string(static_cast<long long>(v));
+  return json(v).dump();
+}
+
 std::string StoreInfo::to_json() const {
   json j;
   j["width"] = spec.width;
@@ -72,6 +82,7 @@ std::string StoreInfo::to_json() const {
   }
   // Only a known one's, likewise.
   if (voxel.known()) j["voxel"] = {voxel.z, voxel.y, voxel.x};
+  if (nodata) j["nodata"] = json::parse(fill_json(*nodata, spec.type));
   return j.dump() + "\n";
 }
 
@@ -103,6 +114,9 @@ StoreInfo StoreInfo::from_json(const std::string& text, const std::string& where
       s.chunk_z = j.value("chunk_z", std::int64_t{1});
       s.pyramid_z = j.value("pyramid_z", false);
     }
+    if (j.contains("nodata"))
+      s.nodata = j["nodata"].is_string() ? std::numeric_limits<double>::quiet_NaN()
+                                         : j["nodata"].get<double>();
     if (j.contains("voxel")) {
       const auto v = j.at("voxel").get<std::vector<double>>();
       if (v.size() != 3 || !(v[1] > 0) || !(v[2] > 0) || !(v[0] >= 0))
@@ -152,8 +166,8 @@ zarr::ArrayMeta level_meta(const StoreInfo& info, int k) {
   }
   m.type = s.type;
   m.codec = info.codec;
-  m.fill = 0;
-  m.fill_json = "0";
+  m.fill = info.nodata.value_or(0);
+  m.fill_json = info.nodata ? fill_json(*info.nodata, s.type) : "0";
   // ome-zarr-py and NGFF 0.4's examples nest chunks in directories, one per chunk row.
   m.dimension_separator = "/";
   return m;
@@ -189,7 +203,7 @@ std::string v3_array_json(const StoreInfo& info, int k) {
             {"data_type", v3_data_type(s.type)},
             {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", outer}}}}},
             {"chunk_key_encoding", {{"name", "default"}, {"configuration", {{"separator", "/"}}}}},
-            {"fill_value", 0},
+            {"fill_value", json::parse(info.nodata ? fill_json(*info.nodata, s.type) : "0")},
             {"codecs", json::array({sharding})},
             {"dimension_names", names},
             {"attributes", json::object()}};

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "io/pyramid.hpp"
@@ -38,6 +39,9 @@ struct StoreInfo {
   VoxelSize voxel;           // level 0's, for the multiscales' scales (unknown: pixels)
   std::int64_t chunk_z = 1;  // a volume's chunks (and shards) are this many planes deep
   bool pyramid_z = false;    // a volume's levels halve z too
+  // --nodata, or the input's tag (io/nodata.hpp), where the type holds it: each level's
+  // fill_value, and what the levels' means leave out. None: fill_value 0.
+  std::optional<double> nodata;
 
   // The rows of a plane a writer makes whole at a time: a chunk row, or a row of shards.
   std::int64_t unit() const { return version == 3 ? shard : chunk; }

@@ -4,10 +4,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -190,7 +194,33 @@ PipelineSettings pipeline_settings(const std::string& border, double border_valu
 PipelineSettings filter_settings(const FilterOptions& f) {
   PipelineSettings s = pipeline_settings(f.border, f.border_value, f.out_type, f.precision);
   s.planes = f.planes;
+  apply_nodata(f.nodata, s);
   return s;
+}
+
+std::optional<double> parse_gdal_nodata(const std::string& text) {
+  const std::size_t a = text.find_first_not_of(" \t"), b = text.find_last_not_of(" \t\n");
+  if (a == std::string::npos) return std::nullopt;
+  std::string t = text.substr(a, b - a + 1);
+  for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (t == "nan" || t == "-nan" || t == "+nan") return std::numeric_limits<double>::quiet_NaN();
+  if (t.front() == '+') t.erase(0, 1);
+  double v = 0;
+  const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (r.ec != std::errc() || r.ptr != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
+void apply_nodata(const std::string& text, PipelineSettings& s, const std::string& what) {
+  if (text.empty()) return;  // the input's tag decides (run_job)
+  s.nodata_given = true;
+  if (text == "none") {
+    s.nodata.reset();
+    return;
+  }
+  s.nodata = parse_gdal_nodata(text);
+  if (!s.nodata || std::isinf(*s.nodata))
+    throw Error(ErrorKind::usage, what + " takes a number, nan or none, got '" + text + "'");
 }
 
 SeparableParams filter_params(const FilterOptions& f, std::size_t mem_limit) {

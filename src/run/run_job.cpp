@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ooc/error.hpp"
+#include "ooc/filter_options.hpp"
 #include "ooc/io.hpp"
 #include "ooc/run.hpp"
 
@@ -104,6 +105,11 @@ JobResult run_job(JobSpec spec) {
   ProcessGroup alone;
   ProcessGroup& pg = spec.processes ? *spec.processes : alone;
   JobResult r;
+  // --nodata given: the outputs record it (an input's tag they carry anyway).
+  if (spec.settings.nodata_given) {
+    spec.options.sink.nodata = spec.settings.nodata;
+    spec.options.sink.nodata_given = true;
+  }
   std::unique_ptr<Job> made =
       spec.source
           ? std::make_unique<Job>(std::move(spec.source), std::move(spec.sink), spec.options)
@@ -118,6 +124,9 @@ JobResult run_job(JobSpec spec) {
   } else {
     // Physical units (sigma-um) divide by the input's voxel size, unless the front end gave one.
     if (!spec.settings.voxel.known()) spec.settings.voxel = job.source().metadata().voxel;
+    // Holes are the input's GDAL_NODATA where --nodata is not given (docs/design.md, "Nodata").
+    if (!spec.settings.nodata_given)
+      spec.settings.nodata = parse_gdal_nodata(job.source().metadata().geo.gdal_nodata);
     work.plan = std::make_unique<PipelinePlan>(in, spec.stages, spec.settings, jo.pipeline);
     if (work.plan->has_reduction() && pg.size() == 1 && (jo.part_count > 1 || jo.rows_end > 0))
       throw Error(ErrorKind::usage,

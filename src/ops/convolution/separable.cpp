@@ -21,6 +21,7 @@
 #include "ops/convolution/fold_taps.hpp"
 #include "ops/convolution/method_param.hpp"
 #include "ops/cuda_kernels.hpp"
+#include "ops/masked.hpp"
 #include "ops/stage_registry.hpp"
 
 namespace ooc {
@@ -554,6 +555,13 @@ std::vector<StageEntry> separable_stages() {
                                         "blocks along rows, then columns; CPU only)");
   auto separable_builder = [](std::string stage) {
     return [stage](const StageContext& c) {
+      // Holes: normalized convolution, its own operation (masked_separable.cpp).
+      if (c.settings.nodata && !c.volume())
+        return BuiltStage{make_masked_separable(c, taps_of(stage, c.args, &c.settings.voxel))};
+      if (c.args.has("min-weight") || c.args.has("fill"))
+        throw Error(ErrorKind::usage, c.args.at() +
+                                          ": min-weight and fill weigh holes: give "
+                                          "--nodata (or an input with a nodata tag)");
       if (c.volume()) return volume_stage(stage, c);
       return BuiltStage{
           c.separable(c.in, taps_of(stage, c.args, &c.settings.voxel), c.out(), method_of(c.args))};
@@ -570,26 +578,29 @@ std::vector<StageEntry> separable_stages() {
   StageParam uniform_size = integer_param("size", std::nullopt, 1, 2 * kMaxStageRadius + 1,
                                           "window side N, or sides HxW (volumes: DxHxW), odd");
   uniform_size.per_axis = true;
+  const StageParam min_weight = min_weight_param(), fill = fill_param();
   std::vector<StageEntry> s;
-  s.push_back({{"gaussian",
-                "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3; as oocconv --sigma); "
-                "3-D on a volume",
-                {gaussian_sigma, radius, method, sigma_z, radius_z, sigmas, sigma_um}},
-               separable_builder("gaussian")});
+  s.push_back(
+      {{"gaussian",
+        "Gaussian filter (scipy.ndimage.gaussian_filter, truncate 3; as oocconv --sigma); "
+        "3-D on a volume",
+        {gaussian_sigma, radius, method, sigma_z, radius_z, sigmas, sigma_um, min_weight, fill}},
+       separable_builder("gaussian")});
   s.push_back({{"uniform",
                 "mean over an N x N or H x W (volumes: N x N x N or D x H x W) window, sides odd "
                 "(scipy.ndimage.uniform_filter)",
                 {uniform_size, method,
                  computed(integer_param("size-z", std::nullopt, 1, 2 * kMaxStageRadius + 1,
                                         "volumes: window along z, odd"),
-                          "size")}},
+                          "size"),
+                 min_weight, fill}},
                separable_builder("uniform")});
   s.push_back({{"correlate1d",
                 "1-D correlation along one axis (scipy.ndimage.correlate1d)",
                 {other_param("taps", Kind::taps, std::nullopt, "weights a,b,c (an odd count)"),
                  integer_param("axis", 1, 0, 2,
                                "0: along columns (y), 1: along rows (x); volumes: 0 z, 1 y, 2 x"),
-                 method}},
+                 method, min_weight, fill}},
                separable_builder("correlate1d")});
   s.push_back({{"separable",
                 "row taps along x, then column taps along y (scipy.ndimage.convolve1d; as oocconv "
@@ -600,9 +611,10 @@ std::vector<StageEntry> separable_stages() {
                              "taps along y, convolution order"),
                  method,
                  other_param("plane", Kind::taps, std::vector<double>{1.0},
-                             "volumes: taps along z, convolution order")}},
+                             "volumes: taps along z, convolution order"),
+                 min_weight, fill}},
                separable_builder("separable")});
-  for (StageEntry& e : s) e.decl.takes_convert = e.decl.volume = true;
+  for (StageEntry& e : s) e.decl.takes_convert = e.decl.volume = e.decl.masked = true;
   return s;
 }
 

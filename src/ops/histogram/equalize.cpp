@@ -49,19 +49,26 @@ class HistogramCpu final : public CpuKernel {
 
 class Histogram final : public HistogramOp {
  public:
-  explicit Histogram(const ImageSpec& in)
+  // hole: the nodata value's bin, left out of the counts (-1: none), so that the table spreads
+  // the valid samples only (docs/design.md, "Nodata").
+  explicit Histogram(const ImageSpec& in, std::int64_t hole = -1)
       : in_(in),
         bins_(static_cast<std::int64_t>(bins_of(in.type))),
-        counts_(static_cast<std::size_t>(bins_ * in.channels), 0) {}
+        counts_(static_cast<std::size_t>(bins_ * in.channels), 0),
+        hole_(hole) {}
   std::string describe() const override {
     return "histogram (" + std::to_string(bins_) + " bins x " + std::to_string(in_.channels) +
-           " channel(s))";
+           " channel(s)" + (hole_ >= 0 ? ", nodata " + std::to_string(hole_) + " left out" : "") +
+           ")";
   }
   std::optional<ImageSpec> output() const override { return std::nullopt; }
   std::size_t partial_bytes() const override { return counts_.size() * sizeof(std::uint64_t); }
   void merge(const std::byte* partial, const Band&) override {
     const auto* p = reinterpret_cast<const std::uint64_t*>(partial);
     for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] += p[i];
+    if (hole_ >= 0)
+      for (int c = 0; c < in_.channels; ++c)
+        counts_[static_cast<std::size_t>(c * bins_ + hole_)] = 0;
   }
   std::size_t cpu_scratch_bytes(std::int64_t, std::int64_t) const override {
     return partial_bytes();
@@ -93,6 +100,7 @@ class Histogram final : public HistogramOp {
   ImageSpec in_;
   std::int64_t bins_;
   std::vector<std::uint64_t> counts_;
+  std::int64_t hole_;
 };
 
 template <class T>
@@ -121,19 +129,27 @@ class LutCpu final : public CpuKernel {
  private:
   std::int64_t bins_;
   std::vector<std::uint16_t> lut_;
+  std::int64_t hole_;
 };
 
 class Lut final : public LutOp {
  public:
-  explicit Lut(const ImageSpec& in)
-      : in_(in), bins_(static_cast<std::int64_t>(HistogramOp::bins_of(in.type))) {}
-  std::string describe() const override { return "equalization lookup table"; }
+  // hole: the nodata value, mapped to itself (-1: none).
+  explicit Lut(const ImageSpec& in, std::int64_t hole = -1)
+      : in_(in), bins_(static_cast<std::int64_t>(HistogramOp::bins_of(in.type))), hole_(hole) {}
+  std::string describe() const override {
+    return hole_ < 0 ? "equalization lookup table"
+                     : "equalization lookup table, nodata " + std::to_string(hole_) + " kept";
+  }
   std::optional<ImageSpec> output() const override { return in_; }
   std::optional<std::int64_t> column_halo() const override { return 0; }
   void set_lut(std::vector<std::uint16_t> lut) override {
     if (lut.size() != static_cast<std::size_t>(bins_ * in_.channels))
       throw Error(ErrorKind::usage, "lookup table of the wrong size");
     lut_ = std::move(lut);
+    if (hole_ >= 0)
+      for (int c = 0; c < in_.channels; ++c)
+        lut_[static_cast<std::size_t>(c * bins_ + hole_)] = static_cast<std::uint16_t>(hole_);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     check();
@@ -158,6 +174,7 @@ class Lut final : public LutOp {
   ImageSpec in_;
   std::int64_t bins_;
   std::vector<std::uint16_t> lut_;
+  std::int64_t hole_;
 };
 
 }  // namespace
@@ -225,9 +242,15 @@ std::vector<StageEntry> equalize_stages() {
                           (c.index == 0 ? std::string(" (the image)") : " (the previous stage's)") +
                           ": put 'convert type=u8' or 'convert type=u16' before it, scaling the "
                           "values onto that range first (scale mul=... add=...)");
+        // Nodata: its bin out of the histogram, mapped to itself (NaN or a value no sample of
+        // the type holds: no hole).
+        std::int64_t hole = -1;
+        if (const auto nd = c.settings.nodata; nd && *nd == std::trunc(*nd) && *nd >= 0 &&
+                                               *nd < double(HistogramOp::bins_of(c.in.type)))
+          hole = static_cast<std::int64_t>(*nd);
         BuiltStage b;
-        b.histogram = make_histogram(c.in);
-        auto lut = make_lut(c.in);
+        b.histogram = std::make_unique<Histogram>(c.in, hole);
+        auto lut = std::make_unique<Lut>(c.in, hole);
         b.lut = lut.get();
         b.op = std::move(lut);
         return b;
@@ -235,6 +258,7 @@ std::vector<StageEntry> equalize_stages() {
   e.decl.reduction = true;
   e.decl.sets_type = true;  // the equalized image is the output, not the pipeline's input type
   e.decl.volume = true;     // one histogram of every plane
+  e.decl.masked = true;     // nodata left out of the histogram, mapped to itself
   return {e};
 }
 

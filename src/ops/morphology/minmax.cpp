@@ -15,6 +15,7 @@
 #include "kernels/cpu/morphology/minmax.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ops/cuda_kernels.hpp"
+#include "ops/masked.hpp"
 #include "ops/morphology/clamp_window.hpp"
 #include "ops/morphology/window.hpp"
 #include "ops/pipeline/chain_impl.hpp"
@@ -317,10 +318,13 @@ std::unique_ptr<Operation> make_minmax(const ImageSpec& in, const Window& w) {
 namespace detail {
 
 std::vector<StageEntry> minmax_stages() {
-  return {morphology::morphology_stage("minimum", MorphKind::minimum,
-                                       "minimum over the window (scipy.ndimage.minimum_filter)"),
-          morphology::morphology_stage("maximum", MorphKind::maximum,
-                                       "maximum over the window (scipy.ndimage.maximum_filter)")};
+  std::vector<StageEntry> s{
+      morphology::morphology_stage("minimum", MorphKind::minimum,
+                                   "minimum over the window (scipy.ndimage.minimum_filter)"),
+      morphology::morphology_stage("maximum", MorphKind::maximum,
+                                   "maximum over the window (scipy.ndimage.maximum_filter)")};
+  mask_morphology(s);  // with --nodata: over the valid samples (masked_rank.cpp)
+  return s;
 }
 
 #if !defined(OOC_HAVE_CUDA)

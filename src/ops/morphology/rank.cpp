@@ -25,6 +25,7 @@
 #include "ooc/error.hpp"
 #include "ooc/ops/rank.hpp"
 #include "ops/cuda_kernels.hpp"
+#include "ops/masked.hpp"
 #include "ops/morphology/window.hpp"
 #include "ops/pipeline/chain_impl.hpp"
 #include "ops/stage_registry.hpp"
@@ -475,6 +476,16 @@ std::vector<StageEntry> rank_stages() {
       const std::int64_t depth = morphology::box_depth(c, p.height);
       p.border = c.settings.border;
       p.border_value = c.settings.border_value;
+      if (c.settings.nodata && !c.volume()) {  // holes: the valid samples' rank (masked_rank.cpp)
+        MorphParams m;
+        m.height = p.height;
+        m.width = p.width;
+        m.border = p.border;
+        m.border_value = p.border_value;
+        m.footprint = p.footprint;
+        const std::int64_t n = p.footprint.empty() ? p.height * p.width : p.footprint.count();
+        return BuiltStage{make_masked_rank(c, m, rank_of(c.args, n), c.args.call_text())};
+      }
       if (c.volume()) {  // a box of size-z planes, or a 3-D footprint
         if (!p.footprint.empty())
           return BuiltStage{morphology::make_rank3d(
@@ -491,7 +502,8 @@ std::vector<StageEntry> rank_stages() {
   s.push_back(
       {{"median",
         "median of the window (scipy.ndimage.median_filter; CUDA: u8/u16/i16 windows of up to "
-        "65535 samples, others of up to 49)",
+        "65535 samples, others of up to 49); with --nodata of the valid samples (an even count: "
+        "the lower middle; rank r of n samples: r (valid - 1) / (n - 1)), nodata where none",
         {window, footprint, size_z}},
        ranked([](const StageArgs&, std::int64_t count) { return count / 2; })});
   s.push_back({{"percentile",
@@ -518,7 +530,7 @@ std::vector<StageEntry> rank_stages() {
                                                      std::to_string(count) + " samples");
                  return r;
                })});
-  for (StageEntry& e : s) e.decl.volume = true;
+  for (StageEntry& e : s) e.decl.volume = e.decl.masked = true;
   return s;
 }
 

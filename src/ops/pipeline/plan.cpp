@@ -98,6 +98,30 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
         wide = wide || accumulates_in_f64(*t, *t, settings.precision);
     if (wide) m.settings.precision = Precision::f64;
   }
+  // Holes (docs/design.md, "Nodata"): every stage must know them, or its values would mix holes
+  // into samples. With --nodata the first stage that does not is refused; an input's tag alone
+  // does not stop a pipeline that ran before it was read: that one runs as before.
+  if (m.settings.nodata) {
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const StageDecl& d = detail::find_stage(calls[i].name)->decl;
+      if (d.masked && !(input.volume() && !settings.planes)) {
+        if (d.takes_convert && i + 1 < calls.size() && convert_type(calls[i + 1])) ++i;
+        continue;
+      }
+      if (!settings.nodata_given) {
+        m.settings.nodata.reset();
+        break;
+      }
+      throw Error(
+          ErrorKind::usage,
+          detail::stage_at(i, calls[i].name) +
+              (d.masked ? " knows holes in 2-D only: add --planes"
+                        : " does not know holes (--nodata) yet; the stages that do: "
+                          "gaussian, uniform, correlate1d, separable, median, "
+                          "percentile, rank, minimum, maximum, opening, closing, equalize") +
+              "; or --nodata none");
+    }
+  }
   ImageSpec in = input;
   std::optional<SampleType> set_type;  // what the last stage that sets the type gives
   for (std::size_t i = 0; i < calls.size(); ++i) {

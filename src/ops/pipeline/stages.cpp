@@ -5,6 +5,7 @@
 
 #include "ooc/error.hpp"
 #include "ops/convolution/fold_taps.hpp"
+#include "ops/masked.hpp"
 #include "ops/pipeline/chain_impl.hpp"
 #include "ops/stage_registry.hpp"
 
@@ -143,7 +144,7 @@ const std::vector<StageEntry>& stage_registry() {
     std::vector<StageEntry> r;
     for (auto family :
          {separable_stages, conv2d_stages, combine_stages, point_stages, minmax_stages,
-          morphology_stages, rank_stages, equalize_stages, project_stages, label_stages})
+          masked_morphology_stages, rank_stages, equalize_stages, project_stages, label_stages})
       for (StageEntry& e : family()) r.push_back(std::move(e));
     return r;
   }();

@@ -1,0 +1,51 @@
+// The operations that know holes (issue 48, docs/design.md "Nodata"): built by the families'
+// stages in place of their usual operation where the pipeline has a nodata value
+// (PipelineSettings::nodata). CPU only: has_cuda() says no, so --device cuda refuses them and
+// auto runs them on the CPU.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ooc/engine.hpp"
+#include "ooc/filter.hpp"
+#include "ooc/ops/rank.hpp"
+#include "ops/stage_registry.hpp"
+
+namespace ooc::detail {
+
+// The stage parameters of normalized convolution: min-weight= and fill=.
+StageParam min_weight_param();
+StageParam fill_param();
+
+// Normalized convolution with filter f (convolution order, as SeparableFilter) of the stage's
+// input, reading min-weight and fill from its arguments; its output c.out().
+std::unique_ptr<Operation> make_masked_separable(const StageContext& c, const SeparableFilter& f);
+
+// A rank filter over the valid samples of a window: rows top before, h in all, columns left
+// before, w in all, the samples where mask (h x w) is 1 (empty: all); `rank` is scipy's rank among
+// the full window's `count` samples (kernels/cpu/masked/masked.hpp scales it to the valid ones).
+struct MaskedWindow {
+  std::int64_t top = 0, h = 1, left = 0, w = 1;
+  std::vector<std::uint8_t> mask;
+  std::string text;  // "3x3", "footprint F of 5x5": for describe()
+};
+std::unique_ptr<Operation> make_masked_rank(const ImageSpec& in, const MaskedWindow& w,
+                                            std::int64_t rank, std::int64_t count,
+                                            const PipelineSettings& s, const std::string& what);
+
+// The same from a rank stage's window (p: size or footprint, border) for scipy's `rank`.
+std::unique_ptr<Operation> make_masked_rank(const StageContext& c, const MorphParams& p,
+                                            std::int64_t rank, const std::string& what);
+// Makes the stages minimum, maximum, opening and closing among `stages` build their masked
+// operations where the pipeline has a nodata value (and marks them masked).
+void mask_morphology(std::vector<StageEntry>& stages);
+// morphology_stages() with opening and closing masked (the registry's list of families).
+std::vector<StageEntry> masked_morphology_stages();
+
+// "nan" or the exact number: how fingerprints and messages say a nodata value.
+std::string nodata_text(double v);
+
+}  // namespace ooc::detail

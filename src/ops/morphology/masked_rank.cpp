@@ -1,0 +1,170 @@
+// Rank filters that know holes (issue 48): median, percentile, rank, minimum, maximum and the
+// openings and closings made of them count only a window's valid samples
+// (kernels/cpu/masked/masked.hpp says which of them a rank takes). Built by the stages where the
+// pipeline has a nodata value; runs on the CPU only.
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "io/digest.hpp"
+#include "kernels/cpu/masked/masked.hpp"
+#include "ooc/error.hpp"
+#include "ops/masked.hpp"
+#include "ops/morphology/window.hpp"
+
+namespace ooc::detail {
+namespace {
+
+class MaskedRankKernel final : public CpuKernel {
+ public:
+  MaskedRankKernel(const kernels::masked::RankArgs& a, std::shared_ptr<const MaskedWindow> w)
+      : base_(a), w_(std::move(w)) {}
+  void run(const CpuBand& b) override {
+    kernels::masked::RankArgs a = base_;
+    a.mask = w_->mask.empty() ? nullptr : w_->mask.data();
+    a.rows = b.rows;
+    a.halo = b.halo;
+    a.out_rows = b.band.rows;
+    a.width = b.in.width;
+    a.out = b.out.data;
+    a.out_stride = b.out.row_stride;
+    thread_local std::vector<double> scratch;
+    kernels::masked::rank_band(a, scratch);
+  }
+
+ private:
+  kernels::masked::RankArgs base_;
+  std::shared_ptr<const MaskedWindow> w_;
+};
+
+class MaskedRank final : public Operation {
+ public:
+  MaskedRank(const ImageSpec& in, MaskedWindow w, std::int64_t rank, std::int64_t count,
+             const PipelineSettings& s, std::string what)
+      : in_(in), w_(std::make_shared<const MaskedWindow>(std::move(w))), what_(std::move(what)) {
+    a_.channels = in.channels;
+    a_.type = in.type;
+    a_.border = s.border;
+    a_.cval = s.border_value;
+    a_.nodata = *s.nodata;
+    a_.top = w_->top;
+    a_.h = w_->h;
+    a_.left = w_->left;
+    a_.w = w_->w;
+    a_.rank = rank;
+    a_.count = count;
+  }
+  std::string describe() const override {
+    return what_ + " of the valid samples of " + w_->text + ", border " +
+           std::string(name(a_.border)) + ", nodata " + nodata_text(a_.nodata);
+  }
+  std::string fingerprint() const override {
+    return describe() + ", values " +
+           Digest()
+               .add(a_.cval)
+               .add(std::string(w_->mask.begin(), w_->mask.end()))
+               .add(double(a_.rank))
+               .add(double(a_.count))
+               .add(double(a_.top))
+               .add(double(a_.left))
+               .hex();
+  }
+  std::optional<ImageSpec> output() const override { return in_; }
+  std::int64_t halo() const override { return std::max(a_.top, a_.h - 1 - a_.top); }
+  BorderMode border() const override { return a_.border; }
+  std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t cols) const override {
+    return kernels::masked::rank_scratch_doubles(band_rows, halo(), cols, a_.channels,
+                                                 a_.h * a_.w) *
+           sizeof(double);
+  }
+  std::unique_ptr<CpuKernel> make_cpu() const override {
+    return std::make_unique<MaskedRankKernel>(a_, w_);
+  }
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::rank;
+    c.window_samples = double(a_.count);
+    return c;
+  }
+
+ private:
+  ImageSpec in_;
+  std::shared_ptr<const MaskedWindow> w_;
+  std::string what_;
+  kernels::masked::RankArgs a_;
+};
+
+// The window scipy places (morphology::window): a footprint's ones, or every sample.
+MaskedWindow masked_window(const morphology::Window& w) {
+  MaskedWindow m;
+  m.top = w.y.left;
+  m.h = w.rows();
+  m.left = w.x.left;
+  m.w = w.cols();
+  if (w.mask) m.mask = *w.mask;
+  m.text = morphology::window_text(w);
+  return m;
+}
+
+// A minimum (max false) or maximum: the ranks 0 and count - 1 of the valid samples.
+std::unique_ptr<Operation> masked_extreme(const StageContext& c, const MorphParams& p, bool max,
+                                          bool dilation) {
+  const std::int64_t count =
+      p.footprint.empty() ? p.height * p.width : std::int64_t(p.footprint.count());
+  return make_masked_rank(c.in, masked_window(morphology::window(p, max, dilation)),
+                          max ? count - 1 : 0, count, c.settings, max ? "maximum" : "minimum");
+}
+
+}  // namespace
+
+std::unique_ptr<Operation> make_masked_rank(const ImageSpec& in, const MaskedWindow& w,
+                                            std::int64_t rank, std::int64_t count,
+                                            const PipelineSettings& s, const std::string& what) {
+  return std::make_unique<MaskedRank>(in, w, rank, count, s, what);
+}
+
+std::unique_ptr<Operation> make_masked_rank(const StageContext& c, const MorphParams& p,
+                                            std::int64_t rank, const std::string& what) {
+  const std::int64_t count =
+      p.footprint.empty() ? p.height * p.width : std::int64_t(p.footprint.count());
+  return make_masked_rank(c.in, masked_window(morphology::window(p, false, false)), rank, count,
+                          c.settings, what);
+}
+
+void mask_morphology(std::vector<StageEntry>& stages) {
+  for (StageEntry& e : stages) {
+    const std::string n = e.decl.name;
+    if (n != "minimum" && n != "maximum" && n != "opening" && n != "closing") continue;
+    e.decl.masked = true;
+    e.build = [n, unmasked = std::move(e.build)](const StageContext& c) {
+      if (!c.settings.nodata || c.volume()) return unmasked(c);
+      MorphParams p;
+      std::tie(p.height, p.width, p.footprint) = morphology::window_of(c.args);
+      morphology::check_footprint_axes(c, p.footprint);
+      (void)morphology::box_depth(c, p.height);  // a DxHxW size on an image refused
+      p.border = c.settings.border;
+      p.border_value = c.settings.border_value;
+      if (n == "minimum" || n == "maximum")
+        return BuiltStage{masked_extreme(c, p, n == "maximum", false)};
+      // grey_opening: the erosion, then the dilation of its output; grey_closing the other way
+      // (as make_morphology). A rank filter keeps the input's spec, so both read c.in.
+      BuiltStage b;
+      const bool opening = n == "opening";
+      b.before.push_back(masked_extreme(c, p, !opening, !opening));
+      b.op = masked_extreme(c, p, opening, opening);
+      return b;
+    };
+  }
+}
+
+std::vector<StageEntry> masked_morphology_stages() {
+  std::vector<StageEntry> s = morphology_stages();
+  mask_morphology(s);
+  return s;
+}
+
+}  // namespace ooc::detail
