@@ -60,6 +60,7 @@ __all__ = [
     "gaussian_filter1d", "gaussian_filter", "uniform_filter1d", "uniform_filter", "correlate",
     "cuda_device_count", "run", "pipeline", "stages", "median_filter", "percentile_filter",
     "rank_filter", "minimum_filter", "maximum_filter", "grey_opening", "grey_closing", "label",
+    "regionprops_table",
 ]
 
 cuda_device_count = _core.cuda_device_count
@@ -620,4 +621,4 @@ def equalize(input, output=None, *, progress=None, **kwargs):
 from ._pipeline import _sample_name, pipeline, run, stages  # noqa: E402
 from ._rank import (grey_closing, grey_opening, maximum_filter, median_filter,  # noqa: E402
                     minimum_filter, percentile_filter, rank_filter)
-from ._labels import label  # noqa: E402
+from ._labels import label, regionprops_table  # noqa: E402
