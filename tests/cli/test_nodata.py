@@ -338,6 +338,61 @@ class Nodata(unittest.TestCase):
         with tifffile.TiffFile(self.p("o.tif")) as tf:
             self.assertNotIn(42113, tf.pages[0].tags)
 
+    def test_pyramids_in_parts_equal_the_whole_run(self):
+        """Levels whose blocks two parts' rows make are reduced where the parts are joined: with
+        the holes left out there too."""
+        try:
+            import tifffile
+            import zarr
+        except ImportError:
+            self.skipTest("no tifffile or zarr-python")
+        x = image(90, 70)
+        x[26:34, :40] = ND  # holes across the parts' boundaries (rows 30 and 60)
+        x[57:63, 25:] = ND
+        np.save(self.p("in.npy"), x)
+        for out, layout in (("w.tif", ["--tile", "16", "--levels", "3"]),
+                            ("w.zarr", ["--chunk", "16", "--levels", "3"])):
+            whole, parted = self.p(out), self.p("p_" + out)
+            args = ["median size=3", "--nodata", "-9999", *layout]
+            self.run_tool([OOCRUN, self.p("in.npy"), whole, *args])
+            for i in (1, 0, 2):
+                self.run_tool([OOCRUN, self.p("in.npy"), parted, *args, "--part", f"{i}/3"])
+            self.run_tool([OOCRUN, "--finish", parted])
+            if out.endswith(".tif"):
+                with tifffile.TiffFile(whole) as a, tifffile.TiffFile(parted) as b:
+                    la, lb = a.series[0].levels, b.series[0].levels
+                    got = [lv.asarray() for lv in lb]
+                    want = [lv.asarray() for lv in la]
+            else:
+                ga, gb = zarr.open_group(whole, mode="r"), zarr.open_group(parted, mode="r")
+                got = [gb[str(k)][:] for k in range(4)]
+                want = [ga[str(k)][:] for k in range(4)]
+            ref = ranked(x, ND, (3, 3), lambda n: n // 2, "reflect").astype(np.float32)
+            for k in range(4):
+                self.assertTrue(np.array_equal(want[k], ref), f"{out} level {k}")
+                self.assertTrue(np.array_equal(got[k], ref), f"{out} in parts, level {k}")
+                ref = masked_level(ref, ND)
+
+    def test_python_keyword(self):
+        """ooc.pipeline(..., nodata=) and ooc.run(..., nodata=): oocrun's --nodata."""
+        import sys
+        sys.path.insert(0, os.path.join(BIN, "python"))
+        try:
+            import ooc
+        except ImportError:
+            self.skipTest("no ooc module in the build")
+        x = image(kind="nan")
+        g = gaussian_taps(1)
+        self.same(ooc.pipeline(x, "gaussian sigma=1", nodata=ND), separable(x, ND, g, g, "reflect"),
+                  ND, "ooc.pipeline nodata=-9999")
+        y = np.where(holes(x, ND), np.nan, x).astype(np.float32)
+        self.same(ooc.pipeline(y, "gaussian sigma=1", nodata=np.nan),
+                  separable(y, np.nan, g, g, "reflect"), np.nan, "ooc.pipeline nodata=nan")
+        np.save(self.p("in.npy"), x)
+        ooc.run(self.p("in.npy"), self.p("py.npy"), "median size=3", nodata=ND)
+        self.same(np.load(self.p("py.npy")), ranked(x, ND, (3, 3), lambda n: n // 2, "reflect"),
+                  ND, "ooc.run nodata=-9999", rtol=0, atol=0)
+
     def test_equalize_leaves_nodata_out(self):
         for dtype, bins in ((np.uint8, 256), (np.uint16, 65536)):
             x = rng.integers(0, 3000 if dtype == np.uint16 else 200, (37, 29)).astype(dtype)
