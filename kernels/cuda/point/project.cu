@@ -1,5 +1,6 @@
 // CUDA projections along z (project.cuh): one thread per output sample walks its column of planes
-// in order, so each sample's extremes and sums are combined as the CPU's loop combines them.
+// in order, so each sample's extremes and sums are combined as the CPU's loop combines them, NaNs
+// included (the CPU's x86 NaNs, not the GPU's canonical one).
 #include <cuda_runtime.h>
 
 #include <type_traits>
@@ -24,6 +25,46 @@ __device__ __forceinline__ T pick(T a, T b) {
     return (b < a || b != b) ? b : a;
 }
 
+// acc + v with the NaN the CPU's (x86) addition gives, not the GPU's canonical one: the first NaN
+// operand made quiet, else for inf + -inf the negative default NaN.
+__device__ __forceinline__ double x86_add(double acc, double v) {
+  const double r = __dadd_rn(acc, v);
+  if (r == r) return r;
+  unsigned long long bits = 0xFFF8000000000000ull;
+  if (acc != acc)
+    bits = static_cast<unsigned long long>(__double_as_longlong(acc)) | 0x0008000000000000ull;
+  else if (v != v)
+    bits = static_cast<unsigned long long>(__double_as_longlong(v)) | 0x0008000000000000ull;
+  return __longlong_as_double(static_cast<long long>(bits));
+}
+
+// A sample as a double as x86 widens it: a float NaN keeps its sign and payload (made quiet).
+template <class T>
+__device__ __forceinline__ double x86_widen(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (v != v) {
+      const auto f = static_cast<unsigned long long>(__float_as_uint(v));
+      const unsigned long long bits =
+          ((f & 0x80000000ull) << 32) | 0x7FF8000000000000ull | ((f & 0x007FFFFFull) << 29);
+      return __longlong_as_double(static_cast<long long>(bits));
+    }
+  }
+  return static_cast<double>(v);
+}
+
+// A double to O as x86 converts it: a NaN keeps its sign and its payload's high bits.
+template <class O>
+__device__ __forceinline__ O x86_narrow(double v) {
+  if constexpr (sizeof(O) == 8) {
+    return v;
+  } else {
+    if (v == v) return static_cast<float>(v);
+    const auto bits = static_cast<unsigned long long>(__double_as_longlong(v));
+    const unsigned f = static_cast<unsigned>(bits >> 32) & 0x80000000u;
+    return __uint_as_float(f | 0x7FC00000u | static_cast<unsigned>((bits >> 29) & 0x003FFFFFu));
+  }
+}
+
 template <bool Max, class T>
 __global__ void project_extreme_kernel(const ProjectLaunch l) {
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -45,10 +86,11 @@ __global__ void project_sum_kernel(const ProjectLaunch l, double scale, bool mea
     const std::byte* row = l.in + static_cast<std::size_t>(y) * l.in_stride;
     double acc = 0.0;
     for (std::int64_t k = 0; k < l.planes; ++k)
-      acc = __dadd_rn(
-          acc, static_cast<double>(__ldg(reinterpret_cast<const T*>(row + k * l.plane_step) + i)));
+      acc = x86_add(acc, x86_widen(__ldg(reinterpret_cast<const T*>(row + k * l.plane_step) + i)));
+    // A NaN sum times the (finite) scale is that NaN, as on the CPU.
+    if (mean && acc == acc) acc = __dmul_rn(acc, scale);
     reinterpret_cast<O*>(l.out + static_cast<std::size_t>(y) * l.out_stride)[i] =
-        static_cast<O>(mean ? __dmul_rn(acc, scale) : acc);
+        x86_narrow<O>(acc);
   }
 }
 
