@@ -79,11 +79,13 @@ class LabelCheck(unittest.TestCase):
                         f"{what}: {np.count_nonzero(got != want)} labels differ")
 
     def test_01_images_match_scipy(self):
-        shapes = [(61, 83), (1, 97), (89, 1), (40, 40)]
-        types = [np.uint8, np.uint16, np.float32]
+        # Rows are read 64 samples at a time: widths about and past 64 and 128, runs across the
+        # blocks (density 0.9), and every type.
+        shapes = [(61, 83), (1, 97), (89, 1), (40, 40), (9, 64), (12, 129), (7, 300)]
+        types = [np.uint8, np.uint16, np.float32, np.int16, np.uint8, np.float64, np.uint8]
         for conn in (4, 8):
             for i, shape in enumerate(shapes):
-                a = random_mask(shape, 0.45, types[i % 3])
+                a = random_mask(shape, 0.9 if shape[1] >= 129 else 0.45, types[i])
                 want, n = scipy_label(a != 0, conn)
                 if shape == (61, 83):
                     self.assertGreater(n, 20)

@@ -451,12 +451,17 @@ class ApplyCpu final : public CpuKernel {
                                         "plan between the passes)");
     const std::uint64_t* t = s.table.data();
     for (std::int64_t y = 0; y < b.band.rows; ++y) {
+      // Each sample written once: the gap before a run, then the run.
       auto* out = reinterpret_cast<std::uint32_t*>(b.out.row(y));
-      std::fill_n(out, b.in.width, 0u);
       const auto u = static_cast<std::size_t>(y);
-      for (std::uint64_t k = r.row_start[u]; k < r.row_start[u + 1]; ++k)
+      std::uint32_t x = 0;
+      for (std::uint64_t k = r.row_start[u]; k < r.row_start[u + 1]; ++k) {
+        std::fill(out + x, out + r.x0[k], 0u);
         std::fill(out + r.x0[k], out + r.x1[k],
                   static_cast<std::uint32_t>(t[off + r.label[k] - 1]));
+        x = r.x1[k];
+      }
+      std::fill(out + x, out + b.in.width, 0u);
     }
   }
 
