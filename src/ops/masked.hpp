@@ -11,6 +11,7 @@
 
 #include "ooc/engine.hpp"
 #include "ooc/filter.hpp"
+#include "ooc/ops/conv2d.hpp"
 #include "ooc/ops/rank.hpp"
 #include "ops/stage_registry.hpp"
 
@@ -23,6 +24,9 @@ StageParam fill_param();
 // Normalized convolution with filter f (convolution order, as SeparableFilter) of the stage's
 // input, reading min-weight and fill from its arguments; its output c.out().
 std::unique_ptr<Operation> make_masked_separable(const StageContext& c, const SeparableFilter& f);
+
+// The same with convolve's 2-D kernel (odd sides, convolution order), the direct sum.
+std::unique_ptr<Operation> make_masked_conv2d(const StageContext& c, const Kernel2d& k);
 
 // A rank filter over the valid samples of a window: rows top before, h in all, columns left
 // before, w in all, the samples where mask (h x w) is 1 (empty: all); `rank` is scipy's rank among

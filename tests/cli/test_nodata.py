@@ -184,6 +184,33 @@ class Nodata(unittest.TestCase):
                     want = separable(x, ND, kr, kc, mode, 3.5)
                     self.same(got, want, ND, f"{stage} --border {mode} bands {band}")
 
+    def test_convolve_direct_every_border(self):
+        """convolve: one 2-D pass, scipy.ndimage.correlate of x*m and m with the kernel turned
+        (convolve's order), padded once."""
+        x = image(kind="nan")
+        k = rng.uniform(0.1, 1, (3, 5))
+        k[1, 0] = -0.3  # a negative tap: the |k| weight differs from the weight
+        np.save(self.p("k.npy"), k)
+        corr = k[::-1, ::-1]
+        for mode in MODES:
+            for mw, fill in ((0.0, "false"), (0.4, "true")):
+                got = self.oocrun(x, f"convolve kernel={self.p('k.npy')} min-weight={mw} "
+                                  f"fill={fill}", "--border", mode, "--border-value", "2",
+                                  "--band-rows", "7")
+                xf = x.astype(np.float64)
+                h = holes(xf, ND)
+                m = (~h).astype(np.float64)
+                num = ndi.correlate(np.where(h, 0, xf), corr, mode=mode, cval=2.0)
+                den = ndi.correlate(m, corr, mode=mode, cval=1.0)
+                wab = ndi.correlate(m, np.abs(corr), mode=mode, cval=1.0)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    want = num / den
+                bad = (wab <= 0) | (wab < mw * np.abs(k).sum()) | (den == 0)
+                if fill == "false":
+                    bad |= h
+                want[bad] = ND
+                self.same(got, want, ND, f"convolve --border {mode} min-weight {mw} fill {fill}")
+
     def test_constant_border_of_nodata_and_nan_holes(self):
         x = image(kind="nan")
         g = gaussian_taps(2)

@@ -168,6 +168,71 @@ inline void separable_band(const SeparableArgs& a, std::vector<double>& scratch)
   });
 }
 
+// Normalized convolution with a 2-D kernel (scipy.ndimage.convolve's): out = sum(k x m) / sum(k m)
+// over the K x L window, in one pass (the constant border is one padding, as scipy's). Nodata
+// as separable_band says.
+struct Conv2dArgs {
+  std::int64_t width = 0;
+  int channels = 1;
+  SampleType in_type = SampleType::f32, out_type = SampleType::f32;
+  BorderMode border = BorderMode::reflect;
+  double cval = 0;
+  const double* taps = nullptr;  // correlation order, K x L, row-major
+  std::int64_t ry = 0, rx = 0;   // K = 2 ry + 1, L = 2 rx + 1
+  double nodata = 0, min_weight = 0;
+  bool fill = false;
+  const std::byte* const* rows = nullptr;  // out_rows + 2 ry (null: the constant border)
+  std::int64_t out_rows = 0;
+  std::byte* out = nullptr;
+  std::size_t out_stride = 0;
+};
+
+inline std::size_t conv2d_scratch_doubles(std::int64_t rows, std::int64_t ry, std::int64_t cols,
+                                          int channels) {
+  return static_cast<std::size_t>(rows + 2 * ry) * static_cast<std::size_t>((cols + 1) * channels);
+}
+
+inline void conv2d_band(const Conv2dArgs& a, std::vector<double>& scratch) {
+  const int C = a.channels;
+  const std::int64_t W = a.width, P = (W + 1) * C, in_rows = a.out_rows + 2 * a.ry;
+  const std::int64_t K = 2 * a.ry + 1, L = 2 * a.rx + 1;
+  scratch.resize(conv2d_scratch_doubles(a.out_rows, a.ry, W, C));
+  double* rows = scratch.data();
+  for (std::int64_t i = 0; i < in_rows; ++i)
+    decode_row(a.rows[i], a.in_type, W, C, a.cval, a.nodata, rows + i * P);
+  const std::vector<std::int64_t> cols = column_table(W, a.rx, a.border);
+  double total_abs = 0;
+  for (std::int64_t t = 0; t < K * L; ++t) total_abs += std::fabs(a.taps[t]);
+  const double need = a.min_weight * total_abs;
+  const double fill_value =
+      std::isnan(a.nodata) ? std::numeric_limits<double>::quiet_NaN() : a.nodata;
+  dispatch_type(a.out_type, [&](auto t) {
+    using T = decltype(t);
+    for (std::int64_t y = 0; y < a.out_rows; ++y) {
+      T* o = reinterpret_cast<T*>(a.out + static_cast<std::size_t>(y) * a.out_stride);
+      const double* own = rows + (y + a.ry) * P;
+      for (std::int64_t x = 0; x < W; ++x)
+        for (int c = 0; c < C; ++c) {
+          double sn = 0, sd = 0, sw = 0;
+          for (std::int64_t i = 0; i < K; ++i) {
+            const double* r = rows + (y + i) * P;
+            const double* k = a.taps + i * L;
+            for (std::int64_t j = 0; j < L; ++j) {
+              const double v = r[cols[static_cast<std::size_t>(x + j)] * C + c];
+              if (std::isnan(v)) continue;
+              sn += k[j] * v;
+              sd += k[j];
+              sw += std::fabs(k[j]);
+            }
+          }
+          const bool valid =
+              (a.fill || !std::isnan(own[x * C + c])) && sw > 0 && sw >= need && sd != 0;
+          o[x * C + c] = store<T>(valid ? sn / sd : fill_value);
+        }
+    }
+  });
+}
+
 // A rank filter over a window's valid samples: of n valid samples, the one of rank
 // r (n - 1) / (count - 1) (integer division), r being scipy's rank in the full window of `count`
 // samples: a window without holes gives scipy's sample, the minimum and maximum stay the

@@ -25,6 +25,7 @@
 #include "ooc/limits.hpp"
 #include "ops/convolution/method_param.hpp"
 #include "ops/cuda_kernels.hpp"
+#include "ops/masked.hpp"
 #include "ops/stage_registry.hpp"
 
 namespace ooc {
@@ -581,7 +582,8 @@ std::vector<StageEntry> conv2d_stages() {
                 {other_param("kernel", Kind::text, std::nullopt,
                              "FILE (text or .npy), box:N, gaussian2d:S, laplace, sobel-x, sobel-y"),
                  other_param("method", Kind::text, std::string("auto"),
-                             "auto (a cost model), direct or fft (overlap-save tiles)")}},
+                             "auto (a cost model), direct or fft (overlap-save tiles)"),
+                 min_weight_param(), fill_param()}},
                [](const StageContext& c) {
                  Conv2dParams p;
                  // A kernel given as values (the Python module's arrays), or named: a file or a
@@ -597,10 +599,17 @@ std::vector<StageEntry> conv2d_stages() {
                  p.out_type = c.out();
                  p.precision = c.settings.precision;
                  p.method = method_of(c.args);
+                 // Holes: the direct normalized sum (masked_separable.cpp).
+                 if (c.settings.nodata && !c.volume())
+                   return BuiltStage{make_masked_conv2d(c, p.kernel)};
+                 if (c.args.has("min-weight") || c.args.has("fill"))
+                   throw Error(ErrorKind::usage, c.args.at() +
+                                                     ": min-weight and fill weigh holes: give "
+                                                     "--nodata (or an input with a nodata tag)");
                  if (c.volume()) return BuiltStage{volume_conv(c, std::move(p))};
                  return BuiltStage{make_conv2d(c.in, p, c.options)};
                }});
-  for (StageEntry& e : s) e.decl.takes_convert = e.decl.volume = true;
+  for (StageEntry& e : s) e.decl.takes_convert = e.decl.volume = e.decl.masked = true;
   return s;
 }
 

@@ -117,7 +117,7 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
           detail::stage_at(i, calls[i].name) +
               (d.masked ? " knows holes in 2-D only: add --planes"
                         : " does not know holes (--nodata) yet; the stages that do: "
-                          "gaussian, uniform, correlate1d, separable, median, "
+                          "gaussian, uniform, correlate1d, separable, convolve, median, "
                           "percentile, rank, minimum, maximum, opening, closing, equalize") +
               "; or --nodata none");
     }
@@ -256,8 +256,12 @@ RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
         continue;
       }
       if (job.resumed_from() > job.row_begin())
-        throw Error(ErrorKind::usage, "cannot resume: the interrupted run's histogram ('" + state +
-                                          "') is missing; run without --resume");
+        // The pass's reduction may be equalize's histogram (saved) or label's table (not yet).
+        throw Error(ErrorKind::usage,
+                    "cannot resume: what the interrupted run's pass " + std::to_string(i + 1) +
+                        " reduced is not saved ('" + state +
+                        "': equalize's histogram is, label's table not yet); run without "
+                        "--resume");
     }
     const RunStats st = job.run(plan.pass(i), [&](std::int64_t d, std::int64_t) {
       if (progress) progress(i * rows + d, passes * rows);
