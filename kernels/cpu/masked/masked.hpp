@@ -98,23 +98,33 @@ struct SeparableArgs {
 };
 
 // Doubles a band of `rows` output rows takes: values, weights and |weights| after the row pass,
-// and one decoded row.
-inline std::size_t separable_scratch_doubles(std::int64_t rows, std::int64_t ry, std::int64_t cols,
-                                             int channels) {
-  return static_cast<std::size_t>(3 * (rows + 2 * ry) + 1) *
-         static_cast<std::size_t>((cols + 1) * channels);
+// a decoded row, a row's padded values and weights, and the column pass's three sums.
+inline std::size_t separable_scratch_doubles(std::int64_t rows, std::int64_t ry, std::int64_t rx,
+                                             std::int64_t cols, int channels) {
+  const auto S = static_cast<std::size_t>(cols * channels);
+  return 3 * static_cast<std::size_t>(rows + 2 * ry) * S +
+         static_cast<std::size_t>((cols + 1) * channels) +
+         2 * static_cast<std::size_t>((cols + 2 * rx) * channels) + 3 * S;
 }
 
+// Both passes run over whole rows, tap by tap (the row's values and weights laid out once with
+// the border's columns, holes as value 0 and weight 0), so that the inner loops have no branch
+// and vectorize; a hole adds 0 to each sum, which leaves every sum as a skip would.
 inline void separable_band(const SeparableArgs& a, std::vector<double>& scratch) {
   const int C = a.channels;
   const std::int64_t W = a.width, S = W * C, in_rows = a.out_rows + 2 * a.ry;
-  scratch.resize(separable_scratch_doubles(a.out_rows, a.ry, W, C));
+  const std::int64_t PW = (W + 2 * a.rx) * C;
+  scratch.resize(separable_scratch_doubles(a.out_rows, a.ry, a.rx, W, C));
   double* num = scratch.data();
   double* den = num + in_rows * S;
   double* wab = den + in_rows * S;
   double* row = wab + in_rows * S;
+  double* pv = row + (W + 1) * C;
+  double* pm = pv + PW;
+  double* an = pm + PW;
+  double* ad = an + S;
+  double* aw = ad + S;
   const std::vector<std::int64_t> cols = column_table(W, a.rx, a.border);
-  const double nan = std::numeric_limits<double>::quiet_NaN();
   for (std::int64_t i = 0; i < in_rows; ++i) {
     double* n = num + i * S;
     double* d = den + i * S;
@@ -127,42 +137,57 @@ inline void separable_band(const SeparableArgs& a, std::vector<double>& scratch)
       std::fill(w, w + S, ok ? 1.0 : 0.0);
       continue;
     }
-    for (std::int64_t x = 0; x < W; ++x)
+    for (std::int64_t p = 0; p < W + 2 * a.rx; ++p)
       for (int c = 0; c < C; ++c) {
-        double sn = 0, sd = 0, sw = 0;
-        for (std::int64_t j = 0; j <= 2 * a.rx; ++j) {
-          const double v = row[cols[static_cast<std::size_t>(x + j)] * C + c];
-          if (std::isnan(v)) continue;
-          sn += a.row[j] * v;
-          sd += a.row[j];
-          sw += std::fabs(a.row[j]);
-        }
-        n[x * C + c] = sn;
-        d[x * C + c] = sd;
-        w[x * C + c] = sw;
+        const double v = row[cols[static_cast<std::size_t>(p)] * C + c];
+        const bool ok = !std::isnan(v);
+        pv[p * C + c] = ok ? v : 0.0;
+        pm[p * C + c] = ok ? 1.0 : 0.0;
       }
+    std::fill(n, n + S, 0.0);
+    std::fill(d, d + S, 0.0);
+    std::fill(w, w + S, 0.0);
+    for (std::int64_t j = 0; j <= 2 * a.rx; ++j) {
+      const double k = a.row[j], ka = std::fabs(k);
+      const double* v = pv + j * C;
+      const double* m = pm + j * C;
+      for (std::int64_t s = 0; s < S; ++s) {
+        n[s] += k * v[s];
+        d[s] += k * m[s];
+        w[s] += ka * m[s];
+      }
+    }
   }
   double row_abs = 0, col_abs = 0;
   for (std::int64_t j = 0; j <= 2 * a.rx; ++j) row_abs += std::fabs(a.row[j]);
   for (std::int64_t j = 0; j <= 2 * a.ry; ++j) col_abs += std::fabs(a.col[j]);
   const double need = a.min_weight * row_abs * col_abs;
-  const double fill_value = std::isnan(a.nodata) ? nan : a.nodata;
+  const double fill_value =
+      std::isnan(a.nodata) ? std::numeric_limits<double>::quiet_NaN() : a.nodata;
   dispatch_type(a.out_type, [&](auto t) {
     using T = decltype(t);
     for (std::int64_t y = 0; y < a.out_rows; ++y) {
+      std::fill(an, an + S, 0.0);
+      std::fill(ad, ad + S, 0.0);
+      std::fill(aw, aw + S, 0.0);
+      for (std::int64_t i = 0; i <= 2 * a.ry; ++i) {
+        const double k = a.col[i], ka = std::fabs(k);
+        const double* n = num + (y + i) * S;
+        const double* d = den + (y + i) * S;
+        const double* w = wab + (y + i) * S;
+        for (std::int64_t s = 0; s < S; ++s) {
+          an[s] += k * n[s];
+          ad[s] += k * d[s];
+          aw[s] += ka * w[s];
+        }
+      }
       T* o = reinterpret_cast<T*>(a.out + static_cast<std::size_t>(y) * a.out_stride);
       // The output's own input sample, for the hole it may be.
       decode_row(a.rows[y + a.ry], a.in_type, W, C, a.cval, a.nodata, row);
       for (std::int64_t s = 0; s < S; ++s) {
-        double sn = 0, sd = 0, sw = 0;
-        for (std::int64_t i = 0; i <= 2 * a.ry; ++i) {
-          const std::int64_t at = (y + i) * S + s;
-          sn += a.col[i] * num[at];
-          sd += a.col[i] * den[at];
-          sw += std::fabs(a.col[i]) * wab[at];
-        }
-        const bool valid = (a.fill || !std::isnan(row[s])) && sw > 0 && sw >= need && sd != 0;
-        o[s] = store<T>(valid ? sn / sd : fill_value);
+        const bool valid =
+            (a.fill || !std::isnan(row[s])) && aw[s] > 0 && aw[s] >= need && ad[s] != 0;
+        o[s] = store<T>(valid ? an[s] / ad[s] : fill_value);
       }
     }
   });

@@ -85,7 +85,7 @@ class MaskedSeparable final : public Operation {
   BorderMode border() const override { return a_.border; }
   // Whole rows: the kernel maps the border's columns itself (column_table).
   std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t cols) const override {
-    return kernels::masked::separable_scratch_doubles(band_rows, a_.ry, cols, a_.channels) *
+    return kernels::masked::separable_scratch_doubles(band_rows, a_.ry, a_.rx, cols, a_.channels) *
            sizeof(double);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
