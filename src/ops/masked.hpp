@@ -28,7 +28,7 @@ std::unique_ptr<Operation> make_masked_separable(const StageContext& c, const Se
 // The same with convolve's 2-D kernel (odd sides, convolution order), the direct sum.
 std::unique_ptr<Operation> make_masked_conv2d(const StageContext& c, const Kernel2d& k);
 
-// A rank filter over the valid samples of a window: rows top before, h in all, columns left
+// A rank filter's window (masked_rank.cpp): rows top before, h in all, columns left
 // before, w in all, the samples where mask (h x w) is 1 (empty: all); `rank` is scipy's rank among
 // the full window's `count` samples (kernels/cpu/masked/masked.hpp scales it to the valid ones).
 struct MaskedWindow {
@@ -36,11 +36,9 @@ struct MaskedWindow {
   std::vector<std::uint8_t> mask;
   std::string text;  // "3x3", "footprint F of 5x5": for describe()
 };
-std::unique_ptr<Operation> make_masked_rank(const ImageSpec& in, const MaskedWindow& w,
-                                            std::int64_t rank, std::int64_t count,
-                                            const PipelineSettings& s, const std::string& what);
 
-// The same from a rank stage's window (p: size or footprint, border) for scipy's `rank`.
+// A rank filter over the valid samples of a rank stage's window (p: size or footprint, border),
+// `rank` being scipy's; the unmasked filter gives the windows without holes.
 std::unique_ptr<Operation> make_masked_rank(const StageContext& c, const MorphParams& p,
                                             std::int64_t rank, const std::string& what);
 // Makes the stages minimum, maximum, opening and closing among `stages` build their masked

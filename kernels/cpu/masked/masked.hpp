@@ -282,35 +282,64 @@ struct RankArgs {
 };
 
 inline std::size_t rank_scratch_doubles(std::int64_t rows, std::int64_t halo, std::int64_t cols,
-                                        int channels, std::int64_t window) {
+                                        int channels, std::int64_t h, std::int64_t w) {
   return static_cast<std::size_t>(rows + 2 * halo) *
              static_cast<std::size_t>((cols + 1) * channels) +
-         static_cast<std::size_t>(window);
+         static_cast<std::size_t>(h * w) + 2 * static_cast<std::size_t>((cols + w + 1) * channels);
 }
 
-inline void rank_band(const RankArgs& a, std::vector<double>& scratch) {
+// only_holes: the output holds the filter of every sample already (the unmasked kernel's, which
+// gives the same sample where a window has no hole): only outputs whose window's rectangle holds a
+// hole are computed here, found by sliding counts of holes down and across.
+inline void rank_band(const RankArgs& a, std::vector<double>& scratch, bool only_holes = false) {
   const int C = a.channels;
   const std::int64_t W = a.width, P = (W + 1) * C, in_rows = a.out_rows + 2 * a.halo;
-  scratch.resize(rank_scratch_doubles(a.out_rows, a.halo, W, C, a.h * a.w));
+  const std::int64_t reach = std::max(a.left, a.w - 1 - a.left);
+  scratch.resize(rank_scratch_doubles(a.out_rows, a.halo, W, C, a.h, a.w));
   double* rows = scratch.data();
   double* win = rows + in_rows * P;
+  double* down = win + a.h * a.w;             // holes in the window's rows, per padded column
+  double* across = down + (W + a.w + 1) * C;  // their running sums along the padded row
   for (std::int64_t i = 0; i < in_rows; ++i)
     decode_row(a.rows[i], a.type, W, C, a.cval, a.nodata, rows + i * P);
-  const std::int64_t reach = std::max(a.left, a.w - 1 - a.left);
   const std::vector<std::int64_t> cols = column_table(W, reach, a.border);
+  const std::int64_t PW = W + 2 * reach;
+  const auto add_row = [&](std::int64_t r, double sign) {
+    const double* src = rows + r * P;
+    for (std::int64_t p = 0; p < PW; ++p)
+      for (int c = 0; c < C; ++c)
+        if (std::isnan(src[cols[static_cast<std::size_t>(p)] * C + c])) down[p * C + c] += sign;
+  };
   const double fill_value =
       std::isnan(a.nodata) ? std::numeric_limits<double>::quiet_NaN() : a.nodata;
   dispatch_type(a.type, [&](auto t) {
     using T = decltype(t);
     for (std::int64_t y = 0; y < a.out_rows; ++y) {
       T* o = reinterpret_cast<T*>(a.out + static_cast<std::size_t>(y) * a.out_stride);
-      const double* first = rows + (y + a.halo - a.top) * P;  // the window's first row
+      const std::int64_t top = y + a.halo - a.top;
+      const double* first = rows + top * P;  // the window's first row
       const double* own = rows + (y + a.halo) * P;
+      if (only_holes) {
+        if (y == 0) {
+          std::fill(down, down + PW * C, 0.0);
+          for (std::int64_t i = 0; i < a.h; ++i) add_row(top + i, 1);
+        } else {
+          add_row(top + a.h - 1, 1);
+          add_row(top - 1, -1);
+        }
+        std::fill(across, across + C, 0.0);
+        for (std::int64_t p = 0; p < PW; ++p)
+          for (int c = 0; c < C; ++c) across[(p + 1) * C + c] = across[p * C + c] + down[p * C + c];
+      }
       for (std::int64_t x = 0; x < W; ++x)
         for (int c = 0; c < C; ++c) {
           if (std::isnan(own[x * C + c])) {
             o[x * C + c] = store<T>(fill_value);
             continue;
+          }
+          if (only_holes) {
+            const std::int64_t p0 = x - a.left + reach;
+            if (across[(p0 + a.w) * C + c] - across[p0 * C + c] == 0) continue;
           }
           std::int64_t n = 0;
           for (std::int64_t i = 0; i < a.h; ++i)

@@ -19,11 +19,17 @@
 namespace ooc::detail {
 namespace {
 
+// The unmasked filter's kernel first (its sample is the masked one's wherever a window has no
+// hole), then the windows with holes again over their valid samples.
 class MaskedRankKernel final : public CpuKernel {
  public:
-  MaskedRankKernel(const kernels::masked::RankArgs& a, std::shared_ptr<const MaskedWindow> w)
-      : base_(a), w_(std::move(w)) {}
+  MaskedRankKernel(const kernels::masked::RankArgs& a, std::shared_ptr<const MaskedWindow> w,
+                   std::unique_ptr<CpuKernel> fast)
+      : base_(a), w_(std::move(w)), fast_(std::move(fast)) {}
+  void start(int slot) override { fast_->start(slot); }
+  void stop(int slot) override { fast_->stop(slot); }
   void run(const CpuBand& b) override {
+    fast_->run(b);
     kernels::masked::RankArgs a = base_;
     a.mask = w_->mask.empty() ? nullptr : w_->mask.data();
     a.rows = b.rows;
@@ -33,19 +39,23 @@ class MaskedRankKernel final : public CpuKernel {
     a.out = b.out.data;
     a.out_stride = b.out.row_stride;
     thread_local std::vector<double> scratch;
-    kernels::masked::rank_band(a, scratch);
+    kernels::masked::rank_band(a, scratch, true);
   }
 
  private:
   kernels::masked::RankArgs base_;
   std::shared_ptr<const MaskedWindow> w_;
+  std::unique_ptr<CpuKernel> fast_;
 };
 
 class MaskedRank final : public Operation {
  public:
   MaskedRank(const ImageSpec& in, MaskedWindow w, std::int64_t rank, std::int64_t count,
-             const PipelineSettings& s, std::string what)
-      : in_(in), w_(std::make_shared<const MaskedWindow>(std::move(w))), what_(std::move(what)) {
+             const PipelineSettings& s, std::string what, std::unique_ptr<Operation> fast)
+      : in_(in),
+        w_(std::make_shared<const MaskedWindow>(std::move(w))),
+        what_(std::move(what)),
+        fast_(std::move(fast)) {
     a_.channels = in.channels;
     a_.type = in.type;
     a_.border = s.border;
@@ -74,27 +84,28 @@ class MaskedRank final : public Operation {
                .hex();
   }
   std::optional<ImageSpec> output() const override { return in_; }
-  std::int64_t halo() const override { return std::max(a_.top, a_.h - 1 - a_.top); }
+  std::int64_t halo() const override {
+    return std::max({a_.top, a_.h - 1 - a_.top, fast_->halo()});
+  }
   BorderMode border() const override { return a_.border; }
   std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t cols) const override {
-    return kernels::masked::rank_scratch_doubles(band_rows, halo(), cols, a_.channels,
-                                                 a_.h * a_.w) *
-           sizeof(double);
+    return kernels::masked::rank_scratch_doubles(band_rows, halo(), cols, a_.channels, a_.h, a_.w) *
+               sizeof(double) +
+           fast_->cpu_scratch_bytes(band_rows, cols);
+  }
+  std::size_t cpu_band_bytes(std::int64_t band_rows, std::int64_t cols) const override {
+    return fast_->cpu_band_bytes(band_rows, cols);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<MaskedRankKernel>(a_, w_);
+    return std::make_unique<MaskedRankKernel>(a_, w_, fast_->make_cpu());
   }
-  Cost cost() const override {
-    Cost c;
-    c.kind = Cost::Kind::rank;
-    c.window_samples = double(a_.count);
-    return c;
-  }
+  Cost cost() const override { return fast_->cost(); }
 
  private:
   ImageSpec in_;
   std::shared_ptr<const MaskedWindow> w_;
   std::string what_;
+  std::unique_ptr<Operation> fast_;  // the unmasked filter
   kernels::masked::RankArgs a_;
 };
 
@@ -115,24 +126,27 @@ std::unique_ptr<Operation> masked_extreme(const StageContext& c, const MorphPara
                                           bool dilation) {
   const std::int64_t count =
       p.footprint.empty() ? p.height * p.width : std::int64_t(p.footprint.count());
-  return make_masked_rank(c.in, masked_window(morphology::window(p, max, dilation)),
-                          max ? count - 1 : 0, count, c.settings, max ? "maximum" : "minimum");
+  const morphology::Window w = morphology::window(p, max, dilation);
+  return std::make_unique<MaskedRank>(c.in, masked_window(w), max ? count - 1 : 0, count,
+                                      c.settings, max ? "maximum" : "minimum",
+                                      morphology::make_minmax(c.in, w));
 }
 
 }  // namespace
-
-std::unique_ptr<Operation> make_masked_rank(const ImageSpec& in, const MaskedWindow& w,
-                                            std::int64_t rank, std::int64_t count,
-                                            const PipelineSettings& s, const std::string& what) {
-  return std::make_unique<MaskedRank>(in, w, rank, count, s, what);
-}
 
 std::unique_ptr<Operation> make_masked_rank(const StageContext& c, const MorphParams& p,
                                             std::int64_t rank, const std::string& what) {
   const std::int64_t count =
       p.footprint.empty() ? p.height * p.width : std::int64_t(p.footprint.count());
-  return make_masked_rank(c.in, masked_window(morphology::window(p, false, false)), rank, count,
-                          c.settings, what);
+  RankParams r;
+  r.height = p.height;
+  r.width = p.width;
+  r.rank = rank;
+  r.border = p.border;
+  r.border_value = p.border_value;
+  r.footprint = p.footprint;
+  return std::make_unique<MaskedRank>(c.in, masked_window(morphology::window(p, false, false)),
+                                      rank, count, c.settings, what, make_rank(c.in, r));
 }
 
 void mask_morphology(std::vector<StageEntry>& stages) {
