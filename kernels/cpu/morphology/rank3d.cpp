@@ -49,10 +49,11 @@ struct Pruned {
 // `comps` on p wires whose samples start in sorted runs of `run` slots from multiples of `block`
 // (slots outside the runs: larger than every sample), for the ranks [lo, hi] of the n samples:
 // a comparator whose order is known (from the runs and the comparators before it) moves nothing
-// or renames its wires; a sample known to have more than hi samples below it (n - lo above) can
-// only be the largest (smallest) of those ranks' candidates, so it counts as +inf (-inf); then only
-// the comparators the ranks' wires depend on. Known orders are those every comparator keeps: the
-// lower output is below whatever either input was below... (min/max lattice rules).
+// or renames its wires; a sample known to have hi + 1 samples at or below it lies above every rank
+// wanted, so it may as well be +inf (n - lo at or above it: -inf), and its comparators are known
+// too; then only the comparators the ranks' wires depend on are kept. What a comparator keeps
+// known: its lower output is at or below whatever either input was at or below, and at or above
+// what both were at or above; the higher output the other way round.
 Pruned prune(int p, const std::vector<std::pair<int, int>>& comps, int block, int run, int n,
              int lo, int hi) {
   std::vector<Set> below(static_cast<std::size_t>(p)), above(below);
