@@ -1,0 +1,141 @@
+# Case `labels` (issue 47): connected components of a u8 mask (thresholded smoothed noise: blobs,
+# about 10^6 components at the default 32768 x 32768, 1 GiB) in memory: ooc.label against
+# scipy.ndimage.label and skimage.measure.label (on a slab of the rows past 16384, its time scaled:
+# its int64 labels of 1 GiB do not fit), 8-connected, each the call alone in a process of
+# its own on the array already loaded; ooclabel file to file beside them (whole process). Then the
+# regions table with intensity (the noise itself): ooclabel --regions --intensity and
+# ooc.regionprops_table against skimage.measure.regionprops_table on scipy's labels (on a slab of
+# the rows, its time scaled, as it takes minutes on the whole).
+import json, os, statistics, sys
+from ..common import python_has, rss, walls
+
+DRIVER = r"""
+import json, sys, time, numpy as np
+tool, mask_path, inten_path, threads, part = sys.argv[1:6]
+threads, part = int(threads), int(part)
+m = np.load(mask_path)
+out = {}
+if tool == "ooc.label":
+    import ooc
+    t = time.perf_counter(); lab, n = ooc.label(m, connectivity=8, threads=threads)
+    out["s"] = time.perf_counter() - t
+    import scipy.ndimage as ndi                       # the check, untimed
+    want, k = ndi.label(m, np.ones((3, 3), bool))
+    out["check"] = "equal to scipy" if k == n and np.array_equal(lab, want) else "DIFFERS"
+elif tool == "scipy":
+    import scipy.ndimage as ndi
+    t = time.perf_counter(); lab, n = ndi.label(m, np.ones((3, 3), bool))
+    out["s"] = time.perf_counter() - t
+elif tool == "skimage":
+    from skimage.measure import label
+    m = np.ascontiguousarray(m[: m.shape[0] // part])  # a slab: the caller scales by `part`
+    t = time.perf_counter(); lab, n = label(m, connectivity=2, return_num=True)
+    out["s"] = (time.perf_counter() - t) * part
+elif tool == "ooc.regionprops_table":
+    import ooc
+    del m
+    t = time.perf_counter()
+    r = ooc.regionprops_table(mask_path, inten_path, connectivity=8, threads=threads)
+    out["s"] = time.perf_counter() - t
+    n = len(r["label"])
+elif tool == "skimage.regionprops_table":
+    import scipy.ndimage as ndi
+    from skimage.measure import regionprops_table
+    rows = m.shape[0] // part                         # a slab: the caller scales by `part`
+    lab, n = ndi.label(m[:rows], np.ones((3, 3), bool))
+    inten = np.load(inten_path, mmap_mode="r")[:rows].copy()
+    t = time.perf_counter()
+    regionprops_table(lab, inten, properties=("label", "area", "bbox", "centroid",
+                                              "intensity_mean", "intensity_min", "intensity_max"))
+    out["s"] = (time.perf_counter() - t) * part
+out["n"] = int(n)
+print(json.dumps(out))
+"""
+
+
+def inputs(b, side):
+    """The mask and its intensity image: oocgen's noise (seed 47), smoothed and thresholded."""
+    noise = os.path.join(b.work, f"labels_noise_{side}.npy")
+    mask = os.path.join(b.work, f"labels_mask_{side}.npy")
+    if not os.path.exists(noise):
+        b.sh([b.exe("oocgen"), noise, "--width", str(side), "--height", str(side), "--type", "u8",
+              "--pattern", "noise", "--seed", "47", "--no-progress", "-q"])
+    if not os.path.exists(mask):
+        b.sh([b.exe("oocrun"), noise, mask, "gaussian sigma=4 ! threshold value=136", "-q"])
+    return noise, mask
+
+
+def case_labels(b):
+    side = b.a.size or 32768
+    noise, mask = inputs(b, side)
+    nbytes = side * side
+    b.warm(noise, mask)
+    driver = os.path.join(b.work, "labels_driver.py")
+    open(driver, "w").write(DRIVER)
+    py = [sys.executable, driver]
+    env = dict(b.env, PYTHONPATH=os.pathsep.join(
+        [os.path.join(b.build, "python"), b.env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    T, part = str(b.a.threads), 8
+    sk_part = 4 if side > 16384 else 1
+    label_out = os.path.join(b.work, "labels_out.npy")
+    have_sk = python_has("skimage")
+    tools = {"ooc.label": dict(cmd=py + ["ooc.label", mask, noise, T, "1"], env=env, capture=True),
+             "scipy.ndimage.label": dict(cmd=py + ["scipy", mask, noise, T, "1"], capture=True),
+             "ooclabel file to file": dict(cmd=[b.exe("ooclabel"), mask, label_out, "--connectivity",
+                                                "8", "--threads", T, "-q"], out=label_out)}
+    if have_sk:
+        # Its int64 labels and scratch of a 1 GiB mask pass this VM's memory (killed): a slab.
+        sk = "skimage.measure.label" + (f" (1/{sk_part}, x{sk_part})" if sk_part > 1 else "")
+        tools[sk] = dict(
+            cmd=py + ["skimage", mask, noise, T, str(sk_part)], capture=True)
+    res = b.measure(tools)
+    b.rm(label_out)
+
+    def inner(name):  # the call alone, from the driver's line; else the whole process
+        vals = [json.loads(t.out.strip().splitlines()[-1]) for t in res[name]
+                if t.out.strip().startswith("{")]
+        return vals, ([v["s"] for v in vals] if vals else walls(res[name]))
+
+    found = {n: inner(n) for n in tools}
+    peers = [n for n in found if n.startswith(("scipy", "skimage"))]
+    fastest = min(peers, key=lambda n: statistics.median(found[n][1]))
+    base = statistics.median(found[fastest][1])
+    params = f"u8 {side}x{side} mask, 8-connected, {b.a.threads} threads"
+    rows = []
+    for n in tools:
+        vals, times = found[n]
+        count = vals[-1]["n"] if vals else ""
+        check = vals[-1].get("check", "") if vals else ""
+        note = (f"{count} components; in memory, the call alone"
+                + (f" on 1/{sk_part} of the rows, time x{sk_part}" if "1/" in n else "") if vals else
+                "whole process, .npy in the page cache to .npy (u32)")
+        rows.append(b.row("labels", n, params, nbytes, times, fastest, base, rss(res[n]), check,
+                          note))
+
+    # The regions table with intensity.
+    table = os.path.join(b.work, "labels_regions.csv")
+    tools = {"ooclabel --regions --intensity to null:": dict(
+                 cmd=[b.exe("ooclabel"), mask, "null:", "--connectivity", "8", "--regions", table,
+                      "--intensity", noise, "--threads", T, "-q"]),
+             "ooc.regionprops_table": dict(cmd=py + ["ooc.regionprops_table", mask, noise, T, "1"],
+                                           env=env, capture=True)}
+    res = b.measure(tools)
+    if have_sk:  # minutes: one run
+        res.update(b.measure({"skimage.regionprops_table": dict(
+            cmd=py + ["skimage.regionprops_table", mask, noise, T, str(part)], capture=True)},
+            repeats=1))
+    found = {n: inner(n) for n in res}
+    peer = "skimage.regionprops_table" if have_sk else "ooc.regionprops_table"
+    base = statistics.median(found[peer][1])
+    params = f"u8 {side}x{side} mask, u8 intensity, 8-connected, {b.a.threads} threads"
+    for n in res:
+        vals, times = found[n]
+        note = {"ooclabel --regions --intensity to null:":
+                "whole process: label, area, bbox, centroid, intensity sum/mean/min/max/std CSV",
+                "ooc.regionprops_table": "from the .npy paths: the CSV read into a dict of arrays",
+                "skimage.regionprops_table":
+                f"on 1/{part} of the rows (scipy's labels, untimed), time x{part}; label, area, "
+                "bbox, centroid, intensity_mean/min/max"}[n]
+        rows.append(b.row("labels", n, params, nbytes, times, peer, base, rss(res[n]), "", note))
+    b.write("labels", rows, f"connected components of a {side}x{side} u8 mask in memory and its "
+            f"regions table with intensity, {b.a.threads} threads")
