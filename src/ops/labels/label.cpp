@@ -73,7 +73,7 @@ struct Connectivity {
 
   explicit Connectivity(int c) : n(c) {
     diagonal = c == 8 || c == 18 || c == 26;
-    across = c >= 6;
+    across = c == 6 || c == 18 || c == 26;  // 8 is an image's
     if (c == 6) before = {{0, false}};
     if (c == 18) before = {{-1, false}, {0, true}, {1, false}};
     if (c == 26) before = {{-1, true}, {0, true}, {1, true}};
