@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "ooc/detail/size_text.hpp"
+#include "ooc/filter_options.hpp"
 #include "ooc/limits.hpp"
 
 namespace ooc::python {
@@ -200,6 +201,7 @@ ooc::PipelineSettings array_settings(const ArrayRun& a, const std::string& mode,
   s.out_type = a.out.spec.type;
   s.precision = precision_of(o);
   s.planes = get<bool>(o, "planes", false);
+  ooc::apply_nodata(get<std::string>(o, "nodata", ""), s, "nodata");  // oocrun's --nodata
   return s;
 }
 

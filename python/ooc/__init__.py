@@ -83,11 +83,24 @@ def _is_path(x):
     return isinstance(x, (str, os.PathLike))
 
 
+def _nodata_text(nodata):
+    """nodata= as oocrun's --nodata: None the input's GDAL_NODATA tag (an array has none), "none",
+    numpy.nan or a number: the samples that are holes (docs/design.md, "Nodata")."""
+    if nodata is None:
+        return ""
+    if isinstance(nodata, str):
+        return nodata
+    v = float(nodata)
+    return "nan" if v != v else repr(v)
+
+
 def _run_options(options):
-    unknown = set(options) - set(_RUN_KEYS) - {"precision", "method"}
+    unknown = set(options) - set(_RUN_KEYS) - {"precision", "method", "nodata"}
     if unknown:
         raise TypeError("unexpected keyword argument(s): " + ", ".join(sorted(unknown)))
     o = dict(options)
+    if "nodata" in o:
+        o["nodata"] = _nodata_text(o["nodata"])
     if isinstance(o.get("devices"), (list, tuple)):
         o["devices"] = ",".join(str(int(d)) for d in o["devices"])
     m = o.get("mem_limit")

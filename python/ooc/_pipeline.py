@@ -6,8 +6,8 @@ import os
 
 import numpy as np
 
-from . import (_check_progress, _core, _is_volume, _load, _mode, _output, _output_options,
-               _run_options, _shared, _type_name, _usage)
+from . import (_check_progress, _core, _is_volume, _load, _mode, _nodata_text, _output,
+               _output_options, _run_options, _shared, _type_name, _usage)
 
 
 def stages():
@@ -58,16 +58,6 @@ def _voxel_text(voxel_size):
     except (TypeError, ValueError):
         raise _usage("voxel_size takes (z, y, x) or (y, x) micrometres, got %r"
                      % (voxel_size,)) from None
-
-
-def _nodata_text(nodata):
-    """nodata= as oocrun's --nodata: None the input's GDAL_NODATA tag, "none", nan or a number."""
-    if nodata is None:
-        return ""
-    if isinstance(nodata, str):
-        return nodata
-    v = float(nodata)
-    return "nan" if v != v else repr(v)
 
 
 def _pipeline_options(options, mode, cval, out_type, precision, voxel_size=None, nodata=None):

@@ -241,11 +241,12 @@ class TiffSink final : public Sink {
       head_end_ = std::min(plan_.spec.height, (y0 + ch - 1) / ch * ch);
       batch_y0_ = batch_end_ = head_end_;
       done_end_ = y0;
-      if (levels_count_ > 0)
+      if (levels_count_ > 0) {
         builder_ = std::make_unique<PyramidBuilder>(
             plan_.spec, levels_count_, y0, row_end_,
             [this](int k, std::int64_t r, const std::byte* p) { add_level_row(k, r, p); });
-      builder_->set_nodata(nodata_);
+        builder_->set_nodata(nodata_);
+      }
     }
     std::int64_t i = 0;
     for (; i < n && y0 + i < head_end_; ++i)

@@ -415,6 +415,11 @@ class Nodata(unittest.TestCase):
         y = np.where(holes(x, ND), np.nan, x).astype(np.float32)
         self.same(ooc.pipeline(y, "gaussian sigma=1", nodata=np.nan),
                   separable(y, np.nan, g, g, "reflect"), np.nan, "ooc.pipeline nodata=nan")
+        self.same(ooc.gaussian_filter(x, 1, truncate=3, nodata=ND),
+                  separable(x, ND, g, g, "reflect"), ND, "ooc.gaussian_filter nodata=-9999")
+        self.same(ooc.median_filter(y, 3, mode="nearest", nodata=np.nan),
+                  ranked(y, np.nan, (3, 3), lambda n: n // 2, "nearest"), np.nan,
+                  "ooc.median_filter nodata=nan", rtol=0, atol=0)
         np.save(self.p("in.npy"), x)
         ooc.run(self.p("in.npy"), self.p("py.npy"), "median size=3", nodata=ND)
         self.same(np.load(self.p("py.npy")), ranked(x, ND, (3, 3), lambda n: n // 2, "reflect"),
