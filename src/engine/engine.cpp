@@ -523,6 +523,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       }
       b.partial = partial_bytes > 0 ? slot->partial.data() : nullptr;
       b.slot = static_cast<int>(slot - e.slots.data());
+      for (const auto& run : slot->cached) run->wait();  // copied ahead (RunCache)
       if (b.partial) std::fill_n(b.partial, partial_bytes, std::byte{0});
       if (tiles)
         tiles->run(*cpu, b);
@@ -585,6 +586,12 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
                          static_cast<std::size_t>(plan.threads));
   tbb::task_arena arena(plan.threads);
   arena.execute([&] {
+    struct Drain {  // the run cache's copying tasks, in this arena, however the pipeline ends
+      std::optional<detail::RunCache>& cache;
+      ~Drain() {
+        if (cache) cache->drain();
+      }
+    } drain{run_cache};
     tbb::parallel_pipeline(
         static_cast<std::size_t>(plan.slots),
         tbb::make_filter<void, Slot*>(tbb::filter_mode::serial_in_order, read_stage) &

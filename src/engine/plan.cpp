@@ -427,11 +427,12 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     }
     // On a GPU, the band before a slab's band is its rows a plane back: the band copies in one
     // plane's rows and takes the 2R others from it on the device, however tall the bands. Only
-    // where the sink takes rows in any order: the GPU's slots hold no slab to gather.
+    // where the sink takes rows in any order: the GPU's slots hold no slab to gather. A slab's
+    // first bands copy their whole window: slabs of up to 32 windows copy 1 + 1/16 of the rows.
     if (backend.cuda && plan.plane_halo > 0 && !projects && sink && sink->any_order() &&
         plan.partial_bytes == 0 && plan.row_begin % P == 0 && plan.row_end % P == 0) {
       const std::int64_t per_plane = (P + rows - 1) / rows, planes = span / P;
-      const std::int64_t slab = std::min(planes, 8 * (2 * plan.plane_halo + 1));
+      const std::int64_t slab = std::min(planes, 32 * (2 * plan.plane_halo + 1));
       if (per_plane > 1 && slab > 1 && slab * per_plane >= plan.slots) plan.slab_planes = slab;
     }
     if (backend.cuda && o.cpu_start_bands != 0 && plan.ring_bytes <= plan.mem_limit) {
