@@ -91,7 +91,7 @@ class Rank3d final : public Operation {
   std::string describe() const override {
     auto n = [](const Extent& e) { return std::to_string(e.left + e.right + 1); };
     return "rank " + std::to_string(rank_) + " of " + n(box_.z) + "x" + n(box_.y) + "x" +
-           n(box_.x) + " (3-D, a network of " + std::to_string(network_size()) + " exchanges)";
+           n(box_.x) + " (3-D, " + method() + ")";
   }
   std::string fingerprint() const override {
     return describe() + " " + std::string(name(border_)) + " " + exact_number(cval_);
@@ -141,10 +141,25 @@ class Rank3d final : public Operation {
   }
 
  private:
-  std::size_t network_size() const {
+  // The road the kernel takes (kernels::rank3d_plan decides), with its compare-exchanges.
+  std::string method() const {
     int out = 0;
-    return kernels::rank_network(static_cast<int>(box_.samples()), static_cast<int>(rank_), &out)
-        .size();
+    const auto network =
+        kernels::rank_network(static_cast<int>(box_.samples()), static_cast<int>(rank_), &out);
+    kernels::Rank3dArgs a;
+    a.window_rows = (box_.z.left + box_.z.right + 1) * (box_.y.left + box_.y.right + 1);
+    a.cols = box_.x.left + box_.x.right + 1;
+    a.samples = in_.width * in_.channels;
+    a.channels = static_cast<int>(in_.channels);
+    a.type = in_.type;
+    a.out_wire = out;
+    a.network = &network;
+    const kernels::Rank3dPlan* p = kernels::rank3d_plan(a);
+    if (!p) return "a network of " + std::to_string(network.size()) + " exchanges";
+    return "columns of " + std::to_string(p->rows) + " samples sorted (" +
+           std::to_string(p->sort.size()) + " exchanges) and shared by neighbouring windows, " +
+           std::to_string(p->cols - 1) + " merged (" + std::to_string(p->merge.size()) +
+           " exchanges), then a two-list selection with the window's own column";
   }
   ImageSpec in_;
   Box box_;
