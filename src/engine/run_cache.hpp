@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sys/mman.h>
+#include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
 #include <algorithm>
@@ -72,7 +73,11 @@ struct CachedRun {
     for (std::int64_t k; (k = next.fetch_add(1)) < pieces;) {
       const std::int64_t a = k * step, m = std::min(step, n - a);
       try {
-        if (!failed.load()) source->read_rows(y0 + a, m, buffer.get() + a * row);
+        // Isolated: a source that reads with tasks of its own (synth:) must not, while it waits
+        // for them, take up a band that would wait for the piece this thread holds.
+        if (!failed.load())
+          tbb::this_task_arena::isolate(
+              [&] { source->read_rows(y0 + a, m, buffer.get() + a * row); });
       } catch (...) {
         if (!failed.exchange(true)) error = std::current_exception();  // the first error
       }
