@@ -96,10 +96,11 @@ class CudaSlotImpl final : public CudaSlot {
   }
 
   void start(Source& source, const std::int64_t* source_rows, const Band& band, std::int64_t halo,
-             std::int64_t plane_halo, const ImageSpec& in, CudaKernel& kernel, std::size_t out_row,
-             std::size_t partial, CudaSlot* prev_slot, std::int64_t reuse_rows) override {
+             std::int64_t plane_halo, std::int64_t planes, const ImageSpec& in, CudaKernel& kernel,
+             std::size_t out_row, std::size_t partial, CudaSlot* prev_slot,
+             std::int64_t reuse_rows) override {
     // Every plane's rows of a band with planes of context (CudaBand::plane_halo).
-    const std::int64_t in_rows = (band.rows + 2 * halo) * (2 * plane_halo + 1);
+    const std::int64_t in_rows = (band.rows + 2 * halo) * planes;
     const std::size_t row = in.row_bytes();
     auto* prev = static_cast<CudaSlotImpl*>(prev_slot);
     const std::int64_t reuse = prev && prev != this && prev->stream_.device() == stream_.device() &&

@@ -157,13 +157,14 @@ Backend select_backend(const std::string& device, const std::string& devices,
                 "--device cuda: no usable CUDA device (driver missing, no GPU, or no CUDA in this "
                 "build); use --device cpu or auto");
   if (!every_op_on_gpu) {
-    // A volume's projections, and its 3-D stages without CUDA kernels, run on the CPU only.
+    // A volume's 3-D stages without CUDA kernels (footprints, rank windows over 64 samples) run
+    // on the CPU only.
     const bool volume = std::any_of(ops.begin(), ops.end(), [](const Operation* op) {
       return op->plane_halo() > 0 || op->projects();
     });
     throw Error(ErrorKind::device,
-                volume ? "--device cuda: a stage of this 3-D pipeline (a projection, or a 3-D "
-                         "stage without a CUDA version) runs on the CPU only; use --device cpu or "
+                volume ? "--device cuda: a stage of this 3-D pipeline (a 3-D footprint, a rank "
+                         "window over 64 samples) runs on the CPU only; use --device cpu or "
                          "auto, or --planes to filter each plane in 2-D"
                        : "--device cuda: this operation has no CUDA version; use --device cpu or "
                          "auto");

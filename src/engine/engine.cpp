@@ -179,7 +179,7 @@ struct Engine::Impl {
   // Pinning a GPU slot costs about as much as filling it, so its buffers are made in the
   // background, slot 0 first: the first band starts after one slot's allocation instead of the
   // whole ring's, and the others are made while it runs.
-  void make_slots() {
+  void make_slots(std::int64_t planes) {
     if (!slots.empty()) return;
     slots.resize(static_cast<std::size_t>(plan.slots));
     if (backend.cuda) {
@@ -195,8 +195,9 @@ struct Engine::Impl {
         order.push_back(static_cast<std::size_t>((plan.first_band + k) % plan.slots));
       const ImageSpec& in = source.spec();
       const detail::SlotSizes sizes{
-          plan.band_rows,     plan.halo,          2 * plan.plane_halo + 1,  in.row_bytes(),
-          plan.out_row_bytes, plan.partial_bytes, plan.device_scratch_bytes};
+          plan.band_rows,           plan.halo,          planes,
+          in.row_bytes(),           plan.out_row_bytes, plan.partial_bytes,
+          plan.device_scratch_bytes};
       gpu_maker = std::thread([m = maker, start = backend.start, devices = backend.devices, sizes,
                                order] {
         for (std::size_t k = 0; k < order.size(); ++k) {
@@ -277,7 +278,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   RunStats stats;
   detail::trace_mark("engine run");
   const auto t0 = Clock::now();
-  e.make_slots();
+  // A GPU band holds its window of planes; a projection's, every plane.
+  e.make_slots(op.projects() ? e.source.spec().depth : 2 * e.plan.plane_halo + 1);
   const detail::CudaStart* start = e.backend.start.get();
   auto no_cuda_version = [&] {
     return Error(ErrorKind::device, "operation '" + op.describe() +
@@ -487,8 +489,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
             !std::equal(before.end() - reuse, before.end(), slot.source_rows.begin()))
           reuse = 0;
       }
-      gpu_slot.start(e.source, slot.source_rows.data(), slot.band, halo, plane_halo, in, *gpu,
-                     out_row, partial_bytes, last ? last->gpu.get() : nullptr, reuse);
+      gpu_slot.start(e.source, slot.source_rows.data(), slot.band, halo, plane_halo, window, in,
+                     *gpu, out_row, partial_bytes, last ? last->gpu.get() : nullptr, reuse);
       last = &slot;
     } else {
       e.cpu_buffers(slot);

@@ -382,7 +382,7 @@ class Chain final : public Operation {
   bool has_cuda() const override {
     for (const auto& s : g_.stages)
       if (!s.op->has_cuda()) return false;
-    return kCudaBuilt && !g_.projects();  // a projection reads every plane: the CPU's only
+    return kCudaBuilt;
   }
   bool cpu_gives_cuda_bits() const override {
     for (const auto& s : g_.stages)

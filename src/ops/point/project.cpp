@@ -11,6 +11,7 @@
 #include "kernels/cpu/morphology/minmax.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/stage_registry.hpp"
 
 namespace ooc::detail {
@@ -85,9 +86,7 @@ class Project final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<ProjectKernel>(kind_, out_.type);
   }
-  // The engine's GPU slots hold a band's 2 plane_halo + 1 planes, not every plane: until they
-  // do, a projection runs on the CPU. Its kernel is ready (project_cuda.cpp).
-  bool has_cuda() const override { return false; }
+  bool has_cuda() const override { return kCudaBuilt; }       // project_cuda.cpp
   bool cpu_gives_cuda_bits() const override { return true; }  // picks, and sums in order
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
 #if defined(OOC_HAVE_CUDA)
