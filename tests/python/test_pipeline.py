@@ -422,9 +422,10 @@ def test_stages_are_declared():
     assert set(decls) >= {"gaussian", "uniform", "correlate1d", "separable", "convolve",
                           "gradient-magnitude", "dog", "unsharp", "subtract-background", "scale",
                           "abs", "clamp", "threshold", "convert", "equalize"}
-    sigma, radius, method, sigma_z, radius_z, sigmas, sigma_um = decls["gaussian"]["params"]
-    assert sigma_z["name"] == "sigma-z" and radius_z["name"] == "radius-z"  # volumes
-    assert sigmas["name"] == "sigmas" and sigma_um["name"] == "sigma-um"  # per axis, physical
+    params = {p["name"]: p for p in decls["gaussian"]["params"]}
+    sigma, radius, method = params["sigma"], params["radius"], params["method"]
+    # volumes, per axis, physical units; holes (--nodata)
+    assert {"sigma-z", "radius-z", "sigmas", "sigma-um", "min-weight", "fill"} <= set(params)
     # One of sigma, sigmas and sigma-um is required (the stage says so when none is given).
     assert sigma["name"] == "sigma" and sigma["default"] == "sigmas or sigma-um"
     assert sigma["min"] == 0 and sigma["min_exclusive"] and sigma["max"] == (1 << 20) / 3
