@@ -372,8 +372,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   const std::int64_t plane_bands =
       (in.height + plan.band_rows - 1) / std::max<std::int64_t>(1, plan.band_rows);
   const std::int64_t slab = plan.slab_planes;
-  const bool slabs = slab > 1 && (!e.backend.cuda || sink->any_order()) && plane_halo > 0 &&
-                     !op.projects() && partial_bytes == 0 && out_spec &&
+  const bool slabs = slab > 1 && (!e.backend.cuda || (sink && sink->any_order())) &&
+                     plane_halo > 0 && !op.projects() && partial_bytes == 0 && out_spec &&
                      plan.row_begin % in.height == 0 && plan.first_band % plane_bands == 0 &&
                      plan.last_band % plane_bands == 0 && slab * plane_bands >= plan.slots;
   auto walk = [&](std::int64_t w) {
