@@ -32,7 +32,8 @@ keywords of every function. suggest_chunks gives blocks of about 128 MiB with at
 overlap per axis: whole rows where they fit, ooc's bands being whole rows.
 
 equalize_hist reduces the blocks' histograms (a tree sum) into ooc's table, then maps every block
-with it; to_zarr writes oocrun's OME-Zarr layout (level 0), each task whole chunks of the store.
+with it; to_zarr writes oocrun's OME-Zarr layout and its pyramid, each task whole chunks of a
+level; label numbers components as scipy.ndimage.label, the blocks' faces joined by a reduction.
 """
 
 import functools
@@ -48,6 +49,7 @@ from . import (_MODES, _conv_taps, _core, _gaussian_taps, _is_volume, _mode, _se
                _usage)
 from ._pipeline import _OOC_TYPES, _pipeline_options, _pipeline_words, _sample_name
 from . import _axes as _axes_of
+from . import _dask_zarr
 import ooc as _ooc  # the package's array functions, which each block runs
 
 __all__ = [
@@ -590,50 +592,19 @@ def equalize_hist(x, *, volume=None):
 
 # ---- writing ----
 
-def _aligned(chunks, size):
-    """Chunks along one axis whose every cut falls on a multiple of `size` (the store's chunk),
-    so that each task writes whole chunks of the store and no two tasks share one."""
-    if all(c % size == 0 for c in chunks[:-1]):
-        return chunks
-    step = max(size, (max(chunks) // size) * size)
-    n = sum(chunks)
-    return (step,) * (n // step) + ((n % step,) if n % step else ())
-
-
-def to_zarr(x, url, *, chunk=512, chunk_z=1, volume=None, compute=True):
-    """x into a new OME-Zarr 0.4 store at `url` laid out as oocrun's Zarr output (one level, "0":
-    (y, x), (c, y, x) for channels, (z, y, x) for a volume; square chunks of `chunk` pixels,
-    chunk_z planes; blosc lz4 with shuffle), each task writing the whole store chunks of its
-    block (blocks cut on the store's chunks first). compute=False returns the dask task."""
-    import numcodecs
-    import zarr
-
+def to_zarr(x, url, *, pyramid=False, levels=None, pyramid_z=False, chunk=512, chunk_z=1,
+            nodata=None, compress=None, level=-1, voxel_size=None, volume=None, compute=True):
+    """x into a new OME-Zarr 0.4 store at `url` laid out as oocrun's Zarr output, sample for
+    sample: (y, x), (c, y, x) for channels, (z, y, x) for a volume; square chunks of `chunk`
+    pixels, chunk_z planes; compress as oocrun's --compress (blosc: lz4 with shuffle; none...).
+    pyramid=True adds 2 x 2 mean levels until the smaller side is under 256 (levels=N: N of
+    them; pyramid_z: a volume's levels halve z too), as --pyramid, --levels, --pyramid-z; nodata
+    (a value, or nan) is the fill_value and the holes the levels' means leave out (images), as
+    --nodata. Each task writes whole chunks of one level, level k + 1 made from level k's blocks.
+    compute=False returns the dask task."""
     _check(x)
     vol, n = _layout(x, volume)
-    if vol and x.ndim > n:
-        raise _usage("to_zarr takes (Z, Y, X) volumes; give each channel of a (Z, Y, X, C) one "
-                     "its own store")
-    if x.ndim > n:  # channels first, as the CLI stores them
-        x = da.moveaxis(x, -1, 0)
-        sizes, axes = (1, chunk, chunk), [("c", "channel"), ("y", "space"), ("x", "space")]
-    elif vol:
-        sizes, axes = (chunk_z, chunk, chunk), [("z", "space"), ("y", "space"),
-                                                 ("x", "space")]
-    else:
-        sizes, axes = (chunk, chunk), [("y", "space"), ("x", "space")]
-    x = x.rechunk(tuple(_aligned(c, s) for c, s in zip(x.chunks, sizes)))
-    name = os.path.basename(os.fspath(url).rstrip("/"))
-    name = name[:-5] if name.endswith(".zarr") else name
-    group = zarr.open_group(os.fspath(url), mode="w")
-    group.attrs["multiscales"] = [{
-        "axes": [{"name": a, "type": t} for a, t in axes],
-        "datasets": [{"coordinateTransformations": [{"scale": [1.0] * x.ndim, "type": "scale"}],
-                      "path": "0"}],
-        "metadata": {"description": "2 x 2 means; odd last rows and columns averaged with "
-                                    "themselves", "method": "ooc"},
-        "name": name, "type": "mean", "version": "0.4"}]
-    codec = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE, blocksize=0)
-    level = group.create_dataset("0", shape=x.shape, chunks=sizes, dtype=x.dtype,
-                                 compressor=codec, fill_value=0, dimension_separator="/",
-                                 overwrite=True)
-    return da.store(x, level, lock=False, compute=compute)
+    return _dask_zarr.to_zarr(x, url, vol, n, pyramid=pyramid, levels=levels,
+                              pyramid_z=pyramid_z, chunk=chunk, chunk_z=chunk_z, nodata=nodata,
+                              compress=compress, level=level, voxel_size=voxel_size,
+                              compute=compute)

@@ -207,28 +207,63 @@ def test_equalize_hist(shape, dtype, chunks, volume):
         od.equalize_hist(da.from_array(a.astype(np.float32), chunks=chunks))
 
 
-@pytest.mark.parametrize("shape,chunks,volume", [((700, 900), (300, 400), False),
-                                                 ((60, 70, 3), (25, 40, 3), False),
-                                                 ((5, 70, 60), (2, 30, 30), True)])
-def test_to_zarr_as_the_cli(tmp_path, shape, chunks, volume):
+# Shapes no chunk divides, odd sides at every level; the CLI's --levels, --pyramid-z, --nodata,
+# --voxel-size and --compress; chunks of the dask array cut off the store's chunks.
+ZARR_CASES = [
+    ((301, 517), np.float32, (100, 130), None, ["--pyramid", "--chunk", "64"],
+     dict(pyramid=True, chunk=64)),
+    ((61, 47, 3), np.uint16, (20, 15, 2), None, ["--levels", "3", "--chunk", "9"],
+     dict(levels=3, chunk=9)),
+    ((7, 70, 61), np.float64, (3, 30, 25), True,
+     ["--levels", "2", "--pyramid-z", "--chunk", "16", "--chunk-z", "2", "--voxel-size",
+      "2,0.5,0.25"], dict(levels=2, pyramid_z=True, chunk=16, chunk_z=2, voxel_size=(2, .5, .25))),
+    ((5, 33, 47), np.uint8, (2, 10, 20), True, ["--levels", "2", "--chunk", "8"],
+     dict(levels=2, chunk=8)),
+    ((99, 131), np.float32, (40, 50), None,
+     ["--levels", "3", "--chunk", "16", "--nodata", "-5", "--compress", "none"],
+     dict(levels=3, chunk=16, nodata=-5, compress="none")),
+]
+
+
+@pytest.mark.parametrize("shape,dtype,chunks,volume,flags,kw", ZARR_CASES)
+def test_to_zarr_as_the_cli(tmp_path, shape, dtype, chunks, volume, flags, kw):
     zarr = pytest.importorskip("zarr")
     from conftest import tool
     import json
     import subprocess
-    a = _data(shape, np.float32, 4)
+    a = _data(shape, dtype, 4)
+    if "nodata" in kw:
+        a[np.random.default_rng(0).random(shape) < 0.3] = kw["nodata"]
     np.save(tmp_path / "in.npy", a)
-    words = "gaussian sigma=2 ! median size=3x3"
+    words = "median size=3x3" if "nodata" in kw else "gaussian sigma=2 ! median size=3x3"
     cli, mine = tmp_path / "cli.zarr", tmp_path / "mine.zarr"
-    subprocess.run([tool("oocrun"), str(tmp_path / "in.npy"), str(cli), words, "-q"] +
+    subprocess.run([tool("oocrun"), str(tmp_path / "in.npy"), str(cli), words, "-q"] + flags +
                    (["--volume"] if volume else []), check=True)
-    od.to_zarr(od.pipeline(da.from_array(a, chunks=chunks), words, volume=volume), mine,
-               volume=volume)
-    assert np.array_equal(zarr.open(str(cli / "0"), "r")[:], zarr.open(str(mine / "0"), "r")[:])
-    meta = [json.loads((s / "0" / ".zarray").read_text()) for s in (cli, mine)]
-    assert meta[0] == meta[1]
+    nd = {"nodata": kw["nodata"]} if "nodata" in kw else {}
+    od.to_zarr(od.pipeline(da.from_array(a, chunks=chunks), words, volume=volume, **nd), mine,
+               volume=volume, **kw)
+    levels = sorted(p.name for p in cli.iterdir() if p.is_dir())
+    assert levels == sorted(p.name for p in mine.iterdir() if p.is_dir()) and len(levels) > 1
+    for k in levels:
+        want, got = zarr.open(str(cli / k), "r")[:], zarr.open(str(mine / k), "r")[:]
+        assert want.dtype == got.dtype and want.shape == got.shape, k
+        assert want.tobytes() == got.tobytes(), k
+        meta = [json.loads((s / k / ".zarray").read_text()) for s in (cli, mine)]
+        assert meta[0] == meta[1], k
+        # Every chunk of the CLI's has its twin (the compressed bytes may differ: numcodecs
+        # bundles its own blosc, the CLI links the system's).
+        files = [sorted(str(f.relative_to(s)) for f in (s / k).rglob("*") if f.is_file())
+                 for s in (cli, mine)]
+        assert files[0] == files[1], k
     attrs = [json.loads((s / ".zattrs").read_text())["multiscales"][0] for s in (cli, mine)]
     assert {**attrs[0], "name": ""} == {**attrs[1], "name": ""}
-    # Every chunk of the CLI's has its twin (the compressed bytes may differ: numcodecs bundles
-    # its own blosc, the CLI links the system's).
-    files = lambda s: sorted(str(f.relative_to(s)) for f in (s / "0").rglob("*") if f.is_file())
-    assert files(cli) == files(mine)
+
+
+def test_to_zarr_levels_from_blocks():
+    # Each level's tasks read a few blocks of the level above, not the whole array.
+    zarr = pytest.importorskip("zarr")
+    x = da.from_array(_data((300, 260), np.float32, 3), chunks=(64, 64))
+    task = od.to_zarr(x, zarr.storage.MemoryStore(), levels=2, chunk=32, compute=False)
+    graph = dict(task.__dask_graph__())
+    deps = [len(dask.core.get_dependencies(graph, k)) for k in graph if "level" in str(k)]
+    assert deps and max(deps) <= 4
