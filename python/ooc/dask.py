@@ -56,7 +56,7 @@ __all__ = [
     "pipeline", "gaussian_filter", "gaussian_filter1d", "uniform_filter", "uniform_filter1d",
     "correlate1d", "convolve1d", "correlate", "convolve", "median_filter", "percentile_filter",
     "rank_filter", "minimum_filter", "maximum_filter", "grey_opening", "grey_closing",
-    "suggest_chunks", "reach", "equalize_hist", "to_zarr",
+    "suggest_chunks", "reach", "equalize_hist", "to_zarr", "label",
 ]
 
 _TYPES = ("uint8", "uint16", "int16", "uint32", "int32", "float32", "float64")
@@ -608,3 +608,6 @@ def to_zarr(x, url, *, pyramid=False, levels=None, pyramid_z=False, chunk=512, c
                               pyramid_z=pyramid_z, chunk=chunk, chunk_z=chunk_z, nodata=nodata,
                               compress=compress, level=level, voxel_size=voxel_size,
                               compute=compute)
+
+
+from ._dask_label import label  # noqa: E402  (it runs _task_options of this module)

@@ -190,6 +190,9 @@ def test_local_cluster_of_processes():
         with dask.config.set(scheduler=client.get):
             got = od.pipeline(x, PIPELINE_2D, mode="mirror").compute()
             g = od.gaussian_filter(x, 2.0, mode="wrap").compute()
+            lab, n = od.label(x > 0.5, connectivity=8)
+            lab, n = dask.compute(lab, n)
+    assert lab.tobytes() == _scipy_label(a > 0.5, 8)[0].tobytes() and n == lab.max()
     assert got.tobytes() == ooc.pipeline(a, PIPELINE_2D, mode="mirror").tobytes()
     assert g.tobytes() == ooc.gaussian_filter(a, 2.0, mode="wrap").tobytes()
 
@@ -267,3 +270,58 @@ def test_to_zarr_levels_from_blocks():
     graph = dict(task.__dask_graph__())
     deps = [len(dask.core.get_dependencies(graph, k)) for k in graph if "level" in str(k)]
     assert deps and max(deps) <= 4
+
+
+def _scipy_label(a, conn):
+    ndi = pytest.importorskip("scipy.ndimage")
+    rank = {4: 1, 8: 2, 6: 1, 18: 2, 26: 3}[conn]
+    want, n = ndi.label(a, ndi.generate_binary_structure(a.ndim, rank))
+    return want.astype(np.int32), n
+
+
+def _snake(shape):
+    """One component winding through every block: rows of ones joined at alternate ends."""
+    a = np.zeros(shape, np.uint8)
+    a[::2] = 1
+    a[1::4, -1] = 1
+    a[3::4, 0] = 1
+    return a
+
+
+@pytest.mark.parametrize("shape,chunks,conns", [((57, 83), (10, 13), (4, 8)),
+                                                ((13, 17, 19), (4, 5, 6), (6, 18, 26)),
+                                                ((23, 29), (23, 29), (4, 8))])
+def test_label_as_scipy(shape, chunks, conns):
+    rng = np.random.default_rng(11)
+    for density in (0.35, 0.6):
+        a = ((rng.random(shape) < density) * rng.integers(1, 250, shape)).astype(np.uint16)
+        for conn in conns:
+            want, n = _scipy_label(a, conn)
+            lab, count = od.label(da.from_array(a, chunks=chunks), connectivity=conn)
+            got = lab.compute()
+            assert int(count.compute()) == n and got.dtype == np.int32, (conn, density)
+            assert got.tobytes() == want.tobytes(), (conn, density)
+
+
+def test_label_diagonal_corners_and_long_components():
+    # Samples meeting only at a corner of four blocks (dask-image#320), along both diagonals,
+    # and a snake through every block; in 3-D, a corner of eight blocks.
+    a = np.zeros((12, 12), np.uint8)
+    a[3, 3] = a[4, 4] = 1      # across the corner at (4, 4)
+    a[3, 8] = a[4, 7] = 1      # the other diagonal, at (4, 8)
+    a[7, 4] = a[8, 3] = 2
+    for conn, count in ((8, 3), (4, 6)):
+        lab, n = od.label(da.from_array(a, chunks=4), connectivity=conn)
+        assert int(n.compute()) == count
+        assert lab.compute().tobytes() == _scipy_label(a, conn)[0].tobytes()
+    v = np.zeros((6, 6, 6), np.uint8)
+    v[2, 2, 2] = v[3, 3, 3] = 1
+    for conn in (6, 18, 26):
+        lab, n = od.label(da.from_array(v, chunks=3), connectivity=conn)
+        assert lab.compute().tobytes() == _scipy_label(v, conn)[0].tobytes()
+        assert int(n.compute()) == (1 if conn == 26 else 2)
+    s = _snake((61, 47))
+    lab, n = od.label(da.from_array(s, chunks=(5, 6)), connectivity=4)
+    assert int(n.compute()) == 1 and lab.compute().tobytes() == _scipy_label(s, 4)[0].tobytes()
+    with pytest.raises(ooc.UsageError):
+        od.label(da.from_array(s, chunks=10), connectivity=6)
