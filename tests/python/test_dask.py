@@ -179,22 +179,34 @@ def test_suggest_chunks():
     assert od.suggest_chunks((100, 120, 3), np.uint8) == (100, 120, 3)
 
 
-def test_local_cluster_of_processes():
-    distributed = pytest.importorskip("distributed",
-                                      reason="python3-distributed is not installed")
-    a = _data((70, 90), np.float32, 5)
-    x = da.from_array(a, chunks=(25, 40))
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        with dask.config.set(scheduler=client.get):
-            got = od.pipeline(x, PIPELINE_2D, mode="mirror").compute()
-            g = od.gaussian_filter(x, 2.0, mode="wrap").compute()
-            lab, n = od.label(x > 0.5, connectivity=8)
-            lab, n = dask.compute(lab, n)
-    assert lab.tobytes() == _scipy_label(a > 0.5, 8)[0].tobytes() and n == lab.max()
-    assert got.tobytes() == ooc.pipeline(a, PIPELINE_2D, mode="mirror").tobytes()
-    assert g.tobytes() == ooc.gaussian_filter(a, 2.0, mode="wrap").tobytes()
+def _readme_example():
+    """The README's ooc.dask example: its Python block from the line naming ooc.dask on."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    code = text[text.index("# ooc.dask: "):]
+    return code[:code.index("```")]
+
+
+def test_readme_example_on_a_local_cluster(tmp_path, monkeypatch, capsys):
+    # The one LocalCluster of processes here: the README's example as written (blocks made small
+    # so that there are several), compared with ooc.pipeline and scipy on the whole volume.
+    pytest.importorskip("distributed", reason="python3-distributed is not installed")
+    zarr = pytest.importorskip("zarr")
+    import functools
+    a = (np.random.default_rng(8).random((6, 300, 280)) * 200).astype(np.float32)
+    zarr.open_group(str(tmp_path / "scan.zarr"), mode="w").create_dataset(
+        "0", data=a, chunks=(1, 128, 128))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(od, "suggest_chunks",
+                        functools.partial(od.suggest_chunks, chunk_bytes=200_000))
+    with dask.config.set(scheduler=None):
+        exec(compile(_readme_example(), "README.md", "exec"), {"__name__": "__main__"})
+    want = ooc.pipeline(a, "gaussian sigma=2 ! median size=3", volume=True)
+    got = zarr.open(str(tmp_path / "smooth.zarr"), "r")
+    assert got["0"][:].tobytes() == want.tobytes()
+    assert got["1"].shape == (6, 150, 140) and "2" not in got
+    n = _scipy_label(want > 100, 26)[1]
+    assert capsys.readouterr().out.strip() == "%d components" % n
 
 
 @pytest.mark.parametrize("shape,dtype,chunks,volume", [
