@@ -1,7 +1,9 @@
 """Driver of the bench case `dask` (cases/dask_cluster.py), run with the Python that has ooc and
 dask: one LocalCluster of processes kept up for every timed run, each tool reading the same Zarr
-input and writing its own Zarr store (oocrun's layout) on the same disk, in an order that rotates
-from repeat to repeat. Prints one JSON object: tool -> seconds of each run, and the checks."""
+input and writing its own Zarr store (oocrun's layout, --compress as the input's) on the same disk,
+in an order that rotates from repeat to repeat; a dask copy of the store (no filter) is the floor
+that reading and writing Zarr through dask sets. Prints one JSON object: tool -> seconds of each
+run, and the checks."""
 import argparse, json, os, shutil, subprocess, sys, time
 
 import numpy as np
@@ -23,6 +25,7 @@ def setup():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)   # oocrun's
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--compress", default="blosc")     # the outputs' codec, as the input's
     a = ap.parse_args()
 
     level = os.path.join(a.input, "0")
@@ -40,23 +43,31 @@ def source():
     return da.from_zarr(level, chunks=chunks)
 
 
+def write(y, name):
+    od.to_zarr(y, out(name), compress=a.compress)
+
+
 def ooc_gaussian():
-    od.to_zarr(od.gaussian_filter(source(), a.sigma), out("ooc_gaussian"))
+    write(od.gaussian_filter(source(), a.sigma), "ooc_gaussian")
 
 
 def ooc_chain():
-    od.to_zarr(od.pipeline(source(), a.chain), out("ooc_chain"))
+    write(od.pipeline(source(), a.chain), "ooc_chain")
+
+
+def copy():
+    write(source(), "copy")
 
 
 def scipy_gaussian():  # dask-image's method: map_overlap around scipy.ndimage per block
     y = source().map_overlap(ndi.gaussian_filter, depth=radius, boundary="reflect",
                              sigma=a.sigma, mode="reflect", dtype=dtype)
-    od.to_zarr(y, out("scipy_gaussian"))
+    write(y, "scipy_gaussian")
 
 
 def cli(words, name):
-    subprocess.run([a.oocrun, a.input, out(name), words, "--threads", str(a.threads), "-q"],
-                   check=True)
+    subprocess.run([a.oocrun, a.input, out(name), words, "--threads", str(a.threads), "-q",
+                    "--compress", a.compress], check=True)
 
 
 def same(p, q, rows=2048):
@@ -102,11 +113,13 @@ def main():
         "oocrun gaussian": lambda: cli("gaussian sigma=%g radius=%d" % (a.sigma, radius),
                                        "cli_gaussian"),
         "oocrun pipeline (3 stages)": lambda: cli(a.chain, "cli_chain"),
+        "dask Zarr copy (no filter)": copy,
     }
     outputs = {"ooc.dask.gaussian_filter": "ooc_gaussian",
                "ooc.dask.pipeline (3 stages)": "ooc_chain",
                "dask map_overlap(scipy.ndimage.gaussian_filter)": "scipy_gaussian",
-               "oocrun gaussian": "cli_gaussian", "oocrun pipeline (3 stages)": "cli_chain"}
+               "oocrun gaussian": "cli_gaussian", "oocrun pipeline (3 stages)": "cli_chain",
+               "dask Zarr copy (no filter)": "copy"}
     with LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster):
         names = list(tools)
