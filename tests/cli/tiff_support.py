@@ -2,9 +2,9 @@
 oocgen) against independent TIFF writers and readers. Every pixel comparison is exact (numpy array
 equality), through the identity filter `--taps 1`.
 
-1. libvips-written TIFFs (`vips rawload` + `vips tiffsave`): u8 u16 i16 u32 i32 f32 f64 with 1 and 3
-   channels (and 2 and 4 channels for some types), each saved with no options, tiles 64 x 32 and
-   16 x 16, BigTIFF, every compression vips and ooc share (none lzw deflate zstd packbits) and
+1. libvips-written TIFFs (libvips' tiffsave, in process: VipsWriter): u8 u16 i16 u32 i32 f32 f64
+   with 1 and 3 channels (and 2 and 4 channels for some types), each saved with no options, tiles
+   64 x 32 and 16 x 16, BigTIFF, every compression vips and ooc share (none lzw deflate zstd packbits) and
    predictors none / horizontal / float (float only for float types, where it applies); read by
    oocconv and compared with the array they were made from. Skipped (and said so) without `vips`.
 2. tifffile-written TIFFs: every type with 1 to 4 channels, each in big-endian strips, separate
@@ -366,6 +366,83 @@ VIPS_OPTIONS = [
 VIPS_IMAGES = [(t, c) for t in TYPES for c in (1, 3)] + [("u8", 4), ("u16", 2), ("f32", 4),
                                                          ("i32", 4)]
 VIPS_SIZES = [(131, 45), (53, 67), (37, 101), (300, 41)]
+
+
+class VipsWriter:
+    """libvips' tiffsave of an (H, W, C) array, in this process through libvips' C API (ctypes)
+    where the library loads: the same operation and options as `vips rawload` + `vips tiffsave`,
+    the same bytes (cmp-identical), without starting vips twice a file (most of a case's time).
+    Falls back on the two commands where the library or one of its symbols is missing."""
+
+    # VipsBandFormat by NumPy's type code.
+    FORMAT = {"u1": 0, "u2": 2, "i2": 3, "u4": 4, "i4": 5, "f4": 6, "f8": 8}
+
+    def __init__(self):
+        self.lib = self.gobject = None
+        try:
+            import ctypes
+            import ctypes.util
+            lib = ctypes.CDLL("libvips.so.42")
+            gobject = ctypes.CDLL(ctypes.util.find_library("gobject-2.0") or "libgobject-2.0.so.0")
+            lib.vips_init.argtypes = [ctypes.c_char_p]
+            lib.vips_image_new_from_memory_copy.restype = ctypes.c_void_p
+            lib.vips_image_new_from_memory_copy.argtypes = [
+                ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                ctypes.c_int]
+            # Variadic (name, value, ..., NULL): only the NULL is passed.
+            lib.vips_image_write_to_file.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                                     ctypes.c_void_p]
+            lib.vips_error_buffer.restype = ctypes.c_char_p
+            gobject.g_object_unref.argtypes = [ctypes.c_void_p]
+            if lib.vips_init(b"ooc-tiff-test") != 0:
+                return
+            self.lib, self.gobject = lib, gobject
+        except (OSError, AttributeError):
+            pass
+
+    @staticmethod
+    def option_string(opts):
+        """tiffsave's command-line options (["--tile", "--tile-width", 64, ...]) as libvips'
+        filename options ("tile,tile_width=64,...")."""
+        parts, k = [], 0
+        while k < len(opts):
+            key = str(opts[k])[2:].replace("-", "_")
+            if k + 1 < len(opts) and not str(opts[k + 1]).startswith("--"):
+                parts.append(f"{key}={opts[k + 1]}")
+                k += 2
+            else:
+                parts.append(key)
+                k += 1
+        return ",".join(parts)
+
+    def save(self, img, t, tif, opts):
+        """Writes `img` (of type t) to `tif` with tiffsave options `opts`; None, or why not."""
+        if self.lib is None:
+            h, w, c = img.shape
+            src, vimg = write_raw(img, "vips_in.raw"), p("vips_in.v")
+            for cmd in ([VIPS, "rawload", src, vimg, w, h, c, "--format", VIPS_FORMAT[t]],
+                        [VIPS, "tiffsave", vimg, tif, *opts]):
+                rc, _, err = run(cmd)
+                if rc != 0:
+                    return exit_problem(cmd, rc, err) or err
+            os.remove(vimg)
+            return None
+        buf = np.ascontiguousarray(img)
+        h, w, c = buf.shape
+        image = self.lib.vips_image_new_from_memory_copy(buf.ctypes.data, buf.nbytes, w, h, c,
+                                                         self.FORMAT[buf.dtype.str[1:]])
+        if not image:
+            why = self.lib.vips_error_buffer().decode(errors="replace")
+            self.lib.vips_error_clear()
+            return f"vips_image_new_from_memory_copy: {why}"
+        target = f"{tif}[{self.option_string(opts)}]" if opts else tif
+        rc = self.lib.vips_image_write_to_file(image, target.encode(), None)
+        self.gobject.g_object_unref(image)
+        if rc != 0:
+            why = self.lib.vips_error_buffer().decode(errors="replace")
+            self.lib.vips_error_clear()
+            return f"tiffsave {target}: {why}"
+        return None
 
 
 # =============================================================================================
