@@ -77,26 +77,50 @@ PAD = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "
        "constant": "constant"}
 
 
-def reference(x, k, border, cval):
-    """scipy.ndimage.convolve of a 2-D float64 x. Where the kernel is more than twice the image's
-    side, scipy 1.10's N-D filters read outside their extended line (garbage or 1e305 values;
-    convolve1d is right): there the image is padded by numpy's repeated extension first, which is
-    the same rule, and only the inside kept."""
-    K, L = k.shape
-    H, W = x.shape
-    if K <= 2 * H and L <= 2 * W:
-        return ndi.convolve(x, k, mode=border, cval=cval)
+def padded(x, K, L, border, cval):
+    """x extended by K // 2 rows and L // 2 columns each side by numpy's rule for `border`, which
+    is scipy.ndimage's (repeated as often as the kernel needs: test_reference_equals_scipy)."""
     ry, rx = K // 2, L // 2
+    H, W = x.shape
     kw = {"constant_values": cval} if border == "constant" else {}
     if border == "mirror" and H == 1:
         xp = np.pad(x, ((ry, ry), (0, 0)), mode="edge")
     else:
         xp = np.pad(x, ((ry, ry), (0, 0)), mode=PAD[border], **kw)
     if border == "mirror" and W == 1:
-        xp = np.pad(xp, ((0, 0), (rx, rx)), mode="edge")
-    else:
-        xp = np.pad(xp, ((0, 0), (rx, rx)), mode=PAD[border], **kw)
-    return ndi.convolve(xp, k, mode="constant")[ry:ry + H, rx:rx + W]
+        return np.pad(xp, ((0, 0), (rx, rx)), mode="edge")
+    return np.pad(xp, ((0, 0), (rx, rx)), mode=PAD[border], **kw)
+
+
+def direct_sum(x, k, border, cval):
+    """The float64 direct sum of scipy.ndimage.convolve (odd kernel sides) over the padded image,
+    through BLAS a band of output rows at a time: scipy's own loop takes most of a second for
+    each large kernel, and this check has dozens."""
+    K, L = k.shape
+    H, W = x.shape
+    win = np.lib.stride_tricks.sliding_window_view(padded(x, K, L, border, cval), (K, L))
+    flipped = np.ascontiguousarray(k[::-1, ::-1])
+    out = np.empty((H, W))
+    rows = max(1, (1 << 21) // (W * K * L))  # bands of about 16 MiB of windows
+    for y in range(0, H, rows):
+        out[y:y + rows] = np.tensordot(win[y:y + rows], flipped, axes=([2, 3], [0, 1]))
+    return out
+
+
+def reference(x, k, border, cval):
+    """scipy.ndimage.convolve of a 2-D float64 x. Where the kernel is more than twice the image's
+    side, scipy 1.10's N-D filters read outside their extended line (garbage or 1e305 values;
+    convolve1d is right): there the image is padded by numpy's repeated extension first, which is
+    the same rule, and only the inside kept. Large sums (over 2 M multiply-adds) take the same
+    direct sum through BLAS (direct_sum), equal to scipy's to rounding."""
+    K, L = k.shape
+    H, W = x.shape
+    if H * W * K * L > 2_000_000 and K % 2 and L % 2:
+        return direct_sum(x, k, border, cval)
+    if K <= 2 * H and L <= 2 * W:
+        return ndi.convolve(x, k, mode=border, cval=cval)
+    ry, rx = K // 2, L // 2
+    return ndi.convolve(padded(x, K, L, border, cval), k, mode="constant")[ry:ry + H, rx:rx + W]
 
 
 def f64_transforms(in_t, out_t, precision):
@@ -161,6 +185,26 @@ class FftCase(filter_run.ScratchCase):
                 got = self.conv(x, kf, border, cval, extra=extra)
                 self.check(got, x, k, border, cval, "f32", False,
                            f"{K}x{L} {border} {H}x{W} {extra}")
+
+    def test_reference_equals_scipy(self):
+        """direct_sum, the reference of the large kernels, against scipy.ndimage.convolve itself on
+        every border, kernels within and beyond twice the image's sides (scipy padded there)."""
+        for (H, W), (K, L) in (((40, 57), (15, 21)), ((23, 31), (65, 9)), ((12, 9), (3, 41)),
+                               ((1, 30), (5, 7)), ((30, 1), (7, 5))):
+            k = self.random_kernel(K, L)
+            for border in BORDERS:
+                x = random_data(self.rng, "f32", (H, W)).astype(np.float64)
+                cval = 2.5 if border == "constant" else 0.0
+                if K <= 2 * H and L <= 2 * W:
+                    want = ndi.convolve(x, k, mode=border, cval=cval)
+                else:
+                    ry, rx = K // 2, L // 2
+                    want = ndi.convolve(padded(x, K, L, border, cval), k,
+                                        mode="constant")[ry:ry + H, rx:rx + W]
+                got = direct_sum(x, k, border, cval)
+                tol = 1e-13 * float(np.abs(k).sum()) * float(np.abs(x).max() + abs(cval))
+                self.assertLessEqual(float(np.abs(got - want).max()), tol,
+                                     f"{H}x{W} kernel {K}x{L} {border}")
 
     def test_types_channels_precision(self):
         """Every type, --out-type, --precision f64, 1 to 4 channels."""
