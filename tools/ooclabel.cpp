@@ -3,6 +3,7 @@
 // (the `label` stage of oocrun, as a tool of its own).
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -96,9 +97,21 @@ int main(int argc, char** argv) {
     ooc::cli::apply_run_options(job_cli.run, jo);
 
     ooc::cli::World& world = ooc::cli::World::get();
+    // The first pass joins the bands serially, in order, over the whole image: ranks would each
+    // hold a part of it (the parts' merge and --finish are not written yet).
+    if (world.mpi())
+      throw ooc::Error(
+          ooc::ErrorKind::usage,
+          "ooclabel runs as one process: labelling needs every band of the image in "
+          "order, and parts (MPI ranks, --part, --rows) with a finishing merge are not "
+          "supported yet; run it without mpirun or srun (it streams the image in "
+          "bounded memory: --mem-limit)");
     ooc::JobSpec spec;
     spec.name = "ooclabel";
     spec.options = jo;
+    // Journaled as oocrun's outputs: a stop in the first pass resumes (from the start); one in
+    // the second is refused (the table is not saved), naming a run without --resume.
+    spec.options.journal = true;
     spec.stages = {call};
     spec.settings.planes = planes;
     spec.stop_on_signals = true;
@@ -119,6 +132,12 @@ int main(int argc, char** argv) {
       for (const ooc::RunStats& st : r.passes)
         extra["passes"].push_back({{"seconds", st.seconds}, {"bytes_read", st.bytes_read}});
     }
-    return ooc::cli::end_of_run("ooclabel", report, r, extra.empty() ? "" : extra.dump());
+    const int code = ooc::cli::end_of_run("ooclabel", report, r, extra.empty() ? "" : extra.dump());
+    // The count is the job's result (--stats json's "components" too): no scan of the labels.
+    if (code == 0 && r.end == ooc::JobResult::End::done && r.report.components && !report.quiet &&
+        world.rank() == 0)
+      std::fprintf(stderr, "ooclabel: %llu components\n",
+                   static_cast<unsigned long long>(*r.report.components));
+    return code;
   });
 }

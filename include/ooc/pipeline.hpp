@@ -170,6 +170,8 @@ class PipelinePlan {
     int channels = 0;
   };
   const Histogram* histogram(int i) const;
+  // A label stage's count of components, once its first pass ended (else none).
+  std::optional<std::uint64_t> components() const;
   ImageSpec output() const;
   std::string describe() const;  // "gaussian sigma=2 ! convert type=u8"
   // Each stage's operation as built, in order (a last convert to the output type included): what

@@ -51,6 +51,7 @@ struct RunReport {
   // Where plan.mem_limit came from: "--mem-limit" where the job set one, else DefaultBudget::from.
   std::string mem_limit_from;
   RunStats stats;
+  std::optional<std::uint64_t> components;  // a label stage's count (--stats json)
 };
 // The facts of `job` after a run of `operation` that gave `stats`.
 RunReport run_report(Job& job, const std::string& operation, const RunStats& stats);

@@ -10,7 +10,8 @@ import tempfile
 
 import numpy as np
 
-from . import _is_path, _load, _usage, pipeline, run
+from . import _check_progress, _core, _is_path, _load, _output, _shared, _usage, pipeline, run
+from ._pipeline import _pipeline_options
 
 # Connectivity by scipy's structure rank (generate_binary_structure(ndim, rank)).
 _BY_RANK = {2: {1: 4, 2: 8}, 3: {1: 6, 2: 18, 3: 26}}
@@ -70,8 +71,16 @@ def label(input, structure=None, output=None, *, connectivity=None, volume=None,
     if output is not None and (not isinstance(output, np.ndarray)
                                or output.dtype not in (np.int32, np.uint32)):
         raise _usage("output must be None or an int32 or uint32 array of the input's shape")
-    out = pipeline(a, words, output=output, volume=vol, progress=progress, **options)
-    count = int(out.max()) if out.size else 0
+    # ooc.pipeline's call, made here for the stats it drops: the count is the job's result (its
+    # "components"), so nothing scans the labels for it.
+    out = None if output is None else _output(output, a)
+    o = _pipeline_options(options, "reflect", 0.0,
+                          None if out is None else out.dtype.newbyteorder("=").name, "auto")
+    o.update(volume=vol, planes=False)
+    if out is not None:
+        o["alias"] = _shared(a, out)
+    out, stats = _core.pipeline_array(a, out, [words], o, _check_progress(progress))
+    count = int(stats["components"])
     if output is None:
         out = out.view(np.int32)
     return out, count

@@ -115,6 +115,8 @@ struct BuiltStage {
   // end_reduce makes `op` ready from its result.
   std::unique_ptr<Operation> reduce;
   std::function<void()> end_reduce;
+  // Label's count of components once the reduction ended (the job's result, --stats json).
+  std::function<std::uint64_t()> components;
 };
 
 struct StageEntry {

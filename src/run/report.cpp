@@ -66,6 +66,7 @@ std::string stats_json(const RunReport& r, const std::string& extra_json) {
   if (!r.output_predictor.empty()) j["output"]["predictor"] = r.output_predictor;
   j["operation"] = r.operation;
   if (!r.stages.empty()) j["stages"] = r.stages;
+  if (r.components) j["components"] = *r.components;
   j["backend"] = r.backend;
   j["backend_choice"] = r.backend_choice;  // how --device picked it (auto: both estimates)
   if (!r.start_error.empty()) j["cuda_start_error"] = r.start_error;  // auto went on on the CPU

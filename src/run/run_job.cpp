@@ -179,6 +179,7 @@ JobResult run_job(JobSpec spec) {
   }
   r.report = run_report(job, work.operation(spec), r.total);
   r.report.stages = work.stages();
+  if (work.plan) r.report.components = work.plan->components();
   return r;
 }
 

@@ -8,13 +8,17 @@ that merge late, --planes, a poisoned output replaced, the refusals (too many co
 label-type=u64, parts, wrong connectivity, several channels, stages after label) exiting 2 with
 nothing written, and --regions (skimage.measure.regionprops_table's columns) and --min-size,
 with --intensity (intensity_mean/_min/_max against skimage, the sum and deviation against
-scipy.ndimage).
+scipy.ndimage), the count as the job's result (--stats json "components"), and parts and a
+resume after SIGTERM in the second pass refused naming the way on.
 
 Usage: test_label.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
+import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -344,6 +348,88 @@ class LabelCheck(unittest.TestCase):
                               code=2)
             self.assertIn(word, r.stderr)
             self.assertFalse(os.path.exists(self.p("x.npy")) or os.path.exists(self.p("x.csv")))
+
+    def test_11_count_is_the_jobs_result(self):
+        # The count comes out of the job (--stats json's "components", the summary line), after
+        # --min-size's drops too, and from oocrun's label stage: nobody scans the labels for it.
+        a = random_mask((40, 37), 0.45, np.uint8)
+        want, n = scipy_label(a != 0, 8)
+        kept = int(np.count_nonzero(np.bincount(want.ravel())[1:] >= 3))
+        np.save(self.p("in.npy"), a)
+        for tool, extra, count in (
+                ([OOCLABEL], ["--connectivity", "8"], n),
+                ([OOCLABEL], ["--connectivity", "8", "--min-size", "3"], kept),
+                ([OOCRUN], ["label connectivity=8"], n)):
+            out = self.p("c.npy")
+            r = subprocess.run(tool + [self.p("in.npy"), out] + extra +
+                               ["--band-rows", "3", "--stats", "json"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["components"], count, extra)
+            if tool == [OOCLABEL]:
+                self.assertIn("ooclabel: %d components" % count, r.stderr)
+            os.remove(out)
+
+    def test_12_parts_and_resume_refused(self):
+        # Parts (--rows as --part in test_08) are refused naming one process; a stop in the second
+        # pass cannot resume (the first pass's table is not saved): --resume is refused naming
+        # the way on (a run without it), which then gives scipy's bytes.
+        a = random_mask((16000, 256), 0.4, np.uint8)
+        np.save(self.p("in.npy"), a)
+        out = self.p("r.raw")
+        base = [OOCLABEL, self.p("in.npy"), out, "--connectivity", "8"]
+        r = self.run_tool(base + ["--rows", "0:100"], code=2)
+        self.assertIn("one process", r.stderr)
+        # One row a band, one thread: over a second a pass, so that the journal records rows of
+        # the second pass (a second in) before the signal.
+        slow = base + ["--band-rows", "1", "--threads", "1", "--mem-limit", "64M"]
+        proc = subprocess.Popen(slow + ["-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        journal = out + ".partial.journal"
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                with open(journal) as f:
+                    if any(l.startswith("done ") and int(l.split()[1]) > 0 for l in f):
+                        break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+        if proc.poll() is not None:
+            self.skipTest("the run ended before the signal")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 75, err)
+        self.assertFalse(os.path.exists(out))
+        r = self.run_tool(base + ["--resume"], code=2)
+        self.assertIn("without --resume", r.stderr)
+        self.run_tool(base)
+        got = np.fromfile(out, np.uint32).reshape(a.shape)
+        self.same(got, scipy_label(a != 0, 8)[0], "after a refused resume")
+
+    def test_13_under_a_memory_cgroup(self):
+        # Both passes and the table inside --mem-limit: 128 MiB of blobs (32768 components) to
+        # null: under 48M in a 200M memory cgroup (test_hostile_limits.py's, skipped where none
+        # can be made), the peak RSS under the limit plus the process's code (about 40 MiB).
+        try:
+            os.environ.setdefault("OOC_BIN_DIR", BIN)
+            from test_hostile_limits import MemoryCgroup
+            from hostile_support import run
+        except Exception as e:  # noqa: BLE001 (its module's setup: no cgroup test here)
+            self.skipTest("test_hostile_limits.py's cgroup: %s" % e)
+        limit = 200 << 20
+        with MemoryCgroup(limit) as cg:
+            r = run([OOCLABEL, "synth:gaussian-spots", "null:", "--width", "8192", "--height",
+                     "16384", "--type", "u8", "--connectivity", "8", "--mem-limit", "48M",
+                     "--stats", "json", "-q"], timeout=120, preexec_fn=cg.preexec,
+                    measure_rss=True)
+            peak, kills = cg.peak(), cg.oom_kills()
+        self.assertEqual(r.rc, 0, str(r))
+        self.assertEqual(kills, 0, "the cgroup saw an OOM kill\n%s" % r)
+        self.assertEqual(json.loads(r.out)["components"], 8192 * 16384 // 4096, str(r))
+        if peak is not None:
+            self.assertLessEqual(peak, limit, str(r))
+        self.assertLess(r.rss_kb, (48 << 20) // 1024 + 40 * 1024, str(r))
 
 
 

@@ -579,6 +579,7 @@ std::vector<StageEntry> label_stages() {
         BuiltStage b(std::make_unique<Apply>(s));
         b.reduce = std::make_unique<Scan>(s);
         b.end_reduce = [s] { s->finish(); };
+        b.components = [s] { return s->count; };
         return b;
       }};
   e.decl.reduction = true;

@@ -23,6 +23,7 @@ struct PipelinePlan::Impl {
     LutOp* lut = nullptr;
     Operation* reduce = nullptr;  // another reduction (label), and what readies `op` after it
     std::function<void()> end_reduce = {};
+    std::function<std::uint64_t()> components = {};
     Operation* reduction() const { return histogram ? histogram : reduce; }
   };
   std::vector<Stage> stages;
@@ -55,6 +56,7 @@ struct PipelinePlan::Impl {
     if (b.histogram) keep(std::move(b.histogram));
     if (b.reduce) s.reduce = keep(std::move(b.reduce));
     s.end_reduce = std::move(b.end_reduce);
+    s.components = std::move(b.components);
     s.op = keep(std::move(b.op));
     return s;
   }
@@ -223,6 +225,12 @@ const PipelinePlan::Histogram* PipelinePlan::histogram(int i) const {
   return i >= 0 && static_cast<std::size_t>(i) < h.size() && h[static_cast<std::size_t>(i)].bins
              ? &h[static_cast<std::size_t>(i)]
              : nullptr;
+}
+
+std::optional<std::uint64_t> PipelinePlan::components() const {
+  for (const Impl::Stage& s : impl_->stages)
+    if (s.components) return s.components();
+  return std::nullopt;
 }
 
 ImageSpec PipelinePlan::output() const {

@@ -5,7 +5,7 @@ from .budget import case_budget
 from .dask_cluster import case_dask
 from .fft import case_fft
 from .fft_auto import case_fft_auto
-from .labels import case_labels
+from .labels import case_labels, case_labels_ooc
 from .morphology import case_morphology
 from .multi_gpu import case_multi_gpu
 from .ops import case_ops
@@ -24,5 +24,5 @@ REGISTRY = {"peers": case_peers, "write": case_write, "startup": case_startup, "
             "multi-gpu": case_multi_gpu, "pipeline": case_pipeline, "morphology": case_morphology,
             "pyramid": case_pyramid, "fft": case_fft,
             "fft-auto": case_fft_auto, "budget": case_budget, "volumes": case_volumes,
-            "dask": case_dask, "labels": case_labels}
+            "dask": case_dask, "labels": case_labels, "labels-ooc": case_labels_ooc}
 CASES = list(REGISTRY)
