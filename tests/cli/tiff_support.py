@@ -56,6 +56,7 @@ import numpy as np
 
 import cli_args  # beside this file
 import cli_cases
+import vips_lib
 from cli_cases import report
 
 try:
@@ -369,79 +370,24 @@ VIPS_SIZES = [(131, 45), (53, 67), (37, 101), (300, 41)]
 
 
 class VipsWriter:
-    """libvips' tiffsave of an (H, W, C) array, in this process through libvips' C API (ctypes)
-    where the library loads: the same operation and options as `vips rawload` + `vips tiffsave`,
-    the same bytes (cmp-identical), without starting vips twice a file (most of a case's time).
-    Falls back on the two commands where the library or one of its symbols is missing."""
-
-    # VipsBandFormat by NumPy's type code.
-    FORMAT = {"u1": 0, "u2": 2, "i2": 3, "u4": 4, "i4": 5, "f4": 6, "f8": 8}
+    """libvips' tiffsave of an (H, W, C) array: in this process (vips_lib.py) where the library
+    loads, else `vips rawload` + `vips tiffsave` (the same bytes)."""
 
     def __init__(self):
-        self.lib = self.gobject = None
-        try:
-            import ctypes
-            import ctypes.util
-            lib = ctypes.CDLL("libvips.so.42")
-            gobject = ctypes.CDLL(ctypes.util.find_library("gobject-2.0") or "libgobject-2.0.so.0")
-            lib.vips_init.argtypes = [ctypes.c_char_p]
-            lib.vips_image_new_from_memory_copy.restype = ctypes.c_void_p
-            lib.vips_image_new_from_memory_copy.argtypes = [
-                ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                ctypes.c_int]
-            # Variadic (name, value, ..., NULL): only the NULL is passed.
-            lib.vips_image_write_to_file.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
-                                                     ctypes.c_void_p]
-            lib.vips_error_buffer.restype = ctypes.c_char_p
-            gobject.g_object_unref.argtypes = [ctypes.c_void_p]
-            if lib.vips_init(b"ooc-tiff-test") != 0:
-                return
-            self.lib, self.gobject = lib, gobject
-        except (OSError, AttributeError):
-            pass
-
-    @staticmethod
-    def option_string(opts):
-        """tiffsave's command-line options (["--tile", "--tile-width", 64, ...]) as libvips'
-        filename options ("tile,tile_width=64,...")."""
-        parts, k = [], 0
-        while k < len(opts):
-            key = str(opts[k])[2:].replace("-", "_")
-            if k + 1 < len(opts) and not str(opts[k + 1]).startswith("--"):
-                parts.append(f"{key}={opts[k + 1]}")
-                k += 2
-            else:
-                parts.append(key)
-                k += 1
-        return ",".join(parts)
+        self.lib = vips_lib.LIB
 
     def save(self, img, t, tif, opts):
         """Writes `img` (of type t) to `tif` with tiffsave options `opts`; None, or why not."""
-        if self.lib is None:
-            h, w, c = img.shape
-            src, vimg = write_raw(img, "vips_in.raw"), p("vips_in.v")
-            for cmd in ([VIPS, "rawload", src, vimg, w, h, c, "--format", VIPS_FORMAT[t]],
-                        [VIPS, "tiffsave", vimg, tif, *opts]):
-                rc, _, err = run(cmd)
-                if rc != 0:
-                    return exit_problem(cmd, rc, err) or err
-            os.remove(vimg)
-            return None
-        buf = np.ascontiguousarray(img)
-        h, w, c = buf.shape
-        image = self.lib.vips_image_new_from_memory_copy(buf.ctypes.data, buf.nbytes, w, h, c,
-                                                         self.FORMAT[buf.dtype.str[1:]])
-        if not image:
-            why = self.lib.vips_error_buffer().decode(errors="replace")
-            self.lib.vips_error_clear()
-            return f"vips_image_new_from_memory_copy: {why}"
-        target = f"{tif}[{self.option_string(opts)}]" if opts else tif
-        rc = self.lib.vips_image_write_to_file(image, target.encode(), None)
-        self.gobject.g_object_unref(image)
-        if rc != 0:
-            why = self.lib.vips_error_buffer().decode(errors="replace")
-            self.lib.vips_error_clear()
-            return f"tiffsave {target}: {why}"
+        if self.lib is not None:
+            return self.lib.save(img, vips_lib.target(tif, opts))
+        h, w, c = img.shape
+        src, vimg = write_raw(img, "vips_in.raw"), p("vips_in.v")
+        for cmd in ([VIPS, "rawload", src, vimg, w, h, c, "--format", VIPS_FORMAT[t]],
+                    [VIPS, "tiffsave", vimg, tif, *opts]):
+            rc, _, err = run(cmd)
+            if rc != 0:
+                return exit_problem(cmd, rc, err) or err
+        os.remove(vimg)
         return None
 
 
