@@ -45,7 +45,9 @@ def case_dask(b):
                   "dask Zarr copy (no filter)": "ooc.dask.gaussian_filter"}.get(n, "")
             what = chain if "pipeline" in n else "" if "copy" in n else "sigma=2 radius 8"
             params = f"{W}x{H} f32 Zarr ({label}) to Zarr" + (", " + what if what else "")
+            mm = res.get("mmap_threshold", 0)
             note = (f"LocalCluster {res['workers']} workers x 1 thread, blocks {res['chunks']}"
+                    + (f", workers' MALLOC_MMAP_THRESHOLD_={mm}" if mm else "")
                     if not n.startswith("oocrun") else f"--threads {b.a.threads}")
             rows.append(b.row("dask", n, params, nbytes, times[n], vs and vs + f" ({label})",
                               med(vs) if vs else None, None, checks.get(n, ""), note))
