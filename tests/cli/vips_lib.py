@@ -35,6 +35,10 @@ class _Vips:
         glib.g_free.argtypes = [vp]
         if lib.vips_init(b"ooc-tiff-test") != 0:
             raise OSError("vips_init failed")
+        # No operation cache: the checks rewrite files under the same names, which a cached
+        # load would answer with the old pixels (each vips command started with an empty one).
+        lib.vips_cache_set_max.argtypes = [i]
+        lib.vips_cache_set_max(0)
         self.lib, self.glib, self.gobject = lib, glib, gobject
 
     def _error(self, what):
