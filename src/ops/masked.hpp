@@ -25,8 +25,20 @@ StageParam fill_param();
 // input, reading min-weight and fill from its arguments; its output c.out().
 std::unique_ptr<Operation> make_masked_separable(const StageContext& c, const SeparableFilter& f);
 
-// The same with convolve's 2-D kernel (odd sides, convolution order), the direct sum.
+// The masked Gaussian of the compound stages (dog, unsharp, subtract-background): holes kept,
+// min-weight 0, to the accumulator's type.
+std::unique_ptr<Operation> make_masked_gaussian(const StageContext& c, double sigma);
+
+// The same with convolve's 2-D kernel (odd sides, convolution order): the direct sum, or the FFT
+// of x m and of m where method= asks it or auto finds it cheaper.
 std::unique_ptr<Operation> make_masked_conv2d(const StageContext& c, const Kernel2d& k);
+// The FFT's (masked_fft.cpp); null where `method` and the cost model take the direct sum.
+std::unique_ptr<Operation> make_masked_fft_conv2d(const StageContext& c, const Kernel2d& k,
+                                                  ConvMethod method, double min_weight, bool fill);
+
+// dog, unsharp and subtract-background (masked_combine.cpp): `combined`, the stage's combination
+// of masked Gaussians, with nodata wherever the output's own input sample is a hole.
+std::unique_ptr<Operation> keep_holes(std::unique_ptr<Operation> combined, double nodata);
 
 // A rank filter's window (masked_rank.cpp): rows top before, h in all, columns left
 // before, w in all, the samples where mask (h x w) is 1 (empty: all); `rank` is scipy's rank among

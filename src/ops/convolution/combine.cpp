@@ -10,6 +10,7 @@
 #include "ooc/error.hpp"
 #include "ops/convolution/fold_taps.hpp"
 #include "ops/cuda_kernels.hpp"
+#include "ops/masked.hpp"
 #include "ops/pipeline/chain_impl.hpp"
 #include "ops/stage_registry.hpp"
 
@@ -259,9 +260,16 @@ std::vector<StageEntry> combine_stages() {
     std::vector<std::unique_ptr<Operation>> g;
     for (auto* op : {&g1, &g2, &g3})
       if (*op) g.push_back(std::move(*op));
-    return BuiltStage{std::make_unique<CombineOp>(
+    std::unique_ptr<Operation> op = std::make_unique<CombineOp>(
         c.in, kind, amount, std::move(g), c.settings.border, c.settings.precision == Precision::f64,
-        c.out(), c.args.call_text())};
+        c.out(), c.args.call_text());
+    if (c.settings.nodata && !c.volume()) op = keep_holes(std::move(op), *c.settings.nodata);
+    return BuiltStage{std::move(op)};
+  };
+  // Under nodata the masked Gaussian (masked_separable.cpp), its holes put back by keep_holes.
+  auto gaussian = [](const StageContext& c, double sigma) {
+    return c.settings.nodata && !c.volume() ? make_masked_gaussian(c, sigma)
+                                            : c.gaussian(c.in, sigma);
   };
   constexpr double kMaxSigma = kMaxStageRadius / 3;
   const StageParam sigma =
@@ -289,29 +297,31 @@ std::vector<StageEntry> combine_stages() {
         "difference of Gaussians: gaussian(sigma1) - gaussian(sigma2)",
         {number_param("sigma1", std::nullopt, 0, true, "sigma of the first Gaussian", kMaxSigma),
          number_param("sigma2", std::nullopt, 0, true, "sigma of the second Gaussian", kMaxSigma)}},
-       [combine](const StageContext& c) {
-         return combine(c, CombineKind::difference, 0.0, c.gaussian(c.in, c.args.number("sigma1")),
-                        c.gaussian(c.in, c.args.number("sigma2")));
+       [combine, gaussian](const StageContext& c) {
+         return combine(c, CombineKind::difference, 0.0, gaussian(c, c.args.number("sigma1")),
+                        gaussian(c, c.args.number("sigma2")));
        }});
   s.push_back({{"unsharp",
                 "unsharp mask: x + amount (x - gaussian(sigma))",
                 {sigma, number_param("amount", 1.0, -kInf, false, "weight of the detail")}},
-               [combine](const StageContext& c) {
+               [combine, gaussian](const StageContext& c) {
                  return combine(c, CombineKind::unsharp, c.args.number("amount"),
-                                c.gaussian(c.in, c.args.number("sigma")), nullptr);
+                                gaussian(c, c.args.number("sigma")), nullptr);
                }});
   s.push_back({{"subtract-background",
                 "x - gaussian(sigma): removes what varies slower than sigma",
                 {sigma}},
-               [combine](const StageContext& c) {
-                 return combine(c, CombineKind::subtract, 0.0,
-                                c.gaussian(c.in, c.args.number("sigma")), nullptr);
+               [combine, gaussian](const StageContext& c) {
+                 return combine(c, CombineKind::subtract, 0.0, gaussian(c, c.args.number("sigma")),
+                                nullptr);
                }});
   for (StageEntry& e : s) {
     e.decl.takes_convert = true;
     // Their Gaussians filter a volume in 3-D (StageContext::gaussian); the Sobel derivatives are
     // three on a volume.
     e.decl.volume = true;
+    // Normalized convolution under nodata (issue 48); gradient-magnitude has no masked form.
+    e.decl.masked = e.decl.name != "gradient-magnitude";
   }
   return s;
 }

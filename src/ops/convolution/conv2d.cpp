@@ -599,7 +599,7 @@ std::vector<StageEntry> conv2d_stages() {
                  p.out_type = c.out();
                  p.precision = c.settings.precision;
                  p.method = method_of(c.args);
-                 // Holes: the direct normalized sum (masked_separable.cpp).
+                 // Holes: the normalized sum, direct or FFT (masked_separable.cpp).
                  if (c.settings.nodata && !c.volume())
                    return BuiltStage{make_masked_conv2d(c, p.kernel)};
                  if (c.args.has("min-weight") || c.args.has("fill"))

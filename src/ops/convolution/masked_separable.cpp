@@ -1,8 +1,8 @@
 // Normalized convolution (issue 48): the separable stages (gaussian, uniform, correlate1d,
 // separable) and convolve's direct sum, of an image with holes, sum(k x m) / sum(k m) over each
 // window's valid samples, as two separable passes over x m and over m
-// (kernels/cpu/masked/masked.hpp). Built by the stages where the pipeline has a nodata value; runs
-// on the CPU only.
+// (kernels/cpu/masked/normalized.hpp). Built by the stages where the pipeline has a nodata value;
+// runs on the CPU only.
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -12,68 +12,83 @@
 #include <vector>
 
 #include "io/digest.hpp"
-#include "kernels/cpu/masked/masked.hpp"
+#include "kernels/cpu/masked/normalized.hpp"
 #include "ooc/error.hpp"
+#include "ooc/precision.hpp"
+#include "ops/convolution/band_fill.hpp"
+#include "ops/convolution/method_param.hpp"
 #include "ops/masked.hpp"
 
 namespace ooc::detail {
 namespace {
 
-class MaskedSeparableKernel final : public CpuKernel {
+// One band of either operation: the normalized kernel of kernels/cpu/masked/normalized.hpp.
+class NormalizedKernel final : public CpuKernel {
  public:
-  explicit MaskedSeparableKernel(const kernels::masked::SeparableArgs& a) : base_(a) {}
+  explicit NormalizedKernel(const kernels::masked::NormalizedArgs& a) : base_(a) {}
   void run(const CpuBand& b) override {
-    kernels::masked::SeparableArgs a = base_;
-    a.rows = b.rows + (b.halo - a.ry);  // a band may carry more context than the taps read
-    a.out_rows = b.band.rows;
-    a.width = b.in.width;
-    a.out = b.out.data;
-    a.out_stride = b.out.row_stride;
-    thread_local std::vector<double> scratch;
-    kernels::masked::separable_band(a, scratch);
+    kernels::masked::NormalizedArgs a = base_;
+    set_band(a, b, b.halo - a.ry);  // a band may carry more context than the taps read
+    kernels::masked::normalized_band(a);
   }
 
  private:
-  kernels::masked::SeparableArgs base_;
+  kernels::masked::NormalizedArgs base_;
 };
+
+// What both operations fill alike: the images, the border, nodata, min-weight and fill, and the
+// accumulator (as the unmasked kernels pick it).
+void set_common(kernels::masked::NormalizedArgs& a, const ImageSpec& in, const ImageSpec& out,
+                const StageContext& c, double min_weight, bool fill) {
+  set_images(a, in, out, c.settings.border, c.settings.border_value);
+  a.nodata = *c.settings.nodata;
+  a.min_weight = min_weight;
+  a.fill = fill;
+  a.f64 = accumulates_in_f64(in.type, out.type, c.settings.precision);
+  a.strip_samples = c.options.strip_samples;
+}
+
+std::string accumulate_text(const kernels::masked::NormalizedArgs& a) {
+  return std::string(", accumulate ") + (a.f64 ? "f64" : "f32");
+}
+
+std::size_t scratch_of(kernels::masked::NormalizedArgs a, std::int64_t band_rows,
+                       std::int64_t cols) {
+  a.out_rows = band_rows;
+  a.width = cols;
+  return kernels::masked::normalized_scratch_bytes(a);
+}
 
 class MaskedSeparable final : public Operation {
  public:
-  MaskedSeparable(const ImageSpec& in, const SeparableFilter& f, SampleType out,
-                  const PipelineSettings& s, double min_weight, bool fill)
+  MaskedSeparable(const StageContext& c, const SeparableFilter& f, SampleType out,
+                  double min_weight, bool fill)
       : filter_(f),
-        out_{in.width, in.height, in.channels, out, in.depth, in.stack},
+        out_{c.in.width, c.in.height, c.in.channels, out, c.in.depth, c.in.stack},
         row_(correlation_taps(f.row)),
         col_(correlation_taps(f.col)) {
     if (row_.size() % 2 == 0 || col_.size() % 2 == 0)
       throw Error(ErrorKind::usage, "filter tap counts must be odd");
-    a_.channels = in.channels;
-    a_.in_type = in.type;
-    a_.out_type = out;
-    a_.border = s.border;
-    a_.cval = s.border_value;
-    a_.row = row_.data();
+    set_common(a_, c.in, out_, c, min_weight, fill);
+    a_.row_taps = row_.data();
     a_.rx = f.radius_x();
-    a_.col = col_.data();
+    a_.col_taps = col_.data();
     a_.ry = f.radius_y();
-    a_.nodata = *s.nodata;
-    a_.min_weight = min_weight;
-    a_.fill = fill;
   }
   std::string describe() const override {
     char w[64];
     std::snprintf(w, sizeof w, "%g", a_.min_weight);
     return "normalized " + filter_.describe() + ", border " + std::string(name(a_.border)) +
            ", nodata " + nodata_text(a_.nodata) + ", min-weight " + w +
-           (a_.fill ? ", holes filled" : ", holes kept") + ", accumulate f64";
+           (a_.fill ? ", holes filled" : ", holes kept") + accumulate_text(a_);
   }
   std::string fingerprint() const override {
     return "normalized " + filter_.describe() + ", border " + std::string(name(a_.border)) +
-           ", values " +
+           accumulate_text(a_) + ", values " +
            Digest()
                .add(filter_.row)
                .add(filter_.col)
-               .add(a_.cval)
+               .add(a_.border_value)
                .add(nodata_text(a_.nodata))
                .add(a_.min_weight)
                .add(std::string(a_.fill ? "fill" : "keep"))
@@ -83,19 +98,18 @@ class MaskedSeparable final : public Operation {
   std::optional<ImageSpec> output() const override { return out_; }
   std::int64_t halo() const override { return a_.ry; }
   BorderMode border() const override { return a_.border; }
-  // Whole rows: the kernel maps the border's columns itself (column_table).
+  // Whole rows: the kernel maps the border's columns itself.
   std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t cols) const override {
-    return kernels::masked::separable_scratch_doubles(band_rows, a_.ry, a_.rx, cols, a_.channels) *
-           sizeof(double);
+    return scratch_of(a_, band_rows, cols);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<MaskedSeparableKernel>(a_);
+    return std::make_unique<NormalizedKernel>(a_);
   }
   Cost cost() const override {
     Cost c;
     c.kind = Cost::Kind::separable;
-    c.f64 = true;
-    c.taps = 3.0 * double(row_.size() + col_.size());  // values, weights and |weights|
+    c.f64 = a_.f64;
+    c.taps = double(row_.size() + col_.size());  // the numerator; weights only near holes
     return c;
   }
 
@@ -103,61 +117,35 @@ class MaskedSeparable final : public Operation {
   SeparableFilter filter_;
   ImageSpec out_;
   std::vector<double> row_, col_;
-  kernels::masked::SeparableArgs a_;
+  kernels::masked::NormalizedArgs a_;
 };
 
-class MaskedConv2dKernel final : public CpuKernel {
- public:
-  explicit MaskedConv2dKernel(const kernels::masked::Conv2dArgs& a) : base_(a) {}
-  void run(const CpuBand& b) override {
-    kernels::masked::Conv2dArgs a = base_;
-    a.rows = b.rows + (b.halo - a.ry);
-    a.out_rows = b.band.rows;
-    a.width = b.in.width;
-    a.out = b.out.data;
-    a.out_stride = b.out.row_stride;
-    thread_local std::vector<double> scratch;
-    kernels::masked::conv2d_band(a, scratch);
-  }
-
- private:
-  kernels::masked::Conv2dArgs base_;
-};
-
-// convolve's normalized convolution: the direct sum over the kernel's K x L window (the FFT
-// would need the transforms of x m and of m; not built).
+// convolve's normalized convolution by the direct sum over the kernel's K x L window (the FFT's
+// is masked_fft.cpp's).
 class MaskedConv2d final : public Operation {
  public:
-  MaskedConv2d(const ImageSpec& in, const Kernel2d& k, SampleType out, const PipelineSettings& s,
-               double min_weight, bool fill)
-      : kernel_(k), out_{in.width, in.height, in.channels, out, in.depth, in.stack} {
+  MaskedConv2d(const StageContext& c, const Kernel2d& k, double min_weight, bool fill)
+      : kernel_(k), out_{c.in.width, c.in.height, c.in.channels, c.out(), c.in.depth, c.in.stack} {
     if (k.rows % 2 == 0 || k.cols % 2 == 0)
       throw Error(ErrorKind::usage, "kernel '" + k.name + "' must have odd sides");
     // Correlation order: the kernel turned by half a turn, as scipy.ndimage.convolve does.
     taps_.assign(k.taps.rbegin(), k.taps.rend());
-    a_.channels = in.channels;
-    a_.in_type = in.type;
-    a_.out_type = out;
-    a_.border = s.border;
-    a_.cval = s.border_value;
-    a_.taps = taps_.data();
+    set_common(a_, c.in, out_, c, min_weight, fill);
+    a_.taps2d = taps_.data();
     a_.ry = k.rows / 2;
     a_.rx = k.cols / 2;
-    a_.nodata = *s.nodata;
-    a_.min_weight = min_weight;
-    a_.fill = fill;
   }
   std::string describe() const override {
     return "normalized convolve " + kernel_.name + " (" + std::to_string(kernel_.rows) + "x" +
            std::to_string(kernel_.cols) + ", direct), border " + std::string(name(a_.border)) +
            ", nodata " + nodata_text(a_.nodata) + (a_.fill ? ", holes filled" : ", holes kept") +
-           ", accumulate f64";
+           accumulate_text(a_);
   }
   std::string fingerprint() const override {
     return describe() + ", values " +
            Digest()
                .add(kernel_.taps)
-               .add(a_.cval)
+               .add(a_.border_value)
                .add(a_.min_weight)
                .add(double(kernel_.cols))
                .hex() +
@@ -167,17 +155,16 @@ class MaskedConv2d final : public Operation {
   std::int64_t halo() const override { return a_.ry; }
   BorderMode border() const override { return a_.border; }
   std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t cols) const override {
-    return kernels::masked::conv2d_scratch_doubles(band_rows, a_.ry, cols, a_.channels) *
-           sizeof(double);
+    return scratch_of(a_, band_rows, cols);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
-    return std::make_unique<MaskedConv2dKernel>(a_);
+    return std::make_unique<NormalizedKernel>(a_);
   }
   Cost cost() const override {
     Cost c;
     c.kind = Cost::Kind::conv2d;
-    c.f64 = true;
-    c.taps = 3.0 * double(taps_.size());
+    c.f64 = a_.f64;
+    c.taps = double(taps_.size());
     return c;
   }
 
@@ -185,7 +172,7 @@ class MaskedConv2d final : public Operation {
   Kernel2d kernel_;
   ImageSpec out_;
   std::vector<double> taps_;
-  kernels::masked::Conv2dArgs a_;
+  kernels::masked::NormalizedArgs a_;
 };
 
 // fill= as the stage gives it.
@@ -199,8 +186,10 @@ bool fill_of(const StageContext& c) {
 }  // namespace
 
 std::unique_ptr<Operation> make_masked_conv2d(const StageContext& c, const Kernel2d& k) {
-  return std::make_unique<MaskedConv2d>(c.in, k, c.out(), c.settings, c.args.number("min-weight"),
-                                        fill_of(c));
+  const double min_weight = c.args.number("min-weight");
+  const bool fill = fill_of(c);
+  if (auto fft = make_masked_fft_conv2d(c, k, method_of(c.args), min_weight, fill)) return fft;
+  return std::make_unique<MaskedConv2d>(c, k, min_weight, fill);
 }
 
 std::string nodata_text(double v) {
@@ -221,8 +210,12 @@ StageParam fill_param() {
 }
 
 std::unique_ptr<Operation> make_masked_separable(const StageContext& c, const SeparableFilter& f) {
-  return std::make_unique<MaskedSeparable>(c.in, f, c.out(), c.settings,
-                                           c.args.number("min-weight"), fill_of(c));
+  return std::make_unique<MaskedSeparable>(c, f, c.out(), c.args.number("min-weight"), fill_of(c));
+}
+
+std::unique_ptr<Operation> make_masked_gaussian(const StageContext& c, double sigma) {
+  const auto t = gaussian_taps(gaussian_radius(sigma), sigma);
+  return std::make_unique<MaskedSeparable>(c, SeparableFilter{t, t}, c.acc(), 0.0, false);
 }
 
 }  // namespace ooc::detail

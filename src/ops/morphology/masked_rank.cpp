@@ -38,8 +38,9 @@ class MaskedRankKernel final : public CpuKernel {
     a.width = b.in.width;
     a.out = b.out.data;
     a.out_stride = b.out.row_stride;
-    thread_local std::vector<double> scratch;
-    kernels::masked::rank_band(a, scratch, true);
+    // Not thread_local: a thread waiting in the kernel's parallel loops may run another band.
+    std::vector<std::uint8_t> map;
+    kernels::masked::rank_band(a, map);
   }
 
  private:
@@ -89,8 +90,7 @@ class MaskedRank final : public Operation {
   }
   BorderMode border() const override { return a_.border; }
   std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t cols) const override {
-    return kernels::masked::rank_scratch_doubles(band_rows, halo(), cols, a_.channels, a_.h, a_.w) *
-               sizeof(double) +
+    return kernels::masked::rank_scratch_bytes(band_rows, halo(), cols, a_.channels, a_.h, a_.w) +
            fast_->cpu_scratch_bytes(band_rows, cols);
   }
   std::size_t cpu_band_bytes(std::int64_t band_rows, std::int64_t cols) const override {

@@ -8,6 +8,7 @@ from .fft_auto import case_fft_auto
 from .labels import case_labels, case_labels_ooc
 from .morphology import case_morphology
 from .multi_gpu import case_multi_gpu
+from .nodata import case_nodata
 from .ops import case_ops
 from .peers import case_peers
 from .pipeline import case_pipeline
@@ -24,5 +25,6 @@ REGISTRY = {"peers": case_peers, "write": case_write, "startup": case_startup, "
             "multi-gpu": case_multi_gpu, "pipeline": case_pipeline, "morphology": case_morphology,
             "pyramid": case_pyramid, "fft": case_fft,
             "fft-auto": case_fft_auto, "budget": case_budget, "volumes": case_volumes,
-            "dask": case_dask, "labels": case_labels, "labels-ooc": case_labels_ooc}
+            "dask": case_dask, "labels": case_labels, "labels-ooc": case_labels_ooc,
+            "nodata": case_nodata}
 CASES = list(REGISTRY)

@@ -1,0 +1,92 @@
+// dog, unsharp and subtract-background under nodata (issue 48): their combination of the masked
+// Gaussians (normalized convolution, holes kept), then nodata again wherever the output's own
+// input sample is a hole (the combination of two nodata values is a number: -9999 - -9999 is 0).
+// Elsewhere every masked Gaussian has a valid sample (the own one), so the combination is of
+// valid values only.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "kernels/cpu/masked/masked.hpp"
+#include "ooc/detail/sample_type.hpp"
+#include "ops/masked.hpp"
+
+namespace ooc::detail {
+namespace {
+
+class HolesKeptKernel final : public CpuKernel {
+ public:
+  HolesKeptKernel(std::unique_ptr<CpuKernel> inner, double nodata)
+      : inner_(std::move(inner)), nodata_(nodata) {}
+  void start(int slot) override { inner_->start(slot); }
+  void stop(int slot) override { inner_->stop(slot); }
+  void run(const CpuBand& b) override {
+    inner_->run(b);
+    const double fill = nodata_;  // NaN stays NaN (0 in an integer type, as store gives it)
+    const std::int64_t S = b.in.width * b.in.channels;
+    dispatch_type(b.in.type, [&](auto ti) {
+      using T = decltype(ti);
+      dispatch_type(b.out.type, [&](auto to) {
+        using U = decltype(to);
+        const U value = kernels::masked::store<U>(fill);
+        for (std::int64_t y = 0; y < b.band.rows; ++y) {
+          const T* own = reinterpret_cast<const T*>(b.rows[b.halo + y]);
+          U* o = reinterpret_cast<U*>(b.out.data + static_cast<std::size_t>(y) * b.out.row_stride);
+          for (std::int64_t s = 0; s < S; ++s)
+            if (kernels::masked::hole(static_cast<double>(own[s]), nodata_)) o[s] = value;
+        }
+      });
+    });
+  }
+
+ private:
+  std::unique_ptr<CpuKernel> inner_;
+  double nodata_;
+};
+
+// The stage's combination with its holes put back; the rest is the combination's.
+class HolesKept final : public Operation {
+ public:
+  HolesKept(std::unique_ptr<Operation> inner, double nodata)
+      : inner_(std::move(inner)), nodata_(nodata) {}
+  std::string describe() const override {
+    return inner_->describe() + ", holes kept (nodata " + nodata_text(nodata_) + ")";
+  }
+  std::string fingerprint() const override {
+    return inner_->fingerprint() + ", holes kept (nodata " + nodata_text(nodata_) + ")";
+  }
+  std::optional<ImageSpec> output() const override { return inner_->output(); }
+  std::int64_t halo() const override { return inner_->halo(); }
+  std::optional<std::int64_t> column_halo() const override { return inner_->column_halo(); }
+  BorderMode border() const override { return inner_->border(); }
+  std::size_t cpu_scratch_bytes(std::int64_t rows, std::int64_t cols) const override {
+    return inner_->cpu_scratch_bytes(rows, cols);
+  }
+  std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
+    return inner_->cpu_band_bytes(rows, cols);
+  }
+  std::int64_t fit_band_rows(std::int64_t rows, std::int64_t span) const override {
+    return inner_->fit_band_rows(rows, span);
+  }
+  std::int64_t row_grid() const override { return inner_->row_grid(); }
+  std::int64_t grid_halo() const override { return inner_->grid_halo(); }
+  std::unique_ptr<CpuKernel> make_cpu() const override {
+    return std::make_unique<HolesKeptKernel>(inner_->make_cpu(), nodata_);
+  }
+  Cost cost() const override { return inner_->cost(); }
+
+ private:
+  std::unique_ptr<Operation> inner_;
+  double nodata_;
+};
+
+}  // namespace
+
+std::unique_ptr<Operation> keep_holes(std::unique_ptr<Operation> combined, double nodata) {
+  return std::make_unique<HolesKept>(std::move(combined), nodata);
+}
+
+}  // namespace ooc::detail

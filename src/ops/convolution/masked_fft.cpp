@@ -1,0 +1,230 @@
+// convolve's normalized convolution by FFT (issue 48): the unmasked overlap-save kernel
+// (kernels/cpu/convolution/fft_conv.hpp) run over x m and over m (and over m with |k| where a tap
+// is negative), then divided. Its results differ from the direct normalized sum by the
+// transforms' rounding: weights within the FFT's error bound of 0 count as no valid sample.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "io/digest.hpp"
+#include "kernels/cpu/convolution/fft_conv.hpp"
+#include "kernels/cpu/masked/masked.hpp"
+#include "ooc/detail/sample_type.hpp"
+#include "ooc/error.hpp"
+#include "ooc/ops/conv2d.hpp"
+#include "ooc/precision.hpp"
+#include "ops/convolution/band_fill.hpp"
+#include "ops/masked.hpp"
+
+namespace ooc::detail {
+namespace {
+
+struct MaskedFftParams {
+  double nodata = 0, cval = 0, min_weight = 0;
+  bool fill = false, f64 = false, negative = false;
+  double total_abs = 0;  // sum |k|
+  double tolerance = 0;  // weights at most this are 0 (the FFT's bound on them)
+};
+
+class MaskedFftKernel final : public CpuKernel {
+ public:
+  MaskedFftKernel(std::shared_ptr<const kernels::FftConv2d> k,
+                  std::shared_ptr<const kernels::FftConv2d> kabs, const kernels::FftConvArgs& base,
+                  const MaskedFftParams& p)
+      : k_(std::move(k)), kabs_(std::move(kabs)), base_(base), p_(p) {}
+  void run(const CpuBand& b) override {
+    if (p_.f64)
+      run_as<double>(b);
+    else
+      run_as<float>(b);
+  }
+
+ private:
+  template <class Acc>
+  void run_as(const CpuBand& b) {
+    const std::int64_t S = b.in.width * b.in.channels, rows = b.band.rows + 2 * b.halo;
+    const std::int64_t out_rows = b.band.rows;
+    const auto s = static_cast<std::size_t>(S);
+    const bool cval_ok = !kernels::masked::hole(p_.cval, p_.nodata);
+    std::vector<Acc> v(static_cast<std::size_t>(rows) * s), m(v.size());
+    std::vector<Acc> num(static_cast<std::size_t>(out_rows) * s), den(num.size()),
+        wab(p_.negative ? num.size() : 0);
+    std::vector<const std::byte*> vrows(static_cast<std::size_t>(rows)), mrows(vrows.size());
+    for (std::int64_t i = 0; i < rows; ++i) {
+      if (!b.rows[i]) continue;  // the constant border: the kernel's border_value below
+      Acc* vi = v.data() + i * S;
+      Acc* mi = m.data() + i * S;
+      dispatch_type(b.in.type, [&](auto t) {
+        using T = decltype(t);
+        const T* p = reinterpret_cast<const T*>(b.rows[i]);
+        for (std::int64_t j = 0; j < S; ++j) {
+          const bool h = kernels::masked::hole(static_cast<double>(p[j]), p_.nodata);
+          vi[j] = h ? Acc(0) : static_cast<Acc>(p[j]);
+          mi[j] = h ? Acc(0) : Acc(1);
+        }
+      });
+      vrows[i] = reinterpret_cast<const std::byte*>(vi);
+      mrows[i] = reinterpret_cast<const std::byte*>(mi);
+    }
+    kernels::FftConvArgs a = base_;
+    set_band(a, b);
+    a.halo = b.halo;
+    a.y0 = b.band.y0;
+    a.height = b.in.height;
+    a.in_type = a.out_type = std::is_same_v<Acc, float> ? SampleType::f32 : SampleType::f64;
+    a.out_stride = s * sizeof(Acc);
+    const auto pass = [&](const kernels::FftConv2d& k, const std::vector<const std::byte*>& r,
+                          double cval, std::vector<Acc>& out) {
+      a.rows = r.data();
+      a.border_value = cval;
+      a.out = reinterpret_cast<std::byte*>(out.data());
+      k.band(a);
+    };
+    pass(*k_, vrows, cval_ok ? p_.cval : 0.0, num);
+    pass(*k_, mrows, cval_ok ? 1.0 : 0.0, den);
+    if (p_.negative) pass(*kabs_, mrows, cval_ok ? 1.0 : 0.0, wab);
+    const double need = p_.min_weight * p_.total_abs;
+    const Acc fill_value =
+        std::isnan(p_.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(p_.nodata);
+    std::vector<Acc> o(s);
+    dispatch_type(b.out.type, [&](auto t) {
+      using U = decltype(t);
+      for (std::int64_t y = 0; y < out_rows; ++y) {
+        const Acc* own = m.data() + (y + b.halo) * S;
+        const Acc* n = num.data() + y * S;
+        const Acc* d = den.data() + y * S;
+        const Acc* w = p_.negative ? wab.data() + y * S : d;
+        U* out = reinterpret_cast<U*>(b.out.data + static_cast<std::size_t>(y) * b.out.row_stride);
+        for (std::int64_t j = 0; j < S; ++j) {
+          const bool valid = (p_.fill || own[j] != 0) && double(w[j]) > p_.tolerance &&
+                             double(w[j]) >= need && std::fabs(double(d[j])) > p_.tolerance;
+          out[j] = kernels::masked::store<U>(valid ? double(n[j] / d[j]) : double(fill_value));
+        }
+      }
+    });
+  }
+
+  std::shared_ptr<const kernels::FftConv2d> k_, kabs_;
+  kernels::FftConvArgs base_;
+  MaskedFftParams p_;
+};
+
+class MaskedFftConv2d final : public Operation {
+ public:
+  MaskedFftConv2d(const StageContext& c, const Kernel2d& k, const kernels::FftTiling& t,
+                  double min_weight, bool fill)
+      : kernel_(k),
+        out_{c.in.width, c.in.height, c.in.channels, c.out(), c.in.depth, c.in.stack},
+        tiling_(t) {
+    set_images(args_, c.in, out_, c.settings.border, c.settings.border_value);
+    p_.nodata = *c.settings.nodata;
+    p_.cval = c.settings.border_value;
+    p_.min_weight = min_weight;
+    p_.fill = fill;
+    p_.f64 = accumulates_in_f64(c.in.type, out_.type, c.settings.precision);
+    for (double v : k.taps) {
+      p_.negative |= v < 0;
+      p_.total_abs += std::fabs(v);
+    }
+    // The FFT's bound on a weight (|m| <= 1), twice over.
+    p_.tolerance = 2 * fft_error_bound(t.n, t.m, p_.f64) * p_.total_abs;
+  }
+  std::string describe() const override {
+    return "normalized convolve " + kernel_.name + " (" + std::to_string(kernel_.rows) + "x" +
+           std::to_string(kernel_.cols) + ", FFT of x m and m, " + std::to_string(tiling_.n) + "x" +
+           std::to_string(tiling_.m) + " tiles), border " + std::string(name(args_.border)) +
+           ", nodata " + nodata_text(p_.nodata) + (p_.fill ? ", holes filled" : ", holes kept") +
+           ", accumulate " + (p_.f64 ? "f64" : "f32");
+  }
+  std::string fingerprint() const override {
+    return describe() + ", values " +
+           Digest()
+               .add(kernel_.taps)
+               .add(p_.cval)
+               .add(p_.min_weight)
+               .add(double(kernel_.cols))
+               .hex() +
+           " to " + std::string(name(out_.type));
+  }
+  std::optional<ImageSpec> output() const override { return out_; }
+  std::int64_t halo() const override { return kernels::fft_halo(kernel_.rows, tiling_); }
+  std::int64_t row_grid() const override { return tiling_.h; }
+  std::int64_t grid_halo() const override { return kernel_.rows / 2; }
+  BorderMode border() const override { return args_.border; }
+  std::int64_t fit_band_rows(std::int64_t rows, std::int64_t /*span*/) const override {
+    return rows < tiling_.h ? rows : rows / tiling_.h * tiling_.h;
+  }
+  std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t cols) const override {
+    const std::size_t acc = p_.f64 ? 8 : 4, S = static_cast<std::size_t>(cols * out_.channels);
+    const auto in_rows = static_cast<std::size_t>(band_rows + 2 * halo());
+    const auto out_rows = static_cast<std::size_t>(band_rows);
+    return (2 * in_rows + (p_.negative ? 3 : 2) * out_rows + 1) * S * acc +
+           (p_.negative ? 2 : 1) * (kernels::FftConv2d::thread_bytes(tiling_, p_.f64) +
+                                    kernels::FftConv2d::shared_bytes(tiling_, p_.f64));
+  }
+  std::unique_ptr<CpuKernel> make_cpu() const override {
+    auto k = std::make_shared<const kernels::FftConv2d>(kernel_.taps, kernel_.rows, kernel_.cols,
+                                                        tiling_, p_.f64);
+    std::shared_ptr<const kernels::FftConv2d> kabs;
+    if (p_.negative) {
+      std::vector<double> a(kernel_.taps);
+      for (double& v : a) v = std::fabs(v);
+      kabs = std::make_shared<const kernels::FftConv2d>(a, kernel_.rows, kernel_.cols, tiling_,
+                                                        p_.f64);
+    }
+    return std::make_unique<MaskedFftKernel>(k, kabs, args_, p_);
+  }
+  Cost cost() const override { return work_; }
+  void set_cost(const Cost& c) { work_ = c; }
+
+ private:
+  Kernel2d kernel_;
+  ImageSpec out_;
+  kernels::FftTiling tiling_;
+  kernels::FftConvArgs args_;
+  MaskedFftParams p_;
+  Cost work_;
+};
+
+}  // namespace
+
+std::unique_ptr<Operation> make_masked_fft_conv2d(const StageContext& c, const Kernel2d& k,
+                                                  ConvMethod method, double min_weight, bool fill) {
+  if (method == ConvMethod::direct) return nullptr;
+  Conv2dParams p;
+  p.kernel = k;
+  p.border = c.settings.border;
+  p.border_value = c.settings.border_value;
+  p.out_type = c.out();
+  p.precision = c.settings.precision;
+  p.method = method;
+  const Conv2dCosts costs = conv2d_costs(c.in, p);
+  if (costs.tile_rows == 0) {
+    if (method == ConvMethod::fft)
+      throw Error(ErrorKind::usage, "--method fft: no FFT tile of at most 2^20 points holds the " +
+                                        std::to_string(k.rows) + " x " + std::to_string(k.cols) +
+                                        " kernel: use --method direct");
+    return nullptr;
+  }
+  // Two transforms (three with a negative tap) against the direct sum's numerator and, near
+  // holes, its weights.
+  const double transforms =
+      2.0 + (std::any_of(k.taps.begin(), k.taps.end(), [](double v) { return v < 0; }) ? 1.0 : 0.0);
+  if (method == ConvMethod::automatic && !(transforms * costs.cpu_fft < 1.5 * costs.cpu_direct))
+    return nullptr;
+  const kernels::FftTiling t{costs.tile_rows, costs.tile_cols, costs.tile_rows - k.rows + 1,
+                             costs.tile_cols - k.cols + 1};
+  auto op = std::make_unique<MaskedFftConv2d>(c, k, t, min_weight, fill);
+  Cost w = costs.work;
+  w.cpu_fft = true;
+  w.fft_work *= transforms;
+  op->set_cost(w);
+  return op;
+}
+
+}  // namespace ooc::detail
