@@ -157,15 +157,16 @@ Backend select_backend(const std::string& device, const std::string& devices,
                 "--device cuda: no usable CUDA device (driver missing, no GPU, or no CUDA in this "
                 "build); use --device cpu or auto");
   if (!every_op_on_gpu) {
-    // A volume's 3-D stages without CUDA kernels (footprints, rank windows over 64 samples) run
-    // on the CPU only.
+    // A volume's 3-D stages without CUDA kernels (3-D convolutions by FFT, windows deeper than
+    // a launch's planes) run on the CPU only.
     const bool volume = std::any_of(ops.begin(), ops.end(), [](const Operation* op) {
       return op->plane_halo() > 0 || op->projects();
     });
     throw Error(ErrorKind::device,
-                volume ? "--device cuda: a stage of this 3-D pipeline (a 3-D footprint, a rank "
-                         "window over 64 samples) runs on the CPU only; use --device cpu or "
-                         "auto, or --planes to filter each plane in 2-D"
+                volume ? "--device cuda: a stage of this 3-D pipeline (a 3-D convolution by "
+                         "FFT, a window deeper than 129 planes for a z pass or 256 for a rank "
+                         "filter) runs on the CPU only; use --device cpu or auto, or --planes "
+                         "to filter each plane in 2-D"
                        : "--device cuda: this operation has no CUDA version; use --device cpu or "
                          "auto");
   }

@@ -81,11 +81,13 @@ std::unique_ptr<CudaKernel> make_zpass_cuda(kernels::ZPassKind kind,
                                             SampleType out, BorderMode border, double cval);
 
 // A volume's rank filter of a box of planes x rows x cols, `front` planes before, `top` rows
-// above and `left` columns left of its sample; null beyond kRank3dCudaMaxSamples samples.
+// above and `left` columns left of its sample; null beyond kRank3dCudaMaxSamples samples or
+// kRank3dCudaMaxPlanes planes.
 struct Rank3dCudaBox {
   std::int64_t planes = 1, rows = 1, cols = 1, front = 0, top = 0, left = 0, rank = 0;
 };
-inline constexpr std::int64_t kRank3dCudaMaxSamples = 64;  // cuda::Rank3dLaunch::kMaxSamples
+inline constexpr std::int64_t kRank3dCudaMaxSamples = 1024;  // kernels::kMaxRank3dSamples
+inline constexpr std::int64_t kRank3dCudaMaxPlanes = 256;    // cuda::Rank3dLaunch::kMaxPlanes
 std::unique_ptr<CudaKernel> make_rank3d_cuda(const Rank3dCudaBox& box, BorderMode border,
                                              double cval);
 

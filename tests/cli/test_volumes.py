@@ -257,11 +257,11 @@ class Volumes(Base):
             want = self.oocrun_npy(x[z], pipeline, "--device", "cuda", "--cpu-start", "off",
                                    "--band-rows", "8", name="plane.npy")
             self.assertTrue(np.array_equal(got[z], want), "plane %d" % z)
-        # A 3-D window the GPU does not take (125 samples): refused on --device cuda
+        # A 3-D window the GPU does not take (300 planes): refused on --device cuda
         # (test_volumes_cuda checks the 3-D stages it takes).
         np.save(self.p("in.npy"), x)
-        r = run([tool("oocrun"), self.p("in.npy"), self.p("c.npy"), "median size=5", "--device",
-                 "cuda", "-q"])
+        r = run([tool("oocrun"), self.p("in.npy"), self.p("c.npy"), "rank size=300x1x3 index=7",
+                 "--device", "cuda", "-q"])
         self.assertEqual(r.returncode, 5, r.stderr)
         self.assertIn("--planes", r.stderr)
 

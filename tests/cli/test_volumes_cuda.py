@@ -4,13 +4,15 @@ the CPU backend's bytes (z passes of sums where the CPU's build has FMA, which t
 separable checks assume too; extremes and rank filters always), over the five borders, u8/u16/
 f32, 1 and 3 channels, bands of whole planes (the 2R planes of a band's window taken from the
 band before on the device) and bands of a few rows (every plane copied), one slot and several;
-the rank filters of up to 64 samples against scipy.ndimage exactly (NaN, -0); minimum, maximum,
+the rank filters of up to 64 samples against scipy.ndimage exactly (NaN, -0); rank windows of
+more samples (radix select) and 3-D footprints with holes (median, rank, percentile and the
+morphology's extremes) over u8/u16/i16/f32, odd shapes (1-3 columns), NaN and -0; minimum, maximum,
 opening, closing and the top-hats of any box (windows larger than the volume too); the gradient
 magnitude (f32 and f64 sums, which the CPU's FMA build rounds as the GPU); 3-D kernels' direct
 convolution (exact for integer kernels and data, else within 1e-5 of float64); fused 3-D chains;
 projections along z (the CPU's bytes, or refused while the engine's GPU slots hold a window of
-planes, not every plane); windows the GPU does not take refused on --device cuda (exit 5) and
-run on the CPU under auto. Outputs are poisoned first. Without a CUDA device every test skips.
+planes, not every plane); windows the GPU does not take (deeper than 256 planes) refused on
+--device cuda (exit 5) and run on the CPU under auto. Outputs are poisoned first. Without a CUDA device every test skips.
 Usage: test_volumes_cuda.py --bin-dir DIR [unittest options]"""
 
 import numpy as np
@@ -28,7 +30,26 @@ def volume(d, h, w, c, t, seed):
         return rng.uniform(0.5, 200.0, shape).astype(np.float32)
     if t == "u8":
         return rng.integers(1, 256, shape).astype(np.uint8)
+    if t == "i16":  # both signs: the keys' offset
+        return rng.integers(-30000, 30000, shape).astype(np.int16)
     return rng.integers(1, 60000, shape).astype(NP[t])
+
+
+def vol(x):
+    """--volume where a 3-D array's last axis (1-4 columns) would read as channels."""
+    return ["--volume"] if x.ndim == 3 and x.shape[-1] <= 4 else []
+
+
+def signed_f32(x, seed):
+    """f32 samples of both signs, some zeros of each sign and one NaN: the radix keys' order."""
+    rng = np.random.default_rng(seed)
+    x = x - np.float32(100)
+    flat = x.reshape(-1)
+    k = rng.choice(flat.size, size=max(4, flat.size // 12), replace=False)
+    flat[k[: len(k) // 2]] = -0.0
+    flat[k[len(k) // 2:]] = 0.0
+    flat[k[0]] = np.nan
+    return x
 
 
 class VolumesCuda(Base):
@@ -250,16 +271,100 @@ class VolumesCuda(Base):
                 got = self.both(v, pipeline, *extra)
                 self.assertEqual(got.shape[0], v.shape[1], pipeline)  # one plane out
 
+    def test_rank_windows_beyond_64_samples(self):
+        """Boxes of 125-189 samples (the radix select): each border, u8/u16/i16/f32 (f32 with
+        both signs, signed zeros and a NaN), shapes of 1-3 columns and odd counts, even sizes;
+        the CPU's bytes, and scipy's where no NaN is in the window."""
+        cases = [("median size=5", (5, 5, 5), lambda v, **k: ndi.median_filter(v, 5, **k)),
+                 ("rank size=7x7x3 index=100", (7, 7, 3),
+                  lambda v, **k: ndi.rank_filter(v, 100, (7, 7, 3), **k)),
+                 ("percentile size=3x5x9 q=30", (3, 5, 9),
+                  lambda v, **k: ndi.percentile_filter(v, 30, (3, 5, 9), **k)),
+                 ("rank size=6x4x6 index=-3", (6, 4, 6),
+                  lambda v, **k: ndi.rank_filter(v, -3, (6, 4, 6), **k))]
+        shapes = [(7, 13, 22), (5, 11, 3), (9, 6, 1), (6, 10, 2), (4, 1, 17)]
+        for i, border in enumerate(BORDERS):
+            for j, t in enumerate(("u8", "u16", "i16", "f32")):
+                pipeline, size, ref = cases[(i + j) % len(cases)]
+                shape = shapes[(i + 2 * j) % len(shapes)]
+                x = volume(*shape, 1, t, seed=60 + 4 * i + j)
+                if t == "f32":
+                    x = signed_f32(x, seed=i)
+                with self.subTest(pipeline=pipeline, type=t, border=border, shape=shape):
+                    got = self.both(x, pipeline, "--border", border, "--border-value", str(CVAL),
+                                    *vol(x))
+                    nan = np.isnan(x) if t == "f32" else np.zeros(x.shape, bool)
+                    hit = ndi.maximum_filter(nan.astype(np.uint8), size=size, mode=border,
+                                             cval=0).astype(bool)
+                    if t == "f32":
+                        self.assertTrue(np.array_equal(np.isnan(got), hit), pipeline)
+                    want = ref(np.where(nan, 0, x), mode=border, cval=CVAL)
+                    self.assertTrue(np.array_equal(got[~hit], want[~hit]), pipeline)
+        # Three channels, and a window larger than the volume.
+        x = volume(3, 5, 6, 3, "u16", seed=70)
+        for pipeline in ("median size=7", "rank size=5x9x3 index=120"):
+            with self.subTest(pipeline=pipeline, channels=3):
+                self.both(x, pipeline, "--border", "mirror")
+
+    def test_footprints_with_holes(self):
+        """3-D footprints (the runs of their ones): rank, median, percentile and the morphology's
+        extremes, opening, closing and top-hats over each border and u8/u16/i16/f32; the CPU's
+        bytes."""
+        rng = np.random.default_rng(80)
+        holes = rng.random((3, 5, 5)) < 0.6
+        holes[1, 2, 2] = True
+        holes[0] = False  # a plane of one one, in its corner
+        holes[0, 0, 4] = True
+        ball = np.zeros((5, 5, 5), np.uint8)
+        zz, yy, xx = np.mgrid[-2:3, -2:3, -2:3]
+        ball[zz * zz + yy * yy + xx * xx <= 4] = 1  # 33 ones
+        big = (rng.random((5, 7, 5)) < 0.8).astype(np.uint8)  # ~140 ones: beyond the registers
+        small = np.zeros((3, 1, 3), np.uint8)
+        small[0, 0, 0] = small[2, 0, 2] = small[1, 0, 1] = 1
+        files = {}
+        for name, f in (("holes", holes), ("ball", ball), ("big", big), ("small", small)):
+            files[name] = self.p(name + ".npy")
+            np.save(files[name], f)
+        stages = ["median footprint={holes}", "rank footprint={big} index=17",
+                  "percentile footprint={ball} q=70", "minimum footprint={holes}",
+                  "maximum footprint={big}", "opening footprint={ball}",
+                  "closing footprint={holes}", "white-tophat footprint={small}",
+                  "black-tophat footprint={ball}", "median footprint={small}"]
+        shapes = [(7, 13, 22), (6, 9, 3), (5, 7, 1), (8, 4, 2)]
+        k = 0
+        for i, border in enumerate(BORDERS):
+            for j in range(4):
+                pipeline = stages[k % len(stages)].format(**files)
+                t = ("u8", "u16", "i16", "f32")[(i + j) % 4]
+                shape = shapes[(i + j) % len(shapes)]
+                x = volume(*shape, 1, t, seed=90 + k)
+                if t == "f32":
+                    x = signed_f32(x, seed=k)
+                k += 1
+                with self.subTest(pipeline=pipeline, type=t, border=border, shape=shape):
+                    self.both(x, pipeline, "--border", border, "--border-value", str(CVAL),
+                              *vol(x))
+        # scipy's own result where no NaN is near (the footprints' placement and mirroring).
+        x = volume(6, 9, 8, 1, "u16", seed=99)
+        for pipeline, ref in (
+                ("rank footprint=%s index=5" % files["holes"],
+                 lambda v: ndi.rank_filter(v, 5, footprint=holes, mode="wrap")),
+                ("closing footprint=%s" % files["ball"],
+                 lambda v: ndi.grey_closing(v, footprint=ball, mode="wrap"))):
+            with self.subTest(pipeline=pipeline, reference="scipy"):
+                got = self.both(x, pipeline, "--border", "wrap")
+                self.assertTrue(np.array_equal(got, ref(x)), pipeline)
+
     def test_what_the_gpu_does_not_take(self):
+        """Rank windows deeper than the 256 plane addresses a launch carries."""
         x = volume(6, 9, 10, 1, "u16", seed=2)
-        for pipeline in ("median size=5", "rank size=3x5x5 index=7"):
+        for pipeline in ("rank size=300x1x3 index=7",):
             with self.subTest(pipeline=pipeline):
                 err = self.oocrun_npy(x, pipeline, "--device", "cuda", code=5)
                 self.assertIn("--device cpu", err)
                 auto = self.oocrun_npy(x, pipeline, "--device", "auto")
                 cpu = self.oocrun_npy(x, pipeline, "--device", "cpu", name="cpu.npy")
                 self.assertTrue(np.array_equal(auto, cpu))
-
 
 if __name__ == "__main__":
     main()

@@ -3,9 +3,10 @@
 // type's largest value, which never changes a rank below the window's count; then the sample with
 // at most `rank` smaller ones and more than `rank` smaller-or-equal ones, in the order that puts
 // -0 below +0, as the CPU's network sorts. The 3 x 3 x 3 median takes a selection network made at
-// compile time instead.
+// compile time instead. Larger windows and footprints: rank3d_select_kernel (a radix select).
 #include <cuda_runtime.h>
 
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -207,6 +208,154 @@ __global__ void rank3d_kernel(const Rank3dLaunch l, T cval) {
   }
 }
 
+// The order of samples as unsigned keys of the sample's width (bits: the passes of the radix
+// select): integers offset, floats with the sign flipped (negative ones inverted whole), so that
+// -0 (0x7fff...) sorts just below +0 (0x8000...) as `before` orders them. Unlike the 2-D rank
+// filters' keys (rank_keys.hpp, -0 as +0) every sample keeps its bits: the key's value is the
+// sample. NaN has no place: the kernel gives NaN before it selects.
+template <class T>
+struct Key3 {
+  using type = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  using bits_of = std::conditional_t<
+      sizeof(T) == 8, std::uint64_t,
+      std::conditional_t<sizeof(T) == 4, std::uint32_t,
+                         std::conditional_t<sizeof(T) == 2, std::uint16_t, std::uint8_t>>>;
+  static constexpr int bits = static_cast<int>(sizeof(T) * 8);
+  __device__ __forceinline__ static type top() { return type{1} << (bits - 1); }
+  __device__ __forceinline__ static type of(T v) {
+    bits_of b;
+    memcpy(&b, &v, sizeof b);
+    const type k = b;
+    if constexpr (std::is_floating_point_v<T>)  // a 4- or 8-byte key: ~ stays inside
+      return (k & top()) ? static_cast<type>(~k) : (k | top());
+    else if constexpr (std::is_signed_v<T>)
+      return k ^ top();
+    else
+      return k;
+  }
+  __device__ __forceinline__ static T value(type k) {
+    if constexpr (std::is_floating_point_v<T>)
+      k = (k & top()) ? (k & ~top()) : static_cast<type>(~k);
+    else if constexpr (std::is_signed_v<T>)
+      k ^= top();
+    const bits_of b = static_cast<bits_of>(k);
+    T v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+  }
+};
+
+// f(sample) for each sample of the window of output (x, y) of channel c, in the CPU's order of
+// planes, rows and columns (a footprint: its runs, plane by plane, row by row): the box's rows
+// or the footprint's runs, the border rule across the row (rows past the image and planes outside
+// the volume were filled by the engine, or are the constant's).
+template <class T, bool Runs, class F>
+__device__ __forceinline__ void each_sample(const Rank3dLaunch& l, std::int64_t x, std::int64_t y,
+                                            int c, T cval, const F& f) {
+  const int lines = Runs ? l.run_count : l.planes * l.rows;
+#pragma unroll 1
+  for (int i = 0; i < lines; ++i) {
+    int plane, dy, col, len;
+    if constexpr (Runs) {
+      const Rank3dRun r = l.runs[i];
+      plane = r.plane;
+      dy = r.row;
+      col = r.col;
+      len = r.len;
+    } else {
+      plane = i / l.rows;
+      dy = i - plane * l.rows;
+      col = 0;
+      len = l.cols;
+    }
+    const std::byte* p = l.in[plane];
+    const std::int64_t row = y - l.top + dy;  // from the band's first row
+    const std::int64_t image_row = l.first_row + row;
+    const bool constant_row = p == nullptr || (l.border == BorderMode::constant &&
+                                               (image_row < 0 || image_row >= l.image_height));
+    if (constant_row) {
+#pragma unroll 1
+      for (int j = 0; j < len; ++j) f(cval);
+      continue;
+    }
+    const T* r = reinterpret_cast<const T*>(p + static_cast<std::ptrdiff_t>(row) *
+                                                    static_cast<std::ptrdiff_t>(l.in_stride));
+    const std::int64_t x0 = x - l.left + col;
+    if (x0 >= 0 && x0 + len <= l.width) {  // inside the row: no border rule
+#pragma unroll 4
+      for (int j = 0; j < len; ++j) f(__ldg(r + (x0 + j) * l.channels + c));
+    } else {
+#pragma unroll 1
+      for (int j = 0; j < len; ++j) {
+        const std::int64_t s = map_index(x0 + j, l.width, l.border);
+        f(s < 0 ? cval : __ldg(r + s * l.channels + c));
+      }
+    }
+  }
+}
+
+// The key of rank `rank` among those each(f) passes to f, decided bit by bit from the top, as
+// kernels::radix_select (rank_keys.hpp) but over the sample's own Bits (8 passes for u8, not 32).
+template <class K, int Bits, class Each>
+__device__ __forceinline__ K radix_select(int rank, const Each& each) {
+  K prefix = 0, decided = 0;
+#pragma unroll 1
+  for (int b = Bits - 1; b >= 0; --b) {
+    const K bit = K{1} << b;
+    const K mask = decided | bit;
+    int zeros = 0;  // samples sharing the decided bits, with bit b 0
+    each([&](K k) { zeros += (k & mask) == prefix; });
+    if (rank >= zeros) {
+      rank -= zeros;
+      prefix |= bit;
+    }
+    decided = mask;
+  }
+  return prefix;
+}
+
+// Any window (a box beyond kMaxSamples, or a footprint's runs): a first pass finds a NaN (the
+// window's result: the last one met, as the gather's kernels give it), or the smallest or largest
+// sample when the rank asks for it; otherwise the rank's key by the radix select
+// (kernels::radix_select, a pass a key bit), whose value is that sample's bits.
+template <class T, bool Runs>
+__global__ void rank3d_select_kernel(const Rank3dLaunch l, T cval) {
+  using Key = Key3<T>;
+  using K = typename Key::type;
+  const std::int64_t x = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int c = blockIdx.z;
+  if (x >= l.width) return;
+  const bool lowest = l.rank == 0, highest = l.rank == l.count - 1;
+  for (std::int64_t y = std::int64_t(blockIdx.y) * blockDim.y + threadIdx.y; y < l.out_rows;
+       y += std::int64_t(gridDim.y) * blockDim.y) {
+    bool nan = false, first = true;
+    T nan_value = cval, lo = cval, hi = cval;
+    each_sample<T, Runs>(l, x, y, c, cval, [&](T t) {
+      if (t != t) {
+        nan = true;
+        nan_value = t;
+        return;
+      }
+      if (first || before(t, lo)) lo = t;
+      if (first || before(hi, t)) hi = t;
+      first = false;
+    });
+    T out;
+    if (nan)
+      out = nan_value;
+    else if (lowest)
+      out = lo;
+    else if (highest)
+      out = hi;
+    else
+      out = Key::value(radix_select<K, Key::bits>(l.rank, [&](auto&& count) {
+        each_sample<T, Runs>(l, x, y, c, cval, [&](T t) { count(Key::of(t)); });
+      }));
+    reinterpret_cast<T*>(l.out + static_cast<std::size_t>(y) * l.out_stride)[x * l.channels + c] =
+        out;
+  }
+}
+
 template <class T, int N>
 void launch(const Rank3dLaunch& l, cudaStream_t stream) {
   const dim3 block(32, 8);
@@ -220,6 +369,20 @@ void launch(const Rank3dLaunch& l, cudaStream_t stream) {
     rank3d_kernel<T, N><<<grid, block, 0, stream>>>(l, cval);
 }
 
+// Windows beyond the registers' and footprints: one thread an output, no shared memory.
+template <class T>
+void launch_select(const Rank3dLaunch& l, cudaStream_t stream) {
+  const dim3 block(32, 8);
+  const dim3 grid(static_cast<unsigned>((l.width + block.x - 1) / block.x),
+                  grid_rows((l.out_rows + block.y - 1) / block.y),
+                  static_cast<unsigned>(l.channels));
+  const T cval = kernels::constant_of<T>(l.border_value);
+  if (l.runs != nullptr)
+    rank3d_select_kernel<T, true><<<grid, block, 0, stream>>>(l, cval);
+  else
+    rank3d_select_kernel<T, false><<<grid, block, 0, stream>>>(l, cval);
+}
+
 }  // namespace
 
 void rank3d_band_async(const Rank3dLaunch& l, cudaStream_t stream) {
@@ -227,7 +390,9 @@ void rank3d_band_async(const Rank3dLaunch& l, cudaStream_t stream) {
   const int count = l.planes * l.rows * l.cols;
   dispatch_type(l.type, [&](auto t) {
     using T = decltype(t);
-    if (count <= 8)
+    if (l.runs != nullptr || count > Rank3dLaunch::kMaxSamples)
+      launch_select<T>(l, stream);
+    else if (count <= 8)
       launch<T, 8>(l, stream);
     else if (count <= 27)
       launch<T, 27>(l, stream);

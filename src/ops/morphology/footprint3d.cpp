@@ -12,11 +12,21 @@
 #include "kernels/cpu/morphology/rank3d.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/pipeline/chain_impl.hpp"
 #include "pad_rows.hpp"
 #include "window.hpp"
 
 namespace ooc::detail::morphology {
+
+#if defined(OOC_HAVE_CUDA)
+// rank3d_cuda.cpp: the footprint's runs of ones on the devices, the rank selected there.
+std::unique_ptr<CudaKernel> make_footprint3d_cuda(const std::vector<int>& devices,
+                                                  const Rank3dCudaBox& box,
+                                                  const std::vector<std::uint8_t>& mask,
+                                                  BorderMode border, double cval);
+#endif
+
 namespace {
 
 // A one of the footprint: its plane, row and column in the footprint's box.
@@ -95,7 +105,11 @@ class Footprint3d final : public Operation {
         what_("rank " + std::to_string(rank) + " of footprint " + f.name + " of " +
               std::to_string(f.depth) + "x" + std::to_string(f.height) + "x" +
               std::to_string(f.width) + " (3-D, " + std::to_string(f.count()) + " samples)"),
-        digest_(std::move(digest)) {
+        digest_(std::move(digest)),
+        depth_(f.depth),
+        height_(f.height),
+        width_(f.width),
+        mask_(f.mask) {
     for (std::int64_t z = 0; z < f.depth; ++z)
       for (std::int64_t y = 0; y < f.height; ++y)
         for (std::int64_t x = 0; x < f.width; ++x)
@@ -121,6 +135,17 @@ class Footprint3d final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<Footprint3dKernel>(taps_, rz_, ry_, rx_, rank_, border_, cval_);
   }
+  bool has_cuda() const override { return kCudaBuilt && depth_ <= kRank3dCudaMaxPlanes; }
+  bool cpu_gives_cuda_bits() const override { return true; }  // selections, no arithmetic
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_footprint3d_cuda(devices, {depth_, height_, width_, rz_, ry_, rx_, rank_}, mask_,
+                                 border_, cval_);
+#else
+    (void)devices;
+    return nullptr;
+#endif
+  }
   Cost cost() const override {
     Cost c;
     c.kind = Cost::Kind::rank;
@@ -136,6 +161,8 @@ class Footprint3d final : public Operation {
   BorderMode border_;
   double cval_;
   std::string what_, digest_;
+  std::int64_t depth_, height_, width_;
+  std::vector<std::uint8_t> mask_;  // the CUDA kernel's runs
   std::vector<Tap> taps_;
 };
 

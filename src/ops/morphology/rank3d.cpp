@@ -115,7 +115,10 @@ class Rank3d final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<Rank3dKernel>(box_, rank_, border_, cval_);
   }
-  bool has_cuda() const override { return kCudaBuilt && box_.samples() <= kRank3dCudaMaxSamples; }
+  bool has_cuda() const override {
+    return kCudaBuilt && box_.samples() <= kRank3dCudaMaxSamples &&
+           box_.z.left + box_.z.right + 1 <= kRank3dCudaMaxPlanes;
+  }
   bool cpu_gives_cuda_bits() const override { return true; }  // selections, no arithmetic
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
 #if defined(OOC_HAVE_CUDA)
