@@ -254,11 +254,31 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
         if (o.slots <= 0) plan.slots = plan.threads + 2;
       }
     }
+    // A CPU volume walked in slabs straight into a sink that takes rows in any order (below)
+    // keeps the runs of a band's window (and of the bands in flight) beside the ring. They are
+    // reserved before the band height is chosen: a ring that took the whole limit left no room
+    // for them, and every band then read its 2R + 1 planes afresh, hundreds of times slower on
+    // wide planes. Bands shrink instead: slabs read each row about once whatever their height.
+    const std::int64_t planes_total = span / P;
+    const bool slab_walk = !backend.cuda && !projects && plan.plane_halo >= 3 && planes_total > 1 &&
+                           plan.partial_bytes == 0 && plan.out_row_bytes > 0 &&
+                           plan.row_begin % P == 0 && plan.row_end % P == 0 && sink &&
+                           sink->any_order();
+    auto runs_bytes_of = [&](std::int64_t rows, int slots) {
+      return static_cast<std::size_t>(planes_cpu + slots) *
+             static_cast<std::size_t>(std::min(rows + 2 * halo, P)) * input.row_bytes();
+    };
+    const bool reserve_runs =
+        slab_walk && o.band_rows <= 0 &&
+        ring_total(smallest, 2) + runs_bytes_of(smallest, 2) <= plan.mem_limit;
+    auto need = [&](std::int64_t rows, int slots) {
+      return ring_total(rows, slots) + (reserve_runs ? runs_bytes_of(rows, slots) : 0);
+    };
     if (o.slots <= 0) {
       // Under a tight limit, fewer bands in flight beat failing: down to 2 (reading overlaps
       // computing), then 1.
       plan.slots = std::max(1, plan.slots);
-      while (plan.slots > 1 && ring_total(smallest, plan.slots) > plan.mem_limit) --plan.slots;
+      while (plan.slots > 1 && need(smallest, plan.slots) > plan.mem_limit) --plan.slots;
     }
     // Bands on a GPU: tall enough that each band's fixed costs (a parallel pack, copies, launches)
     // stay small, but at most 64 MiB a slot: bands of 17-50 MB streamed faster than 67 MB ones
@@ -280,7 +300,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       std::int64_t lo = 0, hi = tall;
       while (lo < hi) {
         const std::int64_t mid = lo + (hi - lo + 1) / 2;
-        if (ring_total(mid, plan.slots) <= plan.mem_limit)
+        if (need(mid, plan.slots) <= plan.mem_limit)
           lo = mid;
         else
           hi = mid - 1;
@@ -405,7 +425,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       const std::int64_t window = 2 * plan.plane_halo + 1;
       if (!projects && plan.plane_halo >= 3 && per_plane > 1 && planes > 1 &&
           plan.partial_bytes == 0 && plane_out > 0 && plan.row_begin % P == 0 &&
-          plan.row_end % P == 0 && plan.ring_bytes + runs_bytes < plan.mem_limit) {
+          plan.row_end % P == 0 && plan.ring_bytes + runs_bytes <= plan.mem_limit) {
         const auto fit =
             direct ? planes
                    : static_cast<std::int64_t>((plan.mem_limit - plan.ring_bytes - runs_bytes) /

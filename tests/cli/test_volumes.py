@@ -8,7 +8,10 @@ never depend on the band height, threads, tiles across the row or parts; --plane
 plane in 2-D; stages without a 3-D version are refused with a hint. Outputs are poisoned first.
 Usage: test_volumes.py --bin-dir DIR [unittest options]"""
 
+import json
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import scipy.ndimage as ndi
@@ -202,6 +205,37 @@ class Volumes(Base):
         r = run([tool("oocrun"), "--finish", out, "-q"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(np.array_equal(np.load(out), one))
+
+    def test_mpi_ranks_give_one_process_bytes(self):
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            self.skipTest("no mpirun")
+        x = volume(7, 19, 11, 1, "f32", seed=9)
+        np.save(self.p("in.npy"), x)
+        pipeline = "gaussian sigma=2 ! minimum size=3"
+        one = self.oocrun_npy(x, pipeline, name="one.npy")
+        out = self.p("mpi.npy")
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader")
+        r = subprocess.run([mpirun, "-np", "3", tool("oocrun"), self.p("in.npy"), out, pipeline,
+                            "-q"], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr[-1500:])
+        self.assertTrue(np.array_equal(np.load(out), one))
+
+    def test_small_limits_keep_slabs(self):
+        """Under a small --mem-limit the plan keeps room for a slab's runs (fewer, shorter bands)
+        rather than a ring that leaves none, whatever the slots default to."""
+        x = volume(12, 256, 512, 1, "f32", seed=10)
+        pipeline = "gaussian sigma=2"
+        want = self.oocrun_npy(x, pipeline, name="whole.npy")
+        for threads in ("2", "16"):
+            with self.subTest(threads=threads):
+                r = run([tool("oocrun"), self.p("in.npy"), self.p("s.npy"), pipeline, "--mem-limit",
+                         "3M", "--threads", threads, "--stats", "json", "-q"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                plan = json.loads(r.stdout)["plan"]
+                self.assertGreater(plan["slab_planes"], 1, plan)
+                self.assertTrue(np.array_equal(np.load(self.p("s.npy")), want))
 
     def test_planes_filter_each_plane_in_2d(self):
         x = volume(4, 12, 9, 1, "f32", seed=9)

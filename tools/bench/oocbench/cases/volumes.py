@@ -68,7 +68,7 @@ def case_volumes(b):
     run, rows = b.exe("oocrun"), []
     scipy_peer = os.path.join(b.work, "volume_scipy.py")
     open(scipy_peer, "w").write(SCIPY_PY)
-    sp = python_has("scipy")
+    sp = python_has("scipy") and not b.a.no_scipy
     cupy = b.gpu and python_has("cupy")
     cupy_peer = os.path.join(b.work, "volume_cupy.py")
     open(cupy_peer, "w").write(CUPY_PY)
@@ -84,8 +84,10 @@ def case_volumes(b):
         nbytes = os.path.getsize(src)
         b.warm(src)
         common = ["null:", stage, "--threads", str(b.a.threads), "-q"]
-        tools = {"oocrun 3-D": dict(cmd=[run, src, *common]),
+        tools = {"oocrun 3-D": dict(cmd=[run, src, *common, "--stats", "json"], capture=True),
                  "oocrun 2-D (--planes)": dict(cmd=[run, src, *common, "--planes"])}
+        if b.gpu:  # what --device auto weighs: the CPU's cores alone
+            tools["oocrun 3-D cpu"] = dict(cmd=[run, src, *common, "--device", "cpu"])
         if b.gpu and stage != "median size=5":  # 125 samples: the GPU takes up to 64
             # The 3-D filter on the GPU (its kernels' seconds from --stats).
             tools["oocrun 3-D cuda"] = dict(cmd=[run, src, *common, "--device", "cuda",
@@ -111,8 +113,10 @@ def case_volumes(b):
             if "radius 3" in n:
                 note = "a 2-D radius-3 Gaussian (sigma 1) of the same bytes, plane by plane"
             stats = [json.loads(t.out) for t in res[n] if t.out.lstrip().startswith("{")]
-            if stats:
-                g = stats[-1].get("gpu_seconds", {})
+            if stats and n == "oocrun 3-D":
+                note += f"; --device auto took {stats[-1].get('backend', '?')}"
+            if stats and "gpu_seconds" in stats[-1]:
+                g = stats[-1]["gpu_seconds"]
                 note += (f"; GPU kernels {g.get('kernels', 0):.4f} s, copies in "
                          f"{g.get('h2d', 0):.3f} s, {stats[-1].get('cpu_bands', 0)} bands on the "
                          "CPU while CUDA started")
