@@ -27,7 +27,9 @@ component's first sample (z, then y, then x): the bytes of scipy.ndimage.label's
 matching structure (4: generate_binary_structure(2, 1), 8: (2, 2); 6, 18, 26: (3, 1), (3, 2),
 (3, 3)). The first pass labels each band and joins the components that touch across bands in a
 table (in a scratch file in $TMPDIR past a quarter of --mem-limit); the second labels each band
-again and writes it through the table.
+again and writes it through the table. Under mpirun or srun each rank labels its rows and the
+ranks join the components that cross their cuts (images and --planes volumes; a volume in 3-D and
+--regions run as one process). A stop in the second pass cannot --resume: run again without it.
 
 Examples:
   ooclabel mask.tif labels.tif --connectivity 8
@@ -97,15 +99,6 @@ int main(int argc, char** argv) {
     ooc::cli::apply_run_options(job_cli.run, jo);
 
     ooc::cli::World& world = ooc::cli::World::get();
-    // The first pass joins the bands serially, in order, over the whole image: ranks would each
-    // hold a part of it (the parts' merge and --finish are not written yet).
-    if (world.mpi())
-      throw ooc::Error(
-          ooc::ErrorKind::usage,
-          "ooclabel runs as one process: labelling needs every band of the image in "
-          "order, and parts (MPI ranks, --part, --rows) with a finishing merge are not "
-          "supported yet; run it without mpirun or srun (it streams the image in "
-          "bounded memory: --mem-limit)");
     ooc::JobSpec spec;
     spec.name = "ooclabel";
     spec.options = jo;

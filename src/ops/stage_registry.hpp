@@ -112,9 +112,9 @@ struct BuiltStage {
   std::unique_ptr<HistogramOp> histogram;
   LutOp* lut = nullptr;  // `op`, when it is the table
   // A reduction of another kind (label's first pass): run in a pass of its own, after which
-  // end_reduce makes `op` ready from its result.
+  // end_reduce makes `op` ready from its result (with the processes' sums, MPI ranks').
   std::unique_ptr<Operation> reduce;
-  std::function<void()> end_reduce;
+  std::function<void(const std::function<void(std::vector<std::uint64_t>&)>&)> end_reduce;
   // Label's count of components once the reduction ended (the job's result, --stats json).
   std::function<std::uint64_t()> components;
 };

@@ -8,8 +8,9 @@ that merge late, --planes, a poisoned output replaced, the refusals (too many co
 label-type=u64, parts, wrong connectivity, several channels, stages after label) exiting 2 with
 nothing written, and --regions (skimage.measure.regionprops_table's columns) and --min-size,
 with --intensity (intensity_mean/_min/_max against skimage, the sum and deviation against
-scipy.ndimage), the count as the job's result (--stats json "components"), and parts and a
-resume after SIGTERM in the second pass refused naming the way on.
+scipy.ndimage), the count as the job's result (--stats json "components"), --part/--rows and a
+resume after SIGTERM in the second pass refused naming the way on, MPI ranks giving one
+process's bytes (images and --planes volumes).
 
 Usage: test_label.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import json
@@ -431,6 +432,55 @@ class LabelCheck(unittest.TestCase):
             self.assertLessEqual(peak, limit, str(r))
         self.assertLess(r.rss_kb, (48 << 20) // 1024 + 40 * 1024, str(r))
 
+
+    def test_14_mpi_ranks_equal_one_process(self):
+        # Each rank labels its rows; the ranks join their first and last rows' runs and agree on
+        # scipy's numbering. One image stacks a comb, a spiral, crossing diagonals and random
+        # blobs, beside a comb whose teeth span every rank and join only in the last row; a
+        # --planes volume cut inside and at planes. A volume in 3-D is refused.
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            self.skipTest("mpirun not installed")
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
+                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+
+        def mpi(ranks, a, args, code=0):
+            np.save(self.p("in.npy"), a)
+            out = self.p("mpi.npy")
+            r = subprocess.run([mpirun, "-np", str(ranks), OOCLABEL, self.p("in.npy"), out] +
+                               args + ["-q"], capture_output=True, text=True, env=env,
+                               timeout=120)
+            self.assertEqual(r.returncode, code, r.stderr)
+            return r if code else np.load(out)
+
+        comb = np.zeros((57, 64), np.uint8)
+        comb[:, ::2] = 1
+        comb[-1, :] = 1
+        spiral = np.zeros((61, 64), np.uint8)
+        lo, hi = 0, 60
+        while lo + 2 < hi:
+            spiral[lo, lo:hi + 1] = 1
+            spiral[lo:hi + 1, hi] = 1
+            spiral[hi, lo + 2:hi + 1] = 1
+            spiral[lo + 2:hi + 1, lo + 2] = 1
+            lo, hi = lo + 4, hi - 4
+        diag = np.zeros((40, 64), np.uint8)
+        diag[:, :40] = np.eye(40, dtype=np.uint8)[::-1] | np.eye(40, dtype=np.uint8)
+        a = np.vstack([comb, spiral, diag, random_mask((63, 64), 0.45, np.uint8)])
+        teeth = np.zeros((a.shape[0], 15), np.uint8)
+        teeth[:, ::2] = 3
+        teeth[-1] = 3
+        a = np.hstack([a, teeth])
+        for ranks, conn, extra in ((3, 4, []), (4, 8, ["--band-rows", "2"])):
+            with self.subTest(ranks=ranks, conn=conn):
+                self.same(mpi(ranks, a, ["--connectivity", str(conn)] + extra),
+                          scipy_label(a != 0, conn)[0], f"{ranks} ranks, {conn}")
+        v = random_mask((5, 13, 17), 0.5, np.uint8)
+        self.same(mpi(3, v, ["--connectivity", "8", "--planes", "--volume"]),
+                  scipy_label(v != 0, 8, planes_apart=True)[0], "--planes under 3 ranks")
+        r = mpi(2, v, ["--connectivity", "6", "--volume"], code=2)
+        self.assertIn("one process", r.stderr)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@
 //     they are in raster order too) and joins, in a union-find table (label_table.hpp), those
 //     that touch the row above or, in a volume, the plane before; then each root gets its number.
 //   pass 2: each band labels its rows again and writes every run through the table.
+// Under MPI ranks, each rank runs both passes over its rows; between them the ranks join the
+// components that cross their cuts and agree on the numbering (label_parts.hpp).
 // Only a band's runs cross from its kernel to its merge (through its slot), and the merge keeps
 // the last row (an image) or the current and previous planes' runs (a volume). With a regions
 // table or a minimum size, each band's kernel also measures its components (area, box, sums of the
@@ -32,6 +34,7 @@
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
+#include "ops/labels/label_parts.hpp"
 #include "ops/labels/label_table.hpp"
 #include "ops/stage_registry.hpp"
 
@@ -110,8 +113,9 @@ struct LabelState {
   detail::LabelTable table;
   std::vector<std::uint64_t> band_offset;
   std::uint64_t next = 0;
-  std::int64_t merged_rows = 0;
+  std::int64_t first_row = 0, merged_rows = 0;  // the stacked rows merged
   RowRuns cur, prev;
+  RowRuns top;  // the first row, for the parts' merge (label_parts.hpp)
   std::uint64_t count = 0;
   bool finished = false;
 
@@ -125,8 +129,9 @@ struct LabelState {
 
   [[noreturn]] static void not_in_parts() {
     throw Error(ErrorKind::usage,
-                "label needs every band of the image in one process, in order: it does not run "
-                "in parts (--part, --rows, MPI ranks) or resume yet; run it as one process");
+                "label needs every band of its rows in order, in one process or one MPI rank "
+                "each: it does not run as --part or --rows parts; run it as one process or "
+                "under mpirun");
   }
 
   // Joins band row `r` of `b` (provisional labels from `off`) to row y of `rows`.
@@ -158,7 +163,8 @@ struct LabelState {
   }
 
   void merge(const BandRuns& b, std::size_t slot, const Band& band) {
-    if (finished || band.stacked_y0 != merged_rows ||
+    if (band.index == 0 && band_offset.empty()) first_row = band.stacked_y0;
+    if (finished || band.stacked_y0 != first_row + merged_rows ||
         band.index != static_cast<std::int64_t>(band_offset.size()))
       not_in_parts();
     const std::uint64_t off = next;
@@ -175,6 +181,10 @@ struct LabelState {
           const std::int64_t y = band.y0 + r + a.dy;
           if (y >= 0 && y < in.height && prev.has(y)) link(b, r, off, prev, y, a.diagonal);
         }
+    if (band.index == 0 && !conn.across) {
+      top.clear(band.y0);
+      keep(b, 0, off, top);
+    }
     // What later bands join to: the last row, or a volume's whole plane.
     if (!conn.across) {
       cur.clear(band.y0 + band.rows - 1);
@@ -217,8 +227,8 @@ struct LabelState {
   // raster order of first samples), so one pass upwards numbers the roots and gives each entry
   // its root's number. Measurements first go up to the roots (a pass that points every entry at
   // its root), so that components under the minimum size get 0 and the rest their numbers.
-  void finish() {
-    if (merged_rows != in.stacked_rows()) not_in_parts();
+  void finish(const detail::LabelSumFn& sum) {
+    if (first_row != 0 || merged_rows != in.stacked_rows()) return finish_part(sum);
     std::uint64_t* t = table.data();
     std::uint64_t n = 0;
     if (!measure) {
@@ -258,8 +268,42 @@ struct LabelState {
       }
     }
     count = n;
+    release();
+  }
+
+  // One MPI rank's rows: the table's roots, the first and last rows' runs to the others, and the
+  // labels all the ranks agree on (label_parts.cpp). A volume in 3-D (a plane's runs cross a cut)
+  // and the measurements (each rank's share of a region) are not merged yet.
+  void finish_part(const detail::LabelSumFn& sum) {
+    if (!sum || conn.across || measure)
+      throw Error(ErrorKind::usage,
+                  "label under MPI ranks takes images and --planes volumes without regions= or "
+                  "min-size= yet: run " +
+                      std::string(conn.across ? "a volume in 3-D" : "it with a regions table") +
+                      " as one process");
+    std::uint64_t* t = table.data();
+    for (std::uint64_t p = 0; p < next; ++p) t[p] = t[p] == p ? p : t[t[p]];
+    detail::LabelPart part;
+    part.first_row = first_row;
+    part.rows = merged_rows;
+    part.total_rows = in.stacked_rows();
+    part.plane_rows = in.height;
+    part.diagonal = conn.diagonal;
+    auto face = [&](const RowRuns& r, detail::FaceRuns& f) {
+      f.x0 = r.x0;
+      f.x1 = r.x1;
+      for (const std::uint64_t id : r.id) f.root.push_back(t[id]);
+    };
+    face(top, part.top);
+    face(cur, part.bottom);
+    count = detail::finish_label_parts(part, t, next, sum);
+    release();
+  }
+
+  void release() {
     cur.clear(0);
     prev.clear(0);
+    top.clear(0);
     RowRuns().x0.swap(cur.x0);
     std::vector<BandRuns>(slot_runs.size()).swap(slot_runs);
     std::vector<SlotMeasures>(slot_measures.size()).swap(slot_measures);
@@ -578,7 +622,7 @@ std::vector<StageEntry> label_stages() {
         if (c.args.has("intensity")) s->intensity = open_intensity(c, s->regions.empty());
         BuiltStage b(std::make_unique<Apply>(s));
         b.reduce = std::make_unique<Scan>(s);
-        b.end_reduce = [s] { s->finish(); };
+        b.end_reduce = [s](const detail::LabelSumFn& sum) { s->finish(sum); };
         b.components = [s] { return s->count; };
         return b;
       }};

@@ -22,7 +22,7 @@ struct PipelinePlan::Impl {
     HistogramOp* histogram = nullptr;  // equalize: the reduction, and its table in `op`
     LutOp* lut = nullptr;
     Operation* reduce = nullptr;  // another reduction (label), and what readies `op` after it
-    std::function<void()> end_reduce = {};
+    std::function<void(const std::function<void(std::vector<std::uint64_t>&)>&)> end_reduce = {};
     std::function<std::uint64_t()> components = {};
     Operation* reduction() const { return histogram ? histogram : reduce; }
   };
@@ -196,7 +196,7 @@ std::vector<const Operation*> PipelinePlan::operations() const {
 void PipelinePlan::end_pass(int i, const std::function<void(std::vector<std::uint64_t>&)>& sum) {
   Impl& m = *impl_;
   const Impl::Stage& s = m.stages.at(m.pass_end.at(static_cast<std::size_t>(i)));
-  if (s.end_reduce) s.end_reduce();
+  if (s.end_reduce) s.end_reduce(sum);
   if (!s.histogram) return;
   std::vector<std::uint64_t> counts = s.histogram->counts();
   if (sum) sum(counts);
