@@ -5,7 +5,7 @@
 # the store as the floor Zarr sets; once on oocrun's default store (blosc lz4, shuffle) and once on
 # an uncompressed one (the store's codec is the setup's, not the filter's). The timed runs of a
 # store sit in one Python process (dask_driver.py), the cluster up for all of them.
-import json, os, shutil, subprocess
+import json, os, shutil, statistics, subprocess
 from ..common import ROOT, Skip, python_has
 
 CHAIN = "gaussian sigma=2 ! median size=3x3 ! unsharp sigma=1 amount=0.7"
@@ -37,7 +37,7 @@ def case_dask(b):
         shutil.rmtree(store, ignore_errors=True)
         res = json.loads(r.stdout.strip().splitlines()[-1])
         times, checks = res["times"], res["checks"]
-        med = lambda n: sorted(times[n])[len(times[n]) // 2]
+        med = lambda n: statistics.median(times[n])  # as the rows' median_s
         for n in times:
             vs = {"ooc.dask.gaussian_filter": base, "ooc.dask.pipeline (3 stages)": base,
                   "oocrun gaussian": "ooc.dask.gaussian_filter",
