@@ -131,7 +131,7 @@ JobResult run_job(JobSpec spec) {
     if (work.plan->has_reduction() && pg.size() == 1 && (jo.part_count > 1 || jo.rows_end > 0))
       throw Error(ErrorKind::usage,
                   "equalize and label need every band of the image: a pipeline with them runs "
-                  "in one process (equalize also as MPI ranks), not as --part or --rows");
+                  "in one process (or as MPI ranks), not as --part or --rows");
   }
   // What makes the output's bytes: checked when a run resumes or parts are finished.
   if (const std::optional<ImageSpec> out = work.output())
