@@ -295,13 +295,22 @@ __device__ __forceinline__ void each_sample(const Rank3dLaunch& l, std::int64_t 
 }
 
 // The key of rank `rank` among those each(f) passes to f, decided bit by bit from the top, as
-// kernels::radix_select (rank_keys.hpp) but over the sample's own Bits (8 passes for u8, not 32).
+// kernels::radix_select (rank_keys.hpp) but over the sample's own Bits (8 passes for u8, not 32),
+// and without a pass for a bit every key has alike (all_and, all_or: the keys' AND and OR): the
+// rank's key has it too and the rank among the keys sharing the prefix is unchanged (a camera's
+// 12 bits in u16, floats of one sign and close exponents skip several).
 template <class K, int Bits, class Each>
-__device__ __forceinline__ K radix_select(int rank, const Each& each) {
+__device__ __forceinline__ K radix_select(int rank, K all_and, K all_or, const Each& each) {
+  const K alike = ~(all_and ^ all_or);
   K prefix = 0, decided = 0;
 #pragma unroll 1
   for (int b = Bits - 1; b >= 0; --b) {
     const K bit = K{1} << b;
+    if (alike & bit) {
+      prefix |= all_and & bit;
+      decided |= bit;
+      continue;
+    }
     const K mask = decided | bit;
     int zeros = 0;  // samples sharing the decided bits, with bit b 0
     each([&](K k) { zeros += (k & mask) == prefix; });
@@ -316,8 +325,8 @@ __device__ __forceinline__ K radix_select(int rank, const Each& each) {
 
 // Any window (a box beyond kMaxSamples, or a footprint's runs): a first pass finds a NaN (the
 // window's result: the last one met, as the gather's kernels give it), or the smallest or largest
-// sample when the rank asks for it; otherwise the rank's key by the radix select
-// (kernels::radix_select, a pass a key bit), whose value is that sample's bits.
+// sample when the rank asks for it, and the bits all keys share; otherwise the rank's key by the
+// radix select (a pass a key bit the keys differ in), whose value is that sample's bits.
 template <class T, bool Runs>
 __global__ void rank3d_select_kernel(const Rank3dLaunch l, T cval) {
   using Key = Key3<T>;
@@ -330,6 +339,7 @@ __global__ void rank3d_select_kernel(const Rank3dLaunch l, T cval) {
        y += std::int64_t(gridDim.y) * blockDim.y) {
     bool nan = false, first = true;
     T nan_value = cval, lo = cval, hi = cval;
+    K all_and = ~K{0}, all_or = 0;
     each_sample<T, Runs>(l, x, y, c, cval, [&](T t) {
       if (t != t) {
         nan = true;
@@ -339,6 +349,9 @@ __global__ void rank3d_select_kernel(const Rank3dLaunch l, T cval) {
       if (first || before(t, lo)) lo = t;
       if (first || before(hi, t)) hi = t;
       first = false;
+      const K k = Key::of(t);
+      all_and &= k;
+      all_or |= k;
     });
     T out;
     if (nan)
@@ -348,7 +361,7 @@ __global__ void rank3d_select_kernel(const Rank3dLaunch l, T cval) {
     else if (highest)
       out = hi;
     else
-      out = Key::value(radix_select<K, Key::bits>(l.rank, [&](auto&& count) {
+      out = Key::value(radix_select<K, Key::bits>(l.rank, all_and, all_or, [&](auto&& count) {
         each_sample<T, Runs>(l, x, y, c, cval, [&](T t) { count(Key::of(t)); });
       }));
     reinterpret_cast<T*>(l.out + static_cast<std::size_t>(y) * l.out_stride)[x * l.channels + c] =
