@@ -81,6 +81,35 @@ inline std::size_t rank_scratch_bytes(std::int64_t rows, std::int64_t halo, std:
          static_cast<std::size_t>(h * w) * sizeof(double);
 }
 
+// The k-th smallest of v[0, n) (k < n, no NaN), where v has room for n rounded up to 4: in
+// float, by counting for each sample those below it and those equal, 4 at a time (a window of
+// tens of samples: several times faster than std::nth_element's partitions); else nth_element.
+typedef float MaskedF4 __attribute__((vector_size(16)));
+typedef int MaskedI4 __attribute__((vector_size(16)));
+typedef float MaskedF4u __attribute__((vector_size(16), aligned(4), may_alias));
+
+template <class V>
+V kth_smallest(V* v, std::int64_t n, std::int64_t k) {
+  if constexpr (std::is_same_v<V, float>) {
+    const std::int64_t m = (n + 3) / 4 * 4;
+    std::fill(v + n, v + m, std::numeric_limits<float>::infinity());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const MaskedF4 x = MaskedF4{} + v[i];
+      MaskedI4 lt{}, eq{};
+      for (std::int64_t j = 0; j < m; j += 4) {
+        const MaskedF4 y = *reinterpret_cast<const MaskedF4u*>(v + j);
+        lt += y < x;
+        eq += y == x;
+      }
+      const std::int64_t less = -(lt[0] + lt[1] + lt[2] + lt[3]);
+      const std::int64_t same = -(eq[0] + eq[1] + eq[2] + eq[3]);
+      if (less <= k && k < less + same) return v[i];
+    }
+  }
+  std::nth_element(v, v + k, v + n);
+  return v[k];
+}
+
 // The output already holds the unmasked kernel's filter of every sample (its sample is the
 // masked one wherever a window has no hole): only outputs whose window's rectangle holds a hole
 // are computed again, found by sliding counts of holes down and across a map of the band's holes
@@ -117,10 +146,12 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
   constexpr std::int64_t kBlock = 16;
   tbb::parallel_for(std::int64_t{0}, (a.out_rows + kBlock - 1) / kBlock, [&](std::int64_t blk) {
     thread_local std::vector<std::int32_t> down, across;
-    thread_local std::vector<double> win;
+    // Float holds every value of the small types exactly.
+    using V = std::conditional_t<(sizeof(T) <= 2 || std::is_same_v<T, float>), float, double>;
+    thread_local std::vector<V> win;
     down.assign(static_cast<std::size_t>(PS), 0);
     across.resize(static_cast<std::size_t>(PS + C));
-    win.resize(static_cast<std::size_t>(a.h * a.w));
+    win.resize(static_cast<std::size_t>(a.h * a.w + 4));
     const std::int64_t y0 = blk * kBlock, y1 = std::min(a.out_rows, y0 + kBlock);
     for (std::int64_t y = y0; y < y1; ++y) {
       const std::int64_t top = y + a.halo - a.top;  // the window's first row
@@ -154,7 +185,7 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
               const std::int64_t p = p0 + j;
               if ((a.mask && !a.mask[i * a.w + j]) || m[p * C + c]) continue;
               const std::int64_t q = cols[static_cast<std::size_t>(p)];
-              win[n++] = !src || q == W ? a.cval : static_cast<double>(src[q * C + c]);
+              win[n++] = !src || q == W ? static_cast<V>(a.cval) : static_cast<V>(src[q * C + c]);
             }
           }
           if (n == 0) {
@@ -162,8 +193,7 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
             continue;
           }
           const std::int64_t k = a.count > 1 ? a.rank * (n - 1) / (a.count - 1) : 0;
-          std::nth_element(win.begin(), win.begin() + k, win.begin() + n);
-          o[x * C + c] = store<T>(win[k]);
+          o[x * C + c] = store<T>(kth_smallest(win.data(), n, k));
         }
     }
   });

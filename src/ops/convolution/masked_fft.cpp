@@ -14,6 +14,7 @@
 #include "io/digest.hpp"
 #include "kernels/cpu/convolution/fft_conv.hpp"
 #include "kernels/cpu/masked/masked.hpp"
+#include "kernels/cpu/masked/pool.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
 #include "ooc/ops/conv2d.hpp"
@@ -51,14 +52,24 @@ class MaskedFftKernel final : public CpuKernel {
     const std::int64_t out_rows = b.band.rows;
     const auto s = static_cast<std::size_t>(S);
     const bool cval_ok = !kernels::masked::hole(p_.cval, p_.nodata);
-    std::vector<Acc> v(static_cast<std::size_t>(rows) * s), m(v.size());
-    std::vector<Acc> num(static_cast<std::size_t>(out_rows) * s), den(num.size()),
-        wab(p_.negative ? num.size() : 0);
+    auto lease = pool_.take();
+    Buffers& buf = *lease;
+    const auto in_n = static_cast<std::size_t>(rows) * s,
+               out_n = static_cast<std::size_t>(out_rows) * s;
+    // Grown, never shrunk nor cleared: every sample read is written first.
+    for (auto* v : {&buf.v, &buf.m}) v->resize(std::max(v->size(), in_n * sizeof(Acc)));
+    for (auto* v : {&buf.num, &buf.den}) v->resize(std::max(v->size(), out_n * sizeof(Acc)));
+    if (p_.negative) buf.wab.resize(std::max(buf.wab.size(), out_n * sizeof(Acc)));
+    Acc* const v = reinterpret_cast<Acc*>(buf.v.data());
+    Acc* const m = reinterpret_cast<Acc*>(buf.m.data());
+    Acc* const num = reinterpret_cast<Acc*>(buf.num.data());
+    Acc* const den = reinterpret_cast<Acc*>(buf.den.data());
+    Acc* const wab = reinterpret_cast<Acc*>(buf.wab.data());
     std::vector<const std::byte*> vrows(static_cast<std::size_t>(rows)), mrows(vrows.size());
     for (std::int64_t i = 0; i < rows; ++i) {
       if (!b.rows[i]) continue;  // the constant border: the kernel's border_value below
-      Acc* vi = v.data() + i * S;
-      Acc* mi = m.data() + i * S;
+      Acc* vi = v + i * S;
+      Acc* mi = m + i * S;
       dispatch_type(b.in.type, [&](auto t) {
         using T = decltype(t);
         const T* p = reinterpret_cast<const T*>(b.rows[i]);
@@ -79,10 +90,10 @@ class MaskedFftKernel final : public CpuKernel {
     a.in_type = a.out_type = std::is_same_v<Acc, float> ? SampleType::f32 : SampleType::f64;
     a.out_stride = s * sizeof(Acc);
     const auto pass = [&](const kernels::FftConv2d& k, const std::vector<const std::byte*>& r,
-                          double cval, std::vector<Acc>& out) {
+                          double cval, Acc* out) {
       a.rows = r.data();
       a.border_value = cval;
-      a.out = reinterpret_cast<std::byte*>(out.data());
+      a.out = reinterpret_cast<std::byte*>(out);
       k.band(a);
     };
     pass(*k_, vrows, cval_ok ? p_.cval : 0.0, num);
@@ -91,14 +102,13 @@ class MaskedFftKernel final : public CpuKernel {
     const double need = p_.min_weight * p_.total_abs;
     const Acc fill_value =
         std::isnan(p_.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(p_.nodata);
-    std::vector<Acc> o(s);
     dispatch_type(b.out.type, [&](auto t) {
       using U = decltype(t);
       for (std::int64_t y = 0; y < out_rows; ++y) {
-        const Acc* own = m.data() + (y + b.halo) * S;
-        const Acc* n = num.data() + y * S;
-        const Acc* d = den.data() + y * S;
-        const Acc* w = p_.negative ? wab.data() + y * S : d;
+        const Acc* own = m + (y + b.halo) * S;
+        const Acc* n = num + y * S;
+        const Acc* d = den + y * S;
+        const Acc* w = p_.negative ? wab + y * S : d;
         U* out = reinterpret_cast<U*>(b.out.data + static_cast<std::size_t>(y) * b.out.row_stride);
         for (std::int64_t j = 0; j < S; ++j) {
           const bool valid = (p_.fill || own[j] != 0) && double(w[j]) > p_.tolerance &&
@@ -109,9 +119,13 @@ class MaskedFftKernel final : public CpuKernel {
     });
   }
 
+  struct Buffers {
+    std::vector<std::byte> v, m, num, den, wab;
+  };
   std::shared_ptr<const kernels::FftConv2d> k_, kabs_;
   kernels::FftConvArgs base_;
   MaskedFftParams p_;
+  kernels::masked::BufferPool<Buffers> pool_;
 };
 
 class MaskedFftConv2d final : public Operation {

@@ -12,6 +12,7 @@
 
 #include "io/digest.hpp"
 #include "kernels/cpu/masked/masked.hpp"
+#include "kernels/cpu/masked/pool.hpp"
 #include "ooc/error.hpp"
 #include "ops/masked.hpp"
 #include "ops/morphology/window.hpp"
@@ -38,15 +39,15 @@ class MaskedRankKernel final : public CpuKernel {
     a.width = b.in.width;
     a.out = b.out.data;
     a.out_stride = b.out.row_stride;
-    // Not thread_local: a thread waiting in the kernel's parallel loops may run another band.
-    std::vector<std::uint8_t> map;
-    kernels::masked::rank_band(a, map);
+    auto map = pool_.take();
+    kernels::masked::rank_band(a, *map);
   }
 
  private:
   kernels::masked::RankArgs base_;
   std::shared_ptr<const MaskedWindow> w_;
   std::unique_ptr<CpuKernel> fast_;
+  kernels::masked::BufferPool<std::vector<std::uint8_t>> pool_;
 };
 
 class MaskedRank final : public Operation {

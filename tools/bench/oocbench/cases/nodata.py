@@ -52,8 +52,9 @@ def case_nodata(b):
     for name, text in (("nodata_holes.py", HOLES_PY), ("nodata_astropy.py", ASTROPY_PY)):
         open(os.path.join(b.work, name), "w").write(text)
     threads = str(b.a.threads)
+    jobs = b.strs("jobs", "cost,astropy")  # --jobs: either part alone
     # 1. The cost of the mask: masked against unmasked, the same stage, one run, rotating order.
-    for W, H in b.images([(4096, 4096)]):
+    for W, H in b.images([(4096, 4096)]) if "cost" in jobs else []:
         src = os.path.join(b.work, f"nodata_{W}x{H}.raw")
         kern = os.path.join(b.work, "nodata_k63.npy")
         frac = b.capture([sys.executable, os.path.join(b.work, "nodata_holes.py"), src, str(W), str(H),
@@ -72,7 +73,7 @@ def case_nodata(b):
                                   "ratio = unmasked / this row"))
         b.rm(src)
     # 2. Against astropy (interpolate: holes filled from their neighbours, as fill=true).
-    if python_has("astropy"):
+    if python_has("astropy") and "astropy" in jobs:
         W = H = 8192
         src = os.path.join(b.work, f"nodata_nan_{W}x{H}.raw")
         kern = os.path.join(b.work, "nodata_k63.npy")
