@@ -431,10 +431,40 @@ std::optional<std::uint64_t> raw_volume_offset(TIFF* tif, const std::vector<Tiff
 // A z-stack of planes (pages alike): each page's tags and blocks checked, read mapped where the
 // planes lie raw one after the other, decoded otherwise. tif and fd are handed on (and set to
 // null and -1) once the source owns them.
+// Page 0's voxel size and plane size. OME-XML and ImageJ state the size in page 0's description
+// only: the other pages of a stack (--pages, --page) and a page's reduced levels (SubIFDs) inherit
+// it, a level's y and x scaled by how much smaller it is. Read with the handle on page 0.
+struct FirstPage {
+  VoxelSize voxel;
+  std::int64_t width = 0, height = 0;
+};
+FirstPage first_page(TIFF* tif, const std::string& path) {
+  FirstPage f;
+  try {
+    const TiffInfo t = tiff_read::read_info(tif, path);
+    f = {t.metadata.voxel, t.spec.width, t.spec.height};
+  } catch (const Error&) {
+    take_tiff_error();  // a page 0 ooc cannot read states nothing for the others
+  }
+  return f;
+}
+// `page_w` x `page_h`: the page whose level `level_w` x `level_h` was read (the same size: no
+// level).
+void inherit_voxel(Metadata& m, const FirstPage& f, std::int64_t page_w, std::int64_t page_h,
+                   std::int64_t level_w, std::int64_t level_h, bool volume) {
+  if (m.voxel.known() || !f.voxel.known() || page_w != f.width || page_h != f.height) return;
+  m.voxel = f.voxel;
+  m.voxel.x *= double(page_w) / double(level_w);
+  m.voxel.y *= double(page_h) / double(level_h);
+  if (!volume) m.voxel.z = 0;
+  m.voxel.origin +=
+      level_w != page_w || level_h != page_h ? " of page 0, scaled to the level" : " of page 0";
+}
+
 std::unique_ptr<Source> open_tiff_volume(const std::string& path, int& fd, TIFF*& tif,
                                          const RawHints& hints, std::uintmax_t file_size,
-                                         const std::vector<tiff_read::PageEntry>& picked,
-                                         int pages) {
+                                         const std::vector<tiff_read::PageEntry>& picked, int pages,
+                                         const FirstPage& page0) {
   if (hints.zarr_level > 0)
     throw Error(ErrorKind::usage, "--input-level reads a reduced level of one page; TIFF '" + path +
                                       "' is read as a z-stack of " + std::to_string(picked.size()) +
@@ -453,6 +483,7 @@ std::unique_ptr<Source> open_tiff_volume(const std::string& path, int& fd, TIFF*
   }
   ImageSpec spec = infos[0].spec;
   spec.depth = static_cast<std::int64_t>(infos.size());
+  inherit_voxel(infos[0].metadata, page0, spec.width, spec.height, spec.width, spec.height, true);
   validate(spec);
   check_hints(hints, spec, "the TIFF pages of '" + path + "', which say");
   const std::string range = "pages " + std::to_string(picked.front().index) + " to " +
@@ -514,10 +545,11 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
       throw Error(ErrorKind::usage, "TIFF '" + path + "' has " + std::to_string(pages) +
                                         " page(s); --page " + std::to_string(hints.page) +
                                         " does not exist (pages count from 0)");
+    const FirstPage first = first_page(tif, path);
     if (!one_page) {
       const auto picked = tiff_read::stack_planes(tif, path, hints.pages);
       if (picked.size() > 1)
-        return open_tiff_volume(path, guard.fd, tif, hints, file_size, picked, pages);
+        return open_tiff_volume(path, guard.fd, tif, hints, file_size, picked, pages, first);
       page = picked.front().index;
     }
     if (!TIFFSetDirectory(tif, static_cast<tdir_t>(page)))
@@ -525,9 +557,13 @@ std::unique_ptr<Source> open_tiff_source(const std::string& path, int fd, const 
                                         std::to_string(page) + ": " + take_tiff_error());
     const int level = std::max(0, hints.zarr_level);
     const int levels = subifd_count(tif);
+    std::uint32_t page_w = 0, page_h = 0;
+    TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &page_w);
+    TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &page_h);
     select_level(tif, level, path, page);
     t = tiff_read::read_info(tif, path);
     t.pages = pages;
+    inherit_voxel(t.metadata, first, page_w, page_h, t.spec.width, t.spec.height, false);
     t.levels = levels;
     check_hints(hints, t.spec, "the TIFF tags of '" + path + "', which say");
     tiff_read::check_chunks(tif, t, path, file_size);

@@ -153,6 +153,32 @@ class VoxelSizeCheck(unittest.TestCase):
         np.testing.assert_allclose(np.load(out), gaussian(VOL[:, ::2, ::2], (1, 1.5, 3)),
                                    atol=2e-4)
 
+    def test_02b_compound_stages_take_sigma_um(self):
+        """dog, unsharp and subtract-background: sigma-um (sigma1-um, sigma2-um) as gaussian's,
+        each axis's sigma from its voxel size, against scipy's per-axis Gaussians."""
+        src = self.imagej()  # voxel 2 x 0.25 x 0.5 um
+        out = self.p("c.npy")
+        v = VOL.astype(np.float64)
+        self.ok(OOCRUN, src, out, "dog sigma1-um=0.5 sigma2=1.5")
+        want = gaussian(VOL, (0.25, 2, 1)) - gaussian(VOL, (1.5, 1.5, 1.5))
+        np.testing.assert_allclose(np.load(out), want, atol=4e-4)
+        self.ok(OOCRUN, src, out, "unsharp sigma-um=1 amount=0.5")
+        want = v + 0.5 * (v - gaussian(VOL, (0.5, 4, 2)))
+        np.testing.assert_allclose(np.load(out), want, atol=4e-4)
+        self.ok(OOCRUN, src, out, "subtract-background sigma-um=1", "--planes")
+        np.testing.assert_allclose(np.load(out), v - gaussian(VOL, (0, 4, 2)), atol=4e-4)
+        np.save(self.p("i.npy"), IMG)
+        self.ok(OOCRUN, self.p("i.npy"), out, "subtract-background sigma-um=1", "--voxel-size",
+                "0.25,0.5")
+        want = IMG.astype(np.float64) - gaussian(IMG, (4, 2))
+        np.testing.assert_allclose(np.load(out), want, atol=4e-4)
+        for stage, words in (("dog sigma1=1", ["sigma2=S (pixels) or sigma2-um=S"]),
+                             ("unsharp sigma=1 sigma-um=1", ["not both"]),
+                             ("subtract-background sigma-um=1", ["sigma-um needs the voxel size",
+                                                                 "--voxel-size z,y,x"])):
+            np.save(self.p("n.npy"), VOL)
+            self.expect_refused([self.p("n.npy"), stage], words)
+
     def test_03_ome_tiff_volume_output(self):
         out = self.p("out.ome.tif")
         self.ok(OOCRUN, self.imagej(), out, "scale mul=1")
@@ -281,6 +307,32 @@ class VoxelSizeCheck(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("--voxel-size takes", r.stderr)
         self.assertFalse(os.path.exists(self.p("c.npy")))
+
+    def test_06_pages_and_levels_inherit_page_0s_size(self):
+        """OME-XML and ImageJ describe the size on page 0 only: a stack's later planes, one page
+        read alone and a page's reduced levels (SubIFDs, y and x scaled) inherit it."""
+        ij = self.imagej()
+        self.assertEqual(voxel_line(ij, "--pages", "2:5"),
+                         "voxel size: 2 x 0.25 x 0.5 um (z, y, x), from ImageJ of page 0")
+        self.assertEqual(voxel_line(ij, "--page", 3),
+                         "voxel size: 0.25 x 0.5 um (y, x), from ImageJ of page 0")
+        # sigma-um on the later planes: the sigmas of the whole stack's size.
+        out = self.p("p.npy")
+        self.ok(OOCRUN, ij, out, "gaussian sigma-um=1", "--pages", "2:6")
+        want = gaussian(VOL[2:6], (1 / 2.0, 1 / 0.25, 1 / 0.5))
+        got = np.load(out).astype(np.float64)
+        self.assertLessEqual(float(np.abs(got - want).max()), 1e-4 * float(np.abs(want).max()))
+        # An OME-TIFF pyramid: level 1 is half as wide and tall, its pixels twice the size.
+        img = (rng.random((64, 96)) * 100).astype(np.float32)
+        path = self.p("pyr.ome.tif")
+        with tifffile.TiffWriter(path) as w:
+            w.write(img, subifds=1, metadata={"axes": "YX", "PhysicalSizeX": 0.5,
+                                              "PhysicalSizeY": 0.25})
+            w.write(img[::2, ::2], subfiletype=1)
+        self.assertEqual(voxel_line(path), "voxel size: 0.25 x 0.5 um (y, x), from OME-XML")
+        self.assertEqual(voxel_line(path, "--input-level", 1),
+                         "voxel size: 0.5 x 1 um (y, x), from OME-XML of page 0, scaled to the "
+                         "level")
 
 
 if __name__ == "__main__":
