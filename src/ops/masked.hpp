@@ -28,6 +28,9 @@ std::unique_ptr<Operation> make_masked_separable(const StageContext& c, const Se
 // The masked Gaussian of the compound stages (dog, unsharp, subtract-background): holes kept,
 // min-weight 0, to the accumulator's type.
 std::unique_ptr<Operation> make_masked_gaussian(const StageContext& c, double sigma);
+// Sigma y and x apart (anisotropic pixels).
+std::unique_ptr<Operation> make_masked_gaussian(const StageContext& c, double sigma_y,
+                                                double sigma_x);
 
 // The same with convolve's 2-D kernel (odd sides, convolution order): the direct sum, or the FFT
 // of x m and of m where method= asks it or auto finds it cheaper.

@@ -99,6 +99,10 @@ struct StageContext {
   std::unique_ptr<Operation> gaussian(const ImageSpec& in, double sigma,
                                       std::optional<std::int64_t> radius = {},
                                       std::optional<SampleType> out = {}) const;
+  // One sigma an axis (z is a volume's, filtered in 3-D; 0 leaves an axis alone), radius
+  // ceil(3 sigma) each.
+  std::unique_ptr<Operation> gaussian_axes(const ImageSpec& in, double sz, double sy,
+                                           double sx) const;
 };
 
 // What a builder gives: the stage's operation, and for a reduction (equalize) the operation of

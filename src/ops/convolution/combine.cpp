@@ -250,6 +250,47 @@ std::unique_ptr<Operation> sobel3(const StageContext& c, std::vector<double> z,
   return make_owning_chain(std::move(ops), c.in, c.settings.border);
 }
 
+constexpr double kMaxSigma = kMaxStageRadius / 3;
+
+// A compound stage's sigma `key` in pixels along z, y and x: `key`=S on every axis, or
+// `key`-um=S micrometres divided by the voxel size of each (the input's, or --voxel-size), as
+// gaussian's sigma-um. z only where the stage filters a volume in 3-D.
+struct AxisSigmas {
+  double z = 0, y = 0, x = 0;
+};
+AxisSigmas stage_sigmas(const StageContext& c, const std::string& key) {
+  const StageArgs& a = c.args;
+  const std::string um_key = key + "-um";
+  if (a.has(key) == a.has(um_key))
+    throw Error(ErrorKind::usage, a.at() + ": give " + key + "=S (pixels) or " + um_key +
+                                      "=S (micrometres)" + (a.has(key) ? ", not both" : ""));
+  if (a.has(key)) {
+    const double s = a.number(key);
+    return {s, s, s};
+  }
+  const double um = a.number(um_key);
+  const VoxelSize& v = c.settings.voxel;
+  const bool volume = c.volume();
+  const std::string give =
+      "give --voxel-size " + std::string(volume ? "z,y,x" : "y,x") + " (micrometres)";
+  if (!v.known())
+    throw Error(
+        ErrorKind::usage,
+        a.at() + ": " + um_key + " needs the voxel size, and the input does not say it: " + give);
+  if (volume && !(v.z > 0))
+    throw Error(ErrorKind::usage, a.at() + ": " + um_key +
+                                      " on a volume needs the voxel size along z, and the input "
+                                      "says only y and x: " +
+                                      give);
+  const AxisSigmas s{volume ? um / v.z : 0.0, um / v.y, um / v.x};
+  for (const auto& [axis, px] : {std::pair{"z", s.z}, std::pair{"y", s.y}, std::pair{"x", s.x}})
+    if (px > kMaxSigma)
+      throw Error(ErrorKind::usage, a.at() + ": " + um_key + "=" + exact_number(um) + " is " +
+                                        exact_number(px) + " pixels along " + axis +
+                                        ", above the largest sigma " + exact_number(kMaxSigma));
+  return s;
+}
+
 }  // namespace
 
 std::vector<StageEntry> combine_stages() {
@@ -266,14 +307,23 @@ std::vector<StageEntry> combine_stages() {
     if (c.settings.nodata && !c.volume()) op = keep_holes(std::move(op), *c.settings.nodata);
     return BuiltStage{std::move(op)};
   };
-  // Under nodata the masked Gaussian (masked_separable.cpp), its holes put back by keep_holes.
-  auto gaussian = [](const StageContext& c, double sigma) {
-    return c.settings.nodata && !c.volume() ? make_masked_gaussian(c, sigma)
-                                            : c.gaussian(c.in, sigma);
+  // The Gaussian of sigma `key` (sigma, sigma1, sigma2), or of `key`-um; under nodata the masked
+  // one (masked_separable.cpp), its holes put back by keep_holes.
+  auto gaussian = [](const StageContext& c, const std::string& key) {
+    const AxisSigmas s = stage_sigmas(c, key);
+    return c.settings.nodata && !c.volume() ? make_masked_gaussian(c, s.y, s.x)
+                                            : c.gaussian_axes(c.in, s.z, s.y, s.x);
   };
-  constexpr double kMaxSigma = kMaxStageRadius / 3;
-  const StageParam sigma =
-      number_param("sigma", std::nullopt, 0, true, "Gaussian sigma, pixels", kMaxSigma);
+  // sigma (pixels) or sigma-um (micrometres): one of the two.
+  auto sigma_pair = [](const std::string& key, const std::string& what) {
+    return std::vector<StageParam>{
+        computed(number_param(key, std::nullopt, 0, true, what + ", pixels", kMaxSigma),
+                 key + "-um"),
+        computed(number_param(key + "-um", std::nullopt, 0, true,
+                              what + " in micrometres: S / the voxel size along each axis (the "
+                                     "input's, or --voxel-size)"),
+                 key)};
+  };
   std::vector<StageEntry> s;
   s.push_back(
       {{"gradient-magnitude",
@@ -292,28 +342,31 @@ std::vector<StageEntry> combine_stages() {
          return combine(c, CombineKind::magnitude, 0.0, c.separable(c.in, SeparableFilter{d1, s1}),
                         c.separable(c.in, SeparableFilter{s1, d1}));
        }});
-  s.push_back(
-      {{"dog",
-        "difference of Gaussians: gaussian(sigma1) - gaussian(sigma2)",
-        {number_param("sigma1", std::nullopt, 0, true, "sigma of the first Gaussian", kMaxSigma),
-         number_param("sigma2", std::nullopt, 0, true, "sigma of the second Gaussian", kMaxSigma)}},
-       [combine, gaussian](const StageContext& c) {
-         return combine(c, CombineKind::difference, 0.0, gaussian(c, c.args.number("sigma1")),
-                        gaussian(c, c.args.number("sigma2")));
-       }});
-  s.push_back({{"unsharp",
-                "unsharp mask: x + amount (x - gaussian(sigma))",
-                {sigma, number_param("amount", 1.0, -kInf, false, "weight of the detail")}},
+  s.push_back({{"dog", "difference of Gaussians: gaussian(sigma1) - gaussian(sigma2)",
+                [&] {
+                  auto p = sigma_pair("sigma1", "sigma of the first Gaussian");
+                  for (StageParam& q : sigma_pair("sigma2", "sigma of the second Gaussian"))
+                    p.push_back(std::move(q));
+                  return p;
+                }()},
+               [combine, gaussian](const StageContext& c) {
+                 return combine(c, CombineKind::difference, 0.0, gaussian(c, "sigma1"),
+                                gaussian(c, "sigma2"));
+               }});
+  s.push_back({{"unsharp", "unsharp mask: x + amount (x - gaussian(sigma))",
+                [&] {
+                  auto p = sigma_pair("sigma", "Gaussian sigma");
+                  p.push_back(number_param("amount", 1.0, -kInf, false, "weight of the detail"));
+                  return p;
+                }()},
                [combine, gaussian](const StageContext& c) {
                  return combine(c, CombineKind::unsharp, c.args.number("amount"),
-                                gaussian(c, c.args.number("sigma")), nullptr);
+                                gaussian(c, "sigma"), nullptr);
                }});
-  s.push_back({{"subtract-background",
-                "x - gaussian(sigma): removes what varies slower than sigma",
-                {sigma}},
+  s.push_back({{"subtract-background", "x - gaussian(sigma): removes what varies slower than sigma",
+                sigma_pair("sigma", "Gaussian sigma")},
                [combine, gaussian](const StageContext& c) {
-                 return combine(c, CombineKind::subtract, 0.0, gaussian(c, c.args.number("sigma")),
-                                nullptr);
+                 return combine(c, CombineKind::subtract, 0.0, gaussian(c, "sigma"), nullptr);
                }});
   for (StageEntry& e : s) {
     e.decl.takes_convert = true;

@@ -214,8 +214,16 @@ std::unique_ptr<Operation> make_masked_separable(const StageContext& c, const Se
 }
 
 std::unique_ptr<Operation> make_masked_gaussian(const StageContext& c, double sigma) {
-  const auto t = gaussian_taps(gaussian_radius(sigma), sigma);
-  return std::make_unique<MaskedSeparable>(c, SeparableFilter{t, t}, c.acc(), 0.0, false);
+  return make_masked_gaussian(c, sigma, sigma);
+}
+
+std::unique_ptr<Operation> make_masked_gaussian(const StageContext& c, double sigma_y,
+                                                double sigma_x) {
+  auto taps = [](double s) {
+    return s == 0 ? std::vector<double>{1.0} : gaussian_taps(gaussian_radius(s), s);
+  };
+  return std::make_unique<MaskedSeparable>(c, SeparableFilter{taps(sigma_x), taps(sigma_y)},
+                                           c.acc(), 0.0, false);
 }
 
 }  // namespace ooc::detail

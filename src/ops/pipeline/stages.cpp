@@ -128,6 +128,24 @@ std::unique_ptr<Operation> StageContext::gaussian(const ImageSpec& input, double
   return make_owning_chain(std::move(ops), input, settings.border);
 }
 
+std::unique_ptr<Operation> StageContext::gaussian_axes(const ImageSpec& input, double sz, double sy,
+                                                       double sx) const {
+  if (sy == sx && (sz == sx || !input.volume() || settings.planes)) return gaussian(input, sx);
+  auto taps = [](double s) {
+    return s == 0 ? std::vector<double>{1.0} : gaussian_taps(gaussian_radius(s), s);
+  };
+  const SeparableFilter xy{taps(sx), taps(sy)};
+  if (!input.volume() || settings.planes) return separable(input, xy);
+  std::vector<double> z = fold_taps(taps(sz), input.depth, settings.border);
+  const auto before = static_cast<std::int64_t>(z.size() / 2);
+  std::vector<std::unique_ptr<Operation>> ops;
+  ops.push_back(make_zpass(input, kernels::ZPassKind::sum,
+                           std::vector<double>(z.rbegin(), z.rend()), before, acc(),
+                           settings.border, settings.border_value));
+  ops.push_back(separable(*ops.back()->output(), xy));
+  return make_owning_chain(std::move(ops), input, settings.border);
+}
+
 void StageContext::no_volume() const {
   throw Error(ErrorKind::usage, args.at() + " has no 3-D version of '" + args.call_text() +
                                     "' yet: add --planes to filter each plane in 2-D");
