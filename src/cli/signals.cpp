@@ -169,10 +169,11 @@ int guarded_main(const char* prog, const std::function<int()>& body) {
   // volume's 3-D run (291 MiB under 256M; 204 MiB with these, at the same speed).
   // Setting these fixes the mmap threshold at its 128 KiB start, and a band's buffers of a few
   // hundred KiB were then mapped and faulted in afresh for every band (twice the system time of
-  // a test suite of small bands): buffers below 1 MiB come from the heap, reused.
+  // a test suite of small bands); so were blosc's scratch buffers of a Zarr chunk's size, once
+  // per chunk (a third of a Zarr write): buffers below 4 MiB come from the heap, reused.
   mallopt(M_TRIM_THRESHOLD, 1 << 20);
   mallopt(M_TOP_PAD, 0);
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
 #endif
   // The process leaves with _exit (below), so a thread still starting CUDA when the work is done
   // need not be waited for: a 1 GiB image can be done on the CPU before the GPU is ready. Under

@@ -74,12 +74,11 @@ std::string codec_json(const Codec& c) {
   return j.dump();
 }
 
-std::vector<std::byte> compress(const Codec& c, const std::byte* data, std::size_t n,
-                                std::size_t item_bytes) {
-  std::vector<std::byte> out;
+void compress(const Codec& c, const std::byte* data, std::size_t n, std::size_t item_bytes,
+              std::vector<std::byte>& out) {
   if (c.id == "none") {
     out.assign(data, data + n);
-    return out;
+    return;
   }
   if (c.id == "blosc") {
     if (n > static_cast<std::size_t>(BLOSC_MAX_BUFFERSIZE))
@@ -93,7 +92,7 @@ std::vector<std::byte> compress(const Codec& c, const std::byte* data, std::size
                                        out.size(), c.cname.c_str(), c.blocksize, 1);
     if (got <= 0) throw Error(ErrorKind::io, "blosc could not compress a chunk (" + c.cname + ")");
     out.resize(static_cast<std::size_t>(got));
-    return out;
+    return;
   }
   if (c.id == "zstd") {
     out.resize(ZSTD_compressBound(n));
@@ -102,7 +101,7 @@ std::vector<std::byte> compress(const Codec& c, const std::byte* data, std::size
       throw Error(ErrorKind::io,
                   std::string("zstd could not compress a chunk: ") + ZSTD_getErrorName(got));
     out.resize(got);
-    return out;
+    return;
   }
   // zlib (zlib header) or gzip (gzip header), as Python's zlib and gzip modules write them.
   z_stream z{};
@@ -119,7 +118,6 @@ std::vector<std::byte> compress(const Codec& c, const std::byte* data, std::size
   deflateEnd(&z);
   if (rc != Z_STREAM_END) throw Error(ErrorKind::io, "zlib could not compress a chunk");
   out.resize(got);
-  return out;
 }
 
 void decompress(const Codec& c, const std::byte* data, std::size_t size, std::byte* dst,

@@ -32,9 +32,16 @@ Codec codec_from_option(const std::string& name, int level);
 // an input Error naming `where` for an unknown or malformed compressor.
 std::string codec_json(const Codec& c);
 
-// Compresses `n` bytes of samples `item_bytes` wide (blosc shuffles by it). Thread-safe.
-std::vector<std::byte> compress(const Codec& c, const std::byte* data, std::size_t n,
-                                std::size_t item_bytes);
+// Compresses `n` bytes of samples `item_bytes` wide (blosc shuffles by it) into `out`, whose
+// storage is reused from call to call. Thread-safe.
+void compress(const Codec& c, const std::byte* data, std::size_t n, std::size_t item_bytes,
+              std::vector<std::byte>& out);
+inline std::vector<std::byte> compress(const Codec& c, const std::byte* data, std::size_t n,
+                                       std::size_t item_bytes) {
+  std::vector<std::byte> out;
+  compress(c, data, n, item_bytes, out);
+  return out;
+}
 // Decompresses a chunk into exactly `n` bytes at dst; throws an input Error naming `where` when
 // the data is corrupt or does not decode to n bytes. Thread-safe.
 void decompress(const Codec& c, const std::byte* data, std::size_t size, std::byte* dst,

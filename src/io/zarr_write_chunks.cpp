@@ -46,15 +46,31 @@ struct Slab {
   std::size_t stride = 0;
 };
 
+// Each thread's chunk and its compressed bytes, kept from chunk to chunk: fresh buffers of a
+// chunk's size cost a mapping, a page fault every 4 KiB and an unmapping each, several times
+// the packing and compressing.
+struct ChunkScratch {
+  std::vector<std::byte> chunk, packed;
+};
+ChunkScratch& chunk_scratch() {
+  thread_local ChunkScratch s;
+  return s;
+}
+
 // A padded chunk of level k (full size, Zarr's edge chunks; padding is the fill value 0) at
 // rows [y0, y0 + n) of `rows` (row_bytes apart, pixels interleaved; each of the slab's planes),
-// columns from x0, channel `channel` (the plane of a (c, y, x) array), compressed.
-std::vector<std::byte> packed_chunk(const StoreInfo& info, const ImageSpec& s,
-                                    const std::byte* rows, std::int64_t n, std::int64_t x0,
-                                    int channel, const Slab& slab) {
+// columns from x0, channel `channel` (the plane of a (c, y, x) array), compressed: the calling
+// thread's buffer, valid until its next chunk.
+const std::vector<std::byte>& packed_chunk(const StoreInfo& info, const ImageSpec& s,
+                                           const std::byte* rows, std::int64_t n, std::int64_t x0,
+                                           int channel, const Slab& slab) {
   const std::int64_t ch = info.chunk, w = std::min(ch, s.width - x0);
   const std::size_t px = s.pixel_bytes(), rb = s.row_bytes(), sb = sample_bytes(s.type);
-  std::vector<std::byte> chunk(static_cast<std::size_t>(slab.deep * ch * ch) * sb, std::byte{0});
+  ChunkScratch& scratch = chunk_scratch();
+  std::vector<std::byte>& chunk = scratch.chunk;
+  chunk.resize(static_cast<std::size_t>(slab.deep * ch * ch) * sb);
+  if (w < ch || n < ch || slab.planes < slab.deep)
+    std::fill(chunk.begin(), chunk.end(), std::byte{0});
   for (std::int64_t i = 0; i < slab.planes * n; ++i) {
     const std::int64_t z = i / n, r = i % n;
     std::byte* dst = chunk.data() + static_cast<std::size_t>((z * ch + r) * ch) * sb;
@@ -69,7 +85,9 @@ std::vector<std::byte> packed_chunk(const StoreInfo& info, const ImageSpec& s,
       std::memcpy(dst + static_cast<std::size_t>(x) * sb, src + static_cast<std::size_t>(x) * px,
                   sb);
   }
-  return zarr::compress(info.codec, chunk.data(), chunk.size(), sb);
+  if (info.codec.id == "none") return chunk;
+  zarr::compress(info.codec, chunk.data(), chunk.size(), sb, scratch.packed);
+  return scratch.packed;
 }
 
 // Makes the directories of a chunk file's key under `dir` ("0/1/2": dir/0 and dir/0/1).
