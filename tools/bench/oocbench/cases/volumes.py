@@ -88,8 +88,7 @@ def case_volumes(b):
                  "oocrun 2-D (--planes)": dict(cmd=[run, src, *common, "--planes"])}
         if b.gpu:  # what --device auto weighs: the CPU's cores alone
             tools["oocrun 3-D cpu"] = dict(cmd=[run, src, *common, "--device", "cpu"])
-        if b.gpu and stage != "median size=5":  # 125 samples: the GPU takes up to 64
-            # The 3-D filter on the GPU (its kernels' seconds from --stats).
+        if b.gpu:  # the 3-D filter on the GPU (its kernels' seconds from --stats)
             tools["oocrun 3-D cuda"] = dict(cmd=[run, src, *common, "--device", "cuda",
                                                  "--stats", "json"], capture=True)
         if b.gpu:  # the 2-D filter of the same bytes on the GPU
