@@ -297,13 +297,24 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       rows = std::min(o.band_rows, tall);
     } else {
       // Largest band the limit allows (binary search: memory grows with the band height)...
-      std::int64_t lo = 0, hi = tall;
-      while (lo < hi) {
-        const std::int64_t mid = lo + (hi - lo + 1) / 2;
-        if (need(mid, plan.slots) <= plan.mem_limit)
-          lo = mid;
-        else
-          hi = mid - 1;
+      auto fit_rows = [&](int slots) {
+        std::int64_t lo = 0, hi = tall;
+        while (lo < hi) {
+          const std::int64_t mid = lo + (hi - lo + 1) / 2;
+          if (need(mid, slots) <= plan.mem_limit)
+            lo = mid;
+          else
+            hi = mid - 1;
+        }
+        return lo;
+      };
+      std::int64_t lo = fit_rows(plan.slots);
+      // A slabbed volume under a tight limit trades bands in flight for taller bands: bands
+      // hardly taller than their halo read and filter each row about twice, where fewer slots
+      // only leave some threads a band less to choose from.
+      if (reserve_runs && o.slots <= 0) {
+        const std::int64_t enough = std::min(tall, o.min_rows_per_halo * 2 * halo);
+        while (plan.slots > 2 && lo < enough) lo = fit_rows(--plan.slots);
       }
       // ...and the backend's preferred size, but tall enough that the halo stays a small overhead.
       // A volume's band on a GPU copies in one plane's rows: the 2R others are the band before's,
