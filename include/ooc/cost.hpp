@@ -19,6 +19,7 @@ struct Cost {
     conv2d,      // K x L weighted sum (taps) or overlap-save FFT tiles (fft_work), per backend
     minmax,      // minimum or maximum over a window_rows x window_cols window; footprint_runs
     rank,        // a selection among window_samples samples (median, percentile, rank)
+    rank3d,      // a volume's rank window of window_samples samples (a box, or footprint_runs > 0)
     combine,     // stages' filtered copies combined with the input (dog, unsharp, background)
     morphology,  // two minmax stages fused, and a top-hat's difference (opening ... black-tophat)
     fused,       // a pass of several stages, one after the other on each band
@@ -43,6 +44,7 @@ struct Cost {
   double window_samples = 0;  // rank, minmax with a footprint: the samples a selection looks at
   bool histogram = false;     // rank: 8- and 16-bit integers, whose CPU kernels count values
   double key_bits = 0;        // rank on CUDA by a radix select: bits of its keys (32, 64), else 0
+                              // (rank3d: the sample's bits, which the radix select passes over)
   bool wide = false;          // rank: 16-bit samples (two levels of counts)
   double columns = 0;         // product
   double cpu_ns = 0, cuda_ns = 0;  // given

@@ -29,6 +29,9 @@
 //   0.172 and 2.16 ns at 9, 25 and 49 window samples; u16 0.55, 6.5, 20.6 ns at 15, 51, 101 (the
 //   model: 0.71, 5.7, 20.4); u8 0.09, 0.65, 1.9 ns; radix select f32 2.1, 16.5, 60 ns at 15, 51,
 //   101, f64 at 51 49.7 ns.
+// - rank3d_cpu_ns, rank3d_cuda_ns: `tools/bench/run volumes --jobs "median size=3,median size=5"`
+//   (1 GiB u16, 16 threads, whole processes): the CPU 0.44 and 1.8 s at 27 and 125 samples (about
+//   12 and 55 ns); the GPU's kernels 0.047 and 1.16 s (0.093 and 2.26 ns).
 // - product_cpu_ns, product_cuda_ns: `tools/bench/run atax`.
 // - kCudaStartSeconds: `tools/bench/run startup` with `--cpu-start off` (the context 0.19-0.31 s,
 //   about 0.1 s of teardown, 0.02 s a slot's buffers).
@@ -145,6 +148,18 @@ double rank_cuda_ns(const Cost& c) {
   return 0.172 + (n - 25) * (2.16 - 0.172) / 24;
 }
 
+// A volume's rank windows. CPU: networks over columns sorted once and shared by neighbouring
+// windows, a cost per window sample. GPU: boxes of up to 64 samples select in registers; larger
+// boxes and every footprint take a radix select, a pass over the window for each bit of the
+// samples.
+double rank3d_cpu_ns(const Cost& c) {
+  return 0.5 + 0.434 * c.window_samples;
+}
+double rank3d_cuda_ns(const Cost& c) {
+  if (c.window_samples <= 64 && c.footprint_runs <= 0) return 0.0034 * c.window_samples;
+  return 0.00113 * c.window_samples * std::max(c.key_bits, 8.0);
+}
+
 // Combining a stage's input with its filtered copies: a pass over the band beside the filters'.
 constexpr double kCombineCpuNs = 0.5, kCombineCudaNs = 0.002;
 
@@ -218,6 +233,8 @@ Ns ns_per_sample(const Cost& c) {
       return {minmax_cpu_ns(c), minmax_cuda_ns(c)};
     case K::rank:
       return {rank_cpu_ns(c), rank_cuda_ns(c)};
+    case K::rank3d:
+      return {rank3d_cpu_ns(c), rank3d_cuda_ns(c)};
     case K::combine:
       return sum_of_stages(c, {kCombineCpuNs, kCombineCudaNs});
     case K::morphology:  // the CPU runs the stages as one kernel, measured as a whole

@@ -148,8 +148,10 @@ class Footprint3d final : public Operation {
   }
   Cost cost() const override {
     Cost c;
-    c.kind = Cost::Kind::rank;
+    c.kind = Cost::Kind::rank3d;
     c.window_samples = static_cast<double>(taps_.size());
+    c.footprint_runs = 1;  // the GPU's radix select
+    c.key_bits = 8.0 * static_cast<double>(sample_bytes(in_.type));
     c.window_rows = static_cast<double>(2 * ry_ + 1);
     c.window_cols = static_cast<double>(2 * rx_ + 1);
     return c;

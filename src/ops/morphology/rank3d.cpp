@@ -136,8 +136,9 @@ class Rank3d final : public Operation {
   }
   Cost cost() const override {
     Cost c;
-    c.kind = Cost::Kind::rank;
+    c.kind = Cost::Kind::rank3d;
     c.window_samples = static_cast<double>(box_.samples());
+    c.key_bits = 8.0 * static_cast<double>(sample_bytes(in_.type));
     c.window_rows = static_cast<double>(box_.y.left + box_.y.right + 1);
     c.window_cols = static_cast<double>(box_.x.left + box_.x.right + 1);
     return c;
