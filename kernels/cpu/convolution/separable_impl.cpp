@@ -23,33 +23,6 @@
 namespace ooc::kernels::OOC_ISA {
 namespace {
 
-template <class T, class Acc>
-void load_samples(const std::byte* src, Acc* dst, std::int64_t n) {
-  const T* s = reinterpret_cast<const T*>(src);
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<Acc>(s[i]);
-}
-
-// Integers are rounded to nearest and saturated; NaN becomes 0 (there is no integer NaN).
-template <class U, class Acc>
-void store_samples(const Acc* src, std::byte* dst, std::int64_t n) {
-  U* d = reinterpret_cast<U*>(dst);
-  if constexpr (std::is_floating_point_v<U>) {
-    for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<U>(src[i]);
-  } else {
-    // 32-bit limits are not exact in float: clamp in double for them.
-    using W = std::conditional_t<(sizeof(U) >= 4), double, Acc>;
-    constexpr W lo = static_cast<W>(std::numeric_limits<U>::lowest());
-    constexpr W hi = static_cast<W>(std::numeric_limits<U>::max());
-    for (std::int64_t i = 0; i < n; ++i) {
-      W v = static_cast<W>(src[i]);
-      v = v == v ? v : W(0);
-      v = v < lo ? lo : v;
-      v = v > hi ? hi : v;
-      d[i] = static_cast<U>(std::nearbyint(v));
-    }
-  }
-}
-
 template <class Acc>
 using LoadFn = void (*)(const std::byte*, Acc*, std::int64_t);
 template <class Acc>
@@ -57,12 +30,14 @@ using StoreFn = void (*)(const Acc*, std::byte*, std::int64_t);
 
 template <class Acc>
 LoadFn<Acc> loader(SampleType t) {
-  return dispatch_type(t, [](auto v) -> LoadFn<Acc> { return load_samples<decltype(v), Acc>; });
+  return dispatch_type(t,
+                       [](auto v) -> LoadFn<Acc> { return vec::load_samples<decltype(v), Acc>; });
 }
 
 template <class Acc>
 StoreFn<Acc> storer(SampleType t) {
-  return dispatch_type(t, [](auto v) -> StoreFn<Acc> { return store_samples<decltype(v), Acc>; });
+  return dispatch_type(t,
+                       [](auto v) -> StoreFn<Acc> { return vec::store_samples<decltype(v), Acc>; });
 }
 
 // Band rows that are the same source row (the halo of an image shorter than the filter, reflected

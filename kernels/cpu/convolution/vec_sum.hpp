@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #ifndef OOC_ISA
@@ -131,6 +133,34 @@ void column_sums(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* co
   }
   if (i < n)
     for (int m = 0; m < M; ++m) weighted_sum<Acc>(src + m, w, taps, dst[m], n, i);
+}
+
+// Samples to the accumulator's type and back, as every CPU convolution converts them.
+template <class T, class Acc>
+void load_samples(const std::byte* src, Acc* dst, std::int64_t n) {
+  const T* s = reinterpret_cast<const T*>(src);
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<Acc>(s[i]);
+}
+
+// Integers are rounded to nearest and saturated; NaN becomes 0 (there is no integer NaN).
+template <class U, class Acc>
+void store_samples(const Acc* src, std::byte* dst, std::int64_t n) {
+  U* d = reinterpret_cast<U*>(dst);
+  if constexpr (std::is_floating_point_v<U>) {
+    for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<U>(src[i]);
+  } else {
+    // 32-bit limits are not exact in float: clamp in double for them.
+    using W = std::conditional_t<(sizeof(U) >= 4), double, Acc>;
+    constexpr W lo = static_cast<W>(std::numeric_limits<U>::lowest());
+    constexpr W hi = static_cast<W>(std::numeric_limits<U>::max());
+    for (std::int64_t i = 0; i < n; ++i) {
+      W v = static_cast<W>(src[i]);
+      v = v == v ? v : W(0);
+      v = v < lo ? lo : v;
+      v = v > hi ? hi : v;
+      d[i] = static_cast<U>(std::nearbyint(v));
+    }
+  }
 }
 
 }  // namespace

@@ -111,26 +111,6 @@ void chunk_flags(const std::uint8_t* holes, std::int64_t n, std::int64_t reach,
   }
 }
 
-// v as U: integers rounded to nearest and saturated, NaN 0 (the unmasked kernels' rule).
-template <class U, class Acc>
-void store_as(const Acc* src, std::byte* dst, std::int64_t n) {
-  U* d = reinterpret_cast<U*>(dst);
-  if constexpr (std::is_floating_point_v<U>) {
-    for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<U>(src[i]);
-  } else {
-    using W = std::conditional_t<(sizeof(U) >= 4), double, Acc>;
-    constexpr W lo = static_cast<W>(std::numeric_limits<U>::lowest());
-    constexpr W hi = static_cast<W>(std::numeric_limits<U>::max());
-    for (std::int64_t i = 0; i < n; ++i) {
-      W v = static_cast<W>(src[i]);
-      v = v == v ? v : W(0);
-      v = v < lo ? lo : v;
-      v = v > hi ? hi : v;
-      d[i] = static_cast<U>(std::nearbyint(v));
-    }
-  }
-}
-
 // The sum a weighted_sum gives where every source sample is `value`: the all-valid windows'
 // weights, rounded as the sums over holes round them.
 template <class Acc>
@@ -182,7 +162,8 @@ void run(const masked::NormalizedArgs& a) {
   constexpr SampleType acc_type = std::is_same_v<Acc, float> ? SampleType::f32 : SampleType::f64;
   const bool direct = a.out_type == acc_type;
   const std::size_t out_sample = sample_bytes(a.out_type);
-  const auto store = dispatch_type(a.out_type, [](auto u) { return &store_as<decltype(u), Acc>; });
+  const auto store =
+      dispatch_type(a.out_type, [](auto u) { return &vec::store_samples<decltype(u), Acc>; });
 
   const bool two_d = a.taps2d != nullptr;
   const std::int64_t K = 2 * a.ry + 1, L = 2 * a.rx + 1;
