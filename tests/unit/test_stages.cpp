@@ -44,9 +44,10 @@ TEST(Stages, EveryDeclarationBuildsAndRunsItsCheck) {
     for (const StageParam& p : d.params) {
       EXPECT_FALSE(p.help.empty()) << p.name;
       EXPECT_EQ(&stage_parameter(d.name, p.name), &p);
-      // gaussian's sigma is not required (sigmas or sigma-um may stand for it), but one is.
+      // gaussian's sigma is not required (sigmas or sigma-um may stand for it), nor are the
+      // compound stages' sigmas (their -um forms may), but one is.
       if (p.required() || (p.kind == StageParam::Kind::size && p.computed == "none") ||
-          (d.name == "gaussian" && p.name == "sigma"))
+          (d.name == "gaussian" && p.name == "sigma") || p.computed == p.name + "-um")
         call.args.emplace_back(p.name, parse_stage_value(p, sample_value(p), p.name));
     }
     // The text a user would write parses back to the same call.
