@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -96,19 +97,19 @@ void append_row_runs(const T* row, std::int64_t width, BandRuns& r) {
   r.row_start.push_back(r.x0.size());
 }
 
-// Calls f(i, j) for every run i of [a0, a1) and run j of [b0, b1) (runs of two rows, each sorted)
-// that touch: share a column, or with `diagonal` also meet at a corner.
-template <class F>
-void for_touching(const BandRuns& a, std::uint64_t a0, std::uint64_t a1, const std::uint32_t* bx0,
-                  const std::uint32_t* bx1, std::uint64_t b0, std::uint64_t b1, bool diagonal,
-                  F&& f) {
-  const std::uint32_t d = diagonal ? 1 : 0;
-  std::uint64_t i = a0, j = b0;
-  while (i < a1 && j < b1) {
-    const std::uint32_t as = a.x0[i], ae = a.x1[i], bs = bx0[j], be = bx1[j];
-    if (ae + d <= bs) {
+// Calls f(i, j) for every run i of [i, i_end) and run j of [j, j_end) of two rows (each sorted;
+// a(i) and b(j) give a run's first column and its end) that touch: share a column, or with
+// `diagonal` also meet at a corner.
+template <class A, class B, class F>
+void merge_touching(std::uint64_t i, std::uint64_t i_end, A&& a, std::uint64_t j,
+                    std::uint64_t j_end, B&& b, bool diagonal, F&& f) {
+  const std::uint64_t d = diagonal ? 1 : 0;
+  while (i < i_end && j < j_end) {
+    const auto [as, ae] = a(i);
+    const auto [bs, be] = b(j);
+    if (std::uint64_t{ae} + d <= bs) {
       ++i;
-    } else if (be + d <= as) {
+    } else if (std::uint64_t{be} + d <= as) {
       ++j;
     } else {
       f(i, j);
@@ -118,6 +119,23 @@ void for_touching(const BandRuns& a, std::uint64_t a0, std::uint64_t a1, const s
         ++j;
     }
   }
+}
+
+// merge_touching over runs [a0, a1) of `a` and [b0, b1) held as bx0/bx1.
+template <class F>
+void for_touching(const BandRuns& a, std::uint64_t a0, std::uint64_t a1, const std::uint32_t* bx0,
+                  const std::uint32_t* bx1, std::uint64_t b0, std::uint64_t b1, bool diagonal,
+                  F&& f) {
+  merge_touching(
+      a0, a1,
+      [&](std::uint64_t i) {
+        return std::pair{a.x0[i], a.x1[i]};
+      },
+      b0, b1,
+      [&](std::uint64_t j) {
+        return std::pair{bx0[j], bx1[j]};
+      },
+      diagonal, f);
 }
 
 // Numbers the components of the runs (label, count); `diagonal`: 8-connected rows, else 4.

@@ -17,26 +17,21 @@ namespace {
 // order is the order of the roots' provisional labels over the whole image.
 using Key = std::pair<std::uint64_t, std::uint64_t>;
 
-// Calls f(i, j) for each run i of a and j of b that touch (b the row under a).
+// Calls f(i, j) for each run i of a and j of b (start, end, label triples) that touch (b the row
+// under a).
 template <class F>
 void touching(const std::uint64_t* a, std::uint64_t na, const std::uint64_t* b, std::uint64_t nb,
               bool diagonal, F&& f) {
-  const std::uint64_t d = diagonal ? 1 : 0;
-  std::uint64_t i = 0, j = 0;
-  while (i < na && j < nb) {
-    const std::uint64_t as = a[3 * i], ae = a[3 * i + 1], bs = b[3 * j], be = b[3 * j + 1];
-    if (ae + d <= bs) {
-      ++i;
-    } else if (be + d <= as) {
-      ++j;
-    } else {
-      f(i, j);
-      if (ae < be)
-        ++i;
-      else
-        ++j;
-    }
-  }
+  kernels::merge_touching(
+      0, na,
+      [&](std::uint64_t i) {
+        return std::pair{a[3 * i], a[3 * i + 1]};
+      },
+      0, nb,
+      [&](std::uint64_t j) {
+        return std::pair{b[3 * j], b[3 * j + 1]};
+      },
+      diagonal, f);
 }
 
 }  // namespace
