@@ -62,6 +62,12 @@ class Job {
   // Whether the job keeps a journal (JobOptions::journal), once the operations say whether it
   // can resume; before start().
   void set_journal(bool on) { options_.journal = on; }
+  // The nodata value the output records (SinkOptions::nodata), once the pipeline knows it (a
+  // type that cannot hold the input's takes its own); before start().
+  void set_output_nodata(double v) {
+    options_.sink.nodata = v;
+    options_.sink.nodata_given = true;
+  }
   const JobOptions& options() const noexcept { return options_; }
   // The memory limit of the bands (JobOptions::pipeline.mem_limit), before start(): a caller that
   // holds memory of its own beside them (an array run's copy of its input) lowers it by that.

@@ -173,6 +173,9 @@ class PipelinePlan {
   // A label stage's count of components, once its first pass ended (else none).
   std::optional<std::uint64_t> components() const;
   ImageSpec output() const;
+  // The value the output's holes have under nodata: the input's, or the output type's where it
+  // does not hold that one (-9999 into u8: 0; kernels/cpu/masked/convert.hpp); none without holes.
+  std::optional<double> output_nodata() const;
   std::string describe() const;  // "gaussian sigma=2 ! convert type=u8"
   // Each stage's operation as built, in order (a last convert to the output type included): what
   // it computes with, e.g. the FFT or the direct sum, its taps and its accumulator.

@@ -52,6 +52,10 @@ struct RunReport {
   std::string mem_limit_from;
   RunStats stats;
   std::optional<std::uint64_t> components;  // a label stage's count (--stats json)
+  // Where the output's type cannot hold the input's nodata value: the one its holes took, said
+  // (--stats json "output"."nodata", and a note on stderr).
+  std::string nodata_note;
+  std::optional<double> output_nodata;
 };
 // The facts of `job` after a run of `operation` that gave `stats`.
 RunReport run_report(Job& job, const std::string& operation, const RunStats& stats);

@@ -98,6 +98,8 @@ int end_of_run(const char* prog, const ReportCli& rc, const JobResult& r,
                  static_cast<long long>(r.row_begin), static_cast<long long>(r.row_end),
                  out.c_str(), prog, out.c_str());
   if (world.rank() != 0) return 0;
+  if (!r.report.nodata_note.empty() && !quiet)
+    std::fprintf(stderr, "%s: note: %s\n", prog, r.report.nodata_note.c_str());
   nlohmann::json extra =
       extra_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(extra_json);
   if (!r.ranks_json.empty()) {

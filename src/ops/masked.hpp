@@ -62,6 +62,12 @@ void mask_morphology(std::vector<StageEntry>& stages);
 // morphology_stages() with opening and closing masked (the registry's list of families).
 std::vector<StageEntry> masked_morphology_stages();
 
+// The conversion of `in` to `out` under nodata (masked_convert.cpp): the convert stage and the
+// pipeline's last convert to --out-type. Holes become the output type's nodata value
+// (kernels/cpu/masked/convert.hpp's nodata_of), valid samples that convert to it move off it.
+std::unique_ptr<Operation> make_masked_convert(const ImageSpec& in, SampleType out, double nodata,
+                                               std::string what);
+
 // "nan" or the exact number: how fingerprints and messages say a nodata value.
 std::string nodata_text(double v);
 

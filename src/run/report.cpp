@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace ooc {
@@ -64,6 +65,9 @@ std::string stats_json(const RunReport& r, const std::string& extra_json) {
   j["output"] = {{"path", r.output_path}, {"type", r.output_type}, {"bytes", st.bytes_written}};
   j["output"]["io"] = r.output_io;
   if (!r.output_predictor.empty()) j["output"]["predictor"] = r.output_predictor;
+  if (r.output_nodata)
+    j["output"]["nodata"] =
+        std::isnan(*r.output_nodata) ? nlohmann::json("nan") : nlohmann::json(*r.output_nodata);
   j["operation"] = r.operation;
   if (!r.stages.empty()) j["stages"] = r.stages;
   if (r.components) j["components"] = *r.components;

@@ -1,5 +1,6 @@
 // The job runner (ooc/run.hpp): a job's whole life, the same for every front end.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -133,6 +134,29 @@ JobResult run_job(JobSpec spec) {
                   "equalize and label need every band of the image: a pipeline with them runs "
                   "in one process (or as MPI ranks), not as --part or --rows");
   }
+  // Holes in an output type that cannot hold the input's nodata value have that type's own
+  // (-9999 into u8: 0): the output records it, the run says it.
+  std::string nodata_note;
+  std::optional<double> written_nodata;
+  if (work.plan && work.plan->output_nodata()) {
+    const double nd = *work.plan->output_nodata();
+    const std::optional<double> was =
+        jo.sink.nodata_given ? jo.sink.nodata
+                             : parse_gdal_nodata(job.source().metadata().geo.gdal_nodata);
+    const auto text = [](double v) {
+      char t[32];
+      std::snprintf(t, sizeof t, "%.17g", v);
+      return std::isnan(v) ? std::string("nan") : std::string(t);
+    };
+    if (was && !(std::isnan(*was) ? std::isnan(nd) : *was == nd)) {
+      job.set_output_nodata(nd);
+      written_nodata = nd;
+      nodata_note = "nodata " + text(*was) + " does not fit the output's type " +
+                    std::string(name(work.plan->output().type)) + ": its holes are " + text(nd) +
+                    " (recorded as its nodata), and valid samples that would convert to " +
+                    text(nd) + " move one step off it";
+    }
+  }
   // What makes the output's bytes: checked when a run resumes or parts are finished.
   if (const std::optional<ImageSpec> out = work.output())
     job.set_fingerprint(work.fingerprint() + "; output " + out->describe() + " " +
@@ -179,6 +203,8 @@ JobResult run_job(JobSpec spec) {
   }
   r.report = run_report(job, work.operation(spec), r.total);
   r.report.stages = work.stages();
+  r.report.nodata_note = nodata_note;
+  r.report.output_nodata = written_nodata;
   if (work.plan) r.report.components = work.plan->components();
   return r;
 }

@@ -13,6 +13,7 @@
 
 #include <tbb/parallel_for.h>
 
+#include "convert.hpp"
 #include "ooc/border.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/image.hpp"
@@ -141,8 +142,9 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
         m[p * C + c] = q == W ? cval_hole : hole(static_cast<double>(src[q * C + c]), a.nodata);
     }
   });
-  const double fill_value =
-      std::isnan(a.nodata) ? std::numeric_limits<double>::quiet_NaN() : a.nodata;
+  // Holes as T's nodata value (convert.hpp). The other outputs are samples of the window, never
+  // a hole's value.
+  const T fill_value = nodata_of<T>(a.nodata);
   constexpr std::int64_t kBlock = 16;
   tbb::parallel_for(std::int64_t{0}, (a.out_rows + kBlock - 1) / kBlock, [&](std::int64_t blk) {
     thread_local std::vector<std::int32_t> down, across;
@@ -174,7 +176,7 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
           const std::int64_t p0 = x - a.left + reach;
           if (across[(p0 + a.w) * C + c] == across[p0 * C + c]) continue;  // no hole
           if (own[x * C + c]) {
-            o[x * C + c] = store<T>(fill_value);
+            o[x * C + c] = fill_value;
             continue;
           }
           std::int64_t n = 0;
@@ -189,7 +191,7 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
             }
           }
           if (n == 0) {
-            o[x * C + c] = store<T>(fill_value);
+            o[x * C + c] = fill_value;
             continue;
           }
           const std::int64_t k = a.count > 1 ? a.rank * (n - 1) / (a.count - 1) : 0;

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "convert.hpp"
 #include "kernels/cpu/convolution/vec_sum.hpp"
 #include "normalized.hpp"
 #include "ooc/detail/sample_type.hpp"
@@ -46,6 +47,14 @@ struct HoleTest {
       return has & (v == nd);
   }
 };
+
+// A finished row (holes: `hole` or NaN) into U: rounded and saturated, holes as U's nodata value
+// for `nodata`, valid samples moved off it.
+template <class U, class Acc>
+void store_row(const Acc* src, std::byte* dst, std::int64_t n, Acc hole, double nodata) {
+  vec::store_samples<U, Acc>(src, dst, n);
+  masked::keep_holes<U, Acc>(src, reinterpret_cast<U*>(dst), n, hole, masked::nodata_of<U>(nodata));
+}
 
 // Samples per chunk: one block of weighted_sum's unrolled vectors.
 template <class Acc>
@@ -162,8 +171,9 @@ void run(const masked::NormalizedArgs& a) {
   constexpr SampleType acc_type = std::is_same_v<Acc, float> ? SampleType::f32 : SampleType::f64;
   const bool direct = a.out_type == acc_type;
   const std::size_t out_sample = sample_bytes(a.out_type);
-  const auto store =
-      dispatch_type(a.out_type, [](auto u) { return &vec::store_samples<decltype(u), Acc>; });
+  // Into another type: holes as its nodata value, valid samples kept off it (convert.hpp).
+  const auto store = dispatch_type(a.out_type, [](auto u) { return &store_row<decltype(u), Acc>; });
+  const double nodata = a.nodata;
 
   const bool two_d = a.taps2d != nullptr;
   const std::int64_t K = 2 * a.ry + 1, L = 2 * a.rx + 1;
@@ -286,7 +296,7 @@ void run(const masked::NormalizedArgs& a) {
           if (negative) weighted_sum<Acc>(src.data(), w2a.data(), K * L, aw, e, b);
           finish(o, ad, negative ? aw : ad, own_hole, b, e);
         }
-        if (!direct) store(num, out_row(y), n);
+        if (!direct) store(num, out_row(y), n, fillv, nodata);
       }
       return;
     }
@@ -366,7 +376,7 @@ void run(const masked::NormalizedArgs& a) {
           }
           finish(dst[m], ad, negative ? aw : ad, own_hole, b, e);
         }
-        if (!direct) store(dst[m], out_row(y + m), n);
+        if (!direct) store(dst[m], out_row(y + m), n, fillv, nodata);
       }
     }
   });

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/cpu/masked/convert.hpp"
 #include "kernels/cpu/masked/masked.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ops/masked.hpp"
@@ -25,18 +26,21 @@ class HolesKeptKernel final : public CpuKernel {
   void stop(int slot) override { inner_->stop(slot); }
   void run(const CpuBand& b) override {
     inner_->run(b);
-    const double fill = nodata_;  // NaN stays NaN (0 in an integer type, as store gives it)
     const std::int64_t S = b.in.width * b.in.channels;
     dispatch_type(b.in.type, [&](auto ti) {
       using T = decltype(ti);
       dispatch_type(b.out.type, [&](auto to) {
         using U = decltype(to);
-        const U value = kernels::masked::store<U>(fill);
+        // Holes as U's nodata value, valid samples kept off it (kernels/cpu/masked/convert.hpp).
+        const U value = kernels::masked::nodata_of<U>(nodata_);
+        const U step = kernels::masked::off_nodata(value);
         for (std::int64_t y = 0; y < b.band.rows; ++y) {
           const T* own = reinterpret_cast<const T*>(b.rows[b.halo + y]);
           U* o = reinterpret_cast<U*>(b.out.data + static_cast<std::size_t>(y) * b.out.row_stride);
           for (std::int64_t s = 0; s < S; ++s)
-            if (kernels::masked::hole(static_cast<double>(own[s]), nodata_)) o[s] = value;
+            o[s] = kernels::masked::hole(static_cast<double>(own[s]), nodata_) ? value
+                   : o[s] == value                                             ? step
+                                                                               : o[s];
         }
       });
     });

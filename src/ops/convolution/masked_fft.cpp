@@ -13,6 +13,7 @@
 
 #include "io/digest.hpp"
 #include "kernels/cpu/convolution/fft_conv.hpp"
+#include "kernels/cpu/masked/convert.hpp"
 #include "kernels/cpu/masked/masked.hpp"
 #include "kernels/cpu/masked/pool.hpp"
 #include "ooc/detail/sample_type.hpp"
@@ -104,6 +105,8 @@ class MaskedFftKernel final : public CpuKernel {
         std::isnan(p_.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(p_.nodata);
     dispatch_type(b.out.type, [&](auto t) {
       using U = decltype(t);
+      // Holes as U's nodata value, valid samples kept off it (kernels/cpu/masked/convert.hpp).
+      const U hole = kernels::masked::nodata_of<U>(double(fill_value));
       for (std::int64_t y = 0; y < out_rows; ++y) {
         const Acc* own = m + (y + b.halo) * S;
         const Acc* n = num + y * S;
@@ -113,7 +116,7 @@ class MaskedFftKernel final : public CpuKernel {
         for (std::int64_t j = 0; j < S; ++j) {
           const bool valid = (p_.fill || own[j] != 0) && double(w[j]) > p_.tolerance &&
                              double(w[j]) >= need && std::fabs(double(d[j])) > p_.tolerance;
-          out[j] = kernels::masked::store<U>(valid ? double(n[j] / d[j]) : double(fill_value));
+          out[j] = valid ? kernels::masked::store_valid<U>(double(n[j] / d[j]), hole) : hole;
         }
       }
     });

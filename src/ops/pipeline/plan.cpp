@@ -3,9 +3,11 @@
 #include <optional>
 
 #include "chain_impl.hpp"
+#include "kernels/cpu/masked/convert.hpp"
 #include "ooc/error.hpp"
 #include "ooc/ops/equalize.hpp"
 #include "ooc/pipeline.hpp"
+#include "ops/masked.hpp"
 #include "ops/stage_registry.hpp"
 
 namespace ooc {
@@ -31,6 +33,7 @@ struct PipelinePlan::Impl {
   std::vector<std::size_t> pass_end;  // stages [0, pass_end[i]) run in pass i (+ a histogram)
   std::vector<PipelinePlan::Histogram> histograms;  // of each pass but the last, once ended
   std::string text;
+  std::optional<double> output_nodata;  // the value the output's holes have (output_nodata())
 
   Operation* keep(std::unique_ptr<Operation> op) {
     owned.push_back(std::move(op));
@@ -114,18 +117,22 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
         m.settings.nodata.reset();
         break;
       }
-      throw Error(
-          ErrorKind::usage,
-          detail::stage_at(i, calls[i].name) +
-              (d.masked ? " knows holes in 2-D only: add --planes"
-                        : " does not know holes (--nodata) yet; the stages that do: "
-                          "gaussian, uniform, correlate1d, separable, convolve, median, "
-                          "percentile, rank, minimum, maximum, opening, closing, equalize") +
-              "; or --nodata none");
+      throw Error(ErrorKind::usage,
+                  detail::stage_at(i, calls[i].name) +
+                      (d.masked ? " knows holes in 2-D only: add --planes"
+                                : " does not know holes (--nodata) yet; the stages that do: "
+                                  "gaussian, uniform, correlate1d, separable, convolve, median, "
+                                  "percentile, rank, minimum, maximum, opening, closing, equalize, "
+                                  "convert") +
+                      "; or --nodata none");
     }
   }
   ImageSpec in = input;
   std::optional<SampleType> set_type;  // what the last stage that sets the type gives
+  // Each stage writes its holes as its output type's nodata value (-9999 into u8: 0), which the
+  // next stage reads as holes (kernels/cpu/masked/convert.hpp); none where the input has no hole.
+  const bool tracks =
+      m.settings.nodata && kernels::masked::holds_in(input.type, *m.settings.nodata);
   for (std::size_t i = 0; i < calls.size(); ++i) {
     m.text += (i ? " ! " : "") + calls[i].text();
     // A filter computes straight into the type of a convert that follows it, or of --out-type
@@ -147,17 +154,23 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
                                         "from a pass of their own); run the later stages on "
                                         "its output");
     in = *m.stages.back().op->output();
+    if (tracks) m.settings.nodata = kernels::masked::nodata_in(in.type, *m.settings.nodata);
     if (fuses_next) m.text += " ! " + calls[++i].text();
     if (fuses_next || detail::find_stage(calls[i].name)->decl.sets_type) set_type = in.type;
   }
   // The output's type: --out-type, else the last convert's or equalize's, else the input's.
   const SampleType want = settings.out_type.value_or(set_type.value_or(input.type));
-  if (in.type != want) {
+  if (in.type != want && m.settings.nodata) {  // holes to the type's nodata value
+    m.stages.push_back(Impl::Stage{m.keep(detail::make_masked_convert(
+        in, want, *m.settings.nodata, "convert type=" + std::string(name(want))))});
+    if (tracks) m.settings.nodata = kernels::masked::nodata_in(want, *m.settings.nodata);
+  } else if (in.type != want) {
     kernels::PointParams p;
     p.kind = kernels::PointKind::convert;
     m.stages.push_back(Impl::Stage{
         m.keep(detail::make_point(in, p, want, "convert type=" + std::string(name(want))))});
   }
+  if (tracks) m.output_nodata = m.settings.nodata;
   // A pass ends at each reduction: its prefix and the histogram; the last pass runs everything.
   for (std::size_t k = 0; k < m.stages.size(); ++k) {
     if (!m.stages[k].reduction()) continue;
@@ -231,6 +244,10 @@ std::optional<std::uint64_t> PipelinePlan::components() const {
   for (const Impl::Stage& s : impl_->stages)
     if (s.components) return s.components();
   return std::nullopt;
+}
+
+std::optional<double> PipelinePlan::output_nodata() const {
+  return impl_->output_nodata;
 }
 
 ImageSpec PipelinePlan::output() const {

@@ -5,6 +5,7 @@
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
 #include "ops/cuda_kernels.hpp"
+#include "ops/masked.hpp"
 #include "ops/pipeline/chain_impl.hpp"
 #include "ops/stage_registry.hpp"
 
@@ -118,9 +119,13 @@ std::vector<StageEntry> point_stages() {
         "to another sample type, rounding half to even and saturating (as --out-type)",
         {other_param("type", StageParam::Kind::type, std::nullopt, "u8 u16 i16 u32 i32 f32 f64")}},
        [point](const StageContext& c) {
+         if (c.settings.nodata)  // holes to the type's nodata (masked_convert.cpp)
+           return BuiltStage{make_masked_convert(c.in, c.args.type("type"), *c.settings.nodata,
+                                                 c.args.call_text())};
          return point(c, PointKind::convert, 0, 0, c.args.type("type"));
        }});
   s.back().decl.sets_type = true;
+  s.back().decl.masked = true;
   for (StageEntry& e : s) e.decl.volume = true;  // sample by sample: the same in 3-D
   return s;
 }
