@@ -287,7 +287,8 @@ void add_output_options(CLI::App& group, ooc::SinkOptions& o) {
         if (o.pyramid_levels == 0) o.pyramid_levels = -1;
       },
       "Zarr and TIFF: reduced-resolution levels (2 x 2 means) written in the same pass, until "
-      "the smaller side is under 256 (TIFF: tiled, levels as SubIFDs of the first page; "
+      "the smaller side is under 256 (TIFF: tiled, levels as SubIFDs of the first page, of "
+      "each page for a volume; "
       "OME-XML when the name ends .ome.tif)");
   CLI::Option* levels =
       group

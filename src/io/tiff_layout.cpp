@@ -1,6 +1,7 @@
 // The TiffSink's own layouts, where libtiff cannot place the directories: a pyramid's levels as
-// SubIFDs of the first page, and a Cloud-Optimized GeoTIFF (directories first). Spilled tiles are
-// copied into place and the directories written by us at commit.
+// SubIFDs of the first page (of every page for a volume), and a Cloud-Optimized GeoTIFF
+// (directories first). Spilled tiles are copied into place and the directories written by us at
+// commit.
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -69,14 +70,17 @@ void TiffSink::start_own_layout() {
 void TiffSink::add_level_row(int k, std::int64_t r, const std::byte* row) {
   Level& l = levels_[static_cast<std::size_t>(k)];
   const std::size_t bytes = l.plan.spec.row_bytes();
-  const std::int64_t cy = r / l.plan.chunk_h, top = cy * l.plan.chunk_h;
-  if (l.lo >= 0 && l.lo / l.plan.chunk_h != cy) flush_partial(k);
+  // Row r's row of tiles g (numbered across a volume's planes), and its first and end rows.
+  const std::int64_t h = l.plan.spec.height, ch = l.plan.chunk_h;
+  const auto tile_row = [&](std::int64_t y) { return y / h * l.plan.down + y % h / ch; };
+  const std::int64_t g = tile_row(r), top = r / h * h + r % h / ch * ch;
+  if (l.lo >= 0 && tile_row(l.lo) != g) flush_partial(k);
   if (l.lo < 0) l.lo = r;
   std::memcpy(l.rows.data() + static_cast<std::size_t>(r - top) * bytes, row, bytes);
   l.hi = r + 1;
-  if (l.hi == std::min(top + l.plan.chunk_h, l.plan.spec.height)) {
+  if (l.hi == std::min(top + ch, (r / h + 1) * h)) {
     if (l.lo == top)
-      flush({{cy, l.rows.data()}}, k);
+      flush({{g, l.rows.data()}}, k);
     else
       flush_partial(k);
     l.lo = l.hi = -1;
@@ -128,29 +132,47 @@ void TiffSink::copy_spill(int k, std::uint64_t len, std::uint64_t at) {
 void TiffSink::finish_own_layout() {
   const bool big = bigtiff_;
   const std::size_t count = levels_.size();
+  // A volume has a page a plane, each with its own SubIFDs (OME-TIFF's rule); its blocks are
+  // numbered across the planes, level by level.
+  const auto pages = static_cast<std::size_t>(plan_.spec.depth);
   for (const Level& l : levels_)
     for (const std::uint64_t c : l.counts)
       if (c == 0)
         throw Error(ErrorKind::io, "output '" + path_ + "' is incomplete: rows are missing");
-  std::vector<std::vector<IfdEntry>> tags(count);
-  for (std::size_t k = 0; k < count; ++k)
-    tags[k] = directory_tags(levels_[k].plan, level_geo(plan_.metadata.geo, static_cast<int>(k)),
-                             big, k > 0);
+  // Directory tags of level k on the first page and on the others (the description is the
+  // first page's alone, as libtiff's pages have it).
+  std::vector<std::vector<IfdEntry>> tags(count), later(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    const GeoTags geo = level_geo(plan_.metadata.geo, static_cast<int>(k));
+    tags[k] = directory_tags(levels_[k].plan, geo, big, k > 0);
+    if (pages == 1) continue;
+    TiffPlan rest = levels_[k].plan;
+    rest.metadata.description.clear();
+    later[k] = directory_tags(rest, geo, big, k > 0);
+  }
   const std::uint16_t offset_type = big ? kTypeLong8 : kTypeLong;
-  const auto entries = [&](std::size_t k, std::uint64_t base,
+  const auto entries = [&](std::size_t p, std::size_t k, std::uint64_t base,
                            const std::vector<std::uint64_t>& subifds) {
-    std::vector<IfdEntry> e = tags[k];
-    std::vector<std::uint64_t> offsets = levels_[k].offsets;
+    std::vector<IfdEntry> e = p == 0 ? tags[k] : later[k];
+    const std::size_t n = levels_[k].offsets.size() / pages;
+    const auto first = static_cast<std::ptrdiff_t>(p * n), last = first + std::ptrdiff_t(n);
+    std::vector<std::uint64_t> offsets(levels_[k].offsets.begin() + first,
+                                       levels_[k].offsets.begin() + last);
     for (std::uint64_t& o : offsets) o += base;
     e.push_back(array_entry(kTagTileOffsets, offset_type, offsets));
-    e.push_back(array_entry(kTagTileByteCounts, offset_type, levels_[k].counts));
+    e.push_back(array_entry(kTagTileByteCounts, offset_type,
+                            std::vector<std::uint64_t>(levels_[k].counts.begin() + first,
+                                                       levels_[k].counts.begin() + last)));
     if (k == 0 && !cog_ && count > 1)
       e.push_back(array_entry(kTagSubIfds, big ? kTypeIfd8 : kTypeIfd, subifds));
     return e;
   };
   const std::vector<std::uint64_t> none(count - 1, 0);
-  std::vector<std::uint64_t> base(count, 0), ifd_at(count, 0), size(count, 0);
-  for (std::size_t k = 0; k < count; ++k) size[k] = ifd_bytes(entries(k, 0, none), big);
+  // Directory (page p, level k) is number p * count + k.
+  std::vector<std::uint64_t> base(count, 0), ifd_at(pages * count, 0), size(pages * count, 0);
+  for (std::size_t p = 0; p < pages; ++p)
+    for (std::size_t k = 0; k < count; ++k)
+      size[p * count + k] = ifd_bytes(entries(p, k, 0, none), big);
   std::string ghost;
   std::uint64_t pos;
   if (cog_) {
@@ -176,9 +198,9 @@ void TiffSink::finish_own_layout() {
       pos += levels_[k].end;
     }
     pos += pos & 1;
-    for (std::size_t k = 0; k < count; ++k) {
-      ifd_at[k] = pos;
-      pos += size[k];
+    for (std::size_t d = 0; d < pages * count; ++d) {
+      ifd_at[d] = pos;
+      pos += size[d];
     }
   }
   if (!big && pos >= kFourGiB)
@@ -187,12 +209,18 @@ void TiffSink::finish_own_layout() {
                                    "--bigtiff auto or yes");
   for (std::size_t k = 0; k < count; ++k)
     if (levels_[k].fd >= 0) copy_spill(static_cast<int>(k), levels_[k].end, base[k]);
-  const std::vector<std::uint64_t> subifds(ifd_at.begin() + 1, ifd_at.end());
-  for (std::size_t k = 0; k < count; ++k) {
-    const std::uint64_t next = cog_ && k + 1 < count ? ifd_at[k + 1] : 0;
-    const std::vector<std::byte> image =
-        ifd_image(entries(k, base[k], subifds), big, ifd_at[k], next);
-    write_all(fd_, image.data(), image.size(), ifd_at[k], file_->partial());
+  for (std::size_t p = 0; p < pages; ++p) {
+    const auto at = ifd_at.begin() + static_cast<std::ptrdiff_t>(p * count);
+    const std::vector<std::uint64_t> subifds(at + 1, at + static_cast<std::ptrdiff_t>(count));
+    for (std::size_t k = 0; k < count; ++k) {
+      // COG: the overviews chain from level 0; pages chain from page to page.
+      const std::uint64_t next = cog_ && k + 1 < count              ? ifd_at[k + 1]
+                                 : !cog_ && k == 0 && p + 1 < pages ? ifd_at[(p + 1) * count]
+                                                                    : 0;
+      const std::vector<std::byte> image =
+          ifd_image(entries(p, k, base[k], subifds), big, ifd_at[p * count + k], next);
+      write_all(fd_, image.data(), image.size(), ifd_at[p * count + k], file_->partial());
+    }
   }
   if (!ghost.empty()) write_all(fd_, ghost.data(), ghost.size(), header_bytes_, file_->partial());
   std::byte first[8];

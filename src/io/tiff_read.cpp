@@ -465,32 +465,33 @@ std::unique_ptr<Source> open_tiff_volume(const std::string& path, int& fd, TIFF*
                                          const RawHints& hints, std::uintmax_t file_size,
                                          const std::vector<tiff_read::PageEntry>& picked, int pages,
                                          const FirstPage& page0) {
-  if (hints.zarr_level > 0)
-    throw Error(ErrorKind::usage, "--input-level reads a reduced level of one page; TIFF '" + path +
-                                      "' is read as a z-stack of " + std::to_string(picked.size()) +
-                                      " planes: add --page N");
   std::vector<TiffInfo> infos;
   std::vector<std::uint64_t> dirs;
+  const int level = std::max(0, hints.zarr_level);
   for (const tiff_read::PageEntry& e : picked) {
     if (!TIFFSetSubDirectory(tif, e.offset))
       throw Error(ErrorKind::input, "TIFF '" + path + "': cannot read page " +
                                         std::to_string(e.index) + ": " + take_tiff_error());
+    // --input-level: each plane's reduced level is its page's SubIFD (OME-TIFF's pyramid).
+    select_level(tif, level, path, e.index);
     TiffInfo t = tiff_read::read_info(tif, path);
     t.pages = pages;
     tiff_read::check_chunks(tif, t, path, file_size);
     infos.push_back(std::move(t));
-    dirs.push_back(e.offset);
+    dirs.push_back(level > 0 ? static_cast<std::uint64_t>(TIFFCurrentDirOffset(tif)) : e.offset);
   }
   ImageSpec spec = infos[0].spec;
   spec.depth = static_cast<std::int64_t>(infos.size());
-  inherit_voxel(infos[0].metadata, page0, spec.width, spec.height, spec.width, spec.height, true);
+  inherit_voxel(infos[0].metadata, page0, picked.front().width, picked.front().height, spec.width,
+                spec.height, true);
   validate(spec);
   check_hints(hints, spec, "the TIFF pages of '" + path + "', which say");
   const std::string range = "pages " + std::to_string(picked.front().index) + " to " +
                             std::to_string(picked.back().index) + " of " + std::to_string(pages) +
                             " as " + std::to_string(spec.depth) + " planes";
-  std::string layout = tiff_read::describe_layout(infos[0], picked.front().index);
-  layout = layout.substr(0, layout.rfind(", page ")) + ", " + range;
+  std::string layout = tiff_read::describe_layout(infos[0], picked.front().index, level);
+  layout = layout.substr(0, layout.rfind(", page ")) + ", " + range +
+           (level > 0 ? ", level " + std::to_string(level) + " (SubIFD) of each" : "");
   if (const auto offset = raw_volume_offset(tif, infos, dirs)) {
     FileLayout l;
     l.spec = spec;
@@ -516,7 +517,7 @@ std::unique_ptr<Source> open_tiff_volume(const std::string& path, int& fd, TIFF*
   TIFF* first = tif;
   tif = nullptr;
   return std::make_unique<TiffChunkSource>(path, std::move(infos), std::move(dirs),
-                                           picked.front().index, 0, layout, first, threads);
+                                           picked.front().index, level, layout, first, threads);
 }
 
 }  // namespace

@@ -72,6 +72,10 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
   }
   // Directories we place ourselves: a pyramid, or a COG (IFDs before the data).
   own_layout_ = levels_count_ > 0 || cog_;
+  if (spec.volume() && cog_)
+    throw Error(ErrorKind::usage, "--cog writes a 2-D GeoTIFF, and the output is a volume (" +
+                                      spec.describe() +
+                                      "): drop --cog (--pyramid gives each plane its levels)");
   if (!TIFFIsCODECConfigured(static_cast<std::uint16_t>(plan_.compression)))
     throw Error(ErrorKind::usage,
                 "this libtiff cannot write " + o.compress + ": pick another --compress");
@@ -133,7 +137,8 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
     l.plan.across = (l.plan.spec.width + l.plan.chunk_w - 1) / l.plan.chunk_w;
     l.plan.down = (l.plan.spec.height + l.plan.chunk_h - 1) / l.plan.chunk_h;
     if (!own_layout_) continue;
-    const auto tiles = static_cast<std::size_t>(l.plan.across * l.plan.down);
+    // A volume's levels keep every plane: each page has its own SubIFDs.
+    const auto tiles = static_cast<std::size_t>(l.plan.across * l.plan.down * spec.depth);
     l.offsets.assign(tiles, 0);
     l.counts.assign(tiles, 0);
     if (k == 0) continue;
@@ -143,6 +148,8 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
     level_rows_bytes +=
         double(l.plan.chunk_h + 2) * double(l.plan.spec.row_bytes()) + 16.0 * double(tiles);
   }
+  if (spec.volume() && levels_count_ > 0)
+    level_rows_bytes += double(VolumePyramidBuilder::held_bytes(spec, levels_count_, false));
   const double worst = double(plan_.tiled ? padded : spec.total_bytes()) * growth + blocks * 64 +
                        16 * (1 << 20) + double(o.metadata.description.size()) +
                        double(geo_bytes(o.metadata.geo));
@@ -191,12 +198,11 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
   }
 
   install_tiff_handlers();
-  if (spec.volume() && (own_layout_ || o.mode != OutputMode::fresh))
-    throw Error(ErrorKind::usage,
-                "TIFF output '" + path + "' is a volume (" + spec.describe() +
-                    "), written one page per plane in one run: " +
-                    (own_layout_ ? "--pyramid, --levels and --cog" : "parts and --resume") +
-                    " are not supported for TIFF volumes yet; write .npy or raw for those");
+  if (spec.volume() && o.mode != OutputMode::fresh)
+    throw Error(ErrorKind::usage, "TIFF output '" + path + "' is a volume (" + spec.describe() +
+                                      "), written one page per plane in one run: parts and "
+                                      "--resume are not supported for TIFF volumes yet; write "
+                                      "OME-Zarr, .npy or raw for those");
   if (o.mode != OutputMode::fresh) {
     open_range(o, input_path);
     return;

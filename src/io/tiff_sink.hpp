@@ -73,7 +73,14 @@ class TiffSink final : public Sink {
     }
     if (own_layout_) {
       gather(n, data, stride);
-      if (levels_count_ > 0) {
+      if (levels_count_ > 0 && plan_.spec.volume()) {
+        // Each plane's levels, its stacked rows in order from the first.
+        if (!volume_builder_)
+          volume_builder_ = std::make_unique<VolumePyramidBuilder>(
+              plan_.spec, levels_count_, false,
+              [this](int k, std::int64_t r, const std::byte* p) { add_level_row(k, r, p); });
+        volume_builder_->push(y0, n, data, stride);
+      } else if (levels_count_ > 0) {
         if (!builder_) {
           builder_ = std::make_unique<PyramidBuilder>(
               plan_.spec, levels_count_, 0, plan_.spec.height,
@@ -285,7 +292,8 @@ class TiffSink final : public Sink {
     Level& l = levels_[static_cast<std::size_t>(k)];
     if (l.lo < 0) return;
     const std::size_t rb = l.plan.spec.row_bytes();
-    write_edge(k, l.lo, l.hi, l.rows.data() + static_cast<std::size_t>(l.lo % l.plan.chunk_h) * rb);
+    const auto at = static_cast<std::size_t>(l.lo % l.plan.spec.height % l.plan.chunk_h);
+    write_edge(k, l.lo, l.hi, l.rows.data() + at * rb);
     l.lo = l.hi = -1;
   }
 
@@ -360,8 +368,10 @@ class TiffSink final : public Sink {
     for (std::int64_t k = 0; k < count; ++k) {
       const auto& [g, src] = rows[k / per_row];
       const std::int64_t cy = g % plan.down;
-      if (level == 0 && !range_ && plan_.spec.volume()) start_page(g / plan.down);
-      const auto index = static_cast<std::uint32_t>(cy * plan.across + k % per_row);
+      if (level == 0 && !range_ && !own_layout_ && plan_.spec.volume()) start_page(g / plan.down);
+      // libtiff numbers a page's blocks from 0; our own layout numbers a volume's across pages.
+      const auto index =
+          static_cast<std::uint32_t>((own_layout_ ? g : cy) * plan.across + k % per_row);
       const std::byte* p = raw_strips ? src : blocks[k].data();
       const std::size_t bytes = raw_strips ? plan.chunk_bytes(cy) : blocks[k].size();
       if (range_)
@@ -424,8 +434,9 @@ class TiffSink final : public Sink {
   // the levels below the first page of a SubIFD pyramid.
   void start_own_layout();
 
-  // Row r of level k from the pyramid builder: a complete row of tiles is compressed at once.
-  // A writer whose rows of level k begin inside a row of tiles keeps that row's rows as an edge.
+  // Row r of level k from the pyramid builder (a volume's: stacked, plane after plane): a
+  // complete row of tiles is compressed at once. A writer whose rows of level k begin inside a
+  // row of tiles keeps that row's rows as an edge.
   void add_level_row(int k, std::int64_t r, const std::byte* row);
 
   void put_block(int k, std::uint32_t index, const std::byte* p, std::size_t bytes);
@@ -536,6 +547,7 @@ class TiffSink final : public Sink {
   int levels_count_ = 0;
   std::vector<Level> levels_;
   std::unique_ptr<PyramidBuilder> builder_;
+  std::unique_ptr<VolumePyramidBuilder> volume_builder_;
   std::optional<double> nodata_;
 
   // Outputs in parts and resumed runs (see tiff_parts.hpp).

@@ -4,7 +4,7 @@
 --page), each read by oocrun through a point stage (scale mul=1, plane by plane) and written as
 raw, .npy and TIFF, compared byte for byte with NumPy and tifffile; oocinfo's planes; oocgen
 --depth; the errors (a size that is not whole planes, TIFF pages that differ, a bad --pages,
-outputs that take no volume).
+outputs that take no volume); TIFF volumes' levels as each page's SubIFDs.
 
 Usage: test_volume_io.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import os
@@ -286,9 +286,68 @@ class VolumeCheck(unittest.TestCase):
                               [self.p("in.tif"), out, COPY, "-q", "--pages", "1:3", "--page", 1],
                               2, ["give one"])
             # Zarr volumes are read and written: test_zarr_volumes.py.
-            self.expect_error("tiff volume with --levels 1",
-                              [self.p("in.tif"), self.p("out.tif"), COPY, "-q", "--levels", 1], 2,
-                              ["volume", "--levels"])
+            self.expect_error("tiff volume with --cog",
+                              [self.p("in.tif"), self.p("out.tif"), COPY, "-q", "--cog"], 2,
+                              ["--cog", "volume", "--pyramid"])
+            self.expect_error("tiff volume with --levels in parts",
+                              [self.p("in.tif"), self.p("out.tif"), COPY, "-q", "--levels", 1,
+                               "--part", "0/2"], 2, ["volume", "parts"])
+
+    def test_7_tiff_pyramid(self):
+        """--levels of a TIFF volume: each page's SubIFDs hold its plane's 2 x 2 means (OME-TIFF's
+        rule), read back by tifffile level by level, as .tif and .ome.tif, and by oocrun --input-level."""
+        def reduce(x):
+            f = x.astype(np.float64)
+            f = np.concatenate([f, f[-1:]], 0) if f.shape[0] % 2 else f
+            f = np.concatenate([f, f[:, -1:]], 1) if f.shape[1] % 2 else f
+            m = (f[0::2, 0::2] + f[1::2, 0::2] + f[0::2, 1::2] + f[1::2, 1::2]) / 4
+            return np.rint(m).astype(x.dtype) if x.dtype.kind in "iu" else m.astype(x.dtype)
+
+        with cli_cases.cases(self):
+            for dt, channels, name, extra in (
+                    ("u2", 1, "p.ome.tif", ("--compress", "deflate")),
+                    ("f4", 3, "p.tif", ("--bigtiff", "yes")),
+                    ("u1", 1, "p.ome.tif", ("--compress", "packbits", "--band-rows", 5)),
+                    ("i2", 1, "p.tif", ())):
+                a = random_volume((5, 37, 45) + ((channels,) if channels > 1 else ()), dt)
+                np.save(self.p("in.npy"), a)
+                out = self.p(name)
+                case = f"pyramid {dt} x{channels} {name} {' '.join(map(str, extra))}"
+                r = run(OOCRUN, self.p("in.npy"), out, COPY, "-q", "--levels", 2, "--tile", 16,
+                        *extra)
+                if r.returncode:
+                    cli_cases.fail(f"{case}: exit {r.returncode}: {r.stderr.strip()}")
+                    continue
+                problems = []
+                with tifffile.TiffFile(out) as t:
+                    if len(t.pages) != 5:
+                        problems.append(f"{len(t.pages)} pages, want 5")
+                    for i, page in enumerate(t.pages):
+                        if len(page.subifds or ()) != 2:
+                            problems.append(f"page {i} has {len(page.subifds or ())} SubIFDs")
+                    levels = t.series[0].levels
+                    if len(levels) != 3:
+                        problems.append(f"tifffile sees {len(levels)} levels, want 3")
+                    level = a
+                    for k, lv in enumerate(levels[:3]):
+                        got = lv.asarray()
+                        if got.shape != level.shape:
+                            problems.append(f"level {k}: shape {got.shape}, want {level.shape}")
+                        elif not (np.array_equal(got, level) if a.dtype.kind in "iu" else
+                                  np.allclose(got, level, rtol=1e-6)):
+                            problems.append(f"level {k} differs")
+                        level = np.stack([reduce(p) for p in level])
+                # Read back by ooc: --input-level k takes each page's SubIFD k as its plane.
+                r = run(OOCRUN, out, self.p("l2.npy"), COPY, "-q", "--input-level", 2, "--pages",
+                        "1:4")
+                if r.returncode:
+                    problems.append(f"--input-level 2: exit {r.returncode}: {r.stderr.strip()}")
+                else:
+                    with tifffile.TiffFile(out) as t:
+                        if not np.array_equal(np.load(self.p("l2.npy")),
+                                              t.series[0].levels[2].asarray()[1:4]):
+                            problems.append("--input-level 2 --pages 1:4 differs from tifffile's")
+                cli_cases.report(case, problems)
 
 
 if __name__ == "__main__":
