@@ -97,6 +97,24 @@ void append_row_runs(const T* row, std::int64_t width, BandRuns& r) {
   r.row_start.push_back(r.x0.size());
 }
 
+// Appends the runs of a row of labels (0: the background) with their labels, as a band's runs
+// after label_runs: a stretch of one label (within a row, touching samples are one component).
+inline void append_label_runs(const std::uint32_t* row, std::int64_t width, BandRuns& r) {
+  for (std::int64_t x = 0; x < width;) {
+    const std::uint32_t v = row[x];
+    if (v == 0) {
+      ++x;
+      continue;
+    }
+    const std::int64_t x0 = x;
+    while (x < width && row[x] == v) ++x;
+    r.x0.push_back(static_cast<std::uint32_t>(x0));
+    r.x1.push_back(static_cast<std::uint32_t>(x));
+    r.label.push_back(v);
+  }
+  r.row_start.push_back(r.x0.size());
+}
+
 // Calls f(i, j) for every run i of [i, i_end) and run j of [j, j_end) of two rows (each sorted;
 // a(i) and b(j) give a run's first column and its end) that touch: share a column, or with
 // `diagonal` also meet at a corner.

@@ -9,7 +9,10 @@
 // Under MPI ranks, each rank runs both passes over its rows; between them the ranks join the
 // components that cross their cuts and agree on the numbering (label_parts.hpp).
 // Only a band's runs cross from its kernel to its merge (through its slot), and the merge keeps
-// the last row (an image) or the current and previous planes' runs (a volume). With a regions
+// the last row (an image) or the current and previous planes' runs (a volume). On the CUDA backend
+// each band is labelled on the GPU with the CPU's numbers (label_cuda.hpp) and the merge makes the
+// runs it joins from the labels of the rows it needs, so the table and the bytes are the same.
+// With a regions
 // table or a minimum size, each band's kernel also measures its components (area, box, sums of the
 // coordinates and, with an intensity image read band by band beside the input, the sums, extremes
 // and squared deviations of its samples: kernels/cpu/labels/regions.hpp); the merge copies them
@@ -21,21 +24,18 @@
 #include <mutex>
 #include <optional>
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
 #include <cstring>
 
-#include "io/output_file.hpp"
 #include "kernels/cpu/labels/regions.hpp"
 #include "kernels/cpu/labels/runs.hpp"
 #include "ooc/detail/sample_type.hpp"
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
+#include "ops/cuda_kernels.hpp"
+#include "ops/labels/label_cuda.hpp"
 #include "ops/labels/label_parts.hpp"
 #include "ops/labels/label_table.hpp"
+#include "ops/labels/regions_csv.hpp"
 #include "ops/stage_registry.hpp"
 
 namespace ooc {
@@ -118,6 +118,11 @@ struct LabelState {
   RowRuns top;  // the first row, for the parts' merge (label_parts.hpp)
   std::uint64_t count = 0;
   bool finished = false;
+  // The CUDA backend's: what its kernels share with the merge, and a GPU band's runs and
+  // measurements as the merge makes them.
+  std::shared_ptr<detail::LabelCudaShared> cuda = std::make_shared<detail::LabelCudaShared>();
+  BandRuns gpu_runs;
+  SlotMeasures gpu_measures;
 
   LabelState(const ImageSpec& i, int c, std::size_t table_memory)
       : in(i), conn(c), stats(table_memory), istats(table_memory), table(table_memory) {
@@ -162,7 +167,73 @@ struct LabelState {
     rows.row_start.push_back(rows.x0.size());
   }
 
-  void merge(const BandRuns& b, std::size_t slot, const Band& band) {
+  // A band labelled on the GPU (in `slot`, `n` components): its runs from the labels of the rows
+  // the merge joins (label_cuda.hpp), measured here where the stage measures.
+  void merge_gpu(int slot, std::uint64_t n, const Band& band) {
+    const detail::LabelCudaRows r = cuda->get(slot);
+    if (r.band != band.index || !r.labels)
+      throw Error(ErrorKind::device, "label: the GPU's labels of band " +
+                                         std::to_string(band.index) + " are not in slot " +
+                                         std::to_string(slot));
+    BandRuns& b = gpu_runs;
+    b.clear();
+    const std::int64_t w = in.width;
+    for (std::int64_t y = 0; y < band.rows; ++y) {
+      const std::uint32_t* row = cuda->all_rows       ? r.labels + y * w
+                                 : y == 0             ? r.labels
+                                 : y == band.rows - 1 ? r.labels + w
+                                                      : nullptr;
+      if (row)
+        kernels::append_label_runs(row, w, b);
+      else
+        b.row_start.push_back(b.x0.size());
+    }
+    b.count = static_cast<std::uint32_t>(n);
+    if (measure) measure_band(band, b, gpu_measures);
+    merge(b, &gpu_measures, band);
+  }
+
+  // What a band's kernel measures of its components (the CPU's kernels, or the merge of a GPU
+  // band).
+  void measure_band(const Band& band, const BandRuns& r, SlotMeasures& m) {
+    kernels::measure_shape(r, static_cast<std::uint64_t>(band.z),
+                           static_cast<std::uint64_t>(band.y0), m.shape);
+    Source* src = intensity.get();
+    if (!src) return;
+    const ImageSpec& is = src->spec();
+    const std::size_t row_bytes = is.row_bytes();
+    m.rows.resize(row_bytes * static_cast<std::size_t>(band.rows));
+    {
+      std::unique_lock<std::mutex> lock(intensity_reads, std::defer_lock);
+      if (!src->parallel_reads()) lock.lock();
+      src->read_rows(band.stacked_y0, band.rows, m.rows.data());
+    }
+    m.row_ptrs.resize(static_cast<std::size_t>(band.rows));
+    for (std::size_t y = 0; y < m.row_ptrs.size(); ++y)
+      m.row_ptrs[y] = m.rows.data() + y * row_bytes;
+    dispatch_type(is.type, [&](auto zero) {
+      using T = decltype(zero);
+      kernels::measure_intensity(r, reinterpret_cast<const T* const*>(m.row_ptrs.data()), m.shape,
+                                 m.intensity);
+    });
+  }
+
+  // Pass 2 on the GPU: band `i`'s slice of the table, as u32, into `to` (of `capacity`).
+  std::uint64_t table_slice(std::int64_t i, std::uint32_t* to, std::uint64_t capacity) const {
+    const auto u = static_cast<std::size_t>(i);
+    if (!finished || u >= band_offset.size())
+      throw Error(ErrorKind::usage, "label: band " + std::to_string(i) + " was not in pass 1");
+    const std::uint64_t off = band_offset[u];
+    const std::uint64_t end = u + 1 < band_offset.size() ? band_offset[u + 1] : next;
+    if (end - off > capacity)
+      throw Error(ErrorKind::device, "label: band " + std::to_string(i) + " has " +
+                                         std::to_string(end - off) + " components");
+    const std::uint64_t* t = table.data();
+    for (std::uint64_t k = off; k < end; ++k) to[k - off] = static_cast<std::uint32_t>(t[k]);
+    return end - off;
+  }
+
+  void merge(const BandRuns& b, const SlotMeasures* m, const Band& band) {
     if (band.index == 0 && band_offset.empty()) first_row = band.stacked_y0;
     if (finished || band.stacked_y0 != first_row + merged_rows ||
         band.index != static_cast<std::int64_t>(band_offset.size()))
@@ -173,7 +244,7 @@ struct LabelState {
     table.resize(next);
     std::uint64_t* t = table.data();
     for (std::uint64_t k = off; k < next; ++k) t[k] = k;
-    if (measure) add_stats(slot_measures.at(slot), off);
+    if (measure) add_stats(*m, off);
     if (band.y0 > 0 && cur.has(band.y0 - 1)) link(b, 0, off, cur, band.y0 - 1, conn.diagonal);
     if (conn.across && band.z > 0)
       for (std::int64_t r = 0; r < band.rows; ++r)
@@ -239,17 +310,8 @@ struct LabelState {
         t[p] = t[t[p]];
         fold(p, t[p]);
       }
-      std::optional<OutputFile> file;
-      std::string csv;
-      if (!regions.empty()) file.emplace(regions, "");
-      if (file)
-        csv = std::string(in.volume() ? "label,area,bbox-0,bbox-1,bbox-2,bbox-3,bbox-4,"
-                                        "bbox-5,centroid-0,centroid-1,centroid-2"
-                                      : "label,area,bbox-0,bbox-1,bbox-2,bbox-3,"
-                                        "centroid-0,centroid-1") +
-              (intensity ? ",intensity_sum,intensity_mean,intensity_min,intensity_max,"
-                           "intensity_std\n"
-                         : "\n");
+      std::optional<detail::RegionsCsv> file;
+      if (!regions.empty()) file.emplace(regions, in.volume(), intensity != nullptr);
       for (std::uint64_t p = 0; p < next; ++p) {
         if (t[p] != p) {
           t[p] = t[t[p]];
@@ -257,15 +319,9 @@ struct LabelState {
         }
         const std::uint64_t* e = stats.data() + p * kShape;
         t[p] = e[kArea] >= min_size ? ++n : 0;
-        if (file && t[p]) {
-          row(csv, n, e, intensity ? istats.data() + p * kIntensity : nullptr);
-          if (csv.size() > (std::size_t{1} << 20)) write_regions(*file, csv);
-        }
+        if (file && t[p]) file->row(n, e, intensity ? istats.data() + p * kIntensity : nullptr);
       }
-      if (file && n <= max_label) {
-        write_regions(*file, csv);
-        file->commit();
-      }
+      if (file && n <= max_label) file->commit();
     }
     count = n;
     release();
@@ -307,6 +363,8 @@ struct LabelState {
     RowRuns().x0.swap(cur.x0);
     std::vector<BandRuns>(slot_runs.size()).swap(slot_runs);
     std::vector<SlotMeasures>(slot_measures.size()).swap(slot_measures);
+    gpu_runs = BandRuns();
+    gpu_measures = SlotMeasures();
     finished = true;
     if (count > max_label)
       throw Error(ErrorKind::usage,
@@ -314,50 +372,6 @@ struct LabelState {
                       "hold (" + std::to_string(max_label) + "): u64 labels (--label-type u64) " +
                       "need 64-bit samples, which ooc's images do not have yet; label parts of " +
                       "the image apart");
-  }
-
-  // One region: skimage.measure.regionprops_table's label, area, bbox, centroid and, with an
-  // intensity image, intensity_mean, _min and _max, and the sum and (population) deviation.
-  void row(std::string& csv, std::uint64_t label, const std::uint64_t* e,
-           const std::uint64_t* ie) const {
-    using kernels::kSumX;
-    using kernels::kSumY;
-    using kernels::kSumZ;
-    char line[768];
-    const double a = static_cast<double>(e[kArea]);
-    int len = in.volume()
-                  ? std::snprintf(line, sizeof line,
-                                  "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.17g,%.17g,%.17g",
-                                  ull(label), ull(e[kArea]), ull(e[kernels::kZ0]),
-                                  ull(e[kernels::kY0]), ull(e[kernels::kX0]), ull(e[kernels::kZ1]),
-                                  ull(e[kernels::kY1]), ull(e[kernels::kX1]), double(e[kSumZ]) / a,
-                                  double(e[kSumY]) / a, double(e[kSumX]) / a)
-                  : std::snprintf(line, sizeof line, "%llu,%llu,%llu,%llu,%llu,%llu,%.17g,%.17g",
-                                  ull(label), ull(e[kArea]), ull(e[kernels::kY0]),
-                                  ull(e[kernels::kX0]), ull(e[kernels::kY1]), ull(e[kernels::kX1]),
-                                  double(e[kSumY]) / a, double(e[kSumX]) / a);
-    if (ie) {
-      double v[kIntensity];
-      std::memcpy(v, ie, sizeof v);
-      len += std::snprintf(line + len, sizeof line - static_cast<std::size_t>(len),
-                           ",%.17g,%.17g,%.17g,%.17g,%.17g", v[kernels::kSum], v[kernels::kSum] / a,
-                           v[kernels::kMin], v[kernels::kMax], std::sqrt(v[kernels::kM2] / a));
-    }
-    line[len++] = '\n';
-    csv.append(line, static_cast<std::size_t>(len));
-  }
-  static unsigned long long ull(std::uint64_t v) { return v; }
-
-  // The table is written as every output: a temporary renamed when complete.
-  static void write_regions(OutputFile& f, std::string& csv) {
-    for (std::size_t done = 0; done < csv.size();) {
-      const ssize_t w = ::write(f.fd(), csv.data() + done, csv.size() - done);
-      if (w <= 0)
-        throw Error(ErrorKind::io,
-                    system_message("cannot write the regions table", f.partial(), errno));
-      done += static_cast<std::size_t>(w);
-    }
-    csv.clear();
   }
 };
 
@@ -381,7 +395,7 @@ std::size_t runs_bytes(std::int64_t rows, std::int64_t cols) {
 // A band's runs hold indices and columns in 32 bits.
 std::int64_t fit_rows(std::int64_t rows, std::int64_t width) {
   return std::max<std::int64_t>(
-      1, std::min(rows, (std::int64_t{1} << 31) / std::max<std::int64_t>(1, width)));
+      1, std::min(rows, ((std::int64_t{1} << 31) - 1) / std::max<std::int64_t>(1, width)));
 }
 
 class ScanCpu final : public CpuKernel {
@@ -397,32 +411,11 @@ class ScanCpu final : public CpuKernel {
     const auto slot = static_cast<std::size_t>(b.slot);
     BandRuns& r = s_->slot_runs.at(slot);
     label_band(b, r, s_->conn.diagonal);
-    if (s_->measure) measure(b, r, s_->slot_measures.at(slot));
-    *reinterpret_cast<std::uint64_t*>(b.partial) = static_cast<std::uint64_t>(b.slot);
-  }
-
- private:
-  void measure(const CpuBand& b, const BandRuns& r, SlotMeasures& m) {
-    kernels::measure_shape(r, static_cast<std::uint64_t>(b.band.z),
-                           static_cast<std::uint64_t>(b.band.y0), m.shape);
-    Source* src = s_->intensity.get();
-    if (!src) return;
-    const ImageSpec& is = src->spec();
-    const std::size_t row_bytes = is.row_bytes();
-    m.rows.resize(row_bytes * static_cast<std::size_t>(b.band.rows));
-    {
-      std::unique_lock<std::mutex> lock(s_->intensity_reads, std::defer_lock);
-      if (!src->parallel_reads()) lock.lock();
-      src->read_rows(b.band.stacked_y0, b.band.rows, m.rows.data());
-    }
-    m.row_ptrs.resize(static_cast<std::size_t>(b.band.rows));
-    for (std::size_t y = 0; y < m.row_ptrs.size(); ++y)
-      m.row_ptrs[y] = m.rows.data() + y * row_bytes;
-    dispatch_type(is.type, [&](auto zero) {
-      using T = decltype(zero);
-      kernels::measure_intensity(r, reinterpret_cast<const T* const*>(m.row_ptrs.data()), m.shape,
-                                 m.intensity);
-    });
+    if (s_->measure) s_->measure_band(b.band, r, s_->slot_measures.at(slot));
+    // The slot, and no count: the merge takes the slot's runs (a GPU band's partial differs).
+    auto* partial = reinterpret_cast<std::uint64_t*>(b.partial);
+    partial[0] = static_cast<std::uint64_t>(b.slot);
+    partial[1] = 0;
   }
 
  private:
@@ -441,6 +434,24 @@ class LabelOpBase : public Operation {
   }
   std::int64_t fit_band_rows(std::int64_t rows, std::int64_t) const override {
     return fit_rows(rows, s_->in.width);
+  }
+  bool has_cuda() const override { return kCudaBuilt; }
+  std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
+#if defined(OOC_HAVE_CUDA)
+    return detail::label_cuda_scratch(rows, s_->in.width);
+#else
+    (void)rows;
+    return 0;
+#endif
+  }
+  // Each pass labels every band again, on either backend; the GPU's time is not measured yet, so
+  // --device auto keeps the CPU (equal times, and the GPU's start on top).
+  Cost cost() const override {
+    Cost c;
+    c.kind = Cost::Kind::given;
+    c.cpu_ns = 0.6;
+    c.cuda_ns = 0.6;
+    return c;
   }
 
  protected:
@@ -464,13 +475,24 @@ class Scan final : public LabelOpBase {
   using LabelOpBase::LabelOpBase;
   std::string describe() const override { return LabelOpBase::describe() + ", pass 1"; }
   std::optional<ImageSpec> output() const override { return std::nullopt; }
-  std::size_t partial_bytes() const override { return sizeof(std::uint64_t); }
+  // The slot holding the band's runs (the CPU), or kLabelGpuBand with the slot and the count.
+  std::size_t partial_bytes() const override { return 2 * sizeof(std::uint64_t); }
   void merge(const std::byte* partial, const Band& band) override {
-    const auto slot = *reinterpret_cast<const std::uint64_t*>(partial);
-    s_->merge(s_->slot_runs.at(static_cast<std::size_t>(slot)), static_cast<std::size_t>(slot),
-              band);
+    std::uint64_t w[2];
+    std::memcpy(w, partial, sizeof w);
+    if (w[0] & detail::kLabelGpuBand)
+      return s_->merge_gpu(static_cast<int>(w[0] & ~detail::kLabelGpuBand), w[1], band);
+    const auto slot = static_cast<std::size_t>(w[0]);
+    s_->merge(s_->slot_runs.at(slot), &s_->slot_measures.at(slot), band);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override { return std::make_unique<ScanCpu>(s_); }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
+#if defined(OOC_HAVE_CUDA)
+    return detail::make_label_scan_cuda(s_->cuda);
+#else
+    return nullptr;
+#endif
+  }
 };
 
 class ApplyCpu final : public CpuKernel {
@@ -525,6 +547,13 @@ class Apply final : public LabelOpBase {
     return o;
   }
   std::unique_ptr<CpuKernel> make_cpu() const override { return std::make_unique<ApplyCpu>(s_); }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
+#if defined(OOC_HAVE_CUDA)
+    return detail::make_label_apply_cuda(s_->cuda);
+#else
+    return nullptr;
+#endif
+  }
 };
 
 }  // namespace
@@ -620,6 +649,13 @@ std::vector<StageEntry> label_stages() {
         if (c.args.has("regions")) s->regions = c.args.text("regions");
         s->measure = s->min_size > 0 || !s->regions.empty();
         if (c.args.has("intensity")) s->intensity = open_intensity(c, s->regions.empty());
+        s->cuda->width = c.in.width;
+        s->cuda->diagonal = s->conn.diagonal;
+        s->cuda->all_rows = s->conn.across || s->measure;
+        LabelState* state = s.get();  // owns the shared part: no cycle
+        s->cuda->table_slice = [state](std::int64_t i, std::uint32_t* to, std::uint64_t n) {
+          return state->table_slice(i, to, n);
+        };
         BuiltStage b(std::make_unique<Apply>(s));
         b.reduce = std::make_unique<Scan>(s);
         b.end_reduce = [s](const detail::LabelSumFn& sum) { s->finish(sum); };

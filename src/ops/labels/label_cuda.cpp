@@ -1,0 +1,116 @@
+// The label stage's CUDA kernel objects (label_cuda.hpp): launches on the bands the engine staged,
+// each slot with pinned host memory of its own for the labels that go back to the merge (pass 1)
+// and the table slice that goes in (pass 2).
+#include "ops/labels/label_cuda.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "cuda/resources.hpp"
+#include "kernels/cuda/labels/label.cuh"
+
+namespace ooc::detail {
+namespace {
+
+std::size_t aligned(std::size_t n) {
+  return (n + 255) & ~std::size_t{255};
+}
+
+// The provisional labels of a band at most: a component every other sample.
+std::uint64_t most_components(std::int64_t samples) {
+  return static_cast<std::uint64_t>(samples + 1) / 2;
+}
+
+// A slot's pinned buffer, grown when a band needs more (the slot's band before it is done: the
+// engine reuses a slot only once its band was written and merged).
+std::byte* pinned(cuda::PinnedBuffer& b, std::size_t bytes) {
+  if (b.size() < bytes) b = cuda::PinnedBuffer(std::max(bytes, b.size() * 2));
+  return b.data();
+}
+
+class ScanCuda final : public CudaKernel {
+ public:
+  explicit ScanCuda(std::shared_ptr<LabelCudaShared> s) : s_(std::move(s)) {}
+  void run_async(const CudaBand& b) override {
+    const LabelCudaShared& s = *s_;
+    auto stream = static_cast<cudaStream_t>(b.stream);
+    const std::int64_t rows = b.band.rows, width = b.in_spec.width;
+    const std::size_t row_bytes = static_cast<std::size_t>(width) * sizeof(std::uint32_t);
+    auto* partial = reinterpret_cast<std::uint64_t*>(b.partial);
+    const std::uint32_t* labels =
+        cuda::label_band_async(b.in, b.in_stride, rows, width, b.in_spec.type, s.diagonal,
+                               b.scratch, label_cuda_scratch(rows, width), partial + 1, stream);
+    const std::int64_t back = s.all_rows ? rows : std::min<std::int64_t>(rows, 2);
+    cuda::PinnedBuffer& host = host_[b.slot];
+    std::byte* h = pinned(host, 256 + static_cast<std::size_t>(back) * row_bytes);
+    // The partial's first word says the band is the GPU's, in which slot.
+    *reinterpret_cast<std::uint64_t*>(h) = kLabelGpuBand | static_cast<std::uint64_t>(b.slot);
+    OOC_CUDA_TRY(
+        cudaMemcpyAsync(partial, h, sizeof(std::uint64_t), cudaMemcpyHostToDevice, stream));
+    auto* rows_to = reinterpret_cast<std::uint32_t*>(h + 256);
+    if (s.all_rows || rows <= 2) {
+      OOC_CUDA_TRY(cudaMemcpyAsync(rows_to, labels, static_cast<std::size_t>(back) * row_bytes,
+                                   cudaMemcpyDeviceToHost, stream));
+    } else {
+      OOC_CUDA_TRY(cudaMemcpyAsync(rows_to, labels, row_bytes, cudaMemcpyDeviceToHost, stream));
+      OOC_CUDA_TRY(cudaMemcpyAsync(rows_to + width, labels + (rows - 1) * width, row_bytes,
+                                   cudaMemcpyDeviceToHost, stream));
+    }
+    s_->set(b.slot, LabelCudaRows{b.band.index, rows_to});
+  }
+
+ private:
+  std::shared_ptr<LabelCudaShared> s_;
+  std::map<int, cuda::PinnedBuffer> host_;  // by slot; start, run_async and stop: one thread
+};
+
+class ApplyCuda final : public CudaKernel {
+ public:
+  explicit ApplyCuda(std::shared_ptr<LabelCudaShared> s) : s_(std::move(s)) {}
+  void run_async(const CudaBand& b) override {
+    auto stream = static_cast<cudaStream_t>(b.stream);
+    const std::int64_t rows = b.band.rows, width = b.in_spec.width;
+    const std::size_t label_bytes = cuda::label_band_scratch(rows * width);
+    const std::uint64_t most = most_components(rows * width);
+    std::byte* d_table = b.scratch + label_bytes;
+    auto* d_count = reinterpret_cast<std::uint64_t*>(
+        d_table + aligned(static_cast<std::size_t>(most) * sizeof(std::uint32_t)));
+    const std::uint32_t* labels =
+        cuda::label_band_async(b.in, b.in_stride, rows, width, b.in_spec.type, s_->diagonal,
+                               b.scratch, label_bytes, d_count, stream);
+    // The slot's previous slice went in before its band was written: the buffer is free.
+    auto* slice = reinterpret_cast<std::uint32_t*>(
+        pinned(host_[b.slot], static_cast<std::size_t>(most) * sizeof(std::uint32_t)));
+    const std::uint64_t n = s_->table_slice(b.band.index, slice, most);
+    if (n > 0)
+      OOC_CUDA_TRY(cudaMemcpyAsync(d_table, slice, static_cast<std::size_t>(n) * 4,
+                                   cudaMemcpyHostToDevice, stream));
+    cuda::relabel_async(labels, rows, width, reinterpret_cast<const std::uint32_t*>(d_table), b.out,
+                        b.out_stride, stream);
+  }
+
+ private:
+  std::shared_ptr<LabelCudaShared> s_;
+  std::map<int, cuda::PinnedBuffer> host_;
+};
+
+}  // namespace
+
+std::size_t label_cuda_scratch(std::int64_t rows, std::int64_t width) {
+  const std::int64_t n = rows * width;
+  return cuda::label_band_scratch(n) +
+         aligned(static_cast<std::size_t>(most_components(n)) * sizeof(std::uint32_t)) + 256;
+}
+
+std::unique_ptr<CudaKernel> make_label_scan_cuda(std::shared_ptr<LabelCudaShared> shared) {
+  return std::make_unique<ScanCuda>(std::move(shared));
+}
+
+std::unique_ptr<CudaKernel> make_label_apply_cuda(std::shared_ptr<LabelCudaShared> shared) {
+  return std::make_unique<ApplyCuda>(std::move(shared));
+}
+
+}  // namespace ooc::detail

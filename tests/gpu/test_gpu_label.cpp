@@ -1,0 +1,260 @@
+// The label stage on the GPU against the CPU: the band kernel (kernels/cuda/labels) called on
+// device buffers against the CPU's numbering of the same band (runs.hpp), and whole jobs on
+// --device cuda against --device cpu, byte for byte, on random masks (2-D 4 and 8, 3-D 6, 18 and
+// 26), odd sizes, bands of one row and more, shapes that merge late. The CPU's labels are checked
+// against scipy.ndimage.label by tests/cli/test_label.py. Skips where no CUDA device is usable.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(OOC_HAVE_CUDA)
+#include <cuda_runtime.h>
+
+#include "kernels/cpu/labels/runs.hpp"
+#include "kernels/cuda/labels/label.cuh"
+#endif
+
+#include "gpu_support.hpp"
+#include "ooc/memory.hpp"
+#include "ooc/pipeline.hpp"
+#include "ooc/run.hpp"
+
+namespace ooc {
+namespace {
+
+// Masks with the shapes a labelling gets wrong: random at a density, all foreground, all
+// background, a checkerboard (one component per sample, 4-connected), combs whose teeth join only
+// at the last row, a spiral (one component that reaches every tile edge).
+std::vector<std::uint8_t> mask(std::int64_t h, std::int64_t w, int kind, std::mt19937& rng) {
+  std::vector<std::uint8_t> m(static_cast<std::size_t>(h * w));
+  std::uniform_int_distribution<int> pct(0, 99);
+  const int density = std::array<int, 4>{30, 50, 60, 75}[rng() % 4];
+  for (std::int64_t y = 0; y < h; ++y)
+    for (std::int64_t x = 0; x < w; ++x) {
+      bool v = false;
+      switch (kind) {
+        case 0:
+          v = pct(rng) < density;
+          break;
+        case 1:
+          v = true;
+          break;
+        case 2:
+          v = false;
+          break;
+        case 3:
+          v = (x + y) % 2 == 0;
+          break;
+        case 4:
+          v = x % 2 == 0 || y == h - 1;
+          break;   // comb joined at the bottom
+        case 5: {  // square spiral of walls 1 apart
+          const std::int64_t d = std::min(std::min(x, y), std::min(w - 1 - x, h - 1 - y));
+          v = d % 2 == 0 && !(x == d && y == d + 1);
+          if (d % 2 == 1 && x == d && y == d) v = true;
+          break;
+        }
+      }
+      m[static_cast<std::size_t>(y * w + x)] = v ? static_cast<std::uint8_t>(1 + pct(rng)) : 0;
+    }
+  return m;
+}
+
+#if defined(OOC_HAVE_CUDA)
+// The CPU's numbering of a band: runs, label_runs, spread back to samples.
+template <class T>
+std::vector<std::uint32_t> cpu_labels(const std::vector<T>& in, std::int64_t h, std::int64_t w,
+                                      bool diagonal, std::uint32_t& count) {
+  kernels::BandRuns r;
+  for (std::int64_t y = 0; y < h; ++y) kernels::append_row_runs(in.data() + y * w, w, r);
+  kernels::label_runs(r, diagonal);
+  std::vector<std::uint32_t> out(in.size(), 0);
+  for (std::int64_t y = 0; y < h; ++y)
+    for (auto i = r.row_start[static_cast<std::size_t>(y)];
+         i < r.row_start[static_cast<std::size_t>(y) + 1]; ++i)
+      for (std::uint32_t x = r.x0[i]; x < r.x1[i]; ++x)
+        out[static_cast<std::size_t>(y * w + x)] = r.label[i];
+  count = r.count;
+  return out;
+}
+
+// Runs the band kernel on `in` (rows padded to `stride` bytes, as the engine stages them) and
+// returns the labels and the count.
+template <class T>
+std::vector<std::uint32_t> gpu_labels(const std::vector<T>& in, std::int64_t h, std::int64_t w,
+                                      bool diagonal, SampleType type, std::uint64_t& count) {
+  const std::size_t stride = static_cast<std::size_t>(w + 3) * sizeof(T);
+  std::vector<std::byte> host(stride * static_cast<std::size_t>(h), std::byte{0x5a});
+  for (std::int64_t y = 0; y < h; ++y)
+    std::memcpy(host.data() + static_cast<std::size_t>(y) * stride, in.data() + y * w,
+                static_cast<std::size_t>(w) * sizeof(T));
+  const std::size_t scratch_bytes = cuda::label_band_scratch(h * w);
+  std::byte *d_in = nullptr, *d_scratch = nullptr;
+  std::uint64_t* d_count = nullptr;
+  EXPECT_EQ(cudaMalloc(&d_in, host.size()), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&d_scratch, scratch_bytes), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&d_count, sizeof(std::uint64_t)), cudaSuccess);
+  EXPECT_EQ(cudaMemset(d_scratch, 0x5a, scratch_bytes), cudaSuccess);  // poison
+  EXPECT_EQ(cudaMemcpy(d_in, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  const std::uint32_t* d_labels = cuda::label_band_async(
+      d_in, stride, h, w, type, diagonal, d_scratch, scratch_bytes, d_count, nullptr);
+  std::vector<std::uint32_t> out(static_cast<std::size_t>(h * w));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(out.data(), d_labels, out.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(&count, d_count, 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d_in);
+  cudaFree(d_scratch);
+  cudaFree(d_count);
+  return out;
+}
+#endif
+
+TEST(GpuLabel, BandKernelNumbersAsTheCpu) {
+  OOC_REQUIRE_GPU();
+#if defined(OOC_HAVE_CUDA)
+  std::mt19937 rng(47);
+  // Sizes at and around the tiles' 16 x 32, one row, one column, and larger odd ones.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {
+      {1, 1},   {1, 67},  {67, 1},  {16, 32}, {17, 33},   {15, 31},
+      {33, 65}, {48, 96}, {5, 300}, {301, 7}, {257, 513}, {1031, 1999}};
+  int cases = 0;
+  for (const auto& [h, w] : sizes)
+    for (int kind = 0; kind < 6; ++kind)
+      for (bool diagonal : {false, true}) {
+        const std::vector<std::uint8_t> m = mask(h, w, kind, rng);
+        std::uint32_t want_n = 0;
+        std::uint64_t got_n = 0;
+        const auto want = cpu_labels(m, h, w, diagonal, want_n);
+        const auto got = gpu_labels(m, h, w, diagonal, SampleType::u8, got_n);
+        ASSERT_EQ(got_n, want_n) << h << "x" << w << " kind " << kind << " diagonal " << diagonal;
+        ASSERT_TRUE(got == want) << h << "x" << w << " kind " << kind << " diagonal " << diagonal;
+        ++cases;
+      }
+  EXPECT_EQ(cases, 144);
+#endif
+}
+
+TEST(GpuLabel, BandKernelForegroundOfFloatsAsTheCpu) {
+  OOC_REQUIRE_GPU();
+#if defined(OOC_HAVE_CUDA)
+  // -0 is background, NaN foreground (NumPy's a != 0), in f32, f64 and i16.
+  std::mt19937 rng(3);
+  const std::int64_t h = 97, w = 131;
+  std::uniform_int_distribution<int> u(0, 5);
+  std::vector<float> f(static_cast<std::size_t>(h * w));
+  for (auto& v : f) {
+    const int k = u(rng);
+    v = k == 0   ? 0.0f
+        : k == 1 ? -0.0f
+        : k == 2 ? std::numeric_limits<float>::quiet_NaN()
+                 : static_cast<float>(k) - 4.5f;
+  }
+  std::vector<double> d(f.begin(), f.end());
+  std::vector<std::int16_t> s(f.size());
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<std::int16_t>(u(rng) - 2);
+  for (bool diagonal : {false, true}) {
+    std::uint32_t wn = 0;
+    std::uint64_t gn = 0;
+    EXPECT_TRUE(gpu_labels(f, h, w, diagonal, SampleType::f32, gn) ==
+                cpu_labels(f, h, w, diagonal, wn));
+    EXPECT_EQ(gn, wn);
+    EXPECT_TRUE(gpu_labels(d, h, w, diagonal, SampleType::f64, gn) ==
+                cpu_labels(d, h, w, diagonal, wn));
+    EXPECT_EQ(gn, wn);
+    EXPECT_TRUE(gpu_labels(s, h, w, diagonal, SampleType::i16, gn) ==
+                cpu_labels(s, h, w, diagonal, wn));
+    EXPECT_EQ(gn, wn);
+  }
+#endif
+}
+
+// A whole job: the label stage over an in-memory u8 image or volume, on `device`, bands of
+// `band_rows`; returns the u32 labels and the count.
+std::vector<std::uint32_t> run_label(std::vector<std::uint8_t>& m, std::int64_t d, std::int64_t h,
+                                     std::int64_t w, int connectivity, const std::string& device,
+                                     std::int64_t band_rows, std::uint64_t& count,
+                                     const std::string& extra = "") {
+  ImageSpec in{w, h, 1, SampleType::u8};
+  if (d > 0) in.depth = d;  // a volume, labelled in 3-D
+  ImageSpec out = in;
+  out.type = SampleType::u32;
+  std::vector<std::uint32_t> labels(static_cast<std::size_t>(std::max<std::int64_t>(d, 1) * h * w),
+                                    0xa5a5a5a5u);
+  JobSpec spec;
+  spec.options.input = spec.options.output = "<memory>";
+  spec.options.device = device;
+  spec.options.pipeline.band_rows = band_rows;
+  spec.options.pipeline.cpu_start_bands = 0;  // the GPU's bands are the GPU's
+  spec.source = std::make_unique<MemorySource>(
+      MemoryImage::dense(in, reinterpret_cast<std::byte*>(m.data())));
+  spec.sink = std::make_unique<MemorySink>(
+      MemoryImage::dense(out, reinterpret_cast<std::byte*>(labels.data())));
+  spec.stages = parse_pipeline({"label connectivity=" + std::to_string(connectivity) + extra});
+  const JobResult r = run_job(std::move(spec));
+  EXPECT_TRUE(r.report.components.has_value());
+  count = r.report.components.value_or(0);
+  EXPECT_EQ(r.report.cuda, device == "cuda");
+  return labels;
+}
+
+TEST(GpuLabel, ImageJobsEqualTheCpu) {
+  OOC_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  for (const auto& [h, w] :
+       std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 77}, {37, 1}, {203, 317}, {64, 1000}})
+    for (int kind : {0, 3, 4, 5})
+      for (int conn : {4, 8})
+        for (std::int64_t band_rows : {1, 7, 64}) {
+          std::vector<std::uint8_t> m = mask(h, w, kind, rng);
+          std::uint64_t nc = 0, ng = 0;
+          const auto c = run_label(m, 0, h, w, conn, "cpu", band_rows, nc);
+          const auto g = run_label(m, 0, h, w, conn, "cuda", band_rows, ng);
+          ASSERT_EQ(ng, nc) << h << "x" << w << " kind " << kind << " c" << conn << " b"
+                            << band_rows;
+          ASSERT_TRUE(g == c) << h << "x" << w << " kind " << kind << " c" << conn << " b"
+                              << band_rows;
+        }
+}
+
+TEST(GpuLabel, VolumeJobsEqualTheCpu) {
+  OOC_REQUIRE_GPU();
+  std::mt19937 rng(13);
+  const std::int64_t d = 9, h = 37, w = 71;
+  for (int kind : {0, 4})
+    for (int conn : {6, 18, 26})
+      for (std::int64_t band_rows : {1, 5, 37}) {
+        std::vector<std::uint8_t> m;
+        for (std::int64_t z = 0; z < d; ++z) {
+          const auto p = mask(h, w, kind, rng);
+          m.insert(m.end(), p.begin(), p.end());
+        }
+        std::uint64_t nc = 0, ng = 0;
+        const auto c = run_label(m, d, h, w, conn, "cpu", band_rows, nc);
+        const auto g = run_label(m, d, h, w, conn, "cuda", band_rows, ng);
+        ASSERT_EQ(ng, nc) << "kind " << kind << " c" << conn << " b" << band_rows;
+        ASSERT_TRUE(g == c) << "kind " << kind << " c" << conn << " b" << band_rows;
+      }
+}
+
+TEST(GpuLabel, MinSizeJobsEqualTheCpu) {
+  OOC_REQUIRE_GPU();
+  // Measurements: the merge measures a GPU band's runs; small components dropped alike.
+  std::mt19937 rng(17);
+  std::vector<std::uint8_t> m = mask(301, 411, 0, rng);
+  for (int conn : {4, 8}) {
+    std::uint64_t nc = 0, ng = 0;
+    const auto c = run_label(m, 0, 301, 411, conn, "cpu", 13, nc, " min-size=5");
+    const auto g = run_label(m, 0, 301, 411, conn, "cuda", 13, ng, " min-size=5");
+    ASSERT_EQ(ng, nc) << "c" << conn;
+    ASSERT_TRUE(g == c) << "c" << conn;
+  }
+}
+
+}  // namespace
+}  // namespace ooc
