@@ -30,6 +30,7 @@ table (in a scratch file in $TMPDIR past a quarter of --mem-limit); the second l
 again and writes it through the table. Under mpirun or srun each rank labels its rows and the
 ranks join the components that cross their cuts (images and --planes volumes; a volume in 3-D and
 --regions run as one process). A stop in the second pass cannot --resume: run again without it.
+With --device cuda each band is labelled on the GPU and joined on the host: the same bytes.
 
 Examples:
   ooclabel mask.tif labels.tif --connectivity 8
