@@ -179,7 +179,7 @@ TEST(GpuLabel, BandKernelForegroundOfFloatsAsTheCpu) {
 std::vector<std::uint32_t> run_label(std::vector<std::uint8_t>& m, std::int64_t d, std::int64_t h,
                                      std::int64_t w, int connectivity, const std::string& device,
                                      std::int64_t band_rows, std::uint64_t& count,
-                                     const std::string& extra = "") {
+                                     const std::string& extra = "", std::int64_t cpu_start = 0) {
   ImageSpec in{w, h, 1, SampleType::u8};
   if (d > 0) in.depth = d;  // a volume, labelled in 3-D
   ImageSpec out = in;
@@ -190,7 +190,7 @@ std::vector<std::uint32_t> run_label(std::vector<std::uint8_t>& m, std::int64_t 
   spec.options.input = spec.options.output = "<memory>";
   spec.options.device = device;
   spec.options.pipeline.band_rows = band_rows;
-  spec.options.pipeline.cpu_start_bands = 0;  // the GPU's bands are the GPU's
+  spec.options.pipeline.cpu_start_bands = cpu_start;  // 0: every band on the GPU
   spec.source = std::make_unique<MemorySource>(
       MemoryImage::dense(in, reinterpret_cast<std::byte*>(m.data())));
   spec.sink = std::make_unique<MemorySink>(
@@ -240,6 +240,20 @@ TEST(GpuLabel, VolumeJobsEqualTheCpu) {
         ASSERT_EQ(ng, nc) << "kind " << kind << " c" << conn << " b" << band_rows;
         ASSERT_TRUE(g == c) << "kind " << kind << " c" << conn << " b" << band_rows;
       }
+}
+
+TEST(GpuLabel, BandsOnBothBackendsEqualTheCpu) {
+  OOC_REQUIRE_GPU();
+  // The first bands on the CPU while CUDA starts, the rest on the GPU: one merge of both kinds.
+  std::mt19937 rng(19);
+  for (int conn : {4, 8}) {
+    std::vector<std::uint8_t> m = mask(203, 317, 0, rng);
+    std::uint64_t nc = 0, ng = 0;
+    const auto c = run_label(m, 0, 203, 317, conn, "cpu", 9, nc);
+    const auto g = run_label(m, 0, 203, 317, conn, "cuda", 9, ng, "", 3);
+    ASSERT_EQ(ng, nc) << "c" << conn;
+    ASSERT_TRUE(g == c) << "c" << conn;
+  }
 }
 
 TEST(GpuLabel, MinSizeJobsEqualTheCpu) {

@@ -225,6 +225,7 @@ struct LabelState {
       throw Error(ErrorKind::usage, "label: band " + std::to_string(i) + " was not in pass 1");
     const std::uint64_t off = band_offset[u];
     const std::uint64_t end = u + 1 < band_offset.size() ? band_offset[u + 1] : next;
+    if (!to) return end - off;
     if (end - off > capacity)
       throw Error(ErrorKind::device, "label: band " + std::to_string(i) + " has " +
                                          std::to_string(end - off) + " components");

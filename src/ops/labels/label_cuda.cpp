@@ -81,10 +81,12 @@ class ApplyCuda final : public CudaKernel {
     const std::uint32_t* labels =
         cuda::label_band_async(b.in, b.in_stride, rows, width, b.in_spec.type, s_->diagonal,
                                b.scratch, label_bytes, d_count, stream);
-    // The slot's previous slice went in before its band was written: the buffer is free.
+    // The slot's previous slice went in before its band was written: the buffer is free. Sized
+    // by the band's count (asked first), not by the most a band can have.
+    const std::uint64_t count = s_->table_slice(b.band.index, nullptr, most);
     auto* slice = reinterpret_cast<std::uint32_t*>(
-        pinned(host_[b.slot], static_cast<std::size_t>(most) * sizeof(std::uint32_t)));
-    const std::uint64_t n = s_->table_slice(b.band.index, slice, most);
+        pinned(host_[b.slot], static_cast<std::size_t>(count + 1) * sizeof(std::uint32_t)));
+    const std::uint64_t n = s_->table_slice(b.band.index, slice, count);
     if (n > 0)
       OOC_CUDA_TRY(cudaMemcpyAsync(d_table, slice, static_cast<std::size_t>(n) * 4,
                                    cudaMemcpyHostToDevice, stream));

@@ -32,7 +32,8 @@ struct LabelCudaShared {
   bool diagonal = false;
   bool all_rows = false;
   // Pass 2: writes band `band`'s slice of the merged table (its provisional labels' final numbers)
-  // to `to`, which holds `capacity` entries, and returns its length.
+  // to `to`, which holds `capacity` entries, and returns its length (only that, where `to` is
+  // null).
   std::function<std::uint64_t(std::int64_t band, std::uint32_t* to, std::uint64_t capacity)>
       table_slice;
 
