@@ -437,6 +437,15 @@ class LabelOpBase : public Operation {
     return fit_rows(rows, s_->in.width);
   }
   bool has_cuda() const override { return kCudaBuilt; }
+  // Pass 1 (no output) or pass 2 (the labels).
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
+#if defined(OOC_HAVE_CUDA)
+    return output() ? detail::make_label_apply_cuda(s_->cuda)
+                    : detail::make_label_scan_cuda(s_->cuda);
+#else
+    return nullptr;
+#endif
+  }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
 #if defined(OOC_HAVE_CUDA)
     return detail::label_cuda_scratch(rows, s_->in.width);
@@ -487,13 +496,6 @@ class Scan final : public LabelOpBase {
     s_->merge(s_->slot_runs.at(slot), &s_->slot_measures.at(slot), band);
   }
   std::unique_ptr<CpuKernel> make_cpu() const override { return std::make_unique<ScanCpu>(s_); }
-  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
-#if defined(OOC_HAVE_CUDA)
-    return detail::make_label_scan_cuda(s_->cuda);
-#else
-    return nullptr;
-#endif
-  }
 };
 
 class ApplyCpu final : public CpuKernel {
@@ -548,13 +550,6 @@ class Apply final : public LabelOpBase {
     return o;
   }
   std::unique_ptr<CpuKernel> make_cpu() const override { return std::make_unique<ApplyCpu>(s_); }
-  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
-#if defined(OOC_HAVE_CUDA)
-    return detail::make_label_apply_cuda(s_->cuda);
-#else
-    return nullptr;
-#endif
-  }
 };
 
 }  // namespace
