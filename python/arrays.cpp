@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <bit>
 #include <memory>
+#include <optional>
 #include <utility>
 
+#include "device_arrays.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/filter_options.hpp"
 #include "ooc/limits.hpp"
@@ -80,6 +82,44 @@ ooc::MemoryImage layout_of(const py::array& a, const char* what, bool volume) {
   return l;
 }
 
+namespace {
+
+// halo_rows=(above, below) (ArrayRun): each None or an array of the input's layout (its rows'
+// width, channels and dtype; a volume's planes' height too), stacked around the input.
+void take_halo_rows(ArrayRun& a, const py::dict& o) {
+  a.stacked = a.in.spec;
+  a.pieces = {a.in};
+  if (!o.contains("halo_rows") || o["halo_rows"].is_none()) return;
+  const bool volume = a.in.spec.volume() || get<bool>(o, "volume", false);
+  const auto halo = o["halo_rows"].cast<py::tuple>();
+  if (halo.size() != 2)
+    throw ooc::Error(ooc::ErrorKind::usage, "halo_rows is (above, below), each an array or None");
+  for (std::size_t k = 0; k < 2; ++k) {
+    if (halo[k].is_none()) continue;
+    const auto p = halo[k].cast<py::array>();
+    const ooc::MemoryImage m = layout_of(p, k == 0 ? "halo_rows[0]" : "halo_rows[1]", volume);
+    const ooc::ImageSpec &s = m.spec, &in = a.in.spec;
+    if (s.width != in.width || s.channels != in.channels || s.type != in.type ||
+        (volume && s.height != in.height) || p.ndim() != a.input.ndim())
+      throw ooc::Error(ooc::ErrorKind::usage, "halo_rows are " + s.describe() + ", the input " +
+                                                  in.describe() +
+                                                  ": give rows of the input's layout and dtype");
+    a.around.push_back(p);
+    if (k == 0) {
+      a.pieces.insert(a.pieces.begin(), m);
+      a.kept_begin = s.stacked_rows();
+    } else {
+      a.pieces.push_back(m);
+    }
+    (volume ? a.stacked.depth : a.stacked.height) += volume ? s.depth : s.height;
+  }
+  if (a.pieces.size() > 1 && !a.alias.empty())
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     "halo_rows with an output sharing the input's memory: give a separate output");
+}
+
+}  // namespace
+
 ArrayRun array_run(const py::array& input, const py::array& output, const py::dict& o,
                    const py::object& progress) {
   if (!output.writeable())
@@ -90,17 +130,106 @@ ArrayRun array_run(const py::array& input, const py::array& output, const py::di
              layout_of(output, "output", get<bool>(o, "volume", false)),
              run_options(o),
              progress_fn(progress),
-             get<std::string>(o, "alias", "")};
+             get<std::string>(o, "alias", ""),
+             {},
+             {},
+             {},
+             0};
   const ooc::ImageSpec &in = a.in.spec, &out = a.out.spec;
   if (in.width != out.width || in.height != out.height || in.depth != out.depth ||
       in.channels != out.channels)
     throw ooc::Error(ooc::ErrorKind::usage, "output has shape " + out.describe() + ", the input " +
                                                 in.describe() +
                                                 ": give an output of the input's shape");
+  take_halo_rows(a, o);
   return a;
 }
 
+ooc::ImageSpec job_input_spec(const py::array& input, const py::dict& o) {
+  ArrayRun a;
+  a.input = input;
+  a.in = layout_of(input, "input", get<bool>(o, "volume", false));
+  take_halo_rows(a, o);
+  return a.stacked;
+}
+
 namespace {
+
+// An image whose rows lie in several arrays one after the other along axis 0 (halo_rows above,
+// the input, halo_rows below): rows within one piece are read where they lie, a run across two
+// pieces is gathered into the band's buffer.
+class PiecesSource final : public ooc::Source {
+ public:
+  PiecesSource(const std::vector<ooc::MemoryImage>& pieces, const ooc::ImageSpec& whole)
+      : whole_(whole) {
+    std::int64_t at = 0;
+    for (const ooc::MemoryImage& p : pieces) {
+      sources_.push_back(std::make_unique<ooc::MemorySource>(p, "array"));
+      first_.push_back(at);
+      at += p.spec.stacked_rows();
+    }
+    first_.push_back(at);
+  }
+  const ooc::ImageSpec& spec() const noexcept override { return whole_; }
+  std::string describe() const override { return "array with its neighbours' rows"; }
+  const std::byte* rows(std::int64_t y0, std::int64_t n, ooc::RowArena& arena) override {
+    const std::size_t k = piece(y0);
+    if (y0 + n <= first_[k + 1]) return sources_[k]->rows(y0 - first_[k], n, arena);
+    std::byte* dst = arena.take(static_cast<std::size_t>(n) * whole_.row_bytes());
+    read_rows(y0, n, dst);
+    return dst;
+  }
+  void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst) override {
+    while (n > 0) {
+      const std::size_t k = piece(y0);
+      const std::int64_t m = std::min(n, first_[k + 1] - y0);
+      sources_[k]->read_rows(y0 - first_[k], m, dst);
+      dst += static_cast<std::size_t>(m) * whole_.row_bytes();
+      y0 += m;
+      n -= m;
+    }
+  }
+
+ private:
+  std::size_t piece(std::int64_t y) const {
+    return static_cast<std::size_t>(std::upper_bound(first_.begin(), first_.end() - 1, y) -
+                                    first_.begin() - 1);
+  }
+  ooc::ImageSpec whole_;
+  std::vector<std::unique_ptr<ooc::MemorySource>> sources_;
+  std::vector<std::int64_t> first_;  // each piece's first stacked row, then the end
+};
+
+// The output of a job over an input with halo_rows: rows of the stacked image, of which the
+// input's [begin, begin + its rows) go to the output array and the neighbours' are dropped.
+class KeptRowsSink final : public ooc::Sink {
+ public:
+  KeptRowsSink(std::unique_ptr<ooc::MemorySink> inner, const ooc::ImageSpec& whole,
+               std::int64_t begin)
+      : inner_(std::move(inner)),
+        whole_(whole),
+        begin_(begin),
+        end_(begin + inner_->spec().stacked_rows()) {}
+  const ooc::ImageSpec& spec() const noexcept override { return whole_; }
+  std::string describe() const override { return inner_->describe(); }
+  void write_rows(std::int64_t y0, std::int64_t n, const std::byte* data,
+                  std::size_t stride) override {
+    const std::int64_t lo = std::max(y0, begin_), hi = std::min(y0 + n, end_);
+    if (lo < hi)
+      inner_->write_rows(lo - begin_, hi - lo, data + static_cast<std::size_t>(lo - y0) * stride,
+                         stride);
+  }
+  void commit() override {}
+  std::string io_method() const override { return "none"; }
+  std::byte* rows_in_place(std::int64_t y0, std::int64_t n) override {
+    return y0 >= begin_ && y0 + n <= end_ ? inner_->rows_in_place(y0 - begin_, n) : nullptr;
+  }
+
+ private:
+  std::unique_ptr<ooc::MemorySink> inner_;
+  ooc::ImageSpec whole_;
+  std::int64_t begin_, end_;
+};
 
 // An output that shares the input's bytes would overwrite rows that later bands still read (the
 // halo, and bands read ahead): the input is copied first, and the copy counts against mem_limit
@@ -156,8 +285,15 @@ py::dict run_array_job(ArrayRun& a, std::vector<ooc::StageCall> stages,
     auto sink = std::make_unique<ooc::MemorySink>(a.out, "array");
     // Bands written straight into the output array, unless it shares the input's bytes.
     sink->in_place(a.alias.empty());
-    spec.source = std::move(source);
-    spec.sink = std::move(sink);
+    if (a.pieces.size() > 1) {  // halo_rows (take_halo_rows refused an output sharing memory)
+      ooc::ImageSpec whole = a.stacked;
+      whole.type = a.out.spec.type;
+      spec.source = std::make_unique<PiecesSource>(a.pieces, a.stacked);
+      spec.sink = std::make_unique<KeptRowsSink>(std::move(sink), whole, a.kept_begin);
+    } else {
+      spec.source = std::move(source);
+      spec.sink = std::move(sink);
+    }
     bool copied = false;  // the input copied first (an output sharing its bytes)
     spec.before_start = [&](ooc::Job& job, const std::vector<const ooc::Operation*>& ops) {
       // A pointwise pass (no halo) over an output laid out exactly as the input reads each
@@ -193,12 +329,12 @@ ooc::Precision precision_of(const py::dict& o) {
 
 // The array filters' border, precision (f64 by default, as scipy) and output type (the output
 // array's).
-ooc::PipelineSettings array_settings(const ArrayRun& a, const std::string& mode, double cval,
-                                     const py::dict& o) {
+ooc::PipelineSettings array_settings(const std::optional<ooc::SampleType>& out_type,
+                                     const std::string& mode, double cval, const py::dict& o) {
   ooc::PipelineSettings s;
   s.border = ooc::parse_border_mode(mode);
   s.border_value = cval;
-  s.out_type = a.out.spec.type;
+  s.out_type = out_type;  // the output array's (a device array's: run_device_stages sets it)
   s.precision = precision_of(o);
   s.planes = get<bool>(o, "planes", false);
   ooc::apply_nodata(get<std::string>(o, "nodata", ""), s, "nodata");  // oocrun's --nodata
@@ -208,32 +344,41 @@ ooc::PipelineSettings array_settings(const ArrayRun& a, const std::string& mode,
 }  // namespace
 
 // Row (x), column (y) and a volume's plane (z) taps, in convolution order, each of odd length.
-py::dict filter_array(const py::array& input, const py::array& output, std::vector<double> row,
+// An input in device memory (a CuPy array) is filtered there (device_arrays.hpp).
+py::dict filter_array(const py::object& input, const py::object& output, std::vector<double> row,
                       std::vector<double> col, std::vector<double> plane, const std::string& mode,
                       double cval, const py::dict& o, const py::object& progress) {
-  ArrayRun a = array_run(input, output, o, progress);
   if (row.size() % 2 == 0 || col.size() % 2 == 0 || plane.size() % 2 == 0)
     throw ooc::Error(ooc::ErrorKind::usage, "filter taps must be of odd count");
   ooc::StageCall call{"separable", {}};
   call.set("row", std::move(row)).set("col", std::move(col));
   if (plane.size() > 1) call.set("plane", std::move(plane));
   call.set("method", get<std::string>(o, "method", "auto"));
-  return run_array_job(a, {call}, array_settings(a, mode, cval, o), "");
+  if (is_device_array(input))
+    return run_device_stages(input, output, {call}, array_settings({}, mode, cval, o), o);
+  ArrayRun a = array_run(input, output, o, progress);
+  return run_array_job(a, {call}, array_settings(a.out.spec.type, mode, cval, o), "");
 }
 
-py::dict conv2d_array(const py::array& input, const py::array& output, const F64Array& kernel,
+py::dict conv2d_array(const py::object& input, const py::object& output, const F64Array& kernel,
                       const std::string& mode, double cval, const py::dict& o,
                       const py::object& progress) {
-  ArrayRun a = array_run(input, output, o, progress);
   ooc::StageCall call{"convolve", {}};
   call.set("kernel", kernel_of(kernel, "weights"));
   call.set("method", get<std::string>(o, "method", "auto"));
-  return run_array_job(a, {call}, array_settings(a, mode, cval, o), "");
+  if (is_device_array(input))
+    return run_device_stages(input, output, {call}, array_settings({}, mode, cval, o), o);
+  ArrayRun a = array_run(input, output, o, progress);
+  return run_array_job(a, {call}, array_settings(a.out.spec.type, mode, cval, o), "");
 }
 
 // ooceq's pipeline of one stage (equalize_file's): a histogram pass, then the table.
-py::dict equalize_array(const py::array& input, const py::array& output, const py::dict& o,
+py::dict equalize_array(const py::object& input, const py::object& output, const py::dict& o,
                         const py::object& progress) {
+  if (is_device_array(input))
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     "equalize reads the image twice (a histogram, then the table): it does not "
+                     "run on a device array; give a NumPy array (cupy.asnumpy)");
   ArrayRun a = array_run(input, output, o, progress);
   check_equalizable(a.in.spec.type, "this array is " + numpy_name(a.in.spec.type),
                     "ooc.pipeline(array, ");

@@ -26,10 +26,22 @@ struct ArrayRun {
   RunOptions run;
   ooc::ProgressFn progress;
   std::string alias;
+  // The keyword halo_rows=(above, below) (ooc.dask's blocks: their neighbours' rows, without
+  // copying them into one array): arrays of the input's layout, each None or rows (a volume's
+  // planes) read before and after the input's as rows of the same image, never written. The job
+  // runs over `stacked`, those pieces one after the other along axis 0; the output holds the
+  // input's rows only, from stacked row kept_begin on.
+  std::vector<py::array> around;
+  std::vector<ooc::MemoryImage> pieces;  // above, the input, below: those given
+  ooc::ImageSpec stacked;
+  std::int64_t kept_begin = 0;
 };
 
 ArrayRun array_run(const py::array& input, const py::array& output, const py::dict& o,
                    const py::object& progress);
+
+// The image a job over `input` reads: its own, with the rows of halo_rows if given.
+ooc::ImageSpec job_input_spec(const py::array& input, const py::dict& o);
 
 // A job over the arrays of `a` running `stages`; returns the stats dict. `operation`: its name
 // in the stats (empty: the stages as built).
@@ -38,14 +50,15 @@ py::dict run_array_job(ArrayRun& a, std::vector<ooc::StageCall> stages,
 
 // scipy.ndimage's filters over arrays: a volume's plane (z) taps, then row (x) then column (y)
 // taps, in convolution order; a 2-D kernel (plane by plane with the keyword planes); ooceq's
-// equalization. The keyword volume says how to read a 3-D array (layout_of).
-py::dict filter_array(const py::array& input, const py::array& output, std::vector<double> row,
+// equalization. The keyword volume says how to read a 3-D array (layout_of). An input in device
+// memory (a CuPy array) with a device output runs on its GPU (device_arrays.hpp).
+py::dict filter_array(const py::object& input, const py::object& output, std::vector<double> row,
                       std::vector<double> col, std::vector<double> plane, const std::string& mode,
                       double cval, const py::dict& o, const py::object& progress);
-py::dict conv2d_array(const py::array& input, const py::array& output, const F64Array& kernel,
+py::dict conv2d_array(const py::object& input, const py::object& output, const F64Array& kernel,
                       const std::string& mode, double cval, const py::dict& o,
                       const py::object& progress);
-py::dict equalize_array(const py::array& input, const py::array& output, const py::dict& o,
+py::dict equalize_array(const py::object& input, const py::object& output, const py::dict& o,
                         const py::object& progress);
 
 }  // namespace ooc::python

@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include "arrays.hpp"
+#include "device_arrays.hpp"
 #include "keywords.hpp"
 
 #include <algorithm>
@@ -271,12 +272,21 @@ py::dict run_file(const std::string& input, const std::string& output,
 // A pipeline over an array, on the array runs' sources, sinks and aliasing rules. `output` is an
 // array (ooc/__init__.py has made its dtype the out_type) or None: then a new array of the
 // pipeline's output type, allocated only once the pipeline is known to be valid. Returns
-// (output, stats).
-py::tuple pipeline_array(const py::array& input, py::object output,
+// (output, stats). An input in device memory (a CuPy array) runs on its GPU into the device
+// output ooc/_pipeline.py made (device_arrays.hpp).
+py::tuple pipeline_array(const py::object& input_object, py::object output,
                          const std::vector<std::string>& words, const py::dict& o,
                          const py::object& progress) {
+  if (is_device_array(input_object)) {
+    ooc::PipelineSettings settings = pipeline_settings(o);
+    settings.planes = get<bool>(o, "planes", false);  // --planes
+    py::dict stats =
+        run_device_stages(input_object, output, ooc::parse_pipeline(words), settings, o);
+    return py::make_tuple(output, stats);
+  }
+  const py::array input = input_object;
   const bool volume = get<bool>(o, "volume", false);
-  const ooc::ImageSpec in = layout_of(input, "input", volume).spec;
+  const ooc::ImageSpec in = job_input_spec(input, o);  // with halo_rows, as the job reads it
   if (!output.is_none()) {
     if (!py::isinstance<py::array>(output))
       throw ooc::Error(ooc::ErrorKind::usage, "output must be an array or None");

@@ -42,7 +42,13 @@ constant = grid-constant (cval).
 Extra keywords of every function: device ("auto", "cpu" or "cuda"), devices ("all" or "0,1"),
 mem_limit (bytes or "512M", "4G"), threads, band_rows, slots, tile_cols, and progress, a callable
 progress(done_rows, total_rows) called between bands; an exception raised there (or Ctrl-C) stops
-the run and propagates, and a file output's temporary is removed.
+the run and propagates, and a file output's temporary is removed. The array functions also take
+halo_rows=(above, below): arrays (or None) of the input's layout read as the image's rows just
+before and after the input's along axis 0, never written (ooc.dask's blocks get their neighbours'
+rows so, without a copy into one array); the output is the input's shape.
+
+CuPy arrays (device memory) are filtered on their GPU by the CUDA kernels, into CuPy arrays,
+with no copy to or from the host (ooc/_device.py); equalize and label take NumPy arrays only.
 """
 
 import numbers
@@ -51,7 +57,7 @@ import tempfile
 
 import numpy as np
 
-from . import _core
+from . import _core, _device
 from ._aliasing import _shared
 from ._core import Error, UsageError
 
@@ -95,7 +101,7 @@ def _nodata_text(nodata):
 
 
 def _run_options(options):
-    unknown = set(options) - set(_RUN_KEYS) - {"precision", "method", "nodata"}
+    unknown = set(options) - set(_RUN_KEYS) - {"precision", "method", "nodata", "halo_rows"}
     if unknown:
         raise TypeError("unexpected keyword argument(s): " + ", ".join(sorted(unknown)))
     o = dict(options)
@@ -208,8 +214,9 @@ def _load(input):
     band."""
     if _is_path(input):
         input = np.load(os.fspath(input), mmap_mode="r")
-    a = np.asarray(input)
-    if a.ndim not in (1, 2, 3, 4) or a.size == 0:
+    # A CuPy array (device memory) stays where it is: its GPU filters it (_device.py).
+    a = _device.prepared(input) if _device.is_device(input) else np.asarray(input)
+    if a.ndim not in (1, 2, 3, 4) or 0 in a.shape:
         raise _usage("input must be a non-empty 1-D, 2-D (H, W), 3-D (H, W, C) or (Z, Y, X) or "
                      "4-D (Z, Y, X, C) array, got shape " + str(a.shape))
     return a
@@ -241,6 +248,8 @@ def _shape_name(a, vol):
 
 def _output(output, a):
     """The array to write (and return): a new one, one of a given dtype, or `output` itself."""
+    if _device.is_device(a):
+        return _device.output(output, a)
     if output is None:
         return np.empty(a.shape, a.dtype)
     if isinstance(output, (np.dtype, str, type)):

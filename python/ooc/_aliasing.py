@@ -4,6 +4,8 @@ later bands read them (the caller copies the input first)."""
 
 import numpy as np
 
+from . import _device
+
 
 def _byte_bounds(a):
     """[lo, hi): the addresses a's samples span, whatever the signs of its strides."""
@@ -53,6 +55,8 @@ def _shared(a, out):
     the same bytes of one file through two mappings (np.load(p, mmap_mode="r") and
     np.load(p, mmap_mode="r+") are one array: same device and inode, overlapping file ranges).
     Writing such an output would overwrite rows that later bands still read."""
+    if _device.is_device(a) or _device.is_device(out):
+        return _device.shared(a, out)
     if np.may_share_memory(a, out):
         try:
             if np.shares_memory(a, out, max_work=100000):

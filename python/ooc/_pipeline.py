@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from . import (_check_progress, _core, _is_volume, _load, _mode, _nodata_text, _output,
+from . import (_check_progress, _core, _device, _is_volume, _load, _mode, _nodata_text, _output,
                _output_options, _run_options, _shared, _type_name, _usage)
 
 
@@ -123,6 +123,13 @@ def pipeline(input, pipeline, output=None, *, mode="reflect", cval=0.0, out_type
     words = _pipeline_words(pipeline)
     o = _pipeline_options(options, mode, cval, out_type, precision, voxel_size, nodata)
     o.update(volume=vol, planes=bool(planes))
+    if _device.is_device(a):  # filtered on its GPU, into a device array (_device.py)
+        out = _device.pipeline_output(a, output, words, o)
+        if o["out_type"] not in (None, out.dtype.name):
+            raise _usage("output is %s, out_type %s: give one or the other"
+                         % (out.dtype.name, o["out_type"]))
+        o["out_type"] = out.dtype.name
+        return _core.pipeline_array(a, out, words, o, None)[0]
     out = None
     if output is None or isinstance(output, np.ndarray):
         out = None if output is None else _output(output, a)

@@ -44,12 +44,14 @@ level; label numbers components as scipy.ndimage.label, the blocks' faces joined
 
 import functools
 import math
+import operator
 import os
 
 import numpy as np
 
 import dask
 import dask.array as da
+from dask.highlevelgraph import HighLevelGraph
 
 from . import (_MODES, _conv_taps, _core, _gaussian_taps, _is_volume, _mode, _sequence, _spatial,
                _usage)
@@ -126,11 +128,34 @@ def _task_options(threads, mem_limit, blocks):
     return o
 
 
-def _run_block(block, *, fn, args, kwargs, threads, mem_limit, blocks):
-    """One block through ooc: `fn` is an ooc function of the array (ooc.gaussian_filter...)."""
+def _run_block(block, above=None, below=None, *, fn, args, kwargs, threads, mem_limit, blocks):
+    """One block through ooc: `fn` is an ooc function of the array (ooc.gaussian_filter...);
+    above and below, the neighbours' rows it reaches (or None at the array's edges), are read
+    where they lie (the keyword halo_rows), not copied into one array with the block."""
     kw = dict(kwargs)
     kw.update(_task_options(threads, mem_limit, blocks))
+    if above is not None or below is not None:
+        kw["halo_rows"] = (None if above is None else np.asarray(above),
+                           None if below is None else np.asarray(below))
     return fn(np.asarray(block), *args, **kw)
+
+
+def _rows_overlap(x, d, fn, dtype, name):
+    """fn(block, above, below) on every block of x, above and below the last and first d
+    entries along axis 0 of the blocks before and after it (None at the array's edges): what
+    map_overlap with depth d along axis 0 alone and boundary 'none' computes, without its
+    concatenation of the three into a new array per block."""
+    dsk = {}
+    for ix in np.ndindex(*x.numblocks):
+        rest = tuple(ix[1:])
+        above = (operator.getitem, (x.name, ix[0] - 1) + rest, (slice(-d, None),)) \
+            if ix[0] > 0 else None
+        below = (operator.getitem, (x.name, ix[0] + 1) + rest, (slice(0, d),)) \
+            if ix[0] + 1 < x.numblocks[0] else None
+        dsk[(name,) + tuple(ix)] = (fn, (x.name,) + tuple(ix), above, below)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, chunks=x.chunks, dtype=np.dtype(dtype),
+                    meta=np.empty((0,) * x.ndim, np.dtype(dtype)))
 
 
 # ---- checks and the overlap ----
@@ -186,6 +211,13 @@ def _apply(x, depth, wrap, call, dtype, threads, mem_limit, name):
     boundary = {ax: ("periodic" if wrap and depth_map[ax] > 0 else "none")
                 for ax in range(x.ndim)}
     token = dask.base.tokenize(x, call[0].__name__, call[1], call[2], threads, mem_limit)
+    if depth_map[0] > 0 and not wrap and not any(depth_map[ax] for ax in range(1, x.ndim)):
+        # The usual blocks (whole rows, suggest_chunks's): the neighbours' rows without a copy.
+        # Blocks of one plane would take the array functions' path for a volume of one plane
+        # (its z taps folded into a 2-D filter), which halo_rows' planes are not: two at least.
+        if min(x.chunks[0]) < 2:
+            x = x.rechunk({0: da.overlap.ensure_minimum_chunksize(2, x.chunks[0])})
+        return _rows_overlap(x, depth_map[0], fn, dtype, "ooc-%s-%s" % (name, token))
     return da.map_overlap(fn, x, depth=depth_map, boundary=boundary, trim=True,
                           dtype=np.dtype(dtype), meta=np.empty((0,) * x.ndim, np.dtype(dtype)),
                           name="ooc-%s-%s" % (name, token))

@@ -24,11 +24,13 @@ def _data(shape, dtype, seed):
 
 
 # (shape, dtype, chunkings): chunks that do not divide the shape, chunks smaller than every
-# reach below, one chunk; the channels chunked too (ooc.dask joins them).
-IMAGE = ((37, 53), np.float32, [(10, 16), (3, 4), (37, 53)])
-CHANNELS = ((29, 31, 3), np.uint16, [(8, 9, 2), (3, 2, 3)])
-VOLUME = ((13, 17, 19), np.float32, [(5, 6, 7), (3, 4, 4), (13, 17, 19)])
-VOLUME_C = ((9, 11, 12, 2), np.uint8, [(4, 5, 5, 1)])
+# reach below, one chunk; the channels chunked too (ooc.dask joins them); blocks of whole rows
+# (planes), whose neighbours' rows ooc reads where they lie (halo_rows), some thinner than the
+# reach.
+IMAGE = ((37, 53), np.float32, [(10, 16), (3, 4), (37, 53), (10, 53), (4, 53)])
+CHANNELS = ((29, 31, 3), np.uint16, [(8, 9, 2), (3, 2, 3), (7, 31, 3)])
+VOLUME = ((13, 17, 19), np.float32, [(5, 6, 7), (3, 4, 4), (13, 17, 19), (4, 17, 19)])
+VOLUME_C = ((9, 11, 12, 2), np.uint8, [(4, 5, 5, 1), (2, 11, 12, 2)])
 
 # name, args, keywords: an asymmetric correlation, an even window, an origin, two reaches.
 IMAGE_CALLS = [
@@ -146,6 +148,12 @@ def test_graph_does_not_grow_with_stages():
     blocks = int(np.prod(x.numblocks))
     # The input's blocks, map_overlap's pieces and joins, then one ooc task per block.
     assert len([k for k in many.__dask_graph__() if k[0] == many.name]) == blocks
+    rows = da.from_array(_data((60, 50), np.float32, 1), chunks=(16, 50))
+    one = od.pipeline(rows, "gaussian sigma=1")
+    many = od.pipeline(rows, "gaussian sigma=1 ! median size=3x3 ! uniform size=3 ! abs")
+    # Blocks of whole rows: the input's blocks, the neighbours' rows, one ooc task per block.
+    assert len(one.__dask_graph__()) == len(many.__dask_graph__())
+    assert len([k for k in many.__dask_graph__() if k[0] == many.name]) == rows.numblocks[0]
 
 
 def test_errors_before_compute():
@@ -337,3 +345,11 @@ def test_label_diagonal_corners_and_long_components():
     assert int(n.compute()) == 1 and lab.compute().tobytes() == _scipy_label(s, 4)[0].tobytes()
     with pytest.raises(ooc.UsageError):
         od.label(da.from_array(s, chunks=10), connectivity=6)
+
+
+def test_halo_rows_of_another_layout_are_refused():
+    a = _data((12, 9), np.float32, 4)
+    with pytest.raises(ooc.UsageError, match="halo_rows"):
+        ooc.gaussian_filter(a, 1.0, halo_rows=(np.zeros((3, 8), np.float32), None))
+    with pytest.raises(ooc.UsageError, match="halo_rows"):
+        ooc.pipeline(a, "gaussian sigma=1", halo_rows=(None, np.zeros((3, 9), np.uint8)))

@@ -1,0 +1,161 @@
+// Device arrays (device_arrays.hpp): __cuda_array_interface__ read as ooc's image in device
+// memory, and a pipeline's single pass run there by ooc::run_on_device.
+#include "device_arrays.hpp"
+
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "ooc/device_image.hpp"
+
+namespace ooc::python {
+
+namespace {
+
+// An array's interface read as an image on a device, and the stream its producer works in.
+struct DeviceArray {
+  ooc::DeviceImage image;
+  int device = -1;
+  void* stream = nullptr;
+  bool readonly = false;
+};
+
+ooc::SampleType device_type(const std::string& typestr, const char* what) {
+  const char order = typestr.empty() ? '?' : typestr[0];
+  const char kind = typestr.size() > 1 ? typestr[1] : '?';
+  const int size = typestr.size() > 2 ? std::atoi(typestr.c_str() + 2) : 0;
+  if (order == '>' && size > 1)
+    throw ooc::Error(ooc::ErrorKind::usage, std::string(what) + " is big-endian (" + typestr +
+                                                "): give it in the machine's byte order");
+  if (kind == 'u' && size == 1) return ooc::SampleType::u8;
+  if (kind == 'u' && size == 2) return ooc::SampleType::u16;
+  if (kind == 'i' && size == 2) return ooc::SampleType::i16;
+  if (kind == 'u' && size == 4) return ooc::SampleType::u32;
+  if (kind == 'i' && size == 4) return ooc::SampleType::i32;
+  if (kind == 'f' && size == 4) return ooc::SampleType::f32;
+  if (kind == 'f' && size == 8) return ooc::SampleType::f64;
+  throw ooc::Error(ooc::ErrorKind::usage,
+                   std::string(what) + " has samples " + typestr +
+                       ", which ooc does not take: use uint8, uint16, int16, uint32, int32, "
+                       "float32 or float64");
+}
+
+// The layout rules of layout_of (arrays.cpp) for a device array: (H, W), (H, W, C), (Z, H, W)
+// with `volume`, (Z, H, W, C); each row's samples one after the other (the kernels read rows).
+DeviceArray device_array(const py::handle& a, const char* what, bool volume) {
+  const py::dict cai = a.attr("__cuda_array_interface__");
+  if (cai.contains("mask") && !cai["mask"].is_none())
+    throw ooc::Error(ooc::ErrorKind::usage, std::string(what) + " is masked: ooc takes no mask");
+  const auto shape = cai["shape"].cast<std::vector<std::int64_t>>();
+  const ooc::SampleType type = device_type(cai["typestr"].cast<std::string>(), what);
+  const auto item = static_cast<std::int64_t>(ooc::sample_bytes(type));
+  const auto ndim = static_cast<int>(shape.size());
+  std::vector<std::int64_t> strides(shape.size(), item);
+  if (cai.contains("strides") && !cai["strides"].is_none()) {
+    strides = cai["strides"].cast<std::vector<std::int64_t>>();
+  } else {
+    for (int i = ndim - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
+  }
+  volume = ndim == 4 || (volume && ndim == 3);
+  if (ndim < 2 || ndim > 4)
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     std::string(what) +
+                         " must be 2-D (H, W), 3-D (H, W, C) or (Z, H, W) or 4-D (Z, H, W, C), "
+                         "got " +
+                         std::to_string(ndim) + " dimensions");
+  const int z = volume ? 1 : 0;
+  const bool interleaved = ndim == z + 3;
+  DeviceArray d;
+  ooc::ImageSpec& s = d.image.spec;
+  s.depth = volume ? shape[0] : 1;
+  s.stack = volume && shape[0] == 1;
+  s.height = shape[z];
+  s.width = shape[z + 1];
+  s.channels = interleaved ? static_cast<int>(shape[z + 2]) : 1;
+  s.type = type;
+  if (interleaved && (shape[z + 2] < 1 || shape[z + 2] > 4))
+    throw ooc::Error(ooc::ErrorKind::usage, std::string(what) + " has " +
+                                                std::to_string(shape[z + 2]) +
+                                                " channels (last axis): ooc takes 1 to 4");
+  ooc::validate(s);
+  const bool rows_whole = (!interleaved || strides[z + 2] == item || s.channels == 1) &&
+                          (strides[z + 1] == item * s.channels || s.width == 1) &&
+                          (strides[z] >= item * s.channels * s.width || s.height == 1) &&
+                          (!volume || strides[0] >= strides[z] * s.height || s.depth == 1);
+  if (!rows_whole)
+    throw ooc::Error(ooc::ErrorKind::usage, std::string(what) +
+                                                " is a strided view whose rows are not whole: give "
+                                                "cupy.ascontiguousarray of it");
+  const py::tuple data = cai["data"];
+  d.image.data = reinterpret_cast<std::byte*>(data[0].cast<std::uintptr_t>());
+  d.readonly = data[1].cast<bool>();
+  d.image.row_stride =
+      static_cast<std::size_t>(s.height == 1 ? item * s.row_samples() : strides[z]);
+  d.image.plane_stride =
+      volume ? static_cast<std::size_t>(s.depth == 1 ? d.image.row_stride * s.height : strides[0])
+             : 0;
+  if (ooc::cuda_device_count() == 0)
+    throw ooc::Error(ooc::ErrorKind::device,
+                     std::string(what) +
+                         " is in device memory, and this build or this machine has no CUDA: give "
+                         "a NumPy array (cupy.asnumpy)");
+  d.device = ooc::cuda_device_of(d.image.data);
+  if (d.device < 0)
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     std::string(what) +
+                         " says it is in device memory (__cuda_array_interface__), but CUDA "
+                         "does not know its address as a device's");
+  // The interface's stream: 1 and 2 are CUDA's own handles for the legacy and the per-thread
+  // default streams, others a stream of the producer's; absent, the default stream.
+  if (cai.contains("stream") && !cai["stream"].is_none())
+    d.stream = reinterpret_cast<void*>(cai["stream"].cast<std::uintptr_t>());
+  return d;
+}
+
+}  // namespace
+
+bool is_device_array(const py::handle& a) {
+  return py::hasattr(a, "__cuda_array_interface__");
+}
+
+py::dict run_device_stages(const py::object& input, const py::object& output,
+                           const std::vector<ooc::StageCall>& stages,
+                           const ooc::PipelineSettings& settings, const py::dict& o) {
+  if (get<std::string>(o, "device", "auto") == "cpu")
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     "device='cpu' takes a NumPy array; this one is in device memory: give "
+                     "cupy.asnumpy(array), or leave device out");
+  if (output.is_none() || !is_device_array(output))
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     "the input is in device memory, the output is not: give a device array "
+                     "(cupy.empty) or none as the output");
+  const bool volume = get<bool>(o, "volume", false);
+  const DeviceArray in = device_array(input, "input", volume);
+  const DeviceArray out = device_array(output, "output", volume);
+  if (out.readonly) throw ooc::Error(ooc::ErrorKind::usage, "output is read-only");
+  if (in.device != out.device)
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     "the input is on GPU " + std::to_string(in.device) + ", the output on GPU " +
+                         std::to_string(out.device) + ": give both on one device");
+  ooc::PipelineSettings s = settings;
+  s.out_type = out.image.spec.type;
+  ooc::PipelinePlan plan(in.image.spec, stages, s, run_options(o).pipeline);
+  if (plan.passes() != 1)
+    throw ooc::Error(ooc::ErrorKind::usage,
+                     "'" + plan.describe() +
+                         "' reads the image more than once (a reduction: equalize): on a device "
+                         "array it is not run; give a NumPy array (cupy.asnumpy)");
+  ooc::DeviceRunStats st;
+  {
+    py::gil_scoped_release release;
+    st = ooc::run_on_device(plan.pass(0), in.image, out.image, in.device, in.stream);
+  }
+  return py::dict(py::arg("seconds") = st.seconds, py::arg("bands") = st.bands,
+                  py::arg("device") = in.device, py::arg("device_bytes") = st.device_bytes,
+                  py::arg("operation") = plan.describe());
+}
+
+}  // namespace ooc::python
