@@ -101,8 +101,9 @@ def test_pipeline_matches_the_host_run(cp):
         np.testing.assert_allclose(cp.asnumpy(got), host, rtol=0, atol=1e-3)
     got = ooc.pipeline(cp.asarray(a), "gaussian sigma=1 ! convert type=u8")
     assert got.dtype == np.uint8
-    np.testing.assert_array_equal(cp.asnumpy(got), ooc.pipeline(a, "gaussian sigma=1 ! "
-                                                                   "convert type=u8"))
+    host = ooc.pipeline(a, "gaussian sigma=1 ! convert type=u8")
+    # A sum a rounding apart on the two backends may round to the next integer.
+    assert np.abs(cp.asnumpy(got).astype(int) - host).max() <= 1
     v = _data((7, 20, 24), np.float32)
     got = ooc.pipeline(cp.asarray(v), "gaussian sigma=1 ! median size=3", volume=True)
     host = ooc.pipeline(v, "gaussian sigma=1 ! median size=3", volume=True)
@@ -111,7 +112,7 @@ def test_pipeline_matches_the_host_run(cp):
 
 def test_refusals(cp):
     d = cp.asarray(_data((20, 30), np.uint8))
-    with pytest.raises(ooc.UsageError, match="same device addresses"):
+    with pytest.raises(ooc.UsageError, match="shares device memory"):
         ooc.gaussian_filter(d, 1.0, output=d)
     with pytest.raises(ooc.UsageError, match="output"):
         ooc.gaussian_filter(d, 1.0, output=np.empty((20, 30), np.uint8))
