@@ -287,6 +287,20 @@ class Nodata(unittest.TestCase):
                 want = ranked(x, np.nan, size, rank_of, mode, 50.0, f)
                 self.same(got, want, np.nan, f"{stage} --border {mode}", rtol=0, atol=0)
 
+    def test_median_lanes_every_hole_count(self):
+        """The 3 x 3 and 5 x 5 float medians that run a row's windows in vector lanes (holes -inf
+        and +inf in turn): random holes from sparse to dense, so that every count of holes in a
+        window occurs, NaN beside the value, against the NumPy reference."""
+        for frac in (0.05, 0.3, 0.6, 0.9):
+            x = rng.uniform(-50, 50, (40, 203)).astype(np.float32)
+            x[rng.random(x.shape) < frac] = ND
+            x[rng.random(x.shape) < 0.02] = np.nan
+            for size in (3, 5):
+                for mode in ("reflect", "constant"):
+                    got = self.oocrun(x, f"median size={size}", "--border", mode, "--band-rows", "9")
+                    want = ranked(x, ND, (size, size), lambda n: n // 2, mode)
+                    self.same(got, want, ND, f"median {size} {mode} holes {frac}", rtol=0, atol=0)
+
     def test_opening_and_closing(self):
         x = image()
         for mode in MODES:

@@ -82,33 +82,24 @@ inline std::size_t rank_scratch_bytes(std::int64_t rows, std::int64_t halo, std:
          static_cast<std::size_t>(h * w) * sizeof(double);
 }
 
-// The k-th smallest of v[0, n) (k < n, no NaN), where v has room for n rounded up to 4: in
-// float, by counting for each sample those below it and those equal, 4 at a time (a window of
-// tens of samples: several times faster than std::nth_element's partitions); else nth_element.
-typedef float MaskedF4 __attribute__((vector_size(16)));
-typedef int MaskedI4 __attribute__((vector_size(16)));
-typedef float MaskedF4u __attribute__((vector_size(16), aligned(4), may_alias));
+// The k-th smallest of v[0, n) (k < n, no NaN), where v has room for n rounded up to 8: float
+// by counting (select.cpp), double by std::nth_element.
+float kth_smallest_f32(float* v, std::int64_t n, std::int64_t k);
+
+// The masked n x n median (n 3 or 5, float) of median_lanes() adjacent windows at once
+// (median_lanes_impl.cpp): rows[i] and holes[i] point at window row i's first sample and its hole
+// flags (1: hole) for the first lane; out takes the lanes' medians, the rule's.
+std::int64_t median_lanes();
+void median_f32(int n, const float* const* rows, const std::uint8_t* const* holes, float* out);
 
 template <class V>
 V kth_smallest(V* v, std::int64_t n, std::int64_t k) {
   if constexpr (std::is_same_v<V, float>) {
-    const std::int64_t m = (n + 3) / 4 * 4;
-    std::fill(v + n, v + m, std::numeric_limits<float>::infinity());
-    for (std::int64_t i = 0; i < n; ++i) {
-      const MaskedF4 x = MaskedF4{} + v[i];
-      MaskedI4 lt{}, eq{};
-      for (std::int64_t j = 0; j < m; j += 4) {
-        const MaskedF4 y = *reinterpret_cast<const MaskedF4u*>(v + j);
-        lt += y < x;
-        eq += y == x;
-      }
-      const std::int64_t less = -(lt[0] + lt[1] + lt[2] + lt[3]);
-      const std::int64_t same = -(eq[0] + eq[1] + eq[2] + eq[3]);
-      if (less <= k && k < less + same) return v[i];
-    }
+    return kth_smallest_f32(v, n, k);
+  } else {
+    std::nth_element(v, v + k, v + n);
+    return v[k];
   }
-  std::nth_element(v, v + k, v + n);
-  return v[k];
 }
 
 // The output already holds the unmasked kernel's filter of every sample (its sample is the
@@ -122,6 +113,8 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
   const std::int64_t reach = std::max(a.left, a.w - 1 - a.left), PS = (W + 2 * reach) * C;
   const std::vector<std::int64_t> cols = column_table(W, reach, a.border);
   const bool cval_hole = hole(a.cval, a.nodata);
+  const bool has_value = !std::isnan(a.nodata) && holds<T>(a.nodata);
+  const T value = has_value ? static_cast<T>(a.nodata) : T{};
   map.resize(static_cast<std::size_t>(in_rows * PS));
   tbb::parallel_for(std::int64_t{0}, in_rows, [&](std::int64_t r) {
     std::uint8_t* m = map.data() + r * PS;
@@ -133,8 +126,18 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
     for (std::int64_t p = 0; p < W + 2 * reach; ++p) {
       const std::int64_t q = cols[static_cast<std::size_t>(p)];
       if (p >= reach && p < W + reach) {  // the row's own columns, in one run
-        for (std::int64_t i = 0; i < W * C; ++i)
-          m[reach * C + i] = hole(static_cast<double>(src[i]), a.nodata);
+        // In T, branch-free, so that it vectorizes: NaN, and the value where T holds it.
+        // Locals: the byte stores may alias the captured ones, which would be read again.
+        std::uint8_t* mo = m + reach * C;
+        const T nd = value;
+        const bool hv = has_value;
+        const std::int64_t count = W * C;
+        for (std::int64_t i = 0; i < count; ++i) {
+          const T v = src[i];
+          bool h = hv & (v == nd);
+          if constexpr (std::is_floating_point_v<T>) h = h | (v != v);
+          mo[i] = h;
+        }
         p = W + reach - 1;
         continue;
       }
@@ -145,6 +148,20 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
   // Holes as T's nodata value (convert.hpp). The other outputs are samples of the window, never
   // a hole's value.
   const T fill_value = nodata_of<T>(a.nodata);
+  // The window's samples (the footprint's), row by row.
+  struct Tap {
+    std::int64_t i, j;
+  };
+  std::vector<Tap> taps;
+  for (std::int64_t i = 0; i < a.h; ++i)
+    for (std::int64_t j = 0; j < a.w; ++j)
+      if (!a.mask || a.mask[i * a.w + j]) taps.push_back({i, j});
+  // The 3 x 3 and 5 x 5 medians of floats, one channel, go through median_f32's lanes.
+  const std::int64_t lanes =
+      std::is_same_v<T, float> && C == 1 && !a.mask && a.h == a.w && (a.h == 3 || a.h == 5) &&
+              a.top == a.h / 2 && a.left == a.w / 2 && a.count == a.h * a.w && a.rank == a.count / 2
+          ? median_lanes()
+          : 0;
   constexpr std::int64_t kBlock = 16;
   tbb::parallel_for(std::int64_t{0}, (a.out_rows + kBlock - 1) / kBlock, [&](std::int64_t blk) {
     thread_local std::vector<std::int32_t> down, across;
@@ -153,7 +170,15 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
     thread_local std::vector<V> win;
     down.assign(static_cast<std::size_t>(PS), 0);
     across.resize(static_cast<std::size_t>(PS + C));
-    win.resize(static_cast<std::size_t>(a.h * a.w + 4));
+    win.resize(static_cast<std::size_t>(a.h * a.w + 8));
+    thread_local std::vector<const float*> lane_src;
+    thread_local std::vector<const std::uint8_t*> lane_map;
+    lane_src.resize(static_cast<std::size_t>(std::max<std::int64_t>(a.h, 16)));
+    lane_map.resize(static_cast<std::size_t>(a.h));
+    thread_local std::vector<const T*> src_at;
+    thread_local std::vector<const std::uint8_t*> map_at;
+    src_at.resize(static_cast<std::size_t>(a.h));
+    map_at.resize(static_cast<std::size_t>(a.h));
     const std::int64_t y0 = blk * kBlock, y1 = std::min(a.out_rows, y0 + kBlock);
     for (std::int64_t y = y0; y < y1; ++y) {
       const std::int64_t top = y + a.halo - a.top;  // the window's first row
@@ -168,18 +193,50 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
         add(top - 1, -1);
       }
       for (int c = 0; c < C; ++c) across[c] = 0;
-      for (std::int64_t i = 0; i < PS; ++i) across[i + C] = across[i] + down[i];
+      if (C == 1) {  // the running sum in a register: no store-to-load chain
+        std::int32_t run = 0;
+        for (std::int64_t i = 0; i < PS; ++i) across[i + 1] = run += down[i];
+      } else {
+        for (std::int64_t i = 0; i < PS; ++i) across[i + C] = across[i] + down[i];
+      }
       const std::uint8_t* own = map.data() + (y + a.halo) * PS + reach * C;
+      // The window's rows, for the samples inside the row (none from the constant border).
+      bool inner = true;
+      for (std::int64_t i = 0; i < a.h; ++i) {
+        src_at[i] = reinterpret_cast<const T*>(a.rows[top + i]);
+        map_at[i] = map.data() + (top + i) * PS;
+        inner = inner && src_at[i] != nullptr;
+      }
       T* o = reinterpret_cast<T*>(a.out + static_cast<std::size_t>(y) * a.out_stride);
-      for (std::int64_t x = 0; x < W; ++x)
-        for (int c = 0; c < C; ++c) {
-          const std::int64_t p0 = x - a.left + reach;
-          if (across[(p0 + a.w) * C + c] == across[p0 * C + c]) continue;  // no hole
-          if (own[x * C + c]) {
-            o[x * C + c] = fill_value;
-            continue;
+      // Output (x, c), whose window holds a hole, again over its valid samples; the last
+      // column it did (more than x where the lanes did several).
+      const auto redo = [&](std::int64_t x, int c) -> std::int64_t {
+        const std::int64_t p0 = x - a.left + reach;
+        if (own[x * C + c]) {
+          o[x * C + c] = fill_value;
+          return x;
+        }
+        if (lanes > 0 && inner && x >= a.left && x + lanes - a.left + a.w <= W) {
+          // The median of `lanes` windows at once (holes -inf and +inf in turn).
+          for (std::int64_t i = 0; i < a.h; ++i) {
+            lane_src[i] = reinterpret_cast<const float*>(src_at[i]) + (x - a.left);
+            lane_map[i] = map_at[i] + p0;
           }
-          std::int64_t n = 0;
+          float med[16];
+          median_f32(static_cast<int>(a.h), lane_src.data(), lane_map.data(), med);
+          for (std::int64_t l = 0; l < lanes; ++l)
+            o[x + l] = own[x + l] ? fill_value : static_cast<T>(med[l]);
+          return x + lanes - 1;
+        }
+        std::int64_t n = 0;
+        if (inner && x >= a.left && x - a.left + a.w <= W) {
+          // Inside the row: no border rule; every sample written, counted where valid.
+          const std::int64_t q0 = (x - a.left) * C + c, m0 = p0 * C + c;
+          for (const Tap& t : taps) {
+            win[n] = static_cast<V>(src_at[t.i][q0 + t.j * C]);
+            n += !map_at[t.i][m0 + t.j * C];
+          }
+        } else {
           for (std::int64_t i = 0; i < a.h; ++i) {
             const std::uint8_t* m = map.data() + (top + i) * PS;
             const T* src = reinterpret_cast<const T*>(a.rows[top + i]);
@@ -190,13 +247,27 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
               win[n++] = !src || q == W ? static_cast<V>(a.cval) : static_cast<V>(src[q * C + c]);
             }
           }
-          if (n == 0) {
-            o[x * C + c] = fill_value;
-            continue;
-          }
-          const std::int64_t k = a.count > 1 ? a.rank * (n - 1) / (a.count - 1) : 0;
-          o[x * C + c] = store<T>(kth_smallest(win.data(), n, k));
         }
+        if (n == 0) {
+          o[x * C + c] = fill_value;
+          return x;
+        }
+        const std::int64_t k = a.count > 1 ? a.rank * (n - 1) / (a.count - 1) : 0;
+        o[x * C + c] = store<T>(kth_smallest(win.data(), n, k));
+        return x;
+      };
+      if (C == 1) {  // a tight scan for the windows with holes
+        const std::int32_t* h0 = across.data() + (reach - a.left);
+        const std::int32_t* h1 = h0 + a.w;
+        for (std::int64_t x = 0; x < W; ++x)
+          if (h1[x] != h0[x]) x = redo(x, 0);
+      } else {
+        for (std::int64_t x = 0; x < W; ++x)
+          for (int c = 0; c < C; ++c) {
+            const std::int64_t p0 = x - a.left + reach;
+            if (across[(p0 + a.w) * C + c] != across[p0 * C + c]) redo(x, c);
+          }
+      }
     }
   });
 }

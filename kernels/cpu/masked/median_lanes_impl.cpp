@@ -1,0 +1,64 @@
+// The masked 3 x 3 and 5 x 5 medians on vectors of adjacent output columns (masked.hpp), compiled
+// once per instruction set (CMakeLists.txt: OOC_ISA names the namespace; select.cpp picks one at
+// run time). Each lane's holes become -inf and +inf in turn (-inf first): ceil(h / 2) of h holes
+// are -inf, which puts the network's median wire on the valid samples' median, the lower middle
+// of an even count (n = N^2 - h valid samples: wire (N^2 - 1) / 2 - ceil(h / 2) of them is
+// (n - 1) / 2 rounded down). Then the unmasked median network
+// (kernels/cpu/morphology/rank_network.hpp) gives the masked median exactly, since it only moves
+// samples, and a window without holes gives the unmasked filter's sample.
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "kernels/cpu/morphology/rank_network.hpp"
+
+#ifndef OOC_ISA
+#error "OOC_ISA must name the instruction-set namespace"
+#endif
+
+namespace ooc::kernels::OOC_ISA {
+
+namespace {
+
+using V = kernels::Vec32<float>;
+constexpr int kL = kernels::kLanes25<float>;
+using I [[gnu::vector_size(kL * 4)]] = std::int32_t;
+using B [[gnu::vector_size(kL)]] = std::uint8_t;
+typedef float Vu __attribute__((vector_size(kL * 4), aligned(4), may_alias));
+
+template <int N>
+void lanes(const float* const* rows, const std::uint8_t* const* holes, float* out) {
+  const V lo = V{} - std::numeric_limits<float>::infinity();
+  const V hi = V{} + std::numeric_limits<float>::infinity();
+  I seen{};  // holes so far in each lane's window, in wire order
+  V v[N * N];
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < N; ++j) {
+      B b;
+      std::memcpy(&b, holes[i] + j, sizeof b);
+      const I h = __builtin_convertvector(b, I) != 0;  // -1 on a hole
+      const V x = *reinterpret_cast<const Vu*>(rows[i] + j);
+      const V sub = (seen & 1) == 0 ? lo : hi;
+      v[i * N + j] = h ? sub : x;
+      seen -= h;
+    }
+  kernels::median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
+  *reinterpret_cast<Vu*>(out) = v[N == 5 ? 12 : 4];
+}
+
+}  // namespace
+
+std::int64_t masked_median_lanes() {
+  return kernels::kLanes25<float>;
+}
+
+void masked_median_f32(int n, const float* const* rows, const std::uint8_t* const* holes,
+                       float* out) {
+  if (n == 5)
+    lanes<5>(rows, holes, out);
+  else
+    lanes<3>(rows, holes, out);
+}
+
+}  // namespace ooc::kernels::OOC_ISA
