@@ -383,14 +383,15 @@ class RealCgroup(HostileBase):
 
     def test_pipeline_of_six_stages_stays_under_its_mem_limit(self):
         # The halos of every stage and each stage's intermediate rows are planned inside
-        # --mem-limit: 512 MiB of f32 through six stages in a 200M cgroup with a 48M limit.
-        # The planner's own plan, and tiles across the row of a width forced.
+        # --mem-limit: 256 MiB of f32 (more than the cgroup holds; the 2G run above is the long
+        # one) through six stages in a 200M cgroup with a 48M limit. The planner's own plan, and
+        # tiles across the row of a width forced.
         chain = ("gaussian sigma=3 ! dog sigma1=1 sigma2=2 ! gradient-magnitude ! "
                  "white-tophat size=15 ! scale mul=4 ! convert type=u8")
         for extra in ([], ["--tile-cols", "700"], ["--tile-cols", "100000"]):
             with self.subTest(extra=extra), MemoryCgroup(self.LIMIT) as cg:
                 r = run([tool("oocrun"), "synth:noise", "null:", chain, "--width", "8192",
-                         "--height", "16384", "--mem-limit", "48M", "--device", "cpu", "-q"]
+                         "--height", "8192", "--mem-limit", "48M", "--device", "cpu", "-q"]
                         + extra, timeout=300, preexec_fn=cg.preexec, measure_rss=True)
                 peak, kills = cg.peak(), cg.oom_kills()
                 self.assertExit(r, 0)

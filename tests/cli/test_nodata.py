@@ -405,14 +405,40 @@ class Nodata(unittest.TestCase):
         r = self.run_tool([OOCRUN, self.p("in.npy"), self.p("o.npy"), "gaussian sigma=1 fill=true"],
                           code=2)
         self.assertIn("--nodata", r.stderr)
-        # No CUDA version: refused on --device cuda (2; 5 where no device is here at all),
-        # pointing at the CPU.
-        r = subprocess.run([OOCRUN, self.p("in.npy"), self.p("o.npy"), "gaussian sigma=1",
+        # No CUDA version (the masked rank filters): refused on --device cuda (2; 5 where no
+        # device is here at all), pointing at the CPU.
+        r = subprocess.run([OOCRUN, self.p("in.npy"), self.p("o.npy"), "median size=3",
                             "--nodata", "0", "--device", "cuda", "-q"], capture_output=True,
                            text=True)
         self.assertIn(r.returncode, (2, 5), r.stderr)
         self.assertIn("--device cpu", r.stderr)
         self.assertFalse(os.path.exists(self.p("o.npy")))
+
+    def test_cuda_gives_the_cpu_bytes(self):
+        """The separable stages' normalized convolution on the GPU: the CPU's bytes (f32 sums,
+        every border, NaN and a value, min-weight, fill, a negative tap, into u8). Skipped where
+        no CUDA device is usable."""
+        x = image(kind="nan")
+        np.save(self.p("in.npy"), x)
+        probe = subprocess.run([OOCRUN, self.p("in.npy"), self.p("o.npy"), "gaussian sigma=1",
+                                "--nodata", "-9999", "--device", "cuda", "-q"],
+                               capture_output=True, text=True)
+        if probe.returncode == 5:
+            self.skipTest("no usable CUDA device")
+        self.assertEqual(probe.returncode, 0, probe.stderr)
+        cases = [("gaussian sigma=2", []), ("uniform size=5 min-weight=0.5", []),
+                 ("gaussian sigma=1 fill=true", []), ("correlate1d taps=-1,2,4 axis=1", []),
+                 ("gaussian sigma=1.5", ["--out-type", "u8"])]
+        for stage, extra in cases:
+            for mode in MODES:
+                outs = []
+                for dev in ("cpu", "cuda"):
+                    out = self.p(f"{dev}.npy")
+                    self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", "-9999",
+                                   "--border", mode, "--band-rows", "7", "--device", dev, *extra])
+                    outs.append(np.load(out))
+                self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
+                                f"{stage} {mode}: cuda differs from cpu")
 
     def test_pyramids_and_tags(self):
         try:
@@ -602,6 +628,18 @@ class Nodata(unittest.TestCase):
         self.assertTrue(np.array_equal(got, want.astype(np.uint8)), "convert stage then median")
         got = self.oocrun(x, "unsharp sigma=1 amount=1", "--out-type", "u8")
         self.assertTrue(np.array_equal(got == 0, holes(x, ND)), "unsharp into u8: holes")
+
+    def test_volume_convert_and_refusals(self):
+        """A volume in 3-D: convert (sample by sample) keeps holes as the rule says; the masked
+        filters take a volume plane by plane only, and say so."""
+        x = rng.uniform(-2, 300, (5, 21, 17)).astype(np.float32)
+        x[1:3, 4:9, 5:12] = ND
+        x[rng.random(x.shape) < 0.05] = ND
+        got = self.oocrun(x, "convert type=u8")
+        self.assertTrue(np.array_equal(got, to_type(x.astype(np.float64), ND, np.uint8, 0)))
+        r = self.run_tool([OOCRUN, self.p("in.npy"), self.p("o.npy"), "median size=3",
+                           "--nodata", "-9999"], code=2)
+        self.assertIn("knows holes in 2-D only: add --planes", r.stderr)
 
     def test_out_type_says_its_nodata(self):
         """The value chosen is stated: a note on stderr, --stats json, the TIFF's GDAL_NODATA on
