@@ -1,6 +1,7 @@
 // The operations that know holes (issue 48, docs/design.md "Nodata"): built by the families'
 // stages in place of their usual operation where the pipeline has a nodata value
-// (PipelineSettings::nodata). CPU only: has_cuda() says no, so --device cuda refuses them and
+// (PipelineSettings::nodata). On the CPU; the separable stages' normalized convolution on the GPU
+// too (kernels/cuda/masked), the others' has_cuda() says no, so --device cuda refuses them and
 // auto runs them on the CPU.
 #pragma once
 
@@ -67,6 +68,20 @@ std::vector<StageEntry> masked_morphology_stages();
 // (kernels/cpu/masked/convert.hpp's nodata_of), valid samples that convert to it move off it.
 std::unique_ptr<Operation> make_masked_convert(const ImageSpec& in, SampleType out, double nodata,
                                                std::string what);
+
+// The GPU's normalized convolution of the separable stages (masked_separable_cuda.cpp, built
+// with CUDA only): taps in correlation order, the output's shape and type, the nodata rule.
+struct MaskedCudaArgs {
+  std::vector<double> row_taps, col_taps;
+  ImageSpec out;
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0, nodata = 0, min_weight = 0;
+  bool fill = false, f64 = false;
+};
+std::unique_ptr<CudaKernel> make_masked_separable_cuda(const std::vector<int>& devices,
+                                                       const MaskedCudaArgs& a);
+std::size_t masked_separable_cuda_scratch(std::int64_t band_rows, std::int64_t ry,
+                                          std::int64_t row_samples, bool f64);
 
 // "nan" or the exact number: how fingerprints and messages say a nodata value.
 std::string nodata_text(double v);

@@ -1,22 +1,25 @@
 // Normalized convolution (issue 48): the separable stages (gaussian, uniform, correlate1d,
 // separable) and convolve's direct sum, of an image with holes, sum(k x m) / sum(k m) over each
 // window's valid samples, as two separable passes over x m and over m
-// (kernels/cpu/masked/normalized.hpp). Built by the stages where the pipeline has a nodata value;
-// runs on the CPU only.
+// (kernels/cpu/masked/normalized.hpp; on the GPU the separable stages' through
+// kernels/cuda/masked). Built by the stages where the pipeline has a nodata value.
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "io/digest.hpp"
+#include "kernels/cpu/convolution/separable.hpp"
 #include "kernels/cpu/masked/normalized.hpp"
 #include "ooc/error.hpp"
 #include "ooc/precision.hpp"
 #include "ops/convolution/band_fill.hpp"
 #include "ops/convolution/method_param.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/masked.hpp"
 
 namespace ooc::detail {
@@ -111,6 +114,39 @@ class MaskedSeparable final : public Operation {
     c.f64 = a_.f64;
     c.taps = double(row_.size() + col_.size());  // the numerator; weights only near holes
     return c;
+  }
+  // The GPU's kernel (kernels/cuda/masked) rounds as the CPU's AVX2 one: an fma a tap in tap
+  // order from a plain first product, a float division; not the baseline's separate products,
+  // and the double sums are not checked.
+  bool has_cuda() const override { return kCudaBuilt; }
+  bool cpu_gives_cuda_bits() const override {
+    return !a_.f64 && std::string_view(kernels::separable_isa()) != "baseline";
+  }
+  std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
+#if defined(OOC_HAVE_CUDA)
+    return masked_separable_cuda_scratch(band_rows, a_.ry, out_.row_samples(), a_.f64);
+#else
+    (void)band_rows;
+    return 0;
+#endif
+  }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    MaskedCudaArgs m;
+    m.row_taps = row_;
+    m.col_taps = col_;
+    m.out = out_;
+    m.border = a_.border;
+    m.border_value = a_.border_value;
+    m.nodata = a_.nodata;
+    m.min_weight = a_.min_weight;
+    m.fill = a_.fill;
+    m.f64 = a_.f64;
+    return make_masked_separable_cuda(devices, m);
+#else
+    (void)devices;
+    return nullptr;
+#endif
   }
 
  private:

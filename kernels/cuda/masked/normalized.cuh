@@ -1,0 +1,49 @@
+// Normalized convolution on the GPU (issue 48, nodata): the separable form of
+// kernels/cpu/masked/normalized.hpp, sum(k x m) / sum(k m) over each window's valid samples, as a
+// row pass over x m, m and |k| m (holes 0, weight 0) and a column pass over those, then the
+// division and the nodata rule. The same roundings as the CPU's AVX2 kernel: each sum a plain
+// first product and one fma a tap in tap order, rows of the constant border as the constant (not
+// a row pass of it), a float division, holes written as the output type's nodata value and valid
+// samples kept off it (kernels/cpu/masked/convert.hpp).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ooc/border.hpp"
+#include "ooc/image.hpp"
+
+namespace ooc::cuda {
+
+struct NormalizedLaunch {
+  // The band: out_rows + 2 ry input rows from image row first_row (rows of the constant border
+  // outside the image are not staged), in_stride apart.
+  const std::byte* in = nullptr;
+  std::size_t in_stride = 0;
+  SampleType in_type = SampleType::f32;
+  std::int64_t first_row = 0, image_height = 0, out_rows = 0;
+  std::int64_t width = 0;
+  int channels = 1;
+  std::byte* out = nullptr;
+  std::size_t out_stride = 0;
+  SampleType out_type = SampleType::f32;
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0;
+  // Taps in correlation order, in device memory, in the accumulator type: row (2 rx + 1), column
+  // (2 ry + 1), then their magnitudes in the same order.
+  const std::byte* taps = nullptr;
+  std::int64_t rx = 0, ry = 0;
+  bool negative = false;                   // a negative tap: |k| m summed apart for min-weight
+  double nodata = 0, min_weight_need = 0;  // need: min-weight times the sum of all |taps|
+  bool fill = false, f64 = false;
+  std::byte* scratch = nullptr;  // normalized_cuda_scratch bytes
+};
+
+// Device memory of a band of `rows` output rows: the row pass's three sums of every input row.
+std::size_t normalized_cuda_scratch(std::int64_t rows, std::int64_t ry, std::int64_t row_samples,
+                                    bool f64);
+void normalized_async(const NormalizedLaunch& l, cudaStream_t stream);
+
+}  // namespace ooc::cuda
