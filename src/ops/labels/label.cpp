@@ -437,6 +437,9 @@ class LabelOpBase : public Operation {
     return fit_rows(rows, s_->in.width);
   }
   bool has_cuda() const override { return kCudaBuilt; }
+  // Both number a band's components alike (the GPU's partial says which labelled it): the CPU
+  // may take the first bands while CUDA starts.
+  bool cpu_gives_cuda_bits() const override { return true; }
   // Pass 1 (no output) or pass 2 (the labels).
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
 #if defined(OOC_HAVE_CUDA)
