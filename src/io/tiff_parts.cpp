@@ -134,16 +134,17 @@ std::string settings_text(const ImageSpec& s, const SinkOptions& o) {
   char res[96];
   std::snprintf(res, sizeof res, "%.17g %.17g", m.x_resolution, m.y_resolution);
   std::ostringstream t;
-  t << "ooc-tiff-parts 2\nimage " << s.width << " " << s.height << " " << s.channels << " "
-    << static_cast<int>(s.type) << "\ncompress " << hex(o.compress) << " " << o.level << " "
-    << resolved_predictor(o, s.type) << "\nlayout " << o.tile << " " << o.pyramid_levels << " "
-    << (o.cog ? 1 : 0) << " " << hex(o.bigtiff) << "\nphotometric " << m.photometric << " "
-    << list_text(m.extra_samples) << "\nresolution " << res << " " << m.resolution_unit
-    << "\ndescription " << hex(m.description) << "\norientation " << m.orientation << "\ngeo "
-    << list_text(g.model_pixel_scale) << " " << list_text(g.model_tiepoint) << " "
-    << list_text(g.model_transformation) << " " << list_text(g.geo_key_directory) << " "
-    << list_text(g.geo_double_params) << " " << hex(g.geo_ascii_params) << " "
-    << hex(g.gdal_metadata) << " " << hex(g.gdal_nodata) << "\nend\n";
+  t << "ooc-tiff-parts 3\nimage " << s.width << " " << s.height << " " << s.depth << " "
+    << s.channels << " " << static_cast<int>(s.type) << "\ncompress " << hex(o.compress) << " "
+    << o.level << " " << resolved_predictor(o, s.type) << "\nlayout " << o.tile << " "
+    << o.pyramid_levels << " " << (o.cog ? 1 : 0) << " " << hex(o.bigtiff) << "\nphotometric "
+    << m.photometric << " " << list_text(m.extra_samples) << "\nresolution " << res << " "
+    << m.resolution_unit << "\ndescription " << hex(m.description) << "\norientation "
+    << m.orientation << "\ngeo " << list_text(g.model_pixel_scale) << " "
+    << list_text(g.model_tiepoint) << " " << list_text(g.model_transformation) << " "
+    << list_text(g.geo_key_directory) << " " << list_text(g.geo_double_params) << " "
+    << hex(g.geo_ascii_params) << " " << hex(g.gdal_metadata) << " " << hex(g.gdal_nodata)
+    << "\nend\n";
   return t.str();
 }
 
@@ -155,9 +156,13 @@ void parse_settings(const std::string& text, const std::string& path, ImageSpec&
     std::istringstream in(text);
     std::string line, key, h;
     std::getline(in, line);
-    if (line != "ooc-tiff-parts 2") throw std::runtime_error("not ours");
+    // Version 2 (before volumes) had no depth.
+    if (line != "ooc-tiff-parts 3" && line != "ooc-tiff-parts 2")
+      throw std::runtime_error("not ours");
     int type = 0, cog = 0;
-    in >> key >> s.width >> s.height >> s.channels >> type;
+    in >> key >> s.width >> s.height;
+    if (line.back() == '3') in >> s.depth;
+    in >> s.channels >> type;
     s.type = static_cast<SampleType>(type);
     in >> key >> h >> o.level >> o.predictor;
     o.compress = unhex(h);
@@ -397,6 +402,17 @@ void finish_tiff_parts(const std::string& output, const std::string& temp) {
                      "--finish again",
                  true);
   };
+  // A volume's rows of blocks (level 0 only: its levels are made in one run) are numbered across
+  // its planes, as the sink numbers them.
+  const TiffPlan& base = sink.level_plan(0);
+  const std::int64_t H = spec.height, ch = base.chunk_h;
+  const auto block_rows = [&](int k) {
+    return k == 0 ? base.down * spec.depth : sink.level_plan(k).down;
+  };
+  const auto top = [&](std::int64_t g) { return g / base.down * H + g % base.down * ch; };
+  const auto bottom = [&](std::int64_t g) {
+    return std::min(top(g) + ch, (g / base.down + 1) * H);
+  };
   const auto row_present = [&](int k, std::int64_t cy) {
     const TiffPlan& plan = sink.level_plan(k);
     for (std::int64_t cx = 0; cx < plan.across; ++cx)
@@ -417,25 +433,53 @@ void finish_tiff_parts(const std::string& output, const std::string& temp) {
     edges.push_back({level, lo, hi, f});
   }
   std::map<std::pair<int, std::int64_t>, std::vector<std::vector<std::byte>>> made;
-  join_pyramid_edges(
-      levels, [&](int k) { return sink.level_plan(k).spec; },
-      [&](int k) { return sink.level_plan(k).chunk_h; }, edges, temp,
-      [&](int k, std::int64_t cy, const std::byte* rows) {
-        if (row_present(k, cy)) return;  // a writer made it whole after all (a rerun)
-        made[{k, cy}] = sink.encode_row(k, cy, rows);
-      },
-      [&](int k, std::int64_t cy, std::int64_t r0, std::int64_t r1) {
-        if (!row_present(k, cy)) throw incomplete(k, r0, r1);
-      },
-      sink.nodata());
+  if (spec.volume()) {
+    // A row of blocks that writers left in edges: its rows gathered from them (a plane's rows
+    // of blocks never straddle planes, so this is all a volume needs).
+    const std::size_t rb = spec.row_bytes();
+    std::vector<std::byte> rows;
+    for (std::int64_t g = 0; g < block_rows(0); ++g) {
+      if (row_present(0, g)) continue;
+      const std::int64_t r0 = top(g), r1 = bottom(g);
+      rows.assign(static_cast<std::size_t>(r1 - r0) * rb, std::byte{0});
+      std::vector<bool> have(static_cast<std::size_t>(r1 - r0), false);
+      for (const LevelEdge& e : edges) {
+        if (e.level != 0 || e.hi <= r0 || e.lo >= r1) continue;
+        const std::string text = read_small_file(e.path);
+        if (text.size() != static_cast<std::size_t>(e.hi - e.lo) * rb)
+          throw Error(ErrorKind::input, "'" + e.path + "' is damaged (its size is not its rows')",
+                      true);
+        for (std::int64_t r = std::max(r0, e.lo); r < std::min(r1, e.hi); ++r) {
+          std::memcpy(rows.data() + static_cast<std::size_t>(r - r0) * rb,
+                      text.data() + static_cast<std::size_t>(r - e.lo) * rb, rb);
+          have[static_cast<std::size_t>(r - r0)] = true;
+        }
+      }
+      if (std::find(have.begin(), have.end(), false) != have.end()) continue;  // reported below
+      made[{0, g}] = sink.encode_row(0, g % base.down, rows.data());
+    }
+  } else {
+    join_pyramid_edges(
+        levels, [&](int k) { return sink.level_plan(k).spec; },
+        [&](int k) { return sink.level_plan(k).chunk_h; }, edges, temp,
+        [&](int k, std::int64_t cy, const std::byte* rows) {
+          if (row_present(k, cy)) return;  // a writer made it whole after all (a rerun)
+          made[{k, cy}] = sink.encode_row(k, cy, rows);
+        },
+        [&](int k, std::int64_t cy, std::int64_t r0, std::int64_t r1) {
+          if (!row_present(k, cy)) throw incomplete(k, r0, r1);
+        },
+        sink.nodata());
+  }
 
   // Every block, in the order one process appends them.
   std::vector<std::byte> buf;
   for (int k = 0; k <= levels; ++k) {
     const TiffPlan& plan = sink.level_plan(k);
-    for (std::int64_t cy = 0; cy < plan.down; ++cy) {
+    for (std::int64_t cy = 0; cy < block_rows(k); ++cy) {
       const auto m = made.find({k, cy});
       if (m == made.end() && !row_present(k, cy)) {
+        if (k == 0) throw incomplete(0, top(cy), bottom(cy));
         const std::int64_t r0 = cy * plan.chunk_h;
         throw incomplete(k, r0, std::min(r0 + plan.chunk_h, plan.spec.height));
       }

@@ -198,11 +198,11 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
   }
 
   install_tiff_handlers();
-  if (spec.volume() && o.mode != OutputMode::fresh)
-    throw Error(ErrorKind::usage, "TIFF output '" + path + "' is a volume (" + spec.describe() +
-                                      "), written one page per plane in one run: parts and "
-                                      "--resume are not supported for TIFF volumes yet; write "
-                                      "OME-Zarr, .npy or raw for those");
+  if (spec.volume() && own_layout_ && o.mode != OutputMode::fresh)
+    throw Error(ErrorKind::usage,
+                "TIFF output '" + path + "' is a volume (" + spec.describe() +
+                    ") with levels, which are made in one run: parts and --resume are not "
+                    "supported for them; drop --pyramid/--levels, or write OME-Zarr");
   if (o.mode != OutputMode::fresh) {
     open_range(o, input_path);
     return;
@@ -232,10 +232,10 @@ TiffSink::TiffSink(const std::string& path, const ImageSpec& spec, const std::st
 }
 
 void TiffSink::keep() {
-  if (plan_.spec.volume())
+  if (plan_.spec.volume() && own_layout_)
     throw Error(ErrorKind::usage, describe() +
-                                      " cannot be resumed: a TIFF volume is written in "
-                                      "one run (write .npy or raw to resume)");
+                                      " cannot be resumed: a TIFF volume's levels are made in "
+                                      "one run (drop --pyramid/--levels, or write OME-Zarr)");
   if (range_) {
     end_range(true);
     kept_path_ = data_path_.empty() ? settings_path(temp_) : data_path_;
@@ -263,6 +263,14 @@ void TiffSink::keep() {
           records.push_back(
               {kIndexMagic, static_cast<std::uint32_t>(k), i, l.offsets[i] + base, l.counts[i]});
     }
+  } else if (plan_.spec.volume()) {
+    // Its pages' blocks as emit_block placed them (pages before this one have their directories
+    // written, which the blocks file keeps as unused bytes).
+    records = written_blocks_;
+    end = end_;
+    cancelled_ = true;
+    TIFFCleanup(tif_);
+    tif_ = nullptr;
   } else {
     const std::int64_t rows_done = (blocks_end + plan_.chunk_h - 1) / plan_.chunk_h;
     for (std::int64_t i = 0; i < rows_done * plan_.across; ++i) {

@@ -191,11 +191,19 @@ class TiffSink final : public Sink {
       put_block(level, index, p, bytes);
       return;
     }
-    const tmsize_t w = plan_.tiled ? TIFFWriteRawTile(tif_, index, const_cast<std::byte*>(p),
+    // A volume's blocks are numbered across its pages: block `index` is on page index / per.
+    const std::uint32_t per = static_cast<std::uint32_t>(plan_.across * plan_.down);
+    const std::uint32_t local = plan_.spec.volume() ? index % per : index;
+    if (plan_.spec.volume()) start_page(index / per);
+    const tmsize_t w = plan_.tiled ? TIFFWriteRawTile(tif_, local, const_cast<std::byte*>(p),
                                                       static_cast<tmsize_t>(bytes))
-                                   : TIFFWriteRawStrip(tif_, index, const_cast<std::byte*>(p),
+                                   : TIFFWriteRawStrip(tif_, local, const_cast<std::byte*>(p),
                                                        static_cast<tmsize_t>(bytes));
     if (w < 0) throw failure("cannot write output '" + path_ + "'");
+    // Where each block of a volume went, for keep(): libtiff knows only the current page's.
+    if (plan_.spec.volume())
+      written_blocks_.push_back({kIndexMagic, 0, index, TIFFGetStrileOffset(tif_, local),
+                                 TIFFGetStrileByteCount(tif_, local)});
   }
 
  private:
@@ -204,7 +212,7 @@ class TiffSink final : public Sink {
   void open_range(const SinkOptions& o, const std::string& input_path) {
     range_ = true;
     row_begin_ = o.row_begin;
-    row_end_ = o.row_end > 0 ? o.row_end : plan_.spec.height;
+    row_end_ = o.row_end > 0 ? o.row_end : plan_.spec.stacked_rows();
     struct stat in {
     }, out{};
     if (!input_path.empty() && ::stat(input_path.c_str(), &in) == 0 &&
@@ -244,8 +252,9 @@ class TiffSink final : public Sink {
                         std::size_t stride) {
     if (!started_) {
       started_ = true;
-      const std::int64_t ch = plan_.chunk_h;
-      head_end_ = std::min(plan_.spec.height, (y0 + ch - 1) / ch * ch);
+      // The first row of blocks that starts at or after y0 (a volume's are in its planes).
+      const std::int64_t g = block_of(y0);
+      head_end_ = block_top(g) == y0 ? y0 : block_bottom(g);
       batch_y0_ = batch_end_ = head_end_;
       done_end_ = y0;
       if (levels_count_ > 0) {
@@ -368,10 +377,8 @@ class TiffSink final : public Sink {
     for (std::int64_t k = 0; k < count; ++k) {
       const auto& [g, src] = rows[k / per_row];
       const std::int64_t cy = g % plan.down;
-      if (level == 0 && !range_ && !own_layout_ && plan_.spec.volume()) start_page(g / plan.down);
-      // libtiff numbers a page's blocks from 0; our own layout numbers a volume's across pages.
-      const auto index =
-          static_cast<std::uint32_t>((own_layout_ ? g : cy) * plan.across + k % per_row);
+      // A volume's blocks are numbered across its pages (emit_block finds the page).
+      const auto index = static_cast<std::uint32_t>(g * plan.across + k % per_row);
       const std::byte* p = raw_strips ? src : blocks[k].data();
       const std::size_t bytes = raw_strips ? plan.chunk_bytes(cy) : blocks[k].size();
       if (range_)
@@ -562,6 +569,7 @@ class TiffSink final : public Sink {
   int data_fd_ = -1, index_fd_ = -1;
   std::uint64_t data_end_ = 0, index_end_ = 0;
   std::vector<IndexRecord> records_;
+  std::vector<IndexRecord> written_blocks_;  // a single run's volume: every block written
 };
 
 }  // namespace ooc::detail

@@ -9,8 +9,10 @@ outputs that take no volume); TIFF volumes' levels as each page's SubIFDs.
 Usage: test_volume_io.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -348,6 +350,67 @@ class VolumeCheck(unittest.TestCase):
                                               t.series[0].levels[2].asarray()[1:4]):
                             problems.append("--input-level 2 --pages 1:4 differs from tifffile's")
                 cli_cases.report(case, problems)
+
+    def test_8_tiff_parts_and_resume(self):
+        """A TIFF volume in parts (any order, boundaries inside planes and rows of strips or
+        tiles), joined by --finish, and a run stopped by SIGTERM then resumed: one run's pages."""
+        with cli_cases.cases(self):
+            a = random_volume((5, 37, 45), "u2")
+            np.save(self.p("pv.npy"), a)
+            want = a.astype(np.float64) * 3  # scale mul=3 into f32
+            for n, extra in enumerate(((), ("--tile", 16, "--compress", "deflate"),
+                                       ("--compress", "packbits"))):
+                out = self.p(f"parts{n}.tif")
+                problems = []
+                for i in (3, 0, 2, 1):
+                    r = run(OOCRUN, self.p("pv.npy"), out, "scale mul=3 ! convert type=f32", "-q",
+                            *extra, "--part", f"{i}/4")
+                    if r.returncode:
+                        problems.append(f"part {i}: exit {r.returncode}: {r.stderr.strip()}")
+                r = run(OOCRUN, "--finish", out)
+                if r.returncode:
+                    problems.append(f"--finish: exit {r.returncode}: {r.stderr.strip()}")
+                elif not np.array_equal(tifffile.imread(out), want.astype(np.float32)):
+                    problems.append("the joined pages differ from the volume")
+                else:
+                    with tifffile.TiffFile(out) as t:
+                        if len(t.pages) != 5:
+                            problems.append(f"{len(t.pages)} pages, want 5")
+                cli_cases.report(f"4 parts of a TIFF volume {' '.join(map(str, extra))}", problems)
+            # A part missing: --finish names its rows.
+            for i in (0, 1):
+                run(OOCRUN, self.p("pv.npy"), self.p("gap.tif"), COPY, "-q", "--part", f"{i}/3")
+            self.expect_error("--finish with a part missing", ["--finish", self.p("gap.tif")], 3,
+                              ["not complete", "rows"])
+            # Stopped part way (a slow run on one thread), then resumed.
+            slow = random_volume((24, 200, 200), "f4")
+            np.save(self.p("slow.npy"), slow)
+            args = [self.p("slow.npy"), None, "median size=7", "-q", "--threads", 1,
+                    "--band-rows", 8, "--tile", 32, "--compress", "deflate"]
+            ref = self.p("ref.tif")
+            r = run(OOCRUN, *[ref if x is None else x for x in args])
+            if r.returncode:
+                return cli_cases.fail(f"resume reference: exit {r.returncode}: {r.stderr}")
+            for attempt in range(4):
+                out = self.p(f"resumed{attempt}.tif")
+                cmd = [OOCRUN, *map(str, [out if x is None else x for x in args])]
+                p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+                time.sleep(0.3 + 0.3 * attempt)
+                p.send_signal(signal.SIGTERM)
+                err = p.communicate()[1]
+                if p.returncode == 0:
+                    continue  # finished before the signal: try earlier work later
+                if p.returncode != 75:
+                    cli_cases.fail(f"SIGTERM: exit {p.returncode}: {err}")
+                    break
+                r = subprocess.run(cmd + ["--resume"], capture_output=True, text=True)
+                cli_cases.report("a TIFF volume stopped and resumed", [
+                    f"--resume: exit {r.returncode}: {r.stderr}" if r.returncode else
+                    None if np.array_equal(tifffile.imread(out), tifffile.imread(ref)) else
+                    "differs from one run"])
+                break
+            else:
+                cli_cases.skip("a TIFF volume stopped and resumed", "every run finished first")
 
 
 if __name__ == "__main__":
