@@ -221,6 +221,16 @@ class Volumes(Base):
                             "-q"], capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 0, r.stderr[-1500:])
         self.assertTrue(np.array_equal(np.load(out), one))
+        # A TIFF volume in ranks: the file one process writes, byte for byte.
+        tiffs = []
+        for name, launch in (("one.tif", []), ("mpi.tif", [mpirun, "-np", "3"])):
+            r = subprocess.run(launch + [tool("oocrun"), self.p("in.npy"), self.p(name), pipeline,
+                                         "--tile", "16", "--compress", "deflate", "-q"],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr[-1500:])
+            with open(self.p(name), "rb") as f:
+                tiffs.append(f.read())
+        self.assertEqual(tiffs[0], tiffs[1], "TIFF volume from 3 ranks")
 
     def test_small_limits_keep_slabs(self):
         """Under a small --mem-limit the plan keeps room for a slab's runs (fewer, shorter bands)
