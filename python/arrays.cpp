@@ -14,11 +14,7 @@
 
 namespace ooc::python {
 
-namespace {
-
-ooc::SampleType sample_type_of(const py::dtype& dt) {
-  const char k = dt.kind();
-  const auto size = dt.itemsize();
+ooc::SampleType sample_type_of(char k, std::int64_t size, const std::string& name) {
   if (k == 'u' && size == 1) return ooc::SampleType::u8;
   if (k == 'u' && size == 2) return ooc::SampleType::u16;
   if (k == 'i' && size == 2) return ooc::SampleType::i16;
@@ -27,18 +23,14 @@ ooc::SampleType sample_type_of(const py::dtype& dt) {
   if (k == 'f' && size == 4) return ooc::SampleType::f32;
   if (k == 'f' && size == 8) return ooc::SampleType::f64;
   throw ooc::Error(ooc::ErrorKind::usage,
-                   "dtype " + py::str(static_cast<const py::object&>(dt)).cast<std::string>() +
+                   "dtype " + name +
                        " is not supported: use uint8, uint16, int16, uint32, int32, float32 or "
                        "float64");
 }
 
-}  // namespace
-
-// Where the samples of an (H, W) or (H, W, C) array live, or with `volume` those of a (Z, H, W)
-// or (Z, H, W, C) one: any strides (a strided view, a transposed or reversed array), any byte
-// order. A 4-D array is a volume whatever `volume` says.
-ooc::MemoryImage layout_of(const py::array& a, const char* what, bool volume) {
-  const auto ndim = a.ndim();
+ooc::ImageSpec image_spec_of(const std::vector<std::int64_t>& shape, ooc::SampleType type,
+                             bool& volume, const char* what) {
+  const auto ndim = static_cast<int>(shape.size());
   volume = ndim == 4 || (volume && ndim == 3);
   if (ndim < 2 || ndim > 4)
     throw ooc::Error(ooc::ErrorKind::usage,
@@ -47,19 +39,34 @@ ooc::MemoryImage layout_of(const py::array& a, const char* what, bool volume) {
                          "got " +
                          std::to_string(ndim) + " dimensions");
   const int z = volume ? 1 : 0;  // the first axis of a plane
-  ooc::MemoryImage l;
-  ooc::ImageSpec& s = l.spec;
-  s.depth = volume ? a.shape(0) : 1;
-  s.height = a.shape(z);
-  s.width = a.shape(z + 1);
+  ooc::ImageSpec s;
+  s.depth = volume ? shape[0] : 1;
+  s.height = shape[z];
+  s.width = shape[z + 1];
   const bool interleaved = ndim == z + 3;
-  s.channels = interleaved ? static_cast<int>(a.shape(z + 2)) : 1;
-  s.type = sample_type_of(a.dtype());
-  if (interleaved && (a.shape(z + 2) < 1 || a.shape(z + 2) > 4))
+  s.channels = interleaved ? static_cast<int>(shape[z + 2]) : 1;
+  s.type = type;
+  if (interleaved && (shape[z + 2] < 1 || shape[z + 2] > 4))
     throw ooc::Error(ooc::ErrorKind::usage, std::string(what) + " has " +
-                                                std::to_string(a.shape(z + 2)) +
+                                                std::to_string(shape[z + 2]) +
                                                 " channels (last axis): ooc takes 1 to 4");
   ooc::validate(s);
+  return s;
+}
+
+// Where the samples of an (H, W) or (H, W, C) array live, or with `volume` those of a (Z, H, W)
+// or (Z, H, W, C) one: any strides (a strided view, a transposed or reversed array), any byte
+// order. A 4-D array is a volume whatever `volume` says.
+ooc::MemoryImage layout_of(const py::array& a, const char* what, bool volume) {
+  const py::dtype dt = a.dtype();
+  ooc::MemoryImage l;
+  l.spec = image_spec_of(
+      std::vector<std::int64_t>(a.shape(), a.shape() + a.ndim()),
+      sample_type_of(dt.kind(), dt.itemsize(), py::str(static_cast<const py::object&>(dt))), volume,
+      what);
+  const ooc::ImageSpec& s = l.spec;
+  const int z = volume ? 1 : 0;
+  const bool interleaved = a.ndim() == z + 3;
   const auto item = static_cast<std::ptrdiff_t>(a.itemsize());
   // data() is the first sample whatever the strides' signs. Not const: an output's rows are
   // written through it (array_run checks that the output is writeable).

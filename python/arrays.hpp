@@ -12,6 +12,13 @@
 
 namespace ooc::python {
 
+// A sample type from NumPy's kind ('u', 'i', 'f') and item size; `name`, the dtype as given,
+// in the refusal.
+ooc::SampleType sample_type_of(char kind, std::int64_t size, const std::string& name);
+// The image an array of `shape` holds, as layout_of reads it; `volume` becomes whether it is
+// read as a volume; `what` names the array in errors.
+ooc::ImageSpec image_spec_of(const std::vector<std::int64_t>& shape, ooc::SampleType type,
+                             bool& volume, const char* what);
 // An array's layout and type as ooc's image; `what` names it in errors ("input"). A 3-D array
 // is (H, W, C), or with `volume` (Z, H, W); a 4-D one (Z, H, W, C).
 ooc::MemoryImage layout_of(const py::array& a, const char* what, bool volume);

@@ -2,6 +2,8 @@
 // memory, and a pipeline's single pass run there by ooc::run_on_device.
 #include "device_arrays.hpp"
 
+#include "arrays.hpp"
+
 #include <pybind11/stl.h>
 
 #include <cstdint>
@@ -25,22 +27,11 @@ struct DeviceArray {
 
 ooc::SampleType device_type(const std::string& typestr, const char* what) {
   const char order = typestr.empty() ? '?' : typestr[0];
-  const char kind = typestr.size() > 1 ? typestr[1] : '?';
   const int size = typestr.size() > 2 ? std::atoi(typestr.c_str() + 2) : 0;
   if (order == '>' && size > 1)
     throw ooc::Error(ooc::ErrorKind::usage, std::string(what) + " is big-endian (" + typestr +
                                                 "): give it in the machine's byte order");
-  if (kind == 'u' && size == 1) return ooc::SampleType::u8;
-  if (kind == 'u' && size == 2) return ooc::SampleType::u16;
-  if (kind == 'i' && size == 2) return ooc::SampleType::i16;
-  if (kind == 'u' && size == 4) return ooc::SampleType::u32;
-  if (kind == 'i' && size == 4) return ooc::SampleType::i32;
-  if (kind == 'f' && size == 4) return ooc::SampleType::f32;
-  if (kind == 'f' && size == 8) return ooc::SampleType::f64;
-  throw ooc::Error(ooc::ErrorKind::usage,
-                   std::string(what) + " has samples " + typestr +
-                       ", which ooc does not take: use uint8, uint16, int16, uint32, int32, "
-                       "float32 or float64");
+  return sample_type_of(typestr.size() > 1 ? typestr[1] : '?', size, typestr);
 }
 
 // The layout rules of layout_of (arrays.cpp) for a device array: (H, W), (H, W, C), (Z, H, W)
@@ -59,28 +50,11 @@ DeviceArray device_array(const py::handle& a, const char* what, bool volume) {
   } else {
     for (int i = ndim - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
   }
-  volume = ndim == 4 || (volume && ndim == 3);
-  if (ndim < 2 || ndim > 4)
-    throw ooc::Error(ooc::ErrorKind::usage,
-                     std::string(what) +
-                         " must be 2-D (H, W), 3-D (H, W, C) or (Z, H, W) or 4-D (Z, H, W, C), "
-                         "got " +
-                         std::to_string(ndim) + " dimensions");
-  const int z = volume ? 1 : 0;
-  const bool interleaved = ndim == z + 3;
   DeviceArray d;
   ooc::ImageSpec& s = d.image.spec;
-  s.depth = volume ? shape[0] : 1;
-  s.stack = volume && shape[0] == 1;
-  s.height = shape[z];
-  s.width = shape[z + 1];
-  s.channels = interleaved ? static_cast<int>(shape[z + 2]) : 1;
-  s.type = type;
-  if (interleaved && (shape[z + 2] < 1 || shape[z + 2] > 4))
-    throw ooc::Error(ooc::ErrorKind::usage, std::string(what) + " has " +
-                                                std::to_string(shape[z + 2]) +
-                                                " channels (last axis): ooc takes 1 to 4");
-  ooc::validate(s);
+  s = image_spec_of(shape, type, volume, what);  // as layout_of: a (1, H, W) volume's depth 1
+  const int z = volume ? 1 : 0;
+  const bool interleaved = ndim == z + 3;
   const bool rows_whole = (!interleaved || strides[z + 2] == item || s.channels == 1) &&
                           (strides[z + 1] == item * s.channels || s.width == 1) &&
                           (strides[z] >= item * s.channels * s.width || s.height == 1) &&
