@@ -217,6 +217,10 @@ void run(const masked::NormalizedArgs& a) {
     AW = negative ? constant_sum(wca, RA) : D;
   }
   const bool clean_ok = AW > 0 && double(AW) >= need && D != 0;
+  // The least Acc at or above need: x >= least_acc exactly where double(x) >= need.
+  Acc least_acc = static_cast<Acc>(need);
+  if (double(least_acc) < need)
+    least_acc = std::nextafter(least_acc, std::numeric_limits<Acc>::max());
 
   // Finishes output samples [b, e) of a numerator row o: divided by the weights ad (null: D)
   // where the window is valid, else nodata.
@@ -229,10 +233,14 @@ void run(const masked::NormalizedArgs& a) {
         std::fill(o + b, o + e, fillv);
       return;
     }
+    // Branch-free (every division made, the select keeps the valid ones) and on locals (the
+    // stores to o may alias what the lambda captures), so that it vectorizes.
+    const bool fill = a.fill;
+    const Acc fv = fillv, least = least_acc;
     for (std::int64_t s = b; s < e; ++s) {
-      const bool valid =
-          (a.fill || !own_hole(s)) && aw[s] > 0 && double(aw[s]) >= need && ad[s] != 0;
-      o[s] = valid ? o[s] / ad[s] : fillv;
+      const bool valid = (fill | !own_hole(s)) & (aw[s] > 0) & (aw[s] >= least) & (ad[s] != 0);
+      const Acc q = o[s] / ad[s];
+      o[s] = valid ? q : fv;
     }
   };
 
@@ -328,7 +336,8 @@ void run(const masked::NormalizedArgs& a) {
                          pm);
       });
       std::uint8_t* oj = own + j * l.n;
-      for (std::int64_t s = 0; s < n; ++s) oj[s] = pm[a.rx * C + s] == 0;
+      const Acc* pc = pm + a.rx * C;  // a local: the byte stores may alias a's fields
+      for (std::int64_t s = 0; s < n; ++s) oj[s] = pc[s] == 0;
       hole_blocks(pm, pw, blocks);
       chunk_flags<Acc>(blocks, n, 2 * a.rx * C, dirty + j * l.chunks);
       for (std::int64_t k = 0; k < L; ++k) src[k] = pv + k * C;

@@ -1,6 +1,7 @@
-# Case `nodata` (issue 48): masked runs (--nodata) beside the same unmasked run, and normalized
-# convolution against astropy's convolve / convolve_fft with nan_treatment='interpolate'.
-import os, sys
+# Case `nodata` (issue 48): masked runs (--nodata) beside the same unmasked run, normalized
+# convolution against astropy's convolve / convolve_fft with nan_treatment='interpolate', and a COG
+# with overviews of a u16 scene with nodata borders against gdal_translate -of COG (average).
+import os, re, shutil, statistics, sys
 from ..common import med, python_has, rss, walls
 
 # f32 noise in [1, 100) with holes: blobs and stripes (frac of the samples, about), as the value
@@ -46,13 +47,77 @@ f(x, k, nan_treatment="interpolate", boundary="fill" if sys.argv[6] == "fft" els
   normalize_kernel=True)
 """
 
+# A u16 scene as a satellite's: a tilted footprint of smooth values with noise (1..65535) inside,
+# nodata 0 outside (the borders), cloud holes of 0 inside; written in row blocks.
+SCENE_PY = r"""
+import sys, numpy as np
+path, W, H = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = np.random.default_rng(48)
+cy, cx = rng.integers(0, H, 200), rng.integers(0, W, 200)
+r2 = rng.uniform(20, 120, 200) ** 2
+holes = 0
+with open(path, "wb") as f:
+    for y0 in range(0, H, 512):
+        yy, xx = np.mgrid[y0:min(H, y0 + 512), 0:W].astype(np.float64)
+        u, v = (xx - W / 2) * 0.96 + (yy - H / 2) * 0.28, (yy - H / 2) * 0.96 - (xx - W / 2) * 0.28
+        inside = (np.abs(u) < 0.40 * W) & (np.abs(v) < 0.42 * H)
+        val = 20000 + 15000 * np.sin(xx / 300) * np.cos(yy / 470) + rng.normal(0, 800, xx.shape)
+        x = np.clip(np.round(val), 1, 65535).astype(np.uint16)
+        x[~inside] = 0
+        for a, b, r in zip(cy, cx, r2):  # within each disc's box
+            ys = slice(max(a - 120 - y0, 0), max(min(a + 121 - y0, x.shape[0]), 0))
+            xs = slice(max(b - 120, 0), min(b + 121, W))
+            if ys.stop > ys.start:
+                x[ys, xs][(yy[ys, xs] - a) ** 2 + (xx[ys, xs] - b) ** 2 < r] = 0
+        holes += int(np.sum(x == 0))
+        x.tofile(f)
+print(holes / (W * H))
+"""
+
+# The levels of two COGs: each against the masked 2 x 2 mean of its own level above (GDAL's
+# rounded half up, ooc's half to even), and against each other (holes, and values off ties).
+COMPARE_PY = r"""
+import sys, numpy as np, tifffile
+ours, gdal = sys.argv[1:3]
+def mean(a):
+    s = np.zeros((a.shape[0] // 2, a.shape[1] // 2)); n = np.zeros(s.shape)
+    for b in (a[0::2, 0::2], a[1::2, 0::2], a[0::2, 1::2], a[1::2, 1::2]):
+        v = b.astype(np.float64); ok = v != 0; s += np.where(ok, v, 0); n += ok
+    with np.errstate(all="ignore"):
+        return s / n, n
+with tifffile.TiffFile(ours) as a, tifffile.TiffFile(gdal) as b:
+    A = [p.asarray() for p in a.pages]; B = [p.asarray() for p in b.pages]
+out = [f"{len(A)} / {len(B)} levels", "level 0 equal" if np.array_equal(A[0], B[0]) else "LEVEL 0 DIFFERS"]
+for k in range(1, min(len(A), len(B))):
+    ma, na = mean(A[k - 1]); mb, nb = mean(B[k - 1])
+    own_a = np.array_equal(A[k], np.where(na > 0, np.round(ma), 0).astype(np.uint16))
+    own_b = np.array_equal(B[k], np.where(nb > 0, np.floor(mb + 0.5), 0).astype(np.uint16))
+    holes = np.array_equal(A[k] == 0, B[k] == 0)
+    tie = (na > 0) & (ma - np.floor(ma) == 0.5)
+    off = np.mean(A[k][~tie] == B[k][~tie]) if k == 1 else np.mean(A[k] == B[k])
+    out.append(f"L{k}: ooc {'=' if own_a else '!='} half-even mean, GDAL {'=' if own_b else '!='} "
+               f"half-up mean, holes {'equal' if holes else 'DIFFER'}, "
+               + (f"{off:.4%} equal off ties ({tie.mean():.2%} ties)" if k == 1 else f"{off:.2%} equal"))
+print("; ".join(out))
+"""
+
+
+def cpu_seconds(timings):
+    """The median CPU seconds (user + sys) of runs under /usr/bin/time -f "cpu %U %S": a figure that
+    other processes on a small shared machine disturb less than the wall time."""
+    cpu = [sum(map(float, m.group(1, 2))) for t in timings or []
+           for m in [re.search(r"cpu ([0-9.]+) ([0-9.]+)", t.err)] if m]
+    return statistics.median(cpu) if cpu else None
+
 
 def case_nodata(b):
     run, rows = b.exe("oocrun"), []
-    for name, text in (("nodata_holes.py", HOLES_PY), ("nodata_astropy.py", ASTROPY_PY)):
+    timer = ["/usr/bin/time", "-f", "cpu %U %S"] if os.path.exists("/usr/bin/time") else []
+    for name, text in (("nodata_holes.py", HOLES_PY), ("nodata_astropy.py", ASTROPY_PY),
+                       ("nodata_scene.py", SCENE_PY), ("nodata_compare.py", COMPARE_PY)):
         open(os.path.join(b.work, name), "w").write(text)
     threads = str(b.a.threads)
-    jobs = b.strs("jobs", "cost,astropy")  # --jobs: either part alone
+    jobs = b.strs("jobs", "cost,astropy,cog")  # --jobs: any part alone
     # 1. The cost of the mask: masked against unmasked, the same stage, one run, rotating order.
     for W, H in b.images([(4096, 4096)]) if "cost" in jobs else []:
         src = os.path.join(b.work, f"nodata_{W}x{H}.raw")
@@ -61,16 +126,18 @@ def case_nodata(b):
                           "0.066", "-9999", kern])
         b.warm(src)
         for stage in ("gaussian sigma=2", "uniform size=5", "median size=5", "median size=3"):
-            common = [run, src, "null:", stage, "--width", str(W), "--type", "f32", "--threads", threads,
-                      "--device", "cpu", "-q"]
+            common = [*timer, run, src, "null:", stage, "--width", str(W), "--type", "f32", "--threads",
+                      threads, "--device", "cpu", "-q"]
             tools = {"oocrun unmasked": dict(cmd=common), "oocrun --nodata -9999": dict(cmd=common + ["--nodata", "-9999"])}
             res = b.measure(tools)
             base = med(res["oocrun unmasked"])
             label = stage
             for n in tools:
+                cpu, cpu0 = cpu_seconds(res[n]), cpu_seconds(res["oocrun unmasked"])
                 rows.append(b.row("nodata", n, f"{label} f32 {W}x{H}, {float(frac or 0):.1%} holes", W * H * 4,
                                   walls(res[n]), "oocrun unmasked", base, rss(res[n]), "",
-                                  "ratio = unmasked / this row"))
+                                  "ratio = unmasked / this row" + (f"; CPU {cpu:.3f} s ({cpu / cpu0:.2f}x the "
+                                                                   f"unmasked)" if cpu and cpu0 else "")))
         b.rm(src)
     # 2. Against astropy (interpolate: holes filled from their neighbours, as fill=true).
     if python_has("astropy") and "astropy" in jobs:
@@ -100,6 +167,42 @@ def case_nodata(b):
                                   rss(res[n]), "", "whole process; astropy on a part of the rows, time scaled"
                                   if scale > 1 else "whole process"))
         b.rm(src)
-    b.write("nodata", rows, f"masked (--nodata) against unmasked runs of the same stage, and normalized "
-            f"convolution against astropy (nan_treatment='interpolate'), page cache to null:, median of "
-            f"{b.a.repeats}")
+    # 3. A COG with overviews of a u16 scene with nodata borders: ooc against GDAL, the same
+    # deflate level, predictor and 512 tiles, both on the same threads.
+    if "cog" in jobs and shutil.which("gdal_translate"):
+        for W, H in b.images([(8192, 8192)]):
+            src = os.path.join(b.work, f"nodata_scene_{W}x{H}.raw")
+            frac = b.capture([sys.executable, os.path.join(b.work, "nodata_scene.py"), src, str(W), str(H)])
+            with open(src[:-4] + ".hdr", "w") as f:  # ENVI header: GDAL reads the raw file as it is
+                f.write(f"ENVI\nsamples = {W}\nlines = {H}\nbands = 1\nheader offset = 0\n"
+                        f"file type = ENVI Standard\ndata type = 12\ninterleave = bsq\nbyte order = 0\n")
+            levels = 0
+            while max(W, H) >> levels > 512:  # GDAL's COG: overviews until one tile holds the image
+                levels += 1
+            ours, gdal = os.path.join(b.work, "nodata_ooc.tif"), os.path.join(b.work, "nodata_gdal.tif")
+            tools = {
+                "oocrun --cog --nodata 0": dict(cmd=[
+                    *timer, run, src, ours, "convert type=u16", "--width", str(W), "--type", "u16", "--nodata", "0",
+                    "--cog", "--levels", str(levels), "--tile", "512", "--compress", "deflate", "--level", "6",
+                    "--predictor", "horizontal", "--threads", threads, "--device", "cpu", "-q"],
+                    out=ours, sync=True),
+                "gdal_translate -of COG -r average": dict(cmd=[
+                    *timer, "gdal_translate", "-q", "-of", "COG", "-r", "average", "-a_nodata", "0", "-co",
+                    "RESAMPLING=AVERAGE", "-co", "BLOCKSIZE=512", "-co", "COMPRESS=DEFLATE", "-co", "LEVEL=6",
+                    "-co", "PREDICTOR=YES", "-co", f"NUM_THREADS={threads}", src, gdal], out=gdal, sync=True)}
+            b.warm(src)
+            res = b.measure(tools, repeats=min(b.a.repeats, 3))
+            check = b.capture([sys.executable, os.path.join(b.work, "nodata_compare.py"), ours, gdal])
+            base = med(res["gdal_translate -of COG -r average"])
+            for n, t in tools.items():
+                size = os.path.getsize(t["out"]) / 1e6 if os.path.exists(t["out"]) else 0
+                rows.append(b.row("nodata", n, f"COG u16 {W}x{H}, {float(frac or 0):.1%} nodata, deflate 6, "
+                                  f"predictor 2, tile 512, {levels} overviews", W * H * 2, walls(res[n]),
+                                  "gdal_translate -of COG -r average", base, rss(res[n]),
+                                  check if n.startswith("oocrun") else "",
+                                  f"{size:.1f} MB; CPU {cpu_seconds(res[n]) or 0:.2f} s; through sync; "
+                                  f"ratio = GDAL / this row"))
+            b.rm(src, src[:-4] + ".hdr", ours, gdal)
+    b.write("nodata", rows, f"masked (--nodata) against unmasked runs of the same stage, normalized "
+            f"convolution against astropy (nan_treatment='interpolate'), page cache to null:, and a COG "
+            f"against GDAL's (page cache to file, through sync); median of {b.a.repeats}")
