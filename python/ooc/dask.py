@@ -51,13 +51,14 @@ import numpy as np
 
 import dask
 import dask.array as da
+from dask.array.utils import meta_from_array
 from dask.highlevelgraph import HighLevelGraph
 
 from . import (_MODES, _conv_taps, _core, _gaussian_taps, _is_volume, _mode, _sequence, _spatial,
                _usage)
 from ._pipeline import _OOC_TYPES, _pipeline_options, _pipeline_words, _sample_name
 from . import _axes as _axes_of
-from . import _dask_zarr
+from . import _dask_block, _dask_zarr
 import ooc as _ooc  # the package's array functions, which each block runs
 
 __all__ = [
@@ -131,13 +132,11 @@ def _task_options(threads, mem_limit, blocks):
 def _run_block(block, above=None, below=None, *, fn, args, kwargs, threads, mem_limit, blocks):
     """One block through ooc: `fn` is an ooc function of the array (ooc.gaussian_filter...);
     above and below, the neighbours' rows it reaches (or None at the array's edges), are read
-    where they lie (the keyword halo_rows), not copied into one array with the block."""
+    where they lie (the keyword halo_rows), not copied into one array with the block; a CuPy
+    block is filtered on its GPU (_dask_block.py)."""
     kw = dict(kwargs)
     kw.update(_task_options(threads, mem_limit, blocks))
-    if above is not None or below is not None:
-        kw["halo_rows"] = (None if above is None else np.asarray(above),
-                           None if below is None else np.asarray(below))
-    return fn(np.asarray(block), *args, **kw)
+    return _dask_block.run_block(block, above, below, fn, args, kw)
 
 
 def _rows_overlap(x, d, fn, dtype, name):
@@ -155,7 +154,7 @@ def _rows_overlap(x, d, fn, dtype, name):
         dsk[(name,) + tuple(ix)] = (fn, (x.name,) + tuple(ix), above, below)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
     return da.Array(graph, name, chunks=x.chunks, dtype=np.dtype(dtype),
-                    meta=np.empty((0,) * x.ndim, np.dtype(dtype)))
+                    meta=meta_from_array(x, x.ndim, np.dtype(dtype)))
 
 
 # ---- checks and the overlap ----
@@ -219,7 +218,8 @@ def _apply(x, depth, wrap, call, dtype, threads, mem_limit, name):
             x = x.rechunk({0: da.overlap.ensure_minimum_chunksize(2, x.chunks[0])})
         return _rows_overlap(x, depth_map[0], fn, dtype, "ooc-%s-%s" % (name, token))
     return da.map_overlap(fn, x, depth=depth_map, boundary=boundary, trim=True,
-                          dtype=np.dtype(dtype), meta=np.empty((0,) * x.ndim, np.dtype(dtype)),
+                          dtype=np.dtype(dtype),
+                          meta=meta_from_array(x, x.ndim, np.dtype(dtype)),
                           name="ooc-%s-%s" % (name, token))
 
 

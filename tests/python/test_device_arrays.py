@@ -110,6 +110,21 @@ def test_pipeline_matches_the_host_run(cp):
     np.testing.assert_allclose(cp.asnumpy(got), host, rtol=0, atol=1e-3)
 
 
+def test_a_dask_block_on_device(cp):
+    # ooc.dask's step for one CuPy block with its neighbours' rows: joined and filtered on the
+    # GPU, trimmed back to the block (the GPU machine has no dask: the step alone).
+    from ooc import _dask_block
+    a = _data((50, 40), np.float32)
+    d = cp.asarray(a)
+    for above, below in ((d[4:10], d[30:36]), (None, d[30:36]), (d[4:10], None)):
+        got = _dask_block.run_block(d[10:30], above, below, ooc.gaussian_filter, (1.5,),
+                                    {"mode": "nearest"})
+        assert isinstance(got, cp.ndarray) and got.shape == (20, 40)
+        lo, hi = 4 if above is not None else 10, 36 if below is not None else 30
+        want = ooc.gaussian_filter(a[lo:hi], 1.5, mode="nearest")[10 - lo:30 - lo]
+        np.testing.assert_allclose(cp.asnumpy(got), want, rtol=0, atol=1e-4)
+
+
 def test_refusals(cp):
     d = cp.asarray(_data((20, 30), np.uint8))
     with pytest.raises(ooc.UsageError, match="shares device memory"):
