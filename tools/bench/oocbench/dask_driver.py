@@ -58,6 +58,10 @@ def ooc_gaussian():
     write(od.gaussian_filter(source(), a.sigma), "ooc_gaussian")
 
 
+def ooc_gaussian_f32():  # float32 sums, as oocrun's on f32 (precision auto)
+    write(od.gaussian_filter(source(), a.sigma, precision="f32"), "ooc_gaussian_f32")
+
+
 def ooc_chain():
     write(od.pipeline(source(), a.chain), "ooc_chain")
 
@@ -115,6 +119,7 @@ def main():
     setup()
     tools = {
         "ooc.dask.gaussian_filter": ooc_gaussian,
+        "ooc.dask.gaussian_filter f32 sums": ooc_gaussian_f32,
         "ooc.dask.pipeline (3 stages)": ooc_chain,
         "dask map_overlap(scipy.ndimage.gaussian_filter)": scipy_gaussian,
         "oocrun gaussian": lambda: cli("gaussian sigma=%g radius=%d" % (a.sigma, radius),
@@ -123,6 +128,7 @@ def main():
         "dask Zarr copy (no filter)": copy,
     }
     outputs = {"ooc.dask.gaussian_filter": "ooc_gaussian",
+               "ooc.dask.gaussian_filter f32 sums": "ooc_gaussian_f32",
                "ooc.dask.pipeline (3 stages)": "ooc_chain",
                "dask map_overlap(scipy.ndimage.gaussian_filter)": "scipy_gaussian",
                "oocrun gaussian": "cli_gaussian", "oocrun pipeline (3 stages)": "cli_chain",

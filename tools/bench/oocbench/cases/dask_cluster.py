@@ -1,6 +1,7 @@
 # Case `dask`: ooc inside Dask (issue 49). A LocalCluster of processes (2 workers, one thread each)
 # filtering a Zarr f32 image (default 32768 x 32768, 4 GiB) into Zarr stores: ooc.dask's Gaussian
-# and a 3-stage pipeline against dask-image's method (map_overlap around scipy.ndimage per block)
+# (float64 sums, scipy's, and float32 sums, oocrun's on f32) and a 3-stage pipeline against
+# dask-image's method (map_overlap around scipy.ndimage per block)
 # and against the oocrun command on the same store (its threads = --threads), and a dask copy of
 # the store as the floor Zarr sets; once on oocrun's default store (blosc lz4, shuffle) and once on
 # an uncompressed one (the store's codec is the setup's, not the filter's). The timed runs of a
@@ -39,7 +40,8 @@ def case_dask(b):
         times, checks = res["times"], res["checks"]
         med = lambda n: statistics.median(times[n])  # as the rows' median_s
         for n in times:
-            vs = {"ooc.dask.gaussian_filter": base, "ooc.dask.pipeline (3 stages)": base,
+            vs = {"ooc.dask.gaussian_filter": base, "ooc.dask.gaussian_filter f32 sums": base,
+                  "ooc.dask.pipeline (3 stages)": base,
                   "oocrun gaussian": "ooc.dask.gaussian_filter",
                   "oocrun pipeline (3 stages)": "ooc.dask.pipeline (3 stages)",
                   "dask Zarr copy (no filter)": "ooc.dask.gaussian_filter"}.get(n, "")
