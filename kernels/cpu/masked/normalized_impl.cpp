@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -54,6 +55,40 @@ template <class U, class Acc>
 void store_row(const Acc* src, std::byte* dst, std::int64_t n, Acc hole, double nodata) {
   vec::store_samples<U, Acc>(src, dst, n);
   masked::keep_holes<U, Acc>(src, reinterpret_cast<U*>(dst), n, hole, masked::nodata_of<U>(nodata));
+}
+
+// o[s] = o[s] / ad[s] where the window is valid (its own sample no hole unless fill, weights aw
+// above 0 and at least `least`, ad not 0), else fv; own holes where own8[s] != 0 or, without
+// own8, where ownw[s] == 0. In vectors: every division made, the select keeps the valid ones.
+template <class Acc>
+void finish_valid(Acc* o, const Acc* ad, const Acc* aw, const std::uint8_t* own8, const Acc* ownw,
+                  bool fill, Acc least, Acc fv, std::int64_t b, std::int64_t e) {
+  using V = vec::Vec32<Acc>;
+  constexpr int kL = 32 / sizeof(Acc);
+  using I = std::conditional_t<sizeof(Acc) == 4, std::int32_t, std::int64_t>;
+  typedef I M __attribute__((vector_size(32)));
+  typedef std::uint8_t B __attribute__((vector_size(kL)));
+  const M all = M{} - I(fill ? 1 : 0);  // -1 lanes: fill=true
+  const V zero{}, lv = V{} + least, fvv = V{} + fv;
+  std::int64_t s = b;
+  for (; s + kL <= e; s += kL) {
+    const V ov = vec::load_vec(o + s), adv = vec::load_vec(ad + s), awv = vec::load_vec(aw + s);
+    M own;
+    if (own8) {
+      B bytes;
+      std::memcpy(&bytes, own8 + s, sizeof bytes);
+      own = __builtin_convertvector(bytes, M) != 0;
+    } else {
+      own = vec::load_vec(ownw + s) == zero;
+    }
+    const M valid = (all | ~own) & (awv > zero) & (awv >= lv) & (adv != zero);
+    vec::store_vec(o + s, valid ? ov / adv : fvv);
+  }
+  for (; s < e; ++s) {
+    const bool h = own8 ? own8[s] != 0 : ownw[s] == 0;
+    const bool valid = (fill || !h) && aw[s] > 0 && aw[s] >= least && ad[s] != 0;
+    o[s] = valid ? o[s] / ad[s] : fv;
+  }
 }
 
 // Samples per chunk: one block of weighted_sum's unrolled vectors.
@@ -223,9 +258,10 @@ void run(const masked::NormalizedArgs& a) {
     least_acc = std::nextafter(least_acc, std::numeric_limits<Acc>::max());
 
   // Finishes output samples [b, e) of a numerator row o: divided by the weights ad (null: D)
-  // where the window is valid, else nodata.
-  const auto finish = [&](Acc* o, const Acc* ad, const Acc* aw, const auto& own_hole,
-                          std::int64_t b, std::int64_t e) {
+  // where the window is valid, else nodata. The output's own sample is a hole where own8[s] is
+  // not 0 (separable) or ownw[s] is 0 (2-D).
+  const auto finish = [&](Acc* o, const Acc* ad, const Acc* aw, const std::uint8_t* own8,
+                          const Acc* ownw, std::int64_t b, std::int64_t e) {
     if (!ad) {
       if (clean_ok)
         for (std::int64_t s = b; s < e; ++s) o[s] = o[s] / D;
@@ -233,15 +269,7 @@ void run(const masked::NormalizedArgs& a) {
         std::fill(o + b, o + e, fillv);
       return;
     }
-    // Branch-free (every division made, the select keeps the valid ones) and on locals (the
-    // stores to o may alias what the lambda captures), so that it vectorizes.
-    const bool fill = a.fill;
-    const Acc fv = fillv, least = least_acc;
-    for (std::int64_t s = b; s < e; ++s) {
-      const bool valid = (fill | !own_hole(s)) & (aw[s] > 0) & (aw[s] >= least) & (ad[s] != 0);
-      const Acc q = o[s] / ad[s];
-      o[s] = valid ? q : fv;
-    }
+    finish_valid<Acc>(o, ad, aw, own8, ownw, a.fill, least_acc, fillv, b, e);
   };
 
   tbb::parallel_for(std::int64_t{0}, l.strips, [&](std::int64_t strip) {
@@ -291,18 +319,17 @@ void run(const masked::NormalizedArgs& a) {
         at(V);
         weighted_sum<Acc>(src.data(), w2.data(), K * L, o, n);
         const Acc* centre = M + (y + a.ry) * l.pw + a.rx * C;
-        const auto own_hole = [&](std::int64_t s) { return centre[s] == 0; };
         bool weights_at = false;  // src points at M
         for (std::int64_t c = 0; c < chunks; ++c) {
           const std::int64_t b = c * ch, e = std::min(n, b + ch);
           if (!window_dirty(y, K, c)) {
-            finish(o, nullptr, nullptr, own_hole, b, e);
+            finish(o, nullptr, nullptr, nullptr, centre, b, e);
             continue;
           }
           if (!weights_at) at(M), weights_at = true;
           weighted_sum<Acc>(src.data(), w2.data(), K * L, ad, e, b);
           if (negative) weighted_sum<Acc>(src.data(), w2a.data(), K * L, aw, e, b);
-          finish(o, ad, negative ? aw : ad, own_hole, b, e);
+          finish(o, ad, negative ? aw : ad, nullptr, centre, b, e);
         }
         if (!direct) store(num, out_row(y), n, fillv, nodata);
       }
@@ -370,11 +397,10 @@ void run(const masked::NormalizedArgs& a) {
           weighted_sum<Acc>(src.data() + m, wc.data(), K, dst[m], n);
       for (std::int64_t m = 0; m < rows; ++m) {
         const std::uint8_t* oh = own + (y + m + a.ry) * l.n;
-        const auto own_hole = [&](std::int64_t s) { return oh[s] != 0; };
         for (std::int64_t c = 0; c < chunks; ++c) {
           const std::int64_t b = c * ch, e = std::min(n, b + ch);
           if (!window_dirty(y + m, K, c)) {
-            finish(dst[m], nullptr, nullptr, own_hole, b, e);
+            finish(dst[m], nullptr, nullptr, oh, nullptr, b, e);
             continue;
           }
           for (std::int64_t k = 0; k < K; ++k) src[k] = den + (y + m + k) * l.n;
@@ -383,7 +409,7 @@ void run(const masked::NormalizedArgs& a) {
             for (std::int64_t k = 0; k < K; ++k) src[k] = wab + (y + m + k) * l.n;
             weighted_sum<Acc>(src.data(), wca.data(), K, aw, e, b);
           }
-          finish(dst[m], ad, negative ? aw : ad, own_hole, b, e);
+          finish(dst[m], ad, negative ? aw : ad, oh, nullptr, b, e);
         }
         if (!direct) store(dst[m], out_row(y + m), n, fillv, nodata);
       }
