@@ -80,6 +80,15 @@ class MaskedConvert final : public Operation {
 
 std::unique_ptr<Operation> make_masked_convert(const ImageSpec& in, SampleType out, double nodata,
                                                std::string what) {
+  // To its own type, where holes keep their value and no valid sample has it (an integer type
+  // that holds nodata, or NaN in a float one): the copy, which also runs on the GPU.
+  const bool same = in.type == out &&
+                    (is_integer(out) ? kernels::masked::holds_in(out, nodata) : std::isnan(nodata));
+  if (same) {
+    kernels::PointParams p;
+    p.kind = kernels::PointKind::convert;
+    return make_point(in, p, out, std::move(what));
+  }
   return std::make_unique<MaskedConvert>(in, out, nodata, std::move(what));
 }
 
