@@ -162,7 +162,7 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
               a.top == a.h / 2 && a.left == a.w / 2 && a.count == a.h * a.w && a.rank == a.count / 2
           ? median_lanes()
           : 0;
-  constexpr std::int64_t kBlock = 16;
+  constexpr std::int64_t kBlock = 32;
   tbb::parallel_for(std::int64_t{0}, (a.out_rows + kBlock - 1) / kBlock, [&](std::int64_t blk) {
     thread_local std::vector<std::int32_t> down, across;
     // Float holds every value of the small types exactly.

@@ -33,7 +33,13 @@ void lanes(const float* const* rows, const std::uint8_t* const* holes, float* ou
   const V hi = V{} + std::numeric_limits<float>::infinity();
   I seen{};  // holes so far in each lane's window, in wire order
   V v[N * N];
-  for (int i = 0; i < N; ++i)
+  for (int i = 0; i < N; ++i) {
+    std::uint8_t any = 0;  // a hole in this row of any lane's window
+    for (int q = 0; q < kL + N - 1; ++q) any |= holes[i][q];
+    if (!any) {
+      for (int j = 0; j < N; ++j) v[i * N + j] = *reinterpret_cast<const Vu*>(rows[i] + j);
+      continue;
+    }
     for (int j = 0; j < N; ++j) {
       B b;
       std::memcpy(&b, holes[i] + j, sizeof b);
@@ -43,6 +49,7 @@ void lanes(const float* const* rows, const std::uint8_t* const* holes, float* ou
       v[i * N + j] = h ? sub : x;
       seen -= h;
     }
+  }
   kernels::median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
   *reinterpret_cast<Vu*>(out) = v[N == 5 ? 12 : 4];
 }
