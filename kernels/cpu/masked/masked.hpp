@@ -162,9 +162,17 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
               a.top == a.h / 2 && a.left == a.w / 2 && a.count == a.h * a.w && a.rank == a.count / 2
           ? median_lanes()
           : 0;
+  // Which windows hold a hole: for one channel and windows of up to 8 x 8, ORs of the map's
+  // bytes row by row (a few vector ops a row); else counts slid down and summed across.
+  const bool ored = C == 1 && a.h <= 8 && a.w <= 8;
   constexpr std::int64_t kBlock = 32;
   tbb::parallel_for(std::int64_t{0}, (a.out_rows + kBlock - 1) / kBlock, [&](std::int64_t blk) {
     thread_local std::vector<std::int32_t> down, across;
+    thread_local std::vector<std::uint8_t> anyrow, wany;
+    if (ored) {
+      anyrow.resize(static_cast<std::size_t>(PS));
+      wany.resize(static_cast<std::size_t>(W));
+    }
     // Float holds every value of the small types exactly.
     using V = std::conditional_t<(sizeof(T) <= 2 || std::is_same_v<T, float>), float, double>;
     thread_local std::vector<V> win;
@@ -182,22 +190,42 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
     const std::int64_t y0 = blk * kBlock, y1 = std::min(a.out_rows, y0 + kBlock);
     for (std::int64_t y = y0; y < y1; ++y) {
       const std::int64_t top = y + a.halo - a.top;  // the window's first row
-      const auto add = [&](std::int64_t r, std::int32_t sign) {
-        const std::uint8_t* m = map.data() + r * PS;
-        for (std::int64_t i = 0; i < PS; ++i) down[i] += sign * std::int32_t(m[i]);
-      };
-      if (y == y0) {
-        for (std::int64_t i = 0; i < a.h; ++i) add(top + i, 1);
+      if (ored) {
+        // One channel, a small window: the window's rows of the map ORed, then its columns. On
+        // locals: the byte stores may alias anything, which would be read again each time.
+        std::uint8_t* const any = anyrow.data();
+        std::uint8_t* const wa = wany.data();
+        const std::int64_t ps = PS, width = W, h = a.h, w = a.w;
+        const std::uint8_t* const m0 = map.data() + top * ps;
+        std::copy(m0, m0 + ps, any);
+        for (std::int64_t i = 1; i < h; ++i) {
+          const std::uint8_t* const m = m0 + i * ps;
+          for (std::int64_t p = 0; p < ps; ++p) any[p] = static_cast<std::uint8_t>(any[p] | m[p]);
+        }
+        const std::uint8_t* const first = any + (reach - a.left);
+        std::copy(first, first + width, wa);
+        for (std::int64_t j = 1; j < w; ++j) {
+          const std::uint8_t* const f = first + j;
+          for (std::int64_t x = 0; x < width; ++x) wa[x] = static_cast<std::uint8_t>(wa[x] | f[x]);
+        }
       } else {
-        add(top + a.h - 1, 1);
-        add(top - 1, -1);
-      }
-      for (int c = 0; c < C; ++c) across[c] = 0;
-      if (C == 1) {  // the running sum in a register: no store-to-load chain
-        std::int32_t run = 0;
-        for (std::int64_t i = 0; i < PS; ++i) across[i + 1] = run += down[i];
-      } else {
-        for (std::int64_t i = 0; i < PS; ++i) across[i + C] = across[i] + down[i];
+        const auto add = [&](std::int64_t r, std::int32_t sign) {
+          const std::uint8_t* m = map.data() + r * PS;
+          for (std::int64_t i = 0; i < PS; ++i) down[i] += sign * std::int32_t(m[i]);
+        };
+        if (y == y0) {
+          for (std::int64_t i = 0; i < a.h; ++i) add(top + i, 1);
+        } else {
+          add(top + a.h - 1, 1);
+          add(top - 1, -1);
+        }
+        for (int c = 0; c < C; ++c) across[c] = 0;
+        if (C == 1) {  // the running sum in a register: no store-to-load chain
+          std::int32_t run = 0;
+          for (std::int64_t i = 0; i < PS; ++i) across[i + 1] = run += down[i];
+        } else {
+          for (std::int64_t i = 0; i < PS; ++i) across[i + C] = across[i] + down[i];
+        }
       }
       const std::uint8_t* own = map.data() + (y + a.halo) * PS + reach * C;
       // The window's rows, for the samples inside the row (none from the constant border).
@@ -256,7 +284,11 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
         o[x * C + c] = store<T>(kth_smallest(win.data(), n, k));
         return x;
       };
-      if (C == 1) {  // a tight scan for the windows with holes
+      if (ored) {
+        const std::uint8_t* wa = wany.data();
+        for (std::int64_t x = 0; x < W; ++x)
+          if (wa[x]) x = redo(x, 0);
+      } else if (C == 1) {  // a tight scan for the windows with holes
         const std::int32_t* h0 = across.data() + (reach - a.left);
         const std::int32_t* h1 = h0 + a.w;
         for (std::int64_t x = 0; x < W; ++x)
