@@ -132,7 +132,10 @@ def masked_level(a, nd):
     return out.astype(a.dtype)
 
 
-class Nodata(unittest.TestCase):
+class NodataCase(unittest.TestCase):
+    """A temporary folder and the runs of oocrun the nodata checks share (test_nodata_types.py's
+    too)."""
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="ooc_nodata_")
 
@@ -162,6 +165,8 @@ class Nodata(unittest.TestCase):
         ok = ~bad_w
         np.testing.assert_allclose(got[ok], want[ok], rtol=rtol, atol=atol, err_msg=what)
 
+
+class Nodata(NodataCase):
     def test_linear_stages_every_border(self):
         x = image()
         g = gaussian_taps(1.5)

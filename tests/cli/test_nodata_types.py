@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import unittest
 
 import numpy as np
@@ -19,8 +18,8 @@ import cli_args  # beside this file
 
 BIN, _REST = cli_args.bin_dir_and_rest(__name__)
 os.environ.setdefault("OOC_BIN_DIR", BIN)  # test_nodata's helpers read it when imported
-from test_nodata import (ND, OOCRUN, gaussian_taps, holes, image, masked_level,  # noqa: E402
-                         ranked, rng, separable)
+from test_nodata import (ND, OOCRUN, NodataCase, gaussian_taps, holes, image,  # noqa: E402
+                         masked_level, ranked, rng, separable)
 
 
 INT_RANGE = {t: (np.iinfo(t).min, np.iinfo(t).max) for t in (np.uint8, np.uint16, np.int16)}
@@ -39,28 +38,7 @@ def to_type(v, nd, dtype, out_nd):
     return c.astype(dtype)
 
 
-class NodataTypes(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="ooc_nodata_types_")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def p(self, name):
-        return os.path.join(self.dir, name)
-
-    def run_tool(self, args, code=0):
-        r = subprocess.run(args + ["-q"], capture_output=True, text=True)
-        self.assertEqual(r.returncode, code, f"{' '.join(args)}: {r.stderr}")
-        return r
-
-    def oocrun(self, x, stages, *opts, nodata="-9999"):
-        src, dst = self.p("in.npy"), self.p("out.npy")
-        np.save(src, x)
-        extra = ["--nodata", nodata] if nodata is not None else []
-        self.run_tool([OOCRUN, src, dst, stages, *extra, *opts])
-        return np.load(dst)
-
+class NodataTypes(NodataCase):
     def test_out_type_keeps_holes(self):
         """--out-type into a type that cannot hold the nodata value: holes take the type's own
         (-9999 into u8 or u16: 0; NaN into i16: -32768; -9999 into i16 stays), valid samples that
