@@ -4,7 +4,6 @@
 // blocks on the slot's event.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -27,10 +26,10 @@
 namespace ooc::detail {
 namespace {
 
-constexpr std::int64_t kRowsPerRead = 4;  // ~1 MiB reads for 65536-wide f32 rows
-// Copying from a mapping: tasks per arena thread, and the smallest task in bytes.
-constexpr std::size_t kTasksPerThread = 8;
-constexpr std::size_t kMinGrain = std::size_t{64} << 10;
+// A pack's reads: 4 rows (1 MiB of 65536-wide f32 rows, 64 KiB of 4096-wide ones), at least
+// 64 KiB where rows are narrower.
+constexpr std::int64_t kRowsPerRead = 4;
+constexpr std::size_t kLeastRead = std::size_t{64} << 10;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -109,11 +108,10 @@ class CudaSlotImpl final : public CudaSlot {
                                    ? std::max<std::int64_t>(reuse_rows, 0)
                                    : 0;
     pack_at_ = now_s();
-    // Runs of consecutive image rows, copied straight into place with every thread: from the
-    // file's mapping where the source has one in the page cache, else by read_rows.
-    // Constant-border rows (-1) are left alone: the kernels know them. A decoding source reads in
-    // order, with its own threads.
-    RowArena mappings;
+    // Runs of consecutive image rows, read straight into place with every thread by pread
+    // (read_rows): from the page cache that beat copying from the file's mapping 1.4-1.8x (the
+    // mapping's page faults), and a cold file's read-ahead suits it. Constant-border rows (-1) are
+    // left alone: the kernels know them. A decoding source reads in order, with its own threads.
     for (std::int64_t i = reuse; i < in_rows;) {
       const std::int64_t src = source_rows[i];
       std::int64_t j = i + 1;
@@ -124,35 +122,21 @@ class CudaSlotImpl final : public CudaSlot {
         // Constant-border rows: nothing to read.
       } else if (!source.parallel_reads()) {
         source.read_rows(src, n, dst);
-      } else if (const std::byte* mapped = source.mapped_rows(src, n, mappings)) {
-        // Equal tasks, 8 per thread: in tasks of 1 MiB a band ended with a round that kept only a
-        // few threads busy, and the copy engine waited for the pack (docs/design.md, "GPU slots";
-        // docs/performance.md, streaming).
-        const std::size_t bytes = static_cast<std::size_t>(n) * row;
-        const std::size_t tasks =
-            static_cast<std::size_t>(tbb::this_task_arena::max_concurrency()) * kTasksPerThread;
-        const std::size_t grain = std::max(kMinGrain, (bytes + tasks - 1) / tasks);
-        tbb::parallel_for(
-            tbb::blocked_range<std::size_t>(0, bytes, grain),
-            [&](const tbb::blocked_range<std::size_t>& r) {
-              std::memcpy(dst + r.begin(), mapped + r.begin(), r.size());
-            },
-            tbb::simple_partitioner());
       } else {
-        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, kRowsPerRead),
+        const auto per_read = std::max(kRowsPerRead, static_cast<std::int64_t>(kLeastRead / row));
+        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, per_read),
                           [&](const tbb::blocked_range<std::int64_t>& r) {
                             source.read_rows(src + r.begin(), r.end() - r.begin(),
                                              dst + static_cast<std::size_t>(r.begin()) * row);
                           });
-        // Rows off the disk: the next four bands' rows start coming in now, so the disk keeps a
-        // deep queue while this band goes through the GPU and the next pack begins. Without it
-        // the reads above wait band by band, well below cat's rate on a cold file; four bands
-        // ahead came closest to it (docs/performance.md, the GPU machine's cold rows).
+        // The next four bands' rows start coming in now, so a disk keeps a deep queue while this
+        // band goes through the GPU and the next pack begins. Without it the reads above wait
+        // band by band, well below cat's rate on a cold file; four bands ahead came closest to it
+        // (docs/performance.md, the GPU machine's cold rows).
         source.prefetch(src + n, 4 * static_cast<std::size_t>(in_rows) * row);
       }
       i = j;
     }
-    mappings.release();
     pack_s_ = now_s() - pack_at_;
     const cudaStream_t s = stream_.stream();
     OOC_CUDA_TRY(cudaSetDevice(stream_.device()));

@@ -240,6 +240,33 @@ class VolumesCuda(Base):
                     err = float(np.max(np.abs(got - want)))
                     self.assertLess(err, 1e-5 * float(np.max(np.abs(want))), border)
 
+    def test_convolve_3d_kernels_by_fft(self):
+        """method=fft on the device: each kernel plane's 2-D convolution by cuFFT on the image's
+        tile grid, so the bytes do not depend on the band plan; within the FFT's bound of the
+        float64 reference (1e-5 of max convolve(|x|, |k|)), planes outside the volume under the
+        constant rule included."""
+        rng = np.random.default_rng(41)
+        k = rng.uniform(-1, 1, (3, 9, 7))
+        kp = self.p("kfft.npy")
+        np.save(kp, k)
+        for i, border in enumerate(BORDERS):
+            x = volume(5, 37, 29, 1 + (i % 2) * 2, "f32", seed=60 + i)
+            xs = x.astype(np.float64).reshape(x.shape[:3] + (-1,))
+            want = np.stack([ndi.convolve(xs[..., c], k, mode=border, cval=CVAL)
+                             for c in range(xs.shape[-1])], -1)
+            size = np.stack([ndi.convolve(np.abs(xs[..., c]), np.abs(k), mode=border,
+                                          cval=abs(CVAL)) for c in range(xs.shape[-1])], -1)
+            runs = []
+            for plan in ([], ["--band-rows", "5", "--slots", "1"]):
+                with self.subTest(border=border, plan=plan):
+                    got = self.oocrun_npy(x, "convolve kernel=%s method=fft" % kp, "--device",
+                                          "cuda", "--cpu-start", "off", "--border", border,
+                                          "--border-value", str(CVAL), *plan)
+                    got = got.astype(np.float64).reshape(want.shape)
+                    self.assertLessEqual(np.abs(got - want).max(), 1e-5 * size.max(), border)
+                    runs.append(got.tobytes())
+            self.assertEqual(runs[0], runs[1], border + ": bytes depend on the band plan")
+
     def test_projections(self):
         """Max, min, sum and mean along z, alone and after (and before) other stages: the CPU's
         bytes (sums in plane order, in double). Until the engine's GPU slots hold every plane of

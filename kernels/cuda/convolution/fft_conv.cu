@@ -37,7 +37,8 @@ __global__ void pack(FftTileRow r, Acc cval) {
       Acc v = cval;
       if (image_row >= r.height + ry) {
         v = Acc(0);
-      } else if (!(r.border == BorderMode::constant && (image_row < 0 || image_row >= r.height))) {
+      } else if (!(r.border == BorderMode::constant &&
+                   (r.outside || image_row < 0 || image_row >= r.height))) {
         const std::int64_t x = map_index(tx * r.w - rx + j, r.width, r.border);
         if (x >= 0) {
           const T* row = reinterpret_cast<const T*>(in + (image_row - r.first_row) * r.in_stride);

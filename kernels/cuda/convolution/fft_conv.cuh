@@ -21,6 +21,8 @@ struct FftTileRow {
   std::size_t in_stride = 0;
   SampleType in_type = SampleType::f32;
   std::int64_t first_row = 0;  // image row of input row 0
+  // Every row is the constant border's: a volume's plane outside it (conv3d_cuda.cpp).
+  bool outside = false;
   std::int64_t height = 0, width = 0;
   int channels = 1;
   BorderMode border = BorderMode::reflect;

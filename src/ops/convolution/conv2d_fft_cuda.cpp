@@ -169,6 +169,9 @@ class FftCudaKernel final : public CudaKernel {
     r.in_stride = b.in_stride;
     r.in_type = b.in_spec.type;
     r.first_row = b.first_row;
+    // A band's first input row is at most its halo above the image; a volume's convolution marks
+    // a plane outside the volume (constant border) by one far above it (conv3d_cuda.cpp).
+    r.outside = b.first_row < -b.halo;
     r.height = s_.height;
     r.width = s_.width;
     r.channels = s_.channels;

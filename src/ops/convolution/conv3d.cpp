@@ -164,11 +164,10 @@ class Conv3d final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<Conv3dKernel>(slices(), dz_, f64_, out_.type);
   }
-  // The direct sum only (conv3d_cuda.cpp): the FFT's planes would need their tiles' grid there.
+  // Each plane's 2-D convolution on the device, direct or by FFT as the slices choose.
   bool has_cuda() const override {
-    return kCudaBuilt && std::all_of(slices_.begin(), slices_.end(), [](const auto& s) {
-             return s->has_cuda() && !s->cost().cuda_fft;
-           });
+    return kCudaBuilt &&
+           std::all_of(slices_.begin(), slices_.end(), [](const auto& s) { return s->has_cuda(); });
   }
   bool cpu_gives_cuda_bits() const override {
     return std::all_of(slices_.begin(), slices_.end(),

@@ -1,6 +1,7 @@
 // The CUDA side of a volume's convolution with a 3-D kernel (conv3d.cpp): each kernel plane's 2-D
-// convolution (conv2d_cuda.cpp, the direct sum) of its input plane into the accumulator's type,
-// added plane by plane in the CPU's order, then converted to the output's type once.
+// convolution (conv2d_cuda.cpp, or conv2d_fft_cuda.cpp where the plane's cost chose the FFT) of its
+// input plane into the accumulator's type, added plane by plane in the CPU's order, then converted
+// to the output's type once.
 #include <cuda_runtime.h>
 
 #include <algorithm>
