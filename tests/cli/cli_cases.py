@@ -18,7 +18,10 @@ written as a script; they are numbered (test_01_..., test_02_...) because unitte
 class's tests in name order, so a full run draws the same data as before. A test run alone draws
 other (equally random) data."""
 import contextlib
+import signal
+import subprocess
 import sys
+import time
 import unittest
 
 _current = None
@@ -85,6 +88,28 @@ def skip(name, why):
 def fail(what):
     """One failing case, named by its message (the checks that report only failures)."""
     _now().report(what.split(":", 1)[0], [what])
+
+
+def stop_and_resume(name, command, output_of, same):
+    """A run stopped by SIGTERM part way, then resumed: `command(out)` is the run's argv writing
+    `out`, `output_of(attempt)` names a fresh output for each attempt (a run that finished before
+    the signal is tried again with a later signal), and `same(out)` lists how the resumed output
+    differs from the reference. Reports one case `name`."""
+    for attempt in range(4):
+        out = output_of(attempt)
+        cmd = command(out)
+        p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.3 + 0.3 * attempt)
+        p.send_signal(signal.SIGTERM)
+        err = p.communicate()[1]
+        if p.returncode == 0:
+            continue  # finished before the signal: try earlier work later
+        if p.returncode != 75:
+            return fail(f"{name}: SIGTERM: exit {p.returncode}: {err}")
+        r = subprocess.run(cmd + ["--resume"], capture_output=True, text=True)
+        return report(name, [f"--resume: exit {r.returncode}: {r.stderr}"] if r.returncode
+                      else same(out))
+    skip(name, "every run finished first")
 
 
 def skip_module(module_name, why):

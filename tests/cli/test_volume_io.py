@@ -9,10 +9,8 @@ outputs that take no volume); TIFF volumes' levels as each page's SubIFDs.
 Usage: test_volume_io.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 import numpy as np
@@ -391,26 +389,12 @@ class VolumeCheck(unittest.TestCase):
             r = run(OOCRUN, *[ref if x is None else x for x in args])
             if r.returncode:
                 return cli_cases.fail(f"resume reference: exit {r.returncode}: {r.stderr}")
-            for attempt in range(4):
-                out = self.p(f"resumed{attempt}.tif")
-                cmd = [OOCRUN, *map(str, [out if x is None else x for x in args])]
-                p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-                time.sleep(0.3 + 0.3 * attempt)
-                p.send_signal(signal.SIGTERM)
-                err = p.communicate()[1]
-                if p.returncode == 0:
-                    continue  # finished before the signal: try earlier work later
-                if p.returncode != 75:
-                    cli_cases.fail(f"SIGTERM: exit {p.returncode}: {err}")
-                    break
-                r = subprocess.run(cmd + ["--resume"], capture_output=True, text=True)
-                cli_cases.report("a TIFF volume stopped and resumed", [
-                    f"--resume: exit {r.returncode}: {r.stderr}" if r.returncode else
-                    None if np.array_equal(tifffile.imread(out), tifffile.imread(ref)) else
-                    "differs from one run"])
-                break
-            else:
-                cli_cases.skip("a TIFF volume stopped and resumed", "every run finished first")
+            cli_cases.stop_and_resume(
+                "a TIFF volume stopped and resumed",
+                lambda out: [OOCRUN, *map(str, [out if x is None else x for x in args])],
+                lambda attempt: self.p(f"resumed{attempt}.tif"),
+                lambda out: [] if np.array_equal(tifffile.imread(out), tifffile.imread(ref))
+                else ["differs from one run"])
 
 
 if __name__ == "__main__":

@@ -13,10 +13,8 @@ import itertools
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 import numpy as np
@@ -518,25 +516,11 @@ class ZarrVolumes(unittest.TestCase):
             r = run(OOCRUN, *[ref if x is None else x for x in args])
             if r.returncode:
                 return cli_cases.fail(f"resume reference: exit {r.returncode}: {r.stderr}")
-            for attempt in range(4):
-                out = self.p(f"resumed{attempt}.zarr")
-                cmd = [OOCRUN, *map(str, [out if x is None else x for x in args])]
-                p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-                time.sleep(0.3 + 0.3 * attempt)
-                p.send_signal(signal.SIGTERM)
-                err = p.communicate()[1]
-                if p.returncode == 0:
-                    continue  # finished before the signal: try earlier work later
-                if p.returncode != 75:
-                    cli_cases.fail(f"SIGTERM: exit {p.returncode}: {err}")
-                    break
-                r = subprocess.run(cmd + ["--resume"], capture_output=True, text=True)
-                cli_cases.report("a volume stopped and resumed", [
-                    f"--resume: exit {r.returncode}: {r.stderr}" if r.returncode else None,
-                    *([] if r.returncode else self.same_store(ref, out))])
-                break
-            else:
-                cli_cases.skip("a volume stopped and resumed", "every run finished first")
+            cli_cases.stop_and_resume(
+                "a volume stopped and resumed",
+                lambda out: [OOCRUN, *map(str, [out if x is None else x for x in args])],
+                lambda attempt: self.p(f"resumed{attempt}.zarr"),
+                lambda out: self.same_store(ref, out))
 
 
 if __name__ == "__main__":
