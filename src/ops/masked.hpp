@@ -16,6 +16,10 @@
 #include "ooc/ops/rank.hpp"
 #include "ops/stage_registry.hpp"
 
+namespace ooc::kernels::masked {
+struct RankArgs;  // kernels/cpu/masked/masked.hpp
+}  // namespace ooc::kernels::masked
+
 namespace ooc::detail {
 
 // The stage parameters of normalized convolution: min-weight= and fill=.
@@ -82,6 +86,15 @@ std::unique_ptr<CudaKernel> make_masked_separable_cuda(const std::vector<int>& d
                                                        const MaskedCudaArgs& a);
 std::size_t masked_separable_cuda_scratch(std::int64_t band_rows, std::int64_t ry,
                                           std::int64_t row_samples, bool f64);
+
+// The GPU's masked rank filter (masked_rank_cuda.cpp, built with CUDA only) of windows up to
+// kMaskedRankCudaMaxSamples samples (cuda::kMaskedRankMaxSamples): the CPU's arguments (their
+// band fields unset), the window's mask (empty: all), the input.
+inline constexpr std::int64_t kMaskedRankCudaMaxSamples = 64;
+std::unique_ptr<CudaKernel> make_masked_rank_cuda(const std::vector<int>& devices,
+                                                  const kernels::masked::RankArgs& a,
+                                                  const std::vector<std::uint8_t>& mask,
+                                                  const ImageSpec& in);
 
 // "nan" or the exact number: how fingerprints and messages say a nodata value.
 std::string nodata_text(double v);

@@ -395,9 +395,9 @@ class Nodata(NodataCase):
         r = self.run_tool([OOCRUN, self.p("in.npy"), self.p("o.npy"), "gaussian sigma=1 fill=true"],
                           code=2)
         self.assertIn("--nodata", r.stderr)
-        # No CUDA version (the masked rank filters): refused on --device cuda (2; 5 where no
-        # device is here at all), pointing at the CPU.
-        r = subprocess.run([OOCRUN, self.p("in.npy"), self.p("o.npy"), "median size=3",
+        # No CUDA version (the compound stages under nodata): refused on --device cuda (2; 5
+        # where no device is here at all), pointing at the CPU.
+        r = subprocess.run([OOCRUN, self.p("in.npy"), self.p("o.npy"), "unsharp sigma=1",
                             "--nodata", "0", "--device", "cuda", "-q"], capture_output=True,
                            text=True)
         self.assertIn(r.returncode, (2, 5), r.stderr)
@@ -405,9 +405,10 @@ class Nodata(NodataCase):
         self.assertFalse(os.path.exists(self.p("o.npy")))
 
     def test_cuda_gives_the_cpu_bytes(self):
-        """The separable stages' normalized convolution on the GPU: the CPU's bytes (f32 sums,
-        every border, NaN and a value, min-weight, fill, a negative tap, into u8). Skipped where
-        no CUDA device is usable."""
+        """The separable stages' normalized convolution and the rank filters on the GPU: the
+        CPU's bytes (f32 sums, every border, NaN and a value, min-weight, fill, a negative tap,
+        into u8; medians, a percentile, an even maximum, a footprint, an opening, a chain).
+        Skipped where no CUDA device is usable."""
         x = image(kind="nan")
         np.save(self.p("in.npy"), x)
         probe = subprocess.run([OOCRUN, self.p("in.npy"), self.p("o.npy"), "gaussian sigma=1",
@@ -416,9 +417,14 @@ class Nodata(NodataCase):
         if probe.returncode == 5:
             self.skipTest("no usable CUDA device")
         self.assertEqual(probe.returncode, 0, probe.stderr)
+        fp = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], np.uint8)
+        np.save(self.p("fp.npy"), fp)
         cases = [("gaussian sigma=2", []), ("uniform size=5 min-weight=0.5", []),
                  ("gaussian sigma=1 fill=true", []), ("correlate1d taps=-1,2,4 axis=1", []),
-                 ("gaussian sigma=1.5", ["--out-type", "u8"])]
+                 ("gaussian sigma=1.5", ["--out-type", "u8"]), ("median size=5", []),
+                 ("percentile size=5x3 q=30", ["--border-value", "50"]), ("maximum size=4", []),
+                 (f"median footprint={self.p('fp.npy')}", []), ("opening size=3", []),
+                 ("gaussian sigma=1 ! median size=3", [])]
         for stage, extra in cases:
             for mode in MODES:
                 outs = []

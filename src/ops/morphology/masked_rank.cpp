@@ -1,7 +1,7 @@
 // Rank filters that know holes (issue 48): median, percentile, rank, minimum, maximum and the
 // openings and closings made of them count only a window's valid samples
 // (kernels/cpu/masked/masked.hpp says which of them a rank takes). Built by the stages where the
-// pipeline has a nodata value; runs on the CPU only.
+// pipeline has a nodata value; on the GPU for windows of up to 64 samples.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -14,6 +14,7 @@
 #include "kernels/cpu/masked/masked.hpp"
 #include "kernels/cpu/masked/pool.hpp"
 #include "ooc/error.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/masked.hpp"
 #include "ops/morphology/window.hpp"
 
@@ -101,6 +102,18 @@ class MaskedRank final : public Operation {
     return std::make_unique<MaskedRankKernel>(a_, w_, fast_->make_cpu());
   }
   Cost cost() const override { return fast_->cost(); }
+  // On the GPU (kernels/cuda/masked/rank.cu) for windows of up to 64 samples: a selection, so
+  // the CPU's bytes.
+  bool has_cuda() const override { return kCudaBuilt && a_.count <= kMaskedRankCudaMaxSamples; }
+  bool cpu_gives_cuda_bits() const override { return true; }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_masked_rank_cuda(devices, a_, w_->mask, in_);
+#else
+    (void)devices;
+    return nullptr;
+#endif
+  }
 
  private:
   ImageSpec in_;

@@ -1,0 +1,100 @@
+// The masked rank filters' CUDA kernel (rank.cuh): one thread an output sample, rows in a loop.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/cpu/masked/convert.hpp"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/masked/rank.cuh"
+#include "ooc/detail/sample_type.hpp"
+
+namespace ooc::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+
+// The values the CPU selects among (masked.hpp's V): float holds every value of the small types.
+template <class T>
+using Select = std::conditional_t<(sizeof(T) <= 2 || std::is_same_v<T, float>), float, double>;
+
+template <class T>
+__global__ void masked_rank(MaskedRankLaunch l, bool has, T nd, Select<T> cv, bool cval_ok,
+                            T fill) {
+  using V = Select<T>;
+  const int C = l.channels;
+  const std::int64_t n_samples = l.width * C;
+  const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= n_samples) return;
+  const std::int64_t x = s / C, c = s - x * C;
+  const auto hole = [&](T v) {
+    bool h = has & (v == nd);
+    if constexpr (std::is_floating_point_v<T>) h = h | (v != v);
+    return h;
+  };
+  V v[kMaskedRankMaxSamples];
+  for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
+    T* out = reinterpret_cast<T*>(l.out + static_cast<std::size_t>(y) * l.out_stride);
+    const T* own =
+        reinterpret_cast<const T*>(l.in + static_cast<std::size_t>(y + l.halo) * l.in_stride);
+    if (hole(own[s])) {
+      out[s] = fill;
+      continue;
+    }
+    int n = 0;
+    for (std::int64_t i = 0; i < l.h; ++i) {
+      const std::int64_t r = y + l.halo - l.top + i, image_row = l.first_row + r;
+      const bool constant_row =
+          l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
+      const T* src = reinterpret_cast<const T*>(l.in + static_cast<std::size_t>(r) * l.in_stride);
+      for (std::int64_t j = 0; j < l.w; ++j) {
+        if (l.mask && !l.mask[i * l.w + j]) continue;
+        const std::int64_t q = constant_row ? -1 : map_index(x - l.left + j, l.width, l.border);
+        if (q < 0) {
+          if (cval_ok) v[n++] = cv;
+        } else {
+          const T t = src[q * C + c];
+          if (!hole(t)) v[n++] = static_cast<V>(t);
+        }
+      }
+    }
+    if (n == 0) {
+      out[s] = fill;
+      continue;
+    }
+    const std::int64_t k = l.count > 1 ? l.rank * (n - 1) / (l.count - 1) : 0;
+    V pick = v[0];
+    for (int i = 0; i < n; ++i) {
+      int less = 0, same = 0;
+      for (int j = 0; j < n; ++j) {
+        less += v[j] < v[i];
+        same += v[j] == v[i];
+      }
+      if (less <= k && k < less + same) {
+        pick = v[i];
+        break;
+      }
+    }
+    out[s] = store_as<T, V>(pick);
+  }
+}
+
+}  // namespace
+
+void masked_rank_async(const MaskedRankLaunch& l, cudaStream_t stream) {
+  dispatch_type(l.type, [&](auto t) {
+    using T = decltype(t);
+    using V = Select<T>;
+    const bool has = !std::isnan(l.nodata) && kernels::masked::holds<T>(l.nodata);
+    const T nd = has ? static_cast<T>(l.nodata) : T{};
+    const bool cval_ok = !(std::isnan(l.cval) || l.cval == l.nodata);
+    const T fill = kernels::masked::nodata_of<T>(l.nodata);
+    const std::int64_t n = l.width * l.channels;
+    const dim3 grid(static_cast<unsigned>((n + kThreads - 1) / kThreads), grid_rows(l.out_rows));
+    masked_rank<T>
+        <<<grid, kThreads, 0, stream>>>(l, has, nd, static_cast<V>(l.cval), cval_ok, fill);
+    OOC_KERNEL_TRY(cudaGetLastError());
+  });
+}
+
+}  // namespace ooc::cuda

@@ -1,0 +1,41 @@
+// Masked rank filters on the GPU (issue 48, nodata): the rule of kernels/cpu/masked/masked.hpp,
+// one thread an output: a window's valid samples gathered (the border rule by index, the
+// constant counting where it is no hole), the one of rank r (n - 1) / (count - 1) among its n
+// valid samples selected by counting, nodata where none or where the output's own sample is a
+// hole. Selections only move samples: the CPU's bytes.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ooc/border.hpp"
+#include "ooc/image.hpp"
+
+namespace ooc::cuda {
+
+// The largest window (samples of the footprint) the GPU takes; the CPU takes larger ones.
+inline constexpr std::int64_t kMaskedRankMaxSamples = 64;
+
+struct MaskedRankLaunch {
+  // The band: out_rows + 2 halo input rows from image row first_row (rows of the constant border
+  // outside the image are not staged), in_stride apart; the output in the input's type.
+  const std::byte* in = nullptr;
+  std::size_t in_stride = 0;
+  std::int64_t halo = 0, first_row = 0, image_height = 0, out_rows = 0, width = 0;
+  int channels = 1;
+  SampleType type = SampleType::f32;
+  std::byte* out = nullptr;
+  std::size_t out_stride = 0;
+  BorderMode border = BorderMode::reflect;
+  double cval = 0, nodata = 0;
+  // The window around (y, x): rows y - top .. + h - 1, columns x - left .. + w - 1, where mask
+  // (device memory, h x w; null: all) is 1; rank among its count samples.
+  std::int64_t top = 0, left = 0, h = 1, w = 1, rank = 0, count = 1;
+  const std::uint8_t* mask = nullptr;
+};
+
+void masked_rank_async(const MaskedRankLaunch& l, cudaStream_t stream);
+
+}  // namespace ooc::cuda
