@@ -1,8 +1,8 @@
 // The operations that know holes (issue 48, docs/design.md "Nodata"): built by the families'
 // stages in place of their usual operation where the pipeline has a nodata value
-// (PipelineSettings::nodata). On the CPU; the separable stages' normalized convolution on the GPU
-// too (kernels/cuda/masked), the others' has_cuda() says no, so --device cuda refuses them and
-// auto runs them on the CPU.
+// (PipelineSettings::nodata). The separable stages' normalized convolution and the rank filters
+// (windows of up to 64 samples) run on the GPU too (kernels/cuda/masked); convolve's and the
+// compound stages' has_cuda() says no, so --device cuda refuses them and auto takes the CPU.
 #pragma once
 
 #include <cstdint>
