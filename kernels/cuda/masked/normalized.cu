@@ -7,6 +7,7 @@
 #include "kernels/cpu/masked/convert.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/masked/holes.cuh"
 #include "kernels/cuda/masked/normalized.cuh"
 #include "ooc/detail/sample_type.hpp"
 
@@ -14,29 +15,6 @@ namespace ooc::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-// The CPU's HoleTest: NaN, and the nodata value where T holds it.
-template <class T>
-struct Holes {
-  bool has = false;
-  T nd{};
-  __device__ bool operator()(T v) const {
-    if constexpr (std::is_floating_point_v<T>)
-      return (v != v) | (has & (v == nd));
-    else
-      return has & (v == nd);
-  }
-};
-
-template <class T>
-Holes<T> holes_of(double nodata) {
-  Holes<T> h;
-  if (!std::isnan(nodata) && kernels::masked::holds<T>(nodata)) {
-    h.has = true;
-    h.nd = static_cast<T>(nodata);
-  }
-  return h;
-}
 
 template <class Acc>
 __device__ __forceinline__ Acc mul(Acc a, Acc b) {

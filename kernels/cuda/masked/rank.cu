@@ -6,6 +6,7 @@
 #include "kernels/cpu/masked/convert.hpp"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/masked/holes.cuh"
 #include "kernels/cuda/masked/rank.cuh"
 #include "ooc/detail/sample_type.hpp"
 
@@ -19,19 +20,13 @@ template <class T>
 using Select = std::conditional_t<(sizeof(T) <= 2 || std::is_same_v<T, float>), float, double>;
 
 template <class T>
-__global__ void masked_rank(MaskedRankLaunch l, bool has, T nd, Select<T> cv, bool cval_ok,
-                            T fill) {
+__global__ void masked_rank(MaskedRankLaunch l, Holes<T> hole, Select<T> cv, bool cval_ok, T fill) {
   using V = Select<T>;
   const int C = l.channels;
   const std::int64_t n_samples = l.width * C;
   const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= n_samples) return;
   const std::int64_t x = s / C, c = s - x * C;
-  const auto hole = [&](T v) {
-    bool h = has & (v == nd);
-    if constexpr (std::is_floating_point_v<T>) h = h | (v != v);
-    return h;
-  };
   V v[kMaskedRankMaxSamples];
   for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
     T* out = reinterpret_cast<T*>(l.out + static_cast<std::size_t>(y) * l.out_stride);
@@ -85,14 +80,12 @@ void masked_rank_async(const MaskedRankLaunch& l, cudaStream_t stream) {
   dispatch_type(l.type, [&](auto t) {
     using T = decltype(t);
     using V = Select<T>;
-    const bool has = !std::isnan(l.nodata) && kernels::masked::holds<T>(l.nodata);
-    const T nd = has ? static_cast<T>(l.nodata) : T{};
     const bool cval_ok = !(std::isnan(l.cval) || l.cval == l.nodata);
     const T fill = kernels::masked::nodata_of<T>(l.nodata);
     const std::int64_t n = l.width * l.channels;
     const dim3 grid(static_cast<unsigned>((n + kThreads - 1) / kThreads), grid_rows(l.out_rows));
-    masked_rank<T>
-        <<<grid, kThreads, 0, stream>>>(l, has, nd, static_cast<V>(l.cval), cval_ok, fill);
+    masked_rank<T><<<grid, kThreads, 0, stream>>>(l, holes_of<T>(l.nodata), static_cast<V>(l.cval),
+                                                  cval_ok, fill);
     OOC_KERNEL_TRY(cudaGetLastError());
   });
 }
