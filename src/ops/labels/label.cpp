@@ -459,8 +459,8 @@ class LabelOpBase : public Operation {
   }
   // Each pass labels every band again, on either backend: measured on blob masks, about 0.6 ns a
   // sample a thread on the CPU and 0.045 ns for the GPU's kernels. The model adds the GPU's start
-  // and copies, which bound it (packing the bands: performance.md), so a label stage alone stays
-  // on the CPU of a many-core host, and rides along on the GPU behind costlier stages.
+  // and copies, which bound it (pass 2's u32 labels coming back: performance.md), so a label
+  // stage alone stays on the CPU of a many-core host, and rides along behind costlier stages.
   Cost cost() const override {
     Cost c;
     c.kind = Cost::Kind::given;
