@@ -27,10 +27,10 @@ def _data(shape, dtype, seed):
 # reach below, one chunk; the channels chunked too (ooc.dask joins them); blocks of whole rows
 # (planes), whose neighbours' rows ooc reads where they lie (halo_rows), some thinner than the
 # reach.
-IMAGE = ((37, 53), np.float32, [(10, 16), (3, 4), (37, 53), (10, 53), (4, 53)])
+IMAGE = ((37, 53), np.float32, [(10, 16), (3, 4), (37, 53), (4, 53)])
 CHANNELS = ((29, 31, 3), np.uint16, [(8, 9, 2), (3, 2, 3), (7, 31, 3)])
 VOLUME = ((13, 17, 19), np.float32, [(5, 6, 7), (3, 4, 4), (13, 17, 19), (4, 17, 19)])
-VOLUME_C = ((9, 11, 12, 2), np.uint8, [(4, 5, 5, 1), (2, 11, 12, 2)])
+VOLUME_C = ((9, 11, 12, 2), np.uint8, [(4, 5, 5, 1)])
 
 # name, args, keywords: an asymmetric correlation, an even window, an origin, two reaches.
 IMAGE_CALLS = [
