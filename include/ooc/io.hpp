@@ -79,15 +79,6 @@ class Source {
   // Copies rows [y0, y0 + n) into dst (contiguous). Safe to call from several threads at once:
   // backends that stage rows themselves (pinned memory for a GPU) read in parallel through it.
   virtual void read_rows(std::int64_t y0, std::int64_t n, std::byte* dst);
-  // The file's own pages of rows [y0, y0 + n), mapped, valid until arena.release(); nullptr where
-  // the rows are not stored as they are (byte-swapped, compressed, computed): read_rows then.
-  // No read-ahead hint. For a GPU pack, which copies them out at once: while the copy engines
-  // run, a memcpy from the mapping keeps more of host memory's bandwidth than pread
-  // (docs/design.md, "GPU slots"; docs/performance.md, streaming).
-  virtual const std::byte* mapped_rows(std::int64_t /*y0*/, std::int64_t /*n*/,
-                                       RowArena& /*arena*/) {
-    return nullptr;
-  }
   // False where rows come from a decoder that works ahead in order on its own threads
   // (compressed TIFF): such a source is read one band at a time, in order, in one call.
   virtual bool parallel_reads() const { return true; }

@@ -2,7 +2,6 @@
 // TIFF's contiguous strips) read through memory-mapped windows (one per band, so resident memory
 // stays bounded), by pread, or with O_DIRECT into aligned buffers.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -173,39 +172,11 @@ class RawSource final : public Source {
       return out;
     }
     // Start reading the whole window now: a cold file is read ahead while earlier bands compute.
-    return map(y0, bytes, arena, true);
-  }
-
-  // Only where the rows are in the page cache (a few pages sampled): a cold band reads faster by
-  // pread, whose read-ahead makes large disk reads where page faults read 128 KiB at a time.
-  // Where the window cannot be mapped (an address-space limit), pread needs no mapping.
-  const std::byte* mapped_rows(std::int64_t y0, std::int64_t n, RowArena& arena) override {
-    if (layout_.swap || direct_) return nullptr;
-    const std::size_t bytes = static_cast<std::size_t>(n) * spec_.row_bytes();
-    const std::byte* p = nullptr;
-    try {
-      p = map(y0, bytes, arena, false);
-    } catch (const Error&) {
-      return nullptr;
-    }
-    return resident(p, bytes) ? p : nullptr;
+    return map(y0, bytes, arena);
   }
 
  private:
-  static bool resident(const std::byte* p, std::size_t bytes) {
-    constexpr int kSamples = 8;
-    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-    for (int i = 0; i < kSamples; ++i) {
-      const std::uintptr_t at = (reinterpret_cast<std::uintptr_t>(p) + bytes * i / kSamples);
-      unsigned char in_core = 0;
-      if (::mincore(reinterpret_cast<void*>(at / page * page), 1, &in_core) != 0 ||
-          (in_core & 1) == 0)
-        return false;
-    }
-    return true;
-  }
-
-  const std::byte* map(std::int64_t y0, std::size_t bytes, RowArena& arena, bool willneed) {
+  const std::byte* map(std::int64_t y0, std::size_t bytes, RowArena& arena) {
     bip::mapped_region region;
     try {
       region =
@@ -217,7 +188,7 @@ class RawSource final : public Source {
       throw Error(ErrorKind::io, "cannot map rows of input '" + path_ + "': " + e.what() +
                                      ": lower --mem-limit or raise the address-space limit");
     }
-    if (willneed) region.advise(bip::mapped_region::advice_willneed);
+    region.advise(bip::mapped_region::advice_willneed);
     auto* p = static_cast<const std::byte*>(region.get_address());
     arena.keep(std::make_shared<bip::mapped_region>(std::move(region)));
     return p;
