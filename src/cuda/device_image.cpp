@@ -56,7 +56,10 @@ std::int64_t band_rows_for(const Operation& op, std::int64_t height, std::int64_
 DeviceRunStats run_on_device(const Operation& op, const DeviceImage& in, const DeviceImage& out,
                              int device, void* stream_ptr) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string what = "'" + op.describe() + "'";
+  // Appended, not "'" + ...: GCC 12 warns (-Wrestrict) on that concatenation here by mistake.
+  std::string what = "'";
+  what += op.describe();
+  what += "'";
   if (!op.has_cuda())
     throw Error(ErrorKind::usage, what +
                                       " has no CUDA kernels: give a NumPy array "
