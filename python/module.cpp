@@ -236,8 +236,9 @@ ooc::PipelineSettings pipeline_settings(const py::dict& o) {
   return s;
 }
 
-// oocrun INPUT OUTPUT PIPELINE: the same job, passes and stats as the tool (one process, no
-// parts), so that both write the same bytes.
+// oocrun INPUT OUTPUT PIPELINE: the same job, passes and stats as the tool, so that both write
+// the same bytes; part_index and part_count run one part, as --part I/N (its rows into the
+// output's shared temporary, finish_output then puts the whole in place): ooc.dask's tasks.
 py::dict run_file(const std::string& input, const std::string& output,
                   const std::vector<std::string>& words, const py::dict& o,
                   const py::object& progress) {
@@ -249,6 +250,8 @@ py::dict run_file(const std::string& input, const std::string& output,
   ooc::JobSpec spec;
   spec.options = job_options(input, output, o, run, "f32");
   spec.options.sink.voxel = settings.voxel;  // recorded by OME outputs, as the input's would be
+  take(o, "part_index", spec.options.part_index);
+  take(o, "part_count", spec.options.part_count);
   spec.progress = progress_fn(progress);
   spec.stages = stages;
   spec.settings = settings;
@@ -416,5 +419,13 @@ PYBIND11_MODULE(_core, m) {
         py::arg("options"));
   m.def("cuda_device_count", &ooc::cuda_device_count);
   m.def("partial_path", &ooc::partial_path, py::arg("output"));
+  // oocconv --finish OUTPUT: the parts' checks and the rename into place.
+  m.def(
+      "finish_output",
+      [](const std::string& output) {
+        py::gil_scoped_release release;
+        return ooc::finish_output(output);
+      },
+      py::arg("output"));
   m.def("default_mem_limit", &ooc::default_mem_limit);
 }

@@ -54,6 +54,7 @@ with no copy to or from the host (ooc/_device.py); equalize and label take NumPy
 import numbers
 import os
 import tempfile
+import threading
 
 import numpy as np
 
@@ -64,9 +65,9 @@ from ._core import Error, UsageError
 __all__ = [
     "Error", "UsageError", "convolve", "equalize", "correlate1d", "convolve1d",
     "gaussian_filter1d", "gaussian_filter", "uniform_filter1d", "uniform_filter", "correlate",
-    "cuda_device_count", "run", "pipeline", "stages", "median_filter", "percentile_filter",
-    "rank_filter", "minimum_filter", "maximum_filter", "grey_opening", "grey_closing", "label",
-    "regionprops_table",
+    "cuda_device_count", "run", "finish", "pipeline", "stages", "median_filter",
+    "percentile_filter", "rank_filter", "minimum_filter", "maximum_filter", "grey_opening",
+    "grey_closing", "label", "regionprops_table",
 ]
 
 cuda_device_count = _core.cuda_device_count
@@ -318,6 +319,11 @@ def _conv_taps(weights, origin):
     return c[::-1].copy()
 
 
+# Where a thread asks (ooc.dask, _dask_store.py), each _run_separable call's taps and settings are
+# appended to its list `calls`: the stage a named filter amounts to, for the CLI's words.
+_separable_record = threading.local()
+
+
 def _run_separable(input, output, taps_by_axis, mode, cval, progress, options, used=None,
                    volume=None):
     """taps_by_axis: {axis: convolution-order taps} over the spatial axes of the image (0 and 1;
@@ -335,6 +341,10 @@ def _run_separable(input, output, taps_by_axis, mode, cval, progress, options, u
     o = _array_options(a, out, options)
     o["volume"] = vol
     border = _mode(mode, used)
+    calls = getattr(_separable_record, "calls", None)
+    if calls is not None:  # ooc.dask's store path asks what a named filter runs
+        calls.append(dict(volume=vol, row=row, col=col, plane=plane, mode=border,
+                          cval=float(cval), options=dict(o)))
     if vol and a.shape[0] == 1 and plane.size > 1:
         return _one_plane(src, dst, row, col, plane, border, float(cval), o, progress)
     _core.filter_array(src, dst, row, col, plane, border, float(cval), o,
@@ -640,7 +650,7 @@ def equalize(input, output=None, *, progress=None, **kwargs):
 
 
 # After the helpers they share.
-from ._pipeline import _sample_name, pipeline, run, stages  # noqa: E402
+from ._pipeline import _sample_name, finish, pipeline, run, stages  # noqa: E402
 from ._rank import (grey_closing, grey_opening, maximum_filter, median_filter,  # noqa: E402
                     minimum_filter, percentile_filter, rank_filter)
 from ._labels import label, regionprops_table  # noqa: E402

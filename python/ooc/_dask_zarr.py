@@ -195,6 +195,15 @@ def _attrs(name, ndim, channels, vol, levels, pyramid_z, voxel):
              "name": name, "type": "mean", "version": "0.4"}]
 
 
+def check_options(chunk, chunk_z, levels, compress, level):
+    """The store's options refused as the CLI refuses them, before any task runs."""
+    if not 1 <= int(chunk) <= 65536 or not 1 <= int(chunk_z) <= 65536:
+        raise _usage("chunk is 1 to 65536 pixels and chunk_z 1 to 65536 planes")
+    if levels is not None and not 0 <= int(levels) <= 30:
+        raise _usage("levels is 0 to 30, got %d" % int(levels))
+    return _codec(compress, int(level))
+
+
 def to_zarr(x, url, vol, n, *, pyramid=False, levels=None, pyramid_z=False, chunk=512,
             chunk_z=1, nodata=None, compress=None, level=-1, voxel_size=None, compute=True):
     """See ooc.dask.to_zarr (x checked, vol and n its layout)."""
@@ -203,17 +212,13 @@ def to_zarr(x, url, vol, n, *, pyramid=False, levels=None, pyramid_z=False, chun
     if vol and x.ndim > n:
         raise _usage("to_zarr takes (Z, Y, X) volumes; give each channel of a (Z, Y, X, C) one "
                      "its own store")
-    if not 1 <= int(chunk) <= 65536 or not 1 <= int(chunk_z) <= 65536:
-        raise _usage("chunk is 1 to 65536 pixels and chunk_z 1 to 65536 planes")
     if pyramid_z and not vol:
         raise _usage("pyramid_z is for volumes (pyramid halves y and x)")
-    codec = _codec(compress, int(level))
+    codec = check_options(chunk, chunk_z, levels, compress, level)
     h, w = x.shape[n - 2], x.shape[n - 1]
     if levels is None:
         levels = auto_levels(h, w) if pyramid else 0
     levels = int(levels)
-    if not 0 <= levels <= 30:
-        raise _usage("levels is 0 to 30, got %d" % levels)
     pyramid_z = bool(pyramid_z) and levels > 0
     if voxel_size is not None:
         voxel = tuple(float(v) for v in voxel_size)

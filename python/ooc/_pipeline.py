@@ -1,6 +1,7 @@
 """Pipelines of oocrun's stages from Python: ooc.stages() (oocrun --list as data), ooc.run (files to
-files, as oocrun) and ooc.pipeline (arrays, memmaps and .npy paths through the same bounded pass),
-with the helpers that turn their keywords into oocrun's words and options."""
+files, as oocrun, whole or in parts that ooc.finish completes) and ooc.pipeline (arrays, memmaps
+and .npy paths through the same bounded pass), with the helpers that turn their keywords into
+oocrun's words and options."""
 
 import os
 
@@ -75,7 +76,7 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
         input_level=-1, seed=1, format="auto", tile=0, compress=None, level=-1, bigtiff="auto",
         chunk=0, pyramid=False, levels=None, zarr_version=2, shard=0, cog=False,
         progress=None, predictor="auto", depth=None, volume=False, pages=None, planes=False,
-        voxel_size=None, nodata=None, **options):
+        voxel_size=None, nodata=None, part=None, **options):
     """oocrun INPUT OUTPUT PIPELINE (see oocrun --help, ooc.stages()); returns --stats json.
 
     pipeline: stages separated by "!", e.g. "gaussian sigma=2 ! convert type=u8" (or a list of
@@ -89,6 +90,9 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
     temporary name and renamed when complete; on any error nothing is left. voxel_size (z, y, x)
     micrometres (oocrun --voxel-size) stands for the input's, for sigma-um and OME outputs.
     nodata (oocrun --nodata): a value, numpy.nan or "none"; None takes the input's GDAL_NODATA.
+    part=(i, n): part i of n (oocrun --part I/N), its rows (whole chunk rows of a Zarr output)
+    into the output's temporary, shared with the other parts, which may run at once in other
+    processes; ooc.finish(output) then checks them and puts the output in place.
     """
     o = _pipeline_options(options, mode, cval, out_type, precision, voxel_size, nodata)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
@@ -97,8 +101,21 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
              predictor=predictor, depth=depth, volume=bool(volume), pages=pages,
              planes=bool(planes),
              **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
+    if part is not None:
+        try:
+            i, n = (int(v) for v in part)
+        except (TypeError, ValueError):
+            raise _usage("part takes (i, n), part i of n parts (0 <= i < n), got %r"
+                         % (part,)) from None
+        o.update(part_index=i, part_count=n)
     return _core.run_file(os.fspath(input), os.fspath(output), _pipeline_words(pipeline), o,
                           _check_progress(progress))
+
+
+def finish(output):
+    """oocconv --finish OUTPUT: checks that the parts run with ooc.run(..., part=(i, n)) cover the
+    output, from one input and the same options, and puts it in place; returns a summary line."""
+    return _core.finish_output(os.fspath(output))
 
 
 def pipeline(input, pipeline, output=None, *, mode="reflect", cval=0.0, out_type=None,

@@ -37,6 +37,12 @@ slower than the same reads in the client: start them with the buffers kept in th
 dask.config.set({"distributed.nanny.pre-spawn-environ": dict(dask.config.get(
 "distributed.nanny.pre-spawn-environ"), MALLOC_MMAP_THRESHOLD_="33554432")}) before LocalCluster.
 
+A filter (pipeline, or one separable pass: gaussian_filter, uniform_filter, correlate1d...) of an
+image read straight from a Zarr store (da.from_zarr, or the store's path given for the array)
+that goes to ooc.dask.to_zarr runs as the CLI's parts (_dask_store.py): each task reads its rows
+and writes its chunk rows with ooc's own Zarr reader and writer, the graph carrying no samples;
+the same bytes as the general path, which every other array takes.
+
 equalize_hist reduces the blocks' histograms (a tree sum) into ooc's table, then maps every block
 with it; to_zarr writes oocrun's OME-Zarr layout and its pyramid, each task whole chunks of a
 level; label numbers components as scipy.ndimage.label, the blocks' faces joined by a reduction.
@@ -58,7 +64,7 @@ from . import (_MODES, _conv_taps, _core, _gaussian_taps, _is_volume, _mode, _se
                _usage)
 from ._pipeline import _OOC_TYPES, _pipeline_options, _pipeline_words, _sample_name
 from . import _axes as _axes_of
-from . import _dask_block, _dask_zarr
+from . import _dask_block, _dask_store, _dask_zarr
 import ooc as _ooc  # the package's array functions, which each block runs
 
 __all__ = [
@@ -225,9 +231,11 @@ def _apply(x, depth, wrap, call, dtype, threads, mem_limit, name):
 
 def _probe(x, vol, n, fn, args, kwargs):
     """Runs fn on a few samples of x's dtype and layout: the arguments' errors now, not at
-    compute(); returns the output dtype."""
+    compute(); returns the output dtype and the separable stage fn ran, if one (_dask_store)."""
     shape = tuple(min(s, 5) for s in x.shape[:n]) + tuple(x.shape[n:])
-    return fn(np.zeros(shape, x.dtype), *args, volume=vol, threads=1, **kwargs).dtype
+    out, call = _dask_store.record(fn, np.zeros(shape, x.dtype), args,
+                                   dict(kwargs, volume=vol, threads=1))
+    return out.dtype, call
 
 
 def _is_wrap(mode):
@@ -240,11 +248,16 @@ def _filter(x, fn, args, kwargs, reach_fn, mode, volume, threads, mem_limit):
     _check(x)
     vol, n = _layout(x, volume)
     kwargs = dict(kwargs, mode=mode)
-    dtype = _probe(x, vol, n, fn, args, kwargs)
+    dtype, call = _probe(x, vol, n, fn, args, kwargs)
     depth = reach_fn(vol, n)
     kwargs["volume"] = vol
-    return _apply(x, depth, _is_wrap(mode), (fn, tuple(args), kwargs), dtype, threads, mem_limit,
-                  fn.__name__)
+    y = _apply(x, depth, _is_wrap(mode), (fn, tuple(args), kwargs), dtype, threads, mem_limit,
+               fn.__name__)
+    store = _dask_store.source_of(x)
+    run = _dask_store.separable_words(call) if store else None
+    if run:  # to_zarr may run it as the CLI's parts (_dask_store.py)
+        _dask_store.keep(y, store, run[0], run[1], threads, mem_limit, suggest_chunks)
+    return y
 
 
 # ---- the reach of the named filters (what ooc's own functions build) ----
@@ -520,9 +533,16 @@ def pipeline(x, pipeline, *, mode="reflect", cval=0.0, out_type=None, precision=
     _mode(mode)
     kwargs = dict(mode=mode, cval=cval, out_type=out_type, precision=precision, volume=vol,
                   planes=planes, voxel_size=voxel_size, **options)
-    return _apply(x, depth, _MODES[mode] == "wrap" if isinstance(mode, str) else False,
-                  (_ooc.pipeline, (pipeline,), kwargs), r["out_type"], threads, mem_limit,
-                  "pipeline")
+    y = _apply(x, depth, _MODES[mode] == "wrap" if isinstance(mode, str) else False,
+               (_ooc.pipeline, (pipeline,), kwargs), r["out_type"], threads, mem_limit,
+               "pipeline")
+    store = _dask_store.source_of(x)
+    if store:  # to_zarr may run it as the CLI's parts (_dask_store.py)
+        settings = dict(options, mode=mode, cval=cval, precision=precision,
+                        voxel_size=voxel_size)
+        _dask_store.keep(y, store, _pipeline_words(pipeline), settings, threads, mem_limit,
+                         suggest_chunks)
+    return y
 
 
 # ---- blocks sized for ooc ----
@@ -642,6 +662,12 @@ def to_zarr(x, url, *, pyramid=False, levels=None, pyramid_z=False, chunk=512, c
     compute=False returns the dask task."""
     _check(x)
     vol, n = _layout(x, volume)
+    plan = _dask_store.writes(x, url, nodata, pyramid_z, vol)
+    if plan is not None:  # x is ooc's filter of a Zarr store: the CLI's parts write it
+        _dask_zarr.check_options(chunk, chunk_z, levels, compress, level)
+        return _dask_store.to_zarr(plan, url, pyramid=pyramid, levels=levels, chunk=chunk,
+                                   compress=compress, level=level, voxel_size=voxel_size,
+                                   compute=compute)
     return _dask_zarr.to_zarr(x, url, vol, n, pyramid=pyramid, levels=levels,
                               pyramid_z=pyramid_z, chunk=chunk, chunk_z=chunk_z, nodata=nodata,
                               compress=compress, level=level, voxel_size=voxel_size,
@@ -649,3 +675,21 @@ def to_zarr(x, url, *, pyramid=False, levels=None, pyramid_z=False, chunk=512, c
 
 
 from ._dask_label import label  # noqa: E402  (it runs _task_options of this module)
+
+
+def _stores_too(fn):
+    """fn taking a Zarr store's path too, for the array there (_dask_store.open_store)."""
+    @functools.wraps(fn)
+    def call(x, *args, **kwargs):
+        if isinstance(x, (str, os.PathLike)):
+            x = _dask_store.open_store(x, suggest_chunks)
+        return fn(x, *args, **kwargs)
+    return call
+
+
+for _name in ("pipeline", "gaussian_filter", "gaussian_filter1d", "uniform_filter",
+              "uniform_filter1d", "correlate1d", "convolve1d", "correlate", "convolve",
+              "median_filter", "percentile_filter", "rank_filter", "minimum_filter",
+              "maximum_filter", "grey_opening", "grey_closing"):
+    globals()[_name] = _stores_too(globals()[_name])
+del _name
