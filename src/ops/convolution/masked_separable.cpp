@@ -211,14 +211,15 @@ class MaskedConv2d final : public Operation {
   kernels::masked::NormalizedArgs a_;
 };
 
-}  // namespace
-
+// fill= as the stage gives it.
 bool fill_of(const StageContext& c) {
   const std::string fill = c.args.text("fill");
   if (fill != "true" && fill != "false")
     throw Error(ErrorKind::usage, c.args.at() + ": fill takes true or false, got '" + fill + "'");
   return fill == "true";
 }
+
+}  // namespace
 
 std::unique_ptr<Operation> make_masked_conv2d(const StageContext& c, const Kernel2d& k) {
   const double min_weight = c.args.number("min-weight");

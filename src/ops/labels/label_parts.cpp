@@ -4,18 +4,10 @@
 // joins the same face roots the same way, so they agree on the numbering without a leader.
 #include "ops/labels/label_parts.hpp"
 
-#include <dirent.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <utility>
 
 #include "kernels/cpu/labels/runs.hpp"
-#include "ooc/error.hpp"
-#include "ooc/ops/label.hpp"
 
 namespace ooc::detail {
 
@@ -44,7 +36,21 @@ void touching(const std::uint64_t* a, std::uint64_t na, const std::uint64_t* b, 
 
 }  // namespace
 
-PartFaces part_faces(const LabelPart& part, const std::uint64_t* t, std::uint64_t n) {
+std::uint64_t finish_label_parts(const LabelPart& part, std::uint64_t* t, std::uint64_t n,
+                                 const LabelSumFn& sum) {
+  // Where every part begins (distinct rows: the sum of the bits is their union).
+  std::vector<std::uint64_t> starts(static_cast<std::size_t>((part.total_rows + 63) / 64), 0);
+  starts[static_cast<std::size_t>(part.first_row / 64)] |= std::uint64_t{1}
+                                                           << (part.first_row % 64);
+  sum(starts);
+  std::vector<std::int64_t> begin;
+  for (std::size_t w = 0; w < starts.size(); ++w)
+    for (std::uint64_t bits = starts[w]; bits; bits &= bits - 1)
+      begin.push_back(static_cast<std::int64_t>(w * 64) + __builtin_ctzll(bits));
+  const std::size_t parts = begin.size();
+  const auto me = static_cast<std::size_t>(
+      std::lower_bound(begin.begin(), begin.end(), part.first_row) - begin.begin());
+
   // This part's face roots, ranked among its roots (a scan of the table, in order).
   std::vector<std::uint64_t> face;
   for (const FaceRuns* f : {&part.top, &part.bottom})
@@ -52,91 +58,35 @@ PartFaces part_faces(const LabelPart& part, const std::uint64_t* t, std::uint64_
   std::sort(face.begin(), face.end());
   face.erase(std::unique(face.begin(), face.end()), face.end());
   std::vector<std::uint64_t> face_rank(face.size());
-  PartFaces out;
-  out.first_row = part.first_row;
-  out.rows = part.rows;
+  std::uint64_t roots = 0;
   for (std::uint64_t p = 0, k = 0; p < n; ++p) {
     if (t[p] != p) continue;
-    if (k < face.size() && face[k] == p) face_rank[k++] = out.roots;
-    ++out.roots;
+    if (k < face.size() && face[k] == p) face_rank[k++] = roots;
+    ++roots;
   }
   auto rank_of = [&](std::uint64_t root) {
     return face_rank[static_cast<std::size_t>(std::lower_bound(face.begin(), face.end(), root) -
                                               face.begin())];
   };
-  out.top = part.top.x0.size();
-  for (const FaceRuns* f : {&part.top, &part.bottom})
-    for (std::size_t i = 0; i < f->x0.size(); ++i)
-      out.runs.insert(out.runs.end(), {f->x0[i], f->x1[i], rank_of(f->root[i])});
-  return out;
-}
 
-std::vector<PartFaces> exchange_faces(const PartFaces& mine, std::int64_t total_rows,
-                                      const LabelSumFn& sum) {
-  // Where every part begins (distinct rows: the sum of the bits is their union).
-  std::vector<std::uint64_t> starts(static_cast<std::size_t>((total_rows + 63) / 64), 0);
-  starts[static_cast<std::size_t>(mine.first_row / 64)] |= std::uint64_t{1}
-                                                           << (mine.first_row % 64);
-  sum(starts);
-  std::vector<PartFaces> all;
-  for (std::size_t w = 0; w < starts.size(); ++w)
-    for (std::uint64_t bits = starts[w]; bits; bits &= bits - 1)
-      all.emplace_back().first_row = static_cast<std::int64_t>(w * 64) + __builtin_ctzll(bits);
-  const std::size_t parts = all.size();
-  std::size_t me = 0;
-  while (all[me].first_row != mine.first_row) ++me;
-  // Each part's rows, roots and face runs, then the runs (x0, x1, root's rank), top row first.
-  std::vector<std::uint64_t> sizes(4 * parts, 0);
-  sizes[4 * me] = static_cast<std::uint64_t>(mine.rows);
-  sizes[4 * me + 1] = mine.roots;
-  sizes[4 * me + 2] = mine.top;
-  sizes[4 * me + 3] = mine.runs.size() / 3 - mine.top;
+  // Each part's roots and face runs, then the runs: (x0, x1, root's rank), top row then bottom.
+  std::vector<std::uint64_t> sizes(3 * parts, 0);
+  sizes[3 * me] = roots;
+  sizes[3 * me + 1] = part.top.x0.size();
+  sizes[3 * me + 2] = part.bottom.x0.size();
   sum(sizes);
   std::vector<std::uint64_t> at(parts + 1, 0);
   for (std::size_t j = 0; j < parts; ++j)
-    at[j + 1] = at[j] + 3 * (sizes[4 * j + 2] + sizes[4 * j + 3]);
+    at[j + 1] = at[j] + 3 * (sizes[3 * j + 1] + sizes[3 * j + 2]);
   std::vector<std::uint64_t> runs(static_cast<std::size_t>(at[parts]), 0);
-  std::copy(mine.runs.begin(), mine.runs.end(), runs.begin() + static_cast<std::ptrdiff_t>(at[me]));
+  std::uint64_t* mine = runs.data() + at[me];
+  for (const FaceRuns* f : {&part.top, &part.bottom})
+    for (std::size_t i = 0; i < f->x0.size(); ++i) {
+      *mine++ = f->x0[i];
+      *mine++ = f->x1[i];
+      *mine++ = rank_of(f->root[i]);
+    }
   sum(runs);
-  for (std::size_t j = 0; j < parts; ++j) {
-    all[j].rows = static_cast<std::int64_t>(sizes[4 * j]);
-    all[j].roots = sizes[4 * j + 1];
-    all[j].top = sizes[4 * j + 2];
-    all[j].runs.assign(runs.begin() + static_cast<std::ptrdiff_t>(at[j]),
-                       runs.begin() + static_cast<std::ptrdiff_t>(at[j + 1]));
-  }
-  return all;
-}
-
-std::uint64_t number_parts(const std::vector<PartFaces>& all, const LabelPart& part,
-                           std::uint64_t* t, std::uint64_t n) {
-  const std::size_t parts = all.size();
-  std::size_t me = 0;
-  while (me < parts && all[me].first_row != part.first_row) ++me;
-  std::int64_t row = 0;
-  for (std::size_t j = 0; j < parts; ++j) {
-    if (all[j].first_row != row || all[j].rows <= 0)
-      throw Error(ErrorKind::usage,
-                  "label: the parts' rows do not cover the image: no part begins at row " +
-                      std::to_string(row) + "; run every part of the same split");
-    row += all[j].rows;
-  }
-  if (me == parts || row != part.total_rows)
-    throw Error(ErrorKind::usage, "label: the parts' rows end at " + std::to_string(row) +
-                                      ", the image has " + std::to_string(part.total_rows) +
-                                      ": run every part of the same split");
-  // Where each part's runs begin in one list of all of them, the top row's first.
-  std::vector<std::uint64_t> at(parts + 1, 0), sizes(3 * parts);
-  std::vector<std::uint64_t> runs;
-  for (std::size_t j = 0; j < parts; ++j) {
-    sizes[3 * j] = all[j].roots;
-    sizes[3 * j + 1] = all[j].top;
-    sizes[3 * j + 2] = all[j].runs.size() / 3 - all[j].top;
-    at[j + 1] = at[j] + all[j].runs.size();
-    runs.insert(runs.end(), all[j].runs.begin(), all[j].runs.end());
-  }
-  std::vector<std::int64_t> begin(parts);
-  for (std::size_t j = 0; j < parts; ++j) begin[j] = all[j].first_row;
 
   // Every face root of every part, in the image's order, joined across each cut that is not a
   // plane's start (the same rule as between two bands).
@@ -206,140 +156,4 @@ std::uint64_t number_parts(const std::vector<PartFaces>& all, const LabelPart& p
   return before[parts];
 }
 
-std::uint64_t finish_label_parts(const LabelPart& part, std::uint64_t* t, std::uint64_t n,
-                                 const LabelSumFn& sum) {
-  return number_parts(exchange_faces(part_faces(part, t, n), part.total_rows, sum), part, t, n);
-}
-
-namespace {
-
-// A faces file: this word, the image's rows, a plane's rows, the diagonal flag, then the part's
-// first row, rows, roots, top runs and all its runs' words.
-constexpr std::uint64_t kFacesMagic = 0x3173656361466c4fULL;  // "OlFaces1"
-
-std::string dir_of(const std::string& prefix) {
-  const std::size_t slash = prefix.rfind('/');
-  return slash == std::string::npos ? "." : prefix.substr(0, slash == 0 ? 1 : slash);
-}
-
-}  // namespace
-
-std::vector<std::string> faces_files(const std::string& prefix) {
-  std::vector<std::string> out;
-  const std::string dir = dir_of(prefix);
-  const std::string base = prefix.substr(prefix.rfind('/') + 1) + ".";
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return out;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.size() > base.size() && name.compare(0, base.size(), base) == 0 &&
-        name.find_first_not_of("0123456789", base.size()) == std::string::npos)
-      out.push_back(dir + "/" + name);
-  }
-  ::closedir(d);
-  return out;
-}
-
-void save_faces(const std::string& prefix, const LabelPart& part, const PartFaces& f) {
-  std::vector<std::uint64_t> w{kFacesMagic,
-                               static_cast<std::uint64_t>(part.total_rows),
-                               static_cast<std::uint64_t>(part.plane_rows),
-                               part.diagonal ? 1u : 0u,
-                               static_cast<std::uint64_t>(f.first_row),
-                               static_cast<std::uint64_t>(f.rows),
-                               f.roots,
-                               f.top,
-                               f.runs.size()};
-  w.insert(w.end(), f.runs.begin(), f.runs.end());
-  const std::string path = prefix + "." + std::to_string(f.first_row);
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  std::FILE* file = std::fopen(tmp.c_str(), "wb");
-  bool ok = file && std::fwrite(w.data(), sizeof w[0], w.size(), file) == w.size();
-  const int err = errno;
-  if (file) ok = std::fclose(file) == 0 && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw Error(ErrorKind::io, system_message("label: cannot write the part's faces", path, err));
-  }
-}
-
-std::vector<PartFaces> load_faces(const std::string& prefix, LabelPart& part, bool& complete) {
-  std::vector<PartFaces> all;
-  for (const std::string& path : faces_files(prefix)) {
-    std::FILE* file = std::fopen(path.c_str(), "rb");
-    if (!file) throw Error(ErrorKind::io, system_message("label: cannot read", path, errno));
-    std::uint64_t h[9] = {};
-    bool ok = std::fread(h, sizeof h[0], 9, file) == 9 && h[0] == kFacesMagic;
-    PartFaces f;
-    if (ok) {
-      f.first_row = static_cast<std::int64_t>(h[4]);
-      f.rows = static_cast<std::int64_t>(h[5]);
-      f.roots = h[6];
-      f.top = h[7];
-      f.runs.resize(static_cast<std::size_t>(h[8]));
-      ok = std::fread(f.runs.data(), sizeof h[0], f.runs.size(), file) == f.runs.size();
-    }
-    std::fclose(file);
-    const bool same =
-        part.total_rows == 0 ||
-        (h[1] == static_cast<std::uint64_t>(part.total_rows) &&
-         h[2] == static_cast<std::uint64_t>(part.plane_rows) && h[3] == (part.diagonal ? 1u : 0u));
-    if (!ok || !same)
-      throw Error(ErrorKind::usage,
-                  "label: '" + path + "' is " +
-                      (ok ? "the faces of another image or connectivity" : "not a part's faces") +
-                      ": remove it (and run that part again)");
-    if (part.total_rows == 0) {  // taken from the first file (ooclabel --finish)
-      part.total_rows = static_cast<std::int64_t>(h[1]);
-      part.plane_rows = static_cast<std::int64_t>(h[2]);
-      part.diagonal = h[3] != 0;
-    }
-    all.push_back(std::move(f));
-  }
-  std::sort(all.begin(), all.end(),
-            [](const PartFaces& a, const PartFaces& b) { return a.first_row < b.first_row; });
-  std::int64_t row = 0;
-  for (const PartFaces& f : all)
-    if (f.first_row == row) row += f.rows;
-  complete = !all.empty() && row == part.total_rows;
-  return all;
-}
-
 }  // namespace ooc::detail
-
-namespace ooc {
-
-std::string label_faces_prefix(std::string output) {
-  while (output.size() > 1 && output.back() == '/') output.pop_back();  // "x.zarr/"
-  return output + ".label-faces";
-}
-
-LabelFaces label_faces(const std::string& output) {
-  detail::LabelPart part;  // total_rows 0: the files say
-  LabelFaces r;
-  const std::vector<detail::PartFaces> all =
-      detail::load_faces(label_faces_prefix(output), part, r.complete);
-  r.parts = all.size();
-  if (r.complete) {
-    part.first_row = all.front().first_row;
-    r.components = detail::number_parts(all, part, nullptr, 0);
-    return r;
-  }
-  std::int64_t row = 0;
-  for (const detail::PartFaces& f : all) {
-    if (f.first_row > row)
-      r.missing +=
-          (r.missing.empty() ? "" : ", ") + std::to_string(row) + ":" + std::to_string(f.first_row);
-    row = std::max(row, f.first_row + f.rows);
-  }
-  if (part.total_rows > row || all.empty())
-    r.missing += (r.missing.empty() ? "" : ", ") + std::to_string(row) + ":" +
-                 (all.empty() ? std::string("end") : std::to_string(part.total_rows));
-  return r;
-}
-
-void remove_label_faces(const std::string& output) {
-  for (const std::string& f : detail::faces_files(label_faces_prefix(output))) ::unlink(f.c_str());
-}
-
-}  // namespace ooc

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <vector>
 
 namespace ooc::detail {
@@ -29,39 +28,10 @@ struct LabelPart {
   FaceRuns top, bottom;         // the part's first and last rows
 };
 
-// What a part tells the others: its rows, its count of roots and its first and last rows' runs
-// as (x0, x1, the root's rank among the part's roots) triples, the top row's first.
-struct PartFaces {
-  std::int64_t first_row = 0, rows = 0;
-  std::uint64_t roots = 0;
-  std::uint64_t top = 0;  // runs of the top row (the rest are the bottom row's)
-  std::vector<std::uint64_t> runs;
-};
-
 // `t` holds the part's `n` provisional labels, each pointing at its root (t[r] == r for a root,
-// roots in raster order of first samples).
-PartFaces part_faces(const LabelPart& part, const std::uint64_t* t, std::uint64_t n);
-
-// Every part's faces, in row order, through the processes' sums (collective).
-std::vector<PartFaces> exchange_faces(const PartFaces& mine, std::int64_t total_rows,
-                                      const LabelSumFn& sum);
-
-// Joins the faces of every part (`all`, in row order, covering the image: else a usage Error),
-// rewrites this part's table (t as for part_faces) to the final labels over the whole image and
-// returns the image's count of components (t may be null with n = 0: the count alone).
-std::uint64_t number_parts(const std::vector<PartFaces>& all, const LabelPart& part,
-                           std::uint64_t* t, std::uint64_t n);
-
-// The three above under MPI ranks: every rank must call it.
+// roots in raster order of first samples). Rewrites every entry to its final label over the whole
+// image and returns the image's count of components; every part must call it (collective).
 std::uint64_t finish_label_parts(const LabelPart& part, std::uint64_t* t, std::uint64_t n,
                                  const LabelSumFn& sum);
-
-// Parts run as separate processes (--part, --rows) keep their faces in files `prefix`.FIRST_ROW:
-// save_faces writes this part's (atomically); load_faces reads every part's there, in row order,
-// refusing a file of another image or connectivity, and says whether they cover the image.
-void save_faces(const std::string& prefix, const LabelPart& part, const PartFaces& faces);
-std::vector<PartFaces> load_faces(const std::string& prefix, LabelPart& part, bool& complete);
-// The faces files under `prefix`.
-std::vector<std::string> faces_files(const std::string& prefix);
 
 }  // namespace ooc::detail
