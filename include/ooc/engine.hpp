@@ -262,6 +262,9 @@ struct BandPlan {
   // while the other is written) and written in order once the slab is done, or, for a sink that
   // takes rows in any order (raw, .npy, null:), handed over band by band.
   std::int64_t slab_planes = 0;
+  // GPU bands with planes of context: planes of rows a slot's pinned input holds (0: the whole
+  // window). One where the walk hands each band's 2R other planes over on the device.
+  std::int64_t host_planes = 0;
   std::int64_t first_band = 0, last_band = 0;  // a run covers [first_band, last_band)
   int slots = 0;
   int threads = 0;

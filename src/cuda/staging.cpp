@@ -31,6 +31,40 @@ namespace {
 constexpr std::int64_t kRowsPerRead = 4;
 constexpr std::size_t kLeastRead = std::size_t{64} << 10;
 
+// Rows source_rows[0, n) into `dst`, runs of consecutive image rows read straight into place with
+// every thread by pread (read_rows): from the page cache that beat copying from the file's
+// mapping 1.4-1.8x (the mapping's page faults), and a cold file's read-ahead suits it.
+// Constant-border rows (-1) are left alone: the kernels know them. A decoding source reads in
+// order, with its own threads.
+void pack(Source& source, const std::int64_t* source_rows, std::int64_t n, std::size_t row,
+          std::byte* dst) {
+  for (std::int64_t i = 0; i < n;) {
+    const std::int64_t src = source_rows[i];
+    std::int64_t j = i + 1;
+    while (j < n && src >= 0 && source_rows[j] == src + (j - i)) ++j;
+    std::byte* at = dst + static_cast<std::size_t>(i) * row;
+    const std::int64_t m = j - i;
+    if (src < 0) {
+      // Constant-border rows: nothing to read.
+    } else if (!source.parallel_reads()) {
+      source.read_rows(src, m, at);
+    } else {
+      const auto per_read = std::max(kRowsPerRead, static_cast<std::int64_t>(kLeastRead / row));
+      tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, m, per_read),
+                        [&](const tbb::blocked_range<std::int64_t>& r) {
+                          source.read_rows(src + r.begin(), r.end() - r.begin(),
+                                           at + static_cast<std::size_t>(r.begin()) * row);
+                        });
+      // The next rows start coming in now (about four bands' worth), so a disk keeps a deep
+      // queue while this band goes through the GPU and the next pack begins. Without it the
+      // reads above wait band by band, well below cat's rate on a cold file; four bands ahead
+      // came closest to it (docs/performance.md, the GPU machine's cold rows).
+      source.prefetch(src + m, 4 * static_cast<std::size_t>(n) * row);
+    }
+    i = j;
+  }
+}
+
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -62,14 +96,18 @@ class CudaSlotImpl final : public CudaSlot {
   CudaSlotImpl(int index, int device, const SlotSizes& z)
       : index_(index),
         stream_(device),
-        h_in_(static_cast<std::size_t>((z.band_rows + 2 * z.halo) * z.planes) * z.in_row,
+        h_in_(static_cast<std::size_t>((z.band_rows + 2 * z.halo) *
+                                       (z.host_planes > 0 ? z.host_planes : z.planes)) *
+                  z.in_row,
               device_node(device)),
         h_out_(partial_offset(z) + z.partial, device_node(device)),
-        d_in_(device, h_in_.size()),
+        d_in_(device, static_cast<std::size_t>((z.band_rows + 2 * z.halo) * z.planes) * z.in_row),
         d_out_(device, h_out_.size()),
         d_scratch_(device, z.scratch),
         sizes_(z) {
     for (cudaEvent_t& e : marks_) OOC_CUDA_TRY(cudaEventCreate(&e));
+    for (cudaEvent_t& e : piece_copied_)
+      OOC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     OOC_CUDA_TRY(cudaEventCreateWithFlags(&halo_taken_, cudaEventDisableTiming));
     // The slot's zero: device event times are mapped onto the host's clock from here.
     OOC_CUDA_TRY(cudaEventCreate(&base_));
@@ -80,6 +118,8 @@ class CudaSlotImpl final : public CudaSlot {
   ~CudaSlotImpl() override {
     cudaSetDevice(stream_.device());
     for (cudaEvent_t e : marks_)
+      if (e) cudaEventDestroy(e);
+    for (cudaEvent_t e : piece_copied_)
       if (e) cudaEventDestroy(e);
     if (base_) cudaEventDestroy(base_);
     if (halo_taken_) cudaEventDestroy(halo_taken_);
@@ -107,57 +147,50 @@ class CudaSlotImpl final : public CudaSlot {
                                        reuse_rows <= in_rows
                                    ? std::max<std::int64_t>(reuse_rows, 0)
                                    : 0;
-    pack_at_ = now_s();
-    // Runs of consecutive image rows, read straight into place with every thread by pread
-    // (read_rows): from the page cache that beat copying from the file's mapping 1.4-1.8x (the
-    // mapping's page faults), and a cold file's read-ahead suits it. Constant-border rows (-1) are
-    // left alone: the kernels know them. A decoding source reads in order, with its own threads.
-    for (std::int64_t i = reuse; i < in_rows;) {
-      const std::int64_t src = source_rows[i];
-      std::int64_t j = i + 1;
-      while (j < in_rows && src >= 0 && source_rows[j] == src + (j - i)) ++j;
-      std::byte* dst = h_in_.data() + static_cast<std::size_t>(i) * row;
-      const std::int64_t n = j - i;
-      if (src < 0) {
-        // Constant-border rows: nothing to read.
-      } else if (!source.parallel_reads()) {
-        source.read_rows(src, n, dst);
-      } else {
-        const auto per_read = std::max(kRowsPerRead, static_cast<std::int64_t>(kLeastRead / row));
-        tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, per_read),
-                          [&](const tbb::blocked_range<std::int64_t>& r) {
-                            source.read_rows(src + r.begin(), r.end() - r.begin(),
-                                             dst + static_cast<std::size_t>(r.begin()) * row);
-                          });
-        // The next four bands' rows start coming in now, so a disk keeps a deep queue while this
-        // band goes through the GPU and the next pack begins. Without it the reads above wait
-        // band by band, well below cat's rate on a cold file; four bands ahead came closest to it
-        // (docs/performance.md, the GPU machine's cold rows).
-        source.prefetch(src + n, 4 * static_cast<std::size_t>(in_rows) * row);
-      }
-      i = j;
-    }
-    pack_s_ = now_s() - pack_at_;
     const cudaStream_t s = stream_.stream();
     OOC_CUDA_TRY(cudaSetDevice(stream_.device()));
-    // The next band copied its halo out of d_in_: that copy must be done before d_in_ is refilled.
-    if (reader_) OOC_CUDA_TRY(cudaStreamWaitEvent(s, reader_, 0));
-    reader_ = nullptr;
-    OOC_CUDA_TRY(cudaEventRecord(marks_[0], s));
-    if (reuse > 0) {
-      // After prev's copy in (marks_[1] is recorded again only at prev's next start, which comes
-      // after this one: bands start in order).
-      OOC_CUDA_TRY(cudaStreamWaitEvent(s, prev->marks_[1], 0));
-      OOC_CUDA_TRY(cudaMemcpyAsync(
-          d_in_.data(), prev->d_in_.data() + static_cast<std::size_t>(prev->in_rows_ - reuse) * row,
-          static_cast<std::size_t>(reuse) * row, cudaMemcpyDeviceToDevice, s));
-      OOC_CUDA_TRY(cudaEventRecord(halo_taken_, s));
-      prev->reader_ = halo_taken_;
+    pack_at_ = now_s();
+    // Rows [reuse, in_rows) go in through the pinned input. Where they do not fit (a volume's
+    // band that takes no planes from the band before: a slab's first), in pieces through the
+    // input and the output buffers in turn, each packed while the one before is copied.
+    std::byte* const bufs[2] = {h_in_.data(), h_out_.data()};
+    const std::int64_t holds[2] = {static_cast<std::int64_t>(h_in_.size() / row),
+                                   static_cast<std::int64_t>(h_out_.size() / row)};
+    bool copying[2] = {false, false};
+    int piece = 0;
+    for (std::int64_t i = reuse; i < in_rows || piece == 0; ++piece) {
+      const int k = in_rows - i <= holds[0] || holds[1] == 0 ? 0 : piece % 2;
+      // This buffer's last piece is copied in before it is packed again.
+      if (copying[k]) OOC_CUDA_TRY(cudaEventSynchronize(piece_copied_[k]));
+      const std::int64_t n = std::min(in_rows - i, holds[k]);
+      pack(source, source_rows + i, n, row, bufs[k]);
+      if (piece == 0) {
+        // The next band copied its halo out of d_in_: that copy must be done before d_in_ is
+        // refilled.
+        if (reader_) OOC_CUDA_TRY(cudaStreamWaitEvent(s, reader_, 0));
+        reader_ = nullptr;
+        OOC_CUDA_TRY(cudaEventRecord(marks_[0], s));
+        if (reuse > 0) {
+          // After prev's copy in (marks_[1] is recorded again only at prev's next start, which
+          // comes after this one: bands start in order).
+          OOC_CUDA_TRY(cudaStreamWaitEvent(s, prev->marks_[1], 0));
+          OOC_CUDA_TRY(cudaMemcpyAsync(
+              d_in_.data(),
+              prev->d_in_.data() + static_cast<std::size_t>(prev->in_rows_ - reuse) * row,
+              static_cast<std::size_t>(reuse) * row, cudaMemcpyDeviceToDevice, s));
+          OOC_CUDA_TRY(cudaEventRecord(halo_taken_, s));
+          prev->reader_ = halo_taken_;
+        }
+      }
+      if (n > 0) {
+        OOC_CUDA_TRY(cudaMemcpyAsync(d_in_.data() + static_cast<std::size_t>(i) * row, bufs[k],
+                                     static_cast<std::size_t>(n) * row, cudaMemcpyHostToDevice, s));
+        OOC_CUDA_TRY(cudaEventRecord(piece_copied_[k], s));
+        copying[k] = true;
+      }
+      i += n;
     }
-    const std::size_t at = static_cast<std::size_t>(reuse) * row;
-    OOC_CUDA_TRY(cudaMemcpyAsync(d_in_.data() + at, h_in_.data() + at,
-                                 static_cast<std::size_t>(in_rows - reuse) * row,
-                                 cudaMemcpyHostToDevice, s));
+    pack_s_ = now_s() - pack_at_;
     OOC_CUDA_TRY(cudaEventRecord(marks_[1], s));
     in_rows_ = in_rows;
     in_row_ = row;
@@ -220,6 +253,8 @@ class CudaSlotImpl final : public CudaSlot {
   // Recorded after this slot copied its first rows out of the previous slot's d_in_; reader_: the
   // event of the slot that copies out of this one's, waited for before d_in_ is written again.
   cudaEvent_t halo_taken_ = nullptr, reader_ = nullptr;
+  // Recorded after each piece of a band copied in through a pinned buffer (input, output).
+  cudaEvent_t piece_copied_[2] = {};
   std::int64_t in_rows_ = 0;  // input rows of the band last started here
   std::size_t in_row_ = 0;    // and their size
   double base_host_ = 0, pack_at_ = 0, pack_s_ = 0;

@@ -194,10 +194,14 @@ struct Engine::Impl {
       for (std::int64_t k = 0; k < std::min<std::int64_t>(bands, plan.slots); ++k)
         order.push_back(static_cast<std::size_t>((plan.first_band + k) % plan.slots));
       const ImageSpec& in = source.spec();
-      const detail::SlotSizes sizes{
-          plan.band_rows,           plan.halo,          planes,
-          in.row_bytes(),           plan.out_row_bytes, plan.partial_bytes,
-          plan.device_scratch_bytes};
+      const detail::SlotSizes sizes{plan.band_rows,
+                                    plan.halo,
+                                    planes,
+                                    in.row_bytes(),
+                                    plan.out_row_bytes,
+                                    plan.partial_bytes,
+                                    plan.device_scratch_bytes,
+                                    plan.host_planes};
       gpu_maker = std::thread([m = maker, start = backend.start, devices = backend.devices, sizes,
                                order] {
         for (std::size_t k = 0; k < order.size(); ++k) {

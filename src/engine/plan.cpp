@@ -170,6 +170,17 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   const bool border_wraps = std::any_of(
       ops.begin(), ops.end(), [](const Operation* op) { return op->border() == BorderMode::wrap; });
 
+  // A volume on one GPU walked so that each band takes the 2R other planes of its window from the
+  // band before, on the device (whole-plane bands, or slabs: below), pins one plane's rows a
+  // slot, not the window's: the window's ring took the whole limit for 2R + 1 times the rows a
+  // band copies, and pinning it held up the start. The rare band that takes none (a slab's first)
+  // copies its window in pieces (CudaSlot::start).
+  const bool host_one_plane = backend.cuda && gpus == 1 && plan.plane_halo > 0 && !projects &&
+                              plan.partial_bytes == 0 && sink && sink->any_order() &&
+                              plan.row_begin % P == 0 && plan.row_end % P == 0 && span / P > 1;
+  const std::int64_t planes_host = host_one_plane ? 1 : planes_gpu;
+  plan.host_planes = host_one_plane ? 1 : 0;
+
   // The plan for tiles of `tc` output columns (the image's width: none).
   auto attempt = [&](BandPlan plan, std::int64_t tc) -> BandPlan {
     const std::int64_t halo = plan.halo;
@@ -202,7 +213,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     // `on_gpu`: for the slots of the backend's own bands, or (false) for bands the CPU filters.
     auto slot_bytes = [&](std::int64_t rows, bool on_gpu) {
       const std::int64_t in_rows =
-          on_gpu ? (rows + 2 * halo) * planes_gpu : std::min(rows + 2 * halo, P) * planes_cpu;
+          on_gpu ? (rows + 2 * halo) * planes_host : std::min(rows + 2 * halo, P) * planes_cpu;
       return static_cast<std::size_t>(in_rows) * input.row_bytes() +
              static_cast<std::size_t>(rows) * plan.out_row_bytes + plan.partial_bytes +
              static_cast<std::size_t>((rows + 2 * halo) * planes_gpu) *
@@ -464,7 +475,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
         plan.partial_bytes == 0 && plan.row_begin % P == 0 && plan.row_end % P == 0) {
       const std::int64_t per_plane = (P + rows - 1) / rows, planes = span / P;
       const std::int64_t slab = std::min(planes, 32 * (2 * plan.plane_halo + 1));
-      if (per_plane > 1 && slab > 1 && slab * per_plane >= plan.slots) plan.slab_planes = slab;
+      if (per_plane > 1 && slab > 1 && (host_one_plane || slab * per_plane >= plan.slots))
+        plan.slab_planes = slab;
     }
     if (backend.cuda && o.cpu_start_bands != 0 && plan.ring_bytes <= plan.mem_limit) {
       // Buffers for the bands the CPU filters while CUDA starts, beside the pinned ring: each

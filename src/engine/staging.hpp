@@ -59,6 +59,9 @@ struct SlotSizes {
   std::int64_t band_rows = 0, halo = 0;
   std::int64_t planes = 1;  // planes of input rows a band holds (2 x plane halo + 1)
   std::size_t in_row = 0, out_row = 0, partial = 0, scratch = 0;
+  // Planes of input rows the pinned buffer holds (0: `planes`). A volume's band takes the others
+  // from the band before on the device; one that cannot copies its window through it in pieces.
+  std::int64_t host_planes = 0;
 };
 
 // Where a GPU band's time went: packing its rows into pinned memory (the file read, host wall time)

@@ -26,6 +26,9 @@ namespace ooc::detail {
 StageParam min_weight_param();
 StageParam fill_param();
 
+// fill= as the stage gives it (true or false).
+bool fill_of(const StageContext& c);
+
 // Normalized convolution with filter f (convolution order, as SeparableFilter) of the stage's
 // input, reading min-weight and fill from its arguments; its output c.out().
 std::unique_ptr<Operation> make_masked_separable(const StageContext& c, const SeparableFilter& f);
@@ -44,6 +47,18 @@ std::unique_ptr<Operation> make_masked_conv2d(const StageContext& c, const Kerne
 std::unique_ptr<Operation> make_masked_fft_conv2d(const StageContext& c, const Kernel2d& k,
                                                   ConvMethod method, double min_weight, bool fill);
 
+// A volume's normalized convolution in 3-D (masked_volume.cpp; CPU only): plane taps z, then
+// xy's column and row taps (all in convolution order), described as `what`; or a 3-D kernel's
+// direct sum (planes x rows x columns, convolution order; method=fft refused).
+std::unique_ptr<Operation> make_masked_volume_separable(const StageContext& c,
+                                                        const std::vector<double>& z,
+                                                        const SeparableFilter& xy,
+                                                        const std::string& what);
+std::unique_ptr<Operation> make_masked_conv3d(const StageContext& c, const Kernel2d& k);
+// Whether stage `name` knows a volume's holes in 3-D (the others that know holes take a
+// volume's planes only: --planes).
+bool masked_in_3d(const std::string& name);
+
 // dog, unsharp and subtract-background (masked_combine.cpp): `combined`, the stage's combination
 // of masked Gaussians, with nodata wherever the output's own input sample is a hole.
 std::unique_ptr<Operation> keep_holes(std::unique_ptr<Operation> combined, double nodata);
@@ -61,6 +76,29 @@ struct MaskedWindow {
 // `rank` being scipy's; the unmasked filter gives the windows without holes.
 std::unique_ptr<Operation> make_masked_rank(const StageContext& c, const MorphParams& p,
                                             std::int64_t rank, const std::string& what);
+// A volume's rank filter over the valid samples of a 3-D window (masked_rank3d.cpp; CPU only):
+// planes front before, d in all, rows and columns as MaskedWindow's, mask d x h x w (empty:
+// all); `unmasked` (may be null) the unmasked filter whose samples are right wherever a window
+// has no hole.
+struct MaskedWindow3d {
+  std::int64_t front = 0, d = 1;
+  MaskedWindow xy;  // its mask d x h x w here
+};
+std::unique_ptr<Operation> make_masked_rank3d(const StageContext& c, MaskedWindow3d w,
+                                              std::int64_t rank, std::int64_t count,
+                                              const std::string& what,
+                                              std::unique_ptr<Operation> unmasked);
+// The masked median, percentile or rank stage of a volume in 3-D: a box of `depth` planes of
+// p's rows and columns, or p's 3-D footprint.
+std::unique_ptr<Operation> make_masked_rank_volume(const StageContext& c, const MorphParams& p,
+                                                   std::int64_t depth, std::int64_t rank,
+                                                   const std::string& what);
+
+// A volume's masked minimum (max false) or maximum in 3-D; `dilation`: grey_dilation's window
+// (opening's and closing's).
+std::unique_ptr<Operation> masked_extreme3d(const StageContext& c, const MorphParams& p,
+                                            std::int64_t depth, bool max, bool dilation);
+
 // Makes the stages minimum, maximum, opening and closing among `stages` build their masked
 // operations where the pipeline has a nodata value (and marks them masked).
 void mask_morphology(std::vector<StageEntry>& stages);

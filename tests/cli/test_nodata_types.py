@@ -84,14 +84,15 @@ class NodataTypes(NodataCase):
         self.assertTrue(np.array_equal(got == 0, holes(x, ND)), "unsharp into u8: holes")
 
     def test_volume_convert_and_refusals(self):
-        """A volume in 3-D: convert (sample by sample) keeps holes as the rule says; the masked
-        filters take a volume plane by plane only, and say so."""
+        """A volume in 3-D: convert (sample by sample) keeps holes as the rule says; the compound
+        stages take a volume plane by plane only, and say so (the linear and rank stages know
+        holes in 3-D: test_nodata_volume.py)."""
         x = rng.uniform(-2, 300, (5, 21, 17)).astype(np.float32)
         x[1:3, 4:9, 5:12] = ND
         x[rng.random(x.shape) < 0.05] = ND
         got = self.oocrun(x, "convert type=u8")
         self.assertTrue(np.array_equal(got, to_type(x.astype(np.float64), ND, np.uint8, 0)))
-        r = self.run_tool([OOCRUN, self.p("in.npy"), self.p("o.npy"), "median size=3",
+        r = self.run_tool([OOCRUN, self.p("in.npy"), self.p("o.npy"), "dog sigma1=1 sigma2=2",
                            "--nodata", "-9999"], code=2)
         self.assertIn("knows holes in 2-D only: add --planes", r.stderr)
 

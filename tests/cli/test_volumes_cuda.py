@@ -78,9 +78,11 @@ class VolumesCuda(Base):
         return np.load(out) if code == 0 else r.stderr
 
     def both(self, x, pipeline, *extra):
-        """The CPU's bytes, and the GPU's under two plans: whole planes, and bands of 3 rows."""
+        """The CPU's bytes, and the GPU's under three plans: whole planes; bands of 3 rows in one
+        slot, each band's window copied in pieces through its one plane of pinned rows; bands of 4
+        rows in 3 slots, walked in slabs, each taking 2R planes from the band before."""
         cpu = self.oocrun_npy(x, pipeline, "--device", "cpu", *extra, name="cpu.npy")
-        for plan in ([], ["--band-rows", "3", "--slots", "1"]):
+        for plan in ([], ["--band-rows", "3", "--slots", "1"], ["--band-rows", "4", "--slots", "3"]):
             gpu = self.oocrun_npy(x, pipeline, "--device", "cuda", "--cpu-start", "off", *plan,
                                   *extra, name="gpu.npy")
             self.assertEqual((gpu.dtype, gpu.shape), (cpu.dtype, cpu.shape), pipeline)

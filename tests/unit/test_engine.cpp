@@ -384,6 +384,73 @@ TEST(Engine, TwoGpusKeepTheCpuStartUnderTheDefaultLimit) {
 // Several GPUs: each device holds a run of consecutive slots, in device order (so consecutive bands
 // share their halo on one device), every device gets a slot when there are enough, and the counts
 // differ by at most one (the planner sizes each device for the largest count).
+// A volume's 3-D filter, to plan only: 8 rows and 8 planes of context.
+class VolumeOp final : public Operation {
+ public:
+  explicit VolumeOp(ImageSpec in) : in_(in) {}
+  std::string describe() const override { return "volume"; }
+  std::optional<ImageSpec> output() const override { return in_; }
+  std::int64_t halo() const override { return 8; }
+  std::int64_t plane_halo() const override { return 8; }
+  std::unique_ptr<CpuKernel> make_cpu() const override { return nullptr; }
+
+ private:
+  ImageSpec in_;
+};
+
+// A sink to plan with: rows in any order (raw, .npy, null:) or only in order (TIFF, Zarr).
+class PlanSink final : public Sink {
+ public:
+  PlanSink(ImageSpec s, bool any) : spec_(s), any_(any) {}
+  const ImageSpec& spec() const noexcept override { return spec_; }
+  std::string describe() const override { return "plan sink"; }
+  void write_rows(std::int64_t, std::int64_t, const std::byte*, std::size_t) override {}
+  void commit() override {}
+  bool any_order() const override { return any_; }
+
+ private:
+  ImageSpec spec_;
+  bool any_;
+};
+
+// On one GPU, a volume walked so that each band takes 2R of its planes from the band before pins
+// one plane's rows a slot: the ring is about (2R + 1) / 2 times smaller than the window's for the
+// same bands, and the bands are as tall as the GPU likes. Elsewhere (two GPUs, a sink that takes
+// rows in order) the slots hold the whole window, as before.
+TEST(Engine, OneGpuVolumeSlotsPinOnePlane) {
+#ifndef OOC_HAVE_CUDA
+  GTEST_SKIP() << "this build has no CUDA: its planner cannot size GPU slots";
+#endif
+  ImageSpec spec{4096, 4096, 1, SampleType::f32};
+  spec.depth = 256;  // 16 GiB: only planned
+  const VolumeOp op(spec);
+  const PlanSink any(spec, true), in_order(spec, false);
+  auto start = std::make_shared<HeldStart>();
+  for (const std::vector<int>& devices : {std::vector<int>{0}, std::vector<int>{0, 1}})
+    for (const Sink* sink : {static_cast<const Sink*>(&any), static_cast<const Sink*>(&in_order)}) {
+      Backend b = held_cuda(start, false);
+      b.devices = devices;
+      EngineOptions o;
+      o.cpu_start_bands = 0;
+      const BandPlan plan = plan_bands(spec, {&op}, b, o, nullptr, sink);
+      const bool one_plane = devices.size() == 1 && sink->any_order();
+      EXPECT_EQ(plan.host_planes, one_plane ? 1 : 0) << devices.size() << " GPU(s)";
+      EXPECT_LE(plan.ring_bytes, plan.mem_limit);
+      const std::size_t row = spec.row_bytes();
+      const std::int64_t planes = one_plane ? 1 : 17;
+      // Each slot: its pinned input rows with their halo, and its output rows.
+      const std::size_t slot = static_cast<std::size_t>((plan.band_rows + 16) * planes) * row +
+                               static_cast<std::size_t>(plan.band_rows) * row;
+      EXPECT_GE(plan.ring_bytes, static_cast<std::size_t>(plan.slots) * slot);
+      if (one_plane) {
+        EXPECT_GE(plan.band_rows, 2048);  // 32 MiB a band copies in
+        EXPECT_GT(plan.slab_planes, 0);
+        EXPECT_LE(plan.ring_bytes, std::size_t{512} << 20);
+      }
+    }
+  start->finish();
+}
+
 TEST(Engine, SlotsGoToDevicesInRunsOfConsecutiveSlots) {
   for (std::size_t devices = 1; devices <= 8; ++devices)
     for (std::size_t slots = 1; slots <= 40; ++slots) {

@@ -16,6 +16,7 @@
 #include "kernels/cpu/convolution/vec_sum.hpp"
 #include "normalized.hpp"
 #include "ooc/detail/sample_type.hpp"
+#include "rows.hpp"
 
 namespace ooc::kernels::OOC_ISA {
 namespace {
@@ -23,111 +24,6 @@ namespace {
 using vec::column_sums;
 using vec::kColumnRows;
 using vec::weighted_sum;
-
-// The nodata test in the sample's own type (x == nodata in double, or NaN), branch-free so
-// that the row loads vectorize.
-template <class T>
-struct HoleTest {
-  bool has = false;
-  T nd{};
-  explicit HoleTest(double nodata) {
-    if (std::isnan(nodata)) return;
-    if constexpr (std::is_floating_point_v<T>) {
-      nd = static_cast<T>(nodata);
-      has = static_cast<double>(nd) == nodata;
-    } else if (nodata >= double(std::numeric_limits<T>::lowest()) &&
-               nodata <= double(std::numeric_limits<T>::max()) && nodata == std::floor(nodata)) {
-      nd = static_cast<T>(nodata);
-      has = true;
-    }
-  }
-  bool operator()(T v) const {
-    if constexpr (std::is_floating_point_v<T>)
-      return (v != v) | (has & (v == nd));
-    else
-      return has & (v == nd);
-  }
-};
-
-// A finished row (holes: `hole` or NaN) into U: rounded and saturated, holes as U's nodata value
-// for `nodata`, valid samples moved off it.
-template <class U, class Acc>
-void store_row(const Acc* src, std::byte* dst, std::int64_t n, Acc hole, double nodata) {
-  vec::store_samples<U, Acc>(src, dst, n);
-  masked::keep_holes<U, Acc>(src, reinterpret_cast<U*>(dst), n, hole, masked::nodata_of<U>(nodata));
-}
-
-// o[s] = o[s] / ad[s] where the window is valid (its own sample no hole unless fill, weights aw
-// above 0 and at least `least`, ad not 0), else fv; own holes where own8[s] != 0 or, without
-// own8, where ownw[s] == 0. In vectors: every division made, the select keeps the valid ones.
-template <class Acc>
-void finish_valid(Acc* o, const Acc* ad, const Acc* aw, const std::uint8_t* own8, const Acc* ownw,
-                  bool fill, Acc least, Acc fv, std::int64_t b, std::int64_t e) {
-  using V = vec::Vec32<Acc>;
-  constexpr int kL = 32 / sizeof(Acc);
-  using I = std::conditional_t<sizeof(Acc) == 4, std::int32_t, std::int64_t>;
-  typedef I M __attribute__((vector_size(32)));
-  typedef std::uint8_t B __attribute__((vector_size(kL)));
-  const M all = M{} - I(fill ? 1 : 0);  // -1 lanes: fill=true
-  const V zero{}, lv = V{} + least, fvv = V{} + fv;
-  std::int64_t s = b;
-  for (; s + kL <= e; s += kL) {
-    const V ov = vec::load_vec(o + s), adv = vec::load_vec(ad + s), awv = vec::load_vec(aw + s);
-    M own;
-    if (own8) {
-      B bytes;
-      std::memcpy(&bytes, own8 + s, sizeof bytes);
-      own = __builtin_convertvector(bytes, M) != 0;
-    } else {
-      own = vec::load_vec(ownw + s) == zero;
-    }
-    const M valid = (all | ~own) & (awv > zero) & (awv >= lv) & (adv != zero);
-    vec::store_vec(o + s, valid ? ov / adv : fvv);
-  }
-  for (; s < e; ++s) {
-    const bool h = own8 ? own8[s] != 0 : ownw[s] == 0;
-    const bool valid = (fill || !h) && aw[s] > 0 && aw[s] >= least && ad[s] != 0;
-    o[s] = valid ? o[s] / ad[s] : fv;
-  }
-}
-
-// Samples per chunk: one block of weighted_sum's unrolled vectors.
-template <class Acc>
-constexpr std::int64_t kChunk = 8 * 32 / sizeof(Acc);
-
-// Pixels [q0, q1) of a row through the border rule: values (holes 0) into v, weights (holes 0,
-// else 1) into m; a null row (the constant border) is the constant.
-template <class T, class Acc>
-void load_row(const std::byte* row, std::int64_t W, int C, BorderMode border, Acc cv, Acc cm,
-              const HoleTest<T>& hole, std::int64_t q0, std::int64_t q1, Acc* v, Acc* m) {
-  const T* p = reinterpret_cast<const T*>(row);
-  const auto span = [&](std::int64_t src, std::int64_t n, Acc* dv, Acc* dm) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const T x = p[src + i];
-      const bool h = hole(x);
-      dv[i] = h ? Acc(0) : static_cast<Acc>(x);
-      dm[i] = h ? Acc(0) : Acc(1);
-    }
-  };
-  if (!row) {
-    std::fill(v, v + (q1 - q0) * C, cv);
-    std::fill(m, m + (q1 - q0) * C, cm);
-    return;
-  }
-  const std::int64_t in0 = std::max<std::int64_t>(q0, 0), in1 = std::min(q1, W);
-  const auto edge = [&](std::int64_t q) {
-    const std::int64_t o = (q - q0) * C, src = map_border(q, W, border);
-    if (src < 0) {
-      std::fill(v + o, v + o + C, cv);
-      std::fill(m + o, m + o + C, cm);
-    } else {
-      span(src * C, C, v + o, m + o);
-    }
-  };
-  for (std::int64_t q = q0; q < in0; ++q) edge(q);
-  span(in0 * C, (in1 - in0) * C, v + (in0 - q0) * C, m + (in0 - q0) * C);
-  for (std::int64_t q = in1; q < q1; ++q) edge(q);
-}
 
 // holes[b]: whether padded samples [b ch, (b + 1) ch) of m hold a weight that is not 1.
 template <class Acc>

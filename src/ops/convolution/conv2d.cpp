@@ -551,7 +551,7 @@ namespace {
 
 // A volume's convolution, as scipy.ndimage.convolve's with weights of as many axes: a kernel read
 // from an array of 3 axes (one of a single plane filters each plane in 2-D); 2-D kernels are
-// refused, as scipy refuses them.
+// refused, as scipy refuses them. Under nodata the normalized sums (masked_volume.cpp).
 std::unique_ptr<Operation> volume_conv(const StageContext& c, Conv2dParams p) {
   Kernel2d& k = p.kernel;
   if (!k.axes3)
@@ -565,6 +565,7 @@ std::unique_ptr<Operation> volume_conv(const StageContext& c, Conv2dParams p) {
     k.cols = 1;
     k.one_column = false;
   }
+  if (c.settings.nodata) return k.planes == 1 ? make_masked_conv2d(c, k) : make_masked_conv3d(c, k);
   if (k.planes == 1) return make_conv2d(c.in, p, c.options);
   return make_conv3d(c.in, p, c.options);
 }
@@ -602,7 +603,7 @@ std::vector<StageEntry> conv2d_stages() {
                  // Holes: the normalized sum, direct or FFT (masked_separable.cpp).
                  if (c.settings.nodata && !c.volume())
                    return BuiltStage{make_masked_conv2d(c, p.kernel)};
-                 if (c.args.has("min-weight") || c.args.has("fill"))
+                 if (!c.settings.nodata && (c.args.has("min-weight") || c.args.has("fill")))
                    throw Error(ErrorKind::usage, c.args.at() +
                                                      ": min-weight and fill weigh holes: give "
                                                      "--nodata (or an input with a nodata tag)");

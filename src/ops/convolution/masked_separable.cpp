@@ -211,15 +211,14 @@ class MaskedConv2d final : public Operation {
   kernels::masked::NormalizedArgs a_;
 };
 
-// fill= as the stage gives it.
+}  // namespace
+
 bool fill_of(const StageContext& c) {
   const std::string fill = c.args.text("fill");
   if (fill != "true" && fill != "false")
     throw Error(ErrorKind::usage, c.args.at() + ": fill takes true or false, got '" + fill + "'");
   return fill == "true";
 }
-
-}  // namespace
 
 std::unique_ptr<Operation> make_masked_conv2d(const StageContext& c, const Kernel2d& k) {
   const double min_weight = c.args.number("min-weight");

@@ -451,12 +451,17 @@ SeparableFilter taps_of(const std::string& stage, const StageArgs& a,
   throw Error(ErrorKind::usage, a.at() + ": not a separable filter stage");
 }
 
-// A volume's separable stage: the z pass (plane taps), then the 2-D passes on its output, as
-// scipy.ndimage filters axis by axis from axis 0. The z pass writes the accumulator's type.
-BuiltStage volume_stage(const std::string& stage, const StageContext& c) {
-  const StageArgs& a = c.args;
-  std::vector<double> z{1.0};  // convolution order
+// A volume's separable stage's taps: along z (convolution order) and the 2-D filter of planes.
+struct VolumeTaps {
+  std::vector<double> z{1.0};
   SeparableFilter xy;
+};
+
+VolumeTaps volume_taps(const std::string& stage, const StageContext& c) {
+  const StageArgs& a = c.args;
+  VolumeTaps v;
+  std::vector<double>& z = v.z;
+  SeparableFilter& xy = v.xy;
   if (stage == "gaussian") {
     const Sigmas s = gaussian_sigmas(a, &c.settings.voxel, true);
     // radius-z, else the radius given for a sigma along z that is the same, else sigma z's own.
@@ -498,6 +503,13 @@ BuiltStage volume_stage(const std::string& stage, const StageContext& c) {
   if (z.size() % 2 == 0)
     throw Error(ErrorKind::usage, a.at() + ": the taps along z must be an odd count, got " +
                                       std::to_string(z.size()));
+  return v;
+}
+
+// A volume's separable stage: the z pass (plane taps), then the 2-D passes on its output, as
+// scipy.ndimage filters axis by axis from axis 0. The z pass writes the accumulator's type.
+BuiltStage volume_stage(const std::string& stage, const StageContext& c) {
+  auto [z, xy] = volume_taps(stage, c);
   BuiltStage b;
   const bool identity =
       xy.row.size() == 1 && xy.row[0] == 1.0 && xy.col.size() == 1 && xy.col[0] == 1.0;
@@ -521,7 +533,7 @@ BuiltStage volume_stage(const std::string& stage, const StageContext& c) {
     return b;
   }
   if (z.size() > 1) b.before.push_back(std::move(zpass));
-  b.op = c.separable(z.size() > 1 ? mid : c.in, xy, c.out(), method_of(a));
+  b.op = c.separable(z.size() > 1 ? mid : c.in, xy, c.out(), method_of(c.args));
   return b;
 }
 
@@ -558,6 +570,10 @@ std::vector<StageEntry> separable_stages() {
       // Holes: normalized convolution, its own operation (masked_separable.cpp).
       if (c.settings.nodata && !c.volume())
         return BuiltStage{make_masked_separable(c, taps_of(stage, c.args, &c.settings.voxel))};
+      if (c.settings.nodata) {  // in 3-D (masked_volume.cpp)
+        const VolumeTaps t = volume_taps(stage, c);
+        return BuiltStage{make_masked_volume_separable(c, t.z, t.xy, c.args.call_text())};
+      }
       if (c.args.has("min-weight") || c.args.has("fill"))
         throw Error(ErrorKind::usage, c.args.at() +
                                           ": min-weight and fill weigh holes: give "

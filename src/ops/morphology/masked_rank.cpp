@@ -169,21 +169,25 @@ void mask_morphology(std::vector<StageEntry>& stages) {
     if (n != "minimum" && n != "maximum" && n != "opening" && n != "closing") continue;
     e.decl.masked = true;
     e.build = [n, unmasked = std::move(e.build)](const StageContext& c) {
-      if (!c.settings.nodata || c.volume()) return unmasked(c);
+      if (!c.settings.nodata) return unmasked(c);
       MorphParams p;
       std::tie(p.height, p.width, p.footprint) = morphology::window_of(c.args);
       morphology::check_footprint_axes(c, p.footprint);
-      (void)morphology::box_depth(c, p.height);  // a DxHxW size on an image refused
+      const std::int64_t depth = morphology::box_depth(c, p.height);  // DxHxW on an image refused
       p.border = c.settings.border;
       p.border_value = c.settings.border_value;
-      if (n == "minimum" || n == "maximum")
-        return BuiltStage{masked_extreme(c, p, n == "maximum", false)};
+      // In 3-D on a volume (masked_rank3d.cpp), else in 2-D.
+      const auto extreme = [&](bool max, bool dilation) {
+        return c.volume() ? masked_extreme3d(c, p, depth, max, dilation)
+                          : masked_extreme(c, p, max, dilation);
+      };
+      if (n == "minimum" || n == "maximum") return BuiltStage{extreme(n == "maximum", false)};
       // grey_opening: the erosion, then the dilation of its output; grey_closing the other way
       // (as make_morphology). A rank filter keeps the input's spec, so both read c.in.
       BuiltStage b;
       const bool opening = n == "opening";
-      b.before.push_back(masked_extreme(c, p, !opening, !opening));
-      b.op = masked_extreme(c, p, opening, opening);
+      b.before.push_back(extreme(!opening, !opening));
+      b.op = extreme(opening, opening);
       return b;
     };
   }

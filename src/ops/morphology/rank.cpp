@@ -476,15 +476,19 @@ std::vector<StageEntry> rank_stages() {
       const std::int64_t depth = morphology::box_depth(c, p.height);
       p.border = c.settings.border;
       p.border_value = c.settings.border_value;
-      if (c.settings.nodata && !c.volume()) {  // holes: the valid samples' rank (masked_rank.cpp)
+      if (c.settings.nodata) {  // holes: the valid samples' rank (masked_rank*.cpp)
         MorphParams m;
         m.height = p.height;
         m.width = p.width;
         m.border = p.border;
         m.border_value = p.border_value;
         m.footprint = p.footprint;
-        const std::int64_t n = p.footprint.empty() ? p.height * p.width : p.footprint.count();
-        return BuiltStage{make_masked_rank(c, m, rank_of(c.args, n), c.args.call_text())};
+        const std::int64_t n =
+            p.footprint.empty() ? depth * p.height * p.width : p.footprint.count();
+        const std::int64_t r = rank_of(c.args, n);
+        if (c.volume())
+          return BuiltStage{make_masked_rank_volume(c, m, depth, r, c.args.call_text())};
+        return BuiltStage{make_masked_rank(c, m, r, c.args.call_text())};
       }
       if (c.volume()) {  // a box of size-z planes, or a 3-D footprint
         if (!p.footprint.empty())

@@ -110,9 +110,10 @@ PipelinePlan::PipelinePlan(const ImageSpec& input, const std::vector<StageCall>&
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const StageDecl& d = detail::find_stage(calls[i].name)->decl;
       // convert and equalize take samples one by one (their histogram: of every plane), so
-      // they know a volume's holes in 3-D; the other masked stages plane by plane only.
-      const bool samplewise = d.volume && d.sets_type;
-      if (d.masked && (samplewise || !(input.volume() && !settings.planes))) {
+      // they know a volume's holes in 3-D, as the linear and rank stages do (masked_in_3d); the
+      // compound stages plane by plane only.
+      const bool in_3d = (d.volume && d.sets_type) || detail::masked_in_3d(d.name);
+      if (d.masked && (in_3d || !(input.volume() && !settings.planes))) {
         if (d.takes_convert && i + 1 < calls.size() && convert_type(calls[i + 1])) ++i;
         continue;
       }
