@@ -627,7 +627,8 @@ std::vector<StageEntry> label_stages() {
   StageEntry e{
       {"label",
        "connected components of the non-zero samples, numbered as scipy.ndimage.label (raster "
-       "order of first samples), u32: a pass labelling and joining the bands, then one writing",
+       "order of first samples), u32 or u64: a pass labelling and joining the bands, then one "
+       "writing",
        {computed(integer_param("connectivity", std::nullopt, 4, 26,
                                "4 or 8 on an image; 6, 18 or 26 on a volume (4 or 8 under "
                                "--planes: each plane apart, numbers going on); auto: 4 or 6, "
