@@ -22,6 +22,7 @@ ooc::SampleType sample_type_of(char k, std::int64_t size, const std::string& nam
   if (k == 'i' && size == 4) return ooc::SampleType::i32;
   if (k == 'f' && size == 4) return ooc::SampleType::f32;
   if (k == 'f' && size == 8) return ooc::SampleType::f64;
+  if (k == 'u' && size == 8) return ooc::SampleType::u64;  // labels (filters refuse it)
   throw ooc::Error(ooc::ErrorKind::usage,
                    "dtype " + name +
                        " is not supported: use uint8, uint16, int16, uint32, int32, float32 or "
@@ -411,6 +412,8 @@ py::dtype numpy_dtype(ooc::SampleType t) {
       return py::dtype::of<float>();
     case ooc::SampleType::f64:
       break;
+    case ooc::SampleType::u64:
+      return py::dtype::of<std::uint64_t>();
   }
   return py::dtype::of<double>();
 }

@@ -130,6 +130,8 @@ std::string numpy_name(ooc::SampleType t) {
       return "float32";
     case ooc::SampleType::f64:
       return "float64";
+    case ooc::SampleType::u64:
+      return "uint64";
   }
   return std::string(ooc::name(t));
 }

@@ -26,6 +26,7 @@ std::size_t sample_bytes(SampleType t) noexcept {
     case SampleType::f32:
       return 4;
     case SampleType::f64:
+    case SampleType::u64:
       return 8;
   }
   return 0;
@@ -51,6 +52,8 @@ std::string_view name(SampleType t) noexcept {
       return "f32";
     case SampleType::f64:
       return "f64";
+    case SampleType::u64:
+      return "u64";
   }
   return "?";
 }
@@ -67,6 +70,10 @@ SampleType parse_sample_type(std::string_view text) {
       {"f64", "float64", SampleType::f64}};
   for (const auto& al : aliases)
     if (text == al.a || text == al.b) return al.t;
+  if (text == "u64" || text == "uint64")
+    throw Error(ErrorKind::usage,
+                "u64 is the labels' type (label label-type=u64), not a "
+                "filter's: use one of u8, u16, i16, u32, i32, f32, f64");
   throw Error(ErrorKind::usage, "unknown sample type '" + std::string(text) +
                                     "': use one of u8, u16, i16, u32, i32, f32, f64");
 }
@@ -85,6 +92,8 @@ double lowest_value(SampleType t) noexcept {
       return std::numeric_limits<float>::lowest();
     case SampleType::f64:
       return std::numeric_limits<double>::lowest();
+    case SampleType::u64:
+      return 0;
   }
   return 0;
 }
@@ -105,8 +114,16 @@ double highest_value(SampleType t) noexcept {
       return std::numeric_limits<float>::max();
     case SampleType::f64:
       return std::numeric_limits<double>::max();
+    case SampleType::u64:
+      return static_cast<double>(std::numeric_limits<std::uint64_t>::max());
   }
   return 0;
+}
+
+void refuse_u64_samples() {
+  throw Error(ErrorKind::usage,
+              "u64 samples are labels (label label-type=u64): no filter reads or makes them; "
+              "filter the image the labels came from, or convert the labels to u32 first");
 }
 
 std::string ImageSpec::describe() const {

@@ -16,20 +16,23 @@
 #include "ooc/error.hpp"
 #include "ooc/io.hpp"
 #include "ooc/job.hpp"
+#include "ooc/ops/label.hpp"
 #include "ooc/pipeline.hpp"
 #include "ooc/run.hpp"
 
 namespace {
 
 constexpr const char* kFooter = R"(
-Foreground is every non-zero sample. Labels are u32, numbered from 1 in raster order of each
-component's first sample (z, then y, then x): the bytes of scipy.ndimage.label's output with the
-matching structure (4: generate_binary_structure(2, 1), 8: (2, 2); 6, 18, 26: (3, 1), (3, 2),
-(3, 3)). The first pass labels each band and joins the components that touch across bands in a
+Foreground is every non-zero sample. Labels are u32 (u64 past 2^32 - 1 components: --label-type),
+numbered from 1 in raster order of each component's first sample (z, then y, then x): the bytes
+of scipy.ndimage.label's output with the matching structure (4: generate_binary_structure(2, 1),
+8: (2, 2); 6, 18, 26: (3, 1), (3, 2), (3, 3)). The first pass labels each band and joins the components that touch across bands in a
 table (in a scratch file in $TMPDIR past a quarter of --mem-limit); the second labels each band
 again and writes it through the table. Under mpirun or srun each rank labels its rows and the
-ranks join the components that cross their cuts (images and --planes volumes; a volume in 3-D and
---regions run as one process). A stop in the second pass cannot --resume: run again without it.
+ranks join the components that cross their cuts. With --part I/N or --rows A:B (separate
+processes) each part labels its rows and keeps what touches its cuts in OUT.label-faces.ROW; a part
+run before the others exits 75: run it again once every part has run, then --finish OUT.
+--regions and --min-size run as one process. A stop in the second pass cannot --resume: run again.
 With --device cuda each band is labelled on the GPU and joined on the host: the same bytes.
 
 Examples:
@@ -37,9 +40,38 @@ Examples:
   ooclabel cells.npy labels.npy --connectivity 26 --mem-limit 2G
   ooclabel mask.tif labels.tif --regions cells.csv --intensity raw.tif
   oocrun in.tif labels.tif 'gaussian sigma=2 ! threshold value=40 ! label connectivity=8'
+  ooclabel big.tif labels.tif --part 0/4   (and 1/4, 2/4, 3/4; again where 75; then --finish)
 
 Exit codes: 0 done, 2 usage, 3 bad input, 4 I/O (disk full, permissions).
 )";
+
+// --finish OUT: the parts' output into place (and their faces removed); before every part has
+// written its rows, what their faces say: the rows not labelled yet, or the count once joined.
+int finish(const ooc::cli::JobCli& job_cli, bool operands) {
+  const std::string& out = job_cli.run.finish;
+  const bool quiet = job_cli.report.quiet;
+  try {
+    ooc::cli::finish_if_asked("ooclabel", out, operands, quiet);
+  } catch (const ooc::Error& e) {
+    const ooc::LabelFaces f = ooc::label_faces(out);
+    if (!e.resumable() || f.parts == 0) throw;
+    if (!quiet)
+      std::fprintf(stderr, "ooclabel: %s\nooclabel: %s\n", e.what(),
+                   f.complete ? ("the parts' faces join into " + std::to_string(f.components) +
+                                 " components: run each part again (the same --part or --rows) "
+                                 "to write its rows, then ooclabel --finish " +
+                                 out)
+                                    .c_str()
+                              : ("rows " + f.missing +
+                                 " are not labelled yet: run their parts, "
+                                 "then each part again, then ooclabel --finish " +
+                                 out)
+                                    .c_str());
+    return 75;
+  }
+  ooc::remove_label_faces(out);
+  return 0;
+}
 
 }  // namespace
 
@@ -55,12 +87,15 @@ int main(int argc, char** argv) {
     app.add_option("OUTPUT", jo.output,
                    "raw, .npy or .tif file (written as OUTPUT.partial, renamed when done), or "
                    "null:");
-    std::string connectivity = "auto", label_type = "u32";
+    std::string connectivity = "auto", label_type = "auto";
     app.add_option("--connectivity", connectivity,
                    "4 or 8 on an image, 6, 18 or 26 on a volume; auto: 4 or 6 (scipy's default)")
         ->default_str("auto");
-    app.add_option("--label-type", label_type, "u32 (u64 is not supported yet)")
-        ->default_str("u32");
+    app.add_option("--label-type", label_type,
+                   "u32, u64, or auto: u32 unless the image could hold more components than "
+                   "u32 numbers (2^32 - 1), then u64; u32 is refused when the count does not fit")
+        ->check(CLI::IsMember({"u32", "u64", "auto"}))
+        ->default_str("auto");
     std::string regions;
     app.add_option("--regions", regions,
                    "also write FILE.csv: each label's area, bbox and centroid (the columns of "
@@ -83,6 +118,8 @@ int main(int argc, char** argv) {
     ooc::cli::add_job_options(app, job_cli, jo.sink);
 
     if (const auto code = ooc::cli::parse_command_line(app, argc, argv, "ooclabel")) return *code;
+    if (!job_cli.run.finish.empty())
+      return finish(job_cli, !jo.input.empty() || !jo.output.empty());
     if (jo.input.empty() || jo.output.empty())
       throw ooc::Error(ooc::ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
     ooc::StageCall call{"label", {}};
@@ -100,7 +137,11 @@ int main(int argc, char** argv) {
     ooc::cli::apply_run_options(job_cli.run, jo);
 
     ooc::cli::World& world = ooc::cli::World::get();
+    // Parts as separate processes: each keeps its faces beside the output for the others.
+    const bool parts = world.size() == 1 && (jo.part_count > 1 || jo.rows_end > 0);
+    if (parts) call.set("faces", ooc::label_faces_prefix(jo.output));
     ooc::JobSpec spec;
+    spec.reductions_in_parts = parts;
     spec.name = "ooclabel";
     spec.options = jo;
     // Journaled as oocrun's outputs: a stop in the first pass resumes (from the start); one in
@@ -118,7 +159,15 @@ int main(int argc, char** argv) {
     spec.progress = [&](std::int64_t d, std::int64_t t) {
       if (bar) bar->update(d, t);
     };
-    const ooc::JobResult r = ooc::run_job(std::move(spec));
+    ooc::JobResult r;
+    try {
+      r = ooc::run_job(std::move(spec));
+    } catch (const ooc::Error& e) {
+      // A part whose faces are saved before the others': run it again once they are.
+      if (!parts || !e.resumable()) throw;
+      if (!job_cli.report.quiet) std::fprintf(stderr, "ooclabel: %s\n", e.what());
+      return 75;
+    }
     if (bar) bar->finish();
     nlohmann::json extra;
     if (r.passes.size() > 1) {

@@ -8,8 +8,12 @@
 
 namespace ooc {
 
-enum class SampleType { u8, u16, i16, u32, i32, f32, f64 };
+// u64 is the labels' type past 2^32 - 1 components (label label-type=u64): sinks write it and
+// front ends return it, but no filter reads or makes it (dispatch_type refuses it), and it is not
+// among the types --out-type and the readers take.
+enum class SampleType { u8, u16, i16, u32, i32, f32, f64, u64 };
 
+// The types the filters take (u64 is label output only).
 inline constexpr SampleType kAllSampleTypes[] = {SampleType::u8,  SampleType::u16, SampleType::i16,
                                                  SampleType::u32, SampleType::i32, SampleType::f32,
                                                  SampleType::f64};
@@ -22,6 +26,8 @@ SampleType parse_sample_type(std::string_view text);
 // Smallest and largest value of an integer type (for saturation); +-max double for floats.
 double lowest_value(SampleType t) noexcept;
 double highest_value(SampleType t) noexcept;
+// Throws the usage Error of a filter given u64 samples (dispatch_type's u64 case).
+[[noreturn]] void refuse_u64_samples();
 
 // Geometry of an image of interleaved channels: `depth` planes of height x width (a plane: depth
 // 1; a volume: its z-stack). Sources and sinks address the planes' rows one after the other, row

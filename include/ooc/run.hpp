@@ -92,6 +92,9 @@ struct JobSpec {
   ProgressFn progress;  // rows of every pass, the passes one after the other
   // The processes of a run over MPI ranks (null: this process alone).
   ProcessGroup* processes = nullptr;
+  // Its reductions run as parts of separate processes (--part, --rows): ooclabel, whose label
+  // stage keeps each part's faces in files for the others.
+  bool reductions_in_parts = false;
   // Called once the operations are built, before the output is made: a caller that holds memory
   // of its own beside the bands (an array run's copy of its input) lowers the limit there.
   std::function<void(Job&, const std::vector<const Operation*>&)> before_start;

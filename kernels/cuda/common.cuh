@@ -63,6 +63,8 @@ __device__ __forceinline__ void store_any(SampleType t, void* row, std::int64_t 
     case SampleType::f64:
       static_cast<double*>(row)[i] = store_as<double, Acc>(v);
       return;
+    case SampleType::u64:  // the labels' type: no filter stores it (dispatch_type refuses it)
+      return;
   }
 }
 

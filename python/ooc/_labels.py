@@ -45,13 +45,15 @@ def _generate(ndim, rank):
 
 
 def label(input, structure=None, output=None, *, connectivity=None, volume=None, progress=None,
-          **options):
+          label_type="auto", **options):
     """Labels the connected components of the non-zero samples of `input` (a 2-D (H, W) array,
     or a volume (Z, Y, X): 3-D arrays are volumes unless volume=False), numbered 1, 2, ... in
     raster order of each component's first sample, exactly as scipy.ndimage.label. Returns
-    (labels, count) like scipy: labels are int32 (the bytes of ooc's u32 labels below 2^31), or
-    written into `output` (an int32 or uint32 array of the input's shape). For files, ooc.run(IN,
-    OUT, "label connectivity=C") or ooclabel.
+    (labels, count) like scipy: labels are int32 (the bytes of ooc's u32 labels below 2^31), int64
+    where they are u64 (label_type "u64", or "auto" on an array large enough to hold more than
+    2^32 - 1 components; "u32" refuses a count that does not fit), or written into `output` (an
+    int32 or uint32 array, or int64 or uint64 for u64 labels, of the input's shape). For files,
+    ooc.run(IN, OUT, "label connectivity=C") or ooclabel.
 
     structure: scipy's generate_binary_structure(ndim, r); or connectivity: 4 or 8 on an image,
     6, 18 or 26 on a volume (skimage's 1 to ndim too). Default: 4 or 6, as scipy's.
@@ -67,22 +69,34 @@ def label(input, structure=None, output=None, *, connectivity=None, volume=None,
     if vol and volume is False:
         raise _usage("label takes one channel: a 3-D array is a (Z, Y, X) volume")
     conn = _connectivity(structure, connectivity, 3 if vol else 2)
-    words = "label connectivity=%d" % conn
-    if output is not None and (not isinstance(output, np.ndarray)
-                               or output.dtype not in (np.int32, np.uint32)):
-        raise _usage("output must be None or an int32 or uint32 array of the input's shape")
+    if label_type not in ("auto", "u32", "u64"):
+        raise _usage("label_type must be 'auto', 'u32' or 'u64', got %r" % (label_type,))
+    if output is not None and (not isinstance(output, np.ndarray) or output.dtype not in (
+            np.int32, np.uint32, np.int64, np.uint64)):
+        raise _usage("output must be None or an int32, uint32, int64 or uint64 array of the "
+                     "input's shape")
+    wide = output is not None and output.dtype.itemsize == 8
+    if wide and label_type == "u32":
+        raise _usage("label_type='u32' into a 64-bit output: give an int32 or uint32 output, or "
+                     "label_type='u64'")
+    words = "label connectivity=%d label-type=%s" % (conn, "u64" if wide else label_type)
     # ooc.pipeline's call, made here for the stats it drops: the count is the job's result (its
     # "components"), so nothing scans the labels for it.
     out = None if output is None else _output(output, a)
+    if wide:  # the u64 labels' own type, into an int64 array as its bytes
+        out = out.view(np.uint64)
     o = _pipeline_options(options, "reflect", 0.0,
-                          None if out is None else out.dtype.newbyteorder("=").name, "auto")
+                          None if out is None or wide else out.dtype.newbyteorder("=").name,
+                          "auto")
     o.update(volume=vol, planes=False)
     if out is not None:
         o["alias"] = _shared(a, out)
     out, stats = _core.pipeline_array(a, out, [words], o, _check_progress(progress))
     count = int(stats["components"])
     if output is None:
-        out = out.view(np.int32)
+        out = out.view(np.int64 if out.dtype.itemsize == 8 else np.int32)
+    elif wide:
+        out = output
     return out, count
 
 

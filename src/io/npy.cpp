@@ -156,7 +156,7 @@ NpyLayout parse_npy_header(const unsigned char* p, std::size_t n, const std::str
 }
 
 std::string npy_header(const ImageSpec& spec) {
-  static constexpr const char* kDescr[] = {"|u1", "<u2", "<i2", "<u4", "<i4", "<f4", "<f8"};
+  static constexpr const char* kDescr[] = {"|u1", "<u2", "<i2", "<u4", "<i4", "<f4", "<f8", "<u8"};
   std::vector<std::int64_t> dims{spec.height, spec.width};
   if (spec.volume()) dims.insert(dims.begin(), spec.depth);
   if (spec.channels > 1) dims.push_back(spec.channels);

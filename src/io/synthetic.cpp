@@ -286,6 +286,8 @@ void fill_synthetic_row(Pattern pattern, std::uint64_t seed, std::int64_t y, std
       return fill_row(pattern, params, seed, y, width, channels, reinterpret_cast<float*>(dst), z);
     case SampleType::f64:
       return fill_row(pattern, params, seed, y, width, channels, reinterpret_cast<double*>(dst), z);
+    case SampleType::u64:
+      refuse_u64_samples();
   }
 }
 

@@ -159,6 +159,9 @@ std::string ome_xml(const ImageSpec& s, const std::string& path, const VoxelSize
     case SampleType::f64:
       type = "double";
       break;
+    case SampleType::u64:
+      type = "uint64";  // OME's name for 64-bit labels
+      break;
   }
   std::string name = path.substr(path.rfind('/') + 1);
   const std::size_t dot = name.find(".ome.");

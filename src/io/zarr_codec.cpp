@@ -185,6 +185,8 @@ std::string dtype_string(SampleType t) {
       return "<f4";
     case SampleType::f64:
       return "<f8";
+    case SampleType::u64:
+      return "<u8";
   }
   return "<f4";
 }
@@ -210,6 +212,8 @@ bool parse_dtype(const std::string& s, SampleType& t, bool& big) {
     t = SampleType::f32;
   else if (k == "f8")
     t = SampleType::f64;
+  else if (k == "u8")
+    t = SampleType::u64;  // labels (filters refuse them)
   else
     return false;
   if (s[0] == '|' && sample_bytes(t) != 1) return false;
@@ -420,9 +424,9 @@ ArrayMeta parse_v3_array_json(const std::string& text, const std::string& where)
   try {
     m.shape = int_list(j, "shape", where);
     static const std::map<std::string, SampleType> types = {
-        {"uint8", SampleType::u8},   {"uint16", SampleType::u16}, {"int16", SampleType::i16},
-        {"uint32", SampleType::u32}, {"int32", SampleType::i32},  {"float32", SampleType::f32},
-        {"float64", SampleType::f64}};
+        {"uint8", SampleType::u8},    {"uint16", SampleType::u16}, {"int16", SampleType::i16},
+        {"uint32", SampleType::u32},  {"int32", SampleType::i32},  {"float32", SampleType::f32},
+        {"float64", SampleType::f64}, {"uint64", SampleType::u64}};
     const std::string dt = j.value("data_type", std::string());
     const auto t = types.find(dt);
     if (t == types.end())

@@ -79,6 +79,8 @@ void fill_sample(SampleType type, double v, const std::string& text, std::byte* 
     case SampleType::f64:
       std::memcpy(out, &v, sizeof v);
       return;
+    case SampleType::u64:
+      return integer(std::uint64_t{});
   }
 }
 

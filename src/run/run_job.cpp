@@ -129,10 +129,12 @@ JobResult run_job(JobSpec spec) {
     if (!spec.settings.nodata_given)
       spec.settings.nodata = parse_gdal_nodata(job.source().metadata().geo.gdal_nodata);
     work.plan = std::make_unique<PipelinePlan>(in, spec.stages, spec.settings, jo.pipeline);
-    if (work.plan->has_reduction() && pg.size() == 1 && (jo.part_count > 1 || jo.rows_end > 0))
+    if (work.plan->has_reduction() && pg.size() == 1 && (jo.part_count > 1 || jo.rows_end > 0) &&
+        !spec.reductions_in_parts)
       throw Error(ErrorKind::usage,
                   "equalize and label need every band of the image: a pipeline with them runs "
-                  "in one process (or as MPI ranks), not as --part or --rows");
+                  "in one process (or as MPI ranks), not as --part or --rows (ooclabel labels in "
+                  "parts)");
   }
   // Holes in an output type that cannot hold the input's nodata value have that type's own
   // (-9999 into u8: 0): the output records it, the run says it.

@@ -5,12 +5,12 @@ scipy.ndimage.label byte for byte with the matching structure: images (4, 8) and
 --mem-limit (components across many bands, the table in its scratch file), the same bytes under
 every band plan and thread count, all-background and all-foreground inputs, combs and spirals
 that merge late, --planes, a poisoned output replaced, the refusals (too many components for u32,
-label-type=u64, parts, wrong connectivity, several channels, stages after label) exiting 2 with
+oocrun's label in parts, wrong connectivity, several channels, stages after label) exiting 2 with
 nothing written, and --regions (skimage.measure.regionprops_table's columns) and --min-size,
 with --intensity (intensity_mean/_min/_max against skimage, the sum and deviation against
-scipy.ndimage), the count as the job's result (--stats json "components"), --part/--rows and a
-resume after SIGTERM in the second pass refused naming the way on, MPI ranks giving one
-process's bytes (images and --planes volumes).
+scipy.ndimage), the count as the job's result (--stats json "components"), a resume after
+SIGTERM in the second pass refused naming the way on, MPI ranks giving one
+process's bytes (images, --planes volumes and volumes in 3-D).
 
 Usage: test_label.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import json
@@ -222,13 +222,15 @@ class LabelCheck(unittest.TestCase):
             self.assertFalse(os.path.exists(out + ".partial"), args)
 
         base = [OOCLABEL, self.p("in.npy"), out]
-        # More components than the label type holds (the limit lowered for the test).
-        refused(base + ["--band-rows", "3"], ["components", "u32", "--label-type u64"],
+        # More components than u32 labels hold (the limit lowered for the test): refused where
+        # u32 is asked for (auto and u64: test_label_types.py).
+        refused(base + ["--band-rows", "3", "--label-type", "u32"],
+                ["components", "u32", "--label-type u64"],
                 env={"OOC_LABEL_MAX_FOR_TESTS": str(n - 1)})
-        self.run_tool(base, env={"OOC_LABEL_MAX_FOR_TESTS": str(n)})
+        self.run_tool(base + ["--label-type", "u32"], env={"OOC_LABEL_MAX_FOR_TESTS": str(n)})
         os.remove(out)
-        refused(base + ["--label-type", "u64"], ["label-type=u64"])
-        refused(base + ["--connectivity", "6", "--part", "0/2"], ["label", "--part"])
+        # oocrun's label stage in parts (ooclabel's: test_label_parts.py).
+        refused([OOCRUN, self.p("in.npy"), out, "label", "--part", "0/2"], ["label", "--part"])
         refused(base + ["--connectivity", "5"], ["connectivity=5", "4 or 8"])
         np.save(self.p("v.npy"), np.zeros((3, 8, 9), np.uint8))
         refused([OOCLABEL, self.p("v.npy"), out, "--connectivity", "8"], ["6, 18 or 26"])
@@ -371,16 +373,13 @@ class LabelCheck(unittest.TestCase):
                 self.assertIn("ooclabel: %d components" % count, r.stderr)
             os.remove(out)
 
-    def test_12_parts_and_resume_refused(self):
-        # Parts (--rows as --part in test_08) are refused naming one process; a stop in the second
-        # pass cannot resume (the first pass's table is not saved): --resume is refused naming
+    def test_12_resume_refused(self):
+        # A stop in the second pass cannot resume (the first pass's table is not saved): --resume is refused naming
         # the way on (a run without it), which then gives scipy's bytes.
         a = random_mask((16000, 256), 0.4, np.uint8)
         np.save(self.p("in.npy"), a)
         out = self.p("r.raw")
         base = [OOCLABEL, self.p("in.npy"), out, "--connectivity", "8"]
-        r = self.run_tool(base + ["--rows", "0:100"], code=2)
-        self.assertIn("one process", r.stderr)
         # One row a band, one thread: over a second a pass, so that the journal records rows of
         # the second pass (a second in) before the signal.
         slow = base + ["--band-rows", "1", "--threads", "1", "--mem-limit", "64M"]
@@ -437,7 +436,7 @@ class LabelCheck(unittest.TestCase):
         # Each rank labels its rows; the ranks join their first and last rows' runs and agree on
         # scipy's numbering. One image stacks a comb, a spiral, crossing diagonals and random
         # blobs, beside a comb whose teeth span every rank and join only in the last row; a
-        # --planes volume cut inside and at planes. A volume in 3-D is refused.
+        # --planes volume cut inside and at planes, and in 3-D; regions are refused.
         mpirun = shutil.which("mpirun")
         if not mpirun:
             self.skipTest("mpirun not installed")
@@ -479,7 +478,12 @@ class LabelCheck(unittest.TestCase):
         v = random_mask((5, 13, 17), 0.5, np.uint8)
         self.same(mpi(3, v, ["--connectivity", "8", "--planes", "--volume"]),
                   scipy_label(v != 0, 8, planes_apart=True)[0], "--planes under 3 ranks")
-        r = mpi(2, v, ["--connectivity", "6", "--volume"], code=2)
+        # A volume in 3-D: the ranks exchange a plane and a row each way (cuts inside planes).
+        for ranks, conn in ((2, 6), (3, 18), (4, 26)):
+            with self.subTest(ranks=ranks, conn=conn, volume=True):
+                self.same(mpi(ranks, v, ["--connectivity", str(conn), "--volume", "--band-rows",
+                                         "2"]), scipy_label(v != 0, conn)[0], f"volume {conn}")
+        r = mpi(2, v, ["--connectivity", "6", "--volume", "--regions", self.p("t.csv")], code=2)
         self.assertIn("one process", r.stderr)
 
 

@@ -52,6 +52,31 @@ def test_label_refusals():
         ooc.label(a, output=np.zeros(a.shape, np.float32))
 
 
+# u64 labels: label_type="u64" (int64 labels, scipy's values), an int64 or uint64 output (poisoned
+# first), and auto's promotion once the image's bound passes the u32 limit (lowered through the
+# stage's test hook); "u32" over that limit is refused.
+@pytest.mark.parametrize("shape,conn", [((33, 47), 8), ((4, 13, 15), 26)])
+def test_label_u64(shape, conn, monkeypatch):
+    a = mask(shape, 7)
+    s = ndi.generate_binary_structure(a.ndim, RANK[conn])
+    want, n = ndi.label(a, s, output=np.int64)
+    got, m = ooc.label(a, connectivity=conn, label_type="u64", band_rows=3)
+    assert m == n and got.dtype == np.int64 and np.array_equal(got, want)
+    for dt in (np.int64, np.uint64):
+        out = np.full(a.shape, 0x5A5A5A5A5A5A5A5A, dt)
+        got, m = ooc.label(a, connectivity=conn, output=out)
+        assert m == n and got is out and np.array_equal(out, want)
+    got, m = ooc.label(a, connectivity=conn)
+    assert got.dtype == np.int32  # the bound fits u32
+    monkeypatch.setenv("OOC_LABEL_MAX_FOR_TESTS", str(n - 1))
+    got, m = ooc.label(a, connectivity=conn)
+    assert m == n and got.dtype == np.int64 and np.array_equal(got, want)
+    with pytest.raises(ooc.UsageError, match="label-type=u64"):
+        ooc.label(a, connectivity=conn, label_type="u32")
+    with pytest.raises(ooc.UsageError):
+        ooc.label(a, connectivity=conn, label_type="u32", output=np.zeros(a.shape, np.int64))
+
+
 # ooc.regionprops_table: skimage.measure.regionprops_table's columns and values (intensity_std as
 # NumPy's std, intensity_sum as scipy.ndimage.sum), for arrays and .npy paths, small bands.
 @pytest.mark.parametrize("shape,conn,itype", [((41, 37), 8, np.float32), ((43, 29), 4, np.uint16),

@@ -51,6 +51,8 @@ inline void put(std::vector<std::byte>& buf, SampleType t, std::size_t i, double
       return wr(static_cast<float>(v));
     case SampleType::f64:
       return wr(v);
+    case SampleType::u64:
+      return wr(static_cast<std::uint64_t>(v));
   }
 }
 

@@ -1,6 +1,6 @@
 // The one place a SampleType becomes its C++ type: sample_cpp_t<t> at compile time (host and CUDA
 // device code), and dispatch_type(t, f), which calls f(T{}) for a type known at run time (host
-// code, e.g. to pick a kernel's template instance).
+// code, e.g. to pick a kernel's template instance; u64, the labels' type, is refused).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +39,10 @@ template <>
 struct SampleCpp<SampleType::f64> {
   using type = double;
 };
+template <>
+struct SampleCpp<SampleType::u64> {
+  using type = std::uint64_t;
+};
 template <SampleType t>
 using sample_cpp_t = typename SampleCpp<t>::type;
 
@@ -60,6 +64,8 @@ decltype(auto) dispatch_type(SampleType t, F&& f) {
       return f(float{});
     case SampleType::f64:
       break;
+    case SampleType::u64:  // labels only: no kernel is made for them
+      refuse_u64_samples();
   }
   return f(double{});
 }

@@ -163,15 +163,16 @@ __global__ void number(std::int64_t n, std::uint32_t* labels, const std::uint32_
   }
 }
 
+template <class L>
 __global__ void relabel(const std::uint32_t* labels, std::int64_t rows, std::int64_t width,
-                        const std::uint32_t* table, std::byte* out, std::size_t out_stride) {
+                        const L* table, std::byte* out, std::size_t out_stride) {
   const std::int64_t n = rows * width;
   for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t y = k / width, x = k - y * width;
     const std::uint32_t v = labels[k];
-    reinterpret_cast<std::uint32_t*>(out + static_cast<std::size_t>(y) * out_stride)[x] =
-        v == 0 ? 0u : __ldg(table + (v - 1));
+    reinterpret_cast<L*>(out + static_cast<std::size_t>(y) * out_stride)[x] =
+        v == 0 ? L{0} : __ldg(table + (v - 1));
   }
 }
 
@@ -234,6 +235,7 @@ const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, s
     OOC_LABEL_TILES(i32, std::int32_t)
     OOC_LABEL_TILES(f32, float)
     OOC_LABEL_TILES(f64, double)
+    OOC_LABEL_TILES(u64, std::uint64_t)
 #undef OOC_LABEL_TILES
   }
   OOC_KERNEL_TRY(cudaGetLastError());
@@ -254,10 +256,14 @@ const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, s
 }
 
 void relabel_async(const std::uint32_t* labels, std::int64_t rows, std::int64_t width,
-                   const std::uint32_t* table, std::byte* out, std::size_t out_stride,
+                   const void* table, bool wide, std::byte* out, std::size_t out_stride,
                    cudaStream_t s) {
-  relabel<<<flat_blocks(rows * width), P::kThreads, 0, s>>>(labels, rows, width, table, out,
-                                                            out_stride);
+  if (wide)
+    relabel<<<flat_blocks(rows * width), P::kThreads, 0, s>>>(
+        labels, rows, width, static_cast<const unsigned long long*>(table), out, out_stride);
+  else
+    relabel<<<flat_blocks(rows * width), P::kThreads, 0, s>>>(
+        labels, rows, width, static_cast<const std::uint32_t*>(table), out, out_stride);
   OOC_KERNEL_TRY(cudaGetLastError());
 }
 

@@ -35,10 +35,11 @@ const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, s
                                       std::byte* scratch, std::size_t scratch_bytes,
                                       std::uint64_t* count, cudaStream_t stream);
 
-// out (u32 rows `out_stride` bytes apart) = table[labels - 1], 0 where labels are 0: the band's
-// numbers through the slice of the merged table that belongs to the band.
+// out (rows `out_stride` bytes apart) = table[labels - 1], 0 where labels are 0: the band's
+// numbers through the slice of the merged table that belongs to the band; table and out are u32,
+// or u64 where `wide` (the labels' type).
 void relabel_async(const std::uint32_t* labels, std::int64_t rows, std::int64_t width,
-                   const std::uint32_t* table, std::byte* out, std::size_t out_stride,
+                   const void* table, bool wide, std::byte* out, std::size_t out_stride,
                    cudaStream_t stream);
 
 }  // namespace ooc::cuda

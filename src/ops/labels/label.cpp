@@ -34,6 +34,7 @@
 #include "ops/cuda_kernels.hpp"
 #include "ops/labels/label_cuda.hpp"
 #include "ops/labels/label_parts.hpp"
+#include "ops/labels/label_rows.hpp"
 #include "ops/labels/label_table.hpp"
 #include "ops/labels/regions_csv.hpp"
 #include "ops/stage_registry.hpp"
@@ -41,47 +42,9 @@
 namespace ooc {
 namespace {
 
+using detail::Connectivity;
+using detail::RowRuns;
 using kernels::BandRuns;
-
-// Runs of whole rows with their provisional labels: the rows a later band joins to.
-struct RowRuns {
-  std::vector<std::uint64_t> row_start{0};
-  std::vector<std::uint32_t> x0, x1;
-  std::vector<std::uint64_t> id;
-  std::int64_t first_row = 0;  // image row of row 0
-
-  void clear(std::int64_t first) {
-    row_start.assign(1, 0);
-    x0.clear();
-    x1.clear();
-    id.clear();
-    first_row = first;
-  }
-  bool has(std::int64_t y) const {
-    return y >= first_row && y - first_row + 1 < static_cast<std::int64_t>(row_start.size());
-  }
-};
-
-// Which neighbours touch: in the plane (8: diagonals too, else 4), and across planes, the rows
-// of the plane before (dy) with or without their diagonal columns.
-struct Connectivity {
-  int n = 4;
-  bool diagonal = false;  // in the plane
-  bool across = false;    // a volume in 3-D
-  struct Across {
-    int dy;
-    bool diagonal;
-  };
-  std::vector<Across> before;
-
-  explicit Connectivity(int c) : n(c) {
-    diagonal = c == 8 || c == 18 || c == 26;
-    across = c == 6 || c == 18 || c == 26;  // 8 is an image's
-    if (c == 6) before = {{0, false}};
-    if (c == 18) before = {{-1, false}, {0, true}, {1, false}};
-    if (c == 26) before = {{-1, true}, {0, true}, {1, true}};
-  }
-};
 
 using kernels::kArea;
 using kernels::kIntensity;
@@ -101,9 +64,11 @@ struct SlotMeasures {
 struct LabelState {
   ImageSpec in;
   Connectivity conn;
-  std::uint64_t max_label;
+  std::uint64_t max_label;     // the most u32 labels number (lowered by tests)
+  bool wide = false;           // u64 labels
   std::uint64_t min_size = 0;  // smaller components dropped (0: none)
   std::string regions;         // the regions table's path, or none
+  std::string faces;           // parts as processes: where they keep their faces (label_parts)
   bool measure = false;
   std::unique_ptr<Source> intensity;  // the intensity image, or none
   std::mutex intensity_reads;         // for a source read in order only (a decoder)
@@ -115,7 +80,8 @@ struct LabelState {
   std::uint64_t next = 0;
   std::int64_t first_row = 0, merged_rows = 0;  // the stacked rows merged
   RowRuns cur, prev;
-  RowRuns top;  // the first row, for the parts' merge (label_parts.hpp)
+  std::int64_t cur_z = 0, prev_z = -1;  // their planes (a volume in 3-D)
+  RowRuns top;                          // the first row, for the parts' merge (label_parts.hpp)
   std::uint64_t count = 0;
   bool finished = false;
   // The CUDA backend's: what its kernels share with the merge, and a GPU band's runs and
@@ -218,8 +184,9 @@ struct LabelState {
     });
   }
 
-  // Pass 2 on the GPU: band `i`'s slice of the table, as u32, into `to` (of `capacity`).
-  std::uint64_t table_slice(std::int64_t i, std::uint32_t* to, std::uint64_t capacity) const {
+  // Pass 2 on the GPU: band `i`'s slice of the table, as the labels' type, into `to` (of
+  // `capacity` entries).
+  std::uint64_t table_slice(std::int64_t i, void* to, std::uint64_t capacity) const {
     const auto u = static_cast<std::size_t>(i);
     if (!finished || u >= band_offset.size())
       throw Error(ErrorKind::usage, "label: band " + std::to_string(i) + " was not in pass 1");
@@ -230,7 +197,11 @@ struct LabelState {
       throw Error(ErrorKind::device, "label: band " + std::to_string(i) + " has " +
                                          std::to_string(end - off) + " components");
     const std::uint64_t* t = table.data();
-    for (std::uint64_t k = off; k < end; ++k) to[k - off] = static_cast<std::uint32_t>(t[k]);
+    if (wide)
+      std::copy(t + off, t + end, static_cast<std::uint64_t*>(to));
+    else
+      for (std::uint64_t k = off; k < end; ++k)
+        static_cast<std::uint32_t*>(to)[k - off] = static_cast<std::uint32_t>(t[k]);
     return end - off;
   }
 
@@ -253,18 +224,28 @@ struct LabelState {
           const std::int64_t y = band.y0 + r + a.dy;
           if (y >= 0 && y < in.height && prev.has(y)) link(b, r, off, prev, y, a.diagonal);
         }
-    if (band.index == 0 && !conn.across) {
-      top.clear(band.y0);
-      keep(b, 0, off, top);
-    }
-    // What later bands join to: the last row, or a volume's whole plane.
+    // The first rows, for the parts' merge: one, or in a volume the rows that reach back into
+    // the plane before (stacked row numbers).
+    if (band.index == 0) top.clear(band.stacked_y0);
+    const std::int64_t top_rows = conn.across ? in.height + 1 : 1;
+    for (std::int64_t r = 0; r < band.rows && top.rows() < top_rows; ++r) keep(b, r, off, top);
+    // What later bands join to: the last row, or a volume's whole plane (from the part's first
+    // row where it starts inside one).
     if (!conn.across) {
       cur.clear(band.y0 + band.rows - 1);
       keep(b, band.rows - 1, off, cur);
     } else {
-      if (band.y0 == 0) cur.clear(0);
+      if (band.y0 == 0 || band.index == 0) {
+        cur.clear(band.y0);
+        cur_z = band.z;
+      }
       for (std::int64_t r = 0; r < band.rows; ++r) keep(b, r, off, cur);
-      if (band.y0 + band.rows == in.height) std::swap(prev, cur);
+      if (band.y0 + band.rows == in.height) {
+        std::swap(prev, cur);
+        prev_z = cur_z;
+        cur.clear(0);
+        cur_z = band.z + 1;
+      }
     }
     merged_rows += band.rows;
   }
@@ -322,22 +303,21 @@ struct LabelState {
         t[p] = e[kArea] >= min_size ? ++n : 0;
         if (file && t[p]) file->row(n, e, intensity ? istats.data() + p * kIntensity : nullptr);
       }
-      if (file && n <= max_label) file->commit();
+      if (file && (wide || n <= max_label)) file->commit();
     }
     count = n;
     release();
   }
 
-  // One MPI rank's rows: the table's roots, the first and last rows' runs to the others, and the
-  // labels all the ranks agree on (label_parts.cpp). A volume in 3-D (a plane's runs cross a cut)
-  // and the measurements (each rank's share of a region) are not merged yet.
+  // One part's rows (an MPI rank's, or a process's of --part/--rows with `faces`): the table's
+  // roots, the first and last rows' runs to the others, and the labels all the parts agree on
+  // (label_parts.cpp). A volume in 3-D (a plane's runs cross a cut) and the measurements (each
+  // part's share of a region) are not merged yet.
   void finish_part(const detail::LabelSumFn& sum) {
-    if (!sum || conn.across || measure)
+    if (!sum || measure)
       throw Error(ErrorKind::usage,
-                  "label under MPI ranks takes images and --planes volumes without regions= or "
-                  "min-size= yet: run " +
-                      std::string(conn.across ? "a volume in 3-D" : "it with a regions table") +
-                      " as one process");
+                  "label in parts (MPI ranks, --part, --rows) takes no regions= or min-size= "
+                  "yet: run it with a regions table or a minimum size as one process");
     std::uint64_t* t = table.data();
     for (std::uint64_t p = 0; p < next; ++p) t[p] = t[p] == p ? p : t[t[p]];
     detail::LabelPart part;
@@ -345,15 +325,50 @@ struct LabelState {
     part.rows = merged_rows;
     part.total_rows = in.stacked_rows();
     part.plane_rows = in.height;
-    part.diagonal = conn.diagonal;
-    auto face = [&](const RowRuns& r, detail::FaceRuns& f) {
-      f.x0 = r.x0;
-      f.x1 = r.x1;
-      for (const std::uint64_t id : r.id) f.root.push_back(t[id]);
+    part.connectivity = conn.n;
+    // Rows [lo, hi) of `r`, whose row i is stacked row `first + i`.
+    auto face = [&](const RowRuns& r, std::int64_t first, std::int64_t lo, std::int64_t hi,
+                    detail::FaceRuns& f) {
+      for (std::int64_t i = 0; i < r.rows(); ++i) {
+        if (first + i < lo || first + i >= hi) continue;
+        const auto u = static_cast<std::size_t>(i);
+        for (std::uint64_t k = r.row_start[u]; k < r.row_start[u + 1]; ++k) {
+          f.row.push_back(first + i);
+          f.x0.push_back(r.x0[k]);
+          f.x1.push_back(r.x1[k]);
+          f.root.push_back(t[r.id[k]]);
+        }
+      }
     };
-    face(top, part.top);
-    face(cur, part.bottom);
-    count = detail::finish_label_parts(part, t, next, sum);
+    const std::int64_t end = first_row + merged_rows;
+    if (!conn.across) {
+      face(top, first_row, first_row, first_row + 1, part.top);
+      face(cur, end - 1, end - 1, end, part.bottom);
+    } else {  // a plane and a row each way
+      const std::int64_t reach = in.height + 1;
+      face(top, top.first_row, first_row, first_row + reach, part.top);
+      face(prev, prev_z * in.height + prev.first_row, end - reach, end, part.bottom);
+      face(cur, cur_z * in.height + cur.first_row, end - reach, end, part.bottom);
+    }
+    if (faces.empty()) {
+      count = detail::finish_label_parts(part, t, next, sum);
+    } else {
+      // Separate processes: this part's faces to its file, then every part's, once all are there.
+      const detail::PartFaces mine = detail::part_faces(part, t, next);
+      detail::save_faces(faces, part, mine);
+      bool complete = false;
+      const std::vector<detail::PartFaces> all = detail::load_faces(faces, part, complete);
+      if (!complete)
+        throw Error(ErrorKind::usage,
+                    "rows " + std::to_string(first_row) + ":" +
+                        std::to_string(first_row + merged_rows) +
+                        " labelled (pass 1): their faces are in '" + faces + "." +
+                        std::to_string(first_row) +
+                        "'; once every part has run, run this part again to write its rows "
+                        "(the last part to run writes them now), then --finish",
+                    true);
+      count = detail::number_parts(all, part, t, next);
+    }
     release();
   }
 
@@ -367,12 +382,11 @@ struct LabelState {
     gpu_runs = BandRuns();
     gpu_measures = SlotMeasures();
     finished = true;
-    if (count > max_label)
+    if (!wide && count > max_label)
       throw Error(ErrorKind::usage,
                   "the image has " + std::to_string(count) + " components, more than u32 labels " +
-                      "hold (" + std::to_string(max_label) + "): u64 labels (--label-type u64) " +
-                      "need 64-bit samples, which ooc's images do not have yet; label parts of " +
-                      "the image apart");
+                      "hold (" + std::to_string(max_label) + "): ask for u64 labels " +
+                      "(label-type=u64, ooclabel --label-type u64), or label-type=auto");
   }
 };
 
@@ -391,6 +405,18 @@ std::size_t runs_bytes(std::int64_t rows, std::int64_t cols) {
   return static_cast<std::size_t>(rows) *
          (static_cast<std::size_t>((cols + 1) / 2) * 3 * sizeof(std::uint32_t) +
           sizeof(std::uint64_t));
+}
+
+// The most components an image of `in` can have: one every other sample where neighbours share
+// a face (4, 6; 18 too, a bound), one a 2 x 2 (x 2) block where corners touch (8, 26); with
+// --planes (`three_d` false on a volume) each plane's, numbers going on.
+std::uint64_t most_components(const ImageSpec& in, int conn, bool three_d) {
+  const auto half = [](std::int64_t n) { return static_cast<std::uint64_t>((n + 1) / 2); };
+  const auto w = static_cast<std::uint64_t>(in.width), h = static_cast<std::uint64_t>(in.height);
+  const auto d = static_cast<std::uint64_t>(in.depth);
+  if (conn == 8) return half(in.width) * half(in.height) * d;
+  if (conn == 26) return half(in.width) * half(in.height) * half(in.depth);
+  return three_d ? half(in.pixels()) : (w * h + 1) / 2 * d;
 }
 
 // A band's runs hold indices and columns in 32 bits.
@@ -428,7 +454,8 @@ class LabelOpBase : public Operation {
   explicit LabelOpBase(std::shared_ptr<LabelState> s) : s_(std::move(s)) {}
   std::string describe() const override {
     return "label connectivity=" + std::to_string(s_->conn.n) +
-           (s_->min_size ? " min-size=" + std::to_string(s_->min_size) : "") + " (u32)";
+           (s_->min_size ? " min-size=" + std::to_string(s_->min_size) : "") +
+           (s_->wide ? " (u64)" : " (u32)");
   }
   std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
     return runs_bytes(rows, cols) + measures_bytes(rows, cols);
@@ -504,6 +531,23 @@ class Scan final : public LabelOpBase {
 };
 
 class ApplyCpu final : public CpuKernel {
+  // The band's labels as L: each sample written once, the gap before a run, then the run.
+  template <class L>
+  void write(const CpuBand& b, const BandRuns& r, std::uint64_t off) const {
+    const std::uint64_t* t = s_->table.data();
+    for (std::int64_t y = 0; y < b.band.rows; ++y) {
+      auto* out = reinterpret_cast<L*>(b.out.row(y));
+      const auto u = static_cast<std::size_t>(y);
+      std::uint32_t x = 0;
+      for (std::uint64_t k = r.row_start[u]; k < r.row_start[u + 1]; ++k) {
+        std::fill(out + x, out + r.x0[k], L{0});
+        std::fill(out + r.x0[k], out + r.x1[k], static_cast<L>(t[off + r.label[k] - 1]));
+        x = r.x1[k];
+      }
+      std::fill(out + x, out + b.in.width, L{0});
+    }
+  }
+
  public:
   explicit ApplyCpu(std::shared_ptr<LabelState> s) : s_(std::move(s)) {}
   void start(int slot) override {
@@ -523,20 +567,10 @@ class ApplyCpu final : public CpuKernel {
       throw Error(ErrorKind::usage, "label: band " + std::to_string(i) +
                                         " has other components than in pass 1 (a different band "
                                         "plan between the passes)");
-    const std::uint64_t* t = s.table.data();
-    for (std::int64_t y = 0; y < b.band.rows; ++y) {
-      // Each sample written once: the gap before a run, then the run.
-      auto* out = reinterpret_cast<std::uint32_t*>(b.out.row(y));
-      const auto u = static_cast<std::size_t>(y);
-      std::uint32_t x = 0;
-      for (std::uint64_t k = r.row_start[u]; k < r.row_start[u + 1]; ++k) {
-        std::fill(out + x, out + r.x0[k], 0u);
-        std::fill(out + r.x0[k], out + r.x1[k],
-                  static_cast<std::uint32_t>(t[off + r.label[k] - 1]));
-        x = r.x1[k];
-      }
-      std::fill(out + x, out + b.in.width, 0u);
-    }
+    if (s.wide)
+      write<std::uint64_t>(b, r, off);
+    else
+      write<std::uint32_t>(b, r, off);
   }
 
  private:
@@ -550,7 +584,7 @@ class Apply final : public LabelOpBase {
   std::string describe() const override { return LabelOpBase::describe() + ", pass 2"; }
   std::optional<ImageSpec> output() const override {
     ImageSpec o = s_->in;
-    o.type = SampleType::u32;
+    o.type = s_->wide ? SampleType::u64 : SampleType::u32;
     o.channels = 1;
     return o;
   }
@@ -593,14 +627,17 @@ std::vector<StageEntry> label_stages() {
   StageEntry e{
       {"label",
        "connected components of the non-zero samples, numbered as scipy.ndimage.label (raster "
-       "order of first samples), u32: a pass labelling and joining the bands, then one writing",
+       "order of first samples), u32 or u64: a pass labelling and joining the bands, then one "
+       "writing",
        {computed(integer_param("connectivity", std::nullopt, 4, 26,
                                "4 or 8 on an image; 6, 18 or 26 on a volume (4 or 8 under "
                                "--planes: each plane apart, numbers going on); auto: 4 or 6, "
                                "scipy's default structure"),
                  "auto"),
-        other_param("label-type", StageParam::Kind::text, std::string("u32"),
-                    "the labels' type: u32 (u64 not yet)"),
+        other_param("label-type", StageParam::Kind::text, std::string("auto"),
+                    "the labels' type: u32, u64, or auto: u32 unless the image is large enough "
+                    "to hold more components than u32 numbers (then u64); u32 is refused after "
+                    "the first pass when the count does not fit"),
         integer_param("min-size", 0, 0, 9.0e18,
                       "components of fewer samples are dropped (0) and the rest numbered on, as "
                       "skimage's remove_small_objects then label"),
@@ -613,6 +650,11 @@ std::vector<StageEntry> label_stages() {
                              "with regions=: an image of the input's size (one channel, any "
                              "type) whose sum, mean, min, max and std over each label go to the "
                              "table too, read band by band"),
+                 "none"),
+        computed(other_param("faces", StageParam::Kind::text, std::nullopt,
+                             "parts as separate processes (ooclabel --part/--rows sets it): "
+                             "the files' prefix where each part keeps its first and last rows' "
+                             "components for the others"),
                  "none")}},
       [](const StageContext& c) {
         const bool three_d = c.volume();
@@ -623,12 +665,9 @@ std::vector<StageEntry> label_stages() {
                                             std::to_string(c.in.channels) +
                                             ": label each channel apart, or combine them first");
         const std::string type = c.args.text("label-type");
-        if (type != "u32")
-          throw Error(ErrorKind::usage,
-                      c.args.at() + ": label-type=" + type +
-                          (type == "u64" ? " needs 64-bit samples, which ooc's images do not have "
-                                           "yet: use label-type=u32"
-                                         : " is not a label type: use u32"));
+        if (type != "u32" && type != "u64" && type != "auto")
+          throw Error(ErrorKind::usage, c.args.at() + ": label-type=" + type +
+                                            " is not a label type: use u32, u64 or auto");
         int conn = three_d ? 6 : 4;
         if (c.args.has("connectivity")) conn = static_cast<int>(c.args.integer("connectivity"));
         // An image is a volume of one plane: a 3-D structure's plane (a (1, y, x) array).
@@ -646,15 +685,26 @@ std::vector<StageEntry> label_stages() {
           throw Error(ErrorKind::usage, c.args.at() + ": rows wider than 2^32 samples");
         const std::size_t budget = c.options.mem_limit ? c.options.mem_limit : default_mem_limit();
         auto s = std::make_shared<LabelState>(c.in, conn, budget / 8);
+        // The output's type is known before the first pass (the output is made then): auto
+        // takes u64 where the image could hold more components than u32 numbers.
+        s->wide = type == "u64" ||
+                  (type == "auto" && most_components(c.in, conn, three_d) > s->max_label);
         s->min_size = static_cast<std::uint64_t>(c.args.integer("min-size"));
         if (c.args.has("regions")) s->regions = c.args.text("regions");
+        if (c.args.has("faces")) s->faces = c.args.text("faces");
         s->measure = s->min_size > 0 || !s->regions.empty();
+        if (!s->faces.empty() && s->measure)
+          throw Error(ErrorKind::usage,
+                      c.args.at() +
+                          ": label in parts takes no regions or minimum size yet: run "
+                          "it with those as one process");
         if (c.args.has("intensity")) s->intensity = open_intensity(c, s->regions.empty());
         s->cuda->width = c.in.width;
         s->cuda->diagonal = s->conn.diagonal;
         s->cuda->all_rows = s->conn.across || s->measure;
+        s->cuda->wide = s->wide;
         LabelState* state = s.get();  // owns the shared part: no cycle
-        s->cuda->table_slice = [state](std::int64_t i, std::uint32_t* to, std::uint64_t n) {
+        s->cuda->table_slice = [state](std::int64_t i, void* to, std::uint64_t n) {
           return state->table_slice(i, to, n);
         };
         BuiltStage b(std::make_unique<Apply>(s));

@@ -76,22 +76,21 @@ class ApplyCuda final : public CudaKernel {
     const std::size_t label_bytes = cuda::label_band_scratch(rows * width);
     const std::uint64_t most = most_components(rows * width);
     std::byte* d_table = b.scratch + label_bytes;
-    auto* d_count = reinterpret_cast<std::uint64_t*>(
-        d_table + aligned(static_cast<std::size_t>(most) * sizeof(std::uint32_t)));
+    const std::size_t entry = s_->wide ? sizeof(std::uint64_t) : sizeof(std::uint32_t);
+    auto* d_count =
+        reinterpret_cast<std::uint64_t*>(d_table + aligned(static_cast<std::size_t>(most) * entry));
     const std::uint32_t* labels =
         cuda::label_band_async(b.in, b.in_stride, rows, width, b.in_spec.type, s_->diagonal,
                                b.scratch, label_bytes, d_count, stream);
     // The slot's previous slice went in before its band was written: the buffer is free. Sized
     // by the band's count (asked first), not by the most a band can have.
     const std::uint64_t count = s_->table_slice(b.band.index, nullptr, most);
-    auto* slice = reinterpret_cast<std::uint32_t*>(
-        pinned(host_[b.slot], static_cast<std::size_t>(count + 1) * sizeof(std::uint32_t)));
+    std::byte* slice = pinned(host_[b.slot], static_cast<std::size_t>(count + 1) * entry);
     const std::uint64_t n = s_->table_slice(b.band.index, slice, count);
     if (n > 0)
-      OOC_CUDA_TRY(cudaMemcpyAsync(d_table, slice, static_cast<std::size_t>(n) * 4,
+      OOC_CUDA_TRY(cudaMemcpyAsync(d_table, slice, static_cast<std::size_t>(n) * entry,
                                    cudaMemcpyHostToDevice, stream));
-    cuda::relabel_async(labels, rows, width, reinterpret_cast<const std::uint32_t*>(d_table), b.out,
-                        b.out_stride, stream);
+    cuda::relabel_async(labels, rows, width, d_table, s_->wide, b.out, b.out_stride, stream);
   }
 
  private:
@@ -103,8 +102,9 @@ class ApplyCuda final : public CudaKernel {
 
 std::size_t label_cuda_scratch(std::int64_t rows, std::int64_t width) {
   const std::int64_t n = rows * width;
+  // The table slice's entries at their widest (u64 labels).
   return cuda::label_band_scratch(n) +
-         aligned(static_cast<std::size_t>(most_components(n)) * sizeof(std::uint32_t)) + 256;
+         aligned(static_cast<std::size_t>(most_components(n)) * sizeof(std::uint64_t)) + 256;
 }
 
 std::unique_ptr<CudaKernel> make_label_scan_cuda(std::shared_ptr<LabelCudaShared> shared) {

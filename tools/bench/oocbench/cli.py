@@ -37,6 +37,8 @@ def main(doc):
     g = p.add_argument_group("peers")
     g.add_argument("--big", action="store_true", help="add the out-of-core case under a cgroup (root)")
     g.add_argument("--big-gib", type=float, default=32, help="size of the out-of-core image")
+    g.add_argument("--synth", action="store_true", help="labels-ooc: read synth:gaussian-spots, "
+                   "made row by row (no file), each tool in a memory cgroup of its budget (root)")
     g.add_argument("--plot", metavar="DIR", help="only draw the plots of DIR/peers.csv (its latest run)")
     g = p.add_argument_group("write")
     g.add_argument("--old", metavar="PATH", help="an older oocconv to run side by side")

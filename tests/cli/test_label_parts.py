@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""ooclabel in parts as separate processes (issue 47 item 5): each part (--part I/N or --rows A:B)
+labels its rows and saves its first and last rows' components beside the output; once every
+part has, each part run again (the last one at once) writes its rows with scipy's numbering, and
+--finish puts the output in place and removes the faces. The parts run in several orders, with
+2 to 5 parts, 4 and 8 connectivity, bands of 1 and 3 rows, u32 and u64 labels and a --planes
+volume, on images built to merge late across every cut (a comb whose teeth join in the last row,
+a spiral, crossing diagonals, random blobs); the output is compared with scipy.ndimage.label and
+with one process's bytes, after a poisoned file of the output's name. --finish before the parts
+are done exits 75 naming the rows missing or the count; a part stopped by SIGTERM in its second
+pass is run again; volumes in 3-D (6/18/26, cuts inside planes, parts shorter than a plane)
+equal scipy; a regions table in parts is refused.
+
+Usage: test_label_parts.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import numpy as np
+from scipy import ndimage as ndi
+
+import cli_args  # beside this file
+
+BIN, _REST = cli_args.bin_dir_and_rest(__name__)
+OOCLABEL = os.path.join(BIN, "ooclabel")
+RANK = {4: 1, 8: 2}
+rng = np.random.default_rng(4705)
+
+
+def scipy_label(mask, conn, planes_apart=False):
+    s = ndi.generate_binary_structure(mask.ndim, RANK[conn]) if not planes_apart else None
+    if planes_apart:
+        s = np.zeros((3, 3, 3), bool)
+        s[1] = ndi.generate_binary_structure(2, RANK[conn])
+    return ndi.label(mask, s)
+
+
+def late_merging_image():
+    """Shapes that join only far from where they start, beside random blobs, and teeth that
+    span the whole height and join in the last row."""
+    comb = np.zeros((57, 64), np.uint8)
+    comb[:, ::2] = 1
+    comb[-1, :] = 1
+    spiral = np.zeros((61, 64), np.uint8)
+    lo, hi = 0, 60
+    while lo + 2 < hi:
+        spiral[lo, lo:hi + 1] = 1
+        spiral[lo:hi + 1, hi] = 1
+        spiral[hi, lo + 2:hi + 1] = 1
+        spiral[lo + 2:hi + 1, lo + 2] = 1
+        lo, hi = lo + 4, hi - 4
+    diag = np.zeros((40, 64), np.uint8)
+    diag[:, :40] = np.eye(40, dtype=np.uint8)[::-1] | np.eye(40, dtype=np.uint8)
+    blobs = ((rng.random((63, 64)) < 0.45) * rng.integers(1, 255, (63, 64))).astype(np.uint8)
+    a = np.vstack([comb, spiral, diag, blobs])
+    teeth = np.zeros((a.shape[0], 15), np.uint8)
+    teeth[:, ::2] = 3
+    teeth[-1] = 3
+    return np.hstack([a, teeth])
+
+
+class LabelParts(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ooc_label_parts_")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def p(self, name):
+        return os.path.join(self.dir, name)
+
+    def run_tool(self, args, code=0):
+        r = subprocess.run(args + ["-q"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, code, f"{args}: {r.stderr}")
+        return r
+
+    def in_parts(self, inp, out, splits, order, extra):
+        """Runs the parts in `order` until each has written its rows: a part whose faces come
+        before the others' exits 75, and runs again after the last one; then --finish."""
+        with open(out, "wb") as f:  # poisoned: a stale file of the output's name
+            f.write(b"\x5a" * 1000)
+        waiting = []
+        for i in order:
+            r = subprocess.run([OOCLABEL, inp, out] + splits[i] + extra, capture_output=True,
+                               text=True)
+            self.assertIn(r.returncode, (0, 75), r.stderr)
+            if r.returncode == 75:
+                self.assertIn("run this part again", r.stderr)
+                waiting.append(i)
+        self.assertEqual(len(waiting), len(order) - 1, "only the last part goes on at once")
+        self.assertTrue(glob.glob(out + ".label-faces.*"))
+        f = subprocess.run([OOCLABEL, "--finish", out], capture_output=True, text=True)
+        self.assertEqual(f.returncode, 75, f.stderr)
+        self.assertIn("components", f.stderr)
+        for i in waiting:
+            self.run_tool([OOCLABEL, inp, out] + splits[i] + extra)
+        self.run_tool([OOCLABEL, "--finish", out])
+        self.assertEqual(glob.glob(out + ".label-faces.*"), [], "faces removed by --finish")
+
+    def test_parts_in_any_order_equal_one_process(self):
+        a = late_merging_image()
+        np.save(self.p("in.npy"), a)
+        cases = [(3, 4, [2, 0, 1], []), (4, 8, [0, 1, 2, 3], ["--band-rows", "1"]),
+                 (2, 8, [1, 0], ["--band-rows", "3"]), (5, 4, [3, 1, 4, 0, 2], []),
+                 (3, 8, [1, 2, 0], ["--label-type", "u64"])]
+        for n, conn, order, extra in cases:
+            with self.subTest(parts=n, conn=conn, order=order, extra=extra):
+                want, count = scipy_label(a != 0, conn)
+                one = self.p("one.npy")
+                self.run_tool([OOCLABEL, self.p("in.npy"), one, "--connectivity", str(conn)] +
+                              extra)
+                out = self.p("parts.npy")
+                splits = [["--part", f"{i}/{n}"] for i in range(n)]
+                self.in_parts(self.p("in.npy"), out, splits, order,
+                              ["--connectivity", str(conn)] + extra)
+                got = np.load(out)
+                self.assertTrue(np.array_equal(got, want.astype(got.dtype)),
+                                f"{np.count_nonzero(got != want)} labels differ")
+                with open(out, "rb") as f1, open(one, "rb") as f2:
+                    self.assertEqual(f1.read(), f2.read(), "one process's bytes")
+                os.remove(out)
+
+    def test_rows_and_planes(self):
+        # --rows cuts anywhere (inside a plane and at one); a --planes volume's numbers go on.
+        v = ((rng.random((5, 13, 17)) < 0.5) * 7).astype(np.uint8)
+        np.save(self.p("v.npy"), v)
+        want, _ = scipy_label(v != 0, 8, planes_apart=True)
+        out = self.p("v.raw")
+        splits = [["--rows", "0:20"], ["--rows", "20:26"], ["--rows", "26:65"]]
+        self.in_parts(self.p("v.npy"), out, splits, [1, 2, 0],
+                      ["--connectivity", "8", "--planes", "--volume"])
+        got = np.fromfile(out, np.uint32).reshape(v.shape)
+        self.assertTrue(np.array_equal(got, want), "--planes volume in --rows parts")
+
+    def test_finish_names_missing_rows_and_a_stopped_part_runs_again(self):
+        a = (rng.random((600000, 64)) < 0.45).astype(np.uint8)
+        np.save(self.p("in.npy"), a)
+        out = self.p("s.raw")
+        base = [OOCLABEL, self.p("in.npy"), out, "--connectivity", "8"]
+        r = subprocess.run(base + ["--part", "1/2"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 75, r.stderr)
+        f = subprocess.run([OOCLABEL, "--finish", out], capture_output=True, text=True)
+        self.assertEqual(f.returncode, 75, f.stderr)
+        self.assertIn("rows 0:300000", f.stderr)
+        # Part 0 completes the faces and goes on to write its rows: stopped there by SIGTERM
+        # once its journal shows rows written (one row a band, one thread), then run again.
+        slow = base + ["--part", "0/2", "--band-rows", "1", "--threads", "1", "-q"]
+        journal = out + ".partial.part-0-of-2.journal"
+        proc = subprocess.Popen(slow, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                with open(journal) as f:
+                    if any(l.startswith("done ") and int(l.split()[1]) > 0 for l in f):
+                        break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+        if proc.poll() is not None:
+            self.skipTest("part 0 ended before the signal")
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+        self.assertEqual(proc.returncode, 75, err)
+        r = self.run_tool(base + ["--part", "0/2", "--resume"], code=2)
+        self.assertIn("without --resume", r.stderr)
+        self.run_tool(base + ["--part", "0/2"])
+        self.run_tool(base + ["--part", "1/2"])
+        self.run_tool([OOCLABEL, "--finish", out])
+        got = np.fromfile(out, np.uint32).reshape(a.shape)
+        self.assertTrue(np.array_equal(got, scipy_label(a != 0, 8)[0]))
+
+    def test_volumes_in_3d(self):
+        # The parts exchange a plane and a row each way: cuts inside planes, parts shorter than
+        # a plane (each row a part), 6/18/26, against scipy's 3-D structures.
+        for shape, conn, n in (((5, 13, 17), 6, 3), ((6, 7, 9), 18, 4), ((4, 5, 11), 26, 20),
+                               ((3, 9, 8), 26, 2)):
+            v = (rng.random(shape) < 0.4).astype(np.uint8)
+            np.save(self.p("v.npy"), v)
+            rank = {6: 1, 18: 2, 26: 3}[conn]
+            want, _ = ndi.label(v, ndi.generate_binary_structure(3, rank))
+            with self.subTest(shape=shape, conn=conn, parts=n):
+                out = self.p("v3.npy")
+                order = list(range(n))[::-1]
+                self.in_parts(self.p("v.npy"), out, [["--part", f"{i}/{n}"] for i in range(n)],
+                              order, ["--connectivity", str(conn), "--volume"])
+                got = np.load(out)
+                self.assertTrue(np.array_equal(got, want),
+                                f"{np.count_nonzero(got != want)} labels differ")
+                os.remove(out)
+
+    def test_refused_in_parts(self):
+        out = self.p("r.npy")
+        np.save(self.p("in.npy"), (rng.random((20, 9)) < 0.5).astype(np.uint8))
+        r = self.run_tool([OOCLABEL, self.p("in.npy"), out, "--regions", self.p("t.csv"),
+                           "--part", "0/2"], code=2)
+        self.assertIn("one process", r.stderr)
+        self.assertFalse(os.path.exists(out))
+
+
+if __name__ == "__main__":
+    unittest.main(argv=["test_label_parts"] + _REST)
