@@ -16,31 +16,19 @@ Usage: test_label.py --bin-dir DIR [unittest options]   (or under pytest: confte
 import json
 import os
 import shutil
-import signal
 import subprocess
-import tempfile
-import time
 import unittest
 
 import numpy as np
 from scipy import ndimage as ndi
 
 import cli_args  # beside this file
+from label_cases import LabelCase, late_merging_image, scipy_label
 
 BIN, _REST = cli_args.bin_dir_and_rest(__name__)
 OOCLABEL = os.path.join(BIN, "ooclabel")
 OOCRUN = os.path.join(BIN, "oocrun")
 rng = np.random.default_rng(4747)
-RANK = {4: 1, 8: 2, 6: 1, 18: 2, 26: 3}
-
-
-def scipy_label(mask, conn, planes_apart=False):
-    s = ndi.generate_binary_structure(mask.ndim, RANK[conn])
-    if planes_apart:  # each plane on its own: no links along z
-        s = np.zeros((3, 3, 3), bool)
-        s[1] = ndi.generate_binary_structure(2, RANK[conn])
-    want, n = ndi.label(mask, s)
-    return want.astype(np.uint32), n
 
 
 def random_mask(shape, p, dtype):
@@ -51,22 +39,7 @@ def random_mask(shape, p, dtype):
     return np.where(m, vals, 0).astype(dtype)
 
 
-class LabelCheck(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="ooc_label_")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def p(self, name):
-        return os.path.join(self.dir, name)
-
-    def run_tool(self, args, env=None, code=0):
-        r = subprocess.run(args + ["-q"], capture_output=True, text=True,
-                           env=dict(os.environ, **(env or {})))
-        self.assertEqual(r.returncode, code, f"{args}: {r.stderr}")
-        return r
-
+class LabelCheck(LabelCase):
     def label(self, a, conn=None, *extra, volume=False, out="out.npy"):
         np.save(self.p("in.npy"), a)
         if os.path.exists(self.p(out)):
@@ -374,32 +347,17 @@ class LabelCheck(unittest.TestCase):
             os.remove(out)
 
     def test_12_resume_refused(self):
-        # A stop in the second pass cannot resume (the first pass's table is not saved): --resume is refused naming
-        # the way on (a run without it), which then gives scipy's bytes.
-        a = random_mask((16000, 256), 0.4, np.uint8)
+        # A stop in the second pass cannot resume (the first pass's table is not saved):
+        # --resume is refused naming the way on (a run without it), which then gives scipy's
+        # bytes. Tall enough that one row a band takes seconds a pass.
+        a = random_mask((400000, 64), 0.4, np.uint8)
         np.save(self.p("in.npy"), a)
         out = self.p("r.raw")
         base = [OOCLABEL, self.p("in.npy"), out, "--connectivity", "8"]
-        # One row a band, one thread: over a second a pass, so that the journal records rows of
-        # the second pass (a second in) before the signal.
-        slow = base + ["--band-rows", "1", "--threads", "1", "--mem-limit", "64M"]
-        proc = subprocess.Popen(slow + ["-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        journal = out + ".partial.journal"
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline:
-            try:
-                with open(journal) as f:
-                    if any(l.startswith("done ") and int(l.split()[1]) > 0 for l in f):
-                        break
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.02)
-        if proc.poll() is not None:
-            self.skipTest("the run ended before the signal")
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-        self.assertEqual(proc.returncode, 75, err)
+        # One row a band, one thread: the journal records rows of the second pass (a second in)
+        # before the signal.
+        self.stop_in_second_pass(base + ["--band-rows", "1", "--threads", "1", "--mem-limit",
+                                         "64M"], out + ".partial.journal")
         self.assertFalse(os.path.exists(out))
         r = self.run_tool(base + ["--resume"], code=2)
         self.assertIn("without --resume", r.stderr)
@@ -453,24 +411,7 @@ class LabelCheck(unittest.TestCase):
             self.assertEqual(r.returncode, code, r.stderr)
             return r if code else np.load(out)
 
-        comb = np.zeros((57, 64), np.uint8)
-        comb[:, ::2] = 1
-        comb[-1, :] = 1
-        spiral = np.zeros((61, 64), np.uint8)
-        lo, hi = 0, 60
-        while lo + 2 < hi:
-            spiral[lo, lo:hi + 1] = 1
-            spiral[lo:hi + 1, hi] = 1
-            spiral[hi, lo + 2:hi + 1] = 1
-            spiral[lo + 2:hi + 1, lo + 2] = 1
-            lo, hi = lo + 4, hi - 4
-        diag = np.zeros((40, 64), np.uint8)
-        diag[:, :40] = np.eye(40, dtype=np.uint8)[::-1] | np.eye(40, dtype=np.uint8)
-        a = np.vstack([comb, spiral, diag, random_mask((63, 64), 0.45, np.uint8)])
-        teeth = np.zeros((a.shape[0], 15), np.uint8)
-        teeth[:, ::2] = 3
-        teeth[-1] = 3
-        a = np.hstack([a, teeth])
+        a = late_merging_image(random_mask((63, 64), 0.45, np.uint8))
         for ranks, conn, extra in ((3, 4, []), (4, 8, ["--band-rows", "2"])):
             with self.subTest(ranks=ranks, conn=conn):
                 self.same(mpi(ranks, a, ["--connectivity", str(conn)] + extra),

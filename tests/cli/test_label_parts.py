@@ -14,71 +14,20 @@ equal scipy; a regions table in parts is refused.
 Usage: test_label_parts.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import glob
 import os
-import shutil
-import signal
 import subprocess
-import tempfile
-import time
 import unittest
 
 import numpy as np
-from scipy import ndimage as ndi
 
 import cli_args  # beside this file
+from label_cases import LabelCase, late_merging_image, scipy_label
 
 BIN, _REST = cli_args.bin_dir_and_rest(__name__)
 OOCLABEL = os.path.join(BIN, "ooclabel")
-RANK = {4: 1, 8: 2}
 rng = np.random.default_rng(4705)
 
 
-def scipy_label(mask, conn, planes_apart=False):
-    s = ndi.generate_binary_structure(mask.ndim, RANK[conn]) if not planes_apart else None
-    if planes_apart:
-        s = np.zeros((3, 3, 3), bool)
-        s[1] = ndi.generate_binary_structure(2, RANK[conn])
-    return ndi.label(mask, s)
-
-
-def late_merging_image():
-    """Shapes that join only far from where they start, beside random blobs, and teeth that
-    span the whole height and join in the last row."""
-    comb = np.zeros((57, 64), np.uint8)
-    comb[:, ::2] = 1
-    comb[-1, :] = 1
-    spiral = np.zeros((61, 64), np.uint8)
-    lo, hi = 0, 60
-    while lo + 2 < hi:
-        spiral[lo, lo:hi + 1] = 1
-        spiral[lo:hi + 1, hi] = 1
-        spiral[hi, lo + 2:hi + 1] = 1
-        spiral[lo + 2:hi + 1, lo + 2] = 1
-        lo, hi = lo + 4, hi - 4
-    diag = np.zeros((40, 64), np.uint8)
-    diag[:, :40] = np.eye(40, dtype=np.uint8)[::-1] | np.eye(40, dtype=np.uint8)
-    blobs = ((rng.random((63, 64)) < 0.45) * rng.integers(1, 255, (63, 64))).astype(np.uint8)
-    a = np.vstack([comb, spiral, diag, blobs])
-    teeth = np.zeros((a.shape[0], 15), np.uint8)
-    teeth[:, ::2] = 3
-    teeth[-1] = 3
-    return np.hstack([a, teeth])
-
-
-class LabelParts(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="ooc_label_parts_")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def p(self, name):
-        return os.path.join(self.dir, name)
-
-    def run_tool(self, args, code=0):
-        r = subprocess.run(args + ["-q"], capture_output=True, text=True)
-        self.assertEqual(r.returncode, code, f"{args}: {r.stderr}")
-        return r
-
+class LabelParts(LabelCase):
     def in_parts(self, inp, out, splits, order, extra):
         """Runs the parts in `order` until each has written its rows: a part whose faces come
         before the others' exits 75, and runs again after the last one; then --finish."""
@@ -103,7 +52,7 @@ class LabelParts(unittest.TestCase):
         self.assertEqual(glob.glob(out + ".label-faces.*"), [], "faces removed by --finish")
 
     def test_parts_in_any_order_equal_one_process(self):
-        a = late_merging_image()
+        a = late_merging_image((rng.random((63, 64)) < 0.45) * rng.integers(1, 255, (63, 64)))
         np.save(self.p("in.npy"), a)
         cases = [(3, 4, [2, 0, 1], []), (4, 8, [0, 1, 2, 3], ["--band-rows", "1"]),
                  (2, 8, [1, 0], ["--band-rows", "3"]), (5, 4, [3, 1, 4, 0, 2], []),
@@ -149,23 +98,8 @@ class LabelParts(unittest.TestCase):
         self.assertIn("rows 0:300000", f.stderr)
         # Part 0 completes the faces and goes on to write its rows: stopped there by SIGTERM
         # once its journal shows rows written (one row a band, one thread), then run again.
-        slow = base + ["--part", "0/2", "--band-rows", "1", "--threads", "1", "-q"]
-        journal = out + ".partial.part-0-of-2.journal"
-        proc = subprocess.Popen(slow, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline:
-            try:
-                with open(journal) as f:
-                    if any(l.startswith("done ") and int(l.split()[1]) > 0 for l in f):
-                        break
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.01)
-        if proc.poll() is not None:
-            self.skipTest("part 0 ended before the signal")
-        proc.send_signal(signal.SIGTERM)
-        err = proc.communicate(timeout=60)[1]
-        self.assertEqual(proc.returncode, 75, err)
+        self.stop_in_second_pass(base + ["--part", "0/2", "--band-rows", "1", "--threads", "1"],
+                                 out + ".partial.part-0-of-2.journal")
         r = self.run_tool(base + ["--part", "0/2", "--resume"], code=2)
         self.assertIn("without --resume", r.stderr)
         self.run_tool(base + ["--part", "0/2"])
@@ -181,8 +115,7 @@ class LabelParts(unittest.TestCase):
                                ((3, 9, 8), 26, 2)):
             v = (rng.random(shape) < 0.4).astype(np.uint8)
             np.save(self.p("v.npy"), v)
-            rank = {6: 1, 18: 2, 26: 3}[conn]
-            want, _ = ndi.label(v, ndi.generate_binary_structure(3, rank))
+            want, _ = scipy_label(v != 0, conn)
             with self.subTest(shape=shape, conn=conn, parts=n):
                 out = self.p("v3.npy")
                 order = list(range(n))[::-1]

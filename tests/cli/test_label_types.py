@@ -10,29 +10,17 @@ poisoned (a stale file of the output's name) before the run.
 Usage: test_label_types.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 import unittest
 
 import numpy as np
-from scipy import ndimage as ndi
 
 import cli_args  # beside this file
+from label_cases import LabelCase, scipy_label
 
 BIN, _REST = cli_args.bin_dir_and_rest(__name__)
 OOCLABEL = os.path.join(BIN, "ooclabel")
 OOCRUN = os.path.join(BIN, "oocrun")
-RANK = {4: 1, 8: 2, 6: 1, 18: 2, 26: 3}
 rng = np.random.default_rng(4764)
-
-
-def scipy_label(mask, conn):
-    want, n = ndi.label(mask, ndi.generate_binary_structure(mask.ndim, RANK[conn]),
-                        output=np.uint64)
-    return want, n
-
-
 def most_components(shape, conn):
     """The stage's bound: one a sample in two (4, 6, 18), one a 2 x 2 (x 2) block (8, 26)."""
     half = [(s + 1) // 2 for s in shape]
@@ -43,22 +31,7 @@ def most_components(shape, conn):
     return (int(np.prod(shape)) + 1) // 2
 
 
-class LabelTypes(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="ooc_label_types_")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def p(self, name):
-        return os.path.join(self.dir, name)
-
-    def run_tool(self, args, env=None, code=0):
-        r = subprocess.run(args + ["-q"], capture_output=True, text=True,
-                           env=dict(os.environ, **(env or {})))
-        self.assertEqual(r.returncode, code, f"{args}: {r.stderr}")
-        return r
-
+class LabelTypes(LabelCase):
     def poisoned(self, name):
         path = self.p(name)
         with open(path, "wb") as f:
@@ -72,7 +45,7 @@ class LabelTypes(unittest.TestCase):
                                                                           dtype=np.uint8)
         np.save(self.p("in.npy"), a)
         for conn in (4, 8):
-            want, n = scipy_label(a != 0, conn)
+            want, n = scipy_label(a != 0, conn, output=np.uint64)
             self.assertGreater(n, 50)
             for rows in (["--band-rows", "1"], ["--band-rows", "3"], []):
                 with self.subTest(conn=conn, rows=rows):
@@ -82,7 +55,7 @@ class LabelTypes(unittest.TestCase):
                     got = np.load(out)
                     self.assertEqual(got.dtype, np.uint64)
                     self.assertTrue(np.array_equal(got, want), f"{conn} {rows}")
-        want, _ = scipy_label(a != 0, 8)
+        want, _ = scipy_label(a != 0, 8, output=np.uint64)
         raw = self.poisoned("o.raw")
         self.run_tool([OOCLABEL, self.p("in.npy"), raw, "--connectivity", "8",
                        "--label-type", "u64"])
@@ -115,7 +88,7 @@ class LabelTypes(unittest.TestCase):
         v = (rng.random((6, 13, 17)) < 0.35).astype(np.uint8)
         np.save(self.p("v.npy"), v)
         for conn in (6, 26):
-            want, _ = scipy_label(v != 0, conn)
+            want, _ = scipy_label(v != 0, conn, output=np.uint64)
             out = self.poisoned("v_out.npy")
             self.run_tool([OOCLABEL, self.p("v.npy"), out, "--connectivity", str(conn),
                            "--volume", "--label-type", "u64", "--band-rows", "2"])
@@ -130,7 +103,7 @@ class LabelTypes(unittest.TestCase):
         a = (rng.random((40, 50)) < 0.45).astype(np.uint8)
         np.save(self.p("in.npy"), a)
         for conn in (4, 8):
-            want, n = scipy_label(a != 0, conn)
+            want, n = scipy_label(a != 0, conn, output=np.uint64)
             bound = most_components(a.shape, conn)
             for limit, wide in ((bound - 1, True), (bound, False)):
                 with self.subTest(conn=conn, limit=limit):
