@@ -5,6 +5,7 @@
 // against scipy.ndimage.label by tests/cli/test_label.py. Skips where no CUDA device is usable.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -175,17 +176,18 @@ TEST(GpuLabel, BandKernelForegroundOfFloatsAsTheCpu) {
 }
 
 // A whole job: the label stage over an in-memory u8 image or volume, on `device`, bands of
-// `band_rows`; returns the u32 labels and the count.
-std::vector<std::uint32_t> run_label(std::vector<std::uint8_t>& m, std::int64_t d, std::int64_t h,
-                                     std::int64_t w, int connectivity, const std::string& device,
-                                     std::int64_t band_rows, std::uint64_t& count,
-                                     const std::string& extra = "", std::int64_t cpu_start = 0) {
+// `band_rows`; returns the labels (u32, or u64 with label-type=u64 in `extra`) and the count.
+template <class L = std::uint32_t>
+std::vector<L> run_label(std::vector<std::uint8_t>& m, std::int64_t d, std::int64_t h,
+                         std::int64_t w, int connectivity, const std::string& device,
+                         std::int64_t band_rows, std::uint64_t& count,
+                         const std::string& extra = "", std::int64_t cpu_start = 0) {
   ImageSpec in{w, h, 1, SampleType::u8};
   if (d > 0) in.depth = d;  // a volume, labelled in 3-D
   ImageSpec out = in;
-  out.type = SampleType::u32;
-  std::vector<std::uint32_t> labels(static_cast<std::size_t>(std::max<std::int64_t>(d, 1) * h * w),
-                                    0xa5a5a5a5u);
+  out.type = sizeof(L) == 8 ? SampleType::u64 : SampleType::u32;
+  std::vector<L> labels(static_cast<std::size_t>(std::max<std::int64_t>(d, 1) * h * w),
+                        static_cast<L>(0xa5a5a5a5a5a5a5a5ull));
   JobSpec spec;
   spec.options.input = spec.options.output = "<memory>";
   spec.options.device = device;
@@ -267,6 +269,33 @@ TEST(GpuLabel, MinSizeJobsEqualTheCpu) {
     const auto g = run_label(m, 0, 301, 411, conn, "cuda", 13, ng, " min-size=5");
     ASSERT_EQ(ng, nc) << "c" << conn;
     ASSERT_TRUE(g == c) << "c" << conn;
+  }
+}
+
+TEST(GpuLabel, U64JobsEqualTheCpu) {
+  OOC_REQUIRE_GPU();
+  // u64 labels: pass 2 uploads the table slice as u64 and writes u64; the values are the u32
+  // run's, widened.
+  std::mt19937 rng(23);
+  for (int conn : {4, 8, 26}) {
+    const std::int64_t d = conn == 26 ? 5 : 0, h = 83, w = 211;
+    std::vector<std::uint8_t> m;
+    for (std::int64_t z = 0; z < std::max<std::int64_t>(d, 1); ++z) {
+      const auto p = mask(h, w, 0, rng);
+      m.insert(m.end(), p.begin(), p.end());
+    }
+    for (std::int64_t band_rows : {1, 9}) {
+      std::uint64_t n32 = 0, nc = 0, ng = 0;
+      const auto narrow = run_label(m, d, h, w, conn, "cpu", band_rows, n32);
+      const auto c =
+          run_label<std::uint64_t>(m, d, h, w, conn, "cpu", band_rows, nc, " label-type=u64");
+      const auto g =
+          run_label<std::uint64_t>(m, d, h, w, conn, "cuda", band_rows, ng, " label-type=u64");
+      ASSERT_EQ(nc, n32) << "c" << conn << " b" << band_rows;
+      ASSERT_EQ(ng, nc) << "c" << conn << " b" << band_rows;
+      ASSERT_TRUE(std::equal(c.begin(), c.end(), narrow.begin())) << "c" << conn;
+      ASSERT_TRUE(g == c) << "c" << conn << " b" << band_rows;
+    }
   }
 }
 

@@ -29,13 +29,11 @@ using vec::weighted_sum;
 template <class Acc>
 void hole_blocks(const Acc* m, std::int64_t pw, std::uint8_t* holes) {
   constexpr std::int64_t ch = kChunk<Acc>;
-  using I = std::conditional_t<sizeof(Acc) == 4, std::int32_t, std::int64_t>;
   for (std::int64_t b = 0; b * ch < pw; ++b) {
     const std::int64_t e = std::min(pw, (b + 1) * ch);
-    // An OR of comparisons, which vectorizes (a float sum's adds are a chain of latencies).
-    I any = 0;
-    for (std::int64_t i = b * ch; i < e; ++i) any |= -I(m[i] != Acc(1));
-    holes[b] = any != 0;
+    Acc s = 0;
+    for (std::int64_t i = b * ch; i < e; ++i) s += m[i];
+    holes[b] = s != Acc(e - b * ch);
   }
 }
 
