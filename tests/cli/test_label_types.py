@@ -2,7 +2,8 @@
 """The labels' type (issue 47): label-type=u64 (ooclabel --label-type u64) writes u64 labels equal
 to scipy.ndimage.label's numbers into raw, .npy, TIFF and Zarr outputs; auto (the default) takes
 u32, or u64 where the image could hold more components than u32 numbers; an explicit u32 whose
-count does not fit is refused after the first pass, naming the way on, with nothing written.
+count does not fit is refused after the first pass, naming the way on, with nothing written;
+u64 labels under 3 MPI ranks equal scipy too.
 The u32 limit is lowered through OOC_LABEL_MAX_FOR_TESTS (the stage's test hook) so that small
 images reach it; the images are random masks with many components, and every output is
 poisoned (a stale file of the output's name) before the run.
@@ -10,6 +11,8 @@ poisoned (a stale file of the output's name) before the run.
 Usage: test_label_types.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import json
 import os
+import shutil
+import subprocess
 import unittest
 
 import numpy as np
@@ -130,6 +133,26 @@ class LabelTypes(LabelCase):
                            "--label-type", "u32"], env={"OOC_LABEL_MAX_FOR_TESTS": str(n)})
             self.assertTrue(np.array_equal(np.load(out), want.astype(np.uint32)))
             os.remove(out)
+
+    def test_u64_under_mpi_ranks(self):
+        # The ranks agree on the numbering whatever the labels' type.
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            self.skipTest("mpirun not installed")
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
+                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        a = (rng.random((61, 47)) < 0.35).astype(np.uint8)
+        np.save(self.p("in.npy"), a)
+        want, _ = scipy_label(a != 0, 8, output=np.uint64)
+        out = self.poisoned("mpi.npy")
+        r = subprocess.run([mpirun, "-np", "3", OOCLABEL, self.p("in.npy"), out, "--connectivity",
+                            "8", "--label-type", "u64", "-q"], capture_output=True, text=True,
+                           env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = np.load(out)
+        self.assertEqual(got.dtype, np.uint64)
+        self.assertTrue(np.array_equal(got, want))
 
     def test_u64_refused_where_a_filter_would_take_it(self):
         np.save(self.p("in.npy"), np.ones((8, 9), np.uint8))

@@ -191,7 +191,8 @@ def case_labels_ooc(b):
         if n in groups:
             note += f"; cgroup of 2 GiB, peak {cgroup_peak(groups[n]) / 2**20:.0f} MiB"
         if js and "components" in js[-1]:
-            note = f"{js[-1]['components']} components, two passes; " + note
+            note = f"{js[-1]['components']} components, {js[-1]['output']['type']} labels, " \
+                   f"two passes; " + note
         rows.append(b.row("labels-ooc", n, params, nbytes, walls(res[n]), base_name, base,
                           rss(res[n]), "", note))
     b.write("labels-ooc", rows, f"a {nbytes / 2**30:g} GiB blob mask labelled out of core "
