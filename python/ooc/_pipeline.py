@@ -102,20 +102,16 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
              predictor=predictor, depth=depth, volume=bool(volume), pages=pages,
              planes=bool(planes),
              **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
-    if part is not None:
-        try:
-            i, n = (int(v) for v in part)
-        except (TypeError, ValueError):
-            raise _usage("part takes (i, n), part i of n parts (0 <= i < n), got %r"
-                         % (part,)) from None
-        o.update(part_index=i, part_count=n)
-    if rows is not None:
-        try:
-            a, b = (int(v) for v in rows)
-        except (TypeError, ValueError):
-            raise _usage("rows takes (a, b), rows a to b - 1 (0 <= a < b <= height), got %r"
-                         % (rows,)) from None
-        o.update(rows_begin=a, rows_end=b)
+    for value, keys, what in ((part, ("part_index", "part_count"), "(i, n), part i of n parts "
+                               "(0 <= i < n)"),
+                              (rows, ("rows_begin", "rows_end"), "(a, b), rows a to b - 1 "
+                               "(0 <= a < b <= height)")):
+        if value is not None:
+            try:
+                o.update(zip(keys, (int(v) for v in value), strict=True))
+            except (TypeError, ValueError):
+                raise _usage("%s takes %s, got %r" % (keys[0].split("_")[0], what,
+                                                      value)) from None
     return _core.run_file(os.fspath(input), os.fspath(output), _pipeline_words(pipeline), o,
                           _check_progress(progress))
 

@@ -5,7 +5,6 @@
 # rounding; for chunkings that divide nothing, parts thinner than the halo, every border, a
 # pyramid, nodata; under a LocalCluster of processes too. Its graph holds the parts only, as
 # many tasks whatever the stages; what it cannot run as the CLI takes the general path.
-import json
 import os
 import subprocess
 
@@ -19,7 +18,7 @@ import dask.array as da  # noqa: E402
 
 import ooc  # noqa: E402
 import ooc.dask as od  # noqa: E402
-from conftest import tool  # noqa: E402
+from conftest import same_zarr_stores, tool  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -41,28 +40,6 @@ def _store(path, a, chunks, compressor="default"):
     kw = {} if compressor == "default" else {"compressor": compressor}
     g.create_dataset("0", data=a, chunks=chunks, **kw)
     return str(path / "0")
-
-
-def _levels(path):
-    return sorted(p.name for p in path.iterdir() if p.is_dir())
-
-
-def _same_stores(cli, mine):
-    """Every level's samples, .zarray and chunk files alike (the compressed bytes may differ:
-    numcodecs bundles its own blosc, the CLI links the system's), and the multiscales."""
-    levels = _levels(cli)
-    assert levels == _levels(mine) and levels
-    for k in levels:
-        want, got = zarr.open(str(cli / k), "r")[:], zarr.open(str(mine / k), "r")[:]
-        assert want.dtype == got.dtype and want.shape == got.shape, k
-        assert want.tobytes() == got.tobytes(), k
-        meta = [json.loads((s / k / ".zarray").read_text()) for s in (cli, mine)]
-        assert meta[0] == meta[1], k
-        files = [sorted(str(f.relative_to(s)) for f in (s / k).rglob("*") if f.is_file())
-                 for s in (cli, mine)]
-        assert files[0] == files[1], k
-    attrs = [json.loads((s / ".zattrs").read_text())["multiscales"][0] for s in (cli, mine)]
-    assert {**attrs[0], "name": ""} == {**attrs[1], "name": ""}
 
 
 def _parts(task):
@@ -111,10 +88,10 @@ def test_pipeline_as_the_cli(tmp_path, shape, dtype, chunks, zchunks, words, kw,
     kinds = _parts(task)
     assert kinds.get("other", 0) == 0 and kinds["part"] > 1, kinds
     task.compute()
-    _same_stores(cli, mine)
+    same_zarr_stores(cli, mine)
     od.to_zarr(_general(a, chunks, od.pipeline, (words,), kw), general,
                **{k: v for k, v in zkw.items() if k != "parts"})
-    _same_stores(general, mine)
+    same_zarr_stores(general, mine)
     whole = ooc.pipeline(a, words, **kw)
     assert zarr.open(str(mine / "0"), "r")[:].tobytes() == whole.tobytes()
     assert not any(p.name.startswith("mine.zarr.") for p in tmp_path.iterdir())
@@ -145,7 +122,7 @@ def test_named_filters(tmp_path, name, args, kw):
     assert got.tobytes() == getattr(ooc, name)(a, *args, **kw).tobytes()
     od.to_zarr(_general(a, (32, 157), getattr(od, name), args, kw), tmp_path / "general.zarr",
                chunk=32, levels=2)
-    _same_stores(tmp_path / "general.zarr", tmp_path / "mine.zarr")
+    same_zarr_stores(tmp_path / "general.zarr", tmp_path / "mine.zarr")
     sp = {k: v for k, v in kw.items() if k != "precision"}
     want = getattr(ndi, name)(a.astype(np.float64), *args, **sp)
     assert np.abs(got - want).max() <= 2e-5 * np.abs(want).max()
@@ -265,11 +242,12 @@ def test_run_in_parts_and_finish(tmp_path):
         ooc.run(src, tmp_path / "rows.zarr", words, chunk=8, levels=2, rows=(a_, b_))
     assert not (tmp_path / "rows.zarr").exists()  # its rows are all there, not yet in place
     ooc.finish(tmp_path / "rows.zarr")
-    _same_stores(tmp_path / "one.zarr", tmp_path / "parts.zarr")
-    _same_stores(tmp_path / "one.zarr", tmp_path / "rows.zarr")
+    same_zarr_stores(tmp_path / "one.zarr", tmp_path / "parts.zarr")
+    same_zarr_stores(tmp_path / "one.zarr", tmp_path / "rows.zarr")
     assert zarr.open(str(tmp_path / "one.zarr" / "0"), "r")[:].tobytes() == \
         ooc.pipeline(a, words).tobytes()
     with pytest.raises(ooc.UsageError):
         ooc.run(src, tmp_path / "bad.zarr", words, chunk=8, rows=(3, 20))
-    with pytest.raises(ooc.UsageError):
-        ooc.run(src, tmp_path / "bad.zarr", words, part=(3, 3))
+    for bad in (dict(part=(3, 3)), dict(part=(1,)), dict(rows=5), dict(rows=(0, 8, 16))):
+        with pytest.raises(ooc.UsageError):
+            ooc.run(src, tmp_path / "bad.zarr", words, chunk=8, **bad)
