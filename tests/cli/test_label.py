@@ -394,7 +394,7 @@ class LabelCheck(LabelCase):
         # Each rank labels its rows; the ranks join their first and last rows' runs and agree on
         # scipy's numbering. One image stacks a comb, a spiral, crossing diagonals and random
         # blobs, beside a comb whose teeth span every rank and join only in the last row; a
-        # --planes volume cut inside and at planes, and in 3-D; regions are refused.
+        # --planes volume cut inside and at planes, and in 3-D; regions with min-size.
         mpirun = shutil.which("mpirun")
         if not mpirun:
             self.skipTest("mpirun not installed")
@@ -424,8 +424,21 @@ class LabelCheck(LabelCase):
             with self.subTest(ranks=ranks, conn=conn, volume=True):
                 self.same(mpi(ranks, v, ["--connectivity", str(conn), "--volume", "--band-rows",
                                          "2"]), scipy_label(v != 0, conn)[0], f"volume {conn}")
-        r = mpi(2, v, ["--connectivity", "6", "--volume", "--regions", self.p("t.csv")], code=2)
-        self.assertIn("one process", r.stderr)
+        # Regions and min-size: one process's labels and table (to 1e-9: the pieces of a
+        # component across ranks fold in another order).
+        np.save(self.p("i.npy"), (rng.random(v.shape) * 50).astype(np.float32))
+        args = ["--connectivity", "26", "--volume", "--min-size", "3", "--intensity",
+                self.p("i.npy")]
+        self.run_tool([OOCLABEL, self.p("in.npy"), self.p("one.npy"), "--regions",
+                       self.p("one.csv")] + args)
+        got = mpi(3, v, args + ["--regions", self.p("mpi.csv")])
+        self.same(got, np.load(self.p("one.npy")), "regions under 3 ranks")
+        with open(self.p("mpi.csv")) as f, open(self.p("one.csv")) as g:
+            self.assertEqual(f.readline(), g.readline())
+        t1 = np.loadtxt(self.p("mpi.csv"), delimiter=",", skiprows=1, ndmin=2)
+        t2 = np.loadtxt(self.p("one.csv"), delimiter=",", skiprows=1, ndmin=2)
+        self.assertEqual(t1.shape, t2.shape)
+        self.assertTrue(np.allclose(t1, t2, rtol=1e-9, atol=1e-9))
 
 
 if __name__ == "__main__":

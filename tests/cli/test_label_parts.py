@@ -9,7 +9,7 @@ a spiral, crossing diagonals, random blobs); the output is compared with scipy.n
 with one process's bytes, after a poisoned file of the output's name. --finish before the parts
 are done exits 75 naming the rows missing or the count; a part stopped by SIGTERM in its second
 pass is run again; volumes in 3-D (6/18/26, cuts inside planes, parts shorter than a plane)
-equal scipy; a regions table in parts is refused.
+equal scipy; regions tables with intensity and --min-size equal one process's.
 
 Usage: test_label_parts.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import glob
@@ -25,6 +25,17 @@ from label_cases import LabelCase, late_merging_image, scipy_label
 BIN, _REST = cli_args.bin_dir_and_rest(__name__)
 OOCLABEL = os.path.join(BIN, "ooclabel")
 rng = np.random.default_rng(4705)
+
+
+def same_table(case, got, want):
+    """Two regions tables: the same header and labels, values equal to 1e-9 relative."""
+    with open(got) as f, open(want) as g:
+        case.assertEqual(f.readline(), g.readline())
+    a = np.loadtxt(got, delimiter=",", skiprows=1, ndmin=2)
+    b = np.loadtxt(want, delimiter=",", skiprows=1, ndmin=2)
+    case.assertEqual(a.shape, b.shape)
+    case.assertTrue(np.array_equal(a[:, :2], b[:, :2]), "labels and areas")
+    case.assertTrue(np.allclose(a, b, rtol=1e-9, atol=1e-9))
 
 
 class LabelParts(LabelCase):
@@ -126,13 +137,29 @@ class LabelParts(LabelCase):
                                 f"{np.count_nonzero(got != want)} labels differ")
                 os.remove(out)
 
-    def test_refused_in_parts(self):
-        out = self.p("r.npy")
-        np.save(self.p("in.npy"), (rng.random((20, 9)) < 0.5).astype(np.uint8))
-        r = self.run_tool([OOCLABEL, self.p("in.npy"), out, "--regions", self.p("t.csv"),
-                           "--part", "0/2"], code=2)
-        self.assertIn("one process", r.stderr)
-        self.assertFalse(os.path.exists(out))
+    def test_regions_and_min_size(self):
+        # Each part writes its rows of the table, joined in part order by the part that finds
+        # them all; a component across parts has its pieces' measurements folded. The labels are
+        # one process's bytes, the table its values (the intensity deviation's last bits may
+        # differ: the pieces fold in another order), checked against skimage in test_label.py.
+        for shape, conn, extra, n in (((120, 70), 8, [], 3), ((90, 50), 4, ["--min-size", "3"], 4),
+                                      ((6, 20, 17), 26, ["--volume"], 3),
+                                      ((6, 20, 17), 6, ["--volume", "--min-size", "4"], 5)):
+            a = (rng.random(shape) < 0.4).astype(np.uint8)
+            np.save(self.p("in.npy"), a)
+            np.save(self.p("i.npy"), (rng.random(shape) * 100).astype(np.float32))
+            args = ["--connectivity", str(conn), "--intensity", self.p("i.npy")] + extra
+            self.run_tool([OOCLABEL, self.p("in.npy"), self.p("one.npy"), "--regions",
+                           self.p("one.csv")] + args)
+            with self.subTest(shape=shape, conn=conn, extra=extra, parts=n):
+                out = self.p("rp.npy")
+                self.in_parts(self.p("in.npy"), out, [["--part", f"{i}/{n}"] for i in range(n)],
+                              list(range(n))[::-1], args + ["--regions", self.p("rp.csv")])
+                self.assertTrue(np.array_equal(np.load(out), np.load(self.p("one.npy"))))
+                same_table(self, self.p("rp.csv"), self.p("one.csv"))
+                self.assertEqual(glob.glob(out + ".label-faces*"), [])
+                os.remove(out)
+                os.remove(self.p("rp.csv"))
 
 
 if __name__ == "__main__":

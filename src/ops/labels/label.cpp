@@ -6,23 +6,26 @@
 //     they are in raster order too) and joins, in a union-find table (label_table.hpp), those
 //     that touch the row above or, in a volume, the plane before; then each root gets its number.
 //   pass 2: each band labels its rows again and writes every run through the table.
-// Under MPI ranks, each rank runs both passes over its rows; between them the ranks join the
-// components that cross their cuts and agree on the numbering (label_parts.hpp).
+// In parts (MPI ranks, or processes of --part/--rows), each part runs both passes over its rows;
+// between them the parts join the components that cross their cuts, fold their measurements and
+// agree on the numbering (label_parts.hpp).
 // Only a band's runs cross from its kernel to its merge (through its slot), and the merge keeps
 // the last row (an image) or the current and previous planes' runs (a volume). On the CUDA backend
 // each band is labelled on the GPU with the CPU's numbers (label_cuda.hpp) and the merge makes the
 // runs it joins from the labels of the rows it needs, so the table and the bytes are the same.
-// With a regions
-// table or a minimum size, each band's kernel also measures its components (area, box, sums of the
-// coordinates and, with an intensity image read band by band beside the input, the sums, extremes
-// and squared deviations of its samples: kernels/cpu/labels/regions.hpp); the merge copies them
-// to a provisional label's entries (more tables), folded into the roots before they are numbered.
+// With a regions table or a minimum size, each band's kernel also measures its components (area,
+// box, sums of the coordinates and, with an intensity image read band by band beside the input,
+// the sums, extremes and squared deviations of its samples: kernels/cpu/labels/regions.hpp); the
+// merge copies them to a provisional label's entries (more tables), folded into the roots before
+// they are numbered.
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
+
+#include <unistd.h>
 
 #include <cstring>
 
@@ -263,11 +266,15 @@ struct LabelState {
 
   // Folds provisional label p's measurements into its root's.
   void fold(std::uint64_t p, std::uint64_t root) {
-    std::uint64_t *e = stats.data() + p * kShape, *r = stats.data() + root * kShape;
-    if (intensity) {
+    add_measures(stats.data() + root * kShape,
+                 intensity ? istats.data() + root * kIntensity : nullptr, stats.data() + p * kShape,
+                 intensity ? istats.data() + p * kIntensity : nullptr);
+  }
+  // e's measurements (shape, intensity doubles' bits or none) into r's.
+  static void add_measures(std::uint64_t* r, std::uint64_t* ir, const std::uint64_t* e,
+                           const std::uint64_t* ie) {
+    if (ir) {
       double a[kIntensity], b[kIntensity];
-      std::uint64_t* ie = istats.data() + p * kIntensity;
-      std::uint64_t* ir = istats.data() + root * kIntensity;
       std::memcpy(a, ir, sizeof a);
       std::memcpy(b, ie, sizeof b);
       kernels::combine_intensity(a, r[kArea], b, e[kArea]);
@@ -310,16 +317,37 @@ struct LabelState {
   }
 
   // One part's rows (an MPI rank's, or a process's of --part/--rows with `faces`): the table's
-  // roots, the first and last rows' runs to the others, and the labels all the parts agree on
-  // (label_parts.cpp). A volume in 3-D (a plane's runs cross a cut) and the measurements (each
-  // part's share of a region) are not merged yet.
+  // roots, their faces' runs and measurements to the others, and the labels all the parts agree
+  // on (label_parts.cpp); each part writes its rows of the regions table, joined in part order.
   void finish_part(const detail::LabelSumFn& sum) {
-    if (!sum || measure)
-      throw Error(ErrorKind::usage,
-                  "label in parts (MPI ranks, --part, --rows) takes no regions= or min-size= "
-                  "yet: run it with a regions table or a minimum size as one process");
+    if (!sum) throw Error(ErrorKind::usage, "label: the parts have no way to meet");
     std::uint64_t* t = table.data();
-    for (std::uint64_t p = 0; p < next; ++p) t[p] = t[p] == p ? p : t[t[p]];
+    for (std::uint64_t p = 0; p < next; ++p) {
+      if (t[p] == p) continue;
+      t[p] = t[t[p]];
+      if (measure) fold(p, t[p]);
+    }
+    // Measurements: each root's (shape, then intensity), and this part's rows of the table in a
+    // file of its own, joined in part order once every part's is there.
+    detail::PartMeasures pm;
+    const bool wi = intensity != nullptr;
+    pm.words = kShape + (wi ? kIntensity : 0);
+    pm.min_size = min_size;
+    pm.get = [&](std::uint64_t p, std::uint64_t* w) {
+      std::copy_n(stats.data() + p * kShape, kShape, w);
+      if (wi) std::copy_n(istats.data() + p * kIntensity, kIntensity, w + kShape);
+    };
+    pm.add = [wi](std::uint64_t* a, const std::uint64_t* b) {
+      add_measures(a, wi ? a + kShape : nullptr, b, wi ? b + kShape : nullptr);
+    };
+    std::optional<detail::RegionsCsv> rows;
+    const std::string chunks = (faces.empty() ? regions : faces) + ".regions.";
+    if (!regions.empty()) {
+      rows.emplace(chunks + std::to_string(first_row), in.volume(), wi, false);
+      pm.row = [&](std::uint64_t label, const std::uint64_t* w) {
+        rows->row(label, w, wi ? w + kShape : nullptr);
+      };
+    }
     detail::LabelPart part;
     part.first_row = first_row;
     part.rows = merged_rows;
@@ -350,14 +378,15 @@ struct LabelState {
       face(prev, prev_z * in.height + prev.first_row, end - reach, end, part.bottom);
       face(cur, cur_z * in.height + cur.first_row, end - reach, end, part.bottom);
     }
+    const detail::PartMeasures* m = measure ? &pm : nullptr;
+    std::vector<detail::PartFaces> all;
     if (faces.empty()) {
-      count = detail::finish_label_parts(part, t, next, sum);
+      all = detail::exchange_faces(detail::part_faces(part, t, next, m), part.total_rows, sum);
     } else {
       // Separate processes: this part's faces to its file, then every part's, once all are there.
-      const detail::PartFaces mine = detail::part_faces(part, t, next);
-      detail::save_faces(faces, part, mine);
+      detail::save_faces(faces, part, detail::part_faces(part, t, next, m), m);
       bool complete = false;
-      const std::vector<detail::PartFaces> all = detail::load_faces(faces, part, complete);
+      all = detail::load_faces(faces, part, complete);
       if (!complete)
         throw Error(ErrorKind::usage,
                     "rows " + std::to_string(first_row) + ":" +
@@ -367,7 +396,22 @@ struct LabelState {
                         "'; once every part has run, run this part again to write its rows "
                         "(the last part to run writes them now), then --finish",
                     true);
-      count = detail::number_parts(all, part, t, next);
+    }
+    count = detail::number_parts(all, part, t, next, m);
+    if (rows && (wide || count <= max_label)) {
+      rows->commit();
+      // The table in place once every part's rows are: under MPI the first rank, after all
+      // wrote theirs; as processes, the part that finds them all (there at --finish).
+      std::vector<std::string> paths;
+      for (const detail::PartFaces& f : all) paths.push_back(chunks + std::to_string(f.first_row));
+      if (faces.empty()) {
+        std::vector<std::uint64_t> barrier{1};
+        sum(barrier);
+        if (first_row == 0) detail::join_regions_csv(regions, in.volume(), wi, paths, true);
+      } else if (std::all_of(paths.begin(), paths.end(),
+                             [](const std::string& f) { return ::access(f.c_str(), F_OK) == 0; })) {
+        detail::join_regions_csv(regions, in.volume(), wi, paths, false);
+      }
     }
     release();
   }
@@ -405,18 +449,6 @@ std::size_t runs_bytes(std::int64_t rows, std::int64_t cols) {
   return static_cast<std::size_t>(rows) *
          (static_cast<std::size_t>((cols + 1) / 2) * 3 * sizeof(std::uint32_t) +
           sizeof(std::uint64_t));
-}
-
-// The most components an image of `in` can have: one every other sample where neighbours share
-// a face (4, 6; 18 too, a bound), one a 2 x 2 (x 2) block where corners touch (8, 26); with
-// --planes (`three_d` false on a volume) each plane's, numbers going on.
-std::uint64_t most_components(const ImageSpec& in, int conn, bool three_d) {
-  const auto half = [](std::int64_t n) { return static_cast<std::uint64_t>((n + 1) / 2); };
-  const auto w = static_cast<std::uint64_t>(in.width), h = static_cast<std::uint64_t>(in.height);
-  const auto d = static_cast<std::uint64_t>(in.depth);
-  if (conn == 8) return half(in.width) * half(in.height) * d;
-  if (conn == 26) return half(in.width) * half(in.height) * half(in.depth);
-  return three_d ? half(in.pixels()) : (w * h + 1) / 2 * d;
 }
 
 // A band's runs hold indices and columns in 32 bits.
@@ -595,33 +627,7 @@ class Apply final : public LabelOpBase {
 
 namespace detail {
 
-namespace {
-
-// The intensity image of a regions table: of the label input's size (raw files read as its type).
-std::unique_ptr<Source> open_intensity(const StageContext& c, bool no_regions) {
-  const std::string path = c.args.text("intensity");
-  if (no_regions)
-    throw Error(ErrorKind::usage, c.args.at() + ": intensity=" + path +
-                                      " goes into the regions table: give regions=FILE.csv too");
-  RawHints h;
-  h.volume = c.in.volume();
-  if (detect_format(path) == "raw") {  // else the header says, and a hint would contradict it
-    h.width = c.in.width;
-    h.height = c.in.height;
-    h.depth = c.in.depth;
-    h.type = c.in.type;
-  }
-  std::unique_ptr<Source> src = open_source(path, h);
-  const ImageSpec& is = src->spec();
-  if (is.width != c.in.width || is.height != c.in.height || is.depth != c.in.depth ||
-      is.channels != 1)
-    throw Error(ErrorKind::usage, c.args.at() + ": the intensity image " + path + " is " +
-                                      is.describe() + ", the labels' input " + c.in.describe() +
-                                      ": give an image of one channel and the same size");
-  return src;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<StageEntry> label_stages() {
   StageEntry e{
@@ -688,17 +694,12 @@ std::vector<StageEntry> label_stages() {
         // The output's type is known before the first pass (the output is made then): auto
         // takes u64 where the image could hold more components than u32 numbers.
         s->wide = type == "u64" ||
-                  (type == "auto" && most_components(c.in, conn, three_d) > s->max_label);
+                  (type == "auto" && detail::most_components(c.in, conn, three_d) > s->max_label);
         s->min_size = static_cast<std::uint64_t>(c.args.integer("min-size"));
         if (c.args.has("regions")) s->regions = c.args.text("regions");
         if (c.args.has("faces")) s->faces = c.args.text("faces");
         s->measure = s->min_size > 0 || !s->regions.empty();
-        if (!s->faces.empty() && s->measure)
-          throw Error(ErrorKind::usage,
-                      c.args.at() +
-                          ": label in parts takes no regions or minimum size yet: run "
-                          "it with those as one process");
-        if (c.args.has("intensity")) s->intensity = open_intensity(c, s->regions.empty());
+        if (c.args.has("intensity")) s->intensity = detail::open_intensity(c, s->regions.empty());
         s->cuda->width = c.in.width;
         s->cuda->diagonal = s->conn.diagonal;
         s->cuda->all_rows = s->conn.across || s->measure;

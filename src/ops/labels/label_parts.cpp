@@ -28,7 +28,8 @@ using Key = std::pair<std::uint64_t, std::uint64_t>;
 
 }  // namespace
 
-PartFaces part_faces(const LabelPart& part, const std::uint64_t* t, std::uint64_t n) {
+PartFaces part_faces(const LabelPart& part, const std::uint64_t* t, std::uint64_t n,
+                     const PartMeasures* m) {
   // This part's face roots, ranked among its roots (a scan of the table, in order).
   std::vector<std::uint64_t> face;
   for (const FaceRuns* f : {&part.top, &part.bottom})
@@ -39,9 +40,21 @@ PartFaces part_faces(const LabelPart& part, const std::uint64_t* t, std::uint64_
   PartFaces out;
   out.first_row = part.first_row;
   out.rows = part.rows;
+  // Each face root: the kept roots before it that touch no face, then its measurements.
+  const std::size_t words = m ? m->words : 0;
+  std::vector<std::uint64_t> w(words);
   for (std::uint64_t p = 0, k = 0; p < n; ++p) {
     if (t[p] != p) continue;
-    if (k < face.size() && face[k] == p) face_rank[k++] = out.roots;
+    if (k < face.size() && face[k] == p) {
+      face_rank[k++] = out.roots;
+      out.info.push_back(out.kept);
+      if (m) {
+        m->get(p, w.data());
+        out.info.insert(out.info.end(), w.begin(), w.end());
+      }
+    } else if (!m || m->min_size == 0 || (m->get(p, w.data()), w[0] >= m->min_size)) {
+      ++out.kept;
+    }
     ++out.roots;
   }
   auto rank_of = [&](std::uint64_t root) {
@@ -70,31 +83,44 @@ std::vector<PartFaces> exchange_faces(const PartFaces& mine, std::int64_t total_
   const std::size_t parts = all.size();
   std::size_t me = 0;
   while (all[me].first_row != mine.first_row) ++me;
-  // Each part's rows, roots and face runs, then the runs (x0, x1, root's rank), top row first.
-  std::vector<std::uint64_t> sizes(4 * parts, 0);
-  sizes[4 * me] = static_cast<std::uint64_t>(mine.rows);
-  sizes[4 * me + 1] = mine.roots;
-  sizes[4 * me + 2] = mine.top;
-  sizes[4 * me + 3] = mine.runs.size() / 4 - mine.top;
+  // Each part's rows, roots, face runs, kept roots and face roots' words, then the runs (row,
+  // x0, x1, root's rank; top rows first) and the face roots' words.
+  constexpr std::size_t S = 6;
+  std::vector<std::uint64_t> sizes(S * parts, 0);
+  sizes[S * me] = static_cast<std::uint64_t>(mine.rows);
+  sizes[S * me + 1] = mine.roots;
+  sizes[S * me + 2] = mine.top;
+  sizes[S * me + 3] = mine.runs.size() / 4 - mine.top;
+  sizes[S * me + 4] = mine.kept;
+  sizes[S * me + 5] = mine.info.size();
   sum(sizes);
-  std::vector<std::uint64_t> at(parts + 1, 0);
-  for (std::size_t j = 0; j < parts; ++j)
-    at[j + 1] = at[j] + 4 * (sizes[4 * j + 2] + sizes[4 * j + 3]);
+  std::vector<std::uint64_t> at(parts + 1, 0), info_at(parts + 1, 0);
+  for (std::size_t j = 0; j < parts; ++j) {
+    at[j + 1] = at[j] + 4 * (sizes[S * j + 2] + sizes[S * j + 3]);
+    info_at[j + 1] = info_at[j] + sizes[S * j + 5];
+  }
   std::vector<std::uint64_t> runs(static_cast<std::size_t>(at[parts]), 0);
   std::copy(mine.runs.begin(), mine.runs.end(), runs.begin() + static_cast<std::ptrdiff_t>(at[me]));
   sum(runs);
+  std::vector<std::uint64_t> info(static_cast<std::size_t>(info_at[parts]), 0);
+  std::copy(mine.info.begin(), mine.info.end(),
+            info.begin() + static_cast<std::ptrdiff_t>(info_at[me]));
+  sum(info);
   for (std::size_t j = 0; j < parts; ++j) {
-    all[j].rows = static_cast<std::int64_t>(sizes[4 * j]);
-    all[j].roots = sizes[4 * j + 1];
-    all[j].top = sizes[4 * j + 2];
+    all[j].rows = static_cast<std::int64_t>(sizes[S * j]);
+    all[j].roots = sizes[S * j + 1];
+    all[j].top = sizes[S * j + 2];
+    all[j].kept = sizes[S * j + 4];
     all[j].runs.assign(runs.begin() + static_cast<std::ptrdiff_t>(at[j]),
                        runs.begin() + static_cast<std::ptrdiff_t>(at[j + 1]));
+    all[j].info.assign(info.begin() + static_cast<std::ptrdiff_t>(info_at[j]),
+                       info.begin() + static_cast<std::ptrdiff_t>(info_at[j + 1]));
   }
   return all;
 }
 
 std::uint64_t number_parts(const std::vector<PartFaces>& all, const LabelPart& part,
-                           std::uint64_t* t, std::uint64_t n) {
+                           std::uint64_t* t, std::uint64_t n, const PartMeasures* m) {
   const std::size_t parts = all.size();
   std::size_t me = 0;
   while (me < parts && all[me].first_row != part.first_row) ++me;
@@ -111,10 +137,8 @@ std::uint64_t number_parts(const std::vector<PartFaces>& all, const LabelPart& p
                                       ", the image has " + std::to_string(part.total_rows) +
                                       ": run every part of the same split");
   // Every face root of every part, in the image's order.
-  std::vector<std::uint64_t> sizes(parts);
   std::vector<Key> keys;
   for (std::size_t j = 0; j < parts; ++j) {
-    sizes[j] = all[j].roots;
     for (std::size_t i = 0; i + 3 < all[j].runs.size(); i += 4)
       keys.emplace_back(j, all[j].runs[i + 3]);
   }
@@ -185,44 +209,61 @@ std::uint64_t number_parts(const std::vector<PartFaces>& all, const LabelPart& p
     }
   }
 
-  // A root joined to an earlier one is no new component: each part's new components are its
-  // roots less those, numbered on from the parts before it.
-  std::vector<std::uint64_t> joined(parts, 0), before(parts + 1, 0);
-  std::vector<bool> is_joined(keys.size());
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    if (kernels::find_root(parent.data(), static_cast<std::uint64_t>(i)) != i) {
-      is_joined[i] = true;
-      ++joined[static_cast<std::size_t>(keys[i].first)];
-    }
-  for (std::size_t j = 0; j < parts; ++j) before[j + 1] = before[j] + sizes[j] - joined[j];
-  // Final labels of the face roots, in order (a joined one takes its root's, numbered before).
-  std::vector<std::uint64_t> label(keys.size());
-  for (std::size_t i = 0, j = 0, gone = 0; i < keys.size(); ++i) {
-    if (keys[i].first != j) {
-      j = static_cast<std::size_t>(keys[i].first);
-      gone = 0;
-    }
-    if (is_joined[i]) {
-      label[i] = label[kernels::find_root(parent.data(), static_cast<std::uint64_t>(i))];
-      ++gone;
-    } else {
-      label[i] = before[j] + keys[i].second - gone + 1;
-    }
+  // A face root joined to an earlier one is no new component; a union's measurements are its
+  // roots' folded in key order, and it is kept at the minimum size. Each part's new components:
+  // its kept roots that touch no face and its kept union roots, numbered on from the parts before.
+  const std::size_t words = m ? m->words : 0, stride = 1 + words;
+  std::vector<std::uint64_t> root(keys.size()), acc(keys.size() * words);
+  std::vector<std::size_t> first_key(parts + 1, keys.size());
+  for (std::size_t i = keys.size(); i-- > 0;) first_key[keys[i].first] = i;
+  for (std::size_t j = parts; j-- > 0;) first_key[j] = std::min(first_key[j], first_key[j + 1]);
+  auto info_of = [&](std::size_t i) {  // key i's words in its part's info
+    const std::size_t j = keys[i].first;
+    return all[j].info.data() + (i - first_key[j]) * stride;
+  };
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    root[i] = kernels::find_root(parent.data(), static_cast<std::uint64_t>(i));
+    if (words == 0) continue;
+    std::uint64_t* a = acc.data() + root[i] * words;
+    if (root[i] == i)
+      std::copy_n(info_of(i) + 1, words, a);
+    else
+      m->add(a, info_of(i) + 1);
   }
+  auto kept = [&](std::size_t r) {
+    return !m || m->min_size == 0 || acc[r * words] >= m->min_size;
+  };
+  std::vector<std::uint64_t> before(parts + 1, 0), label(keys.size(), 0);
+  for (std::size_t j = 0, i = 0; j < parts; ++j) {
+    std::uint64_t unions = 0;
+    for (; i < first_key[j + 1]; ++i)
+      if (root[i] == i && kept(i))
+        label[i] = before[j] + info_of(i)[0] + ++unions;  // the kept roots before it, then these
+    before[j + 1] = before[j] + all[j].kept + unions;
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) label[i] = label[root[i]];
 
-  // This part's table: every root its label, every other entry its root's.
-  const std::uint64_t first = node(me, 0);
-  std::uint64_t k = first, gone = 0, rank = 0;
+  // This part's table: every root its label (0: dropped), every other entry its root's; its
+  // components' rows in label order.
+  std::uint64_t k = first_key[me], rank = 0, counted = before[me];
+  std::vector<std::uint64_t> w(words);
   for (std::uint64_t p = 0; p < n; ++p) {
     if (t[p] != p) {
       t[p] = t[t[p]];
       continue;
     }
-    if (k < keys.size() && keys[k].first == me && keys[k].second == rank) {
+    if (k < first_key[me + 1] && keys[k].second == rank) {
       t[p] = label[k];
-      if (is_joined[k++]) ++gone;
+      if (root[k] == k && t[p]) {
+        ++counted;
+        if (m && m->row) m->row(t[p], acc.data() + k * words);
+      }
+      ++k;
     } else {
-      t[p] = before[me] + rank - gone + 1;
+      if (m) m->get(p, w.data());
+      const bool keep = !m || m->min_size == 0 || w[0] >= m->min_size;
+      t[p] = keep ? ++counted : 0;
+      if (keep && m && m->row) m->row(t[p], w.data());
     }
     ++rank;
   }
@@ -230,15 +271,17 @@ std::uint64_t number_parts(const std::vector<PartFaces>& all, const LabelPart& p
 }
 
 std::uint64_t finish_label_parts(const LabelPart& part, std::uint64_t* t, std::uint64_t n,
-                                 const LabelSumFn& sum) {
-  return number_parts(exchange_faces(part_faces(part, t, n), part.total_rows, sum), part, t, n);
+                                 const LabelSumFn& sum, const PartMeasures* m) {
+  return number_parts(exchange_faces(part_faces(part, t, n, m), part.total_rows, sum), part, t, n,
+                      m);
 }
 
 namespace {
 
 // A faces file: this word, the image's rows, a plane's rows, the connectivity, then the part's
-// first row, rows, roots, top runs and all its runs' words.
-constexpr std::uint64_t kFacesMagic = 0x3273656361466c4fULL;  // "OlFaces2"
+// first row, rows, roots, top runs, its runs' words, kept roots, info words, the measurements'
+// words and minimum size, then the runs' and info words.
+constexpr std::uint64_t kFacesMagic = 0x3373656361466c4fULL;  // "OlFaces3"
 
 std::string dir_of(const std::string& prefix) {
   const std::size_t slash = prefix.rfind('/');
@@ -263,7 +306,8 @@ std::vector<std::string> faces_files(const std::string& prefix) {
   return out;
 }
 
-void save_faces(const std::string& prefix, const LabelPart& part, const PartFaces& f) {
+void save_faces(const std::string& prefix, const LabelPart& part, const PartFaces& f,
+                const PartMeasures* m) {
   std::vector<std::uint64_t> w{kFacesMagic,
                                static_cast<std::uint64_t>(part.total_rows),
                                static_cast<std::uint64_t>(part.plane_rows),
@@ -272,8 +316,13 @@ void save_faces(const std::string& prefix, const LabelPart& part, const PartFace
                                static_cast<std::uint64_t>(f.rows),
                                f.roots,
                                f.top,
-                               f.runs.size()};
+                               f.runs.size(),
+                               f.kept,
+                               f.info.size(),
+                               m ? m->words : 0,
+                               m ? m->min_size : 0};
   w.insert(w.end(), f.runs.begin(), f.runs.end());
+  w.insert(w.end(), f.info.begin(), f.info.end());
   const std::string path = prefix + "." + std::to_string(f.first_row);
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   std::FILE* file = std::fopen(tmp.c_str(), "wb");
@@ -286,13 +335,16 @@ void save_faces(const std::string& prefix, const LabelPart& part, const PartFace
   }
 }
 
-std::vector<PartFaces> load_faces(const std::string& prefix, LabelPart& part, bool& complete) {
+std::vector<PartFaces> load_faces(const std::string& prefix, LabelPart& part, bool& complete,
+                                  std::size_t* words, std::uint64_t* min_size) {
   std::vector<PartFaces> all;
   for (const std::string& path : faces_files(prefix)) {
     std::FILE* file = std::fopen(path.c_str(), "rb");
     if (!file) throw Error(ErrorKind::io, system_message("label: cannot read", path, errno));
-    std::uint64_t h[9] = {};
-    bool ok = std::fread(h, sizeof h[0], 9, file) == 9 && h[0] == kFacesMagic;
+    std::uint64_t h[13] = {};
+    bool ok = std::fread(h, sizeof h[0], 13, file) == 13 && h[0] == kFacesMagic;
+    if (words) *words = static_cast<std::size_t>(h[11]);
+    if (min_size) *min_size = h[12];
     PartFaces f;
     if (ok) {
       f.first_row = static_cast<std::int64_t>(h[4]);
@@ -300,7 +352,10 @@ std::vector<PartFaces> load_faces(const std::string& prefix, LabelPart& part, bo
       f.roots = h[6];
       f.top = h[7];
       f.runs.resize(static_cast<std::size_t>(h[8]));
-      ok = std::fread(f.runs.data(), sizeof h[0], f.runs.size(), file) == f.runs.size();
+      f.kept = h[9];
+      f.info.resize(static_cast<std::size_t>(h[10]));
+      ok = std::fread(f.runs.data(), sizeof h[0], f.runs.size(), file) == f.runs.size() &&
+           std::fread(f.info.data(), sizeof h[0], f.info.size(), file) == f.info.size();
     }
     std::fclose(file);
     const bool same =
@@ -340,12 +395,14 @@ std::string label_faces_prefix(std::string output) {
 LabelFaces label_faces(const std::string& output) {
   detail::LabelPart part;  // total_rows 0: the files say
   LabelFaces r;
+  detail::PartMeasures m;  // areas alone decide what is kept: the count
   const std::vector<detail::PartFaces> all =
-      detail::load_faces(label_faces_prefix(output), part, r.complete);
+      detail::load_faces(label_faces_prefix(output), part, r.complete, &m.words, &m.min_size);
   r.parts = all.size();
   if (r.complete) {
     part.first_row = all.front().first_row;
-    r.components = detail::number_parts(all, part, nullptr, 0);
+    m.add = [](std::uint64_t* a, const std::uint64_t* b) { a[0] += b[0]; };
+    r.components = detail::number_parts(all, part, nullptr, 0, m.words ? &m : nullptr);
     return r;
   }
   std::int64_t row = 0;
@@ -362,7 +419,9 @@ LabelFaces label_faces(const std::string& output) {
 }
 
 void remove_label_faces(const std::string& output) {
-  for (const std::string& f : detail::faces_files(label_faces_prefix(output))) ::unlink(f.c_str());
+  const std::string prefix = label_faces_prefix(output);
+  for (const std::string& f : detail::faces_files(prefix)) ::unlink(f.c_str());
+  for (const std::string& f : detail::faces_files(prefix + ".regions")) ::unlink(f.c_str());
 }
 
 }  // namespace ooc

@@ -35,17 +35,32 @@ struct LabelPart {
 };
 
 // What a part tells the others: its rows, its count of roots and its faces' runs as (row, x0, x1,
-// the root's rank among the part's roots) quads, the top rows' first.
+// the root's rank among the part's roots) quads, the top rows' first; the roots it keeps that
+// touch no face, and for each face root, in rank order, how many of those come before it, then
+// its measurements (PartMeasures::words).
 struct PartFaces {
   std::int64_t first_row = 0, rows = 0;
   std::uint64_t roots = 0;
   std::uint64_t top = 0;  // runs of the top rows (the rest are the bottom rows')
   std::vector<std::uint64_t> runs;
+  std::uint64_t kept = 0;
+  std::vector<std::uint64_t> info;
+};
+
+// The measurements of a part's roots (regions=, min-size=): `words` a root, its area first.
+struct PartMeasures {
+  std::size_t words = 0;
+  std::uint64_t min_size = 0;                                         // 0: every root kept
+  std::function<void(std::uint64_t root, std::uint64_t* out)> get;    // a root's words
+  std::function<void(std::uint64_t* a, const std::uint64_t* b)> add;  // b's folded into a's
+  // Called for each component this part numbers, in label order, with its whole measurements.
+  std::function<void(std::uint64_t label, const std::uint64_t* words)> row;
 };
 
 // `t` holds the part's `n` provisional labels, each pointing at its root (t[r] == r for a root,
-// roots in raster order of first samples).
-PartFaces part_faces(const LabelPart& part, const std::uint64_t* t, std::uint64_t n);
+// roots in raster order of first samples); `m` its measurements, or null.
+PartFaces part_faces(const LabelPart& part, const std::uint64_t* t, std::uint64_t n,
+                     const PartMeasures* m = nullptr);
 
 // Every part's faces, in row order, through the processes' sums (collective).
 std::vector<PartFaces> exchange_faces(const PartFaces& mine, std::int64_t total_rows,
@@ -55,17 +70,20 @@ std::vector<PartFaces> exchange_faces(const PartFaces& mine, std::int64_t total_
 // rewrites this part's table (t as for part_faces) to the final labels over the whole image and
 // returns the image's count of components (t may be null with n = 0: the count alone).
 std::uint64_t number_parts(const std::vector<PartFaces>& all, const LabelPart& part,
-                           std::uint64_t* t, std::uint64_t n);
+                           std::uint64_t* t, std::uint64_t n, const PartMeasures* m = nullptr);
 
 // The three above under MPI ranks: every rank must call it.
 std::uint64_t finish_label_parts(const LabelPart& part, std::uint64_t* t, std::uint64_t n,
-                                 const LabelSumFn& sum);
+                                 const LabelSumFn& sum, const PartMeasures* m = nullptr);
 
 // Parts run as separate processes (--part, --rows) keep their faces in files `prefix`.FIRST_ROW:
 // save_faces writes this part's (atomically); load_faces reads every part's there, in row order,
 // refusing a file of another image or connectivity, and says whether they cover the image.
-void save_faces(const std::string& prefix, const LabelPart& part, const PartFaces& faces);
-std::vector<PartFaces> load_faces(const std::string& prefix, LabelPart& part, bool& complete);
+// words and min_size: the measurements' (PartMeasures), saved with the faces.
+void save_faces(const std::string& prefix, const LabelPart& part, const PartFaces& faces,
+                const PartMeasures* m);
+std::vector<PartFaces> load_faces(const std::string& prefix, LabelPart& part, bool& complete,
+                                  std::size_t* words = nullptr, std::uint64_t* min_size = nullptr);
 // The faces files under `prefix`.
 std::vector<std::string> faces_files(const std::string& prefix);
 

@@ -1,9 +1,12 @@
 // What the label stage's merge keeps between bands (label.cpp): the runs of whole rows with their
-// provisional labels that a later band joins to, and which neighbours touch under a connectivity.
+// provisional labels that a later band joins to, which neighbours touch under a connectivity, and
+// how many components an image can hold.
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "ooc/image.hpp"
 
 namespace ooc::detail {
 
@@ -47,5 +50,17 @@ struct Connectivity {
     if (c == 26) before = {{-1, true}, {0, true}, {1, true}};
   }
 };
+
+// The most components an image of `in` can have: one every other sample where neighbours share
+// a face (4, 6; 18 too, a bound), one a 2 x 2 (x 2) block where corners touch (8, 26); with
+// --planes (`three_d` false on a volume) each plane's, numbers going on.
+inline std::uint64_t most_components(const ImageSpec& in, int conn, bool three_d) {
+  const auto half = [](std::int64_t n) { return static_cast<std::uint64_t>((n + 1) / 2); };
+  const auto w = static_cast<std::uint64_t>(in.width), h = static_cast<std::uint64_t>(in.height);
+  const auto d = static_cast<std::uint64_t>(in.depth);
+  if (conn == 8) return half(in.width) * half(in.height) * d;
+  if (conn == 26) return half(in.width) * half(in.height) * half(in.depth);
+  return three_d ? half(in.pixels()) : (w * h + 1) / 2 * d;
+}
 
 }  // namespace ooc::detail

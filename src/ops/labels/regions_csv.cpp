@@ -13,6 +13,7 @@
 #include "io/output_file.hpp"
 #include "kernels/cpu/labels/regions.hpp"
 #include "ooc/error.hpp"
+#include "ooc/io.hpp"
 
 namespace ooc::detail {
 namespace {
@@ -23,8 +24,9 @@ unsigned long long ull(std::uint64_t v) {
 
 }  // namespace
 
-RegionsCsv::RegionsCsv(const std::string& path, bool volume, bool intensity)
+RegionsCsv::RegionsCsv(const std::string& path, bool volume, bool intensity, bool header)
     : file_(std::make_unique<OutputFile>(path, "")), volume_(volume), intensity_(intensity) {
+  if (!header) return;
   csv_ = std::string(volume ? "label,area,bbox-0,bbox-1,bbox-2,bbox-3,bbox-4,bbox-5,centroid-0,"
                               "centroid-1,centroid-2"
                             : "label,area,bbox-0,bbox-1,bbox-2,bbox-3,centroid-0,centroid-1") +
@@ -70,9 +72,54 @@ void RegionsCsv::flush() {
   csv_.clear();
 }
 
+void RegionsCsv::append(const char* rows, std::size_t n) {
+  csv_.append(rows, n);
+  if (csv_.size() > (std::size_t{1} << 20)) flush();
+}
+
 void RegionsCsv::commit() {
   flush();
   file_->commit();
+}
+
+void join_regions_csv(const std::string& path, bool volume, bool intensity,
+                      const std::vector<std::string>& parts, bool remove) {
+  RegionsCsv out(path, volume, intensity);
+  std::vector<char> buf(std::size_t{1} << 20);
+  for (const std::string& part : parts) {
+    std::FILE* f = std::fopen(part.c_str(), "rb");
+    if (!f) throw Error(ErrorKind::io, system_message("cannot read the regions rows", part, errno));
+    for (std::size_t n; (n = std::fread(buf.data(), 1, buf.size(), f)) > 0;)
+      out.append(buf.data(), n);
+    std::fclose(f);
+  }
+  out.commit();
+  if (remove)
+    for (const std::string& part : parts) ::unlink(part.c_str());
+}
+
+// The intensity image of a regions table: of the label input's size (raw files read as its type).
+std::unique_ptr<Source> open_intensity(const StageContext& c, bool no_regions) {
+  const std::string path = c.args.text("intensity");
+  if (no_regions)
+    throw Error(ErrorKind::usage, c.args.at() + ": intensity=" + path +
+                                      " goes into the regions table: give regions=FILE.csv too");
+  RawHints h;
+  h.volume = c.in.volume();
+  if (detect_format(path) == "raw") {  // else the header says, and a hint would contradict it
+    h.width = c.in.width;
+    h.height = c.in.height;
+    h.depth = c.in.depth;
+    h.type = c.in.type;
+  }
+  std::unique_ptr<Source> src = open_source(path, h);
+  const ImageSpec& is = src->spec();
+  if (is.width != c.in.width || is.height != c.in.height || is.depth != c.in.depth ||
+      is.channels != 1)
+    throw Error(ErrorKind::usage, c.args.at() + ": the intensity image " + path + " is " +
+                                      is.describe() + ", the labels' input " + c.in.describe() +
+                                      ": give an image of one channel and the same size");
+  return src;
 }
 
 }  // namespace ooc::detail
