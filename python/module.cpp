@@ -237,8 +237,9 @@ ooc::PipelineSettings pipeline_settings(const py::dict& o) {
 }
 
 // oocrun INPUT OUTPUT PIPELINE: the same job, passes and stats as the tool, so that both write
-// the same bytes; part_index and part_count run one part, as --part I/N (its rows into the
-// output's shared temporary, finish_output then puts the whole in place): ooc.dask's tasks.
+// the same bytes; part_index and part_count run one part, as --part I/N, rows_begin and rows_end
+// as --rows A:B (its rows into the output's shared temporary; finish_output then puts the whole
+// in place): ooc.dask's tasks.
 py::dict run_file(const std::string& input, const std::string& output,
                   const std::vector<std::string>& words, const py::dict& o,
                   const py::object& progress) {
@@ -252,6 +253,8 @@ py::dict run_file(const std::string& input, const std::string& output,
   spec.options.sink.voxel = settings.voxel;  // recorded by OME outputs, as the input's would be
   take(o, "part_index", spec.options.part_index);
   take(o, "part_count", spec.options.part_count);
+  take(o, "rows_begin", spec.options.rows_begin);  // --rows A:B
+  take(o, "rows_end", spec.options.rows_end);
   spec.progress = progress_fn(progress);
   spec.stages = stages;
   spec.settings = settings;

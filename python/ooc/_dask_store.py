@@ -1,6 +1,6 @@
 """ooc.dask's store path: a filter of a dask array read straight from a Zarr store (da.from_zarr,
 maybe rechunked, or a path given to ooc.dask's functions) and written by ooc.dask.to_zarr runs as
-the CLI's parts do. Each task is ooc.run(input, output, words, part=(i, n)): it reads its rows
+the CLI's parts do. Each task is ooc.run(input, output, words, rows=(a, b)): it reads its rows
 with their halo through ooc's Zarr reader and writes its whole chunk rows (and its pyramid
 levels' rows) through ooc's writer, both multi-threaded; a last task checks the parts and puts the
 store in place (ooc.finish). The graph carries the parts' stats, never samples, and the bytes are
@@ -169,16 +169,22 @@ def writes(x, url, nodata, pyramid_z, volume):
     return p if _same_nodata(_nodata_value(p.options.get("nodata")), wanted) else None
 
 
+def _check_output(url):
+    """An output path that holds something else than a Zarr store is refused (zarr's mode "w"
+    would empty any folder)."""
+    from . import _usage
+    marks = (".zgroup", ".zarray", "zarr.json")
+    if os.path.lexists(url) and (not os.path.isdir(url) or os.path.islink(url) or not any(
+            os.path.exists(os.path.join(url, m)) for m in marks)):
+        raise _usage("%s exists and is not a Zarr store: remove it or name another output" % url)
+
+
 def _prepare(url):
     """As zarr's mode "w" does for the general path: an earlier store at url goes, and so do the
     temporaries of an earlier run in parts that did not finish."""
-    from . import _core, _usage
+    from . import _core
+    _check_output(url)
     if os.path.lexists(url):
-        marks = (".zgroup", ".zarray", "zarr.json")
-        if not os.path.isdir(url) or not any(os.path.exists(os.path.join(url, m))
-                                             for m in marks):
-            raise _usage("%s exists and is not a Zarr store: remove it or name another output"
-                         % url)
         shutil.rmtree(url)
     partial = _core.partial_path(url)
     folder, base = os.path.split(partial)
@@ -188,13 +194,13 @@ def _prepare(url):
             (shutil.rmtree if os.path.isdir(p) and not os.path.islink(p) else os.remove)(p)
 
 
-def _part(_ready, input, url, words, options, i, n, threads, mem_limit):
+def _part(_ready, input, url, words, options, rows, n, threads, mem_limit):
     from . import run
     from .dask import _task_options
     o = dict(options)
     o.update(_task_options(threads, mem_limit, n))
-    stats = run(input, url, words, part=(i, n), **o)
-    return {"part": i, "seconds": stats["seconds"]["total"]}
+    stats = run(input, url, words, rows=None if n == 1 else rows, **o)
+    return {"rows": rows, "seconds": stats["seconds"]["total"]}
 
 
 def _finish(url, parts):
@@ -204,24 +210,47 @@ def _finish(url, parts):
     return parts
 
 
-def to_zarr(p, url, *, pyramid, levels, chunk, compress, level, voxel_size, compute):
+def _running_tasks():
+    """Tasks the scheduler runs at once: a distributed client's workers' threads, else one on the
+    synchronous scheduler, else the cpus."""
+    try:
+        from distributed import get_client
+        return max(1, sum(get_client().nthreads().values()))
+    except (ImportError, ValueError):
+        pass
+    if dask.config.get("scheduler", None) in ("sync", "synchronous", "single-threaded"):
+        return 1
+    return len(os.sched_getaffinity(0))
+
+
+def to_zarr(p, url, *, pyramid, levels, chunk, compress, level, voxel_size, parts, compute):
     """ooc.run's parts of plan p into a store at url (see ooc.dask.to_zarr), then ooc.finish."""
     url = os.fspath(url)
+    _check_output(url)
     o = dict(p.options)
     o.update(chunk=int(chunk), pyramid=bool(pyramid), levels=levels, compress=compress,
              level=int(level))
     if voxel_size is not None:
         o["voxel_size"] = voxel_size
-    # The parts: the plan's blocks, each at least one of the store's chunk rows (the CLI cuts
-    # parts on them).
-    height = p.shape[0]
-    n = max(1, min(math.ceil(height / max(1, p.rows)), math.ceil(height / int(chunk))))
+    # The parts, cut on the store's chunk rows (as the CLI's --rows): `parts`, or the plan's
+    # blocks, at most two for each task the scheduler runs at once. ooc streams a part of any
+    # size under its memory limit, and each part pays its start: a chunk row above and below
+    # decoded for the halo, its buffers allocated and touched afresh (about 0.5 GiB for a
+    # 32768-wide f32 image in 512-row chunks, which the workers' allocator returns to the system
+    # between tasks). Fewer parts cost less; two a task keep the workers evenly busy.
+    height, chunk = p.shape[0], int(chunk)
+    if parts is None:
+        parts = min(math.ceil(height / max(1, p.rows)), 2 * _running_tasks())
+    step = max(1, math.ceil(height / max(1, int(parts)) / chunk)) * chunk
+    cuts = list(range(0, height, step)) + [height]
+    n = len(cuts) - 1
     tok = dask.base.tokenize(p.input, p.words, o, url, n)
     prepare, part, done = ("ooc-zarr-prepare-" + tok, "ooc-zarr-part-" + tok,
                            "ooc-zarr-finish-" + tok)
     dsk = {prepare: (_prepare, url)}
     for i in range(n):
-        dsk[(part, i)] = (_part, prepare, p.input, url, p.words, o, i, n, p.threads, p.mem_limit)
+        dsk[(part, i)] = (_part, prepare, p.input, url, p.words, o, (cuts[i], cuts[i + 1]), n,
+                          p.threads, p.mem_limit)
     dsk[done] = (_finish, url, [(part, i) for i in range(n)])
     task = Delayed(done, HighLevelGraph.from_collections(done, dsk, dependencies=()))
     if compute:

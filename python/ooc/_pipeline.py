@@ -76,7 +76,7 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
         input_level=-1, seed=1, format="auto", tile=0, compress=None, level=-1, bigtiff="auto",
         chunk=0, pyramid=False, levels=None, zarr_version=2, shard=0, cog=False,
         progress=None, predictor="auto", depth=None, volume=False, pages=None, planes=False,
-        voxel_size=None, nodata=None, part=None, **options):
+        voxel_size=None, nodata=None, part=None, rows=None, **options):
     """oocrun INPUT OUTPUT PIPELINE (see oocrun --help, ooc.stages()); returns --stats json.
 
     pipeline: stages separated by "!", e.g. "gaussian sigma=2 ! convert type=u8" (or a list of
@@ -92,7 +92,8 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
     nodata (oocrun --nodata): a value, numpy.nan or "none"; None takes the input's GDAL_NODATA.
     part=(i, n): part i of n (oocrun --part I/N), its rows (whole chunk rows of a Zarr output)
     into the output's temporary, shared with the other parts, which may run at once in other
-    processes; ooc.finish(output) then checks them and puts the output in place.
+    processes; ooc.finish(output) then checks them and puts the output in place. rows=(a, b):
+    such a part of rows [a, b) (oocrun --rows A:B; a Zarr output's chunk rows).
     """
     o = _pipeline_options(options, mode, cval, out_type, precision, voxel_size, nodata)
     o.update(width=width, height=height, type=None if type is None else _type_name(type),
@@ -101,13 +102,16 @@ def run(input, output, pipeline, *, mode="reflect", cval=0.0, out_type=None, pre
              predictor=predictor, depth=depth, volume=bool(volume), pages=pages,
              planes=bool(planes),
              **_output_options(chunk, pyramid, levels, zarr_version, shard, cog))
-    if part is not None:
-        try:
-            i, n = (int(v) for v in part)
-        except (TypeError, ValueError):
-            raise _usage("part takes (i, n), part i of n parts (0 <= i < n), got %r"
-                         % (part,)) from None
-        o.update(part_index=i, part_count=n)
+    for value, keys, what in ((part, ("part_index", "part_count"), "(i, n), part i of n parts "
+                               "(0 <= i < n)"),
+                              (rows, ("rows_begin", "rows_end"), "(a, b), rows a to b - 1 "
+                               "(0 <= a < b <= height)")):
+        if value is not None:
+            try:
+                o.update(zip(keys, (int(v) for v in value), strict=True))
+            except (TypeError, ValueError):
+                raise _usage("%s takes %s, got %r" % (keys[0].split("_")[0], what,
+                                                      value)) from None
     return _core.run_file(os.fspath(input), os.fspath(output), _pipeline_words(pipeline), o,
                           _check_progress(progress))
 

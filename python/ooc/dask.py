@@ -50,6 +50,7 @@ level; label numbers components as scipy.ndimage.label, the blocks' faces joined
 
 import functools
 import math
+import numbers
 import operator
 import os
 
@@ -651,7 +652,8 @@ def equalize_hist(x, *, volume=None):
 # ---- writing ----
 
 def to_zarr(x, url, *, pyramid=False, levels=None, pyramid_z=False, chunk=512, chunk_z=1,
-            nodata=None, compress=None, level=-1, voxel_size=None, volume=None, compute=True):
+            nodata=None, compress=None, level=-1, voxel_size=None, volume=None, parts=None,
+            compute=True):
     """x into a new OME-Zarr 0.4 store at `url` laid out as oocrun's Zarr output, sample for
     sample: (y, x), (c, y, x) for channels, (z, y, x) for a volume; square chunks of `chunk`
     pixels, chunk_z planes; compress as oocrun's --compress (blosc: lz4 with shuffle; none...).
@@ -659,15 +661,19 @@ def to_zarr(x, url, *, pyramid=False, levels=None, pyramid_z=False, chunk=512, c
     them; pyramid_z: a volume's levels halve z too), as --pyramid, --levels, --pyramid-z; nodata
     (a value, or nan) is the fill_value and the holes the levels' means leave out (images), as
     --nodata. Each task writes whole chunks of one level, level k + 1 made from level k's blocks.
-    compute=False returns the dask task."""
+    compute=False returns the dask task. An image filtered by ooc.dask straight from a Zarr
+    store is written as the CLI's parts (see the module's help): `parts` of them (default: the
+    filter's blocks, at most two per task the scheduler runs at once)."""
     _check(x)
     vol, n = _layout(x, volume)
+    if parts is not None and (not isinstance(parts, numbers.Integral) or parts < 1):
+        raise _usage("parts is a positive number of tasks, got %r" % (parts,))
     plan = _dask_store.writes(x, url, nodata, pyramid_z, vol)
     if plan is not None:  # x is ooc's filter of a Zarr store: the CLI's parts write it
         _dask_zarr.check_options(chunk, chunk_z, levels, compress, level)
         return _dask_store.to_zarr(plan, url, pyramid=pyramid, levels=levels, chunk=chunk,
                                    compress=compress, level=level, voxel_size=voxel_size,
-                                   compute=compute)
+                                   parts=parts, compute=compute)
     return _dask_zarr.to_zarr(x, url, vol, n, pyramid=pyramid, levels=levels,
                               pyramid_z=pyramid_z, chunk=chunk, chunk_z=chunk_z, nodata=nodata,
                               compress=compress, level=level, voxel_size=voxel_size,

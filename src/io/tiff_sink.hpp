@@ -368,7 +368,12 @@ class TiffSink final : public Sink {
     const std::int64_t per_row = plan.across;
     const std::int64_t count = static_cast<std::int64_t>(rows.size()) * per_row;
     const bool raw_strips = plan.compression == COMPRESSION_NONE && !plan.tiled;
-    std::vector<std::vector<std::byte>> blocks(raw_strips ? 0 : count);
+    // Kept from flush to flush (flushes are never concurrent: the write stage and the pyramid's
+    // emits run in order): each block's buffer keeps its capacity, so the encoder appends into
+    // pages already there instead of growing fresh ones a tile at a time.
+    std::vector<std::vector<std::byte>>& blocks = blocks_;
+    if (!raw_strips && blocks.size() < static_cast<std::size_t>(count))
+      blocks.resize(static_cast<std::size_t>(count));
     if (!raw_strips)
       tbb::parallel_for(std::int64_t{0}, count, [&](std::int64_t k) {
         const auto& [cy, src] = rows[k / per_row];
@@ -411,10 +416,13 @@ class TiffSink final : public Sink {
     thread_local std::vector<std::byte> block;
     std::byte* b;
     if (plan.tiled) {
-      block.assign(bytes, std::byte{0});
       const std::int64_t x0 = cx * plan.chunk_w;
       const std::int64_t w = std::min(plan.chunk_w, plan.spec.width - x0);
       const std::int64_t h = std::min(plan.chunk_h, plan.spec.height - cy * plan.chunk_h);
+      if (w == plan.chunk_w && h == plan.chunk_h)
+        block.resize(bytes);  // every byte copied below
+      else
+        block.assign(bytes, std::byte{0});  // padded with zeros past the image's edge
       for (std::int64_t r = 0; r < h; ++r)
         std::memcpy(block.data() + r * plan.chunk_row_bytes(), src + r * row + x0 * pixel,
                     static_cast<std::size_t>(w) * pixel);
@@ -536,6 +544,7 @@ class TiffSink final : public Sink {
   std::int64_t batch_rows_ = 0, batch_y0_ = 0, batch_end_ = 0;
   std::size_t buffer_bytes_ = 0;
   tbb::enumerable_thread_specific<std::unique_ptr<Encoder>> encoders_;
+  std::vector<std::vector<std::byte>> blocks_;  // flush()'s encoded blocks, reused
 
   // A level of a pyramid (level 0 too, for its tile offsets): where its compressed tiles went.
   struct Level {

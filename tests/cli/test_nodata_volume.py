@@ -241,6 +241,23 @@ class NodataVolume(NodataCase):
                                    mode, 5.0, dilation=first)
                     self.assertTrue(np.array_equal(got, want.astype(np.float32)), stage)
 
+    def test_windows_deeper_than_the_volume(self):
+        """z taps folded over 6 planes (their magnitudes apart), rank windows past the planes."""
+        x = volume(d=6, h=22, w=18)
+        g3, g1 = gaussian_taps(3.0), gaussian_taps(1.0)
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                got = self.plans_agree(x, "gaussian sigma=1 sigma-z=3", "--border", mode)
+                self.same(got, separable3(x, ND, g3, g1, g1, mode), ND, f"sigma-z=3 {mode}",
+                          rtol=1e-4, atol=1e-3)
+                for stage, size, rank_of in (("median size=3 size-z=15", (15, 3, 3),
+                                              lambda n: n // 2),
+                                             ("minimum size=3 size-z=13", (13, 3, 3),
+                                              lambda n: 0)):
+                    got = self.oocrun(x, stage, "--border", mode, "--band-rows", "5")
+                    want = ranked3(x, ND, size, rank_of, mode)
+                    self.assertTrue(np.array_equal(got, want.astype(np.float32)), stage)
+
     def test_integer_ranks(self):
         x = volume(d=6, h=16, w=13, nd=0.0, dtype=np.uint16, lo=1, hi=60000)
         got = self.plans_agree(x, "median size=3", nodata="0")

@@ -195,6 +195,8 @@ def _readme_example():
     return code[:code.index("```")]
 
 
+# Debian's distributed starts tornado's loop the old way; the warning is theirs.
+@pytest.mark.filterwarnings("ignore:make_current is deprecated:DeprecationWarning")
 def test_readme_example_on_a_local_cluster(tmp_path, monkeypatch, capsys):
     # The one LocalCluster of processes here: the README's example as written (blocks made small
     # so that there are several), compared with ooc.pipeline and scipy on the whole volume.
@@ -251,8 +253,7 @@ ZARR_CASES = [
 @pytest.mark.parametrize("shape,dtype,chunks,volume,flags,kw", ZARR_CASES)
 def test_to_zarr_as_the_cli(tmp_path, shape, dtype, chunks, volume, flags, kw):
     zarr = pytest.importorskip("zarr")
-    from conftest import tool
-    import json
+    from conftest import same_zarr_stores, tool
     import subprocess
     a = _data(shape, dtype, 4)
     if "nodata" in kw:
@@ -265,21 +266,7 @@ def test_to_zarr_as_the_cli(tmp_path, shape, dtype, chunks, volume, flags, kw):
     nd = {"nodata": kw["nodata"]} if "nodata" in kw else {}
     od.to_zarr(od.pipeline(da.from_array(a, chunks=chunks), words, volume=volume, **nd), mine,
                volume=volume, **kw)
-    levels = sorted(p.name for p in cli.iterdir() if p.is_dir())
-    assert levels == sorted(p.name for p in mine.iterdir() if p.is_dir()) and len(levels) > 1
-    for k in levels:
-        want, got = zarr.open(str(cli / k), "r")[:], zarr.open(str(mine / k), "r")[:]
-        assert want.dtype == got.dtype and want.shape == got.shape, k
-        assert want.tobytes() == got.tobytes(), k
-        meta = [json.loads((s / k / ".zarray").read_text()) for s in (cli, mine)]
-        assert meta[0] == meta[1], k
-        # Every chunk of the CLI's has its twin (the compressed bytes may differ: numcodecs
-        # bundles its own blosc, the CLI links the system's).
-        files = [sorted(str(f.relative_to(s)) for f in (s / k).rglob("*") if f.is_file())
-                 for s in (cli, mine)]
-        assert files[0] == files[1], k
-    attrs = [json.loads((s / ".zattrs").read_text())["multiscales"][0] for s in (cli, mine)]
-    assert {**attrs[0], "name": ""} == {**attrs[1], "name": ""}
+    assert len(same_zarr_stores(cli, mine)) > 1
 
 
 def test_to_zarr_levels_from_blocks():

@@ -29,11 +29,13 @@ using vec::weighted_sum;
 template <class Acc>
 void hole_blocks(const Acc* m, std::int64_t pw, std::uint8_t* holes) {
   constexpr std::int64_t ch = kChunk<Acc>;
+  using I = std::conditional_t<sizeof(Acc) == 4, std::int32_t, std::int64_t>;
   for (std::int64_t b = 0; b * ch < pw; ++b) {
     const std::int64_t e = std::min(pw, (b + 1) * ch);
-    Acc s = 0;
-    for (std::int64_t i = b * ch; i < e; ++i) s += m[i];
-    holes[b] = s != Acc(e - b * ch);
+    // An OR of comparisons, which vectorizes (a float sum's adds are a chain of latencies).
+    I any = 0;
+    for (std::int64_t i = b * ch; i < e; ++i) any |= -I(m[i] != Acc(1));
+    holes[b] = any != 0;
   }
 }
 
@@ -94,13 +96,6 @@ void run(const masked::NormalizedArgs& a) {
   const Layout l = layout<Acc>(a);
   const int C = a.channels;
   constexpr std::int64_t ch = kChunk<Acc>;
-  const bool cval_ok = !(std::isnan(a.border_value) || a.border_value == a.nodata);
-  const Acc cv = cval_ok ? static_cast<Acc>(a.border_value) : Acc(0);
-  const Acc cm = cval_ok ? Acc(1) : Acc(0);
-  const Acc fillv =
-      std::isnan(a.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(a.nodata);
-  constexpr SampleType acc_type = std::is_same_v<Acc, float> ? SampleType::f32 : SampleType::f64;
-  const bool direct = a.out_type == acc_type;
   const std::size_t out_sample = sample_bytes(a.out_type);
   // Into another type: holes as its nodata value, valid samples kept off it (convert.hpp).
   const auto store = dispatch_type(a.out_type, [](auto u) { return &store_row<decltype(u), Acc>; });
@@ -136,6 +131,9 @@ void run(const masked::NormalizedArgs& a) {
     total_abs = ra * ca;
   }
   const double need = a.min_weight * total_abs;
+  const NormalizedConstants<Acc> nc(a, a.nodata, need);
+  const Acc cv = nc.cv, cm = nc.cm, fillv = nc.fillv, least_acc = nc.least;
+  const bool direct = nc.direct;
   // The weights of a window without holes: what the sums over the weights give there.
   Acc R = 0, RA = 0, D, AW;
   if (two_d) {
@@ -148,10 +146,6 @@ void run(const masked::NormalizedArgs& a) {
     AW = negative ? constant_sum(wca, RA) : D;
   }
   const bool clean_ok = AW > 0 && double(AW) >= need && D != 0;
-  // The least Acc at or above need: x >= least_acc exactly where double(x) >= need.
-  Acc least_acc = static_cast<Acc>(need);
-  if (double(least_acc) < need)
-    least_acc = std::nextafter(least_acc, std::numeric_limits<Acc>::max());
 
   // Finishes output samples [b, e) of a numerator row o: divided by the weights ad (null: D)
   // where the window is valid, else nodata. The output's own sample is a hole where own8[s] is

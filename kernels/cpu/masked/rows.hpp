@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "convert.hpp"
+#include "kernels/cpu/convolution/band_args.hpp"
 #include "kernels/cpu/convolution/vec_sum.hpp"
 #include "ooc/border.hpp"
 
@@ -123,6 +124,25 @@ void load_row(const std::byte* row, std::int64_t W, int C, BorderMode border, Ac
   span(in0 * C, (in1 - in0) * C, v + (in0 - q0) * C, m + (in0 - q0) * C);
   for (std::int64_t q = in1; q < q1; ++q) edge(q);
 }
+
+// What the band kernels derive alike from their arguments: the constant border's value and
+// weight (both 0 where the constant is a hole), the value of an output without one, whether the
+// output is the accumulator's type (written directly), and the least Acc at or above `need`
+// (min-weight x the |taps|' sum: x >= least exactly where double(x) >= need).
+template <class Acc>
+struct NormalizedConstants {
+  Acc cv, cm, fillv, least;
+  bool direct;
+  NormalizedConstants(const BandArgs& a, double nodata, double need) {
+    const bool cval_ok = !(std::isnan(a.border_value) || a.border_value == nodata);
+    cv = cval_ok ? static_cast<Acc>(a.border_value) : Acc(0);
+    cm = cval_ok ? Acc(1) : Acc(0);
+    fillv = std::isnan(nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(nodata);
+    direct = a.out_type == (std::is_same_v<Acc, float> ? SampleType::f32 : SampleType::f64);
+    least = static_cast<Acc>(need);
+    if (double(least) < need) least = std::nextafter(least, std::numeric_limits<Acc>::max());
+  }
+};
 
 }  // namespace
 }  // namespace ooc::kernels::OOC_ISA

@@ -71,17 +71,9 @@ void run(const masked::VolumeNormalizedArgs& a, std::vector<std::byte>& scratch)
   const int C = a.channels;
   const std::int64_t n = g.n, pw = g.pw, R = g.R, P = g.P;
   const HoleTest<T> hole(a.nodata);
-  const bool cval_ok = !(std::isnan(a.border_value) || a.border_value == a.nodata);
-  const Acc cv = cval_ok ? static_cast<Acc>(a.border_value) : Acc(0);
-  const Acc cm = cval_ok ? Acc(1) : Acc(0);
-  const Acc fillv =
-      std::isnan(a.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(a.nodata);
-  constexpr SampleType acc_type = std::is_same_v<Acc, float> ? SampleType::f32 : SampleType::f64;
-  const bool direct = a.out_type == acc_type;
+  const NormalizedConstants<Acc> nc(a, a.nodata, a.min_weight * a.total_abs);
+  const Acc cv = nc.cv, cm = nc.cm, fillv = nc.fillv, least = nc.least;
   const auto store = dispatch_type(a.out_type, [](auto u) { return &store_row<decltype(u), Acc>; });
-  const double need = a.min_weight * a.total_abs;
-  Acc least = static_cast<Acc>(need);  // the least Acc at or above need
-  if (double(least) < need) least = std::nextafter(least, std::numeric_limits<Acc>::max());
   const auto load = [&](const std::byte* row, Acc* v, Acc* m) {
     load_row<T, Acc>(row, a.width, C, a.border, cv, cm, hole, -a.rx, a.width + a.rx, v, m);
   };
@@ -96,10 +88,26 @@ void run(const masked::VolumeNormalizedArgs& a, std::vector<std::byte>& scratch)
     for (std::int64_t s = 0; s < n; ++s) own[s] = hole(centre[s]);
     finish_valid<Acc>(o, d, aw, own.data(), nullptr, a.fill, least, fillv, 0, n);
     std::byte* out = a.out + static_cast<std::size_t>(y) * a.out_stride;
-    if (direct)
+    if (nc.direct)
       std::memcpy(out, o, static_cast<std::size_t>(n) * sizeof(Acc));
     else
       store(o, out, n, fillv, a.nodata);
+  };
+
+  // Each output row over TBB threads: sums(y, src, o, d, aw) fills its numerator, weights and
+  // |weights| (n each; src room for `sources` pointers) and says whether aw was filled (else the
+  // weights are their own magnitudes); then the row is finished.
+  const auto each_output_row = [&](std::int64_t sources, const auto& sums) {
+    tbb::parallel_for(std::int64_t{0}, a.out_rows, [&](std::int64_t y) {
+      thread_local std::vector<Acc> buf;
+      thread_local std::vector<const Acc*> src;
+      thread_local std::vector<std::uint8_t> own;
+      buf.resize(3 * static_cast<std::size_t>(n));
+      src.resize(static_cast<std::size_t>(sources));
+      Acc *o = buf.data(), *d = o + n, *aw = d + n;
+      const bool magnitudes = sums(y, src.data(), o, d, aw);
+      finish(y, o, d, magnitudes ? aw : d, own);
+    });
   };
 
   if (a.taps3d) {
@@ -130,19 +138,13 @@ void run(const masked::VolumeNormalizedArgs& a, std::vector<std::byte>& scratch)
       w.push_back(t.w);
       wa.push_back(t.wa);
     }
-    tbb::parallel_for(std::int64_t{0}, a.out_rows, [&](std::int64_t y) {
-      thread_local std::vector<Acc> buf;
-      thread_local std::vector<const Acc*> src;
-      thread_local std::vector<std::uint8_t> own;
-      buf.resize(3 * static_cast<std::size_t>(n));
-      src.resize(static_cast<std::size_t>(T_));
-      Acc *o = buf.data(), *d = o + n, *aw = d + n;
+    each_output_row(T_, [&](std::int64_t y, const Acc** src, Acc* o, Acc* d, Acc* aw) {
       for (std::int64_t t = 0; t < T_; ++t) src[t] = V + y * pw + taps[t].at;
-      weighted_sum<Acc>(src.data(), w.data(), T_, o, n);
+      weighted_sum<Acc>(src, w.data(), T_, o, n);
       for (std::int64_t t = 0; t < T_; ++t) src[t] = M + y * pw + taps[t].at;
-      weighted_sum<Acc>(src.data(), w.data(), T_, d, n);
-      if (negative) weighted_sum<Acc>(src.data(), wa.data(), T_, aw, n);
-      finish(y, o, d, negative ? aw : d, own);
+      weighted_sum<Acc>(src, w.data(), T_, d, n);
+      if (negative) weighted_sum<Acc>(src, wa.data(), T_, aw, n);
+      return negative;
     });
     return;
   }
@@ -189,21 +191,15 @@ void run(const masked::VolumeNormalizedArgs& a, std::vector<std::byte>& scratch)
     across(zd, tx.w, D + r * n);
     if (negative) across(za, tx.wa, A + r * n);
   });
-  tbb::parallel_for(std::int64_t{0}, a.out_rows, [&](std::int64_t y) {
-    thread_local std::vector<Acc> buf;
-    thread_local std::vector<const Acc*> src;
-    thread_local std::vector<std::uint8_t> own;
-    buf.resize(3 * static_cast<std::size_t>(n));
-    src.resize(static_cast<std::size_t>(K));
-    Acc *o = buf.data(), *d = o + n, *aw = d + n;
+  each_output_row(K, [&](std::int64_t y, const Acc** src, Acc* o, Acc* d, Acc* aw) {
     const auto down = [&](const Acc* from, const std::vector<Acc>& w, Acc* to) {
       for (std::int64_t i = 0; i < K; ++i) src[i] = from + (y + i) * n;
-      weighted_sum<Acc>(src.data(), w.data(), K, to, n);
+      weighted_sum<Acc>(src, w.data(), K, to, n);
     };
     down(N, ty.w, o);
     down(D, ty.w, d);
     if (negative) down(A, ty.wa, aw);
-    finish(y, o, d, negative ? aw : d, own);
+    return negative;
   });
 }
 

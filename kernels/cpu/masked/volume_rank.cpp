@@ -4,6 +4,7 @@
 // no unmasked filter ran first) selects its rank among the valid samples (masked.hpp's rule).
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -41,22 +42,37 @@ void run(const VolumeRankArgs& a, std::vector<std::byte>& scratch) {
   V* const rows = reinterpret_cast<V*>(scratch.data());
   const V nan = std::numeric_limits<V>::quiet_NaN();
   const V cv = hole(a.cval, a.nodata) ? nan : static_cast<V>(a.cval);
+  const bool has_value = !std::isnan(a.nodata) && holds<T>(a.nodata);
+  const T value = has_value ? static_cast<T>(a.nodata) : T{};
   // Plane k, row r of the window's rows: padded, holes NaN.
   tbb::parallel_for(std::int64_t{0}, a.d * R, [&](std::int64_t i) {
     const std::int64_t k = i / R, r = i % R;
     const T* src =
         reinterpret_cast<const T*>(a.rows[(g.first_plane + k) * g.per_plane + g.first_row + r]);
     V* to = rows + i * pw;
-    for (std::int64_t p = 0; p < W + a.w - 1; ++p) {
-      const std::int64_t x = map_border(p - a.left, W, a.border);
-      for (int c = 0; c < C; ++c) {
-        if (!src || x < 0) {
-          to[p * C + c] = cv;
-          continue;
-        }
-        const T v = src[x * C + c];
-        to[p * C + c] = hole(static_cast<double>(v), a.nodata) ? nan : static_cast<V>(v);
+    if (!src) {
+      std::fill(to, to + pw, cv);
+      return;
+    }
+    const auto put = [&](std::int64_t at, std::int64_t from, std::int64_t count) {
+      for (std::int64_t j = 0; j < count; ++j) {  // branch-free: it vectorizes
+        const T v = src[from + j];
+        bool h = has_value & (v == value);
+        if constexpr (std::is_floating_point_v<T>) h = h | (v != v);
+        to[at + j] = h ? nan : static_cast<V>(v);
       }
+    };
+    for (std::int64_t p = 0; p < W + a.w - 1; ++p) {
+      if (p == a.left) {  // the row's own columns in one run
+        put(p * C, 0, W * C);
+        p += W - 1;
+        continue;
+      }
+      const std::int64_t x = map_border(p - a.left, W, a.border);
+      if (x < 0)
+        std::fill(to + p * C, to + (p + 1) * C, cv);
+      else
+        put(p * C, x * C, C);
     }
   });
   std::vector<std::int64_t> taps;  // the window's samples' offsets from its first

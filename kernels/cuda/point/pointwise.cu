@@ -1,6 +1,7 @@
-// CUDA kernels of the pipelines' point operations and combinations: one thread per sample, rows
-// along the grid's y. Roundings are explicit (_rn intrinsics, never contracted into FMAs) so
-// that the results equal kernels/cpu/point/pointwise.hpp's.
+// CUDA kernels of the pipelines' point operations and combinations (and the chains' border row
+// copies): one thread per sample, rows along the grid's y. Roundings are explicit (_rn
+// intrinsics, never contracted into FMAs) so that the results equal
+// kernels/cpu/point/pointwise.hpp's.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -148,6 +149,18 @@ __global__ void magnitude3_kernel(const std::byte* g1, const std::byte* g2, cons
   }
 }
 
+// One block row per copy; 4-byte words where the rows allow, else bytes.
+template <class Word>
+__global__ void copy_rows_kernel(std::byte* base, std::size_t pitch, std::int64_t words,
+                                 RowCopies c) {
+  const int k = static_cast<int>(blockIdx.y);
+  Word* d = reinterpret_cast<Word*>(base + static_cast<std::size_t>(c.dst[k]) * pitch);
+  const Word* s = reinterpret_cast<const Word*>(base + static_cast<std::size_t>(c.src[k]) * pitch);
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < words;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    d[i] = s[i];
+}
+
 dim3 grid_for(std::int64_t rows, std::int64_t n) {
   const std::int64_t bx =
       std::min<std::int64_t>((n + PointwisePolicy::kThreads - 1) / PointwisePolicy::kThreads, 64);
@@ -210,6 +223,22 @@ void magnitude3_async(const std::byte* g1, const std::byte* g2, const std::byte*
           <<<grid_for(rows, row_samples), PointwisePolicy::kThreads, 0, stream>>>(
               g1, g2, g3, g_stride, dst, dst_stride, rows, row_samples);
   });
+  OOC_KERNEL_TRY(cudaGetLastError());
+}
+
+void copy_rows_async(std::byte* base, std::size_t pitch, std::size_t row_bytes, const RowCopies& c,
+                     cudaStream_t stream) {
+  if (c.count <= 0 || row_bytes == 0) return;
+  const bool wide =
+      row_bytes % 4 == 0 && pitch % 4 == 0 && reinterpret_cast<std::uintptr_t>(base) % 4 == 0;
+  const auto words = static_cast<std::int64_t>(wide ? row_bytes / 4 : row_bytes);
+  const dim3 grid = grid_for(c.count, words);
+  if (wide)
+    copy_rows_kernel<std::uint32_t>
+        <<<grid, PointwisePolicy::kThreads, 0, stream>>>(base, pitch, words, c);
+  else
+    copy_rows_kernel<unsigned char>
+        <<<grid, PointwisePolicy::kThreads, 0, stream>>>(base, pitch, words, c);
   OOC_KERNEL_TRY(cudaGetLastError());
 }
 

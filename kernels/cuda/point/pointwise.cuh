@@ -33,6 +33,18 @@ void magnitude3_async(const std::byte* g1, const std::byte* g2, const std::byte*
                       std::size_t g_stride, std::byte* dst, std::size_t dst_stride, SampleType out,
                       std::int64_t rows, std::int64_t row_samples, bool f64, cudaStream_t stream);
 
+// Rows of one buffer (rows `pitch` bytes apart from `base`) copied within it, row dst[k] from
+// row src[k], in one launch: a fused chain's border rows, which the border rule takes from its
+// computed rows (reflect and mirror walk them backwards, which no 2-D copy expresses). No source
+// row may be a destination.
+struct RowCopies {
+  static constexpr int kMax = 64;
+  int count = 0;
+  std::int32_t dst[kMax] = {}, src[kMax] = {};
+};
+void copy_rows_async(std::byte* base, std::size_t pitch, std::size_t row_bytes, const RowCopies& c,
+                     cudaStream_t stream);
+
 struct PointwisePolicy {
   static constexpr int kThreads = 256;
   static constexpr int kMaxBlocksY = 65535;

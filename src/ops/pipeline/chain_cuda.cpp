@@ -282,14 +282,21 @@ class ChainCudaKernel final : public CudaKernel {
                         std::pair<std::int64_t, std::int64_t> done, std::size_t row_bytes,
                         cudaStream_t stream) const {
     if (g_.border == BorderMode::wrap || g_.border == BorderMode::constant) return;
+    // All of them in one launch: a copy a row was a runtime call each, 2 x halo of them for
+    // every plane of a volume on the GPU (each plane a band with both edges).
+    cuda::RowCopies c;
     for (std::int64_t row = first; row < last; ++row) {
       if (row >= 0 && row < g_.height) continue;
       const std::int64_t m = map_border(row, g_.height, g_.border);
       if (m < done.first || m >= done.second) continue;  // not read (never happens)
-      OOC_CUDA_TRY(cudaMemcpyAsync(base + static_cast<std::size_t>(row - first) * pitch,
-                                   base + static_cast<std::size_t>(m - first) * pitch, row_bytes,
-                                   cudaMemcpyDeviceToDevice, stream));
+      c.dst[c.count] = static_cast<std::int32_t>(row - first);
+      c.src[c.count] = static_cast<std::int32_t>(m - first);
+      if (++c.count == cuda::RowCopies::kMax) {
+        cuda::copy_rows_async(base, pitch, row_bytes, c, stream);
+        c.count = 0;
+      }
     }
+    cuda::copy_rows_async(base, pitch, row_bytes, c, stream);
   }
 
   ChainGeometry g_, grid_;  // grid_: bands on the last stage's row grid (on_grid)

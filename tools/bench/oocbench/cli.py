@@ -70,6 +70,8 @@ def main(doc):
     g.add_argument("--volume", help="volumes: the volume DxHxW (default 256x2048x1024)")
     g.add_argument("--no-scipy", action="store_true",
                    help="volumes: leave scipy out (minutes a run; its times depend on one thread only)")
+    g.add_argument("--no-cupy", action="store_true",
+                   help="volumes: leave CuPy out (its whole process takes tens of seconds at 16 GiB)")
     g = p.add_argument_group("pipeline")
     g.add_argument("--null", action="store_true", help="outputs to null: (no stage-by-stage or peers)")
     g.add_argument("--chain", help="the oocrun pipeline (default: gaussian sigma=2 ! unsharp sigma=1 "

@@ -69,7 +69,7 @@ def case_volumes(b):
     scipy_peer = os.path.join(b.work, "volume_scipy.py")
     open(scipy_peer, "w").write(SCIPY_PY)
     sp = python_has("scipy") and not b.a.no_scipy
-    cupy = b.gpu and python_has("cupy")
+    cupy = b.gpu and python_has("cupy") and not b.a.no_cupy
     cupy_peer = os.path.join(b.work, "volume_cupy.py")
     open(cupy_peer, "w").write(CUPY_PY)
     shape = [int(v) for v in (b.a.volume or "256x2048x1024").lower().split("x")]
@@ -100,6 +100,9 @@ def case_volumes(b):
             if b.gpu:
                 tools["oocrun 2-D radius 3 (--planes) cuda"] = dict(
                     cmd=[run, src, *r3, "--device", "cuda"])
+                # Half the default limit: the same plan, less memory (one plane pinned a slot)
+                tools["oocrun 3-D --mem-limit 512M"] = dict(
+                    cmd=[run, src, *common, "--mem-limit", "512M"])
         if cupy:
             tools["cupyx.scipy.ndimage"] = dict(cmd=[sys.executable, cupy_peer, src, op, size],
                                                 capture=True)
