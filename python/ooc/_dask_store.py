@@ -23,7 +23,7 @@ from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
 _CODECS = {"blosc", "zstd", "zlib", "gzip"}
-_plans = {}  # a result's dask name -> _Plan: what the CLI would run to make it
+_PLAN = "_ooc_store_plan"  # a result's attribute: the _Plan the CLI would run to make it
 
 
 class _Plan:
@@ -140,12 +140,14 @@ def keep(y, input, words, settings, threads, mem_limit, suggest):
         settings["nodata"] = "none"  # an array has no GDAL_NODATA: nor does this run
     settings["out_type"] = np.dtype(y.dtype).name
     rows = max(y.chunks[0]) if len(y.chunks[1]) == 1 else suggest(y.shape, y.dtype)[0]
-    _plans[y.name] = _Plan(input, words, settings, tuple(y.shape), int(rows), threads,
-                           mem_limit)
+    # On the array itself (dask arrays keep a __dict__), so that nothing outlives it; an array
+    # made from it (a slice, a rechunk) has none: the general path.
+    setattr(y, _PLAN, _Plan(input, words, settings, tuple(y.shape), int(rows), threads,
+                            mem_limit))
 
 
 def plan_of(x):
-    return _plans.get(getattr(x, "name", None))
+    return getattr(x, _PLAN, None)
 
 
 def _nodata_value(text):

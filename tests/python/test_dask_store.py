@@ -169,8 +169,8 @@ def test_graph_does_not_grow_with_stages(tmp_path):
 
 
 def test_other_arrays_take_the_general_path(tmp_path):
-    """A slice of the store, a volume, a store in memory, another nodata for the output, a
-    codec ooc does not read: dask's Zarr I/O, the same bytes."""
+    """A slice of the store, another nodata for the output, a result rechunked, a codec ooc does
+    not read, a volume, a store in memory: dask's Zarr I/O, the same bytes."""
     numcodecs = pytest.importorskip("numcodecs")
     a = _data((90, 70), np.float32, 9)
     src = _store(tmp_path / "in.zarr", a, (20, 20))
@@ -179,6 +179,7 @@ def test_other_arrays_take_the_general_path(tmp_path):
     cases = [
         (od.pipeline(x[5:], words), {}, ooc.pipeline(a[5:], words)),
         (od.pipeline(x, words), {"nodata": 3.0}, None),
+        (od.pipeline(x, words).rechunk((45, 35)), {}, ooc.pipeline(a, words)),
         (od.pipeline(da.from_zarr(_store(tmp_path / "lz.zarr", a, (20, 20),
                                          numcodecs.LZMA()), chunks=(30, 70)), words), {},
          ooc.pipeline(a, words)),
