@@ -15,6 +15,7 @@ a path, the nodata of the filter the store's (or none). Anything else takes the 
 import math
 import os
 import shutil
+import sys
 
 import numpy as np
 
@@ -78,17 +79,26 @@ def source_of(x):
     return path if os.path.isfile(os.path.join(path, ".zarray")) else None
 
 
+def is_store(x):
+    """Whether ooc.dask's functions take x as a store: a path, a zarr Array or Group."""
+    if isinstance(x, (str, os.PathLike)):
+        return True
+    zarr = sys.modules.get("zarr")  # x can only be one if zarr is loaded
+    return zarr is not None and isinstance(x, (zarr.Array, zarr.hierarchy.Group))
+
+
 def open_store(url, suggest_chunks):
-    """A path given to ooc.dask's functions: the Zarr array there (an OME-Zarr group's level 0)
-    as a dask array, whole rows of about suggest_chunks' size on the store's chunk rows."""
+    """A store given to ooc.dask's functions (a path, a zarr Array or Group): its array (an
+    OME-Zarr group's level 0) as a dask array, whole rows of about suggest_chunks' size on the
+    store's chunk rows."""
     import zarr
     import dask.array as da
-    z = zarr.open(os.fspath(url), mode="r")
+    z = zarr.open(os.fspath(url), mode="r") if isinstance(url, (str, os.PathLike)) else url
     if isinstance(z, zarr.hierarchy.Group):
         if "0" not in z:
             from . import _usage
             raise _usage("%s is a Zarr group without an array 0 (an OME-Zarr level 0): give "
-                         "the array's path" % os.fspath(url))
+                         "the array's path" % (url,))
         z = z["0"]
     chunks = tuple(z.chunks)
     if z.ndim == 2:

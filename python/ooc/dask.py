@@ -38,10 +38,10 @@ dask.config.set({"distributed.nanny.pre-spawn-environ": dict(dask.config.get(
 "distributed.nanny.pre-spawn-environ"), MALLOC_MMAP_THRESHOLD_="33554432")}) before LocalCluster.
 
 A filter (pipeline, or one separable pass: gaussian_filter, uniform_filter, correlate1d...) of an
-image read straight from a Zarr store (da.from_zarr, or the store's path given for the array)
-that goes to ooc.dask.to_zarr runs as the CLI's parts (_dask_store.py): each task reads its rows
-and writes its chunk rows with ooc's own Zarr reader and writer, the graph carrying no samples;
-the same bytes as the general path, which every other array takes.
+image read straight from a Zarr store (da.from_zarr, or the store given for the array: a path, a
+zarr Array or Group) that goes to ooc.dask.to_zarr runs as the CLI's parts (_dask_store.py):
+each task reads its rows and writes its chunk rows with ooc's own Zarr reader and writer, the
+graph carrying no samples; the same bytes as the general path, which every other array takes.
 
 equalize_hist reduces the blocks' histograms (a tree sum) into ooc's table, then maps every block
 with it; to_zarr writes oocrun's OME-Zarr layout and its pyramid, each task whole chunks of a
@@ -684,10 +684,11 @@ from ._dask_label import label  # noqa: E402  (it runs _task_options of this mod
 
 
 def _stores_too(fn):
-    """fn taking a Zarr store's path too, for the array there (_dask_store.open_store)."""
+    """fn taking a Zarr store too (a path, a zarr Array or Group), for its array
+    (_dask_store.open_store)."""
     @functools.wraps(fn)
     def call(x, *args, **kwargs):
-        if isinstance(x, (str, os.PathLike)):
+        if _dask_store.is_store(x):
             x = _dask_store.open_store(x, suggest_chunks)
         return fn(x, *args, **kwargs)
     return call
