@@ -50,8 +50,8 @@ def late_merging_image(blobs):
 
 
 class LabelCase(unittest.TestCase):
-    """A temporary folder (p(name)), run_tool (a tool's argv, -q added, its exit code checked)
-    and stop_in_second_pass."""
+    """A temporary folder (p(name)), run_tool (a tool's argv, -q added, its exit code checked),
+    stop_in_second_pass and mpirun."""
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="ooc_label_")
@@ -88,3 +88,14 @@ class LabelCase(unittest.TestCase):
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 75, err)
+
+    def mpirun(self):
+        """OpenMPI's mpirun and an environment that lets it run here (as root, more ranks than
+        cores, shared memory); skips without it."""
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            self.skipTest("mpirun not installed")
+        return mpirun, dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                            OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
+                            OMPI_MCA_btl_vader_single_copy_mechanism="none")

@@ -15,7 +15,6 @@ process's bytes (images, --planes volumes and volumes in 3-D).
 Usage: test_label.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import json
 import os
-import shutil
 import subprocess
 import unittest
 
@@ -395,12 +394,7 @@ class LabelCheck(LabelCase):
         # scipy's numbering. One image stacks a comb, a spiral, crossing diagonals and random
         # blobs, beside a comb whose teeth span every rank and join only in the last row; a
         # --planes volume cut inside and at planes, and in 3-D; regions with min-size.
-        mpirun = shutil.which("mpirun")
-        if not mpirun:
-            self.skipTest("mpirun not installed")
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
-                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        mpirun, env = self.mpirun()
 
         def mpi(ranks, a, args, code=0):
             np.save(self.p("in.npy"), a)

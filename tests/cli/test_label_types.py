@@ -11,7 +11,6 @@ poisoned (a stale file of the output's name) before the run.
 Usage: test_label_types.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import json
 import os
-import shutil
 import subprocess
 import unittest
 
@@ -136,12 +135,7 @@ class LabelTypes(LabelCase):
 
     def test_u64_under_mpi_ranks(self):
         # The ranks agree on the numbering whatever the labels' type.
-        mpirun = shutil.which("mpirun")
-        if not mpirun:
-            self.skipTest("mpirun not installed")
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
-                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        mpirun, env = self.mpirun()
         a = (rng.random((61, 47)) < 0.35).astype(np.uint8)
         np.save(self.p("in.npy"), a)
         want, _ = scipy_label(a != 0, 8, output=np.uint64)
