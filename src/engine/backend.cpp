@@ -158,15 +158,15 @@ Backend select_backend(const std::string& device, const std::string& devices,
                 "build); use --device cpu or auto");
   if (!every_op_on_gpu) {
     // A volume's 3-D stages without CUDA kernels (3-D convolutions by FFT, windows deeper than
-    // a launch's planes) run on the CPU only.
+    // a launch's planes, the masked 3-D filters) run on the CPU only.
     const bool volume = std::any_of(ops.begin(), ops.end(), [](const Operation* op) {
       return op->plane_halo() > 0 || op->projects();
     });
     throw Error(ErrorKind::device,
                 volume ? "--device cuda: a stage of this 3-D pipeline (a 3-D convolution by "
                          "FFT, a window deeper than 129 planes for a z pass or 256 for a rank "
-                         "filter) runs on the CPU only; use --device cpu or auto, or --planes "
-                         "to filter each plane in 2-D"
+                         "filter, a 3-D filter under --nodata) runs on the CPU only; use "
+                         "--device cpu or auto, or --planes to filter each plane in 2-D"
                        : "--device cuda: this operation has no CUDA version; use --device cpu or "
                          "auto");
   }
