@@ -161,6 +161,10 @@ class Operation {
   // A projection along z: one output plane, each band of it given its rows in every plane of the
   // input (CpuBand: in.depth planes, plane_halo 0). The job covers the output's rows.
   virtual bool projects() const { return false; }
+  // Whether the output's samples name things (component labels) rather than measure them: a
+  // reduced-resolution level's 2 x 2 means of such samples would name nothing, so a job refuses
+  // levels for it.
+  virtual bool output_is_labels() const { return false; }
   // Columns of context left and right: an output sample depends on input columns at most this far
   // away, so a band may be cut into tiles across the row (BandPlan::tile_cols), each filtered as
   // an image of its own with this many extra columns on each cut side. None: the kernels need

@@ -179,6 +179,11 @@ void Job::start(const std::vector<const Operation*>& ops) {
   }
   if (writer && options_.output.empty())
     throw Error(ErrorKind::usage, "operation '" + writer->describe() + "' needs an output");
+  if (writer && writer->output_is_labels() && options_.sink.pyramid_levels != 0)
+    throw Error(ErrorKind::usage,
+                "labels take no reduced-resolution levels (--pyramid, --levels, a COG's "
+                "overviews): the 2 x 2 means of labels name no component; write level 0 alone "
+                "(--levels 0 with --cog)");
 
   // The rows of this job.
   // The output's rows (a projection's: one plane of the input's), else the input's.

@@ -209,6 +209,17 @@ class LabelCheck(LabelCase):
         refused([OOCRUN, self.p("in.npy"), out, "label ! gaussian sigma=1"], ["last stage"])
         np.save(self.p("rgb.npy"), np.zeros((8, 9, 3), np.uint8))
         refused([OOCLABEL, self.p("rgb.npy"), out], ["one channel"])
+        # Reduced-resolution levels of labels (2 x 2 means would name no component), from either
+        # tool, before any output is made; a COG without overviews is written.
+        for name, extra in (("l.zarr", ["--pyramid"]), ("l.tif", ["--levels", "2"]),
+                            ("l.tif", ["--cog"])):
+            for argv in ([OOCLABEL, self.p("in.npy"), self.p(name)],
+                         [OOCRUN, self.p("in.npy"), self.p(name), "label"]):
+                r = self.run_tool(argv + extra, code=2)
+                self.assertIn("labels take no reduced-resolution levels", r.stderr)
+                self.assertFalse(os.path.exists(self.p(name)), argv + extra)
+        self.run_tool([OOCLABEL, self.p("in.npy"), self.p("l.tif"), "--cog", "--levels", "0"])
+        self.assertTrue(os.path.exists(self.p("l.tif")))
 
     def test_09_regions_and_min_size(self):
         # The regions table against skimage.measure.regionprops_table's definitions (label, area,

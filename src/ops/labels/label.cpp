@@ -496,6 +496,7 @@ class LabelOpBase : public Operation {
     return fit_rows(rows, s_->in.width);
   }
   bool has_cuda() const override { return kCudaBuilt; }
+  bool output_is_labels() const override { return true; }
   // Both number a band's components alike (the GPU's partial says which labelled it): the CPU
   // may take the first bands while CUDA starts.
   bool cpu_gives_cuda_bits() const override { return true; }

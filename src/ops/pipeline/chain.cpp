@@ -331,6 +331,7 @@ class Chain final : public Operation {
   std::int64_t halo() const override { return g_.halo(); }
   std::int64_t plane_halo() const override { return g_.plane_halo(); }
   bool projects() const override { return g_.projects(); }
+  bool output_is_labels() const override { return last().output_is_labels(); }
   BorderMode border() const override { return g_.border; }
   std::size_t partial_bytes() const override { return last().partial_bytes(); }
   void merge(const std::byte* partial, const Band& band) override {
