@@ -628,8 +628,6 @@ class Apply final : public LabelOpBase {
 
 namespace detail {
 
-namespace {}  // namespace
-
 std::vector<StageEntry> label_stages() {
   StageEntry e{
       {"label",
@@ -675,19 +673,11 @@ std::vector<StageEntry> label_stages() {
         if (type != "u32" && type != "u64" && type != "auto")
           throw Error(ErrorKind::usage, c.args.at() + ": label-type=" + type +
                                             " is not a label type: use u32, u64 or auto");
-        int conn = three_d ? 6 : 4;
-        if (c.args.has("connectivity")) conn = static_cast<int>(c.args.integer("connectivity"));
-        // An image is a volume of one plane: a 3-D structure's plane (a (1, y, x) array).
-        if (!c.in.volume() && (conn == 6 || conn == 18 || conn == 26)) conn = conn == 6 ? 4 : 8;
-        const bool ok =
-            three_d ? (conn == 6 || conn == 18 || conn == 26) : (conn == 4 || conn == 8);
-        if (!ok)
-          throw Error(ErrorKind::usage,
-                      c.args.at() + ": connectivity=" + std::to_string(conn) + " on " +
-                          (three_d ? std::string("a volume must be 6, 18 or 26 (4 or 8 label "
-                                                 "each plane apart under --planes)")
-                                   : std::string(c.in.volume() ? "a volume's planes" : "an image") +
-                                         " must be 4 or 8"));
+        const int conn = detail::label_connectivity(
+            c.args.has("connectivity")
+                ? std::optional<int>(static_cast<int>(c.args.integer("connectivity")))
+                : std::nullopt,
+            c.in, three_d, c.args.at());
         if (c.in.width > std::numeric_limits<std::uint32_t>::max())
           throw Error(ErrorKind::usage, c.args.at() + ": rows wider than 2^32 samples");
         const std::size_t budget = c.options.mem_limit ? c.options.mem_limit : default_mem_limit();

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "ooc/error.hpp"
 #include "ooc/image.hpp"
 
 namespace ooc::detail {
@@ -50,6 +53,24 @@ struct Connectivity {
     if (c == 26) before = {{-1, true}, {0, true}, {1, true}};
   }
 };
+
+// The connectivity the label stage `at` takes: `given`, or scipy's default (4, 6 in 3-D). An
+// image is a volume of one plane: a 3-D structure's plane (a (1, y, x) array) is its 4 or 8.
+// `three_d`: a volume labelled in 3-D (not plane by plane under --planes).
+inline int label_connectivity(std::optional<int> given, const ImageSpec& in, bool three_d,
+                              const std::string& at) {
+  int conn = given.value_or(three_d ? 6 : 4);
+  if (!in.volume() && (conn == 6 || conn == 18 || conn == 26)) conn = conn == 6 ? 4 : 8;
+  const bool ok = three_d ? (conn == 6 || conn == 18 || conn == 26) : (conn == 4 || conn == 8);
+  if (!ok)
+    throw Error(ErrorKind::usage,
+                at + ": connectivity=" + std::to_string(conn) + " on " +
+                    (three_d ? std::string("a volume must be 6, 18 or 26 (4 or 8 label each "
+                                           "plane apart under --planes)")
+                             : std::string(in.volume() ? "a volume's planes" : "an image") +
+                                   " must be 4 or 8"));
+  return conn;
+}
 
 // The most components an image of `in` can have: one every other sample where neighbours share
 // a face (4, 6; 18 too, a bound), one a 2 x 2 (x 2) block where corners touch (8, 26); with
