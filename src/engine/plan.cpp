@@ -170,14 +170,17 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   const bool border_wraps = std::any_of(
       ops.begin(), ops.end(), [](const Operation* op) { return op->border() == BorderMode::wrap; });
 
+  // A volume's GPU bands may walk in slabs (below) where the sink takes rows in any order and the
+  // job covers whole planes.
+  const bool gpu_slabs = backend.cuda && plan.plane_halo > 0 && !projects &&
+                         plan.partial_bytes == 0 && sink && sink->any_order() &&
+                         plan.row_begin % P == 0 && plan.row_end % P == 0;
   // A volume on one GPU walked so that each band takes the 2R other planes of its window from the
-  // band before, on the device (whole-plane bands, or slabs: below), pins one plane's rows a
-  // slot, not the window's: the window's ring took the whole limit for 2R + 1 times the rows a
-  // band copies, and pinning it held up the start. The rare band that takes none (a slab's first)
+  // band before, on the device (whole-plane bands, or slabs), pins one plane's rows a slot, not
+  // the window's: the window's ring took the whole limit for 2R + 1 times the rows a band
+  // copies, and pinning it held up the start. The rare band that takes none (a slab's first)
   // copies its window in pieces (CudaSlot::start).
-  const bool host_one_plane = backend.cuda && gpus == 1 && plan.plane_halo > 0 && !projects &&
-                              plan.partial_bytes == 0 && sink && sink->any_order() &&
-                              plan.row_begin % P == 0 && plan.row_end % P == 0 && span / P > 1;
+  const bool host_one_plane = gpu_slabs && gpus == 1 && span / P > 1;
   const std::int64_t planes_host = host_one_plane ? 1 : planes_gpu;
   plan.host_planes = host_one_plane ? 1 : 0;
 
@@ -471,8 +474,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     // plane's rows and takes the 2R others from it on the device, however tall the bands. Only
     // where the sink takes rows in any order: the GPU's slots hold no slab to gather. A slab's
     // first bands copy their whole window: slabs of up to 32 windows copy 1 + 1/16 of the rows.
-    if (backend.cuda && plan.plane_halo > 0 && !projects && sink && sink->any_order() &&
-        plan.partial_bytes == 0 && plan.row_begin % P == 0 && plan.row_end % P == 0) {
+    if (gpu_slabs) {
       const std::int64_t per_plane = (P + rows - 1) / rows, planes = span / P;
       const std::int64_t slab = std::min(planes, 32 * (2 * plan.plane_halo + 1));
       if (per_plane > 1 && slab > 1 && (host_one_plane || slab * per_plane >= plan.slots))
