@@ -22,8 +22,9 @@ class Skip(Exception):
 
 
 class Timing:
-    def __init__(self, wall, rss=0, out="", err=""):
-        self.wall, self.rss, self.out, self.err = wall, rss, out, err
+    def __init__(self, wall, rss=0, out="", err="", cpu=None):
+        # cpu: the child's user + system seconds (rusage, finer than /usr/bin/time's 10 ms)
+        self.wall, self.rss, self.out, self.err, self.cpu = wall, rss, out, err, cpu
 
 
 class Bench:
@@ -87,7 +88,7 @@ class Bench:
             o, e = out.read(), err.read()
         if rc != 0 and check:
             raise RuntimeError(f"{cmd if shell else shlex.join(cmd)} failed ({rc}): {e[-600:]}")
-        return Timing(wall, usage.ru_maxrss * 1024, o, e)
+        return Timing(wall, usage.ru_maxrss * 1024, o, e, usage.ru_utime + usage.ru_stime)
 
     def drop_caches(self):
         try:
