@@ -291,6 +291,26 @@ class Nodata(NodataCase):
                     want = ranked(x, ND, (h, w), lambda n: n // 2, mode)
                     self.same(got, want, ND, f"median {h}x{w} {mode} holes {frac}", rtol=0, atol=0)
 
+    def test_median_one_pass_every_width(self):
+        """The 3 x 3 and 5 x 5 float medians filter a row in one pass (vector lanes inside the
+        row, the windows at its ends through the border rule): widths around the lanes' and the
+        window's, holes as the value and as NaN, every border, odd band heights, against the
+        NumPy reference."""
+        for W in (7, 9, 10, 11, 12, 13, 14, 15, 17, 23, 41):
+            x = rng.uniform(-50, 50, (23, W)).astype(np.float32)
+            x[rng.random(x.shape) < 0.2] = ND
+            x[rng.random(x.shape) < 0.05] = np.nan
+            x[:, W // 2] = ND  # a column of holes: every window beside it has one
+            for n in (3, 5):
+                for mode in MODES:
+                    for nd in ("-9999", "nan"):
+                        y = np.where(x == ND, np.nan, x) if nd == "nan" else x
+                        got = self.oocrun(y, f"median size={n}", "--border", mode, "--border-value",
+                                          "7", "--band-rows", "5", nodata=nd)
+                        want = ranked(y, float(nd), (n, n), lambda c: c // 2, mode, 7.0)
+                        self.same(got, want, float(nd), f"median {n} W {W} {mode} nodata {nd}",
+                                  rtol=0, atol=0)
+
     def test_opening_and_closing(self):
         x = image()
         for mode in MODES:

@@ -92,6 +92,21 @@ float kth_smallest_f32(float* v, std::int64_t n, std::int64_t k);
 std::int64_t median_lanes();
 void median_f32(int n, const float* const* rows, const std::uint8_t* const* holes, float* out);
 
+// Outputs [x0, x1) of one row of the masked n x n median (n 3 or 5, float), x1 - x0 >= the lanes,
+// every window inside the rows: rows[i] is window row i's image column 0. Holes (NaN, or nd unless
+// nan_only) are found from the values as they are loaded; own holes take `fill`.
+void median_row_f32(int n, const float* const* rows, std::int64_t x0, std::int64_t x1,
+                    bool nan_only, float nd, float fill, float* out);
+
+// Whether the masked 3 x 3 and 5 x 5 float medians of one channel take this band in one pass
+// (rank_band computes every output; the unmasked kernel need not run first): the windows hold
+// every sample and are centred, and a row holds the lanes and both window edges.
+inline bool rank_band_fused(const RankArgs& a) {
+  return a.type == SampleType::f32 && a.channels == 1 && !a.mask && a.h == a.w &&
+         (a.h == 3 || a.h == 5) && a.top == a.h / 2 && a.left == a.w / 2 && a.count == a.h * a.w &&
+         a.rank == a.count / 2 && a.width >= median_lanes() + a.w;
+}
+
 template <class V>
 V kth_smallest(V* v, std::int64_t n, std::int64_t k) {
   if constexpr (std::is_same_v<V, float>) {
@@ -105,7 +120,11 @@ V kth_smallest(V* v, std::int64_t n, std::int64_t k) {
 // The output already holds the unmasked kernel's filter of every sample (its sample is the
 // masked one wherever a window has no hole): only outputs whose window's rectangle holds a hole
 // are computed again, found by sliding counts of holes down and across a map of the band's holes
-// (through the border rule along x). Rows in blocks over TBB threads.
+// (through the border rule along x). Rows in blocks over TBB threads. Where rank_band_fused, no
+// unmasked output is there: each row's inner windows go through median_row_f32 in one pass over
+// the samples (a second pass over a band that no longer fits the cache cost more than the
+// filter), and only the outputs whose window meets the row's ends or the constant border's rows
+// through the map, which then holds only the columns those read unless such a row is there.
 template <class T>
 void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
   const int C = a.channels;
@@ -116,6 +135,12 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
   const bool has_value = !std::isnan(a.nodata) && holds<T>(a.nodata);
   const T value = has_value ? static_cast<T>(a.nodata) : T{};
   map.resize(static_cast<std::size_t>(in_rows * PS));
+  const bool fused = rank_band_fused(a);
+  bool every_row = true;  // no row of the constant border
+  for (std::int64_t r = 0; r < in_rows; ++r) every_row = every_row && a.rows[r] != nullptr;
+  // Fused with every row there: the map's columns the edge windows read (3 reach: a window at
+  // column reach - 1 reads up to 2 reach - 1, its own sample included).
+  const std::int64_t edge = fused && every_row ? std::min(W, 3 * reach) : W;
   tbb::parallel_for(std::int64_t{0}, in_rows, [&](std::int64_t r) {
     std::uint8_t* m = map.data() + r * PS;
     const T* src = reinterpret_cast<const T*>(a.rows[r]);
@@ -131,13 +156,17 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
         std::uint8_t* mo = m + reach * C;
         const T nd = value;
         const bool hv = has_value;
-        const std::int64_t count = W * C;
-        for (std::int64_t i = 0; i < count; ++i) {
-          const T v = src[i];
-          bool h = hv & (v == nd);
-          if constexpr (std::is_floating_point_v<T>) h = h | (v != v);
-          mo[i] = h;
-        }
+        const auto run = [&](std::int64_t i0, std::int64_t i1) {
+          for (std::int64_t i = i0; i < i1; ++i) {
+            const T v = src[i];
+            bool h = hv & (v == nd);
+            if constexpr (std::is_floating_point_v<T>) h = h | (v != v);
+            mo[i] = h;
+          }
+        };
+        const std::int64_t count = W * C, head = edge * C;
+        run(0, head);
+        run(std::max(head, count - head), count);
         p = W + reach - 1;
         continue;
       }
@@ -190,7 +219,9 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
     const std::int64_t y0 = blk * kBlock, y1 = std::min(a.out_rows, y0 + kBlock);
     for (std::int64_t y = y0; y < y1; ++y) {
       const std::int64_t top = y + a.halo - a.top;  // the window's first row
-      if (ored) {
+      if (fused) {
+        // No hole map to slide: every output is computed below.
+      } else if (ored) {
         // One channel, a small window: the window's rows of the map ORed, then its columns. On
         // locals: the byte stores may alias anything, which would be read again each time.
         std::uint8_t* const any = anyrow.data();
@@ -284,7 +315,20 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
         o[x * C + c] = store<T>(kth_smallest(win.data(), n, k));
         return x;
       };
-      if (ored) {
+      if (fused) {
+        const std::int64_t x1 = W - (a.w - 1 - a.left);
+        std::int64_t x = 0;
+        if (inner) {
+          const float* fr[5];
+          for (std::int64_t i = 0; i < a.h; ++i) fr[i] = reinterpret_cast<const float*>(src_at[i]);
+          median_row_f32(static_cast<int>(a.h), fr, a.left, x1,
+                         std::is_same_v<T, float> && !has_value, static_cast<float>(value),
+                         static_cast<float>(fill_value), reinterpret_cast<float*>(o));
+          for (; x < a.left; ++x) redo(x, 0);
+          x = x1;
+        }
+        for (; x < W; ++x) redo(x, 0);
+      } else if (ored) {
         const std::uint8_t* wa = wany.data();
         for (std::int64_t x = 0; x < W; ++x)
           if (wa[x]) x = redo(x, 0);

@@ -8,6 +8,9 @@
 // samples, and a window without holes gives the unmasked filter's sample.
 #include <cstdint>
 #include <cstring>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 #include <limits>
 #include <utility>
 
@@ -54,7 +57,78 @@ void lanes(const float* const* rows, const std::uint8_t* const* holes, float* ou
   *reinterpret_cast<Vu*>(out) = v[N == 5 ? 12 : 4];
 }
 
+// The hole test of a vector of samples: -1 where NaN, or (unless NanOnly) equal to nd.
+template <bool NanOnly>
+[[gnu::always_inline]] inline I holes_of(V x, V nd) {
+  if constexpr (NanOnly) {
+    return x != x;
+  } else {
+#if defined(__AVX__)
+    return (I)_mm256_cmp_ps((__m256)x, (__m256)nd, _CMP_EQ_UQ);  // equal, or NaN: one compare
+#else
+    return (x != x) | (x == nd);
+#endif
+  }
+}
+
+// Outputs [x, x + kL) of one row: every window's samples loaded once, their holes found from the
+// values; a window without holes goes through the network as the unmasked filter's does (the
+// same sample), one with holes as lanes() substitutes them (-inf, +inf in turn, wire order).
+template <int N, bool NanOnly>
+[[gnu::always_inline]] inline void row_lanes(const float* const* rows, std::int64_t x, V nd, V fill,
+                                             float* out) {
+  constexpr int h = N / 2;
+  V v[N * N];
+  I hm[N * N];
+  I any{};
+#pragma GCC unroll 5
+  for (int i = 0; i < N; ++i)
+#pragma GCC unroll 5
+    for (int j = 0; j < N; ++j) {
+      v[i * N + j] = *reinterpret_cast<const Vu*>(rows[i] + x - h + j);
+      hm[i * N + j] = holes_of<NanOnly>(v[i * N + j], nd);
+      any |= hm[i * N + j];
+    }
+  bool clean = true;
+  for (int l = 0; l < kL; ++l) clean = clean && any[l] == 0;
+  if (clean) {
+    kernels::median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
+    *reinterpret_cast<Vu*>(out + x) = v[N * N / 2];
+    return;
+  }
+  const I own = hm[N * N / 2];
+  const V lo = V{} - std::numeric_limits<float>::infinity();
+  const V hi = V{} + std::numeric_limits<float>::infinity();
+  I seen{};
+#pragma GCC unroll 25
+  for (int k = 0; k < N * N; ++k) {
+    v[k] = hm[k] ? ((seen & 1) == 0 ? lo : hi) : v[k];
+    seen -= hm[k];
+  }
+  kernels::median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
+  *reinterpret_cast<Vu*>(out + x) = own ? fill : v[N * N / 2];
+}
+
+template <int N, bool NanOnly>
+void row(const float* const* rows, std::int64_t x0, std::int64_t x1, float nd, float fill,
+         float* out) {
+  const V ndv = V{} + nd, fv = V{} + fill;
+  std::int64_t x = x0;
+  for (; x + kL <= x1; x += kL) row_lanes<N, NanOnly>(rows, x, ndv, fv, out);
+  if (x < x1) row_lanes<N, NanOnly>(rows, x1 - kL, ndv, fv, out);  // overlaps: the same values
+}
+
 }  // namespace
+
+void masked_median_row_f32(int n, const float* const* rows, std::int64_t x0, std::int64_t x1,
+                           bool nan_only, float nd, float fill, float* out) {
+  if (n == 5)
+    nan_only ? row<5, true>(rows, x0, x1, nd, fill, out)
+             : row<5, false>(rows, x0, x1, nd, fill, out);
+  else
+    nan_only ? row<3, true>(rows, x0, x1, nd, fill, out)
+             : row<3, false>(rows, x0, x1, nd, fill, out);
+}
 
 std::int64_t masked_median_lanes() {
   return kernels::kLanes25<float>;

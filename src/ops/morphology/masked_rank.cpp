@@ -22,7 +22,8 @@ namespace ooc::detail {
 namespace {
 
 // The unmasked filter's kernel first (its sample is the masked one's wherever a window has no
-// hole), then the windows with holes again over their valid samples.
+// hole), then the windows with holes again over their valid samples; the 3 x 3 and 5 x 5 float
+// medians in one pass instead (kernels::masked::rank_band_fused).
 class MaskedRankKernel final : public CpuKernel {
  public:
   MaskedRankKernel(const kernels::masked::RankArgs& a, std::shared_ptr<const MaskedWindow> w,
@@ -31,7 +32,6 @@ class MaskedRankKernel final : public CpuKernel {
   void start(int slot) override { fast_->start(slot); }
   void stop(int slot) override { fast_->stop(slot); }
   void run(const CpuBand& b) override {
-    fast_->run(b);
     kernels::masked::RankArgs a = base_;
     a.mask = w_->mask.empty() ? nullptr : w_->mask.data();
     a.rows = b.rows;
@@ -40,6 +40,7 @@ class MaskedRankKernel final : public CpuKernel {
     a.width = b.in.width;
     a.out = b.out.data;
     a.out_stride = b.out.row_stride;
+    if (!kernels::masked::rank_band_fused(a)) fast_->run(b);  // else one pass does every output
     auto map = pool_.take();
     kernels::masked::rank_band(a, *map);
   }
