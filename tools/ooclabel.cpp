@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
     spec.reductions_in_parts = parts;
     spec.name = "ooclabel";
     spec.options = jo;
-    // Journaled as oocrun's outputs: a stop in the first pass resumes (from the start); one in
-    // the second is refused (the table is not saved), naming a run without --resume.
+    // Journaled as oocrun's outputs: a stop in the first pass resumes from the start; one in the
+    // second at its band, from the table the first pass saved beside the output's temporary.
     spec.options.journal = true;
     spec.stages = {call};
     spec.settings.planes = planes;

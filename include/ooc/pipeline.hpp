@@ -159,9 +159,12 @@ class PipelinePlan {
   // After pass i (not the last): `sum` adds its reductions (histogram counts) over the processes
   // of a run in parts (MPI), in place; then the next pass is prepared.
   void end_pass(int i, const std::function<void(std::vector<std::uint64_t>&)>& sum = {});
-  // Prepares the next pass from pass i's reductions as histogram(i) had them (summed), instead
-  // of running pass i: a resumed run takes them from the interrupted one.
-  void restore_pass(int i, std::vector<std::uint64_t> counts);
+  // What a resumed run needs of pass i's reductions, once end_pass(i) ran: histogram(i)'s counts,
+  // or a stage's words (label's, its table saved to files named from `path`); empty: none.
+  std::vector<std::uint64_t> reduced_state(int i, const std::string& path) const;
+  // Prepares the next pass from what reduced_state(i, path) gave, instead of running pass i: a
+  // resumed run takes it from the interrupted one.
+  void restore_pass(int i, std::vector<std::uint64_t> counts, const std::string& path = {});
   // The histogram of pass i's equalize, summed over the processes, once end_pass(i) ran; null for
   // a pass without one. counts[c * bins + v]: samples of channel c with value v.
   struct Histogram {

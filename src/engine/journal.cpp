@@ -187,8 +187,16 @@ std::vector<std::string> journal_paths(const std::string& temporary) {
   return paths;
 }
 
+// TEMP.pass-I, a part's TEMP.pass-I.rows-A, and what a stage saved beside them (label's table).
 void remove_states(const std::string& temporary) {
-  for (int i = 0; i < 8; ++i) ::unlink((temporary + ".pass-" + std::to_string(i)).c_str());
+  const fs::path tp(temporary);
+  const fs::path dir = tp.has_parent_path() ? tp.parent_path() : fs::path(".");
+  const std::string stem = tp.filename().string() + ".pass-";
+  std::error_code ec;
+  std::vector<fs::path> states;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().filename().string().rfind(stem, 0) == 0) states.push_back(entry.path());
+  for (const fs::path& p : states) fs::remove(p, ec);
 }
 
 std::string manifest_path(const std::string& temporary) {

@@ -121,6 +121,10 @@ struct BuiltStage {
   std::function<void(const std::function<void(std::vector<std::uint64_t>&)>&)> end_reduce;
   // Label's count of components once the reduction ended (the job's result, --stats json).
   std::function<std::uint64_t()> components;
+  // For a resume in the next pass: what end_reduce made, saved (files named from the path; the
+  // words returned go to the job's state file) and restored instead of running the reduction.
+  std::function<std::vector<std::uint64_t>(const std::string&)> save_reduce;
+  std::function<void(const std::vector<std::uint64_t>&, const std::string&)> restore_reduce;
 };
 
 struct StageEntry {

@@ -70,7 +70,8 @@ class LabelCase(unittest.TestCase):
 
     def stop_in_second_pass(self, argv, journal):
         """Runs argv (-q added) and stops it by SIGTERM once `journal` shows rows written (the
-        second pass: the first writes none); it must exit 75. Skips where the run ends first."""
+        second pass: the first writes none); it must exit 75 (its stderr returned). Skips where
+        the run ends first."""
         proc = subprocess.Popen(argv + ["-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         deadline = time.monotonic() + 60
@@ -88,6 +89,7 @@ class LabelCase(unittest.TestCase):
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 75, err)
+        return err
 
     def mpirun(self):
         """OpenMPI's mpirun and an environment that lets it run here (as root, more ranks than

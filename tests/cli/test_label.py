@@ -8,9 +8,9 @@ that merge late, --planes, a poisoned output replaced, the refusals (too many co
 oocrun's label in parts, wrong connectivity, several channels, stages after label) exiting 2 with
 nothing written, and --regions (skimage.measure.regionprops_table's columns) and --min-size,
 with --intensity (intensity_mean/_min/_max against skimage, the sum and deviation against
-scipy.ndimage), the count as the job's result (--stats json "components"), a resume after
-SIGTERM in the second pass refused naming the way on, MPI ranks giving one
-process's bytes (images, --planes volumes and volumes in 3-D).
+scipy.ndimage), the count as the job's result (--stats json "components"), MPI ranks giving one
+process's bytes (images, --planes volumes and volumes in 3-D). A resume after SIGTERM in the
+second pass: test_label_resume.py.
 
 Usage: test_label.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import json
@@ -355,25 +355,6 @@ class LabelCheck(LabelCase):
             if tool == [OOCLABEL]:
                 self.assertIn("ooclabel: %d components" % count, r.stderr)
             os.remove(out)
-
-    def test_12_resume_refused(self):
-        # A stop in the second pass cannot resume (the first pass's table is not saved):
-        # --resume is refused naming the way on (a run without it), which then gives scipy's
-        # bytes. Tall enough that one row a band takes seconds a pass.
-        a = random_mask((400000, 64), 0.4, np.uint8)
-        np.save(self.p("in.npy"), a)
-        out = self.p("r.raw")
-        base = [OOCLABEL, self.p("in.npy"), out, "--connectivity", "8"]
-        # One row a band, one thread: the journal records rows of the second pass (a second in)
-        # before the signal.
-        self.stop_in_second_pass(base + ["--band-rows", "1", "--threads", "1", "--mem-limit",
-                                         "64M"], out + ".partial.journal")
-        self.assertFalse(os.path.exists(out))
-        r = self.run_tool(base + ["--resume"], code=2)
-        self.assertIn("without --resume", r.stderr)
-        self.run_tool(base)
-        got = np.fromfile(out, np.uint32).reshape(a.shape)
-        self.same(got, scipy_label(a != 0, 8)[0], "after a refused resume")
 
     def test_13_under_a_memory_cgroup(self):
         # Both passes and the table inside --mem-limit: 128 MiB of blobs (32768 components) to

@@ -80,6 +80,7 @@ struct LabelState {
   std::vector<SlotMeasures> slot_measures;
   detail::LabelTable table;
   std::vector<std::uint64_t> band_offset;
+  std::vector<std::uint64_t> band_row;  // each band's first stacked row: pass 2 finds it by this
   std::uint64_t next = 0;
   std::int64_t first_row = 0, merged_rows = 0;  // the stacked rows merged
   RowRuns cur, prev;
@@ -187,12 +188,66 @@ struct LabelState {
     });
   }
 
-  // Pass 2 on the GPU: band `i`'s slice of the table, as the labels' type, into `to` (of
+  // Pass 2: pass 1's band of the same rows (by its first row: a resumed run numbers its bands
+  // from where it goes on), which must be one (its local numbers are that band's).
+  std::size_t band_of(const Band& b) const {
+    const auto y = static_cast<std::uint64_t>(b.stacked_y0);
+    const auto it = std::lower_bound(band_row.begin(), band_row.end(), y);
+    const auto i = static_cast<std::size_t>(it - band_row.begin());
+    const std::uint64_t end = i + 1 < band_row.size()
+                                  ? band_row[i + 1]
+                                  : static_cast<std::uint64_t>(first_row + merged_rows);
+    if (!finished || it == band_row.end() || *it != y ||
+        end != y + static_cast<std::uint64_t>(b.rows))
+      throw Error(ErrorKind::usage,
+                  "label: rows " + std::to_string(y) + ":" + std::to_string(y + b.rows) +
+                      " are not one of the first pass's bands (a resumed run planned other "
+                      "bands: other --band-rows, --mem-limit or device); run with the "
+                      "interrupted run's options, or without --resume");
+    return i;
+  }
+
+  // For a resume in pass 2 (after finish): the table, the bands' offsets and first rows to
+  // `path`.table, and the words the job's state file keeps.
+  std::vector<std::uint64_t> save(const std::string& path) {
+    const std::uint64_t bands = band_offset.size();
+    const std::uint64_t check = detail::save_words(
+        path + ".table",
+        {{table.data(), next}, {band_offset.data(), bands}, {band_row.data(), bands}});
+    return {kStateMagic,
+            next,
+            bands,
+            count,
+            wide ? 1u : 0u,
+            static_cast<std::uint64_t>(first_row),
+            static_cast<std::uint64_t>(merged_rows),
+            check};
+  }
+  void restore(const std::vector<std::uint64_t>& w, const std::string& path) {
+    if (w.size() != 8 || w[0] != kStateMagic || w[4] != (wide ? 1u : 0u))
+      throw Error(ErrorKind::input, "'" + path + "' is not this label stage's saved state: " +
+                                        "remove it and run without --resume");
+    next = w[1];
+    table.resize(next);
+    band_offset.resize(w[2]);
+    band_row.resize(w[2]);
+    if (!detail::load_words(
+            path + ".table",
+            {{table.data(), next}, {band_offset.data(), w[2]}, {band_row.data(), w[2]}}, w[7]))
+      throw Error(ErrorKind::input, "'" + path + ".table' is missing or damaged: run without " +
+                                        "--resume (the first pass again)");
+    count = w[3];
+    first_row = static_cast<std::int64_t>(w[5]);
+    merged_rows = static_cast<std::int64_t>(w[6]);
+    release();
+  }
+  static constexpr std::uint64_t kStateMagic = 0x6f6f636c61626c31ULL;  // "ooclabl1"
+
+  // Pass 2 on the GPU: band b's slice of the table, as the labels' type, into `to` (of
   // `capacity` entries).
-  std::uint64_t table_slice(std::int64_t i, void* to, std::uint64_t capacity) const {
-    const auto u = static_cast<std::size_t>(i);
-    if (!finished || u >= band_offset.size())
-      throw Error(ErrorKind::usage, "label: band " + std::to_string(i) + " was not in pass 1");
+  std::uint64_t table_slice(const Band& b, void* to, std::uint64_t capacity) const {
+    const std::size_t u = band_of(b);
+    const auto i = b.index;
     const std::uint64_t off = band_offset[u];
     const std::uint64_t end = u + 1 < band_offset.size() ? band_offset[u + 1] : next;
     if (!to) return end - off;
@@ -215,6 +270,7 @@ struct LabelState {
       not_in_parts();
     const std::uint64_t off = next;
     band_offset.push_back(off);
+    band_row.push_back(static_cast<std::uint64_t>(band.stacked_y0));
     next += b.count;
     table.resize(next);
     std::uint64_t* t = table.data();
@@ -591,9 +647,7 @@ class ApplyCpu final : public CpuKernel {
     const LabelState& s = *s_;
     BandRuns& r = runs_.at(static_cast<std::size_t>(b.slot));
     label_band(b, r, s.conn.diagonal);
-    const auto i = static_cast<std::size_t>(b.band.index);
-    if (!s.finished || i >= s.band_offset.size())
-      throw Error(ErrorKind::usage, "label: band " + std::to_string(i) + " was not in pass 1");
+    const std::size_t i = s.band_of(b.band);
     const std::uint64_t off = s.band_offset[i];
     const std::uint64_t end = i + 1 < s.band_offset.size() ? s.band_offset[i + 1] : s.next;
     if (end - off != r.count)
@@ -696,13 +750,17 @@ std::vector<StageEntry> label_stages() {
         s->cuda->all_rows = s->conn.across || s->measure;
         s->cuda->wide = s->wide;
         LabelState* state = s.get();  // owns the shared part: no cycle
-        s->cuda->table_slice = [state](std::int64_t i, void* to, std::uint64_t n) {
-          return state->table_slice(i, to, n);
+        s->cuda->table_slice = [state](const Band& band, void* to, std::uint64_t n) {
+          return state->table_slice(band, to, n);
         };
         BuiltStage b(std::make_unique<Apply>(s));
         b.reduce = std::make_unique<Scan>(s);
         b.end_reduce = [s](const detail::LabelSumFn& sum) { s->finish(sum); };
         b.components = [s] { return s->count; };
+        b.save_reduce = [s](const std::string& path) { return s->save(path); };
+        b.restore_reduce = [s](const std::vector<std::uint64_t>& w, const std::string& path) {
+          s->restore(w, path);
+        };
         return b;
       }};
   e.decl.reduction = true;

@@ -84,9 +84,9 @@ class ApplyCuda final : public CudaKernel {
                                b.scratch, label_bytes, d_count, stream);
     // The slot's previous slice went in before its band was written: the buffer is free. Sized
     // by the band's count (asked first), not by the most a band can have.
-    const std::uint64_t count = s_->table_slice(b.band.index, nullptr, most);
+    const std::uint64_t count = s_->table_slice(b.band, nullptr, most);
     std::byte* slice = pinned(host_[b.slot], static_cast<std::size_t>(count + 1) * entry);
-    const std::uint64_t n = s_->table_slice(b.band.index, slice, count);
+    const std::uint64_t n = s_->table_slice(b.band, slice, count);
     if (n > 0)
       OOC_CUDA_TRY(cudaMemcpyAsync(d_table, slice, static_cast<std::size_t>(n) * entry,
                                    cudaMemcpyHostToDevice, stream));

@@ -32,10 +32,10 @@ struct LabelCudaShared {
   bool diagonal = false;
   bool all_rows = false;
   bool wide = false;  // u64 labels (else u32)
-  // Pass 2: writes band `band`'s slice of the merged table (its provisional labels' final numbers,
+  // Pass 2: writes `band`'s slice of the merged table (its provisional labels' final numbers,
   // u32 or u64 entries as `wide`) to `to`, which holds `capacity` entries, and returns its length
   // (only that, where `to` is null).
-  std::function<std::uint64_t(std::int64_t band, void* to, std::uint64_t capacity)> table_slice;
+  std::function<std::uint64_t(const Band& band, void* to, std::uint64_t capacity)> table_slice;
 
   void set(int slot, const LabelCudaRows& r) {
     std::lock_guard<std::mutex> lock(m_);

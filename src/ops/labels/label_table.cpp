@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -93,6 +94,58 @@ void LabelTable::resize(std::uint64_t n) {
   }
   capacity_ = want;
   size_ = n;
+}
+
+namespace {
+
+// FNV-1a over the words, a word at a time: a damaged or foreign file, not an adversary.
+std::uint64_t mix(std::uint64_t h, const std::uint64_t* w, std::uint64_t n) {
+  for (std::uint64_t i = 0; i < n; ++i) h = (h ^ w[i]) * 0x100000001b3ULL;
+  return h;
+}
+constexpr std::uint64_t kSeed = 0xcbf29ce484222325ULL;
+constexpr std::uint64_t kChunk = std::uint64_t{1} << 20;  // words a read or write
+
+}  // namespace
+
+std::uint64_t save_words(const std::string& path, const std::vector<Words>& arrays) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw Error(ErrorKind::io, system_message("cannot write", tmp, errno));
+  std::uint64_t h = kSeed;
+  bool ok = true;
+  for (const Words& a : arrays) {
+    h = mix(h, a.first, a.second);
+    ok = ok && std::fwrite(a.first, sizeof(std::uint64_t), a.second, f) == a.second;
+  }
+  ok = std::fflush(f) == 0 && ok;
+  const int err = errno;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = ok ? errno : err;
+    ::unlink(tmp.c_str());
+    throw Error(ErrorKind::io,
+                system_message("cannot write the label table for a resume", path, e) +
+                    ": free some space beside the output");
+  }
+  return h;
+}
+
+bool load_words(const std::string& path, const std::vector<Words>& arrays, std::uint64_t check) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  std::uint64_t h = kSeed;
+  bool ok = true;
+  for (const Words& a : arrays)
+    for (std::uint64_t at = 0; ok && at < a.second; at += kChunk) {
+      const std::uint64_t n = std::min(kChunk, a.second - at);
+      ok = std::fread(a.first + at, sizeof(std::uint64_t), n, f) == n;
+      if (ok) h = mix(h, a.first + at, n);
+    }
+  std::uint64_t extra = 0;
+  ok = ok && std::fread(&extra, 1, 1, f) == 0;
+  std::fclose(f);
+  return ok && h == check;
 }
 
 }  // namespace ooc::detail

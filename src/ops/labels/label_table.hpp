@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ooc::detail {
@@ -35,5 +36,15 @@ class LabelTable {
   std::uint64_t* data_ = nullptr;
   std::uint64_t size_ = 0, capacity_ = 0;
 };
+
+// What pass 2 needs saved for a resume (the table, each band's offset and first row): arrays of
+// 64-bit words one after the other in `path`, written beside it and renamed into place once
+// whole. save_words returns a checksum of the words, which the caller keeps in the job's state
+// file (written after, so that a state always names a whole file); load_words reads the arrays
+// back into the places given (the sizes saved) and says false where the file is missing, short,
+// longer, or its words differ from the checksum.
+using Words = std::pair<std::uint64_t*, std::uint64_t>;
+std::uint64_t save_words(const std::string& path, const std::vector<Words>& arrays);
+bool load_words(const std::string& path, const std::vector<Words>& arrays, std::uint64_t check);
 
 }  // namespace ooc::detail

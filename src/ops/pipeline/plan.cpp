@@ -26,6 +26,8 @@ struct PipelinePlan::Impl {
     Operation* reduce = nullptr;  // another reduction (label), and what readies `op` after it
     std::function<void(const std::function<void(std::vector<std::uint64_t>&)>&)> end_reduce = {};
     std::function<std::uint64_t()> components = {};
+    std::function<std::vector<std::uint64_t>(const std::string&)> save_reduce = {};
+    std::function<void(const std::vector<std::uint64_t>&, const std::string&)> restore_reduce = {};
     Operation* reduction() const { return histogram ? histogram : reduce; }
   };
   std::vector<Stage> stages;
@@ -60,6 +62,8 @@ struct PipelinePlan::Impl {
     if (b.reduce) s.reduce = keep(std::move(b.reduce));
     s.end_reduce = std::move(b.end_reduce);
     s.components = std::move(b.components);
+    s.save_reduce = std::move(b.save_reduce);
+    s.restore_reduce = std::move(b.restore_reduce);
     s.op = keep(std::move(b.op));
     return s;
   }
@@ -223,9 +227,18 @@ void PipelinePlan::end_pass(int i, const std::function<void(std::vector<std::uin
                                                s.histogram->channels()};
 }
 
-void PipelinePlan::restore_pass(int i, std::vector<std::uint64_t> counts) {
+std::vector<std::uint64_t> PipelinePlan::reduced_state(int i, const std::string& path) const {
+  const Impl& m = *impl_;
+  const Impl::Stage& s = m.stages.at(m.pass_end.at(static_cast<std::size_t>(i)));
+  if (s.save_reduce) return s.save_reduce(path);
+  const Histogram* h = histogram(i);
+  return h ? h->counts : std::vector<std::uint64_t>{};
+}
+
+void PipelinePlan::restore_pass(int i, std::vector<std::uint64_t> counts, const std::string& path) {
   Impl& m = *impl_;
   const Impl::Stage& s = m.stages.at(m.pass_end.at(static_cast<std::size_t>(i)));
+  if (s.restore_reduce) return s.restore_reduce(counts, path);
   if (!s.histogram) return;
   if (counts.size() != s.histogram->counts().size())
     throw Error(ErrorKind::input, "the saved histogram has " + std::to_string(counts.size()) +
@@ -276,21 +289,25 @@ RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
   RunStats total;
   for (int i = 0; i < passes; ++i) {
     // A pass whose reductions the interrupted run saved is not run again: its rows may be
-    // written already, and the histogram needs every one of them.
-    const std::string state = i + 1 < passes ? job.state_path("pass-" + std::to_string(i)) : "";
+    // written already, and the histogram needs every one of them. Each part keeps its own
+    // (label's tables differ from part to part).
+    const std::string state =
+        i + 1 < passes ? job.state_path("pass-" + std::to_string(i) +
+                                        (job.is_part() ? ".rows-" + std::to_string(job.row_begin())
+                                                       : std::string()))
+                       : "";
     if (!state.empty() && job.options().resume) {
       if (std::optional<std::vector<std::uint64_t>> saved = job.load_state(state)) {
-        plan.restore_pass(i, std::move(*saved));
+        plan.restore_pass(i, std::move(*saved), state);
         if (each) each->push_back(RunStats{});
         continue;
       }
       if (job.resumed_from() > job.row_begin())
-        // The pass's reduction may be equalize's histogram (saved) or label's table (not yet).
-        throw Error(ErrorKind::usage,
-                    "cannot resume: what the interrupted run's pass " + std::to_string(i + 1) +
-                        " reduced is not saved ('" + state +
-                        "': equalize's histogram is, label's table not yet); run without "
-                        "--resume");
+        throw Error(ErrorKind::usage, "cannot resume: what the interrupted run's pass " +
+                                          std::to_string(i + 1) + " reduced is not saved ('" +
+                                          state +
+                                          "' is missing); run without "
+                                          "--resume");
     }
     const RunStats st = job.run(plan.pass(i), [&](std::int64_t d, std::int64_t) {
       if (progress) progress(i * rows + d, passes * rows);
@@ -312,7 +329,8 @@ RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
     if (i + 1 < passes) {
       plan.end_pass(i, sum);
       if (!state.empty())
-        if (const PipelinePlan::Histogram* h = plan.histogram(i)) job.save_state(state, h->counts);
+        if (std::vector<std::uint64_t> v = plan.reduced_state(i, state); !v.empty())
+          job.save_state(state, v);
     }
   }
   return total;

@@ -69,9 +69,10 @@ def main(doc):
     g = p.add_argument_group("volumes")
     g.add_argument("--volume", help="volumes: the volume DxHxW (default 256x2048x1024)")
     g.add_argument("--no-scipy", action="store_true",
-                   help="volumes: leave scipy out (minutes a run; its times depend on one thread only)")
+                   help="volumes: leave scipy out (minutes a run; its times depend on one thread only); "
+                   "labels on a GPU machine: the GPU's rows alone")
     g.add_argument("--no-cupy", action="store_true",
-                   help="volumes: leave CuPy out (its whole process takes tens of seconds at 16 GiB)")
+                   help="volumes, labels: leave CuPy out (its whole process takes tens of seconds at 16 GiB)")
     g = p.add_argument_group("pipeline")
     g.add_argument("--null", action="store_true", help="outputs to null: (no stage-by-stage or peers)")
     g.add_argument("--chain", help="the oocrun pipeline (default: gaussian sigma=2 ! unsharp sigma=1 "

@@ -9,9 +9,11 @@
 # as they are, and "memory warm", each process first touching and freeing 5 GiB (untimed): on a
 # VM whose free pages go back to the hypervisor (free page reporting), a fresh page costs a host
 # fault to touch (about 2.5 s a GiB here, single-threaded) when it was freed more than a second
-# before, and both peers' 4 GiB outputs pay it or not by chance of timing.
+# before, and both peers' 4 GiB outputs pay it or not by chance of timing. On a GPU machine the
+# GPU's rows come first (labels_gpu.py); --no-scipy then leaves out the in-memory peers.
 import json, os, shlex, statistics, sys
 from ..common import cgroup, cgroup_peak, python_has, rss, walls
+from .labels_gpu import gpu_rows
 
 DRIVER = r"""
 import json, sys, time, numpy as np
@@ -76,6 +78,10 @@ def case_labels(b):
     noise, mask = inputs(b, side)
     nbytes = side * side
     b.warm(noise, mask)
+    if b.gpu:
+        gpu_rows(b, mask, side)
+        if b.a.no_scipy:  # the GPU's rows alone (the in-memory peers take minutes)
+            return
     driver = os.path.join(b.work, "labels_driver.py")
     open(driver, "w").write(DRIVER)
     py = [sys.executable, driver]
