@@ -2,8 +2,9 @@
 #  1. the 1 GiB blob mask labelled as a whole process from its .npy in the page cache: ooclabel
 #     --device cuda / cpu / auto to a .npy (its labels back in host memory, then the page cache),
 #     against CuPy's cupyx.scipy.ndimage.label as a whole process (python3 start, cupy import,
-#     np.load, copy in, label, copy back); the aim: 2x CuPy. Both outputs checked against
-#     scipy.ndimage.label once, untimed.
+#     np.load, copy in, label, copy back); the aim: 2x CuPy. Beside them, where the Python module
+#     was built with the binaries, ooc.label's whole process the same way (labels in host memory,
+#     no file). ooclabel's outputs checked against scipy.ndimage.label once, untimed.
 #  2. a 16 GiB blob mask (16x the first's under --size) (oocgen gaussian-spots, 65536 wide) from the page cache to null:, on the
 #     GPU against the CPU backend's threads; u32 labels (given: the count fits) and auto (u64 at
 #     this size); the aim: the GPU at 0.8x the CPU's throughput or better.
@@ -23,6 +24,19 @@ out = lab.get()
 cp.cuda.runtime.deviceSynchronize()
 t2 = time.perf_counter()
 print(f"import_load_s {t1 - t0:.4f} label_s {t2 - t1:.4f} n {int(n)} dtype {out.dtype}")
+"""
+
+# ooc.label as CuPy's peer is timed: a whole process from python3's start to the labels in host
+# memory (an int32 array), on the device given.
+OOC_LABEL_PY = r"""
+import sys, time
+t0 = time.perf_counter()
+import numpy as np, ooc
+m = np.load(sys.argv[1])
+t1 = time.perf_counter()
+lab, n = ooc.label(m, connectivity=8, device=sys.argv[2], threads=int(sys.argv[3]))
+t2 = time.perf_counter()
+print(f"import_load_s {t1 - t0:.4f} label_s {t2 - t1:.4f} n {int(n)} dtype {lab.dtype}")
 """
 
 CHECK_PY = r"""
@@ -76,6 +90,16 @@ def gpu_rows(b, mask, side):
         tools[f"ooclabel --device {d}, to null:"] = dict(
             cmd=[lab, mask, "null:", "--connectivity", "8", "--device", d, "--threads", T,
                  "--stats", "json", "-q"], capture=True)
+    # The Python module, where it was built beside the binaries (build/python, stage/python).
+    pydir = next((d for d in (os.path.join(b.build, "python"), os.path.join(b.build, "..", "python"))
+                  if os.path.isfile(os.path.join(d, "ooc", "__init__.py"))), None)
+    if pydir:
+        script = os.path.join(b.work, "labels_ooc.py")
+        open(script, "w").write(OOC_LABEL_PY)
+        env = dict(b.env, PYTHONPATH=os.path.abspath(pydir))
+        for d in ("cuda", "cpu"):
+            tools[f"ooc.label device={d} (whole process)"] = dict(
+                cmd=[sys.executable, script, mask, d, T], env=env, capture=True)
     cupy = python_has("cupy") and not b.a.no_cupy
     peer = "cupyx.scipy.ndimage.label (whole process)"
     if cupy:
@@ -100,10 +124,14 @@ def gpu_rows(b, mask, side):
         inner = [t.out.split() for t in res[n] if t.out.startswith("import_load_s")]
         if inner:
             v = inner[-1]
-            note = (f"whole process: python3, import and np.load {float(v[1]):.3f} s, copy in, "
-                    f"label, copy back {float(v[3]):.3f} s (last run); {v[5]} components, {v[7]}")
+            note = (f"whole process: python3, import and np.load {float(v[1]):.3f} s, then the "
+                    f"labels in host memory {float(v[3]):.3f} s (last run); {v[5]} components, "
+                    f"{v[7]}")
         rows.append(b.row("labels-gpu", n, params, nbytes, walls(res[n]), base_name, base,
                           rss(res[n]), verdict if n in checked else "", note))
+
+    b.write("labels-gpu", rows, f"labels on the GPU: a {side}x{side} mask as a whole process "
+            f"against CuPy")
 
     # 16 GiB from the page cache to null:, the GPU against the CPU's threads.
     width = 65536
@@ -122,10 +150,11 @@ def gpu_rows(b, mask, side):
     params = (f"u8 {width}x{height} gaussian-spots mask ({width * height / 2**30:g} GiB, page "
               f"cache) to null:, {T} threads")
     counts = {stats_of(res, n).get("components") for n in tools}
+    rows = []
     for n in tools:
         rows.append(b.row("labels-gpu", n, params, width * height, walls(res[n]), base_name, base,
                           rss(res[n]), "same count" if len(counts) == 1 else "COUNTS DIFFER",
                           "whole process; " + note_of(stats_of(res, n))))
     b.rm(big)
-    b.write("labels-gpu", rows, f"labels on the GPU: a {side}x{side} mask as a whole process "
-            f"against CuPy, and 16 GiB against the CPU's {T} threads")
+    b.write("labels-gpu", rows, f"labels on the GPU: {width * height / 2**30:g} GiB from the page "
+            f"cache against the CPU's {T} threads")
