@@ -189,6 +189,36 @@ class Nodata(NodataCase):
                     want = separable(x, ND, kr, kc, mode, 3.5)
                     self.same(got, want, ND, f"{stage} --border {mode} bands {band}")
 
+    def test_linear_stages_every_width_channels_precision(self):
+        """The separable stages sum the weights a vector of samples at a time, only where a
+        vector's window holds a hole (the last vector of a row overlapping the one before it):
+        widths around the vectors' (8 f32 samples, 4 f64), a strip of one sample, channels,
+        tiles across the row, f64 sums, negative taps, against the float64 reference."""
+        g = gaussian_taps(1)
+        neg = np.array([-0.5, 2.0, 1.0, -0.25, 0.75])
+        for W in (1, 3, 7, 8, 9, 15, 16, 17, 33, 70):
+            for C in (1, 3):
+                x = rng.uniform(1, 100, (19, W, C)).astype(np.float32)
+                x[rng.random(x.shape) < 0.08] = ND
+                x[:, W // 2, 0] = ND
+                x[9, :, :] = np.nan
+                if C == 1:
+                    x = x[..., 0]
+                for prec in ("f32", "f64"):
+                    for stage, kr in (("gaussian sigma=1", g),
+                                      ("correlate1d taps=-0.5,2,1,-0.25,0.75 axis=1", neg)):
+                        kc = g if stage.startswith("gaussian") else np.array([1.0])
+                        opts = ["--precision", prec, "--band-rows", "6", "--border", "mirror"]
+                        if W >= 33:
+                            opts += ["--tile-cols", "16", "--threads", "2"]
+                        xin = x.astype(np.float64) if prec == "f64" else x  # an f64 output
+                        got = self.oocrun(xin, stage, *opts)
+                        want = (separable(x, ND, kr, kc, "mirror") if C == 1 else
+                                np.stack([separable(x[..., c], ND, kr, kc, "mirror")
+                                          for c in range(C)], axis=-1))
+                        tol = (1e-12, 1e-10) if prec == "f64" else (2e-5, 2e-4)
+                        self.same(got, want, ND, f"{stage} W {W} C {C} {prec}", *tol)
+
     def test_convolve_direct_every_border(self):
         """convolve: one 2-D pass, scipy.ndimage.correlate of x*m and m with the kernel turned
         (convolve's order), padded once."""

@@ -39,6 +39,24 @@ void hole_blocks(const Acc* m, std::int64_t pw, std::uint8_t* holes) {
   }
 }
 
+// hole[i]: whether padded sample i's weight m[i] is not 1 (a hole: weights are 0 or 1), in one
+// pass; blocks[b]: whether block b of kL samples holds one, from those bytes.
+template <class Acc, std::int64_t kL>
+void hole_bytes(const Acc* m, std::int64_t pw, std::uint8_t* __restrict hole,
+                std::uint8_t* __restrict blocks) {
+  for (std::int64_t i = 0; i < pw; ++i) hole[i] = m[i] != Acc(1);
+  using B = std::conditional_t<kL == 8, std::uint64_t, std::uint32_t>;
+  static_assert(sizeof(B) == kL);
+  std::int64_t b = 0;
+  for (; (b + 1) * kL <= pw; ++b) {
+    B bytes;
+    std::memcpy(&bytes, hole + b * kL, sizeof bytes);
+    blocks[b] = bytes != 0;
+  }
+  if (b * kL < pw)
+    blocks[b] = std::any_of(hole + b * kL, hole + pw, [](std::uint8_t h) { return h != 0; });
+}
+
 // dirty[c]: whether output chunk c reads a padded sample with a hole (its samples
 // [c ch, c ch + ch) read padded samples up to reach beyond).
 template <class Acc>
@@ -50,6 +68,75 @@ void chunk_flags(const std::uint8_t* holes, std::int64_t n, std::int64_t reach,
     std::uint8_t d = 0;
     for (std::int64_t b = c; b <= last / ch; ++b) d |= holes[b];
     dirty[c] = d;
+  }
+}
+
+// out[g] = the OR of rows rows of flags (stride apart) at g < n; out is no source row.
+void or_rows(const std::uint8_t* first, std::int64_t stride, std::int64_t rows, std::int64_t n,
+             std::uint8_t* __restrict out) {
+  std::copy(first, first + n, out);
+  for (std::int64_t k = 1; k < rows; ++k) {
+    const std::uint8_t* __restrict v = first + k * stride;
+    for (std::int64_t g = 0; g < n; ++g) out[g] = static_cast<std::uint8_t>(out[g] | v[g]);
+  }
+}
+
+// dirty[g]: whether output vector g (samples [g kL, g kL + kL), n in all) reads a padded sample
+// with a hole (up to reach beyond), from blocks[] of hole_bytes<Acc, kL> (blocks of the padded
+// row's pw samples): the OR of the span blocks from g, as whole byte rows (chunk_flags' loop
+// over each vector's blocks cost more than the sums it saved). The last vectors take the
+// blocks there are.
+template <std::int64_t kL>
+void vector_flags(const std::uint8_t* holes, std::int64_t n, std::int64_t pw, std::int64_t reach,
+                  std::uint8_t* __restrict dirty) {
+  const std::int64_t nv = (n + kL - 1) / kL, nb = (pw + kL - 1) / kL;
+  const std::int64_t span = (kL - 1 + reach) / kL + 1;
+  std::fill(dirty, dirty + nv, std::uint8_t(0));
+  for (std::int64_t s = 0; s < span; ++s) {
+    const std::int64_t m = std::min(nv, nb - s);  // vectors g with block g + s there
+    const std::uint8_t* __restrict h = holes + s;
+    for (std::int64_t g = 0; g < m; ++g) dirty[g] = static_cast<std::uint8_t>(dirty[g] | h[g]);
+  }
+}
+
+// The offsets of the vectors whose flag is set into at (the last vector, where n is no multiple
+// of kL, overlapping the one before it: the same sums); returns their count.
+template <std::int64_t kL>
+std::int64_t vector_offsets(const std::uint8_t* flags, std::int64_t n, std::int32_t* at) {
+  const std::int64_t nv = (n + kL - 1) / kL;
+  std::int64_t count = 0;
+  for (std::int64_t g = 0; g < nv; ++g) {
+    at[count] = static_cast<std::int32_t>(std::min(g * kL, n - kL));
+    count += flags[g] != 0;
+  }
+  return count;
+}
+
+// weighted_sum's sums (the same roundings: a plain first product, one FMA a tap in tap order) of
+// the vectors of kLanes samples at offsets at[0, count) only: the windows with a hole, which in
+// a row with a few holes are a fraction of weighted_sum's chunks. kUnroll vectors at a time, as
+// weighted_sum, to cover the FMA latency.
+template <class Acc>
+void weighted_sum_at(const Acc* const* src, const Acc* w, std::int64_t taps, Acc* dst,
+                     const std::int32_t* at, std::int64_t count) {
+  using V = vec::Vec32<Acc>;
+  constexpr int kUnroll = 8;
+  std::int64_t t = 0;
+  for (; t + kUnroll <= count; t += kUnroll) {
+    V acc[kUnroll];
+    const V w0 = V{} + w[0];
+    for (int u = 0; u < kUnroll; ++u) acc[u] = w0 * vec::load_vec(src[0] + at[t + u]);
+    for (std::int64_t k = 1; k < taps; ++k) {
+      const V wk = V{} + w[k];
+      const Acc* s = src[k];
+      for (int u = 0; u < kUnroll; ++u) acc[u] += wk * vec::load_vec(s + at[t + u]);
+    }
+    for (int u = 0; u < kUnroll; ++u) vec::store_vec(dst + at[t + u], acc[u]);
+  }
+  for (; t < count; ++t) {
+    V acc = (V{} + w[0]) * vec::load_vec(src[0] + at[t]);
+    for (std::int64_t k = 1; k < taps; ++k) acc += (V{} + w[k]) * vec::load_vec(src[k] + at[t]);
+    vec::store_vec(dst + at[t], acc);
   }
 }
 
@@ -65,6 +152,7 @@ Acc constant_sum(const std::vector<Acc>& w, Acc value) {
 
 struct Layout {
   std::int64_t strip_px, strips, in_rows, n, pw, chunks, blocks;
+  std::int64_t vecs, vblocks;  // the separable path's flags: vectors of a row, of a padded row
   std::size_t acc_n, bytes_n;  // Acc elements and bytes of flags, per thread
 };
 
@@ -80,6 +168,9 @@ Layout layout(const masked::NormalizedArgs& a) {
   l.pw = (l.strip_px + 2 * a.rx) * C;
   l.chunks = (l.n + ch - 1) / ch;
   l.blocks = (l.pw + ch - 1) / ch;
+  constexpr std::int64_t kL = 32 / sizeof(Acc);
+  l.vecs = (l.n + kL - 1) / kL;
+  l.vblocks = (l.pw + kL - 1) / kL;
   const auto R = static_cast<std::size_t>(l.in_rows), n = static_cast<std::size_t>(l.n),
              pw = static_cast<std::size_t>(l.pw);
   if (a.taps2d)  // padded values and weights of every row; a numerator row, ad, aw
@@ -87,7 +178,11 @@ Layout layout(const masked::NormalizedArgs& a) {
   else  // row-pass values, weights, |weights|; a padded row's values and weights; kColumnRows
         // numerators, ad, aw
     l.acc_n = 3 * R * n + 2 * pw + (kColumnRows + 2) * n;
-  l.bytes_n = R * n + R * static_cast<std::size_t>(l.chunks) + static_cast<std::size_t>(l.blocks);
+  // holes of the padded rows (separable); a row's flags (chunks for 2-D, vectors for separable); a
+  // padded row's blocks; the separable path's flags of one output row
+  const auto flags = static_cast<std::size_t>(std::max(l.chunks, l.vecs));
+  l.bytes_n = R * pw + R * flags + static_cast<std::size_t>(std::max(l.blocks, l.vblocks)) +
+              static_cast<std::size_t>(l.vecs);
   return l;
 }
 
@@ -95,7 +190,7 @@ template <class Acc>
 void run(const masked::NormalizedArgs& a) {
   const Layout l = layout<Acc>(a);
   const int C = a.channels;
-  constexpr std::int64_t ch = kChunk<Acc>;
+  constexpr std::int64_t ch = kChunk<Acc>, kL = 32 / sizeof(Acc);
   const std::size_t out_sample = sample_bytes(a.out_type);
   // Into another type: holes as its nodata value, valid samples kept off it (convert.hpp).
   const auto store = dispatch_type(a.out_type, [](auto u) { return &store_row<decltype(u), Acc>; });
@@ -166,14 +261,15 @@ void run(const masked::NormalizedArgs& a) {
     thread_local std::vector<Acc> scratch;
     thread_local std::vector<std::uint8_t> flags;
     thread_local std::vector<const Acc*> src;
+    thread_local std::vector<std::int32_t> at;  // offsets of the vectors with a hole
     if (scratch.size() < l.acc_n) scratch.resize(l.acc_n);
     if (flags.size() < l.bytes_n) flags.resize(l.bytes_n);
     const std::int64_t p0 = strip * l.strip_px, p1 = std::min(a.width, p0 + l.strip_px);
     const std::int64_t n = (p1 - p0) * C, pw = (p1 - p0 + 2 * a.rx) * C;
     const std::int64_t chunks = (n + ch - 1) / ch, q0 = p0 - a.rx, q1 = p1 + a.rx;
-    std::uint8_t* own = flags.data();             // in_rows x n: holes (separable)
-    std::uint8_t* dirty = own + l.in_rows * l.n;  // in_rows x chunks
-    std::uint8_t* blocks = dirty + l.in_rows * l.chunks;
+    std::uint8_t* own = flags.data();              // in_rows x pw: holes (separable)
+    std::uint8_t* dirty = own + l.in_rows * l.pw;  // in_rows x chunks (2-D)
+    std::uint8_t* blocks = dirty + l.in_rows * std::max(l.chunks, l.vecs);
     const auto out_row = [&](std::int64_t y) {
       return a.out + static_cast<std::size_t>(y) * a.out_stride +
              static_cast<std::size_t>(p0 * C) * out_sample;
@@ -226,7 +322,9 @@ void run(const masked::NormalizedArgs& a) {
       return;
     }
 
-    // Separable: the row pass over every input row of the band, this strip's columns.
+    // Separable: the row pass over every input row of the band, this strip's columns. The
+    // weights are summed only in the vectors (kL samples) whose window holds a hole: vd holds a
+    // flag a vector a row (a strip narrower than a vector: all set, summed whole).
     Acc* num = scratch.data();  // in_rows x n
     Acc* den = num + l.in_rows * l.n;
     Acc* wab = den + l.in_rows * l.n;
@@ -235,16 +333,23 @@ void run(const masked::NormalizedArgs& a) {
     Acc* an = pm + l.pw;  // kColumnRows x n
     Acc* ad = an + kColumnRows * l.n;
     Acc* aw = ad + l.n;
+    std::uint8_t* vd = dirty;                                   // in_rows x l.vecs
+    std::uint8_t* cd = blocks + std::max(l.blocks, l.vblocks);  // one output row's flags
+    const std::int64_t nv = (n + kL - 1) / kL;
+    const bool whole = n < kL;
+    at.resize(static_cast<std::size_t>(l.vecs));
+    std::int32_t* const at0 = at.data();
     src.resize(static_cast<std::size_t>(std::max(L, K + kColumnRows)));
     for (std::int64_t j = 0; j < l.in_rows; ++j) {
       Acc* nj = num + j * l.n;
       Acc* dj = den + j * l.n;
       Acc* wj = wab + j * l.n;
+      std::uint8_t* vj = vd + j * l.vecs;
       if (!a.rows[j]) {  // scipy pads the column pass with cval: the constant, weight 1
         std::fill(nj, nj + n, cv);
         std::fill(dj, dj + n, cm);
         std::fill(wj, wj + n, cm);
-        std::fill(dirty + j * l.chunks, dirty + j * l.chunks + chunks, std::uint8_t(1));
+        std::fill(vj, vj + nv, std::uint8_t(1));
         continue;
       }
       dispatch_type(a.in_type, [&](auto t) {
@@ -252,24 +357,23 @@ void run(const masked::NormalizedArgs& a) {
         load_row<U, Acc>(a.rows[j], a.width, C, a.border, cv, cm, HoleTest<U>(a.nodata), q0, q1, pv,
                          pm);
       });
-      std::uint8_t* oj = own + j * l.n;
-      const Acc* pc = pm + a.rx * C;  // a local: the byte stores may alias a's fields
-      for (std::int64_t s = 0; s < n; ++s) oj[s] = pc[s] == 0;
-      hole_blocks(pm, pw, blocks);
-      chunk_flags<Acc>(blocks, n, 2 * a.rx * C, dirty + j * l.chunks);
+      hole_bytes<Acc, kL>(pm, pw, own + j * l.pw, blocks);
       for (std::int64_t k = 0; k < L; ++k) src[k] = pv + k * C;
       weighted_sum<Acc>(src.data(), wr.data(), L, nj, n);
       for (std::int64_t k = 0; k < L; ++k) src[k] = pm + k * C;
-      for (std::int64_t c = 0; c < chunks; ++c) {
-        const std::int64_t b = c * ch, e = std::min(n, b + ch);
-        if (dirty[j * l.chunks + c]) {
-          weighted_sum<Acc>(src.data(), wr.data(), L, dj, e, b);
-          if (negative) weighted_sum<Acc>(src.data(), wra.data(), L, wj, e, b);
-        } else {
-          std::fill(dj + b, dj + e, R);
-          if (negative) std::fill(wj + b, wj + e, RA);
-        }
+      if (whole) {
+        vj[0] = 1;
+        weighted_sum<Acc>(src.data(), wr.data(), L, dj, n);
+        if (negative) weighted_sum<Acc>(src.data(), wra.data(), L, wj, n);
+        continue;
       }
+      vector_flags<kL>(blocks, n, pw, 2 * a.rx * C, vj);
+      // The all-valid weights everywhere, then the sums of the vectors with a hole over them.
+      std::fill(dj, dj + n, R);
+      if (negative) std::fill(wj, wj + n, RA);
+      const std::int64_t count = vector_offsets<kL>(vj, n, at0);
+      weighted_sum_at<Acc>(src.data(), wr.data(), L, dj, at0, count);
+      if (negative) weighted_sum_at<Acc>(src.data(), wra.data(), L, wj, at0, count);
     }
 
     // The column pass, kColumnRows output rows at a time where the filter has as many taps.
@@ -286,20 +390,30 @@ void run(const masked::NormalizedArgs& a) {
         for (std::int64_t m = 0; m < rows; ++m)
           weighted_sum<Acc>(src.data() + m, wc.data(), K, dst[m], n);
       for (std::int64_t m = 0; m < rows; ++m) {
-        const std::uint8_t* oh = own + (y + m + a.ry) * l.n;
-        for (std::int64_t c = 0; c < chunks; ++c) {
-          const std::int64_t b = c * ch, e = std::min(n, b + ch);
-          if (!window_dirty(y + m, K, c)) {
-            finish(dst[m], nullptr, nullptr, oh, nullptr, b, e);
-            continue;
-          }
+        const std::uint8_t* oh = own + (y + m + a.ry) * l.pw + a.rx * C;
+        // The vectors whose column window holds a row with a hole in its row window.
+        or_rows(vd + (y + m) * l.vecs, l.vecs, K, nv, cd);
+        if (whole) {
           for (std::int64_t k = 0; k < K; ++k) src[k] = den + (y + m + k) * l.n;
-          weighted_sum<Acc>(src.data(), wc.data(), K, ad, e, b);
+          weighted_sum<Acc>(src.data(), wc.data(), K, ad, n);
           if (negative) {
             for (std::int64_t k = 0; k < K; ++k) src[k] = wab + (y + m + k) * l.n;
-            weighted_sum<Acc>(src.data(), wca.data(), K, aw, e, b);
+            weighted_sum<Acc>(src.data(), wca.data(), K, aw, n);
           }
-          finish(dst[m], ad, negative ? aw : ad, oh, nullptr, b, e);
+          finish(dst[m], ad, negative ? aw : ad, oh, nullptr, 0, n);
+        } else {
+          // A clean window's weights are D (and AW): finish_valid then divides by D where
+          // `finish` would, and says nodata where its clean_ok would not hold.
+          std::fill(ad, ad + n, D);
+          if (negative) std::fill(aw, aw + n, AW);
+          const std::int64_t count = vector_offsets<kL>(cd, n, at0);
+          for (std::int64_t k = 0; k < K; ++k) src[k] = den + (y + m + k) * l.n;
+          weighted_sum_at<Acc>(src.data(), wc.data(), K, ad, at0, count);
+          if (negative) {
+            for (std::int64_t k = 0; k < K; ++k) src[k] = wab + (y + m + k) * l.n;
+            weighted_sum_at<Acc>(src.data(), wca.data(), K, aw, at0, count);
+          }
+          finish(dst[m], ad, negative ? aw : ad, oh, nullptr, 0, n);
         }
         if (!direct) store(dst[m], out_row(y + m), n, fillv, nodata);
       }
@@ -318,7 +432,7 @@ void normalized_band(const masked::NormalizedArgs& a) {
 
 std::size_t normalized_scratch_bytes(const masked::NormalizedArgs& a) {
   const Layout l = a.f64 ? layout<double>(a) : layout<float>(a);
-  return l.acc_n * (a.f64 ? 8 : 4) + l.bytes_n +
+  return l.acc_n * (a.f64 ? 8 : 4) + l.bytes_n + static_cast<std::size_t>(l.vecs) * 4 +
          static_cast<std::size_t>((2 * a.rx + 1) * (2 * a.ry + 1) + kColumnRows) * sizeof(void*);
 }
 
