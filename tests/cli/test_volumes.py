@@ -129,6 +129,34 @@ class Volumes(Base):
                         want = channels(lambda v: ref(v, border), x)
                         self.assertTrue(np.array_equal(got, want), pipeline)
 
+    def test_medians_with_nan_and_signed_zeros(self):
+        # The rank rule of ooc: a NaN in the window gives NaN; -0 sorts below +0. The reference
+        # sorts each window's samples by value, then sign (numpy.pad's modes for scipy's
+        # borders), so the bytes of every zero are checked too; 3x3x3 takes the shared-column
+        # road with its fixed tables, 3x4x2 the general one.
+        pad_mode = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge",
+                    "wrap": "wrap", "constant": "constant"}
+        rng = np.random.default_rng(21)
+        x = rng.integers(-3, 4, (6, 11, 40)).astype(np.float32)
+        x[x == 0] = np.where(rng.random(int((x == 0).sum())) < 0.5, -0.0, 0.0)
+        x[x == 3] = 0.0
+        x[[1, 4, 5], [2, 9, 0], [7, 33, 39]] = np.nan
+        for size, (d, h, w) in (("3", (3, 3, 3)), ("4x2 size-z=3", (3, 4, 2))):
+            for border in BORDERS:
+                with self.subTest(size=size, border=border):
+                    got = self.oocrun_npy(x, "median size=" + size, "--border", border,
+                                          "--border-value", str(CVAL), "--band-rows", "3")
+                    before = (d // 2, h // 2, w // 2)  # scipy's origin 0 for even sizes
+                    pad = [(b, n - 1 - b) for b, n in zip(before, (d, h, w))]
+                    kw = {"constant_values": CVAL} if border == "constant" else {}
+                    p = np.pad(x, pad, mode=pad_mode[border], **kw)
+                    win = np.lib.stride_tricks.sliding_window_view(p, (d, h, w))
+                    win = win.reshape(x.shape + (d * h * w,))
+                    order = np.lexsort((~np.signbit(win), win), axis=-1)
+                    want = np.take_along_axis(win, order, axis=-1)[..., d * h * w // 2]
+                    want = np.where(np.isnan(win).any(axis=-1), np.float32(np.nan), want)
+                    self.assertEqual(got.tobytes(), want.astype(np.float32).tobytes())
+
     def test_windows_larger_than_the_volume_and_thin_planes(self):
         for shape in ((3, 1, 9), (4, 8, 1), (2, 5, 6)):
             x = volume(*shape, 1, "f32", seed=3)

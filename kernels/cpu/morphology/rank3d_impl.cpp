@@ -85,6 +85,19 @@ void row_typed(const Rank3dArgs& a, std::byte* scratch) {
   }
 }
 
+// Wires 0..R-1 of a vector each, `stride` apart, into v and back: one load or store each, written
+// out (a loop of copies into the array made halves the compiler stored and then read whole).
+template <class V, class T, std::size_t... W>
+[[gnu::always_inline]] inline void load_wires(V* v, const T* base, std::int64_t stride,
+                                              std::index_sequence<W...>) {
+  (std::memcpy(&v[W], base + static_cast<std::int64_t>(W) * stride, sizeof(V)), ...);
+}
+template <class V, class T, std::size_t... W>
+[[gnu::always_inline]] inline void store_wires(const V* v, T* base, std::int64_t stride,
+                                               std::index_sequence<W...>) {
+  (std::memcpy(base + static_cast<std::int64_t>(W) * stride, &v[W], sizeof(V)), ...);
+}
+
 // A column sort from a table (rank3d_sorts.hpp), one vector of each wire in a register throughout:
 // the strip-wide exchanges store and load every wire at every comparator.
 template <class T, std::size_t R, std::size_t N, std::size_t... I>
@@ -95,10 +108,10 @@ template <class T, std::size_t R, std::size_t N, std::size_t... I>
   constexpr std::int64_t L = 32 / sizeof(T);
   for (std::int64_t l = 0; l < n; l += L) {
     V v[R];
-    for (std::size_t r = 0; r < R; ++r) std::memcpy(&v[r], base + r * stride + l, sizeof(V));
+    load_wires(v, base + l, stride, std::make_index_sequence<R>{});
     auto ex = [&v](unsigned char a, unsigned char b) { order<T>(v[a], v[b], v[a], v[b]); };
     (ex(net[I][0], net[I][1]), ...);
-    for (std::size_t r = 0; r < R; ++r) std::memcpy(base + r * stride + l, &v[r], sizeof(V));
+    store_wires(v, base + l, stride, std::make_index_sequence<R>{});
   }
 }
 
@@ -116,6 +129,55 @@ constexpr std::int64_t kSharedStripBytes = 256;
 
 std::int64_t round_up(std::int64_t n, std::int64_t m) {
   return (n + m - 1) / m * m;
+}
+
+template <std::size_t N>
+bool is_list(const std::vector<int>& v, const unsigned char (&t)[N]) {
+  if (v.size() != N) return false;
+  for (std::size_t i = 0; i < N; ++i)
+    if (v[i] != t[i]) return false;
+  return true;
+}
+
+// The 3x3x3 median's merge and selection (shared_typed's, for its tables) with every wire of a
+// vector in a register: the two common columns c1 and c2 (9 sorted wires each, TS apart) merged by
+// kMerge9x2Median, then each window's two-list selection with its own column (own[0], own[1]),
+// results to res and res + US. The same order of the same operations as the general loop.
+template <class T, std::size_t... M, std::size_t... S>
+[[gnu::always_inline]] inline void median27_lanes(const T* c1, const T* c2, const T* const own[2],
+                                                  std::int64_t TS, std::int64_t US, T* res,
+                                                  std::index_sequence<M...>,
+                                                  std::index_sequence<S...>) {
+  using V = Vec<T>;
+  constexpr std::int64_t L = 32 / sizeof(T);
+  for (std::int64_t l = 0; l < US; l += L) {
+    V m[18];
+    load_wires(m, c1 + l, TS, std::make_index_sequence<9>{});
+    load_wires(m + 9, c2 + l, TS, std::make_index_sequence<9>{});
+    auto ex = [&m](unsigned char a, unsigned char b) { order<T>(m[a], m[b], m[a], m[b]); };
+    (ex(kMerge9x2Median[M][0], kMerge9x2Median[M][1]), ...);
+    for (int e = 0; e < 2; ++e) {
+      V acc = m[kKept9x2Median[9]], lo, hi;
+      // Term i (1..9): the larger of the merge's rank 13 - i and the own column's i - 1.
+      auto term = [&](std::size_t i) {
+        V b, t = m[kKept9x2Median[9 - i]];
+        std::memcpy(&b, own[e] + (i - 1) * TS + l, sizeof b);
+        order<T>(t, b, lo, t);
+        order<T>(acc, t, acc, hi);
+      };
+      (term(S + 1), ...);
+      if constexpr (std::is_floating_point_v<T>) {
+        // A NaN in a column spreads to all its sorted wires: the window's result is NaN.
+        const T* const cols[3] = {e == 0 ? own[0] : c1, e == 0 ? c1 : c2, e == 0 ? c2 : own[1]};
+        for (const T* c : cols) {
+          V v;
+          std::memcpy(&v, c + l, sizeof v);
+          acc = v != v ? v : acc;
+        }
+      }
+      std::memcpy(res + e * US + l, &acc, sizeof acc);
+    }
+  }
 }
 
 // The shared road (Rank3dPlan): per strip of pixels, every column's rows x samples sorted (the
@@ -143,6 +205,9 @@ void shared_typed(const Rank3dArgs& a, const Rank3dPlan& p, std::byte* scratch) 
   // Column d of the pair's (pixel 2q + d): its half strip and offset.
   const int table = is_table(p.sort, kSort25) ? 25 : is_table(p.sort, kSort9) ? 9 : 0;
   auto column = [&](std::int64_t d) { return (d % 2 ? to : te) + d / 2 * C; };
+  const bool median27 = table == 9 && K == 2 && p.rank == 13 &&
+                        is_table(p.merge, kMerge9x2Median) && is_list(p.kept, kKept9x2Median) &&
+                        p.lo == 4;
   for (std::int64_t x0 = 0;; x0 += Pp) {
     x0 = std::min(x0, W - Pp);  // the last strip overlaps the one before
     for (std::int64_t r = 0; r < R; ++r) {
@@ -169,45 +234,51 @@ void shared_typed(const Rank3dArgs& a, const Rank3dPlan& p, std::byte* scratch) 
         exchange(to + lo * TS, to + hi * TS, round_up(odd * C, L));
       }
     }
-    for (std::int64_t j = 0; j < K; ++j) {
-      const T* col = column(1 + j);
-      for (std::int64_t i = 0; i < R; ++i)
-        std::memcpy(u + (j * R + i) * US, col + p.sorted[static_cast<std::size_t>(i)] * TS,
-                    static_cast<std::size_t>(US) * sizeof(T));
-    }
-    for (const auto& [lo, hi] : p.merge) exchange(u + lo * US, u + hi * US, US);
-    for (std::int64_t e = 0; e < 2; ++e) {
-      const T* own = column(e == 0 ? 0 : K + 1);
-      for (std::int64_t l = 0; l < US; l += L) {
-        V acc{}, term, lo, hi;
-        bool first = true;
-        for (std::int64_t i = 0; i <= R; ++i) {
-          const std::int64_t k = p.rank - i;
-          if (k > p.hi) continue;
-          V b{};
-          if (i > 0)
-            std::memcpy(&b, own + p.sorted[static_cast<std::size_t>(i - 1)] * TS + l, sizeof b);
-          if (k < 0) {
-            term = b;
-          } else {
-            std::memcpy(&term, u + p.kept[static_cast<std::size_t>(k - p.lo)] * US + l,
-                        sizeof term);
-            if (i > 0) order<T>(term, b, lo, term);
+    if (median27) {
+      const T* const own[2] = {column(0), column(K + 1)};
+      median27_lanes(column(1), column(2), own, TS, US, res, std::make_index_sequence<28>{},
+                     std::make_index_sequence<9>{});
+    } else {
+      for (std::int64_t j = 0; j < K; ++j) {
+        const T* col = column(1 + j);
+        for (std::int64_t i = 0; i < R; ++i)
+          std::memcpy(u + (j * R + i) * US, col + p.sorted[static_cast<std::size_t>(i)] * TS,
+                      static_cast<std::size_t>(US) * sizeof(T));
+      }
+      for (const auto& [lo, hi] : p.merge) exchange(u + lo * US, u + hi * US, US);
+      for (std::int64_t e = 0; e < 2; ++e) {
+        const T* own = column(e == 0 ? 0 : K + 1);
+        for (std::int64_t l = 0; l < US; l += L) {
+          V acc{}, term, lo, hi;
+          bool first = true;
+          for (std::int64_t i = 0; i <= R; ++i) {
+            const std::int64_t k = p.rank - i;
+            if (k > p.hi) continue;
+            V b{};
+            if (i > 0)
+              std::memcpy(&b, own + p.sorted[static_cast<std::size_t>(i - 1)] * TS + l, sizeof b);
+            if (k < 0) {
+              term = b;
+            } else {
+              std::memcpy(&term, u + p.kept[static_cast<std::size_t>(k - p.lo)] * US + l,
+                          sizeof term);
+              if (i > 0) order<T>(term, b, lo, term);
+            }
+            if (first)
+              acc = term, first = false;
+            else
+              order<T>(acc, term, acc, hi);
           }
-          if (first)
-            acc = term, first = false;
-          else
-            order<T>(acc, term, acc, hi);
-        }
-        if constexpr (std::is_floating_point_v<T>) {
-          // A NaN in a column spreads to all its sorted wires: the window's result is NaN.
-          for (std::int64_t j = 0; j <= K; ++j) {
-            V v;
-            std::memcpy(&v, column(e + j) + p.sorted[0] * TS + l, sizeof v);
-            acc = v != v ? v : acc;
+          if constexpr (std::is_floating_point_v<T>) {
+            // A NaN in a column spreads to all its sorted wires: the window's result is NaN.
+            for (std::int64_t j = 0; j <= K; ++j) {
+              V v;
+              std::memcpy(&v, column(e + j) + p.sorted[0] * TS + l, sizeof v);
+              acc = v != v ? v : acc;
+            }
           }
+          std::memcpy(res + e * US + l, &acc, sizeof acc);
         }
-        std::memcpy(res + e * US + l, &acc, sizeof acc);
       }
     }
     T* dst = out + x0 * C;

@@ -1,8 +1,9 @@
 // The column sorts of the 3-D rank filters' shared road (rank3d.hpp's Rank3dPlan) for the 5 x 5
-// and 3 x 3 columns of the 5x5x5 and 3x3x3 boxes, as compile-time tables so that a vector of each
-// wire stays in a register through the whole network (rank3d_impl.cpp): Rank3dPlan::sort for 25
-// and 9 wires, written out. The row uses a table only where it equals the plan's network, so the
-// samples land on the wires the plan says.
+// and 3 x 3 columns of the 5x5x5 and 3x3x3 boxes, and the 3x3x3 median's merge, as compile-time
+// tables so that a vector of each wire stays in a register through the whole network
+// (rank3d_impl.cpp): Rank3dPlan::sort for 25 and 9 wires and Rank3dPlan::merge and kept for 9
+// rows, 3 columns and rank 13, written out. The row uses a table only where it equals the plan's,
+// so the samples land on the wires the plan says.
 #pragma once
 
 namespace ooc::kernels {
@@ -38,5 +39,14 @@ inline constexpr unsigned char kSort9[28][2] = {
 inline constexpr unsigned char kSorted9[9] = {
     0, 1, 2, 3, 4, 5, 6, 7, 8,
 };
+
+// The 3x3x3 median's merge of its two common sorted columns (wires 0-8 and 9-17): 28 exchanges,
+// and the wires of the merged ranks 4..13 that the two-list selection reads.
+inline constexpr unsigned char kMerge9x2Median[28][2] = {
+    {0, 9},   {1, 10}, {2, 11}, {3, 12}, {4, 13}, {5, 14},  {6, 15},  {7, 16},  {8, 17}, {8, 9},
+    {4, 8},   {5, 10}, {6, 11}, {7, 12}, {13, 9}, {2, 4},   {3, 5},   {6, 8},   {7, 10}, {11, 13},
+    {12, 14}, {15, 9}, {3, 4},  {5, 6},  {7, 8},  {10, 11}, {12, 13}, {14, 15},
+};
+inline constexpr unsigned char kKept9x2Median[10] = {4, 5, 6, 7, 8, 10, 11, 12, 13, 14};
 
 }  // namespace ooc::kernels
