@@ -166,7 +166,7 @@ class BadPipelines(Base):
                 ("gaussian sigma=1 ! ! abs", ["stage 2", "empty"]),
                 ("gaussian sigma=1 !", ["stage 2", "empty"]),
                 ("! gaussian sigma=1", ["stage 1", "empty"]),
-                ("uniform size=4", ["stage 1 (uniform)", "odd"]),
+                ("uniform size=0", ["stage 1 (uniform)", "size"]),
                 ("clamp min=5 max=1", ["stage 1 (clamp)", "min"]),
                 ("convert type=u9", ["stage 1 (convert)", "type"]),
                 ("minimum size=0", ["stage 1 (minimum)", "size"]),

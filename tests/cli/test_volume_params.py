@@ -74,6 +74,21 @@ class VolumeParamsCheck(unittest.TestCase):
                          self.run_npy("v.npy", "uniform size=5x3 size-z=3").tobytes())
         got = self.run_npy("i.npy", "uniform size=5x3")
         self.close(got, ndi.uniform_filter(IMG.astype(np.float64), (5, 3)), "uniform 5x3")
+        # Even sides as scipy places them (size // 2 samples before the output sample), every
+        # border: a volume's (and size-z's), an image's, and a side of 2.
+        for border in ("reflect", "mirror", "nearest", "wrap", "constant"):
+            b = ["--border", border, "--border-value", "3"]
+            got = self.run_npy("v.npy", "uniform size=4x2x5", *b)
+            want = ndi.uniform_filter(VOL.astype(np.float64), (4, 2, 5), mode=border, cval=3)
+            self.close(got, want, "uniform 4x2x5 " + border)
+            self.assertEqual(got.tobytes(),
+                             self.run_npy("v.npy", "uniform size=2x5 size-z=4", *b).tobytes())
+            got = self.run_npy("i.npy", "uniform size=6x2", *b)
+            want = ndi.uniform_filter(IMG.astype(np.float64), (6, 2), mode=border, cval=3)
+            self.close(got, want, "uniform 6x2 " + border)
+            got = self.run_npy("i.npy", "uniform size=4", *b)
+            want = ndi.uniform_filter(IMG.astype(np.float64), 4, mode=border, cval=3)
+            self.close(got, want, "uniform 4 " + border)
         got = self.run_npy("v.npy", "median size=3x2x4")
         self.assertTrue(np.array_equal(got, ndi.median_filter(VOL, size=(3, 2, 4))))
         self.assertEqual(got.tobytes(),
@@ -94,7 +109,6 @@ class VolumeParamsCheck(unittest.TestCase):
             ("v.npy", "uniform size=0x3x3", ["stage 1 (uniform): size must be"]),
             ("v.npy", "uniform size=3x3x3 size-z=3", ["give size=DxHxW or size-z, not both"]),
             ("v.npy", "median size=3x3x3 size-z=3", ["give size=DxHxW or size-z, not both"]),
-            ("v.npy", "uniform size=4x3x3", ["size must be odd"]),
             ("i.npy", "uniform size=3x3x3", ["a 2-D image", "takes size=N or HxW"]),
             ("i.npy", "maximum size=3x3x3", ["a 2-D image", "takes size=N or HxW"]),
             ("i.npy", "rank size=3x3x3 index=2", ["a 2-D image", "takes size=N or HxW"]),

@@ -416,6 +416,18 @@ std::vector<double> gaussian_axis(double sigma, std::int64_t radius) {
   return gaussian_taps(radius >= 0 ? radius : gaussian_radius(sigma), sigma);
 }
 
+// The mean over `size` samples as scipy places it (origin 0: size / 2 samples before the output
+// sample, the rest after), as taps of an odd count in convolution order: an even size's extra far
+// tap weighs 0 (as ooc's Python functions pad scipy's even windows).
+std::vector<double> uniform_taps(std::int64_t size) {
+  std::vector<double> t = box_taps(size / 2);
+  if (size % 2 == 0) {
+    std::fill(t.begin(), t.end(), 1.0 / static_cast<double>(size));
+    t.front() = 0.0;  // convolution order: the correlation's last offset, size / 2 after, first
+  }
+  return t;
+}
+
 // The taps of the separable stages, one definition for the builders and for the tools' options
 // (which have no voxel size).
 SeparableFilter taps_of(const std::string& stage, const StageArgs& a,
@@ -433,11 +445,9 @@ SeparableFilter taps_of(const std::string& stage, const StageArgs& a,
       throw Error(ErrorKind::usage, a.at() + ": size=" + a.text("size") +
                                         " (DxHxW) is a volume's window in 3-D; a 2-D image, or "
                                         "a volume's planes (--planes), takes size=N or HxW");
-    if (size.h % 2 == 0 || size.w % 2 == 0)
-      throw Error(ErrorKind::usage, a.at() + ": size must be odd (2R+1), got " + a.text("size"));
-    auto t = box_taps(size.w / 2);
+    auto t = uniform_taps(size.w);
     if (size.h == size.w) return {t, t};
-    return {std::move(t), box_taps(size.h / 2)};
+    return {std::move(t), uniform_taps(size.h)};
   }
   if (stage == "correlate1d") {
     const auto t = correlation_taps(a.taps("taps"));  // to convolution order
@@ -473,22 +483,14 @@ VolumeTaps volume_taps(const std::string& stage, const StageContext& c) {
     xy = {gaussian_axis(s.x, rxy), gaussian_axis(s.y, rxy)};
   } else if (stage == "uniform") {
     // size=DxHxW, else size-z, else the size's rows (N for size=N).
-    StageSize hw = a.size("size");
+    const StageSize hw = a.size("size");
     if (hw.d != 0 && a.has("size-z"))
       throw Error(ErrorKind::usage, a.at() + ": size=" + a.text("size") +
                                         " gives the planes already: give size=DxHxW or size-z, "
                                         "not both");
-    const std::int64_t size = hw.d != 0 ? hw.d : a.has("size-z") ? a.integer("size-z") : hw.h;
-    if (size % 2 == 0)
-      throw Error(ErrorKind::usage, a.at() + ": " + (hw.d != 0 ? "size" : "size-z") +
-                                        " must be odd (2R+1), got " +
-                                        (hw.d != 0 ? a.text("size") : std::to_string(size)));
-    z = box_taps(size / 2);
-    hw.d = 0;
-    if (hw.h % 2 == 0 || hw.w % 2 == 0)
-      throw Error(ErrorKind::usage, a.at() + ": size must be odd (2R+1), got " + a.text("size"));
-    auto t = box_taps(hw.w / 2);
-    xy = hw.h == hw.w ? SeparableFilter{t, t} : SeparableFilter{std::move(t), box_taps(hw.h / 2)};
+    z = uniform_taps(hw.d != 0 ? hw.d : a.has("size-z") ? a.integer("size-z") : hw.h);
+    auto t = uniform_taps(hw.w);
+    xy = hw.h == hw.w ? SeparableFilter{t, t} : SeparableFilter{std::move(t), uniform_taps(hw.h)};
   } else if (stage == "correlate1d") {
     const auto t = correlation_taps(a.taps("taps"));
     const std::int64_t axis = a.integer("axis");
@@ -592,7 +594,7 @@ std::vector<StageEntry> separable_stages() {
                "auto");
   // A window's sides as scipy's size: N, HxW, or on a volume DxHxW (size-z D).
   StageParam uniform_size = integer_param("size", std::nullopt, 1, 2 * kMaxStageRadius + 1,
-                                          "window side N, or sides HxW (volumes: DxHxW), odd");
+                                          "window side N, or sides HxW (volumes: DxHxW)");
   uniform_size.per_axis = true;
   const StageParam min_weight = min_weight_param(), fill = fill_param();
   std::vector<StageEntry> s;
@@ -603,11 +605,11 @@ std::vector<StageEntry> separable_stages() {
         {gaussian_sigma, radius, method, sigma_z, radius_z, sigmas, sigma_um, min_weight, fill}},
        separable_builder("gaussian")});
   s.push_back({{"uniform",
-                "mean over an N x N or H x W (volumes: N x N x N or D x H x W) window, sides odd "
-                "(scipy.ndimage.uniform_filter)",
+                "mean over an N x N or H x W (volumes: N x N x N or D x H x W) window, placed as "
+                "scipy.ndimage.uniform_filter places it",
                 {uniform_size, method,
                  computed(integer_param("size-z", std::nullopt, 1, 2 * kMaxStageRadius + 1,
-                                        "volumes: window along z, odd"),
+                                        "volumes: window along z"),
                           "size"),
                  min_weight, fill}},
                separable_builder("uniform")});
