@@ -5,15 +5,18 @@ pass ends, and the same command with --resume skips the first pass (it reads not
 only the rows after the journal's (the exact band it stopped at), giving the bytes of one
 uninterrupted run and scipy.ndimage.label's labels: images 8-connected (u32, u64), a volume in
 3-D (26) through oocrun's pipeline, --regions with --min-size (the table written once, equal to
-the uninterrupted run's), and a part of a run in parts. A damaged saved table and a resume that
-plans other bands are refused naming the way on; the saved state goes with the finished output.
+the uninterrupted run's), a part of a run in parts and MPI ranks. A damaged saved table and a
+resume that plans other bands are refused naming the way on; the saved state goes with the
+finished output.
 
 Usage: test_label_resume.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import glob
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 import unittest
 
 import numpy as np
@@ -137,6 +140,42 @@ class LabelResume(LabelCase):
         got = np.fromfile(out, np.uint32).reshape(a.shape)
         self.same(got, scipy_label(a != 0, 8)[0], "a part resumed")
         self.assertEqual(glob.glob(out + ".*"), [], "faces and states removed by --finish")
+
+    def test_mpi_ranks_resume(self):
+        # Each rank saves its own table (TEMP.pass-0.rows-FIRST); mpirun's ranks stop at their
+        # bands on SIGTERM and go on from them under --resume.
+        mpirun, env = self.mpirun()
+        a = random_mask((400000, 64), 0.45)
+        np.save(self.p("in.npy"), a)
+        out = self.p("m.npy")
+        argv = [mpirun, "-np", "2", OOCLABEL, self.p("in.npy"), out, "--connectivity", "8",
+                "-q"] + SLOW
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        journal = out + ".partial.part-0-of-2.journal"
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                with open(journal) as f:
+                    if any(line.startswith("done ") and int(line.split()[1]) > 0 for line in f):
+                        break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)
+        if proc.poll() is not None:
+            proc.communicate()
+            self.skipTest("the run ended before the signal")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        self.assertNotEqual(proc.returncode, 0, err)
+        self.assertEqual(len(re.findall(r"stopped at row \d+", err)), 2, err)
+        self.assertEqual(len(glob.glob(out + ".partial.pass-0.rows-*.table")), 2)
+        r = subprocess.run(argv + ["--resume", "--stats", "json"], capture_output=True,
+                           text=True, env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["passes"][0]["bytes_read"], 0, "pass 1 again")
+        self.same(np.load(out), scipy_label(a != 0, 8)[0], "ranks resumed")
+        self.assertEqual(glob.glob(out + ".partial*"), [], "states removed")
 
     def test_refusals_then_a_fresh_run(self):
         a = random_mask((400000, 64), 0.45)
