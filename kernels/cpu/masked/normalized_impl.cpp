@@ -3,6 +3,9 @@
 // normalized.cpp picks one at run time). Both passes of the separable form and the 2-D sum are
 // one routine over strided sources: vec::weighted_sum of tap-shifted pointers into padded rows.
 #include <tbb/parallel_for.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -39,12 +42,10 @@ void hole_blocks(const Acc* m, std::int64_t pw, std::uint8_t* holes) {
   }
 }
 
-// hole[i]: whether padded sample i's weight m[i] is not 1 (a hole: weights are 0 or 1), in one
-// pass; blocks[b]: whether block b of kL samples holds one, from those bytes.
-template <class Acc, std::int64_t kL>
-void hole_bytes(const Acc* m, std::int64_t pw, std::uint8_t* __restrict hole,
-                std::uint8_t* __restrict blocks) {
-  for (std::int64_t i = 0; i < pw; ++i) hole[i] = m[i] != Acc(1);
+// blocks[b]: whether block b of kL padded samples holds a hole, from a byte a sample (1: hole).
+template <std::int64_t kL>
+void hole_blocks_of_bytes(const std::uint8_t* hole, std::int64_t pw,
+                          std::uint8_t* __restrict blocks) {
   using B = std::conditional_t<kL == 8, std::uint64_t, std::uint32_t>;
   static_assert(sizeof(B) == kL);
   std::int64_t b = 0;
@@ -82,7 +83,7 @@ void or_rows(const std::uint8_t* first, std::int64_t stride, std::int64_t rows, 
 }
 
 // dirty[g]: whether output vector g (samples [g kL, g kL + kL), n in all) reads a padded sample
-// with a hole (up to reach beyond), from blocks[] of hole_bytes<Acc, kL> (blocks of the padded
+// with a hole (up to reach beyond), from blocks[] of hole_blocks_of_bytes<kL> (blocks of the padded
 // row's pw samples): the OR of the span blocks from g, as whole byte rows (chunk_flags' loop
 // over each vector's blocks cost more than the sums it saved). The last vectors take the
 // blocks there are.
@@ -105,14 +106,37 @@ template <std::int64_t kL>
 std::int64_t vector_offsets(const std::uint8_t* flags, std::int64_t n, std::int32_t* at) {
   const std::int64_t nv = (n + kL - 1) / kL;
   std::int64_t count = 0, g = 0;
-  // Eight flags at a time: most vectors have no hole, and a word of them is skipped whole.
+#if defined(__AVX2__)
+  // Eight whole vectors' flags at a time: their set lanes' offsets packed by one permutation
+  // (at has room for 8 past the count).
+  static constexpr struct Packed {
+    std::int32_t lanes[256][8];
+    constexpr Packed() : lanes{} {
+      for (int m = 0; m < 256; ++m)
+        for (int l = 0, k = 0; l < 8; ++l)
+          if ((m >> l) & 1) lanes[m][k++] = l;
+    }
+  } kPacked{};
+  const __m256i step = _mm256_setr_epi32(0, kL, 2 * kL, 3 * kL, 4 * kL, 5 * kL, 6 * kL, 7 * kL);
+  for (; (g + 8) * kL <= n; g += 8) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(flags + g));
+    const int m = ~_mm_movemask_epi8(_mm_cmpeq_epi8(b, _mm_setzero_si128())) & 0xff;
+    if (m == 0) continue;
+    const __m256i lanes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPacked.lanes[m]));
+    const __m256i off = _mm256_add_epi32(_mm256_set1_epi32(static_cast<std::int32_t>(g * kL)),
+                                         _mm256_permutevar8x32_epi32(step, lanes));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(at + count), off);
+    count += __builtin_popcount(static_cast<unsigned>(m));
+  }
+#endif
+  // Eight flags at a time: most vectors have no hole, and a word of none is skipped whole.
   for (; g + 8 <= nv; g += 8) {
     std::uint64_t w;
     std::memcpy(&w, flags + g, sizeof w);
-    while (w != 0) {
-      const int byte = __builtin_ctzll(w) / 8;
-      w &= ~(std::uint64_t{0xff} << (8 * byte));
-      at[count++] = static_cast<std::int32_t>(std::min((g + byte) * kL, n - kL));
+    if (w == 0) continue;
+    for (std::int64_t k = g; k < g + 8; ++k) {
+      at[count] = static_cast<std::int32_t>(std::min(k * kL, n - kL));
+      count += flags[k] != 0;
     }
   }
   for (; g < nv; ++g) {
@@ -347,7 +371,7 @@ void run(const masked::NormalizedArgs& a) {
     std::uint8_t* cd = blocks + std::max(l.blocks, l.vblocks);  // one output row's flags
     const std::int64_t nv = (n + kL - 1) / kL;
     const bool whole = n < kL;
-    at.resize(static_cast<std::size_t>(l.vecs));
+    at.resize(static_cast<std::size_t>(l.vecs + 8));
     std::int32_t* const at0 = at.data();
     src.resize(static_cast<std::size_t>(std::max(L, K + kColumnRows)));
     for (std::int64_t j = 0; j < l.in_rows; ++j) {
@@ -365,9 +389,9 @@ void run(const masked::NormalizedArgs& a) {
       dispatch_type(a.in_type, [&](auto t) {
         using U = decltype(t);
         load_row<U, Acc>(a.rows[j], a.width, C, a.border, cv, cm, HoleTest<U>(a.nodata), q0, q1, pv,
-                         pm);
+                         pm, own + j * l.pw);
       });
-      hole_bytes<Acc, kL>(pm, pw, own + j * l.pw, blocks);
+      hole_blocks_of_bytes<kL>(own + j * l.pw, pw, blocks);
       for (std::int64_t k = 0; k < L; ++k) src[k] = pv + k * C;
       weighted_sum<Acc>(src.data(), wr.data(), L, nj, n);
       for (std::int64_t k = 0; k < L; ++k) src[k] = pm + k * C;
@@ -442,7 +466,7 @@ void normalized_band(const masked::NormalizedArgs& a) {
 
 std::size_t normalized_scratch_bytes(const masked::NormalizedArgs& a) {
   const Layout l = a.f64 ? layout<double>(a) : layout<float>(a);
-  return l.acc_n * (a.f64 ? 8 : 4) + l.bytes_n + static_cast<std::size_t>(l.vecs) * 4 +
+  return l.acc_n * (a.f64 ? 8 : 4) + l.bytes_n + static_cast<std::size_t>(l.vecs + 8) * 4 +
          static_cast<std::size_t>((2 * a.rx + 1) * (2 * a.ry + 1) + kColumnRows) * sizeof(void*);
 }
 

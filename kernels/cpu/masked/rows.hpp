@@ -108,25 +108,42 @@ void finish_valid(Acc* o, const Acc* ad, const Acc* aw, const std::uint8_t* own8
 template <class Acc>
 constexpr std::int64_t kChunk = 8 * 32 / sizeof(Acc);
 
+#if defined(__AVX__)
+// Eight bytes (0 or 1) from the low eight bits of a movemask.
+struct ByteLanes {
+  std::uint64_t of[256];
+  constexpr ByteLanes() : of{} {
+    for (int b = 0; b < 256; ++b)
+      for (int l = 0; l < 8; ++l) of[b] |= std::uint64_t((b >> l) & 1) << (8 * l);
+  }
+};
+inline constexpr ByteLanes kByteLanes{};
+#endif
+
 // Pixels [q0, q1) of a row through the border rule: values (holes 0) into v, weights (holes 0,
-// else 1) into m; a null row (the constant border) is the constant.
+// else 1) into m, and where hb is given a byte a sample, 1 where m is not 1; a null row (the
+// constant border) is the constant.
 template <class T, class Acc>
 void load_row(const std::byte* row, std::int64_t W, int C, BorderMode border, Acc cv, Acc cm,
-              const HoleTest<T>& hole, std::int64_t q0, std::int64_t q1, Acc* v, Acc* m) {
+              const HoleTest<T>& hole, std::int64_t q0, std::int64_t q1, Acc* v, Acc* m,
+              std::uint8_t* hb = nullptr) {
   const T* p = reinterpret_cast<const T*>(row);
+  const std::uint8_t chole = cm != Acc(1);  // the constant's byte
   const auto span = [&](std::int64_t src, std::int64_t n, Acc* dv, Acc* dm) {
     std::int64_t i = 0;
 #if defined(__AVX__)
     if constexpr (std::is_same_v<T, float> && std::is_same_v<Acc, float>) {
       // One compare a vector (equal or unordered: the value or NaN; NaN alone without one), and
-      // masks instead of GCC's two compares and two blends.
+      // masks instead of GCC's two compares and two blends; the bytes from its sign bits.
       const __m256 nd = _mm256_set1_ps(hole.nd), one = _mm256_set1_ps(1.0f);
+      std::uint8_t* const db = hb ? hb + (dm - m) : nullptr;
       for (; i + 8 <= n; i += 8) {
         const __m256 x = _mm256_loadu_ps(p + src + i);
         const __m256 h =
             hole.has ? _mm256_cmp_ps(x, nd, _CMP_EQ_UQ) : _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
         _mm256_storeu_ps(dv + i, _mm256_andnot_ps(h, x));
         _mm256_storeu_ps(dm + i, _mm256_andnot_ps(h, one));
+        if (db) std::memcpy(db + i, &kByteLanes.of[_mm256_movemask_ps(h)], 8);
       }
     }
 #endif
@@ -135,11 +152,13 @@ void load_row(const std::byte* row, std::int64_t W, int C, BorderMode border, Ac
       const bool h = hole(x);
       dv[i] = h ? Acc(0) : static_cast<Acc>(x);
       dm[i] = h ? Acc(0) : Acc(1);
+      if (hb) hb[(dm - m) + i] = h;
     }
   };
   if (!row) {
     std::fill(v, v + (q1 - q0) * C, cv);
     std::fill(m, m + (q1 - q0) * C, cm);
+    if (hb) std::fill(hb, hb + (q1 - q0) * C, chole);
     return;
   }
   const std::int64_t in0 = std::max<std::int64_t>(q0, 0), in1 = std::min(q1, W);
@@ -148,6 +167,7 @@ void load_row(const std::byte* row, std::int64_t W, int C, BorderMode border, Ac
     if (src < 0) {
       std::fill(v + o, v + o + C, cv);
       std::fill(m + o, m + o + C, cm);
+      if (hb) std::fill(hb + o, hb + o + C, chole);
     } else {
       span(src * C, C, v + o, m + o);
     }
