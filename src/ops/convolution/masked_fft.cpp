@@ -4,6 +4,7 @@
 // transforms' rounding: weights within the FFT's error bound of 0 count as no valid sample.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -32,6 +33,41 @@ struct MaskedFftParams {
   double total_abs = 0;  // sum |k|
   double tolerance = 0;  // weights at most this are 0 (the FFT's bound on them)
 };
+
+// One output row where the output is the accumulator's type: n / d where the window is valid,
+// else the hole's value (the thresholds in Acc, see run_as). Restrict pointers and selects
+// only, so that it vectorizes.
+template <class Acc>
+void finish_row(const Acc* __restrict own, const Acc* __restrict n, const Acc* __restrict d,
+                const Acc* __restrict w, Acc* __restrict out, std::int64_t S, bool fill, Acc tol,
+                Acc least, Acc hole, Acc off) {
+  // In vectors of 16 bytes (GCC keeps the scalar loop's selects as branches).
+  typedef Acc V __attribute__((vector_size(16)));
+  using Int = std::conditional_t<sizeof(Acc) == 4, std::int32_t, std::int64_t>;
+  typedef Int I __attribute__((vector_size(16)));
+  constexpr std::int64_t L = 16 / sizeof(Acc);
+  const I all = I{} - Int(fill ? 1 : 0);
+  const V tv = V{} + tol, lv = V{} + least, hv = V{} + hole, ov = V{} + off, zero{};
+  std::int64_t j = 0;
+  for (; j + L <= S; j += L) {
+    V o, nn, dd, ww;
+    std::memcpy(&o, own + j, sizeof o);
+    std::memcpy(&nn, n + j, sizeof nn);
+    std::memcpy(&dd, d + j, sizeof dd);
+    std::memcpy(&ww, w + j, sizeof ww);
+    const V ad = dd < zero ? -dd : dd;
+    const I valid = (all | (o != zero)) & (ww > tv) & (ww >= lv) & (ad > tv);
+    const V q = nn / dd;
+    const V r = valid ? (q == hv ? ov : q) : hv;
+    std::memcpy(out + j, &r, sizeof r);
+  }
+  for (; j < S; ++j) {
+    const bool valid =
+        (fill | (own[j] != 0)) & (w[j] > tol) & (w[j] >= least) & (std::fabs(d[j]) > tol);
+    const Acc q = n[j] / d[j];
+    out[j] = valid ? (q == hole ? off : q) : hole;
+  }
+}
 
 class MaskedFftKernel final : public CpuKernel {
  public:
@@ -74,9 +110,15 @@ class MaskedFftKernel final : public CpuKernel {
       dispatch_type(b.in.type, [&](auto t) {
         using T = decltype(t);
         const T* p = reinterpret_cast<const T*>(b.rows[i]);
+        // The hole test in T, branch-free, so that it vectorizes (the rule of masked.hpp's hole:
+        // NaN, and the value where T holds it).
+        const bool has = !std::isnan(p_.nodata) && kernels::masked::holds<T>(p_.nodata);
+        const T nd = has ? static_cast<T>(p_.nodata) : T{};
         for (std::int64_t j = 0; j < S; ++j) {
-          const bool h = kernels::masked::hole(static_cast<double>(p[j]), p_.nodata);
-          vi[j] = h ? Acc(0) : static_cast<Acc>(p[j]);
+          const T x = p[j];
+          bool h = has & (x == nd);
+          if constexpr (std::is_floating_point_v<T>) h = h | (x != x);
+          vi[j] = h ? Acc(0) : static_cast<Acc>(x);
           mi[j] = h ? Acc(0) : Acc(1);
         }
       });
@@ -107,6 +149,28 @@ class MaskedFftKernel final : public CpuKernel {
       using U = decltype(t);
       // Holes as U's nodata value, valid samples kept off it (kernels/cpu/masked/convert.hpp).
       const U hole = kernels::masked::nodata_of<U>(double(fill_value));
+      if constexpr (std::is_same_v<U, Acc>) {
+        // The same tests in Acc, so that the loop vectorizes: w > tolerance exactly where w
+        // exceeds the largest Acc at or below it, w >= need where w reaches the least Acc at or
+        // above it; the quotient is already U (store_valid's conversion is none).
+        constexpr Acc inf = std::numeric_limits<Acc>::infinity();
+        Acc tol = static_cast<Acc>(std::min(p_.tolerance, double(std::numeric_limits<Acc>::max())));
+        if (double(tol) > p_.tolerance) tol = std::nextafter(tol, -inf);
+        Acc least = need > double(std::numeric_limits<Acc>::max()) ? inf : static_cast<Acc>(need);
+        if (double(least) < need) least = std::nextafter(least, inf);
+        const Acc off = kernels::masked::off_nodata(hole);
+        const bool fill = p_.fill;
+        for (std::int64_t y = 0; y < out_rows; ++y) {
+          const Acc* own = m + (y + b.halo) * S;
+          const Acc* n = num + y * S;
+          const Acc* d = den + y * S;
+          const Acc* w = p_.negative ? wab + y * S : d;
+          U* out =
+              reinterpret_cast<U*>(b.out.data + static_cast<std::size_t>(y) * b.out.row_stride);
+          finish_row<Acc>(own, n, d, w, out, S, fill, tol, least, hole, off);
+        }
+        return;
+      }
       for (std::int64_t y = 0; y < out_rows; ++y) {
         const Acc* own = m + (y + b.halo) * S;
         const Acc* n = num + y * S;
