@@ -302,7 +302,12 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     // pinned ring, allocated before any work, costs time in proportion to its size.
     std::size_t target = o.target_slot_bytes;
     if (backend.cuda) {
-      const std::size_t span_bytes = static_cast<std::size_t>(span) * input.row_bytes();
+      // Label's second pass finds its bands by their first rows: a resumed run (fewer rows left)
+      // must plan the bands the first pass had, so its slots follow the image's rows.
+      const bool same_bands = std::any_of(
+          ops.begin(), ops.end(), [](const Operation* op) { return op->output_is_labels(); });
+      const std::size_t span_bytes =
+          static_cast<std::size_t>(same_bands ? input.stacked_rows() : span) * input.row_bytes();
       target = std::clamp(span_bytes / (4 * static_cast<std::size_t>(plan.slots)),
                           std::size_t{32} << 20, std::size_t{64} << 20);
     }

@@ -6,8 +6,8 @@ only the rows after the journal's (the exact band it stopped at), giving the byt
 uninterrupted run and scipy.ndimage.label's labels: images 8-connected (u32, u64), a volume in
 3-D (26) through oocrun's pipeline, --regions with --min-size (the table written once, equal to
 the uninterrupted run's), a part of a run in parts and MPI ranks. A damaged saved table and a
-resume that plans other bands are refused naming the way on; the saved state goes with the
-finished output.
+resume that plans other bands are refused naming the way on; a fresh run does not take an
+earlier run's saved state; the saved state goes with the finished output.
 
 Usage: test_label_resume.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import glob
@@ -176,6 +176,32 @@ class LabelResume(LabelCase):
         self.assertEqual(json.loads(r.stdout)["passes"][0]["bytes_read"], 0, "pass 1 again")
         self.same(np.load(out), scipy_label(a != 0, 8)[0], "ranks resumed")
         self.assertEqual(glob.glob(out + ".partial*"), [], "states removed")
+
+    def test_a_stale_table_is_not_taken(self):
+        # A run of mask a stopped in pass 2 saves its table; a fresh run of mask b to the same
+        # output, stopped in its first pass, then resumed, labels b (not through a's table).
+        a, b = random_mask((400000, 64), 0.45), random_mask((400000, 64), 0.45)
+        np.save(self.p("a.npy"), a)
+        np.save(self.p("b.npy"), b)
+        out = self.p("o.raw")
+        self.stop_in_second_pass([OOCLABEL, self.p("a.npy"), out, "--connectivity", "8"] + SLOW,
+                                 out + ".partial.journal")
+        self.assertTrue(os.path.exists(out + ".partial.pass-0"))
+        argv = [OOCLABEL, self.p("b.npy"), out, "--connectivity", "8"] + SLOW
+        proc = subprocess.Popen(argv + ["-q"], stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline and not (
+                os.path.exists(out + ".partial.journal") and
+                not os.path.exists(out + ".partial.pass-0")):
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        if proc.returncode == 0 or os.path.exists(out + ".partial.pass-0"):
+            self.skipTest("the fresh run ended its first pass before the signal")
+        self.assertEqual(proc.returncode, 75, err)
+        self.run_tool(argv + ["--resume"])
+        got = np.fromfile(out, np.uint32).reshape(b.shape)
+        self.same(got, scipy_label(b != 0, 8)[0], "b's labels after a resume")
 
     def test_refusals_then_a_fresh_run(self):
         a = random_mask((400000, 64), 0.45)

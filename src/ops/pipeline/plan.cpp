@@ -1,5 +1,6 @@
 // The plan of a pipeline's passes (ooc/pipeline.hpp): each stage built from its declaration, a
 // pass for each reduction and one that writes, and the run of every pass on a job.
+#include <cstdio>
 #include <optional>
 
 #include "chain_impl.hpp"
@@ -296,6 +297,9 @@ RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
                                         (job.is_part() ? ".rows-" + std::to_string(job.row_begin())
                                                        : std::string()))
                        : "";
+    // A run that does not resume makes its own: an earlier run's (of another input, perhaps)
+    // must not be taken if this one stops before saving and is resumed.
+    if (!state.empty() && !job.options().resume) std::remove(state.c_str());
     if (!state.empty() && job.options().resume) {
       if (std::optional<std::vector<std::uint64_t>> saved = job.load_state(state)) {
         plan.restore_pass(i, std::move(*saved), state);
