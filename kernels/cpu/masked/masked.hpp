@@ -93,10 +93,18 @@ std::int64_t median_lanes();
 void median_f32(int n, const float* const* rows, const std::uint8_t* const* holes, float* out);
 
 // Outputs [x0, x1) of one row of the masked n x n median (n 3 or 5, float), x1 - x0 >= the lanes,
-// every window inside the rows: rows[i] is window row i's image column 0. Holes (NaN, or nd unless
-// nan_only) are found from the values as they are loaded; own holes take `fill`.
-void median_row_f32(int n, const float* const* rows, std::int64_t x0, std::int64_t x1,
-                    bool nan_only, float nd, float fill, float* out);
+// every window inside the rows: rows[i] is window row i's image column 0, bits[i] its holes
+// (hole_bits_f32). A window with a hole finds which samples are holes (NaN, or nd unless
+// nan_only) from the values as they are loaded; own holes take `fill`.
+void median_row_f32(int n, const float* const* rows, const std::uint8_t* const* bits,
+                    std::int64_t x0, std::int64_t x1, bool nan_only, float nd, float fill,
+                    float* out);
+// The holes of a row of w floats as bits (bit x % 8 of byte x / 8), for median_row_f32: its
+// windows without one skip the hole tests. bits has room for w / 8 + 16 bytes (read past w).
+void hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd, std::uint8_t* bits);
+inline std::int64_t hole_bits_bytes(std::int64_t w) {
+  return w / 8 + 16;
+}
 
 // Whether the masked 3 x 3 and 5 x 5 float medians of one channel take this band in one pass
 // (rank_band computes every output; the unmasked kernel need not run first): the windows hold
@@ -134,8 +142,9 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
   const bool cval_hole = hole(a.cval, a.nodata);
   const bool has_value = !std::isnan(a.nodata) && holds<T>(a.nodata);
   const T value = has_value ? static_cast<T>(a.nodata) : T{};
-  map.resize(static_cast<std::size_t>(in_rows * PS));
   const bool fused = rank_band_fused(a);
+  const std::int64_t BS = fused ? hole_bits_bytes(W) : 0;  // a row's hole bits (fused)
+  map.resize(static_cast<std::size_t>(in_rows * PS));
   bool every_row = true;  // no row of the constant border
   for (std::int64_t r = 0; r < in_rows; ++r) every_row = every_row && a.rows[r] != nullptr;
   // Fused with every row there: the map's columns the edge windows read (3 reach: a window at
@@ -217,10 +226,25 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
     src_at.resize(static_cast<std::size_t>(a.h));
     map_at.resize(static_cast<std::size_t>(a.h));
     const std::int64_t y0 = blk * kBlock, y1 = std::min(a.out_rows, y0 + kBlock);
+    // Fused: the hole bits of this block's input rows, each made just before the first output
+    // row that reads it, while the row is in the cache the network then reads it from.
+    thread_local std::vector<std::uint8_t> bits;
+    const std::int64_t r0 = y0 + a.halo - a.top;  // the block's first input row
+    const auto bits_of = [&](std::int64_t r) { return bits.data() + (r - r0) * BS; };
+    const auto make_bits = [&](std::int64_t r) {
+      if (a.rows[r])
+        hole_bits_f32(reinterpret_cast<const float*>(a.rows[r]), W, !has_value,
+                      static_cast<float>(value), bits.data() + (r - r0) * BS);
+    };
+    if (fused) {
+      bits.resize(static_cast<std::size_t>((kBlock + a.h) * BS));
+      for (std::int64_t r = r0; r < r0 + a.h - 1; ++r) make_bits(r);
+    }
     for (std::int64_t y = y0; y < y1; ++y) {
       const std::int64_t top = y + a.halo - a.top;  // the window's first row
       if (fused) {
         // No hole map to slide: every output is computed below.
+        make_bits(top + a.h - 1);
       } else if (ored) {
         // One channel, a small window: the window's rows of the map ORed, then its columns. On
         // locals: the byte stores may alias anything, which would be read again each time.
@@ -320,8 +344,12 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
         std::int64_t x = 0;
         if (inner) {
           const float* fr[5];
-          for (std::int64_t i = 0; i < a.h; ++i) fr[i] = reinterpret_cast<const float*>(src_at[i]);
-          median_row_f32(static_cast<int>(a.h), fr, a.left, x1,
+          const std::uint8_t* fb[5];
+          for (std::int64_t i = 0; i < a.h; ++i) {
+            fr[i] = reinterpret_cast<const float*>(src_at[i]);
+            fb[i] = bits_of(top + i);
+          }
+          median_row_f32(static_cast<int>(a.h), fr, fb, a.left, x1,
                          std::is_same_v<T, float> && !has_value, static_cast<float>(value),
                          static_cast<float>(fill_value), reinterpret_cast<float*>(o));
           for (; x < a.left; ++x) redo(x, 0);

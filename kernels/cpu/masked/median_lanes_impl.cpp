@@ -6,6 +6,7 @@
 // (n - 1) / 2 rounded down). Then the unmasked median network
 // (kernels/cpu/morphology/rank_network.hpp) gives the masked median exactly, since it only moves
 // samples, and a window without holes gives the unmasked filter's sample.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #if defined(__AVX__)
@@ -75,10 +76,29 @@ template <bool NanOnly>
 // values; a window without holes goes through the network as the unmasked filter's does (the
 // same sample), one with holes as lanes() substitutes them (-inf, +inf in turn, wire order).
 template <int N, bool NanOnly>
-[[gnu::always_inline]] inline void row_lanes(const float* const* rows, std::int64_t x, V nd, V fill,
-                                             float* out) {
+[[gnu::always_inline]] inline void row_lanes(const float* const* rows,
+                                             const std::uint8_t* const* bits, std::int64_t x, V nd,
+                                             V fill, float* out) {
   constexpr int h = N / 2;
   V v[N * N];
+  // The window's columns x - h .. x + kL - 1 + h in each row's hole bits: none, and the network
+  // alone gives the unmasked filter's sample.
+  std::uint64_t holes = 0;
+  const std::int64_t c = x - h;
+  for (int i = 0; i < N; ++i) {
+    std::uint64_t word;
+    std::memcpy(&word, bits[i] + c / 8, sizeof word);
+    holes |= word >> (c % 8);
+  }
+  if ((holes & ((std::uint64_t{1} << (kL + 2 * h)) - 1)) == 0) {
+#pragma GCC unroll 5
+    for (int i = 0; i < N; ++i)
+#pragma GCC unroll 5
+      for (int j = 0; j < N; ++j) v[i * N + j] = *reinterpret_cast<const Vu*>(rows[i] + x - h + j);
+    kernels::median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
+    *reinterpret_cast<Vu*>(out + x) = v[N * N / 2];
+    return;
+  }
   I hm[N * N];
   I any{};
 #pragma GCC unroll 5
@@ -110,24 +130,44 @@ template <int N, bool NanOnly>
 }
 
 template <int N, bool NanOnly>
-void row(const float* const* rows, std::int64_t x0, std::int64_t x1, float nd, float fill,
-         float* out) {
+void row(const float* const* rows, const std::uint8_t* const* bits, std::int64_t x0,
+         std::int64_t x1, float nd, float fill, float* out) {
   const V ndv = V{} + nd, fv = V{} + fill;
   std::int64_t x = x0;
-  for (; x + kL <= x1; x += kL) row_lanes<N, NanOnly>(rows, x, ndv, fv, out);
-  if (x < x1) row_lanes<N, NanOnly>(rows, x1 - kL, ndv, fv, out);  // overlaps: the same values
+  for (; x + kL <= x1; x += kL) row_lanes<N, NanOnly>(rows, bits, x, ndv, fv, out);
+  if (x < x1) row_lanes<N, NanOnly>(rows, bits, x1 - kL, ndv, fv, out);  // overlaps: the same
 }
 
 }  // namespace
 
-void masked_median_row_f32(int n, const float* const* rows, std::int64_t x0, std::int64_t x1,
-                           bool nan_only, float nd, float fill, float* out) {
+void masked_median_row_f32(int n, const float* const* rows, const std::uint8_t* const* bits,
+                           std::int64_t x0, std::int64_t x1, bool nan_only, float nd, float fill,
+                           float* out) {
   if (n == 5)
-    nan_only ? row<5, true>(rows, x0, x1, nd, fill, out)
-             : row<5, false>(rows, x0, x1, nd, fill, out);
+    nan_only ? row<5, true>(rows, bits, x0, x1, nd, fill, out)
+             : row<5, false>(rows, bits, x0, x1, nd, fill, out);
   else
-    nan_only ? row<3, true>(rows, x0, x1, nd, fill, out)
-             : row<3, false>(rows, x0, x1, nd, fill, out);
+    nan_only ? row<3, true>(rows, bits, x0, x1, nd, fill, out)
+             : row<3, false>(rows, bits, x0, x1, nd, fill, out);
+}
+
+void masked_hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd,
+                          std::uint8_t* bits) {
+  std::int64_t x = 0;
+#if defined(__AVX__)
+  const __m256 ndv = _mm256_set1_ps(nd);
+  for (; x + 8 <= w; x += 8) {
+    const __m256 v = _mm256_loadu_ps(row + x);
+    const __m256 h =
+        nan_only ? _mm256_cmp_ps(v, v, _CMP_UNORD_Q) : _mm256_cmp_ps(v, ndv, _CMP_EQ_UQ);
+    bits[x / 8] = static_cast<std::uint8_t>(_mm256_movemask_ps(h));
+  }
+#endif
+  std::fill(bits + x / 8, bits + w / 8 + 16, std::uint8_t(0));
+  for (; x < w; ++x) {
+    const float v = row[x];
+    if (v != v || (!nan_only && v == nd)) bits[x / 8] |= static_cast<std::uint8_t>(1u << (x % 8));
+  }
 }
 
 std::int64_t masked_median_lanes() {

@@ -15,16 +15,22 @@ namespace baseline {
 std::int64_t masked_median_lanes();
 void masked_median_f32(int n, const float* const* rows, const std::uint8_t* const* holes,
                        float* out);
-void masked_median_row_f32(int n, const float* const* rows, std::int64_t x0, std::int64_t x1,
-                           bool nan_only, float nd, float fill, float* out);
+void masked_median_row_f32(int n, const float* const* rows, const std::uint8_t* const* bits,
+                           std::int64_t x0, std::int64_t x1, bool nan_only, float nd, float fill,
+                           float* out);
+void masked_hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd,
+                          std::uint8_t* bits);
 }  // namespace baseline
 #if defined(__x86_64__)
 namespace avx2 {
 std::int64_t masked_median_lanes();
 void masked_median_f32(int n, const float* const* rows, const std::uint8_t* const* holes,
                        float* out);
-void masked_median_row_f32(int n, const float* const* rows, std::int64_t x0, std::int64_t x1,
-                           bool nan_only, float nd, float fill, float* out);
+void masked_median_row_f32(int n, const float* const* rows, const std::uint8_t* const* bits,
+                           std::int64_t x0, std::int64_t x1, bool nan_only, float nd, float fill,
+                           float* out);
+void masked_hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd,
+                          std::uint8_t* bits);
 }  // namespace avx2
 #endif
 
@@ -44,12 +50,21 @@ void median_f32(int n, const float* const* rows, const std::uint8_t* const* hole
   baseline::masked_median_f32(n, rows, holes, out);
 }
 
-void median_row_f32(int n, const float* const* rows, std::int64_t x0, std::int64_t x1,
-                    bool nan_only, float nd, float fill, float* out) {
+void median_row_f32(int n, const float* const* rows, const std::uint8_t* const* bits,
+                    std::int64_t x0, std::int64_t x1, bool nan_only, float nd, float fill,
+                    float* out) {
 #if defined(__x86_64__)
-  if (has_avx2()) return avx2::masked_median_row_f32(n, rows, x0, x1, nan_only, nd, fill, out);
+  if (has_avx2())
+    return avx2::masked_median_row_f32(n, rows, bits, x0, x1, nan_only, nd, fill, out);
 #endif
-  baseline::masked_median_row_f32(n, rows, x0, x1, nan_only, nd, fill, out);
+  baseline::masked_median_row_f32(n, rows, bits, x0, x1, nan_only, nd, fill, out);
+}
+
+void hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd, std::uint8_t* bits) {
+#if defined(__x86_64__)
+  if (has_avx2()) return avx2::masked_hole_bits_f32(row, w, nan_only, nd, bits);
+#endif
+  baseline::masked_hole_bits_f32(row, w, nan_only, nd, bits);
 }
 
 // By counting, for each sample in turn, those below it and those equal, 8 at a time over the
