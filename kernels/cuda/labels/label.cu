@@ -7,7 +7,9 @@
 //   2. the samples on the tiles' top rows and left columns join their neighbours across the tile
 //      edges, by the same unions in global memory;
 //   3. each sample takes its root; roots are flagged, and a prefix sum of the flags (CUB) numbers
-//      them in raster order; each sample takes its root's number.
+//      them in raster order; each sample takes its root's number (the band's first and last rows
+//      only, where only those go back: pass 1's merge), or, in pass 2, goes from its root through
+//      the root's rank to the table's final label at once (relabel_roots_async).
 // The numbers are those of the CPU's labelling of the same band (runs.hpp), by construction.
 #include <cub/device/device_scan.cuh>
 
@@ -150,12 +152,12 @@ __global__ void flatten(std::int64_t n, std::uint32_t* labels, std::uint32_t* fl
   }
 }
 
-// Step 3, after the prefix sum (ranks[p]: the roots before p): each sample takes its root's
-// number; the last sample's thread writes the count.
-__global__ void number(std::int64_t n, std::uint32_t* labels, const std::uint32_t* ranks,
-                       unsigned long long* count) {
-  for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
-       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+// Step 3, after the prefix sum (ranks[p]: the roots before p): each sample of [begin, end) takes
+// its root's number; the band's last sample's thread writes the count.
+__global__ void number(std::int64_t begin, std::int64_t end, std::int64_t n, std::uint32_t* labels,
+                       const std::uint32_t* ranks, unsigned long long* count) {
+  for (std::int64_t k = begin + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       k < end; k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const auto p = static_cast<std::uint32_t>(k);
     const std::uint32_t r = labels[p];
     if (k == n - 1) *count = ranks[p] + (r == p ? 1u : 0u);
@@ -163,16 +165,18 @@ __global__ void number(std::int64_t n, std::uint32_t* labels, const std::uint32_
   }
 }
 
+// Pass 2 without step 3's numbers: each sample's root, through its rank, to its final label.
 template <class L>
-__global__ void relabel(const std::uint32_t* labels, std::int64_t rows, std::int64_t width,
-                        const L* table, std::byte* out, std::size_t out_stride) {
+__global__ void relabel_roots(const std::uint32_t* roots, const std::uint32_t* ranks,
+                              std::int64_t rows, std::int64_t width, const L* table, std::byte* out,
+                              std::size_t out_stride) {
   const std::int64_t n = rows * width;
   for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t y = k / width, x = k - y * width;
-    const std::uint32_t v = labels[k];
+    const std::uint32_t r = roots[k];
     reinterpret_cast<L*>(out + static_cast<std::size_t>(y) * out_stride)[x] =
-        v == 0 ? L{0} : __ldg(table + (v - 1));
+        r == kNone ? L{0} : __ldg(table + __ldg(ranks + r));
   }
 }
 
@@ -200,7 +204,8 @@ std::size_t label_band_scratch(std::int64_t samples) {
 const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, std::int64_t rows,
                                       std::int64_t width, SampleType type, bool diagonal,
                                       std::byte* scratch, std::size_t scratch_bytes,
-                                      std::uint64_t* count, cudaStream_t s) {
+                                      std::uint64_t* count, cudaStream_t s, LabelNumbers numbers,
+                                      const std::uint32_t** ranks_out) {
   const std::int64_t n = rows * width;
   if (rows < 1 || width < 1 || n >= (std::int64_t{1} << 31) ||
       scratch_bytes < label_band_scratch(n))
@@ -249,21 +254,27 @@ const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, s
   OOC_KERNEL_TRY(cudaGetLastError());
   OOC_KERNEL_TRY(
       cub::DeviceScan::ExclusiveSum(temp, temp_bytes, ranks, ranks, static_cast<int>(n), s));
-  number<<<flat_blocks(n), P::kThreads, 0, s>>>(n, labels, ranks,
-                                                reinterpret_cast<unsigned long long*>(count));
+  auto* c = reinterpret_cast<unsigned long long*>(count);
+  if (numbers == LabelNumbers::all || (numbers == LabelNumbers::edge_rows && rows <= 2)) {
+    number<<<flat_blocks(n), P::kThreads, 0, s>>>(0, n, n, labels, ranks, c);
+  } else if (numbers == LabelNumbers::edge_rows) {
+    number<<<flat_blocks(width), P::kThreads, 0, s>>>(0, width, n, labels, ranks, c);
+    number<<<flat_blocks(width), P::kThreads, 0, s>>>(n - width, n, n, labels, ranks, c);
+  }
   OOC_KERNEL_TRY(cudaGetLastError());
+  if (ranks_out) *ranks_out = ranks;
   return labels;
 }
 
-void relabel_async(const std::uint32_t* labels, std::int64_t rows, std::int64_t width,
-                   const void* table, bool wide, std::byte* out, std::size_t out_stride,
-                   cudaStream_t s) {
+void relabel_roots_async(const std::uint32_t* roots, const std::uint32_t* ranks, std::int64_t rows,
+                         std::int64_t width, const void* table, bool wide, std::byte* out,
+                         std::size_t out_stride, cudaStream_t s) {
   if (wide)
-    relabel<<<flat_blocks(rows * width), P::kThreads, 0, s>>>(
-        labels, rows, width, static_cast<const unsigned long long*>(table), out, out_stride);
+    relabel_roots<<<flat_blocks(rows * width), P::kThreads, 0, s>>>(
+        roots, ranks, rows, width, static_cast<const unsigned long long*>(table), out, out_stride);
   else
-    relabel<<<flat_blocks(rows * width), P::kThreads, 0, s>>>(
-        labels, rows, width, static_cast<const std::uint32_t*>(table), out, out_stride);
+    relabel_roots<<<flat_blocks(rows * width), P::kThreads, 0, s>>>(
+        roots, ranks, rows, width, static_cast<const std::uint32_t*>(table), out, out_stride);
   OOC_KERNEL_TRY(cudaGetLastError());
 }
 

@@ -40,9 +40,11 @@ class ScanCuda final : public CudaKernel {
     const std::int64_t rows = b.band.rows, width = b.in_spec.width;
     const std::size_t row_bytes = static_cast<std::size_t>(width) * sizeof(std::uint32_t);
     auto* partial = reinterpret_cast<std::uint64_t*>(b.partial);
-    const std::uint32_t* labels =
-        cuda::label_band_async(b.in, b.in_stride, rows, width, b.in_spec.type, s.diagonal,
-                               b.scratch, label_cuda_scratch(rows, width), partial + 1, stream);
+    // Only the rows that come back need their numbers (the count needs none).
+    const std::uint32_t* labels = cuda::label_band_async(
+        b.in, b.in_stride, rows, width, b.in_spec.type, s.diagonal, b.scratch,
+        label_cuda_scratch(rows, width), partial + 1, stream,
+        s.all_rows ? cuda::LabelNumbers::all : cuda::LabelNumbers::edge_rows);
     const std::int64_t back = s.all_rows ? rows : std::min<std::int64_t>(rows, 2);
     cuda::PinnedBuffer& host = host_[b.slot];
     std::byte* h = pinned(host, 256 + static_cast<std::size_t>(back) * row_bytes);
@@ -79,9 +81,11 @@ class ApplyCuda final : public CudaKernel {
     const std::size_t entry = s_->wide ? sizeof(std::uint64_t) : sizeof(std::uint32_t);
     auto* d_count =
         reinterpret_cast<std::uint64_t*>(d_table + aligned(static_cast<std::size_t>(most) * entry));
-    const std::uint32_t* labels =
-        cuda::label_band_async(b.in, b.in_stride, rows, width, b.in_spec.type, s_->diagonal,
-                               b.scratch, label_bytes, d_count, stream);
+    // The roots and their ranks go through the table slice at once: no numbers written between.
+    const std::uint32_t* ranks = nullptr;
+    const std::uint32_t* roots = cuda::label_band_async(
+        b.in, b.in_stride, rows, width, b.in_spec.type, s_->diagonal, b.scratch, label_bytes,
+        d_count, stream, cuda::LabelNumbers::none, &ranks);
     // The slot's previous slice went in before its band was written: the buffer is free. Sized
     // by the band's count (asked first), not by the most a band can have.
     const std::uint64_t count = s_->table_slice(b.band, nullptr, most);
@@ -90,7 +94,8 @@ class ApplyCuda final : public CudaKernel {
     if (n > 0)
       OOC_CUDA_TRY(cudaMemcpyAsync(d_table, slice, static_cast<std::size_t>(n) * entry,
                                    cudaMemcpyHostToDevice, stream));
-    cuda::relabel_async(labels, rows, width, d_table, s_->wide, b.out, b.out_stride, stream);
+    cuda::relabel_roots_async(roots, ranks, rows, width, d_table, s_->wide, b.out, b.out_stride,
+                              stream);
   }
 
  private:
