@@ -11,6 +11,9 @@
 //      only, where only those go back: pass 1's merge), or, in pass 2, goes from its root through
 //      the root's rank to the table's final label at once (relabel_roots_async).
 // The numbers are those of the CPU's labelling of the same band (runs.hpp), by construction.
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
 #include <cub/device/device_scan.cuh>
 
 #include "kernels/cuda/check.cuh"
@@ -137,20 +140,24 @@ __global__ void join_cols(std::int64_t rows, std::int64_t width, bool diagonal,
   }
 }
 
-// Step 3: every sample points at its root; flags[p] = 1 where p is a root.
-__global__ void flatten(std::int64_t n, std::uint32_t* labels, std::uint32_t* flags) {
+// Step 3: every sample points at its root (a root at itself).
+__global__ void flatten(std::int64_t n, std::uint32_t* labels) {
   for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const auto p = static_cast<std::uint32_t>(k);
-    std::uint32_t f = 0;
-    if (labels[p] != kNone) {
-      const std::uint32_t r = find_root(labels, p);
-      labels[p] = r;  // an ancestor: other threads' finds through p stay right
-      f = r == p;
-    }
-    flags[p] = f;
+    // An ancestor: other threads' finds through p stay right.
+    if (labels[p] != kNone && labels[p] != p) labels[p] = find_root(labels, p);
   }
 }
+
+// The prefix sum's input: 1 where sample p is a root, read from the labels as the scan goes (no
+// array of flags written and read back).
+struct IsRoot {
+  const std::uint32_t* labels;
+  __host__ __device__ std::uint32_t operator()(std::uint32_t p) const {
+    return labels[p] == p ? 1u : 0u;
+  }
+};
 
 // Step 3, after the prefix sum (ranks[p]: the roots before p): each sample of [begin, end) takes
 // its root's number; the band's last sample's thread writes the count.
@@ -215,10 +222,12 @@ const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, s
   auto* labels = reinterpret_cast<std::uint32_t*>(scratch);
   const std::size_t at = aligned(static_cast<std::size_t>(n) * sizeof(std::uint32_t));
   auto* ranks = reinterpret_cast<std::uint32_t*>(scratch + at);
+  const auto roots =
+      thrust::make_transform_iterator(thrust::counting_iterator<std::uint32_t>(0), IsRoot{labels});
   std::byte* temp = scratch + 2 * at;
   std::size_t temp_bytes = 0;
   OOC_KERNEL_TRY(
-      cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, ranks, ranks, static_cast<int>(n), s));
+      cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, roots, ranks, static_cast<int>(n), s));
   if (temp_bytes > scratch_bytes - 2 * at)
     throw Error(ErrorKind::device, "label_band_async: CUB's scan needs " +
                                        std::to_string(temp_bytes) + " bytes of scratch, " +
@@ -250,10 +259,10 @@ const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, s
   const std::int64_t col_edges = (width - 1) / P::kTileCols * rows;
   if (col_edges > 0)
     join_cols<<<flat_blocks(col_edges), P::kThreads, 0, s>>>(rows, width, diagonal, labels);
-  flatten<<<flat_blocks(n), P::kThreads, 0, s>>>(n, labels, ranks);
+  flatten<<<flat_blocks(n), P::kThreads, 0, s>>>(n, labels);
   OOC_KERNEL_TRY(cudaGetLastError());
   OOC_KERNEL_TRY(
-      cub::DeviceScan::ExclusiveSum(temp, temp_bytes, ranks, ranks, static_cast<int>(n), s));
+      cub::DeviceScan::ExclusiveSum(temp, temp_bytes, roots, ranks, static_cast<int>(n), s));
   auto* c = reinterpret_cast<unsigned long long*>(count);
   if (numbers == LabelNumbers::all || (numbers == LabelNumbers::edge_rows && rows <= 2)) {
     number<<<flat_blocks(n), P::kThreads, 0, s>>>(0, n, n, labels, ranks, c);
