@@ -123,6 +123,10 @@ def _count(join):
     return np.int64(join[2].size)
 
 
+# The name of every labels array label returns starts so (to_zarr refuses levels of them).
+LABELS_NAME = "ooc-label-out-"
+
+
 def label(x, structure=None, *, connectivity=None, threads=None, mem_limit=None):
     """scipy.ndimage.label on a dask array (2-D, or a 3-D volume; non-zero samples are the
     foreground): (labels, count), labels an int32 dask array with x's chunks, numbered in raster
@@ -138,8 +142,8 @@ def label(x, structure=None, *, connectivity=None, threads=None, mem_limit=None)
     conn = _connectivity(structure, connectivity, x.ndim)
     rank = _RANK[conn]
     token = dask.base.tokenize(x, conn, threads, mem_limit)
-    first, face, join, out = ("ooc-label-%s-%s" % (s, token)
-                              for s in ("blocks", "faces", "join", "out"))
+    first, face, join = ("ooc-label-%s-%s" % (s, token) for s in ("blocks", "faces", "join"))
+    out = LABELS_NAME + token
     starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in x.chunks]
     grid = list(itertools.product(*(range(n) for n in x.numblocks)))
     blocks = int(np.prod(x.numblocks))

@@ -607,6 +607,10 @@ def to_zarr(x, url, *, pyramid=False, levels=None, pyramid_z=False, chunk=512, c
     filter's blocks, at most two per task the scheduler runs at once)."""
     _check(x)
     vol, n = _layout(x, volume)
+    if x.name.startswith(_LABELS_NAME) and (pyramid or (levels is not None and levels != 0)):
+        raise _usage("labels take no reduced-resolution levels (a 2 x 2 mean of labels names no "
+                     "component): write ooc.dask.label's labels with pyramid=False, as ooclabel "
+                     "refuses --pyramid")
     if parts is not None and (not isinstance(parts, numbers.Integral) or parts < 1):
         raise _usage("parts is a positive number of tasks, got %r" % (parts,))
     plan = _dask_store.writes(x, url, nodata, pyramid_z, vol)
@@ -621,7 +625,7 @@ def to_zarr(x, url, *, pyramid=False, levels=None, pyramid_z=False, chunk=512, c
                               compute=compute)
 
 
-from ._dask_label import label  # noqa: E402  (it runs _task_options of this module)
+from ._dask_label import LABELS_NAME as _LABELS_NAME, label  # noqa: E402  (it runs _task_options)
 from ._dask_equalize import equalize_hist  # noqa: E402  (it takes _check, _layout of this module)
 
 

@@ -334,6 +334,21 @@ def test_label_diagonal_corners_and_long_components():
         od.label(da.from_array(s, chunks=10), connectivity=6)
 
 
+def test_labels_take_no_levels(tmp_path):
+    # A 2 x 2 mean of labels names no component: levels of them are refused before anything is
+    # written, as ooclabel's --pyramid is; level 0 alone is written as the labels.
+    a = (np.random.default_rng(3).random((40, 52)) > 0.6).astype(np.uint8)
+    lab, n = od.label(da.from_array(a, chunks=16), connectivity=8)
+    for kw in ({"pyramid": True}, {"levels": 2}):
+        with pytest.raises(ooc.UsageError, match="labels take no reduced-resolution levels"):
+            od.to_zarr(lab, str(tmp_path / "l.zarr"), **kw)
+        assert not (tmp_path / "l.zarr").exists()
+    od.to_zarr(lab, str(tmp_path / "l0.zarr"), levels=0)
+    zarr = pytest.importorskip("zarr")
+    got = np.asarray(zarr.open_group(str(tmp_path / "l0.zarr"), mode="r")["0"])
+    assert got.tobytes() == _scipy_label(a, 8)[0].tobytes()
+
+
 def test_halo_rows_of_another_layout_are_refused():
     a = _data((12, 9), np.float32, 4)
     with pytest.raises(ooc.UsageError, match="halo_rows"):
