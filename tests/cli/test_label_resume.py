@@ -148,29 +148,12 @@ class LabelResume(LabelCase):
         a = random_mask((400000, 64), 0.45)
         np.save(self.p("in.npy"), a)
         out = self.p("m.npy")
-        argv = [mpirun, "-np", "2", OOCLABEL, self.p("in.npy"), out, "--connectivity", "8",
-                "-q"] + SLOW
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env)
-        journal = out + ".partial.part-0-of-2.journal"
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline:
-            try:
-                with open(journal) as f:
-                    if any(line.startswith("done ") and int(line.split()[1]) > 0 for line in f):
-                        break
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.01)
-        if proc.poll() is not None:
-            proc.communicate()
-            self.skipTest("the run ended before the signal")
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-        self.assertNotEqual(proc.returncode, 0, err)
+        argv = [mpirun, "-np", "2", OOCLABEL, self.p("in.npy"), out, "--connectivity",
+                "8"] + SLOW
+        err = self.stop_in_second_pass(argv, out + ".partial.part-0-of-2.journal", env, None)
         self.assertEqual(len(re.findall(r"stopped at row \d+", err)), 2, err)
         self.assertEqual(len(glob.glob(out + ".partial.pass-0.rows-*.table")), 2)
-        r = subprocess.run(argv + ["--resume", "--stats", "json"], capture_output=True,
+        r = subprocess.run(argv + ["-q", "--resume", "--stats", "json"], capture_output=True,
                            text=True, env=env, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout)["passes"][0]["bytes_read"], 0, "pass 1 again")
