@@ -32,7 +32,8 @@ again and writes it through the table. Under mpirun or srun each rank labels its
 ranks join the components that cross their cuts. With --part I/N or --rows A:B (separate
 processes) each part labels its rows and keeps what touches its cuts in OUT.label-faces.ROW; a part
 run before the others exits 75: run it again once every part has run, then --finish OUT.
---regions and --min-size too. A stop in the second pass cannot --resume: run it again.
+--regions and --min-size too. A stop (exit 75) resumes with --resume: in the second pass from
+the band it stopped at, through the table the first pass saved beside OUT.partial.
 With --device cuda each band is labelled on the GPU and joined on the host: the same bytes.
 
 Examples:
