@@ -167,10 +167,20 @@ void weighted_sum_at(const Acc* const* src, const Acc* w, std::int64_t taps, Acc
     }
     for (int u = 0; u < kUnroll; ++u) vec::store_vec(dst + at[t + u], acc[u]);
   }
-  for (; t < count; ++t) {
-    V acc = (V{} + w[0]) * vec::load_vec(src[0] + at[t]);
-    for (std::int64_t k = 1; k < taps; ++k) acc += (V{} + w[k]) * vec::load_vec(src[k] + at[t]);
-    vec::store_vec(dst + at[t], acc);
+  // The rest four at a time, the last offset repeated to fill a four (the same sums stored
+  // twice): one vector at a time, each sum waits on its previous tap's FMA.
+  for (; t < count; t += 4) {
+    std::int32_t o[4];
+    for (int u = 0; u < 4; ++u) o[u] = at[std::min<std::int64_t>(t + u, count - 1)];
+    V acc[4];
+    const V w0 = V{} + w[0];
+    for (int u = 0; u < 4; ++u) acc[u] = w0 * vec::load_vec(src[0] + o[u]);
+    for (std::int64_t k = 1; k < taps; ++k) {
+      const V wk = V{} + w[k];
+      const Acc* s = src[k];
+      for (int u = 0; u < 4; ++u) acc[u] += wk * vec::load_vec(s + o[u]);
+    }
+    for (int u = 0; u < 4; ++u) vec::store_vec(dst + o[u], acc[u]);
   }
 }
 
