@@ -351,8 +351,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       // The CPU filters bands while CUDA starts only where its buffers fit beside the pinned ring
       // (below). Several GPUs have as many slots more, and both no longer fit under the default
       // limit: bands down to half as tall keep that start (otherwise the job waits for every
-      // device's context) for a few percent more per-band cost. A volume's CPU band holds its
-      // 2R + 1 planes where a GPU slot pins one: down to a quarter as tall.
+      // device's context) for a few percent more per-band cost.
       const bool cpu_start = std::all_of(
           ops.begin(), ops.end(), [](const Operation* op) { return op->cpu_gives_cuda_bits(); });
       auto with_cpu_start = [&](std::int64_t r) {
@@ -362,7 +361,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       };
       if (backend.cuda && (o.cpu_start_bands > 0 || (o.cpu_start_bands < 0 && cpu_start)) &&
           with_cpu_start(rows) > plan.mem_limit) {
-        std::int64_t a = std::max<std::int64_t>(1, rows / (plan.plane_halo > 0 ? 4 : 2)), b = rows;
+        std::int64_t a = std::max<std::int64_t>(1, rows / 2), b = rows;
         if (with_cpu_start(a) <= plan.mem_limit) {
           while (a < b) {
             const std::int64_t mid = a + (b - a + 1) / 2;
