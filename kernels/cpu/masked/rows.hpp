@@ -68,9 +68,11 @@ void finish_valid(Acc* o, const Acc* ad, const Acc* aw, const std::uint8_t* own8
   typedef I M __attribute__((vector_size(32)));
   const M all = M{} - I(fill ? 1 : 0);  // -1 lanes: fill=true
   const V zero{}, lv = V{} + least, fvv = V{} + fv;
+  const bool simple = aw == ad && !(least > Acc(0));
   std::int64_t s = b;
   for (; s + kL <= e; s += kL) {
-    const V ov = vec::load_vec(o + s), adv = vec::load_vec(ad + s), awv = vec::load_vec(aw + s);
+    const V ov = vec::load_vec(o + s), adv = vec::load_vec(ad + s);
+    const V awv = simple ? adv : vec::load_vec(aw + s);
     M own;
     if (own8) {
 #if defined(__AVX2__)
@@ -94,7 +96,9 @@ void finish_valid(Acc* o, const Acc* ad, const Acc* aw, const std::uint8_t* own8
     } else {
       own = vec::load_vec(ownw + s) == zero;
     }
-    const M valid = (all | ~own) & (awv > zero) & (awv >= lv) & (adv != zero);
+    // The same weights and no min-weight (the usual case): the weight above 0 says it all.
+    const M valid = simple ? (all | ~own) & (adv > zero)
+                           : (all | ~own) & (awv > zero) & (awv >= lv) & (adv != zero);
     vec::store_vec(o + s, valid ? ov / adv : fvv);
   }
   for (; s < e; ++s) {
