@@ -145,7 +145,8 @@ class ChainCudaKernel final : public CudaKernel {
       const ChainStage& s = g.stages[k];
       const std::int64_t a = r[k].first, e = r[k].second, h = s.halo;
       CudaBand sb = b;
-      sb.band = Band{b.band.index, a, e - a};
+      // Its plane and stacked row too, as the CPU's chain gives them (label finds a band by it).
+      sb.band = Band{b.band.index, a, e - a, b.band.z, b.band.stacked_y0 + (a - y0)};
       sb.halo = h;
       sb.first_row = a - h;
       sb.in_spec = s.in;
