@@ -99,6 +99,10 @@ void median_f32(int n, const float* const* rows, const std::uint8_t* const* hole
 void median_row_f32(int n, const float* const* rows, const std::uint8_t* const* bits,
                     std::int64_t x0, std::int64_t x1, bool nan_only, float nd, float fill,
                     float* out);
+// out[l] = the n x n median network's sample of window l (n 3 or 5; its n^2 samples at
+// w[l n^2], row by row), l < count <= median_lanes(): windows without a hole, as the unmasked
+// filter's network filters them, bit for bit (which of two zeros it leaves included).
+void median_windows_f32(int n, const float* w, std::int64_t count, float* out);
 // The holes of a row of w floats as bits (bit x % 8 of byte x / 8), for median_row_f32: its
 // windows without one skip the hole tests. bits has room for w / 8 + 16 bytes (read past w).
 void hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd, std::uint8_t* bits);
@@ -340,6 +344,40 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
         return x;
       };
       if (fused) {
+        // The windows the vectors do not take (the row's ends, rows of the constant border):
+        // those without a hole through the network too, a few at a time, so that every window
+        // without one is the unmasked filter's sample; the others over their valid samples.
+        thread_local std::vector<float> batch;
+        std::int64_t batch_x[16], batched = 0;
+        const std::int64_t wn = a.h * a.w;
+        batch.resize(static_cast<std::size_t>(lanes * wn));
+        const auto flush = [&] {
+          float med[16];
+          if (batched > 0) median_windows_f32(static_cast<int>(a.h), batch.data(), batched, med);
+          for (std::int64_t l = 0; l < batched; ++l) o[batch_x[l]] = static_cast<T>(med[l]);
+          batched = 0;
+        };
+        const auto end_window = [&](std::int64_t x) {
+          const std::int64_t p0 = x - a.left + reach;
+          float* wv = batch.data() + batched * wn;
+          bool any = false;
+          for (std::int64_t i = 0; i < a.h; ++i) {
+            const std::uint8_t* m = map.data() + (top + i) * PS;
+            const T* src = reinterpret_cast<const T*>(a.rows[top + i]);
+            for (std::int64_t j = 0; j < a.w; ++j) {
+              const std::int64_t p = p0 + j, q = cols[static_cast<std::size_t>(p)];
+              any = any || m[p] != 0;
+              wv[i * a.w + j] =
+                  !src || q == W ? static_cast<float>(a.cval) : static_cast<float>(src[q]);
+            }
+          }
+          if (any) {
+            redo(x, 0);
+            return;
+          }
+          batch_x[batched++] = x;
+          if (batched == lanes) flush();
+        };
         const std::int64_t x1 = W - (a.w - 1 - a.left);
         std::int64_t x = 0;
         if (inner) {
@@ -352,10 +390,11 @@ void rank_band_of(const RankArgs& a, std::vector<std::uint8_t>& map) {
           median_row_f32(static_cast<int>(a.h), fr, fb, a.left, x1,
                          std::is_same_v<T, float> && !has_value, static_cast<float>(value),
                          static_cast<float>(fill_value), reinterpret_cast<float*>(o));
-          for (; x < a.left; ++x) redo(x, 0);
+          for (; x < a.left; ++x) end_window(x);
           x = x1;
         }
-        for (; x < W; ++x) redo(x, 0);
+        for (; x < W; ++x) end_window(x);
+        flush();
       } else if (ored) {
         const std::uint8_t* wa = wany.data();
         for (std::int64_t x = 0; x < W; ++x)

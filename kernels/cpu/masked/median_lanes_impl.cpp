@@ -138,7 +138,23 @@ void row(const float* const* rows, const std::uint8_t* const* bits, std::int64_t
   if (x < x1) row_lanes<N, NanOnly>(rows, bits, x1 - kL, ndv, fv, out);  // overlaps: the same
 }
 
+template <int N>
+void windows(const float* w, std::int64_t count, float* out) {
+  V v[N * N];
+  for (int k = 0; k < N * N; ++k)
+    for (int l = 0; l < kL; ++l) v[k][l] = w[std::min<std::int64_t>(l, count - 1) * N * N + k];
+  kernels::median_network<N>(v, std::make_index_sequence < N == 5 ? 99 : 19 > {});
+  for (std::int64_t l = 0; l < count; ++l) out[l] = v[N * N / 2][l];
+}
+
 }  // namespace
+
+void masked_median_windows_f32(int n, const float* w, std::int64_t count, float* out) {
+  if (n == 5)
+    windows<5>(w, count, out);
+  else
+    windows<3>(w, count, out);
+}
 
 void masked_median_row_f32(int n, const float* const* rows, const std::uint8_t* const* bits,
                            std::int64_t x0, std::int64_t x1, bool nan_only, float nd, float fill,

@@ -20,6 +20,7 @@ void masked_median_row_f32(int n, const float* const* rows, const std::uint8_t* 
                            float* out);
 void masked_hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd,
                           std::uint8_t* bits);
+void masked_median_windows_f32(int n, const float* w, std::int64_t count, float* out);
 }  // namespace baseline
 #if defined(__x86_64__)
 namespace avx2 {
@@ -31,6 +32,7 @@ void masked_median_row_f32(int n, const float* const* rows, const std::uint8_t* 
                            float* out);
 void masked_hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd,
                           std::uint8_t* bits);
+void masked_median_windows_f32(int n, const float* w, std::int64_t count, float* out);
 }  // namespace avx2
 #endif
 
@@ -58,6 +60,13 @@ void median_row_f32(int n, const float* const* rows, const std::uint8_t* const* 
     return avx2::masked_median_row_f32(n, rows, bits, x0, x1, nan_only, nd, fill, out);
 #endif
   baseline::masked_median_row_f32(n, rows, bits, x0, x1, nan_only, nd, fill, out);
+}
+
+void median_windows_f32(int n, const float* w, std::int64_t count, float* out) {
+#if defined(__x86_64__)
+  if (has_avx2()) return avx2::masked_median_windows_f32(n, w, count, out);
+#endif
+  baseline::masked_median_windows_f32(n, w, count, out);
 }
 
 void hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd, std::uint8_t* bits) {
