@@ -11,30 +11,26 @@
 
 namespace ooc::kernels {
 
+// The entry points each build of median_lanes_impl.cpp defines, in its namespace.
+#define OOC_MASKED_MEDIAN_ENTRIES                                                              \
+  std::int64_t masked_median_lanes();                                                          \
+  void masked_median_f32(int n, const float* const* rows, const std::uint8_t* const* holes,    \
+                         float* out);                                                          \
+  void masked_median_row_f32(int n, const float* const* rows, const std::uint8_t* const* bits, \
+                             std::int64_t x0, std::int64_t x1, bool nan_only, float nd,        \
+                             float fill, float* out);                                          \
+  void masked_hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd,         \
+                            std::uint8_t* bits);                                               \
+  void masked_median_windows_f32(int n, const float* w, std::int64_t count, float* out);
 namespace baseline {
-std::int64_t masked_median_lanes();
-void masked_median_f32(int n, const float* const* rows, const std::uint8_t* const* holes,
-                       float* out);
-void masked_median_row_f32(int n, const float* const* rows, const std::uint8_t* const* bits,
-                           std::int64_t x0, std::int64_t x1, bool nan_only, float nd, float fill,
-                           float* out);
-void masked_hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd,
-                          std::uint8_t* bits);
-void masked_median_windows_f32(int n, const float* w, std::int64_t count, float* out);
+OOC_MASKED_MEDIAN_ENTRIES
 }  // namespace baseline
 #if defined(__x86_64__)
 namespace avx2 {
-std::int64_t masked_median_lanes();
-void masked_median_f32(int n, const float* const* rows, const std::uint8_t* const* holes,
-                       float* out);
-void masked_median_row_f32(int n, const float* const* rows, const std::uint8_t* const* bits,
-                           std::int64_t x0, std::int64_t x1, bool nan_only, float nd, float fill,
-                           float* out);
-void masked_hole_bits_f32(const float* row, std::int64_t w, bool nan_only, float nd,
-                          std::uint8_t* bits);
-void masked_median_windows_f32(int n, const float* w, std::int64_t count, float* out);
+OOC_MASKED_MEDIAN_ENTRIES
 }  // namespace avx2
 #endif
+#undef OOC_MASKED_MEDIAN_ENTRIES
 
 namespace masked {
 
