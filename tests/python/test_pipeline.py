@@ -376,7 +376,7 @@ BAD = [
     ("equalize", ["stage 1 (equalize)", "f32", "convert"]),
     ("gaussian sigma=1 ! ! abs", ["stage 2", "empty"]),
     ("gaussian sigma=1 !", ["stage 2", "empty"]),
-    ("uniform size=4", ["stage 1 (uniform)", "odd"]),
+    ("uniform size=0", ["stage 1 (uniform)", "size"]),
     ("clamp min=5 max=1", ["stage 1 (clamp)", "min"]),
     ("convert type=u9", ["stage 1 (convert)", "type"]),
 ]
