@@ -104,9 +104,13 @@ class MaskedRank final : public Operation {
   }
   Cost cost() const override { return fast_->cost(); }
   // On the GPU (kernels/cuda/masked/rank.cu) for windows of up to 64 samples: a selection, so
-  // the CPU's bytes.
+  // the CPU's values. Of a -0 and a +0 on the rank's place the CPU's networks and the GPU's count
+  // may pick either: float data takes no CPU bands while CUDA starts, so that the bytes of a run
+  // do not depend on how long the start took.
   bool has_cuda() const override { return kCudaBuilt && a_.count <= kMaskedRankCudaMaxSamples; }
-  bool cpu_gives_cuda_bits() const override { return true; }
+  bool cpu_gives_cuda_bits() const override {
+    return in_.type != SampleType::f32 && in_.type != SampleType::f64;
+  }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
 #if defined(OOC_HAVE_CUDA)
     return make_masked_rank_cuda(devices, a_, w_->mask, in_);
