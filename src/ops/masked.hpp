@@ -134,6 +134,9 @@ std::unique_ptr<CudaKernel> make_masked_rank_cuda(const std::vector<int>& device
                                                   const std::vector<std::uint8_t>& mask,
                                                   const ImageSpec& in);
 
+// The GPU's masked conversion (masked_convert_cuda.cpp, built with CUDA only).
+std::unique_ptr<CudaKernel> make_masked_convert_cuda(SampleType in, SampleType out, double nodata);
+
 // "nan" or the exact number: how fingerprints and messages say a nodata value.
 std::string nodata_text(double v);
 

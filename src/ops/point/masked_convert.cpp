@@ -3,16 +3,18 @@
 // output type's nodata value (kernels/cpu/masked/convert.hpp: the input's where the type holds
 // it, else the value the conversion gives it, NaN into an integer type the lowest), and valid
 // samples that convert to it move one step off, so that no hole becomes a sample and no sample a
-// hole. Runs on the CPU only.
+// hole. The GPU's kernel (masked_convert_cuda.cpp) gives the same bytes.
 #include <tbb/parallel_for.h>
 
 #include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernels/cpu/masked/convert.hpp"
 #include "ooc/detail/sample_type.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/masked.hpp"
 
 namespace ooc::detail {
@@ -63,6 +65,15 @@ class MaskedConvert final : public Operation {
   std::optional<std::int64_t> column_halo() const override { return 0; }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<MaskedConvertKernel>(out_.type, nodata_);
+  }
+  bool has_cuda() const override { return kCudaBuilt; }
+  bool cpu_gives_cuda_bits() const override { return true; }  // one rounding a sample, alike
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_masked_convert_cuda(in_.type, out_.type, nodata_);
+#else
+    return nullptr;
+#endif
   }
   Cost cost() const override {
     Cost c;
