@@ -483,6 +483,16 @@ class Nodata(NodataCase):
         self.assertIn("--device cpu", r.stderr)
         self.assertFalse(os.path.exists(self.p("o.npy")))
 
+    def cuda_or_skip(self, stage):
+        """Runs `stage` on in.npy under nodata -9999 on --device cuda: a skip where no CUDA
+        device is usable (exit 5), else it must succeed."""
+        probe = subprocess.run([OOCRUN, self.p("in.npy"), self.p("o.npy"), stage,
+                                "--nodata", "-9999", "--device", "cuda", "-q"],
+                               capture_output=True, text=True)
+        if probe.returncode == 5:
+            self.skipTest("no usable CUDA device")
+        self.assertEqual(probe.returncode, 0, probe.stderr)
+
     def test_cuda_gives_the_cpu_bytes(self):
         """The separable stages' normalized convolution and the rank filters on the GPU: the
         CPU's bytes (f32 sums, every border, NaN and a value, min-weight, fill, a negative tap,
@@ -490,12 +500,7 @@ class Nodata(NodataCase):
         Skipped where no CUDA device is usable."""
         x = image(kind="nan")
         np.save(self.p("in.npy"), x)
-        probe = subprocess.run([OOCRUN, self.p("in.npy"), self.p("o.npy"), "gaussian sigma=1",
-                                "--nodata", "-9999", "--device", "cuda", "-q"],
-                               capture_output=True, text=True)
-        if probe.returncode == 5:
-            self.skipTest("no usable CUDA device")
-        self.assertEqual(probe.returncode, 0, probe.stderr)
+        self.cuda_or_skip("gaussian sigma=1")
         fp = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], np.uint8)
         np.save(self.p("fp.npy"), fp)
         cases = [("gaussian sigma=2", []), ("uniform size=5 min-weight=0.5", []),
@@ -528,12 +533,7 @@ class Nodata(NodataCase):
         w[:, 3] = 0  # holes of nodata 0
         w[4, :6] = [1, 255, 256, 65535, 300, 1]
         np.save(self.p("w.npy"), w)
-        probe = subprocess.run([OOCRUN, self.p("in.npy"), self.p("o.npy"), "convert type=u8",
-                                "--nodata", "-9999", "--device", "cuda", "-q"],
-                               capture_output=True, text=True)
-        if probe.returncode == 5:
-            self.skipTest("no usable CUDA device")
-        self.assertEqual(probe.returncode, 0, probe.stderr)
+        self.cuda_or_skip("convert type=u8")
         cases = [("in.npy", "convert type=u8", "-9999", []),
                  ("in.npy", "convert type=i16", "-9999", []),
                  ("in.npy", "convert type=u16", "nan", []),
