@@ -22,7 +22,7 @@ if [ "$python" = 1 ] && ! compgen -G "$build/python/ooc/_core*.so" > /dev/null; 
   exit 2
 fi
 rm -rf stage && mkdir -p stage/bin
-for f in oocconv oocgen ooccheck oocinfo ooceq oocatax oocrun tests/unit/test_unit tests/gpu/test_gpu tests/cli/test_cli \
+for f in oocconv oocgen ooccheck oocinfo ooceq oocatax oocrun ooclabel tests/unit/test_unit tests/gpu/test_gpu tests/cli/test_cli \
          tests/cli/test_ooccheck tools/bench/ooc_gpu_stages tools/bench/ooc_gpu_ops_peers; do
   [ -f "$build/$f" ] && cp "$build/$f" stage/bin/
 done
