@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "kernels/cpu/cpu_features.hpp"
+#include "kernels/cpu/morphology/rank3d_sorts.hpp"
 
 namespace ooc::kernels {
 
@@ -127,6 +128,22 @@ Pruned prune(int p, const std::vector<std::pair<int, int>>& comps, int block, in
   return r;
 }
 
+template <std::size_t N>
+bool is_table(const std::vector<std::pair<int, int>>& pairs, const unsigned char (&net)[N][2]) {
+  if (pairs.size() != N) return false;
+  for (std::size_t i = 0; i < N; ++i)
+    if (pairs[i].first != net[i][0] || pairs[i].second != net[i][1]) return false;
+  return true;
+}
+
+template <std::size_t N>
+bool is_list(const std::vector<int>& v, const unsigned char (&t)[N]) {
+  if (v.size() != N) return false;
+  for (std::size_t i = 0; i < N; ++i)
+    if (v[i] != t[i]) return false;
+  return true;
+}
+
 int pow2_at_least(int n) {
   int p = 1;
   while (p < n) p *= 2;
@@ -149,6 +166,9 @@ std::unique_ptr<Rank3dPlan> make_plan(int rows, int cols, int rank) {
   for (const auto& [a, b] : m.pairs) plan->merge.emplace_back(slot(a), slot(b));
   for (int k = plan->lo; k <= plan->hi; ++k)
     plan->kept.push_back(slot(m.at[static_cast<std::size_t>(k)]));
+  plan->sort_table = is_table(plan->sort, kSort25) ? 25 : is_table(plan->sort, kSort9) ? 9 : 0;
+  plan->median27 = plan->sort_table == 9 && cols == 3 && rank == 13 &&
+                   is_table(plan->merge, kMerge9x2Median) && is_list(plan->kept, kKept9x2Median);
   return plan;
 }
 

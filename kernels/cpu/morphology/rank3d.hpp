@@ -52,6 +52,11 @@ struct Rank3dPlan {
   std::vector<std::pair<int, int>> merge;
   int lo = 0, hi = 0;
   std::vector<int> kept;  // kept[r - lo]: the wire of the merge's rank r
+  // The compile-time tables (rank3d_sorts.hpp) that equal this plan's networks, found once: the
+  // column sort's (25 or 9 wires; 0: none), and whether the merge and kept ranks are the 3x3x3
+  // median's.
+  int sort_table = 0;
+  bool median27 = false;
 };
 // The plan for a box row (window_rows x cols, the network and wire of a rank_network), built once
 // and kept; null where the plain network is the way (one column, too many wires, a row narrower

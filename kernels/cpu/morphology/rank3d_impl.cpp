@@ -115,28 +115,12 @@ template <class T, std::size_t R, std::size_t N, std::size_t... I>
   }
 }
 
-template <std::size_t N>
-bool is_table(const std::vector<std::pair<int, int>>& sort, const unsigned char (&net)[N][2]) {
-  if (sort.size() != N) return false;
-  for (std::size_t i = 0; i < N; ++i)
-    if (sort[i].first != net[i][0] || sort[i].second != net[i][1]) return false;
-  return true;
-}
-
 // Pixels a strip of the shared road holds (even): about 256 bytes of one wire, so that the merge's
 // wires stay in the first-level cache.
 constexpr std::int64_t kSharedStripBytes = 256;
 
 std::int64_t round_up(std::int64_t n, std::int64_t m) {
   return (n + m - 1) / m * m;
-}
-
-template <std::size_t N>
-bool is_list(const std::vector<int>& v, const unsigned char (&t)[N]) {
-  if (v.size() != N) return false;
-  for (std::size_t i = 0; i < N; ++i)
-    if (v[i] != t[i]) return false;
-  return true;
 }
 
 // The 3x3x3 median's merge and selection (shared_typed's, for its tables) with every wire of a
@@ -203,11 +187,7 @@ void shared_typed(const Rank3dArgs& a, const Rank3dPlan& p, std::byte* scratch) 
   T* const res = u + K * R * US;  // two half strips of results
   T* const out = reinterpret_cast<T*>(a.out);
   // Column d of the pair's (pixel 2q + d): its half strip and offset.
-  const int table = is_table(p.sort, kSort25) ? 25 : is_table(p.sort, kSort9) ? 9 : 0;
   auto column = [&](std::int64_t d) { return (d % 2 ? to : te) + d / 2 * C; };
-  const bool median27 = table == 9 && K == 2 && p.rank == 13 &&
-                        is_table(p.merge, kMerge9x2Median) && is_list(p.kept, kKept9x2Median) &&
-                        p.lo == 4;
   for (std::int64_t x0 = 0;; x0 += Pp) {
     x0 = std::min(x0, W - Pp);  // the last strip overlaps the one before
     for (std::int64_t r = 0; r < R; ++r) {
@@ -222,10 +202,10 @@ void shared_typed(const Rank3dArgs& a, const Rank3dPlan& p, std::byte* scratch) 
           for (std::int64_t c = 0; c < C; ++c) (x % 2 ? o : e)[x / 2 * C + c] = src[x * C + c];
       }
     }
-    if (table == 25) {
+    if (p.sort_table == 25) {
       sort_table<T, 25>(te, TS, round_up(even * C, L), kSort25, std::make_index_sequence<140>{});
       sort_table<T, 25>(to, TS, round_up(odd * C, L), kSort25, std::make_index_sequence<140>{});
-    } else if (table == 9) {
+    } else if (p.sort_table == 9) {
       sort_table<T, 9>(te, TS, round_up(even * C, L), kSort9, std::make_index_sequence<28>{});
       sort_table<T, 9>(to, TS, round_up(odd * C, L), kSort9, std::make_index_sequence<28>{});
     } else {
@@ -234,7 +214,7 @@ void shared_typed(const Rank3dArgs& a, const Rank3dPlan& p, std::byte* scratch) 
         exchange(to + lo * TS, to + hi * TS, round_up(odd * C, L));
       }
     }
-    if (median27) {
+    if (p.median27) {
       const T* const own[2] = {column(0), column(K + 1)};
       median27_lanes(column(1), column(2), own, TS, US, res, std::make_index_sequence<28>{},
                      std::make_index_sequence<9>{});
