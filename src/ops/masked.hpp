@@ -1,12 +1,14 @@
 // The operations that know holes (issue 48, docs/design.md "Nodata"): built by the families'
 // stages in place of their usual operation where the pipeline has a nodata value
 // (PipelineSettings::nodata). The separable stages' normalized convolution and the rank filters
-// (windows of up to 64 samples) run on the GPU too (kernels/cuda/masked); convolve's and the
-// compound stages' has_cuda() says no, so --device cuda refuses them and auto takes the CPU.
+// (windows of up to 64 samples), convolve's sums (direct and FFT) and the compound stages run on
+// the GPU too (kernels/cuda/masked); a volume's 3-D masked filters are the CPU's only, so
+// --device cuda refuses them and auto takes the CPU.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,6 +127,27 @@ std::unique_ptr<CudaKernel> make_masked_separable_cuda(const std::vector<int>& d
 std::size_t masked_separable_cuda_scratch(std::int64_t band_rows, std::int64_t ry,
                                           std::int64_t row_samples, bool f64);
 
+// The GPU's normalized convolution of convolve (masked_conv2d_cuda.cpp, built with CUDA only):
+// the direct sum (the CPU's bytes), or the FFT's of x m and m over the CPU's tiles.
+struct MaskedConv2dCudaArgs {
+  std::vector<double> taps;  // convolution order, rows x cols, as Kernel2d
+  std::int64_t rows = 1, cols = 1;
+  ImageSpec out;
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0, nodata = 0;
+  double min_weight_need = 0;  // min-weight times the sum of |taps|, as the CPU's kernel sums it
+  bool fill = false, f64 = false;
+  struct FftTiles {
+    std::int64_t n = 0, m = 0, h = 0, w = 0;  // kernels::FftTiling's
+  };
+  std::optional<FftTiles> fft;  // none: the direct sum
+  double tolerance = 0;         // the FFT's: weights at most this count as none
+};
+std::unique_ptr<CudaKernel> make_masked_conv2d_cuda(const std::vector<int>& devices,
+                                                    const MaskedConv2dCudaArgs& a);
+std::size_t masked_conv2d_cuda_scratch(const MaskedConv2dCudaArgs& a, std::int64_t band_rows,
+                                       std::int64_t halo);
+
 // The GPU's masked rank filter (masked_rank_cuda.cpp, built with CUDA only) of windows up to
 // kMaskedRankCudaMaxSamples samples (cuda::kMaskedRankMaxSamples): the CPU's arguments (their
 // band fields unset), the window's mask (empty: all), the input.
@@ -136,6 +159,11 @@ std::unique_ptr<CudaKernel> make_masked_rank_cuda(const std::vector<int>& device
 
 // The GPU's masked conversion (masked_convert_cuda.cpp, built with CUDA only).
 std::unique_ptr<CudaKernel> make_masked_convert_cuda(SampleType in, SampleType out, double nodata);
+
+// The compound stages' kernel on the GPU (masked_convert_cuda.cpp, built with CUDA only): the
+// combination's, then nodata of type `out` wherever the band's own input sample is a hole.
+std::unique_ptr<CudaKernel> make_keep_holes_cuda(std::unique_ptr<CudaKernel> inner, SampleType out,
+                                                 double nodata);
 
 // "nan" or the exact number: how fingerprints and messages say a nodata value.
 std::string nodata_text(double v);

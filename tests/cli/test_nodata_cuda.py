@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Nodata (issue 48) on the GPU: the separable stages' normalized convolution, the rank filters
-and convert under nodata on --device cuda give the CPU's bytes (every border, NaN and a value,
-min-weight, fill, conversions with saturation and halves, a pyramid's TIFF). Skipped where no CUDA
-device is usable.
+"""Nodata (issue 48) on the GPU: the separable stages' and convolve's normalized convolution, the
+compound stages, the rank filters and convert under nodata on --device cuda give the CPU's bytes
+(every border, NaN and a value, min-weight, fill, conversions with saturation and halves, a
+pyramid's TIFF), convolve's FFT within its bound. Every band runs on the GPU (--cpu-start off).
+Skipped where no CUDA device is usable.
 
 Usage: test_nodata_cuda.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import os
@@ -10,12 +11,13 @@ import subprocess
 import unittest
 
 import numpy as np
+import scipy.ndimage as ndi
 
 import cli_args  # beside this file
 
 BIN, _REST = cli_args.bin_dir_and_rest(__name__)
 os.environ.setdefault("OOC_BIN_DIR", BIN)  # test_nodata's helpers read it when imported
-from test_nodata import MODES, OOCRUN, NodataCase, image  # noqa: E402
+from test_nodata import MODES, ND, OOCRUN, NodataCase, holes, image, rng  # noqa: E402
 
 
 class NodataCuda(NodataCase):
@@ -51,10 +53,65 @@ class NodataCuda(NodataCase):
                 for dev in ("cpu", "cuda"):
                     out = self.p(f"{dev}.npy")
                     self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", "-9999",
-                                   "--border", mode, "--band-rows", "7", "--device", dev, *extra])
+                                   "--border", mode, "--band-rows", "7", "--device", dev,
+                                   "--cpu-start", "off", *extra])
                     outs.append(np.load(out))
                 self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
                                 f"{stage} {mode}: cuda differs from cpu")
+
+    def test_convolve_and_compound_stages_on_cuda(self):
+        """convolve's direct sum and the compound stages on the GPU (every band there: --cpu-start
+        off): the CPU's bytes (a negative tap, min-weight, fill, into u8); convolve by cuFFT
+        within the FFT's bound of the float64 reference (x m and m correlated, divided), the
+        same holes. Skipped where no CUDA device is usable."""
+        x = image(kind="nan")
+        np.save(self.p("in.npy"), x)
+        self.cuda_or_skip("convolve kernel=laplace")
+        k = rng.uniform(0.1, 1, (3, 5))
+        k[1, 0] = -0.3  # the |k| weights differ from the weights: a third sum
+        np.save(self.p("k.npy"), k)
+        kernel = f"kernel={self.p('k.npy')}"
+        cases = [(f"convolve {kernel} method=direct", []),
+                 (f"convolve {kernel} method=direct min-weight=0.4 fill=true", []),
+                 (f"convolve {kernel} method=direct", ["--out-type", "u8"]),
+                 ("dog sigma1=1 sigma2=2", []), ("unsharp sigma=1.5 amount=0.7", []),
+                 ("subtract-background sigma=2", ["--out-type", "i16"])]
+        for stage, extra in cases:
+            for mode in MODES:
+                outs = []
+                for dev in ("cpu", "cuda"):
+                    out = self.p(f"{dev}.npy")
+                    self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", "-9999",
+                                   "--border", mode, "--border-value", "2", "--band-rows", "7",
+                                   "--device", dev, "--cpu-start", "off", *extra])
+                    outs.append(np.load(out))
+                self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
+                                f"{stage} {mode}: cuda differs from cpu")
+        k = rng.uniform(0.1, 1, (5, 7))
+        np.save(self.p("k.npy"), k)
+        corr = k[::-1, ::-1]
+        xf = x.astype(np.float64)
+        h = holes(xf, ND)
+        m = (~h).astype(np.float64)
+        for mode in MODES:
+            for mw, fill in ((0.0, "false"), (0.5, "true")):
+                out = self.p("fft.npy")
+                self.run_tool([OOCRUN, self.p("in.npy"), out,
+                               f"convolve {kernel} method=fft min-weight={mw} fill={fill}",
+                               "--nodata", "-9999", "--border", mode, "--border-value", "2",
+                               "--band-rows", "7", "--device", "cuda", "--cpu-start", "off"])
+                got = np.load(out)
+                num = ndi.correlate(np.where(h, 0, xf), corr, mode=mode, cval=2.0)
+                den = ndi.correlate(m, corr, mode=mode, cval=1.0)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    want = num / den
+                bad_w = (den <= 0) | (den < mw * k.sum()) | (h & (fill == "false"))
+                want[bad_w] = ND
+                bound = 1e-4 * k.sum() * 100 / np.where(den > 0, den, 1)
+                bad_g = got == ND
+                self.assertTrue(np.array_equal(bad_g, bad_w), f"fft {mode} {mw}: nodata differs")
+                err = np.abs(got[~bad_w] - want[~bad_w])
+                self.assertTrue(np.all(err <= bound[~bad_w]), f"fft {mode} {mw}: {err.max()}")
 
     def test_convert_on_cuda_gives_the_cpu_bytes(self):
         """convert and --out-type under nodata on the GPU: holes to the output type's nodata,
@@ -82,7 +139,7 @@ class NodataCuda(NodataCase):
             for dev in ("cpu", "cuda"):
                 out = self.p(f"{dev}.npy")
                 self.run_tool([OOCRUN, self.p(src), out, stage, "--nodata", nd, "--band-rows", "7",
-                               "--device", dev, *extra])
+                               "--device", dev, "--cpu-start", "off", *extra])
                 outs.append(np.load(out))
             self.assertEqual(outs[0].dtype, outs[1].dtype)
             self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
@@ -91,7 +148,7 @@ class NodataCuda(NodataCase):
         for dev in ("cpu", "cuda"):
             out = self.p(f"{dev}.tif")
             self.run_tool([OOCRUN, self.p("w.npy"), out, "convert type=f32", "--nodata", "0",
-                           "--levels", "2", "--tile", "16", "--device", dev])
+                           "--levels", "2", "--tile", "16", "--device", dev, "--cpu-start", "off"])
             with open(out, "rb") as f:
                 tifs.append(f.read())
         self.assertEqual(tifs[0], tifs[1], "a pyramid of the converted image: cuda differs")

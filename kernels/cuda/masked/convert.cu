@@ -1,6 +1,7 @@
-// The masked conversion's CUDA kernel (convert.cuh). The values that depend only on the types and
-// the nodata value (the output's nodata, the step off it, the input's hole value) are worked out
-// on the host by the CPU's own functions, so that both sides use one definition of them.
+// The masked conversion's CUDA kernel and the compound stages' holes kept (convert.cuh). The values
+// that depend only on the types and the nodata value (the output's nodata, the step off it, the
+// input's hole value) are worked out on the host by the CPU's own functions, so that both sides use
+// one definition of them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -44,11 +45,29 @@ __global__ void masked_convert(const std::byte* src, std::size_t src_stride, std
   }
 }
 
-}  // namespace
+template <class In, class Out>
+__global__ void keep_holes(const std::byte* src, std::size_t src_stride, std::byte* dst,
+                           std::size_t dst_stride, std::int64_t rows, std::int64_t n, bool has,
+                           In hv, Out nd, Out step) {
+  for (std::int64_t y = blockIdx.y; y < rows; y += gridDim.y) {
+    const In* s = reinterpret_cast<const In*>(src + static_cast<std::size_t>(y) * src_stride);
+    Out* d = reinterpret_cast<Out*>(dst + static_cast<std::size_t>(y) * dst_stride);
+    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += std::int64_t(gridDim.x) * blockDim.x) {
+      const In v = s[i];
+      bool h = has & (v == hv);
+      if constexpr (std::is_floating_point_v<In>) h = h | (v != v);
+      const Out o = d[i];
+      d[i] = h ? nd : (o == nd ? step : o);
+    }
+  }
+}
 
-void masked_convert_async(const std::byte* src, std::size_t src_stride, SampleType in,
-                          std::byte* dst, std::size_t dst_stride, SampleType out, std::int64_t rows,
-                          std::int64_t samples, double nodata, cudaStream_t stream) {
+// The launch of either kernel over In and Out with the nodata values worked out on the host.
+template <bool kConvert>
+void launch(const std::byte* src, std::size_t src_stride, SampleType in, std::byte* dst,
+            std::size_t dst_stride, SampleType out, std::int64_t rows, std::int64_t samples,
+            double nodata, cudaStream_t stream) {
   if (rows <= 0 || samples <= 0) return;
   dispatch_type(in, [&](auto i) {
     dispatch_type(out, [&](auto o) {
@@ -60,11 +79,29 @@ void masked_convert_async(const std::byte* src, std::size_t src_stride, SampleTy
       const In hv = has ? static_cast<In>(nodata) : In{};
       const std::int64_t blocks = std::min<std::int64_t>((samples + kThreads - 1) / kThreads, 4096);
       const dim3 grid(static_cast<unsigned>(blocks), grid_rows(rows));
-      masked_convert<In, Out><<<grid, kThreads, 0, stream>>>(src, src_stride, dst, dst_stride, rows,
-                                                             samples, has, hv, nd, step);
+      if constexpr (kConvert)
+        masked_convert<In, Out><<<grid, kThreads, 0, stream>>>(src, src_stride, dst, dst_stride,
+                                                               rows, samples, has, hv, nd, step);
+      else
+        keep_holes<In, Out><<<grid, kThreads, 0, stream>>>(src, src_stride, dst, dst_stride, rows,
+                                                           samples, has, hv, nd, step);
       OOC_KERNEL_TRY(cudaGetLastError());
     });
   });
+}
+
+}  // namespace
+
+void masked_convert_async(const std::byte* src, std::size_t src_stride, SampleType in,
+                          std::byte* dst, std::size_t dst_stride, SampleType out, std::int64_t rows,
+                          std::int64_t samples, double nodata, cudaStream_t stream) {
+  launch<true>(src, src_stride, in, dst, dst_stride, out, rows, samples, nodata, stream);
+}
+
+void keep_holes_async(const std::byte* src, std::size_t src_stride, SampleType in, std::byte* dst,
+                      std::size_t dst_stride, SampleType out, std::int64_t rows,
+                      std::int64_t samples, double nodata, cudaStream_t stream) {
+  launch<false>(src, src_stride, in, dst, dst_stride, out, rows, samples, nodata, stream);
 }
 
 }  // namespace ooc::cuda

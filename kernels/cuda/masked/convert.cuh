@@ -19,4 +19,11 @@ void masked_convert_async(const std::byte* src, std::size_t src_stride, SampleTy
                           std::byte* dst, std::size_t dst_stride, SampleType out, std::int64_t rows,
                           std::int64_t samples, double nodata, cudaStream_t stream);
 
+// The compound stages' last step (masked_combine.cpp): out (rows x samples of type `out`, already
+// the combination) becomes the output type's nodata value wherever the band's own input sample
+// (type `in`, src_stride apart) is a hole, and valid values that landed on it move off it.
+void keep_holes_async(const std::byte* src, std::size_t src_stride, SampleType in, std::byte* dst,
+                      std::size_t dst_stride, SampleType out, std::int64_t rows,
+                      std::int64_t samples, double nodata, cudaStream_t stream);
+
 }  // namespace ooc::cuda

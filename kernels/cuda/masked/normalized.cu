@@ -1,5 +1,6 @@
 // Normalized convolution's CUDA kernels (normalized.cuh): one thread a sample, a row pass into the
-// scratch's three planes and a column pass that divides and stores.
+// scratch's three planes and a column pass that divides and stores; for convolve's 2-D sums, the
+// split of a band into x m and m and the finish after the convolutions of both.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -154,7 +155,85 @@ void launch(const NormalizedLaunch& l, cudaStream_t stream) {
   });
 }
 
+template <class T, class Acc>
+__global__ void split(NormalizedSplit p, Holes<T> hole) {
+  const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= p.row_samples) return;
+  for (std::int64_t j = blockIdx.y; j < p.rows; j += gridDim.y) {
+    const std::int64_t image_row = p.first_row + j;
+    if (p.constant_border && (image_row < 0 || image_row >= p.image_height)) continue;
+    const T t = reinterpret_cast<const T*>(p.in + static_cast<std::size_t>(j) * p.in_stride)[s];
+    const bool h = hole(t);
+    const std::size_t at = static_cast<std::size_t>(j) * p.pitch;
+    reinterpret_cast<Acc*>(p.v + at)[s] = h ? Acc(0) : static_cast<Acc>(t);
+    reinterpret_cast<Acc*>(p.m + at)[s] = h ? Acc(0) : Acc(1);
+  }
+}
+
+template <class U, class Acc>
+__global__ void finish(NormalizedFinish f, Acc fillv, U nd, U step) {
+  const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= f.row_samples) return;
+  for (std::int64_t y = blockIdx.y; y < f.rows; y += gridDim.y) {
+    const std::size_t at = static_cast<std::size_t>(y) * f.pitch;
+    const Acc sn = reinterpret_cast<const Acc*>(f.num + at)[s];
+    const Acc sd = reinterpret_cast<const Acc*>(f.den + at)[s];
+    const Acc aw = reinterpret_cast<const Acc*>(f.weights + at)[s];
+    const bool own = f.fill || reinterpret_cast<const Acc*>(f.own + at)[s] != Acc(0);
+    std::byte* row = f.out + static_cast<std::size_t>(y) * f.out_stride;
+    if (f.fft) {
+      const bool valid = own && static_cast<double>(aw) > f.tolerance &&
+                         static_cast<double>(aw) >= f.min_weight_need &&
+                         fabs(static_cast<double>(sd)) > f.tolerance;
+      const U d = valid ? store_as<U, Acc>(div(sn, sd)) : nd;
+      reinterpret_cast<U*>(row)[s] = valid && d == nd ? step : d;
+    } else {
+      const bool valid =
+          own && aw > Acc(0) && static_cast<double>(aw) >= f.min_weight_need && sd != Acc(0);
+      put<U, Acc>(row, s, valid ? div(sn, sd) : fillv, fillv, nd);
+    }
+  }
+}
+
+template <class Acc>
+void split_as(const NormalizedSplit& p, cudaStream_t stream) {
+  const unsigned gx = static_cast<unsigned>((p.row_samples + kThreads - 1) / kThreads);
+  dispatch_type(p.in_type, [&](auto t) {
+    using T = decltype(t);
+    split<T, Acc><<<dim3(gx, grid_rows(p.rows)), kThreads, 0, stream>>>(p, holes_of<T>(p.nodata));
+    OOC_KERNEL_TRY(cudaGetLastError());
+  });
+}
+
+template <class Acc>
+void finish_as(const NormalizedFinish& f, cudaStream_t stream) {
+  const unsigned gx = static_cast<unsigned>((f.row_samples + kThreads - 1) / kThreads);
+  const Acc fillv =
+      std::isnan(f.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(f.nodata);
+  dispatch_type(f.out_type, [&](auto u) {
+    using U = decltype(u);
+    const U nd = kernels::masked::nodata_of<U>(f.nodata);
+    finish<U, Acc><<<dim3(gx, grid_rows(f.rows)), kThreads, 0, stream>>>(
+        f, fillv, nd, kernels::masked::off_nodata(nd));
+    OOC_KERNEL_TRY(cudaGetLastError());
+  });
+}
+
 }  // namespace
+
+void normalized_split_async(const NormalizedSplit& s, cudaStream_t stream) {
+  if (s.f64)
+    split_as<double>(s, stream);
+  else
+    split_as<float>(s, stream);
+}
+
+void normalized_finish_async(const NormalizedFinish& f, cudaStream_t stream) {
+  if (f.f64)
+    finish_as<double>(f, stream);
+  else
+    finish_as<float>(f, stream);
+}
 
 std::size_t normalized_cuda_scratch(std::int64_t rows, std::int64_t ry, std::int64_t row_samples,
                                     bool f64) {

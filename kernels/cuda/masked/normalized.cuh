@@ -41,6 +41,41 @@ struct NormalizedLaunch {
   std::byte* scratch = nullptr;  // normalized_cuda_scratch bytes
 };
 
+// convolve's normalized sums (masked_conv2d_cuda.cpp) go through the unmasked 2-D convolution,
+// direct or FFT, over two planes made from the band: V = x m and M = m in the accumulator type
+// (holes 0, weight 0). Rows of the constant border outside the image are left unset: the
+// convolutions give them the constant.
+struct NormalizedSplit {
+  const std::byte* in = nullptr;
+  std::size_t in_stride = 0;
+  SampleType in_type = SampleType::f32;
+  std::int64_t rows = 0, first_row = 0, image_height = 0, row_samples = 0;
+  bool constant_border = false;
+  double nodata = 0;
+  std::byte *v = nullptr, *m = nullptr;  // rows x row_samples each, pitch bytes a row
+  std::size_t pitch = 0;
+  bool f64 = false;
+};
+void normalized_split_async(const NormalizedSplit& s, cudaStream_t stream);
+
+// Then num / den where the window is valid, the nodata rule and the output's type. The direct
+// sum's rule and rounding are the CPU's direct 2-D kernel's (weights above 0, at least
+// min_weight_need, den not 0; a valid value equal to the nodata value becomes nodata in another
+// type); the FFT's the CPU's masked_fft.cpp's (weights above tolerance, valid values kept off
+// nodata).
+struct NormalizedFinish {
+  const std::byte *num = nullptr, *den = nullptr, *weights = nullptr;  // weights: den's or |k| m's
+  const std::byte* own = nullptr;  // M's row of the first output row
+  std::size_t pitch = 0;           // of num, den, weights and own
+  std::int64_t rows = 0, row_samples = 0;
+  std::byte* out = nullptr;
+  std::size_t out_stride = 0;
+  SampleType out_type = SampleType::f32;
+  double nodata = 0, min_weight_need = 0, tolerance = 0;
+  bool fill = false, f64 = false, fft = false;
+};
+void normalized_finish_async(const NormalizedFinish& f, cudaStream_t stream);
+
 // Device memory of a band of `rows` output rows: the row pass's three sums of every input row.
 std::size_t normalized_cuda_scratch(std::int64_t rows, std::int64_t ry, std::int64_t row_samples,
                                     bool f64);

@@ -2,17 +2,20 @@
 // Gaussians (normalized convolution, holes kept), then nodata again wherever the output's own
 // input sample is a hole (the combination of two nodata values is a number: -9999 - -9999 is 0).
 // Elsewhere every masked Gaussian has a valid sample (the own one), so the combination is of
-// valid values only.
+// valid values only. On the GPU the same steps: the combination's CUDA kernel, then
+// make_keep_holes_cuda.
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernels/cpu/masked/convert.hpp"
 #include "kernels/cpu/masked/masked.hpp"
 #include "ooc/detail/sample_type.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/masked.hpp"
 
 namespace ooc::detail {
@@ -81,6 +84,19 @@ class HolesKept final : public Operation {
     return std::make_unique<HolesKeptKernel>(inner_->make_cpu(), nodata_);
   }
   Cost cost() const override { return inner_->cost(); }
+  bool has_cuda() const override { return kCudaBuilt && inner_->has_cuda(); }
+  bool cpu_gives_cuda_bits() const override { return inner_->cpu_gives_cuda_bits(); }
+  std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
+    return inner_->cuda_scratch_bytes(rows);
+  }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_keep_holes_cuda(inner_->make_cuda(devices), output()->type, nodata_);
+#else
+    (void)devices;
+    return nullptr;
+#endif
+  }
 
  private:
   std::unique_ptr<Operation> inner_;

@@ -1,7 +1,8 @@
 // convolve's normalized convolution by FFT (issue 48): the unmasked overlap-save kernel
 // (kernels/cpu/convolution/fft_conv.hpp) run over x m and over m (and over m with |k| where a tap
-// is negative), then divided. Its results differ from the direct normalized sum by the
-// transforms' rounding: weights within the FFT's error bound of 0 count as no valid sample.
+// is negative), then divided; on the GPU through cuFFT (masked_conv2d_cuda.cpp). Its results
+// differ from the direct normalized sum by the transforms' rounding: weights within the FFT's
+// error bound of 0 count as no valid sample.
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "ooc/ops/conv2d.hpp"
 #include "ooc/precision.hpp"
 #include "ops/convolution/band_fill.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/masked.hpp"
 
 namespace ooc::detail {
@@ -266,8 +268,43 @@ class MaskedFftConv2d final : public Operation {
   }
   Cost cost() const override { return work_; }
   void set_cost(const Cost& c) { work_ = c; }
+  // cuFFT over the same tiles (masked_conv2d_cuda.cpp): within the FFT's bound, not the CPU's bits.
+  bool has_cuda() const override { return kCudaBuilt; }
+  std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
+#if defined(OOC_HAVE_CUDA)
+    return masked_conv2d_cuda_scratch(cuda_args(), band_rows, halo());
+#else
+    (void)band_rows;
+    return 0;
+#endif
+  }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_masked_conv2d_cuda(devices, cuda_args());
+#else
+    (void)devices;
+    return nullptr;
+#endif
+  }
 
  private:
+  MaskedConv2dCudaArgs cuda_args() const {
+    MaskedConv2dCudaArgs m;
+    m.taps = kernel_.taps;
+    m.rows = kernel_.rows;
+    m.cols = kernel_.cols;
+    m.out = out_;
+    m.border = args_.border;
+    m.border_value = p_.cval;
+    m.nodata = p_.nodata;
+    m.min_weight_need = p_.min_weight * p_.total_abs;
+    m.fill = p_.fill;
+    m.f64 = p_.f64;
+    m.fft = MaskedConv2dCudaArgs::FftTiles{tiling_.n, tiling_.m, tiling_.h, tiling_.w};
+    m.tolerance = p_.tolerance;
+    return m;
+  }
+
   Kernel2d kernel_;
   ImageSpec out_;
   kernels::FftTiling tiling_;
@@ -306,7 +343,7 @@ std::unique_ptr<Operation> make_masked_fft_conv2d(const StageContext& c, const K
                              costs.tile_cols - k.cols + 1};
   auto op = std::make_unique<MaskedFftConv2d>(c, k, t, min_weight, fill);
   Cost w = costs.work;
-  w.cpu_fft = true;
+  w.cpu_fft = w.cuda_fft = true;
   w.fft_work *= transforms;
   op->set_cost(w);
   return op;

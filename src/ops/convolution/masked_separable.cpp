@@ -203,8 +203,46 @@ class MaskedConv2d final : public Operation {
     c.taps = double(taps_.size());
     return c;
   }
+  // The GPU's sums (masked_conv2d_cuda.cpp) take the taps in the CPU's order and roundings.
+  bool has_cuda() const override { return kCudaBuilt; }
+  bool cpu_gives_cuda_bits() const override {
+    return !a_.f64 && std::string_view(kernels::separable_isa()) != "baseline";
+  }
+  std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
+#if defined(OOC_HAVE_CUDA)
+    return masked_conv2d_cuda_scratch(cuda_args(), band_rows, a_.ry);
+#else
+    (void)band_rows;
+    return 0;
+#endif
+  }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_masked_conv2d_cuda(devices, cuda_args());
+#else
+    (void)devices;
+    return nullptr;
+#endif
+  }
 
  private:
+  MaskedConv2dCudaArgs cuda_args() const {
+    MaskedConv2dCudaArgs m;
+    m.taps = kernel_.taps;
+    m.rows = kernel_.rows;
+    m.cols = kernel_.cols;
+    m.out = out_;
+    m.border = a_.border;
+    m.border_value = a_.border_value;
+    m.nodata = a_.nodata;
+    double total_abs = 0;  // as the CPU's kernel sums it: in correlation order
+    for (const double t : taps_) total_abs += std::fabs(t);
+    m.min_weight_need = a_.min_weight * total_abs;
+    m.fill = a_.fill;
+    m.f64 = a_.f64;
+    return m;
+  }
+
   Kernel2d kernel_;
   ImageSpec out_;
   std::vector<double> taps_;
