@@ -428,7 +428,7 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   double read_s = 0, write_s = 0;
   std::atomic<std::int64_t> compute_ns{0};
   // OOC_TRACE=FILE: when each GPU band's steps began, in seconds from the run's start, one CSV line
-  // per band: for finding where the pipeline waits.
+  // per band, each run's lines after a header: for finding where the pipeline waits.
   const char* trace_path = detail::trace_path();
   std::optional<std::vector<std::array<double, 7>>> trace;
   if (trace_path && e.backend.cuda) trace.emplace();
@@ -616,7 +616,9 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       std::vector<std::byte>().swap(s.partial);
     }
   if (trace) {
-    if (std::FILE* f = std::fopen(trace_path, "w")) {
+    // A job's runs (a reduction's passes) one after another, each from its header line.
+    static std::atomic<bool> traced{false};
+    if (std::FILE* f = std::fopen(trace_path, traced.exchange(true) ? "a" : "w")) {
       std::fputs("band,pack,h2d,kernels,d2h,done,written\n", f);
       for (const auto& l : *trace)
         std::fprintf(f, "%.0f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n", l[0], l[1], l[2], l[3], l[4], l[5],

@@ -118,8 +118,16 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   const int gpus =
       backend.cuda ? static_cast<int>(std::max<std::size_t>(backend.devices.size(), 1)) : 0;
   // CPU: enough bands in flight to keep every stage busy; GPU: read, copy in, compute, copy out
-  // and write of different bands at once, on every device.
-  plan.slots = o.slots > 0 ? o.slots : backend.cuda ? 4 * gpus : plan.threads + 2;
+  // and write of different bands at once, on every device. Labels on a GPU twice as many: a band
+  // comes back 4 or 8 bytes a sample (u32 or u64 labels of u8 masks), its copy out the longest
+  // step, and with 4 bands in flight the copy engine waited for the bands' packs and kernels
+  // (docs/performance.md, labels on the GPU).
+  const bool labels = std::any_of(ops.begin(), ops.end(),
+                                  [](const Operation* op) { return op->output_is_labels(); });
+  plan.slots = o.slots > 0     ? o.slots
+               : !backend.cuda ? plan.threads + 2
+               : labels        ? 8 * gpus
+                               : 4 * gpus;
   plan.mem_limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
   // Rows of every plane (H) and of one (P): bands cut the job's rows within each plane.
   // A projection's job covers its output plane's rows, each band reading every plane.
@@ -304,12 +312,12 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
     if (backend.cuda) {
       // Label's second pass finds its bands by their first rows: a resumed run (fewer rows left)
       // must plan the bands the first pass had, so its slots follow the image's rows.
-      const bool same_bands = std::any_of(
-          ops.begin(), ops.end(), [](const Operation* op) { return op->output_is_labels(); });
       const std::size_t span_bytes =
-          static_cast<std::size_t>(same_bands ? input.stacked_rows() : span) * input.row_bytes();
-      target = std::clamp(span_bytes / (4 * static_cast<std::size_t>(plan.slots)),
-                          std::size_t{32} << 20, std::size_t{64} << 20);
+          static_cast<std::size_t>(labels ? input.stacked_rows() : span) * input.row_bytes();
+      // Labels' extra slots (above) keep the height 4 a GPU give.
+      const int ring = labels && o.slots <= 0 ? std::min(plan.slots, 4 * gpus) : plan.slots;
+      target = std::clamp(span_bytes / (4 * static_cast<std::size_t>(ring)), std::size_t{32} << 20,
+                          std::size_t{64} << 20);
     }
     std::int64_t rows = 0;
     if (o.band_rows > 0) {

@@ -178,12 +178,19 @@ __global__ void relabel_roots(const std::uint32_t* roots, const std::uint32_t* r
                               std::int64_t rows, std::int64_t width, const L* table, std::byte* out,
                               std::size_t out_stride) {
   const std::int64_t n = rows * width;
+  // Rows side by side (the engine's slots): the sample's index is its place, no division by the
+  // width (a 64-bit one, emulated, for every sample).
+  const bool dense = out_stride == static_cast<std::size_t>(width) * sizeof(L);
   for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t y = k / width, x = k - y * width;
     const std::uint32_t r = roots[k];
-    reinterpret_cast<L*>(out + static_cast<std::size_t>(y) * out_stride)[x] =
-        r == kNone ? L{0} : __ldg(table + __ldg(ranks + r));
+    const L v = r == kNone ? L{0} : __ldg(table + __ldg(ranks + r));
+    if (dense) {
+      reinterpret_cast<L*>(out)[k] = v;
+    } else {
+      const std::int64_t y = k / width, x = k - y * width;
+      reinterpret_cast<L*>(out + static_cast<std::size_t>(y) * out_stride)[x] = v;
+    }
   }
 }
 

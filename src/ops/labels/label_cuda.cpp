@@ -25,9 +25,12 @@ std::uint64_t most_components(std::int64_t samples) {
 }
 
 // A slot's pinned buffer, grown when a band needs more (the slot's band before it is done: the
-// engine reuses a slot only once its band was written and merged).
+// engine reuses a slot only once its band was written and merged). At least 1 MiB from the
+// first band on (a table slice of 256 Ki u32 labels): replacing a registered buffer mid-run
+// unregisters the old one, which may wait for the device.
 std::byte* pinned(cuda::PinnedBuffer& b, std::size_t bytes) {
-  if (b.size() < bytes) b = cuda::PinnedBuffer(std::max(bytes, b.size() * 2));
+  constexpr std::size_t kLeast = std::size_t{1} << 20;
+  if (b.size() < bytes) b = cuda::PinnedBuffer(std::max({bytes, b.size() * 2, kLeast}));
   return b.data();
 }
 
@@ -40,18 +43,20 @@ class ScanCuda final : public CudaKernel {
     const std::int64_t rows = b.band.rows, width = b.in_spec.width;
     const std::size_t row_bytes = static_cast<std::size_t>(width) * sizeof(std::uint32_t);
     auto* partial = reinterpret_cast<std::uint64_t*>(b.partial);
+    const std::int64_t back = s.all_rows ? rows : std::min<std::int64_t>(rows, 2);
+    cuda::PinnedBuffer& host = host_[b.slot];
+    std::byte* h = pinned(host, 256 + static_cast<std::size_t>(back) * row_bytes);
+    // The partial's first word says the band is the GPU's, in which slot. Copied before the
+    // kernels, beside the band's own copy in: a copy between two kernels waits for the copy
+    // engine, busy with the other slots' bands, and holds the kernels after it.
+    *reinterpret_cast<std::uint64_t*>(h) = kLabelGpuBand | static_cast<std::uint64_t>(b.slot);
+    OOC_CUDA_TRY(
+        cudaMemcpyAsync(partial, h, sizeof(std::uint64_t), cudaMemcpyHostToDevice, stream));
     // Only the rows that come back need their numbers (the count needs none).
     const std::uint32_t* labels = cuda::label_band_async(
         b.in, b.in_stride, rows, width, b.in_spec.type, s.diagonal, b.scratch,
         label_cuda_scratch(rows, width), partial + 1, stream,
         s.all_rows ? cuda::LabelNumbers::all : cuda::LabelNumbers::edge_rows);
-    const std::int64_t back = s.all_rows ? rows : std::min<std::int64_t>(rows, 2);
-    cuda::PinnedBuffer& host = host_[b.slot];
-    std::byte* h = pinned(host, 256 + static_cast<std::size_t>(back) * row_bytes);
-    // The partial's first word says the band is the GPU's, in which slot.
-    *reinterpret_cast<std::uint64_t*>(h) = kLabelGpuBand | static_cast<std::uint64_t>(b.slot);
-    OOC_CUDA_TRY(
-        cudaMemcpyAsync(partial, h, sizeof(std::uint64_t), cudaMemcpyHostToDevice, stream));
     auto* rows_to = reinterpret_cast<std::uint32_t*>(h + 256);
     if (s.all_rows || rows <= 2) {
       OOC_CUDA_TRY(cudaMemcpyAsync(rows_to, labels, static_cast<std::size_t>(back) * row_bytes,
@@ -81,19 +86,21 @@ class ApplyCuda final : public CudaKernel {
     const std::size_t entry = s_->wide ? sizeof(std::uint64_t) : sizeof(std::uint32_t);
     auto* d_count =
         reinterpret_cast<std::uint64_t*>(d_table + aligned(static_cast<std::size_t>(most) * entry));
-    // The roots and their ranks go through the table slice at once: no numbers written between.
-    const std::uint32_t* ranks = nullptr;
-    const std::uint32_t* roots = cuda::label_band_async(
-        b.in, b.in_stride, rows, width, b.in_spec.type, s_->diagonal, b.scratch, label_bytes,
-        d_count, stream, cuda::LabelNumbers::none, &ranks);
     // The slot's previous slice went in before its band was written: the buffer is free. Sized
-    // by the band's count (asked first), not by the most a band can have.
+    // by the band's count (asked first), not by the most a band can have. It goes in before the
+    // kernels, after the band's rows: a copy between the labelling and the relabelling would wait
+    // for the copy engine (the other slots' bands going in) and hold the band's last kernel.
     const std::uint64_t count = s_->table_slice(b.band, nullptr, most);
     std::byte* slice = pinned(host_[b.slot], static_cast<std::size_t>(count + 1) * entry);
     const std::uint64_t n = s_->table_slice(b.band, slice, count);
     if (n > 0)
       OOC_CUDA_TRY(cudaMemcpyAsync(d_table, slice, static_cast<std::size_t>(n) * entry,
                                    cudaMemcpyHostToDevice, stream));
+    // The roots and their ranks go through the table slice at once: no numbers written between.
+    const std::uint32_t* ranks = nullptr;
+    const std::uint32_t* roots = cuda::label_band_async(
+        b.in, b.in_stride, rows, width, b.in_spec.type, s_->diagonal, b.scratch, label_bytes,
+        d_count, stream, cuda::LabelNumbers::none, &ranks);
     cuda::relabel_roots_async(roots, ranks, rows, width, d_table, s_->wide, b.out, b.out_stride,
                               stream);
   }
