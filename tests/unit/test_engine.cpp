@@ -451,6 +451,60 @@ TEST(Engine, OneGpuVolumeSlotsPinOnePlane) {
   start->finish();
 }
 
+// An operation whose output names components (a label stage's second pass), to plan only: u8
+// in, u32 out.
+class LabelsOp final : public Operation {
+ public:
+  explicit LabelsOp(ImageSpec in) : in_(in) {}
+  std::string describe() const override { return "labels"; }
+  std::optional<ImageSpec> output() const override {
+    ImageSpec o = in_;
+    o.type = SampleType::u32;
+    return o;
+  }
+  bool output_is_labels() const override { return true; }
+  std::unique_ptr<CpuKernel> make_cpu() const override { return nullptr; }
+
+ private:
+  ImageSpec in_;
+};
+
+// Labels on a GPU come back 4 bytes a sample: twice the slots a GPU of other operations (the copy
+// out kept busy), each as tall as with 4 (the same bands: --slots 4 plans them too), and the ring
+// under the limit. A filter of the same image keeps 4 a GPU; --slots is taken as given.
+TEST(Engine, LabelsOnAGpuHaveTwiceTheSlotsOfTheSameHeight) {
+#ifndef OOC_HAVE_CUDA
+  GTEST_SKIP() << "this build has no CUDA: its planner cannot size GPU slots";
+#endif
+  const ImageSpec spec{65536, 262144, 1, SampleType::u8};  // 16 GiB: only planned
+  const LabelsOp labels(spec);
+  const ImageSpec f32{16384, 16384, 1, SampleType::f32};
+  SeparableParams p;
+  p.filter.row = p.filter.col = gaussian_taps(3, 0);
+  auto filter = make_separable(f32, p, EngineOptions{});
+  auto start = std::make_shared<HeldStart>();
+  for (const std::vector<int>& devices : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
+    Backend b = held_cuda(start, false);
+    b.devices = devices;
+    EngineOptions o;
+    o.cpu_start_bands = 0;
+    const int gpus = static_cast<int>(devices.size());
+    const BandPlan plan = plan_bands(spec, {&labels}, b, o);
+    EXPECT_EQ(plan.slots, 8 * gpus);
+    EXPECT_LE(plan.ring_bytes, plan.mem_limit);
+    o.slots = 4 * gpus;
+    const BandPlan four = plan_bands(spec, {&labels}, b, o);
+    EXPECT_EQ(four.slots, 4 * gpus);
+    EXPECT_EQ(plan.band_rows, four.band_rows) << gpus << " GPU(s)";
+    EXPECT_EQ(plan.bands, four.bands);
+    o.slots = 3;
+    EXPECT_EQ(plan_bands(spec, {&labels}, b, o).slots, 3);
+    o.slots = 0;
+    EXPECT_EQ(plan_bands(f32, {filter.get()}, b, o).slots, 4 * gpus);
+  }
+  start->finish();
+}
+
 TEST(Engine, SlotsGoToDevicesInRunsOfConsecutiveSlots) {
   for (std::size_t devices = 1; devices <= 8; ++devices)
     for (std::size_t slots = 1; slots <= 40; ++slots) {
