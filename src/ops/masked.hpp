@@ -1,9 +1,9 @@
 // The operations that know holes (issue 48, docs/design.md "Nodata"): built by the families'
 // stages in place of their usual operation where the pipeline has a nodata value
-// (PipelineSettings::nodata). The separable stages' normalized convolution and the rank filters
-// (windows of up to 64 samples), convolve's sums (direct and FFT) and the compound stages run on
-// the GPU too (kernels/cuda/masked); a volume's 3-D masked filters are the CPU's only, so
-// --device cuda refuses them and auto takes the CPU.
+// (PipelineSettings::nodata). The separable stages' normalized convolution, the rank filters,
+// convolve's sums (direct and FFT) and the compound stages run on the GPU too
+// (kernels/cuda/masked); a volume's 3-D masked filters are the CPU's only, so --device cuda
+// refuses them and auto takes the CPU.
 #pragma once
 
 #include <cstdint>
@@ -148,10 +148,8 @@ std::unique_ptr<CudaKernel> make_masked_conv2d_cuda(const std::vector<int>& devi
 std::size_t masked_conv2d_cuda_scratch(const MaskedConv2dCudaArgs& a, std::int64_t band_rows,
                                        std::int64_t halo);
 
-// The GPU's masked rank filter (masked_rank_cuda.cpp, built with CUDA only) of windows up to
-// kMaskedRankCudaMaxSamples samples (cuda::kMaskedRankMaxSamples): the CPU's arguments (their
-// band fields unset), the window's mask (empty: all), the input.
-inline constexpr std::int64_t kMaskedRankCudaMaxSamples = 64;
+// The GPU's masked rank filter (masked_rank_cuda.cpp, built with CUDA only), any window: the
+// CPU's arguments (their band fields unset), the window's mask (empty: all), the input.
 std::unique_ptr<CudaKernel> make_masked_rank_cuda(const std::vector<int>& devices,
                                                   const kernels::masked::RankArgs& a,
                                                   const std::vector<std::uint8_t>& mask,

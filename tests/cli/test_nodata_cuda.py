@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Nodata (issue 48) on the GPU: the separable stages' and convolve's normalized convolution, the
-compound stages, the rank filters and convert under nodata on --device cuda give the CPU's bytes
-(every border, NaN and a value, min-weight, fill, conversions with saturation and halves, a
-pyramid's TIFF), convolve's FFT within its bound. Every band runs on the GPU (--cpu-start off).
+compound stages, the rank filters (any window) and convert under nodata on --device cuda give
+the CPU's bytes (every border, NaN and a value, min-weight, fill, conversions with saturation and
+halves, a pyramid's TIFF), convolve's FFT within its bound. Every band runs on the GPU (--cpu-start off).
 Skipped where no CUDA device is usable.
 
 Usage: test_nodata_cuda.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
@@ -58,6 +58,39 @@ class NodataCuda(NodataCase):
                     outs.append(np.load(out))
                 self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
                                 f"{stage} {mode}: cuda differs from cpu")
+
+    def test_rank_windows_beyond_64_samples_on_cuda(self):
+        """Masked rank filters of windows beyond 64 samples (selected a bit at a time on the
+        GPU): the CPU's bytes for negative and positive values in f32, f64, i16 and u16, every
+        border, a footprint, an even box, the least and greatest. Skipped where no CUDA device is
+        usable."""
+        x = image(kind="nan")
+        h = holes(x, ND)
+        signed = np.where(h, x, (x - 50) * 1.37).astype(np.float32)  # negatives and positives
+        inputs = {"f32": (signed, "-9999"), "f64": (signed.astype(np.float64), "nan"),
+                  "i16": (np.where(h, -9999, np.round(signed * 300)).astype(np.int16), "-9999"),
+                  "u16": (np.where(h, 0, np.round(x * 600)).astype(np.uint16), "0")}
+        np.save(self.p("in.npy"), signed)
+        self.cuda_or_skip("median size=9")
+        yy, xx = np.mgrid[-5:6, -5:6]
+        np.save(self.p("disc.npy"), (yy ** 2 + xx ** 2 <= 25).astype(np.uint8))  # 81 samples
+        stages = ["median size=9", "percentile size=11x7 q=30", "rank size=9 rank=7",
+                  f"median footprint={self.p('disc.npy')}", "minimum size=9",
+                  "maximum size=10x9"]
+        for name, (a, nd) in inputs.items():
+            np.save(self.p("in.npy"), a)
+            for stage in stages:
+                for mode in ("reflect", "constant", "wrap"):
+                    outs = []
+                    for dev in ("cpu", "cuda"):
+                        out = self.p(f"{dev}.npy")
+                        self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", nd,
+                                       "--border", mode, "--border-value", "3", "--band-rows",
+                                       "7", "--device", dev, "--cpu-start", "off"])
+                        outs.append(np.load(out))
+                    self.assertTrue(
+                        np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
+                        f"{name} {stage} {mode}: cuda differs from cpu")
 
     def test_convolve_and_compound_stages_on_cuda(self):
         """convolve's direct sum and the compound stages on the GPU (every band there: --cpu-start

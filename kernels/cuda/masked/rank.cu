@@ -1,5 +1,7 @@
-// The masked rank filters' CUDA kernel (rank.cuh): one thread an output sample, rows in a loop.
+// The masked rank filters' CUDA kernels (rank.cuh): one thread an output sample, rows in a loop;
+// windows of up to kMaskedRankMaxSamples copied and counted, larger ones selected a bit at a time.
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -74,6 +76,91 @@ __global__ void masked_rank(MaskedRankLaunch l, Holes<T> hole, Select<T> cv, boo
   }
 }
 
+// Keys that order as the values (-0 before +0): floats by the sign-flip rule.
+__device__ __forceinline__ std::uint32_t key_of(float v) {
+  const std::uint32_t u = __float_as_uint(v);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__device__ __forceinline__ std::uint64_t key_of(double v) {
+  const auto u = static_cast<std::uint64_t>(__double_as_longlong(v));
+  return (u >> 63) ? ~u : (u | (std::uint64_t{1} << 63));
+}
+__device__ __forceinline__ float value_of(std::uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+__device__ __forceinline__ double value_of(std::uint64_t k) {
+  const std::uint64_t top = std::uint64_t{1} << 63;
+  return __longlong_as_double(static_cast<long long>((k & top) ? (k & ~top) : ~k));
+}
+
+// Windows beyond kMaskedRankMaxSamples: no copy of the window, which is read again per pass from
+// the cache. A pass counts the valid samples; then the key of rank k is found a bit at a time
+// (a pass per bit: how many keys with the bits found so far have a 0 next), or for the least or
+// the greatest (minimum, maximum) in one pass.
+template <class T>
+__global__ void masked_rank_bits(MaskedRankLaunch l, Holes<T> hole, Select<T> cv, bool cval_ok,
+                                 T fill) {
+  using V = Select<T>;
+  using K = std::conditional_t<std::is_same_v<V, float>, std::uint32_t, std::uint64_t>;
+  const int C = l.channels;
+  const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= l.width * C) return;
+  const std::int64_t x = s / C, c = s - x * C;
+  for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
+    T* out = reinterpret_cast<T*>(l.out + static_cast<std::size_t>(y) * l.out_stride);
+    const T* own =
+        reinterpret_cast<const T*>(l.in + static_cast<std::size_t>(y + l.halo) * l.in_stride);
+    if (hole(own[s])) {
+      out[s] = fill;
+      continue;
+    }
+    // f(key) for each valid sample of the window (the constant where it counts).
+    const auto each = [&](auto&& f) {
+      for (std::int64_t i = 0; i < l.h; ++i) {
+        const std::int64_t r = y + l.halo - l.top + i, image_row = l.first_row + r;
+        const bool constant_row =
+            l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
+        const T* src = reinterpret_cast<const T*>(l.in + static_cast<std::size_t>(r) * l.in_stride);
+        for (std::int64_t j = 0; j < l.w; ++j) {
+          if (l.mask && !l.mask[i * l.w + j]) continue;
+          const std::int64_t q = constant_row ? -1 : map_index(x - l.left + j, l.width, l.border);
+          if (q < 0) {
+            if (cval_ok) f(key_of(cv));
+          } else {
+            const T t = src[q * C + c];
+            if (!hole(t)) f(key_of(static_cast<V>(t)));
+          }
+        }
+      }
+    };
+    std::int64_t n = 0;
+    each([&](K) { ++n; });
+    if (n == 0) {
+      out[s] = fill;
+      continue;
+    }
+    std::int64_t k = l.count > 1 ? l.rank * (n - 1) / (l.count - 1) : 0;
+    K found = 0;
+    if (k == 0) {
+      found = ~K(0);
+      each([&](K key) { found = key < found ? key : found; });
+    } else if (k == n - 1) {
+      each([&](K key) { found = key > found ? key : found; });
+    } else {
+      for (int bit = 8 * static_cast<int>(sizeof(K)) - 1; bit >= 0; --bit) {
+        const K high = found >> bit;  // the bits found so far, then a 0
+        std::int64_t below = 0;
+        each([&](K key) { below += (key >> bit) == high; });
+        if (k >= below) {
+          k -= below;
+          found |= K(1) << bit;
+        }
+      }
+    }
+    out[s] = store_as<T, V>(value_of(found));
+  }
+}
+
 }  // namespace
 
 void masked_rank_async(const MaskedRankLaunch& l, cudaStream_t stream) {
@@ -84,8 +171,12 @@ void masked_rank_async(const MaskedRankLaunch& l, cudaStream_t stream) {
     const T fill = kernels::masked::nodata_of<T>(l.nodata);
     const std::int64_t n = l.width * l.channels;
     const dim3 grid(static_cast<unsigned>((n + kThreads - 1) / kThreads), grid_rows(l.out_rows));
-    masked_rank<T><<<grid, kThreads, 0, stream>>>(l, holes_of<T>(l.nodata), static_cast<V>(l.cval),
-                                                  cval_ok, fill);
+    if (l.count <= kMaskedRankMaxSamples)
+      masked_rank<T><<<grid, kThreads, 0, stream>>>(l, holes_of<T>(l.nodata),
+                                                    static_cast<V>(l.cval), cval_ok, fill);
+    else
+      masked_rank_bits<T><<<grid, kThreads, 0, stream>>>(l, holes_of<T>(l.nodata),
+                                                         static_cast<V>(l.cval), cval_ok, fill);
     OOC_KERNEL_TRY(cudaGetLastError());
   });
 }

@@ -1,8 +1,10 @@
 // Masked rank filters on the GPU (issue 48, nodata): the rule of kernels/cpu/masked/masked.hpp,
-// one thread an output: a window's valid samples gathered (the border rule by index, the
-// constant counting where it is no hole), the one of rank r (n - 1) / (count - 1) among its n
-// valid samples selected by counting, nodata where none or where the output's own sample is a
-// hole. Selections only move samples: the CPU's bytes.
+// one thread an output: a window's valid samples (the border rule by index, the constant
+// counting where it is no hole), the one of rank r (n - 1) / (count - 1) among its n valid
+// samples, nodata where none or where the output's own sample is a hole. Windows of up to
+// kMaskedRankMaxSamples are gathered and selected by counting; larger ones by the value's key a
+// bit at a time (radix select), reading the window once per bit. Selections only move samples:
+// the CPU's bytes, but for which of a -0 and a +0 on the rank's place comes out.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,7 +17,7 @@
 
 namespace ooc::cuda {
 
-// The largest window (samples of the footprint) the GPU takes; the CPU takes larger ones.
+// The largest window (samples of the footprint) selected by counting.
 inline constexpr std::int64_t kMaskedRankMaxSamples = 64;
 
 struct MaskedRankLaunch {

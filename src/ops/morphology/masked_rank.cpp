@@ -1,7 +1,7 @@
 // Rank filters that know holes (issue 48): median, percentile, rank, minimum, maximum and the
 // openings and closings made of them count only a window's valid samples
 // (kernels/cpu/masked/masked.hpp says which of them a rank takes). Built by the stages where the
-// pipeline has a nodata value; on the GPU for windows of up to 64 samples.
+// pipeline has a nodata value; on the GPU too (kernels/cuda/masked/rank.cu).
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -103,12 +103,12 @@ class MaskedRank final : public Operation {
     return std::make_unique<MaskedRankKernel>(a_, w_, fast_->make_cpu());
   }
   Cost cost() const override { return fast_->cost(); }
-  // On the GPU (kernels/cuda/masked/rank.cu) for windows of up to 64 samples: a selection, so
-  // the CPU's values. Of a -0 and a +0 on the rank's place the CPU's networks and the GPU's count
-  // may leave either, so the zeros of a run that starts on the CPU may differ in sign from run to
-  // run; keeping float data off the CPU while CUDA starts made a masked median's whole run 1.9-2.4x
-  // the unmasked one's on the GPU (the start no longer hidden), so it takes the CPU's bands.
-  bool has_cuda() const override { return kCudaBuilt && a_.count <= kMaskedRankCudaMaxSamples; }
+  // On the GPU (kernels/cuda/masked/rank.cu), any window: a selection, so the CPU's values. Of a -0
+  // and a +0 on the rank's place the CPU's networks and the GPU's count may leave either, so the
+  // zeros of a run that starts on the CPU may differ in sign from run to run; keeping float data
+  // off the CPU while CUDA starts made a masked median's whole run 1.9-2.4x the unmasked one's on
+  // the GPU (the start no longer hidden), so it takes the CPU's bands.
+  bool has_cuda() const override { return kCudaBuilt; }
   bool cpu_gives_cuda_bits() const override { return true; }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
 #if defined(OOC_HAVE_CUDA)

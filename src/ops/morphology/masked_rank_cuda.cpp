@@ -14,9 +14,6 @@
 namespace ooc::detail {
 namespace {
 
-static_assert(kMaskedRankCudaMaxSamples == cuda::kMaskedRankMaxSamples,
-              "masked.hpp's limit must be the kernel's");
-
 class MaskedRankCudaKernel final : public CudaKernel {
  public:
   MaskedRankCudaKernel(const std::vector<int>& devices, const kernels::masked::RankArgs& a,
