@@ -1,9 +1,9 @@
 // The operations that know holes (issue 48, docs/design.md "Nodata"): built by the families'
 // stages in place of their usual operation where the pipeline has a nodata value
-// (PipelineSettings::nodata). The separable stages' normalized convolution, the rank filters,
-// convolve's sums (direct and FFT) and the compound stages run on the GPU too
-// (kernels/cuda/masked); a volume's 3-D masked filters are the CPU's only, so --device cuda
-// refuses them and auto takes the CPU.
+// (PipelineSettings::nodata). The separable stages' normalized convolution, the rank filters (a
+// volume's in 3-D too), convolve's sums (direct and FFT) and the compound stages run on the GPU
+// too (kernels/cuda/masked); a volume's 3-D normalized convolution is the CPU's only, so
+// --device cuda refuses it and auto takes the CPU.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,8 @@
 #include "ops/stage_registry.hpp"
 
 namespace ooc::kernels::masked {
-struct RankArgs;  // kernels/cpu/masked/masked.hpp
+struct RankArgs;        // kernels/cpu/masked/masked.hpp
+struct VolumeRankArgs;  // kernels/cpu/masked/volume.hpp
 }  // namespace ooc::kernels::masked
 
 namespace ooc::detail {
@@ -154,6 +155,14 @@ std::unique_ptr<CudaKernel> make_masked_rank_cuda(const std::vector<int>& device
                                                   const kernels::masked::RankArgs& a,
                                                   const std::vector<std::uint8_t>& mask,
                                                   const ImageSpec& in);
+
+// A volume's in 3-D (masked_rank3d.cpp) of windows of up to kMaskedRank3dCudaMaxPlanes planes
+// (cuda::kMaskedRankMaxPlanes).
+inline constexpr std::int64_t kMaskedRank3dCudaMaxPlanes = 63;
+std::unique_ptr<CudaKernel> make_masked_rank3d_cuda(const std::vector<int>& devices,
+                                                    const kernels::masked::VolumeRankArgs& a,
+                                                    const std::vector<std::uint8_t>& mask,
+                                                    const ImageSpec& in);
 
 // The GPU's masked conversion (masked_convert_cuda.cpp, built with CUDA only).
 std::unique_ptr<CudaKernel> make_masked_convert_cuda(SampleType in, SampleType out, double nodata);

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Nodata (issue 48) on the GPU: the separable stages' and convolve's normalized convolution, the
-compound stages, the rank filters (any window) and convert under nodata on --device cuda give
-the CPU's bytes (every border, NaN and a value, min-weight, fill, conversions with saturation and
-halves, a pyramid's TIFF), convolve's FFT within its bound. Every band runs on the GPU (--cpu-start off).
-Skipped where no CUDA device is usable.
+compound stages, the rank filters (any window, a volume's in 3-D) and convert under nodata on
+--device cuda give the CPU's bytes (every border, NaN and a value, min-weight, fill, conversions
+with saturation and halves, a pyramid's TIFF), convolve's FFT within its bound. Every band runs
+on the GPU (--cpu-start off). Skipped where no CUDA device is usable.
 
 Usage: test_nodata_cuda.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import os
@@ -91,6 +91,35 @@ class NodataCuda(NodataCase):
                     self.assertTrue(
                         np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
                         f"{name} {stage} {mode}: cuda differs from cpu")
+
+    def test_volume_rank_filters_on_cuda(self):
+        """A volume's masked rank filters in 3-D on the GPU: the CPU's bytes (a box, an even box,
+        a 3-D footprint, a percentile, the least and greatest, an opening; every border; f32
+        with NaN and u16 with 0). Skipped where no CUDA device is usable."""
+        from test_nodata_volume import volume
+        np.save(self.p("in.npy"), volume(nan=True))
+        self.cuda_or_skip("median size=3")
+        zz, yy, xx = np.mgrid[-1:2, -2:3, -2:3]
+        np.save(self.p("fp3.npy"), (zz ** 2 + yy ** 2 + xx ** 2 <= 4).astype(np.uint8))
+        stages = ["median size=3", "percentile size=3x5x3 q=70", "maximum size=4",
+                  "minimum size=2x3x3", f"median footprint={self.p('fp3.npy')}",
+                  "opening size=3", "rank size=5 rank=40"]
+        inputs = ((volume(nan=True), "-9999"),
+                  (volume(nd=0.0, dtype=np.uint16, lo=1, hi=60000), "0"))
+        for a, nd in inputs:
+            np.save(self.p("in.npy"), a)
+            for stage in stages:
+                for mode in MODES:
+                    outs = []
+                    for dev in ("cpu", "cuda"):
+                        out = self.p(f"{dev}.npy")
+                        self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", nd,
+                                       "--border", mode, "--border-value", "5", "--band-rows",
+                                       "6", "--device", dev, "--cpu-start", "off"])
+                        outs.append(np.load(out))
+                    self.assertTrue(
+                        np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
+                        f"{a.dtype} {stage} {mode}: cuda differs from cpu")
 
     def test_convolve_and_compound_stages_on_cuda(self):
         """convolve's direct sum and the compound stages on the GPU (every band there: --cpu-start

@@ -21,6 +21,38 @@ constexpr int kThreads = 128;
 template <class T>
 using Select = std::conditional_t<(sizeof(T) <= 2 || std::is_same_v<T, float>), float, double>;
 
+// f(v) for each valid sample v (as V) of the window of output row y, sample (x, c): the border
+// rule by index, the constant where it is no hole.
+template <class T, class F>
+__device__ __forceinline__ void each_valid(const MaskedRankLaunch& l, const Holes<T>& hole,
+                                           Select<T> cv, bool cval_ok, std::int64_t y,
+                                           std::int64_t x, std::int64_t c, F&& f) {
+  using V = Select<T>;
+  const int C = l.channels;
+  for (std::int64_t k = 0; k < l.d; ++k) {
+    const std::byte* plane = l.planes[k];
+    for (std::int64_t i = 0; i < l.h; ++i) {
+      const std::int64_t r = y - l.top + i, image_row = l.y0 + r;
+      const bool constant_row = !plane || (l.border == BorderMode::constant &&
+                                           (image_row < 0 || image_row >= l.image_height));
+      const T* src = constant_row
+                         ? nullptr
+                         : reinterpret_cast<const T*>(plane + r * std::int64_t(l.in_stride));
+      const std::uint8_t* mask = l.mask ? l.mask + (k * l.h + i) * l.w : nullptr;
+      for (std::int64_t j = 0; j < l.w; ++j) {
+        if (mask && !mask[j]) continue;
+        const std::int64_t q = constant_row ? -1 : map_index(x - l.left + j, l.width, l.border);
+        if (q < 0) {
+          if (cval_ok) f(cv);
+        } else {
+          const T t = src[q * C + c];
+          if (!hole(t)) f(static_cast<V>(t));
+        }
+      }
+    }
+  }
+}
+
 template <class T>
 __global__ void masked_rank(MaskedRankLaunch l, Holes<T> hole, Select<T> cv, bool cval_ok, T fill) {
   using V = Select<T>;
@@ -32,29 +64,13 @@ __global__ void masked_rank(MaskedRankLaunch l, Holes<T> hole, Select<T> cv, boo
   V v[kMaskedRankMaxSamples];
   for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
     T* out = reinterpret_cast<T*>(l.out + static_cast<std::size_t>(y) * l.out_stride);
-    const T* own =
-        reinterpret_cast<const T*>(l.in + static_cast<std::size_t>(y + l.halo) * l.in_stride);
+    const T* own = reinterpret_cast<const T*>(l.own + static_cast<std::size_t>(y) * l.in_stride);
     if (hole(own[s])) {
       out[s] = fill;
       continue;
     }
     int n = 0;
-    for (std::int64_t i = 0; i < l.h; ++i) {
-      const std::int64_t r = y + l.halo - l.top + i, image_row = l.first_row + r;
-      const bool constant_row =
-          l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
-      const T* src = reinterpret_cast<const T*>(l.in + static_cast<std::size_t>(r) * l.in_stride);
-      for (std::int64_t j = 0; j < l.w; ++j) {
-        if (l.mask && !l.mask[i * l.w + j]) continue;
-        const std::int64_t q = constant_row ? -1 : map_index(x - l.left + j, l.width, l.border);
-        if (q < 0) {
-          if (cval_ok) v[n++] = cv;
-        } else {
-          const T t = src[q * C + c];
-          if (!hole(t)) v[n++] = static_cast<V>(t);
-        }
-      }
-    }
+    each_valid<T>(l, hole, cv, cval_ok, y, x, c, [&](V value) { v[n++] = value; });
     if (n == 0) {
       out[s] = fill;
       continue;
@@ -108,30 +124,13 @@ __global__ void masked_rank_bits(MaskedRankLaunch l, Holes<T> hole, Select<T> cv
   const std::int64_t x = s / C, c = s - x * C;
   for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
     T* out = reinterpret_cast<T*>(l.out + static_cast<std::size_t>(y) * l.out_stride);
-    const T* own =
-        reinterpret_cast<const T*>(l.in + static_cast<std::size_t>(y + l.halo) * l.in_stride);
+    const T* own = reinterpret_cast<const T*>(l.own + static_cast<std::size_t>(y) * l.in_stride);
     if (hole(own[s])) {
       out[s] = fill;
       continue;
     }
-    // f(key) for each valid sample of the window (the constant where it counts).
     const auto each = [&](auto&& f) {
-      for (std::int64_t i = 0; i < l.h; ++i) {
-        const std::int64_t r = y + l.halo - l.top + i, image_row = l.first_row + r;
-        const bool constant_row =
-            l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height);
-        const T* src = reinterpret_cast<const T*>(l.in + static_cast<std::size_t>(r) * l.in_stride);
-        for (std::int64_t j = 0; j < l.w; ++j) {
-          if (l.mask && !l.mask[i * l.w + j]) continue;
-          const std::int64_t q = constant_row ? -1 : map_index(x - l.left + j, l.width, l.border);
-          if (q < 0) {
-            if (cval_ok) f(key_of(cv));
-          } else {
-            const T t = src[q * C + c];
-            if (!hole(t)) f(key_of(static_cast<V>(t)));
-          }
-        }
-      }
+      each_valid<T>(l, hole, cv, cval_ok, y, x, c, [&](V value) { f(key_of(value)); });
     };
     std::int64_t n = 0;
     each([&](K) { ++n; });

@@ -1,8 +1,8 @@
 // Rank filters of a volume in 3-D that know holes (issue 48): median, percentile, rank, minimum,
 // maximum, opening and closing over the valid samples of a 3-D box or footprint
 // (kernels/cpu/masked/volume.hpp; masked.hpp's rank rule). Where an unmasked 3-D filter exists
-// for the window it runs first, and only the windows with a hole are selected again. CPU only:
-// --device cuda refuses them (has_cuda), naming the CPU.
+// for the window it runs first, and only the windows with a hole are selected again. On the GPU
+// (kernels/cuda/masked/rank.cu) every window is selected from its valid samples: the CPU's values.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -14,6 +14,7 @@
 #include "kernels/cpu/masked/pool.hpp"
 #include "kernels/cpu/masked/volume.hpp"
 #include "ooc/error.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/masked.hpp"
 #include "ops/morphology/window.hpp"
 
@@ -118,6 +119,18 @@ class MaskedRank3d final : public Operation {
     Cost c;
     c.kind = Cost::Kind::rank3d;
     return c;
+  }
+  // Of a -0 and a +0 on the rank's place the two may leave either (masked_rank.cpp says why the
+  // CPU still takes bands while CUDA starts).
+  bool has_cuda() const override { return kCudaBuilt && a_.d <= kMaskedRank3dCudaMaxPlanes; }
+  bool cpu_gives_cuda_bits() const override { return true; }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_masked_rank3d_cuda(devices, a_, *mask_, in_);
+#else
+    (void)devices;
+    return nullptr;
+#endif
   }
 
  private:
