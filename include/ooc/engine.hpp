@@ -292,6 +292,10 @@ struct BandPlan {
   // CUDA: bands the CPU may filter while CUDA starts (EngineOptions::cpu_start_bands, 0 when
   // the memory limit leaves no room for their buffers beside the pinned ring).
   std::int64_t cpu_start_bands = 0;
+  // CUDA, with the CPU start's buffers planned: every cpu_every-th band goes to the CPU's kernels
+  // all along (0: none), where they give the GPU's bytes. For outputs the link bounds (labels
+  // come back 4 bytes a sample), the cores would otherwise wait.
+  std::int64_t cpu_every = 0;
 };
 
 // The plan for a job of one or several passes (`ops`, each over the same bands) on `backend`:

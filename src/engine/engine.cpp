@@ -474,6 +474,11 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       go_gpu();
     }
     slot.on_gpu = mode == Mode::gpu;
+    if (slot.on_gpu && plan.cpu_every > 0 && op.cpu_gives_cuda_bits() &&
+        (next - plan.first_band) % plan.cpu_every == plan.cpu_every - 1) {
+      if (!cpu) make_cpu();
+      slot.on_gpu = false;  // the CPU's share (BandPlan::cpu_every)
+    }
     if (slot.on_gpu) {
       detail::CudaSlot& gpu_slot = e.gpu_slot(slot);
       gpu_wait_s += seconds_since(waited_from);

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <optional>
 
@@ -501,6 +502,9 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       if (plan.ring_bytes + head <= plan.mem_limit) {
         plan.cpu_start_bands = o.cpu_start_bands;
         plan.ring_bytes += head;
+        if (labels)
+          if (const char* every = std::getenv("OOC_LABEL_CPU_EVERY"))
+            plan.cpu_every = std::max(0, std::atoi(every));
       } else if (o.cpu_start_bands > 0) {
         throw Error(ErrorKind::usage, "--cpu-start " + std::to_string(o.cpu_start_bands) +
                                           ": the CPU's buffers (" + format_bytes(double(head)) +
