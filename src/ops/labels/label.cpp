@@ -116,7 +116,7 @@ class LabelOpBase : public Operation {
   }
   std::size_t cuda_scratch_bytes(std::int64_t rows) const override {
 #if defined(OOC_HAVE_CUDA)
-    return detail::label_cuda_scratch(rows, s_->in.width);
+    return detail::label_cuda_scratch(rows, s_->in.width, s_->wide);
 #else
     (void)rows;
     return 0;

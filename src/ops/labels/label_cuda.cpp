@@ -55,7 +55,7 @@ class ScanCuda final : public CudaKernel {
     // Only the rows that come back need their numbers (the count needs none).
     const std::uint32_t* labels = cuda::label_band_async(
         b.in, b.in_stride, rows, width, b.in_spec.type, s.diagonal, b.scratch,
-        label_cuda_scratch(rows, width), partial + 1, stream,
+        label_cuda_scratch(rows, width, s.wide), partial + 1, stream,
         s.all_rows ? cuda::LabelNumbers::all : cuda::LabelNumbers::edge_rows);
     auto* rows_to = reinterpret_cast<std::uint32_t*>(h + 256);
     if (s.all_rows || rows <= 2) {
@@ -112,11 +112,12 @@ class ApplyCuda final : public CudaKernel {
 
 }  // namespace
 
-std::size_t label_cuda_scratch(std::int64_t rows, std::int64_t width) {
+std::size_t label_cuda_scratch(std::int64_t rows, std::int64_t width, bool wide) {
   const std::int64_t n = rows * width;
-  // The table slice's entries at their widest (u64 labels).
+  // The table slice's entries as the labels' type (ApplyCuda places the count after them).
+  const std::size_t entry = wide ? sizeof(std::uint64_t) : sizeof(std::uint32_t);
   return cuda::label_band_scratch(n) +
-         aligned(static_cast<std::size_t>(most_components(n)) * sizeof(std::uint64_t)) + 256;
+         aligned(static_cast<std::size_t>(most_components(n)) * entry) + 256;
 }
 
 std::unique_ptr<CudaKernel> make_label_scan_cuda(std::shared_ptr<LabelCudaShared> shared) {
