@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -181,7 +182,8 @@ template <class L = std::uint32_t>
 std::vector<L> run_label(std::vector<std::uint8_t>& m, std::int64_t d, std::int64_t h,
                          std::int64_t w, int connectivity, const std::string& device,
                          std::int64_t band_rows, std::uint64_t& count,
-                         const std::string& extra = "", std::int64_t cpu_start = 0) {
+                         const std::string& extra = "", std::int64_t cpu_start = 0,
+                         std::int64_t* cpu_bands = nullptr) {
   ImageSpec in{w, h, 1, SampleType::u8};
   if (d > 0) in.depth = d;  // a volume, labelled in 3-D
   ImageSpec out = in;
@@ -202,6 +204,7 @@ std::vector<L> run_label(std::vector<std::uint8_t>& m, std::int64_t d, std::int6
   EXPECT_TRUE(r.report.components.has_value());
   count = r.report.components.value_or(0);
   EXPECT_EQ(r.report.cuda, device == "cuda");
+  if (cpu_bands) *cpu_bands = r.total.cpu_bands;
   return labels;
 }
 
@@ -256,6 +259,32 @@ TEST(GpuLabel, BandsOnBothBackendsEqualTheCpu) {
     ASSERT_EQ(ng, nc) << "c" << conn;
     ASSERT_TRUE(g == c) << "c" << conn;
   }
+}
+
+TEST(GpuLabel, TheCpusShareAllAlongEqualsTheCpu) {
+  OOC_REQUIRE_GPU();
+  // Every k-th band on the CPU in both passes (BandPlan::cpu_every, from OOC_LABEL_CPU_EVERY),
+  // the rest on the GPU: the merges and the relabelling mix the two kinds all along.
+  std::mt19937 rng(29);
+  for (const char* every : {"2", "3"})
+    for (int conn : {4, 8, 26}) {
+      const std::int64_t d = conn == 26 ? 7 : 0, h = conn == 26 ? 41 : 211, w = 317;
+      std::vector<std::uint8_t> m;
+      for (std::int64_t z = 0; z < std::max<std::int64_t>(d, 1); ++z) {
+        const auto p = mask(h, w, static_cast<int>(z % 2) * 4, rng);
+        m.insert(m.end(), p.begin(), p.end());
+      }
+      std::uint64_t nc = 0, ng = 0;
+      std::int64_t on_cpu = 0;
+      const auto c = run_label(m, d, h, w, conn, "cpu", 5, nc);
+      ::setenv("OOC_LABEL_CPU_EVERY", every, 1);
+      const auto g = run_label(m, d, h, w, conn, "cuda", 5, ng, "", -1, &on_cpu);
+      ::unsetenv("OOC_LABEL_CPU_EVERY");
+      const std::int64_t bands = 2 * std::max<std::int64_t>(d, 1) * ((h + 4) / 5);  // both passes
+      EXPECT_GE(on_cpu, bands / std::stoi(every) - 2) << "every " << every << " c" << conn;
+      ASSERT_EQ(ng, nc) << "every " << every << " c" << conn;
+      ASSERT_TRUE(g == c) << "every " << every << " c" << conn;
+    }
 }
 
 TEST(GpuLabel, MinSizeJobsEqualTheCpu) {
