@@ -615,8 +615,10 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // the run's error (one still starting is not waited for).
   if (e.backend.cuda && !e.backend.cpu_if_cuda_fails && start && start->failed()) start->wait();
   stats.seconds = seconds_since(t0);
-  if (e.backend.cuda && mode == Mode::gpu)
-    for (Slot& s : e.slots) {  // the CPU's buffers of the start, beside the pinned ring
+  // The CPU's buffers of the start, beside the pinned ring; kept where the CPU takes its share of
+  // every pass (the next pass's first touch of fresh buffers would cost it page faults).
+  if (e.backend.cuda && mode == Mode::gpu && plan.cpu_every == 0)
+    for (Slot& s : e.slots) {
       s.out.reset();
       std::vector<std::byte>().swap(s.partial);
     }
