@@ -2,8 +2,8 @@
 // stages in place of their usual operation where the pipeline has a nodata value
 // (PipelineSettings::nodata). The separable stages' normalized convolution, the rank filters (a
 // volume's in 3-D too), convolve's sums (direct and FFT) and the compound stages run on the GPU
-// too (kernels/cuda/masked); a volume's 3-D normalized convolution is the CPU's only, so
-// --device cuda refuses it and auto takes the CPU.
+// too (kernels/cuda/masked), a volume's separable normalized convolution in 3-D too; convolve's
+// 3-D kernel under nodata is the CPU's only, so --device cuda refuses it and auto takes the CPU.
 #pragma once
 
 #include <cstdint>
@@ -166,6 +166,22 @@ std::unique_ptr<CudaKernel> make_masked_rank3d_cuda(const std::vector<int>& devi
 
 // The GPU's masked conversion (masked_convert_cuda.cpp, built with CUDA only).
 std::unique_ptr<CudaKernel> make_masked_convert_cuda(SampleType in, SampleType out, double nodata);
+
+// The GPU's normalized convolution of a volume in 3-D by separable taps (masked_volume_cuda.cpp,
+// built with CUDA only): the CPU's taps (correlation order; z folded over the volume's planes,
+// with the magnitudes folded apart), of up to kMaskedVolumeCudaMaxPlanes z taps.
+inline constexpr std::int64_t kMaskedVolumeCudaMaxPlanes = 127;
+struct MaskedVolumeCudaArgs {
+  std::vector<double> z, z_abs, col, row;
+  ImageSpec out;
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0, nodata = 0;
+  double min_weight_need = 0;  // min-weight times the sum of the kernel's |taps|
+  bool fill = false, f64 = false;
+};
+std::unique_ptr<CudaKernel> make_masked_volume_cuda(const std::vector<int>& devices,
+                                                    const MaskedVolumeCudaArgs& a);
+std::size_t masked_volume_cuda_scratch(const MaskedVolumeCudaArgs& a, std::int64_t band_rows);
 
 // The compound stages' kernel on the GPU (masked_convert_cuda.cpp, built with CUDA only): the
 // combination's, then nodata of type `out` wherever the band's own input sample is a hole.

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Nodata (issue 48) on the GPU: the separable stages' and convolve's normalized convolution, the
-compound stages, the rank filters (any window, a volume's in 3-D) and convert under nodata on
---device cuda give the CPU's bytes (every border, NaN and a value, min-weight, fill, conversions
-with saturation and halves, a pyramid's TIFF), convolve's FFT within its bound. Every band runs
-on the GPU (--cpu-start off). Skipped where no CUDA device is usable.
+compound stages, the rank filters (any window), a volume's separable and rank filters in 3-D and
+convert under nodata on --device cuda give the CPU's bytes (every border, NaN and a value,
+min-weight, fill, conversions with saturation and halves, a pyramid's TIFF), convolve's FFT
+within its bound. Every band runs on the GPU (--cpu-start off). Skipped where no CUDA device is
+usable.
 
 Usage: test_nodata_cuda.py --bin-dir DIR [unittest options]   (or under pytest: conftest.py)"""
 import os
@@ -91,6 +92,35 @@ class NodataCuda(NodataCase):
                     self.assertTrue(
                         np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
                         f"{name} {stage} {mode}: cuda differs from cpu")
+
+    def test_volume_normalized_convolution_on_cuda(self):
+        """A volume's separable normalized convolution in 3-D on the GPU: the CPU's bytes (z, then
+        column and row taps; negative taps, z taps folded over a thin volume, min-weight, fill,
+        NaN and a value, into u8; every border). Skipped where no CUDA device is usable."""
+        from test_nodata_volume import volume
+        np.save(self.p("in.npy"), volume())
+        self.cuda_or_skip("gaussian sigma=1")
+        stages = [("gaussian sigma=1", []), ("gaussian sigma=1 sigma-z=0.7 fill=true", []),
+                  ("uniform size=3x5x3 min-weight=0.5", []),
+                  ("correlate1d taps=1,-2,4,0.5,3 axis=0", []),
+                  ("separable row=1,2,0.5 col=0.5,1,0.25 plane=1,3,-2", []),
+                  ("gaussian sigma=1.5", ["--out-type", "u8"])]
+        for shape in ((7, 23, 19), (3, 17, 11)):  # the thin one folds the z taps
+            for nan in (False, True):
+                np.save(self.p("in.npy"), volume(*shape, nan=nan))
+                for stage, extra in stages:
+                    for mode in MODES:
+                        outs = []
+                        for dev in ("cpu", "cuda"):
+                            out = self.p(f"{dev}.npy")
+                            self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata",
+                                           "-9999", "--border", mode, "--border-value", "7",
+                                           "--band-rows", "6", "--device", dev, "--cpu-start",
+                                           "off", *extra])
+                            outs.append(np.load(out))
+                        self.assertTrue(
+                            np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
+                            f"{shape} nan={nan} {stage} {mode}: cuda differs from cpu")
 
     def test_volume_rank_filters_on_cuda(self):
         """A volume's masked rank filters in 3-D on the GPU: the CPU's bytes (a box, an even box,

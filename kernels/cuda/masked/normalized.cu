@@ -1,6 +1,7 @@
 // Normalized convolution's CUDA kernels (normalized.cuh): one thread a sample, a row pass into the
-// scratch's three planes and a column pass that divides and stores; for convolve's 2-D sums, the
-// split of a band into x m and m and the finish after the convolutions of both.
+// scratch's three planes and a column pass that divides and stores; a volume's z pass before
+// them; for convolve's 2-D sums, the split of a band into x m and m and the finish after the
+// convolutions of both.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -155,6 +156,161 @@ void launch(const NormalizedLaunch& l, cudaStream_t stream) {
   });
 }
 
+// A volume's z pass: column-pass row r (image row y0 - ry + r), padded sample p (pixel
+// p / C - rx) -> the z sums over x m, m and |k| m, three planes of R x pw.
+template <class T, class Acc>
+__global__ void volume_z_pass(VolumeNormalizedLaunch l, Holes<T> hole, Acc cv, Acc cm,
+                              std::int64_t R, std::int64_t pw) {
+  const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= pw) return;
+  const int C = l.channels;
+  const std::int64_t P = 2 * l.rz + 1, q = p / C - l.rx, c = p % C;
+  const Acc* wz = reinterpret_cast<const Acc*>(l.taps);
+  const Acc* wza = wz + P + (2 * l.ry + 1) + (2 * l.rx + 1);
+  Acc* zn = reinterpret_cast<Acc*>(l.scratch);
+  Acc* zd = zn + R * pw;
+  Acc* za = zd + R * pw;
+  const bool constant = l.border == BorderMode::constant;
+  const std::int64_t xm = map_index(q, l.width, l.border);
+  for (std::int64_t r = blockIdx.y; r < R; r += gridDim.y) {
+    const std::size_t at = static_cast<std::size_t>(r * pw + p);
+    if (constant && xm < 0) {  // the row pass pads its own input with the constant
+      zn[at] = cv;
+      zd[at] = cm;
+      za[at] = cm;
+      continue;
+    }
+    const std::int64_t row = r - l.ry, image_row = l.y0 + row;
+    const bool outside = constant && (image_row < 0 || image_row >= l.image_height);
+    Acc sn = 0, sd = 0, sa = 0;
+    for (std::int64_t k = 0; k < P; ++k) {
+      Acc v = cv, m = cm;
+      if (l.planes[k] && !outside) {
+        const T t =
+            reinterpret_cast<const T*>(l.planes[k] + row * std::int64_t(l.in_stride))[xm * C + c];
+        const bool h = hole(t);
+        v = h ? Acc(0) : static_cast<Acc>(t);
+        m = h ? Acc(0) : Acc(1);
+      }
+      if (k == 0) {
+        sn = mul(wz[0], v);
+        sd = mul(wz[0], m);
+        sa = mul(wza[0], m);
+      } else {
+        sn = fma(wz[k], v, sn);
+        sd = fma(wz[k], m, sd);
+        sa = fma(wza[k], m, sa);
+      }
+    }
+    zn[at] = sn;
+    zd[at] = sd;
+    if (l.negative) za[at] = sa;
+  }
+}
+
+// The row pass of the z sums: three planes of R x n after the z pass's.
+template <class Acc>
+__global__ void volume_row_pass(VolumeNormalizedLaunch l, Acc cv, Acc cm, std::int64_t R,
+                                std::int64_t pw, std::int64_t n) {
+  const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= n) return;
+  const int C = l.channels;
+  const std::int64_t P = 2 * l.rz + 1, K = 2 * l.ry + 1, L = 2 * l.rx + 1;
+  const Acc* wx = reinterpret_cast<const Acc*>(l.taps) + P + K;
+  const Acc* wxa = wx + L + P + K;
+  const Acc* zn = reinterpret_cast<const Acc*>(l.scratch);
+  const Acc* zd = zn + R * pw;
+  const Acc* za = zd + R * pw;
+  Acc* N = const_cast<Acc*>(za + R * pw);
+  Acc* D = N + R * n;
+  Acc* A = D + R * n;
+  for (std::int64_t r = blockIdx.y; r < R; r += gridDim.y) {
+    const std::size_t at = static_cast<std::size_t>(r * n + s);
+    const std::int64_t image_row = l.y0 - l.ry + r;
+    if (l.border == BorderMode::constant && (image_row < 0 || image_row >= l.image_height)) {
+      N[at] = cv;  // the column pass pads its own input with the constant too
+      D[at] = cm;
+      A[at] = cm;
+      continue;
+    }
+    const std::size_t row = static_cast<std::size_t>(r * pw + s);
+    Acc sn = mul(wx[0], zn[row]), sd = mul(wx[0], zd[row]);
+    Acc sa = l.negative ? mul(wxa[0], za[row]) : Acc(0);
+    for (std::int64_t k = 1; k < L; ++k) {
+      const std::size_t i = row + static_cast<std::size_t>(k * C);
+      sn = fma(wx[k], zn[i], sn);
+      sd = fma(wx[k], zd[i], sd);
+      if (l.negative) sa = fma(wxa[k], za[i], sa);
+    }
+    N[at] = sn;
+    D[at] = sd;
+    if (l.negative) A[at] = sa;
+  }
+}
+
+// The column pass, the division, the nodata rule (the 2-D column_pass's, over the row pass's
+// planes).
+template <class T, class U, class Acc>
+__global__ void volume_column_pass(VolumeNormalizedLaunch l, Holes<T> hole, Acc fillv, U nd,
+                                   std::int64_t R, std::int64_t pw, std::int64_t n) {
+  const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= n) return;
+  const std::int64_t P = 2 * l.rz + 1, K = 2 * l.ry + 1, L = 2 * l.rx + 1;
+  const Acc* wy = reinterpret_cast<const Acc*>(l.taps) + P;
+  const Acc* wya = wy + K + L + P;
+  const Acc* N = reinterpret_cast<const Acc*>(l.scratch) + 3 * R * pw;
+  const Acc* D = N + R * n;
+  const Acc* A = D + R * n;
+  for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
+    Acc sn = mul(wy[0], N[y * n + s]), sd = mul(wy[0], D[y * n + s]);
+    Acc sa = l.negative ? mul(wya[0], A[y * n + s]) : Acc(0);
+    for (std::int64_t k = 1; k < K; ++k) {
+      const std::size_t at = static_cast<std::size_t>((y + k) * n + s);
+      sn = fma(wy[k], N[at], sn);
+      sd = fma(wy[k], D[at], sd);
+      if (l.negative) sa = fma(wya[k], A[at], sa);
+    }
+    const Acc aw = l.negative ? sa : sd;
+    const T* own = reinterpret_cast<const T*>(l.own + static_cast<std::size_t>(y) * l.in_stride);
+    const bool valid = (l.fill || !hole(own[s])) && aw > Acc(0) &&
+                       static_cast<double>(aw) >= l.min_weight_need && sd != Acc(0);
+    put<U, Acc>(l.out + static_cast<std::size_t>(y) * l.out_stride, s, valid ? div(sn, sd) : fillv,
+                fillv, nd);
+  }
+}
+
+template <class Acc>
+void volume_launch(const VolumeNormalizedLaunch& l, cudaStream_t stream) {
+  const std::int64_t n = l.width * l.channels, pw = (l.width + 2 * l.rx) * l.channels;
+  const std::int64_t R = l.out_rows + 2 * l.ry;
+  const bool cval_ok = !(std::isnan(l.border_value) || l.border_value == l.nodata);
+  const Acc cv = cval_ok ? static_cast<Acc>(l.border_value) : Acc(0);
+  const Acc cm = cval_ok ? Acc(1) : Acc(0);
+  const Acc fillv =
+      std::isnan(l.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(l.nodata);
+  const auto blocks = [](std::int64_t k) {
+    return static_cast<unsigned>((k + kThreads - 1) / kThreads);
+  };
+  dispatch_type(l.in_type, [&](auto t) {
+    using T = decltype(t);
+    const Holes<T> hole = holes_of<T>(l.nodata);
+    volume_z_pass<T, Acc>
+        <<<dim3(blocks(pw), grid_rows(R)), kThreads, 0, stream>>>(l, hole, cv, cm, R, pw);
+    OOC_KERNEL_TRY(cudaGetLastError());
+    volume_row_pass<Acc>
+        <<<dim3(blocks(n), grid_rows(R)), kThreads, 0, stream>>>(l, cv, cm, R, pw, n);
+    OOC_KERNEL_TRY(cudaGetLastError());
+    dispatch_type(l.out_type, [&](auto u) {
+      using U = decltype(u);
+      const U nd = kernels::masked::nodata_of<U>(l.nodata);
+      volume_column_pass<T, U, Acc>
+          <<<dim3(blocks(n), grid_rows(l.out_rows)), kThreads, 0, stream>>>(l, hole, fillv, nd, R,
+                                                                            pw, n);
+      OOC_KERNEL_TRY(cudaGetLastError());
+    });
+  });
+}
+
 template <class T, class Acc>
 __global__ void split(NormalizedSplit p, Holes<T> hole) {
   const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -233,6 +389,21 @@ void normalized_finish_async(const NormalizedFinish& f, cudaStream_t stream) {
     finish_as<double>(f, stream);
   else
     finish_as<float>(f, stream);
+}
+
+std::size_t volume_normalized_cuda_scratch(std::int64_t rows, std::int64_t ry, std::int64_t rx,
+                                           std::int64_t width, int channels, bool f64) {
+  const auto R = static_cast<std::size_t>(rows + 2 * ry);
+  const auto n = static_cast<std::size_t>(width * channels),
+             pw = static_cast<std::size_t>((width + 2 * rx) * channels);
+  return 3 * R * (pw + n) * (f64 ? 8 : 4);
+}
+
+void volume_normalized_async(const VolumeNormalizedLaunch& l, cudaStream_t stream) {
+  if (l.f64)
+    volume_launch<double>(l, stream);
+  else
+    volume_launch<float>(l, stream);
 }
 
 std::size_t normalized_cuda_scratch(std::int64_t rows, std::int64_t ry, std::int64_t row_samples,

@@ -76,6 +76,40 @@ struct NormalizedFinish {
 };
 void normalized_finish_async(const NormalizedFinish& f, cudaStream_t stream);
 
+// A volume's normalized convolution in 3-D by separable taps (the CPU's volume_impl.cpp, its
+// roundings): per column-pass row, the z sums of x m, m and |k| m over the padded row (the
+// constant border's columns the constant: the row pass pads its own input), then the row pass,
+// then the column pass, the division and the nodata rule.
+inline constexpr int kVolumeNormalizedMaxPlanes = 127;
+struct VolumeNormalizedLaunch {
+  // The z taps' planes, first to last: the device address of the band's first output row in each
+  // (rows in_stride apart, ry rows of context above and below; rows of the constant border outside
+  // the image are not staged), null for a plane of the constant border outside the volume; `own`
+  // the output's plane.
+  const std::byte* planes[kVolumeNormalizedMaxPlanes] = {};
+  const std::byte* own = nullptr;
+  std::size_t in_stride = 0;
+  SampleType in_type = SampleType::f32;
+  std::int64_t y0 = 0, image_height = 0, out_rows = 0, width = 0;  // y0: output row 0's image row
+  int channels = 1;
+  std::byte* out = nullptr;
+  std::size_t out_stride = 0;
+  SampleType out_type = SampleType::f32;
+  BorderMode border = BorderMode::reflect;
+  double border_value = 0;
+  // Taps in correlation order, in device memory, in the accumulator type: z (2 rz + 1), column
+  // (2 ry + 1), row (2 rx + 1), then the magnitudes min-weight weighs in the same order.
+  const std::byte* taps = nullptr;
+  std::int64_t rz = 0, ry = 0, rx = 0;
+  bool negative = false;  // |k| m summed apart (a negative tap, or folded z magnitudes)
+  double nodata = 0, min_weight_need = 0;
+  bool fill = false, f64 = false;
+  std::byte* scratch = nullptr;  // volume_normalized_cuda_scratch bytes
+};
+std::size_t volume_normalized_cuda_scratch(std::int64_t rows, std::int64_t ry, std::int64_t rx,
+                                           std::int64_t width, int channels, bool f64);
+void volume_normalized_async(const VolumeNormalizedLaunch& l, cudaStream_t stream);
+
 // Device memory of a band of `rows` output rows: the row pass's three sums of every input row.
 std::size_t normalized_cuda_scratch(std::int64_t rows, std::int64_t ry, std::int64_t row_samples,
                                     bool f64);

@@ -1,16 +1,20 @@
 // Normalized convolution of a volume in 3-D (issue 48): the separable stages (gaussian, uniform,
 // correlate1d, separable: z taps, then column and row taps) and convolve with a 3-D kernel (the
 // direct sum) give sum(k x m) / sum(k m) over each 3-D window's valid samples
-// (kernels/cpu/masked/volume.hpp). CPU only: --device cuda refuses them (has_cuda), naming the
-// CPU. Built by the stages where the pipeline has a nodata value and filters a volume in 3-D.
+// (kernels/cpu/masked/volume.hpp). The separable form runs on the GPU too, with the CPU's
+// roundings (masked_volume_cuda.cpp); the 3-D kernel is the CPU's only: --device cuda refuses it
+// (has_cuda), naming the CPU. Built by the stages where the pipeline has a nodata value and
+// filters a volume in 3-D.
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/digest.hpp"
+#include "kernels/cpu/convolution/separable.hpp"
 #include "kernels/cpu/masked/pool.hpp"
 #include "kernels/cpu/masked/volume.hpp"
 #include "ooc/error.hpp"
@@ -18,6 +22,7 @@
 #include "ops/convolution/band_fill.hpp"
 #include "ops/convolution/fold_taps.hpp"
 #include "ops/convolution/method_param.hpp"
+#include "ops/cuda_kernels.hpp"
 #include "ops/masked.hpp"
 
 namespace ooc::detail {
@@ -119,6 +124,30 @@ class MaskedVolume final : public Operation {
   std::unique_ptr<CpuKernel> make_cpu() const override {
     return std::make_unique<MaskedVolumeKernel>(a_);
   }
+  bool has_cuda() const override {
+    return kCudaBuilt && !a_.taps3d &&
+           static_cast<std::int64_t>(z_.size()) <= kMaskedVolumeCudaMaxPlanes;
+  }
+  // As the 2-D normalized convolution's (masked_separable.cpp): an fma a tap in tap order.
+  bool cpu_gives_cuda_bits() const override {
+    return !a_.f64 && std::string_view(kernels::separable_isa()) != "baseline";
+  }
+  std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
+#if defined(OOC_HAVE_CUDA)
+    return a_.taps3d ? 0 : masked_volume_cuda_scratch(cuda_args(), band_rows);
+#else
+    (void)band_rows;
+    return 0;
+#endif
+  }
+  std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& devices) const override {
+#if defined(OOC_HAVE_CUDA)
+    return make_masked_volume_cuda(devices, cuda_args());
+#else
+    (void)devices;
+    return nullptr;
+#endif
+  }
   Cost cost() const override {
     Cost c;
     c.kind = a_.taps3d ? Cost::Kind::conv2d : Cost::Kind::separable;
@@ -137,6 +166,22 @@ class MaskedVolume final : public Operation {
     a.plane_halo = a.rz;
     return a;
   }
+  MaskedVolumeCudaArgs cuda_args() const {
+    MaskedVolumeCudaArgs m;
+    m.z = z_;
+    m.z_abs = z_abs_;
+    m.col = col_;
+    m.row = row_;
+    m.out = out_;
+    m.border = a_.border;
+    m.border_value = a_.border_value;
+    m.nodata = a_.nodata;
+    m.min_weight_need = a_.min_weight * a_.total_abs;
+    m.fill = a_.fill;
+    m.f64 = a_.f64;
+    return m;
+  }
+
   std::string what_, values_;
   ImageSpec out_;
   std::vector<double> z_, z_abs_, col_, row_, taps_;
