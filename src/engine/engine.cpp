@@ -474,10 +474,12 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       go_gpu();
     }
     slot.on_gpu = mode == Mode::gpu;
+    // The CPU's share (BandPlan::cpu_every), and the bands whose slot the GPU has not made yet
+    // (the ring is made in the background, slot by slot: no band waits for it).
     if (slot.on_gpu && plan.cpu_every > 0 && op.cpu_gives_cuda_bits() &&
-        (next - plan.first_band) % plan.cpu_every == plan.cpu_every - 1) {
+        ((next - plan.first_band) % plan.cpu_every == plan.cpu_every - 1 || !e.gpu_ready(slot))) {
       if (!cpu) make_cpu();
-      slot.on_gpu = false;  // the CPU's share (BandPlan::cpu_every)
+      slot.on_gpu = false;
     }
     if (slot.on_gpu) {
       detail::CudaSlot& gpu_slot = e.gpu_slot(slot);
