@@ -60,6 +60,35 @@ class NodataCuda(NodataCase):
                 self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
                                 f"{stage} {mode}: cuda differs from cpu")
 
+    def test_channels_widths_and_one_row_bands_on_cuda(self):
+        """Three channels, odd widths and bands of one row on the GPU under nodata: the CPU's
+        bytes for the separable stages, convolve's direct sum, a compound stage and rank filters
+        (counted and selected a bit at a time). Skipped where no CUDA device is usable."""
+        np.save(self.p("in.npy"), image())
+        self.cuda_or_skip("gaussian sigma=1")
+        k = rng.uniform(0.1, 1, (3, 5))
+        k[0, 2] = -0.4
+        np.save(self.p("k.npy"), k)
+        stages = ["gaussian sigma=1", f"convolve kernel={self.p('k.npy')} method=direct",
+                  "unsharp sigma=1 amount=0.5", "median size=3", "percentile size=9 q=80"]
+        for W in (1, 9, 33):
+            x = rng.uniform(-50, 50, (21, W, 3)).astype(np.float32)
+            x[rng.random(x.shape) < 0.1] = ND
+            x[5, :, 1] = np.nan
+            np.save(self.p("in.npy"), x)
+            for stage in stages:
+                for rows in ("1", "8"):
+                    outs = []
+                    for dev in ("cpu", "cuda"):
+                        out = self.p(f"{dev}.npy")
+                        self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", "-9999",
+                                       "--border", "mirror", "--band-rows", rows, "--device",
+                                       dev, "--cpu-start", "off"])
+                        outs.append(np.load(out))
+                    self.assertTrue(
+                        np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
+                        f"W {W} {stage} band rows {rows}: cuda differs from cpu")
+
     def test_rank_windows_beyond_64_samples_on_cuda(self):
         """Masked rank filters of windows beyond 64 samples (selected a bit at a time on the
         GPU): the CPU's bytes for negative and positive values in f32, f64, i16 and u16, every
