@@ -2,8 +2,7 @@
 // stages in place of their usual operation where the pipeline has a nodata value
 // (PipelineSettings::nodata). The separable stages' normalized convolution, the rank filters (a
 // volume's in 3-D too), convolve's sums (direct and FFT) and the compound stages run on the GPU
-// too (kernels/cuda/masked), a volume's separable normalized convolution in 3-D too; convolve's
-// 3-D kernel under nodata is the CPU's only, so --device cuda refuses it and auto takes the CPU.
+// too (kernels/cuda/masked), a volume's normalized convolution in 3-D too.
 #pragma once
 
 #include <cstdint>
@@ -167,12 +166,15 @@ std::unique_ptr<CudaKernel> make_masked_rank3d_cuda(const std::vector<int>& devi
 // The GPU's masked conversion (masked_convert_cuda.cpp, built with CUDA only).
 std::unique_ptr<CudaKernel> make_masked_convert_cuda(SampleType in, SampleType out, double nodata);
 
-// The GPU's normalized convolution of a volume in 3-D by separable taps (masked_volume_cuda.cpp,
-// built with CUDA only): the CPU's taps (correlation order; z folded over the volume's planes,
-// with the magnitudes folded apart), of up to kMaskedVolumeCudaMaxPlanes z taps.
+// The GPU's normalized convolution of a volume in 3-D (masked_volume_cuda.cpp, built with CUDA
+// only): the CPU's separable taps (correlation order; z folded over the volume's planes, with the
+// magnitudes folded apart) or 3-D kernel, of up to kMaskedVolumeCudaMaxPlanes planes.
 inline constexpr std::int64_t kMaskedVolumeCudaMaxPlanes = 127;
 struct MaskedVolumeCudaArgs {
   std::vector<double> z, z_abs, col, row;
+  // Or a 3-D kernel (correlation order), 2 rz + 1 planes of 2 ry + 1 rows of 2 rx + 1.
+  std::vector<double> taps3d;
+  std::int64_t rz = 0, ry = 0, rx = 0;
   ImageSpec out;
   BorderMode border = BorderMode::reflect;
   double border_value = 0, nodata = 0;

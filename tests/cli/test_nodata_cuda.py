@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Nodata (issue 48) on the GPU: the separable stages' and convolve's normalized convolution, the
-compound stages, the rank filters (any window), a volume's separable and rank filters in 3-D and
+compound stages, the rank filters (any window), a volume's linear and rank filters in 3-D and
 convert under nodata on --device cuda give the CPU's bytes (every border, NaN and a value,
 min-weight, fill, conversions with saturation and halves, a pyramid's TIFF), convolve's FFT
 within its bound. Every band runs on the GPU (--cpu-start off). Skipped where no CUDA device is
@@ -123,9 +123,9 @@ class NodataCuda(NodataCase):
                         f"{name} {stage} {mode}: cuda differs from cpu")
 
     def test_volume_normalized_convolution_on_cuda(self):
-        """A volume's separable normalized convolution in 3-D on the GPU: the CPU's bytes (z, then
-        column and row taps; negative taps, z taps folded over the volume's planes, min-weight, fill,
-        NaN and a value, into u8; every border). Skipped where no CUDA device is usable."""
+        """A volume's normalized convolution in 3-D on the GPU: the CPU's bytes (z, then column and
+        row taps; negative taps, z taps folded over the volume's planes, a 3-D kernel with zero
+        taps, min-weight, fill, NaN and a value, into u8; every border). Skipped where no CUDA device is usable."""
         from test_nodata_volume import volume
         np.save(self.p("in.npy"), volume())
         self.cuda_or_skip("gaussian sigma=1")
@@ -134,7 +134,12 @@ class NodataCuda(NodataCase):
                   ("correlate1d taps=1,-2,4,0.5,3 axis=0", []),
                   ("separable row=1,2,0.5 col=0.5,1,0.25 plane=1,3,-2", []),
                   ("gaussian sigma=1.5", ["--out-type", "u8"]),
-                  ("gaussian sigma=3", [])]  # 25 z taps folded over the 7 planes
+                  ("gaussian sigma=3", []),  # 25 z taps folded over the 7 planes
+                  (f"convolve kernel={self.p('k3.npy')}", []),  # a 3-D kernel's direct sum
+                  (f"convolve kernel={self.p('k3.npy')} min-weight=0.3 fill=true", [])]
+        k3 = rng.uniform(0.1, 1, (3, 5, 3))
+        k3[0, 2, 1], k3[1, 0, 0], k3[2, 4, 2] = -0.6, 0.0, 0.0  # a negative tap, zero taps
+        np.save(self.p("k3.npy"), k3)
         for nan in (False, True):
             np.save(self.p("in.npy"), volume(nan=nan))
             for stage, extra in stages:

@@ -279,6 +279,50 @@ __global__ void volume_column_pass(VolumeNormalizedLaunch l, Holes<T> hole, Acc 
   }
 }
 
+// A 3-D kernel's direct sums, the division and the nodata rule: output row y, sample s.
+template <class T, class U, class Acc>
+__global__ void volume_direct(VolumeNormalizedLaunch l, Holes<T> hole, Acc cv, Acc cm, Acc fillv,
+                              U nd, std::int64_t n) {
+  const std::int64_t s = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= n) return;
+  const int C = l.channels;
+  const std::int64_t x = s / C, c = s - x * C;
+  const Acc* w = reinterpret_cast<const Acc*>(l.taps);
+  const Acc* wa = w + l.tap_count;
+  const bool constant = l.border == BorderMode::constant;
+  for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
+    Acc sn = 0, sd = 0, sa = 0;
+    for (std::int64_t t = 0; t < l.tap_count; ++t) {
+      const std::int32_t* at = l.tap_at + 3 * t;
+      const std::byte* plane = l.planes[at[0]];
+      const std::int64_t row = y - l.ry + at[1], image_row = l.y0 + row;
+      const std::int64_t xm = map_index(x - l.rx + at[2], l.width, l.border);
+      Acc v = cv, m = cm;
+      if (plane && xm >= 0 && !(constant && (image_row < 0 || image_row >= l.image_height))) {
+        const T u = reinterpret_cast<const T*>(plane + row * std::int64_t(l.in_stride))[xm * C + c];
+        const bool h = hole(u);
+        v = h ? Acc(0) : static_cast<Acc>(u);
+        m = h ? Acc(0) : Acc(1);
+      }
+      if (t == 0) {
+        sn = mul(w[0], v);
+        sd = mul(w[0], m);
+        sa = mul(wa[0], m);
+      } else {
+        sn = fma(w[t], v, sn);
+        sd = fma(w[t], m, sd);
+        sa = fma(wa[t], m, sa);
+      }
+    }
+    const Acc aw = l.negative ? sa : sd;
+    const T* own = reinterpret_cast<const T*>(l.own + static_cast<std::size_t>(y) * l.in_stride);
+    const bool valid = (l.fill || !hole(own[s])) && aw > Acc(0) &&
+                       static_cast<double>(aw) >= l.min_weight_need && sd != Acc(0);
+    put<U, Acc>(l.out + static_cast<std::size_t>(y) * l.out_stride, s, valid ? div(sn, sd) : fillv,
+                fillv, nd);
+  }
+}
+
 template <class Acc>
 void volume_launch(const VolumeNormalizedLaunch& l, cudaStream_t stream) {
   const std::int64_t n = l.width * l.channels, pw = (l.width + 2 * l.rx) * l.channels;
@@ -294,6 +338,15 @@ void volume_launch(const VolumeNormalizedLaunch& l, cudaStream_t stream) {
   dispatch_type(l.in_type, [&](auto t) {
     using T = decltype(t);
     const Holes<T> hole = holes_of<T>(l.nodata);
+    if (l.tap_at) {
+      dispatch_type(l.out_type, [&](auto u) {
+        using U = decltype(u);
+        volume_direct<T, U, Acc><<<dim3(blocks(n), grid_rows(l.out_rows)), kThreads, 0, stream>>>(
+            l, hole, cv, cm, fillv, kernels::masked::nodata_of<U>(l.nodata), n);
+        OOC_KERNEL_TRY(cudaGetLastError());
+      });
+      return;
+    }
     volume_z_pass<T, Acc>
         <<<dim3(blocks(pw), grid_rows(R)), kThreads, 0, stream>>>(l, hole, cv, cm, R, pw);
     OOC_KERNEL_TRY(cudaGetLastError());

@@ -76,10 +76,11 @@ struct NormalizedFinish {
 };
 void normalized_finish_async(const NormalizedFinish& f, cudaStream_t stream);
 
-// A volume's normalized convolution in 3-D by separable taps (the CPU's volume_impl.cpp, its
-// roundings): per column-pass row, the z sums of x m, m and |k| m over the padded row (the
-// constant border's columns the constant: the row pass pads its own input), then the row pass,
-// then the column pass, the division and the nodata rule.
+// A volume's normalized convolution in 3-D (the CPU's volume_impl.cpp, its roundings). Separable
+// taps: per column-pass row, the z sums of x m, m and |k| m over the padded row (the constant
+// border's columns the constant: the row pass pads its own input), then the row pass, then the
+// column pass, the division and the nodata rule. A 3-D kernel: one thread an output, one sum a
+// tap over the kernel's non-zero taps.
 inline constexpr int kVolumeNormalizedMaxPlanes = 127;
 struct VolumeNormalizedLaunch {
   // The z taps' planes, first to last: the device address of the band's first output row in each
@@ -105,6 +106,11 @@ struct VolumeNormalizedLaunch {
   double nodata = 0, min_weight_need = 0;
   bool fill = false, f64 = false;
   std::byte* scratch = nullptr;  // volume_normalized_cuda_scratch bytes
+  // A 3-D kernel's direct sum instead (no scratch): `taps` holds its non-zero taps (as the CPU
+  // keeps them, in plane, row, column order) then their magnitudes, `tap_at` each one's plane,
+  // row and column in the window (3 a tap).
+  const std::int32_t* tap_at = nullptr;
+  std::int64_t tap_count = 0;
 };
 std::size_t volume_normalized_cuda_scratch(std::int64_t rows, std::int64_t ry, std::int64_t rx,
                                            std::int64_t width, int channels, bool f64);

@@ -1,10 +1,9 @@
 // Normalized convolution of a volume in 3-D (issue 48): the separable stages (gaussian, uniform,
 // correlate1d, separable: z taps, then column and row taps) and convolve with a 3-D kernel (the
 // direct sum) give sum(k x m) / sum(k m) over each 3-D window's valid samples
-// (kernels/cpu/masked/volume.hpp). The separable form runs on the GPU too, with the CPU's
-// roundings (masked_volume_cuda.cpp); the 3-D kernel is the CPU's only: --device cuda refuses it
-// (has_cuda), naming the CPU. Built by the stages where the pipeline has a nodata value and
-// filters a volume in 3-D.
+// (kernels/cpu/masked/volume.hpp); on the GPU too, with the CPU's roundings
+// (masked_volume_cuda.cpp). Built by the stages where the pipeline has a nodata value and filters
+// a volume in 3-D.
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -125,8 +124,7 @@ class MaskedVolume final : public Operation {
     return std::make_unique<MaskedVolumeKernel>(a_);
   }
   bool has_cuda() const override {
-    return kCudaBuilt && !a_.taps3d &&
-           static_cast<std::int64_t>(z_.size()) <= kMaskedVolumeCudaMaxPlanes;
+    return kCudaBuilt && 2 * a_.rz + 1 <= kMaskedVolumeCudaMaxPlanes;
   }
   // As the 2-D normalized convolution's (masked_separable.cpp): an fma a tap in tap order.
   bool cpu_gives_cuda_bits() const override {
@@ -134,7 +132,7 @@ class MaskedVolume final : public Operation {
   }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
 #if defined(OOC_HAVE_CUDA)
-    return a_.taps3d ? 0 : masked_volume_cuda_scratch(cuda_args(), band_rows);
+    return masked_volume_cuda_scratch(cuda_args(), band_rows);
 #else
     (void)band_rows;
     return 0;
@@ -172,6 +170,10 @@ class MaskedVolume final : public Operation {
     m.z_abs = z_abs_;
     m.col = col_;
     m.row = row_;
+    m.taps3d = taps_;
+    m.rz = a_.rz;
+    m.ry = a_.ry;
+    m.rx = a_.rx;
     m.out = out_;
     m.border = a_.border;
     m.border_value = a_.border_value;

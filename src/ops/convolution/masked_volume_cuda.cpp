@@ -1,6 +1,7 @@
-// The CUDA kernel object of a volume's normalized convolution in 3-D by separable taps
-// (masked_volume.cpp): the taps and the magnitudes min-weight weighs uploaded once per device,
-// and the launch of kernels/cuda/masked/normalized.cu's volume passes on a band the engine staged.
+// The CUDA kernel object of a volume's normalized convolution in 3-D (masked_volume.cpp): the
+// separable taps and the magnitudes min-weight weighs, or a 3-D kernel's non-zero taps and where
+// they lie, uploaded once per device, and the launch of kernels/cuda/masked/normalized.cu's
+// volume kernels on a band the engine staged.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -22,6 +23,11 @@ static_assert(kMaskedVolumeCudaMaxPlanes == cuda::kVolumeNormalizedMaxPlanes,
 class MaskedVolumeCudaKernel final : public CudaKernel {
  public:
   MaskedVolumeCudaKernel(const std::vector<int>& devices, const MaskedVolumeCudaArgs& a) {
+    common(a);
+    if (!a.taps3d.empty()) {
+      kernel3d(devices, a);
+      return;
+    }
     // z, column, row, then the magnitudes in the same order (z's as given: folded taps fold
     // their magnitudes apart).
     std::vector<double> all = a.z;
@@ -35,34 +41,16 @@ class MaskedVolumeCudaKernel final : public CudaKernel {
     }
     for (const double t : a.col) all.push_back(std::fabs(t));
     for (const double t : a.row) all.push_back(std::fabs(t));
-    std::vector<std::byte> bytes(all.size() * (a.f64 ? 8 : 4));
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (a.f64) {
-        std::memcpy(bytes.data() + i * 8, &all[i], 8);
-      } else {
-        const float f = static_cast<float>(all[i]);
-        std::memcpy(bytes.data() + i * 4, &f, 4);
-      }
-    }
-    taps_.emplace(devices, bytes.data(), bytes.size());
-    base_.width = a.out.width;
-    base_.channels = a.out.channels;
-    base_.image_height = a.out.height;
-    base_.out_type = a.out.type;
-    base_.border = a.border;
-    base_.border_value = a.border_value;
+    upload(devices, all, a.f64);
     base_.rz = static_cast<std::int64_t>(a.z.size() / 2);
     base_.ry = static_cast<std::int64_t>(a.col.size() / 2);
     base_.rx = static_cast<std::int64_t>(a.row.size() / 2);
     base_.negative = negative;
-    base_.nodata = a.nodata;
-    base_.min_weight_need = a.min_weight_need;
-    base_.fill = a.fill;
-    base_.f64 = a.f64;
   }
 
   void run_async(const CudaBand& b) override {
     cuda::VolumeNormalizedLaunch l = base_;
+    if (tap_at_) l.tap_at = reinterpret_cast<const std::int32_t*>(tap_at_->on(b.device));
     for (std::int64_t k = 0; k <= 2 * l.rz; ++k)
       l.planes[k] = cuda_plane(b, b.plane_halo - l.rz + k, l.border);
     l.own = cuda_plane(b, b.plane_halo, l.border);
@@ -78,7 +66,61 @@ class MaskedVolumeCudaKernel final : public CudaKernel {
   }
 
  private:
-  std::optional<cuda::Replicated> taps_;
+  void common(const MaskedVolumeCudaArgs& a) {
+    base_.width = a.out.width;
+    base_.channels = a.out.channels;
+    base_.image_height = a.out.height;
+    base_.out_type = a.out.type;
+    base_.border = a.border;
+    base_.border_value = a.border_value;
+    base_.nodata = a.nodata;
+    base_.min_weight_need = a.min_weight_need;
+    base_.fill = a.fill;
+    base_.f64 = a.f64;
+  }
+
+  // The taps as the accumulator's type, to each device.
+  void upload(const std::vector<int>& devices, const std::vector<double>& taps, bool f64) {
+    std::vector<std::byte> bytes(taps.size() * (f64 ? 8 : 4));
+    for (std::size_t i = 0; i < taps.size(); ++i) {
+      if (f64) {
+        std::memcpy(bytes.data() + i * 8, &taps[i], 8);
+      } else {
+        const float f = static_cast<float>(taps[i]);
+        std::memcpy(bytes.data() + i * 4, &f, 4);
+      }
+    }
+    taps_.emplace(devices, bytes.data(), bytes.size());
+  }
+
+  // A 3-D kernel: its non-zero taps as the CPU keeps them (one, the last, where all are zero),
+  // then their magnitudes; each one's plane, row and column.
+  void kernel3d(const std::vector<int>& devices, const MaskedVolumeCudaArgs& a) {
+    const std::int64_t P = 2 * a.rz + 1, K = 2 * a.ry + 1, L = 2 * a.rx + 1;
+    std::vector<double> w, wa;
+    std::vector<std::int32_t> at;
+    bool negative = false;
+    for (std::int64_t t = 0; t < P * K * L; ++t) {
+      const double v = a.taps3d[static_cast<std::size_t>(t)];
+      negative |= v < 0;
+      if (v == 0 && !(w.empty() && t == P * K * L - 1)) continue;
+      w.push_back(v);
+      wa.push_back(std::fabs(v));
+      at.insert(at.end(),
+                {static_cast<std::int32_t>(t / (K * L)), static_cast<std::int32_t>((t / L) % K),
+                 static_cast<std::int32_t>(t % L)});
+    }
+    base_.tap_count = static_cast<std::int64_t>(w.size());
+    w.insert(w.end(), wa.begin(), wa.end());
+    upload(devices, w, a.f64);
+    tap_at_.emplace(devices, at.data(), at.size() * sizeof(std::int32_t));
+    base_.rz = a.rz;
+    base_.ry = a.ry;
+    base_.rx = a.rx;
+    base_.negative = negative;
+  }
+
+  std::optional<cuda::Replicated> taps_, tap_at_;
   cuda::VolumeNormalizedLaunch base_;
 };
 
@@ -90,6 +132,7 @@ std::unique_ptr<CudaKernel> make_masked_volume_cuda(const std::vector<int>& devi
 }
 
 std::size_t masked_volume_cuda_scratch(const MaskedVolumeCudaArgs& a, std::int64_t band_rows) {
+  if (!a.taps3d.empty()) return 0;
   return cuda::volume_normalized_cuda_scratch(
       band_rows, static_cast<std::int64_t>(a.col.size() / 2),
       static_cast<std::int64_t>(a.row.size() / 2), a.out.width, a.out.channels, a.f64);
