@@ -213,6 +213,20 @@ class NodataCuda(NodataCase):
                     outs.append(np.load(out))
                 self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
                                 f"{stage} {mode}: cuda differs from cpu")
+        # u16 with holes of 0, into f32 and back into u16.
+        w = np.where(holes(x, ND), 0, np.round(x * 600)).astype(np.uint16)
+        np.save(self.p("w.npy"), w)
+        for stage, extra in ((f"convolve {kernel} method=direct", ["--out-type", "f32"]),
+                             (f"convolve {kernel} method=direct fill=true", []),
+                             ("unsharp sigma=1", [])):
+            outs = []
+            for dev in ("cpu", "cuda"):
+                out = self.p(f"{dev}.npy")
+                self.run_tool([OOCRUN, self.p("w.npy"), out, stage, "--nodata", "0",
+                               "--band-rows", "7", "--device", dev, "--cpu-start", "off", *extra])
+                outs.append(np.load(out))
+            self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
+                            f"u16 {stage}: cuda differs from cpu")
         k = rng.uniform(0.1, 1, (5, 7))
         np.save(self.p("k.npy"), k)
         corr = k[::-1, ::-1]
