@@ -32,6 +32,20 @@ class NodataCuda(NodataCase):
             self.skipTest("no usable CUDA device")
         self.assertEqual(probe.returncode, 0, probe.stderr)
 
+    def same_on_both(self, src, stage, nodata, *opts, what=None):
+        """Runs `stage` on file src under nodata on the CPU and on the GPU (every band there:
+        --cpu-start off): the same type and bytes."""
+        outs = []
+        for dev in ("cpu", "cuda"):
+            out = self.p(f"{dev}.npy")
+            self.run_tool([OOCRUN, self.p(src), out, stage, "--nodata", nodata, *opts,
+                           "--device", dev, "--cpu-start", "off"])
+            outs.append(np.load(out))
+        what = what or f"{stage} {' '.join(opts)} nodata {nodata}"
+        self.assertEqual(outs[0].dtype, outs[1].dtype, what)
+        self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
+                        f"{what}: cuda differs from cpu")
+
     def test_cuda_gives_the_cpu_bytes(self):
         """The separable stages' normalized convolution and the rank filters on the GPU: the
         CPU's bytes (f32 sums, every border, NaN and a value, min-weight, fill, a negative tap,
@@ -50,15 +64,8 @@ class NodataCuda(NodataCase):
                  ("gaussian sigma=1 ! median size=3", [])]
         for stage, extra in cases:
             for mode in MODES:
-                outs = []
-                for dev in ("cpu", "cuda"):
-                    out = self.p(f"{dev}.npy")
-                    self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", "-9999",
-                                   "--border", mode, "--band-rows", "7", "--device", dev,
-                                   "--cpu-start", "off", *extra])
-                    outs.append(np.load(out))
-                self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
-                                f"{stage} {mode}: cuda differs from cpu")
+                self.same_on_both("in.npy", stage, "-9999", "--border", mode, "--band-rows", "7",
+                                  *extra)
 
     def test_channels_widths_and_one_row_bands_on_cuda(self):
         """Three channels, odd widths and bands of one row on the GPU under nodata: the CPU's
@@ -78,16 +85,8 @@ class NodataCuda(NodataCase):
             np.save(self.p("in.npy"), x)
             for stage in stages:
                 for rows in ("1", "8"):
-                    outs = []
-                    for dev in ("cpu", "cuda"):
-                        out = self.p(f"{dev}.npy")
-                        self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", "-9999",
-                                       "--border", "mirror", "--band-rows", rows, "--device",
-                                       dev, "--cpu-start", "off"])
-                        outs.append(np.load(out))
-                    self.assertTrue(
-                        np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
-                        f"W {W} {stage} band rows {rows}: cuda differs from cpu")
+                    self.same_on_both("in.npy", stage, "-9999", "--border", "mirror",
+                                      "--band-rows", rows, what=f"W {W} {stage} rows {rows}")
 
     def test_rank_windows_beyond_64_samples_on_cuda(self):
         """Masked rank filters of windows beyond 64 samples (selected a bit at a time on the
@@ -111,21 +110,14 @@ class NodataCuda(NodataCase):
             np.save(self.p("in.npy"), a)
             for stage in stages:
                 for mode in ("reflect", "constant", "wrap"):
-                    outs = []
-                    for dev in ("cpu", "cuda"):
-                        out = self.p(f"{dev}.npy")
-                        self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", nd,
-                                       "--border", mode, "--border-value", "3", "--band-rows",
-                                       "7", "--device", dev, "--cpu-start", "off"])
-                        outs.append(np.load(out))
-                    self.assertTrue(
-                        np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
-                        f"{name} {stage} {mode}: cuda differs from cpu")
+                    self.same_on_both("in.npy", stage, nd, "--border", mode, "--border-value",
+                                      "3", "--band-rows", "7", what=f"{name} {stage} {mode}")
 
     def test_volume_normalized_convolution_on_cuda(self):
         """A volume's normalized convolution in 3-D on the GPU: the CPU's bytes (z, then column and
         row taps; negative taps, z taps folded over the volume's planes, a 3-D kernel with zero
-        taps, min-weight, fill, NaN and a value, into u8; every border). Skipped where no CUDA device is usable."""
+        taps, min-weight, fill, NaN and a value, into u8; every border). Skipped where no CUDA
+        device is usable."""
         from test_nodata_volume import volume
         np.save(self.p("in.npy"), volume())
         self.cuda_or_skip("gaussian sigma=1")
@@ -144,17 +136,9 @@ class NodataCuda(NodataCase):
             np.save(self.p("in.npy"), volume(nan=nan))
             for stage, extra in stages:
                 for mode in MODES:
-                    outs = []
-                    for dev in ("cpu", "cuda"):
-                        out = self.p(f"{dev}.npy")
-                        self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata",
-                                       "-9999", "--border", mode, "--border-value", "7",
-                                       "--band-rows", "6", "--device", dev, "--cpu-start",
-                                       "off", *extra])
-                        outs.append(np.load(out))
-                    self.assertTrue(
-                        np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
-                        f"nan={nan} {stage} {mode}: cuda differs from cpu")
+                    self.same_on_both("in.npy", stage, "-9999", "--border", mode,
+                                      "--border-value", "7", "--band-rows", "6", *extra,
+                                      what=f"nan={nan} {stage} {mode}")
 
     def test_volume_rank_filters_on_cuda(self):
         """A volume's masked rank filters in 3-D on the GPU: the CPU's bytes (a box, an even box,
@@ -174,16 +158,8 @@ class NodataCuda(NodataCase):
             np.save(self.p("in.npy"), a)
             for stage in stages:
                 for mode in MODES:
-                    outs = []
-                    for dev in ("cpu", "cuda"):
-                        out = self.p(f"{dev}.npy")
-                        self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", nd,
-                                       "--border", mode, "--border-value", "5", "--band-rows",
-                                       "6", "--device", dev, "--cpu-start", "off"])
-                        outs.append(np.load(out))
-                    self.assertTrue(
-                        np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
-                        f"{a.dtype} {stage} {mode}: cuda differs from cpu")
+                    self.same_on_both("in.npy", stage, nd, "--border", mode, "--border-value",
+                                      "5", "--band-rows", "6", what=f"{a.dtype} {stage} {mode}")
 
     def test_convolve_and_compound_stages_on_cuda(self):
         """convolve's direct sum and the compound stages on the GPU (every band there: --cpu-start
@@ -204,29 +180,15 @@ class NodataCuda(NodataCase):
                  ("subtract-background sigma=2", ["--out-type", "i16"])]
         for stage, extra in cases:
             for mode in MODES:
-                outs = []
-                for dev in ("cpu", "cuda"):
-                    out = self.p(f"{dev}.npy")
-                    self.run_tool([OOCRUN, self.p("in.npy"), out, stage, "--nodata", "-9999",
-                                   "--border", mode, "--border-value", "2", "--band-rows", "7",
-                                   "--device", dev, "--cpu-start", "off", *extra])
-                    outs.append(np.load(out))
-                self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
-                                f"{stage} {mode}: cuda differs from cpu")
+                self.same_on_both("in.npy", stage, "-9999", "--border", mode, "--border-value",
+                                  "2", "--band-rows", "7", *extra)
         # u16 with holes of 0, into f32 and back into u16.
         w = np.where(holes(x, ND), 0, np.round(x * 600)).astype(np.uint16)
         np.save(self.p("w.npy"), w)
         for stage, extra in ((f"convolve {kernel} method=direct", ["--out-type", "f32"]),
                              (f"convolve {kernel} method=direct fill=true", []),
                              ("unsharp sigma=1", [])):
-            outs = []
-            for dev in ("cpu", "cuda"):
-                out = self.p(f"{dev}.npy")
-                self.run_tool([OOCRUN, self.p("w.npy"), out, stage, "--nodata", "0",
-                               "--band-rows", "7", "--device", dev, "--cpu-start", "off", *extra])
-                outs.append(np.load(out))
-            self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
-                            f"u16 {stage}: cuda differs from cpu")
+            self.same_on_both("w.npy", stage, "0", "--band-rows", "7", *extra)
         k = rng.uniform(0.1, 1, (5, 7))
         np.save(self.p("k.npy"), k)
         corr = k[::-1, ::-1]
@@ -275,15 +237,7 @@ class NodataCuda(NodataCase):
                  ("w.npy", "convert type=f32", "0", []), ("w.npy", "convert type=i16", "65535", []),
                  ("in.npy", "maximum size=3", "-9999", ["--out-type", "i16"])]
         for src, stage, nd, extra in cases:
-            outs = []
-            for dev in ("cpu", "cuda"):
-                out = self.p(f"{dev}.npy")
-                self.run_tool([OOCRUN, self.p(src), out, stage, "--nodata", nd, "--band-rows", "7",
-                               "--device", dev, "--cpu-start", "off", *extra])
-                outs.append(np.load(out))
-            self.assertEqual(outs[0].dtype, outs[1].dtype)
-            self.assertTrue(np.array_equal(outs[0].view(np.uint8), outs[1].view(np.uint8)),
-                            f"{src} {stage} nodata {nd}: cuda differs from cpu")
+            self.same_on_both(src, stage, nd, "--band-rows", "7", *extra, what=f"{src} {stage}")
         tifs = []
         for dev in ("cpu", "cuda"):
             out = self.p(f"{dev}.tif")

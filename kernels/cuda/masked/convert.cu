@@ -18,10 +18,12 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <class In, class Out>
-__global__ void masked_convert(const std::byte* src, std::size_t src_stride, std::byte* dst,
-                               std::size_t dst_stride, std::int64_t rows, std::int64_t n, bool has,
-                               In hv, Out nd, Out step) {
+// kConvert: each sample of src converted into dst; else dst holds the values already (the
+// combination's), and src says only where the holes are.
+template <bool kConvert, class In, class Out>
+__global__ void holes_to_nodata(const std::byte* src, std::size_t src_stride, std::byte* dst,
+                                std::size_t dst_stride, std::int64_t rows, std::int64_t n, bool has,
+                                In hv, Out nd, Out step) {
   for (std::int64_t y = blockIdx.y; y < rows; y += gridDim.y) {
     const In* s = reinterpret_cast<const In*>(src + static_cast<std::size_t>(y) * src_stride);
     Out* d = reinterpret_cast<Out*>(dst + static_cast<std::size_t>(y) * dst_stride);
@@ -31,33 +33,19 @@ __global__ void masked_convert(const std::byte* src, std::size_t src_stride, std
       bool h = has & (v == hv);
       if constexpr (std::is_floating_point_v<In>) h = h | (v != v);
       Out o;
-      if constexpr (std::is_floating_point_v<Out>) {
-        o = static_cast<Out>(v);
+      if constexpr (!kConvert) {
+        o = d[i];
       } else {
-        double w = static_cast<double>(v);
-        w = w == w ? w : 0.0;
-        w = fmin(fmax(w, double(std::numeric_limits<Out>::lowest())),
-                 double(std::numeric_limits<Out>::max()));
-        o = static_cast<Out>(rint(w));
+        if constexpr (std::is_floating_point_v<Out>) {
+          o = static_cast<Out>(v);
+        } else {
+          double w = static_cast<double>(v);
+          w = w == w ? w : 0.0;
+          w = fmin(fmax(w, double(std::numeric_limits<Out>::lowest())),
+                   double(std::numeric_limits<Out>::max()));
+          o = static_cast<Out>(rint(w));
+        }
       }
-      d[i] = h ? nd : (o == nd ? step : o);
-    }
-  }
-}
-
-template <class In, class Out>
-__global__ void keep_holes(const std::byte* src, std::size_t src_stride, std::byte* dst,
-                           std::size_t dst_stride, std::int64_t rows, std::int64_t n, bool has,
-                           In hv, Out nd, Out step) {
-  for (std::int64_t y = blockIdx.y; y < rows; y += gridDim.y) {
-    const In* s = reinterpret_cast<const In*>(src + static_cast<std::size_t>(y) * src_stride);
-    Out* d = reinterpret_cast<Out*>(dst + static_cast<std::size_t>(y) * dst_stride);
-    for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-         i += std::int64_t(gridDim.x) * blockDim.x) {
-      const In v = s[i];
-      bool h = has & (v == hv);
-      if constexpr (std::is_floating_point_v<In>) h = h | (v != v);
-      const Out o = d[i];
       d[i] = h ? nd : (o == nd ? step : o);
     }
   }
@@ -79,12 +67,8 @@ void launch(const std::byte* src, std::size_t src_stride, SampleType in, std::by
       const In hv = has ? static_cast<In>(nodata) : In{};
       const std::int64_t blocks = std::min<std::int64_t>((samples + kThreads - 1) / kThreads, 4096);
       const dim3 grid(static_cast<unsigned>(blocks), grid_rows(rows));
-      if constexpr (kConvert)
-        masked_convert<In, Out><<<grid, kThreads, 0, stream>>>(src, src_stride, dst, dst_stride,
-                                                               rows, samples, has, hv, nd, step);
-      else
-        keep_holes<In, Out><<<grid, kThreads, 0, stream>>>(src, src_stride, dst, dst_stride, rows,
-                                                           samples, has, hv, nd, step);
+      holes_to_nodata<kConvert, In, Out><<<grid, kThreads, 0, stream>>>(
+          src, src_stride, dst, dst_stride, rows, samples, has, hv, nd, step);
       OOC_KERNEL_TRY(cudaGetLastError());
     });
   });

@@ -34,6 +34,32 @@ __device__ __forceinline__ Acc div(Acc a, Acc b) {
     return __ddiv_rn(a, b);
 }
 
+// The sums over x m, m and |k| m a tap at a time, rounded as the CPU's: a plain first product,
+// then one fma a tap in tap order; the |k| m sum only where `absolute`.
+template <class Acc>
+struct Sums {
+  Acc n = 0, d = 0, a = 0;
+  // A tap of weight w (magnitude wa) over the values xn, weights xd and |k| weights xa.
+  __device__ __forceinline__ void add(bool first, Acc w, Acc wa, Acc xn, Acc xd, Acc xa,
+                                      bool absolute) {
+    n = first ? mul(w, xn) : fma(w, xn, n);
+    d = first ? mul(w, xd) : fma(w, xd, d);
+    if (absolute) a = first ? mul(wa, xa) : fma(wa, xa, a);
+  }
+  // A tap over a sample's value v and weight m (x m and m).
+  __device__ __forceinline__ void tap(bool first, Acc w, Acc wa, Acc v, Acc m, bool absolute) {
+    add(first, w, wa, v, m, m, absolute);
+  }
+};
+
+// A sample's value and weight: 0 and 0 for a hole, else the value and 1.
+template <class T, class Acc>
+__device__ __forceinline__ void value_weight(T u, const Holes<T>& hole, Acc& v, Acc& m) {
+  const bool h = hole(u);
+  v = h ? Acc(0) : static_cast<Acc>(u);
+  m = h ? Acc(0) : Acc(1);
+}
+
 // Row pass: input row j, sample s (pixel x, channel c) -> the sums over x m, m and |k| m.
 template <class T, class Acc>
 __global__ void row_pass(NormalizedLaunch l, Holes<T> hole, Acc cv, Acc cm, std::int64_t rows,
@@ -58,29 +84,16 @@ __global__ void row_pass(NormalizedLaunch l, Holes<T> hole, Acc cv, Acc cm, std:
       continue;
     }
     const T* src = reinterpret_cast<const T*>(l.in + static_cast<std::size_t>(j) * l.in_stride);
-    Acc sn = 0, sd = 0, sa = 0;
+    Sums<Acc> t;
     for (std::int64_t k = 0; k < L; ++k) {
       const std::int64_t q = map_index(x - l.rx + k, l.width, l.border);
       Acc v = cv, m = cm;
-      if (q >= 0) {
-        const T t = src[q * C + c];
-        const bool h = hole(t);
-        v = h ? Acc(0) : static_cast<Acc>(t);
-        m = h ? Acc(0) : Acc(1);
-      }
-      if (k == 0) {
-        sn = mul(w[0], v);
-        sd = mul(w[0], m);
-        sa = mul(wa[0], m);
-      } else {
-        sn = fma(w[k], v, sn);
-        sd = fma(w[k], m, sd);
-        sa = fma(wa[k], m, sa);
-      }
+      if (q >= 0) value_weight(src[q * C + c], hole, v, m);
+      t.tap(k == 0, w[k], wa[k], v, m, true);
     }
-    num[at] = sn;
-    den[at] = sd;
-    wab[at] = sa;
+    num[at] = t.n;
+    den[at] = t.d;
+    wab[at] = t.a;
   }
 }
 
@@ -100,6 +113,18 @@ __device__ __forceinline__ void put(std::byte* row, std::int64_t s, Acc o, Acc f
   }
 }
 
+// An output sample from its sums: n / d where the window is valid (`own`: its own sample is no
+// hole, or fill; the weights, |k| m's where a tap is negative, above 0 and at least `need`; d
+// not 0), else nodata; stored by `put`.
+template <class U, class Acc>
+__device__ __forceinline__ void finish_sample(std::byte* row, std::int64_t s, const Sums<Acc>& t,
+                                              bool negative, bool own, double need, Acc fillv,
+                                              U nd) {
+  const Acc aw = negative ? t.a : t.d;
+  const bool valid = own && aw > Acc(0) && static_cast<double>(aw) >= need && t.d != Acc(0);
+  put<U, Acc>(row, s, valid ? div(t.n, t.d) : fillv, fillv, nd);
+}
+
 // Column pass: output row y, sample s: the three column sums, the division, the nodata rule.
 template <class T, class U, class Acc>
 __global__ void column_pass(NormalizedLaunch l, Holes<T> hole, Acc fillv, U nd, std::int64_t rows,
@@ -113,21 +138,15 @@ __global__ void column_pass(NormalizedLaunch l, Holes<T> hole, Acc fillv, U nd, 
   const Acc* den = num + rows * n;
   const Acc* wab = den + rows * n;
   for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
-    Acc sn = mul(wc[0], num[y * n + s]), sd = mul(wc[0], den[y * n + s]);
-    Acc sa = l.negative ? mul(wca[0], wab[y * n + s]) : Acc(0);
-    for (std::int64_t k = 1; k < K; ++k) {
+    Sums<Acc> t;
+    for (std::int64_t k = 0; k < K; ++k) {
       const std::size_t at = static_cast<std::size_t>((y + k) * n + s);
-      sn = fma(wc[k], num[at], sn);
-      sd = fma(wc[k], den[at], sd);
-      if (l.negative) sa = fma(wca[k], wab[at], sa);
+      t.add(k == 0, wc[k], wca[k], num[at], den[at], wab[at], l.negative);
     }
-    const Acc aw = l.negative ? sa : sd;
     const T* own =
         reinterpret_cast<const T*>(l.in + static_cast<std::size_t>(y + l.ry) * l.in_stride);
-    const bool valid = (l.fill || !hole(own[s])) && aw > Acc(0) &&
-                       static_cast<double>(aw) >= l.min_weight_need && sd != Acc(0);
-    put<U, Acc>(l.out + static_cast<std::size_t>(y) * l.out_stride, s, valid ? div(sn, sd) : fillv,
-                fillv, nd);
+    finish_sample<U, Acc>(l.out + static_cast<std::size_t>(y) * l.out_stride, s, t, l.negative,
+                          l.fill || !hole(own[s]), l.min_weight_need, fillv, nd);
   }
 }
 
@@ -182,29 +201,18 @@ __global__ void volume_z_pass(VolumeNormalizedLaunch l, Holes<T> hole, Acc cv, A
     }
     const std::int64_t row = r - l.ry, image_row = l.y0 + row;
     const bool outside = constant && (image_row < 0 || image_row >= l.image_height);
-    Acc sn = 0, sd = 0, sa = 0;
+    Sums<Acc> t;
     for (std::int64_t k = 0; k < P; ++k) {
       Acc v = cv, m = cm;
-      if (l.planes[k] && !outside) {
-        const T t =
-            reinterpret_cast<const T*>(l.planes[k] + row * std::int64_t(l.in_stride))[xm * C + c];
-        const bool h = hole(t);
-        v = h ? Acc(0) : static_cast<Acc>(t);
-        m = h ? Acc(0) : Acc(1);
-      }
-      if (k == 0) {
-        sn = mul(wz[0], v);
-        sd = mul(wz[0], m);
-        sa = mul(wza[0], m);
-      } else {
-        sn = fma(wz[k], v, sn);
-        sd = fma(wz[k], m, sd);
-        sa = fma(wza[k], m, sa);
-      }
+      if (l.planes[k] && !outside)
+        value_weight(
+            reinterpret_cast<const T*>(l.planes[k] + row * std::int64_t(l.in_stride))[xm * C + c],
+            hole, v, m);
+      t.tap(k == 0, wz[k], wza[k], v, m, l.negative);
     }
-    zn[at] = sn;
-    zd[at] = sd;
-    if (l.negative) za[at] = sa;
+    zn[at] = t.n;
+    zd[at] = t.d;
+    if (l.negative) za[at] = t.a;
   }
 }
 
@@ -234,17 +242,14 @@ __global__ void volume_row_pass(VolumeNormalizedLaunch l, Acc cv, Acc cm, std::i
       continue;
     }
     const std::size_t row = static_cast<std::size_t>(r * pw + s);
-    Acc sn = mul(wx[0], zn[row]), sd = mul(wx[0], zd[row]);
-    Acc sa = l.negative ? mul(wxa[0], za[row]) : Acc(0);
-    for (std::int64_t k = 1; k < L; ++k) {
+    Sums<Acc> t;
+    for (std::int64_t k = 0; k < L; ++k) {
       const std::size_t i = row + static_cast<std::size_t>(k * C);
-      sn = fma(wx[k], zn[i], sn);
-      sd = fma(wx[k], zd[i], sd);
-      if (l.negative) sa = fma(wxa[k], za[i], sa);
+      t.add(k == 0, wx[k], wxa[k], zn[i], zd[i], za[i], l.negative);
     }
-    N[at] = sn;
-    D[at] = sd;
-    if (l.negative) A[at] = sa;
+    N[at] = t.n;
+    D[at] = t.d;
+    if (l.negative) A[at] = t.a;
   }
 }
 
@@ -262,20 +267,14 @@ __global__ void volume_column_pass(VolumeNormalizedLaunch l, Holes<T> hole, Acc 
   const Acc* D = N + R * n;
   const Acc* A = D + R * n;
   for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
-    Acc sn = mul(wy[0], N[y * n + s]), sd = mul(wy[0], D[y * n + s]);
-    Acc sa = l.negative ? mul(wya[0], A[y * n + s]) : Acc(0);
-    for (std::int64_t k = 1; k < K; ++k) {
+    Sums<Acc> t;
+    for (std::int64_t k = 0; k < K; ++k) {
       const std::size_t at = static_cast<std::size_t>((y + k) * n + s);
-      sn = fma(wy[k], N[at], sn);
-      sd = fma(wy[k], D[at], sd);
-      if (l.negative) sa = fma(wya[k], A[at], sa);
+      t.add(k == 0, wy[k], wya[k], N[at], D[at], A[at], l.negative);
     }
-    const Acc aw = l.negative ? sa : sd;
     const T* own = reinterpret_cast<const T*>(l.own + static_cast<std::size_t>(y) * l.in_stride);
-    const bool valid = (l.fill || !hole(own[s])) && aw > Acc(0) &&
-                       static_cast<double>(aw) >= l.min_weight_need && sd != Acc(0);
-    put<U, Acc>(l.out + static_cast<std::size_t>(y) * l.out_stride, s, valid ? div(sn, sd) : fillv,
-                fillv, nd);
+    finish_sample<U, Acc>(l.out + static_cast<std::size_t>(y) * l.out_stride, s, t, l.negative,
+                          l.fill || !hole(own[s]), l.min_weight_need, fillv, nd);
   }
 }
 
@@ -291,35 +290,22 @@ __global__ void volume_direct(VolumeNormalizedLaunch l, Holes<T> hole, Acc cv, A
   const Acc* wa = w + l.tap_count;
   const bool constant = l.border == BorderMode::constant;
   for (std::int64_t y = blockIdx.y; y < l.out_rows; y += gridDim.y) {
-    Acc sn = 0, sd = 0, sa = 0;
+    Sums<Acc> sums;
     for (std::int64_t t = 0; t < l.tap_count; ++t) {
       const std::int32_t* at = l.tap_at + 3 * t;
       const std::byte* plane = l.planes[at[0]];
       const std::int64_t row = y - l.ry + at[1], image_row = l.y0 + row;
       const std::int64_t xm = map_index(x - l.rx + at[2], l.width, l.border);
       Acc v = cv, m = cm;
-      if (plane && xm >= 0 && !(constant && (image_row < 0 || image_row >= l.image_height))) {
-        const T u = reinterpret_cast<const T*>(plane + row * std::int64_t(l.in_stride))[xm * C + c];
-        const bool h = hole(u);
-        v = h ? Acc(0) : static_cast<Acc>(u);
-        m = h ? Acc(0) : Acc(1);
-      }
-      if (t == 0) {
-        sn = mul(w[0], v);
-        sd = mul(w[0], m);
-        sa = mul(wa[0], m);
-      } else {
-        sn = fma(w[t], v, sn);
-        sd = fma(w[t], m, sd);
-        sa = fma(wa[t], m, sa);
-      }
+      if (plane && xm >= 0 && !(constant && (image_row < 0 || image_row >= l.image_height)))
+        value_weight(
+            reinterpret_cast<const T*>(plane + row * std::int64_t(l.in_stride))[xm * C + c], hole,
+            v, m);
+      sums.tap(t == 0, w[t], wa[t], v, m, l.negative);
     }
-    const Acc aw = l.negative ? sa : sd;
     const T* own = reinterpret_cast<const T*>(l.own + static_cast<std::size_t>(y) * l.in_stride);
-    const bool valid = (l.fill || !hole(own[s])) && aw > Acc(0) &&
-                       static_cast<double>(aw) >= l.min_weight_need && sd != Acc(0);
-    put<U, Acc>(l.out + static_cast<std::size_t>(y) * l.out_stride, s, valid ? div(sn, sd) : fillv,
-                fillv, nd);
+    finish_sample<U, Acc>(l.out + static_cast<std::size_t>(y) * l.out_stride, s, sums, l.negative,
+                          l.fill || !hole(own[s]), l.min_weight_need, fillv, nd);
   }
 }
 
@@ -371,11 +357,12 @@ __global__ void split(NormalizedSplit p, Holes<T> hole) {
   for (std::int64_t j = blockIdx.y; j < p.rows; j += gridDim.y) {
     const std::int64_t image_row = p.first_row + j;
     if (p.constant_border && (image_row < 0 || image_row >= p.image_height)) continue;
-    const T t = reinterpret_cast<const T*>(p.in + static_cast<std::size_t>(j) * p.in_stride)[s];
-    const bool h = hole(t);
+    Acc v, m;
+    value_weight(reinterpret_cast<const T*>(p.in + static_cast<std::size_t>(j) * p.in_stride)[s],
+                 hole, v, m);
     const std::size_t at = static_cast<std::size_t>(j) * p.pitch;
-    reinterpret_cast<Acc*>(p.v + at)[s] = h ? Acc(0) : static_cast<Acc>(t);
-    reinterpret_cast<Acc*>(p.m + at)[s] = h ? Acc(0) : Acc(1);
+    reinterpret_cast<Acc*>(p.v + at)[s] = v;
+    reinterpret_cast<Acc*>(p.m + at)[s] = m;
   }
 }
 
@@ -385,21 +372,20 @@ __global__ void finish(NormalizedFinish f, Acc fillv, U nd, U step) {
   if (s >= f.row_samples) return;
   for (std::int64_t y = blockIdx.y; y < f.rows; y += gridDim.y) {
     const std::size_t at = static_cast<std::size_t>(y) * f.pitch;
-    const Acc sn = reinterpret_cast<const Acc*>(f.num + at)[s];
-    const Acc sd = reinterpret_cast<const Acc*>(f.den + at)[s];
-    const Acc aw = reinterpret_cast<const Acc*>(f.weights + at)[s];
+    Sums<Acc> t;  // a: the weights min-weight weighs
+    t.n = reinterpret_cast<const Acc*>(f.num + at)[s];
+    t.d = reinterpret_cast<const Acc*>(f.den + at)[s];
+    t.a = reinterpret_cast<const Acc*>(f.weights + at)[s];
     const bool own = f.fill || reinterpret_cast<const Acc*>(f.own + at)[s] != Acc(0);
     std::byte* row = f.out + static_cast<std::size_t>(y) * f.out_stride;
     if (f.fft) {
-      const bool valid = own && static_cast<double>(aw) > f.tolerance &&
-                         static_cast<double>(aw) >= f.min_weight_need &&
-                         fabs(static_cast<double>(sd)) > f.tolerance;
-      const U d = valid ? store_as<U, Acc>(div(sn, sd)) : nd;
+      const bool valid = own && static_cast<double>(t.a) > f.tolerance &&
+                         static_cast<double>(t.a) >= f.min_weight_need &&
+                         fabs(static_cast<double>(t.d)) > f.tolerance;
+      const U d = valid ? store_as<U, Acc>(div(t.n, t.d)) : nd;
       reinterpret_cast<U*>(row)[s] = valid && d == nd ? step : d;
     } else {
-      const bool valid =
-          own && aw > Acc(0) && static_cast<double>(aw) >= f.min_weight_need && sd != Acc(0);
-      put<U, Acc>(row, s, valid ? div(sn, sd) : fillv, fillv, nd);
+      finish_sample<U, Acc>(row, s, t, true, own, f.min_weight_need, fillv, nd);
     }
   }
 }

@@ -4,7 +4,6 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -30,16 +29,9 @@ class MaskedSeparableCudaKernel final : public CudaKernel {
       negative |= all[i] < 0;
       all.push_back(std::fabs(all[i]));
     }
-    std::vector<std::byte> bytes(all.size() * (f64 ? 8 : 4));
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (f64) {
-        std::memcpy(bytes.data() + i * 8, &all[i], 8);
-      } else {
-        const float f = static_cast<float>(all[i]);
-        std::memcpy(bytes.data() + i * 4, &f, 4);
-      }
-    }
-    taps_.emplace(devices, bytes.data(), bytes.size());
+    const std::vector<float> f(all.begin(), all.end());
+    taps_.emplace(devices, f64 ? static_cast<const void*>(all.data()) : f.data(),
+                  all.size() * (f64 ? 8 : 4));
     base_.width = a.out.width;
     base_.channels = a.out.channels;
     base_.out_type = a.out.type;

@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
-#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -81,16 +80,9 @@ class MaskedVolumeCudaKernel final : public CudaKernel {
 
   // The taps as the accumulator's type, to each device.
   void upload(const std::vector<int>& devices, const std::vector<double>& taps, bool f64) {
-    std::vector<std::byte> bytes(taps.size() * (f64 ? 8 : 4));
-    for (std::size_t i = 0; i < taps.size(); ++i) {
-      if (f64) {
-        std::memcpy(bytes.data() + i * 8, &taps[i], 8);
-      } else {
-        const float f = static_cast<float>(taps[i]);
-        std::memcpy(bytes.data() + i * 4, &f, 4);
-      }
-    }
-    taps_.emplace(devices, bytes.data(), bytes.size());
+    const std::vector<float> f(taps.begin(), taps.end());
+    taps_.emplace(devices, f64 ? static_cast<const void*>(taps.data()) : f.data(),
+                  taps.size() * (f64 ? 8 : 4));
   }
 
   // A 3-D kernel: its non-zero taps as the CPU keeps them (one, the last, where all are zero),
