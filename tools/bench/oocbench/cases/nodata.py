@@ -144,8 +144,8 @@ def case_nodata(b):
                 common = [run, src, dst, stage, "--width", str(W), "--type", "f32", "--threads", threads,
                           "--device", device, "-q", *extra]
                 masked = common + ["--nodata", "-9999"]
-                # A stage the device refuses under --nodata (convolve on CUDA) gets a row that says so;
-                # the probe is also the warm-up run.
+                # A stage the device refuses under --nodata gets a row that says so; the probe is also
+                # the warm-up run.
                 skip = why
                 if not skip:
                     probe = subprocess.run(masked, capture_output=True, text=True, env=b.env)
