@@ -78,11 +78,24 @@ inline std::int64_t fft_scratch_points(const FftTiling& t) {
   return 2 * t.n * t.m + kFftSizeStep * (t.n > t.m ? t.n : t.m) + t.m;
 }
 
+// Normalized convolution (src/ops/convolution/masked_fft.cpp): each tile of one plane goes
+// through one complex transform with x m as its real part and m as its imaginary part (holes:
+// NaN, and `nodata` where the input type holds it; the constant border: cv with weight cm), so
+// the product with the real kernel's spectrum gives both convolutions at once; `finish` turns
+// each output row's n samples of them (image row y, channel c, from column x) into the output.
+struct FftNormalized {
+  double nodata = 0, cv = 0, cm = 1;
+  const void* context = nullptr;
+  void (*finish)(const void* context, std::int64_t y, int c, std::int64_t x, std::int64_t n,
+                 const void* num, const void* den, std::byte* out_row) = nullptr;
+};
+
 // rows: out_rows + 2 * halo input rows from image row y0 - halo on.
 struct FftConvArgs : BandArgs {
   std::int64_t halo = 0;
   std::int64_t y0 = 0;  // image row of output row 0
   std::int64_t height = 0;
+  const FftNormalized* normalized = nullptr;  // null: the convolution of the samples
 };
 
 // The kernel's spectrum for one tiling and the transforms, made once per operation run and shared

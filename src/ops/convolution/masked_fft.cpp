@@ -1,8 +1,9 @@
-// convolve's normalized convolution by FFT (issue 48): the unmasked overlap-save kernel
-// (kernels/cpu/convolution/fft_conv.hpp) run over x m and over m (and over m with |k| where a tap
-// is negative), then divided; on the GPU through cuFFT (masked_conv2d_cuda.cpp). Its results
-// differ from the direct normalized sum by the transforms' rounding: weights within the FFT's
-// error bound of 0 count as no valid sample.
+// convolve's normalized convolution by FFT (issue 48): the overlap-save kernel
+// (kernels/cpu/convolution/fft_conv.hpp) transforms each tile's x m and m as one complex tile and
+// finishes each output row as it comes out; where a tap is negative it runs over x m, over m and
+// over m with |k| apart, then divides. On the GPU through cuFFT (masked_conv2d_cuda.cpp). Its
+// results differ from the direct normalized sum by the transforms' rounding: weights within the
+// FFT's error bound of 0 count as no valid sample.
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -73,6 +74,62 @@ void finish_row(const Acc* __restrict own, const Acc* __restrict n, const Acc* _
   }
 }
 
+// What the fused path's finish reads (one band): its input rows for the own samples, the rule.
+template <class Acc>
+struct FusedFinish {
+  const CpuBand* band;
+  const MaskedFftParams* p;
+  Acc tol, least;  // the thresholds in Acc (see run_fused)
+  double need;
+
+  // Output samples [x, x + n) of channel c of image row y from num and den (n each).
+  static void row(const void* context, std::int64_t y, int c, std::int64_t x, std::int64_t n,
+                  const void* num_v, const void* den_v, std::byte* out_row) {
+    const FusedFinish& f = *static_cast<const FusedFinish*>(context);
+    const CpuBand& b = *f.band;
+    const MaskedFftParams& p = *f.p;
+    const int C = b.in.channels;
+    const auto* num = static_cast<const Acc*>(num_v);
+    const auto* den = static_cast<const Acc*>(den_v);
+    thread_local std::vector<Acc> own;  // 1: the output's own sample is valid
+    own.resize(static_cast<std::size_t>(n));
+    const std::byte* in = b.rows[y - b.band.y0 + b.halo];
+    dispatch_type(b.in.type, [&](auto t) {
+      using T = decltype(t);
+      const T* q = reinterpret_cast<const T*>(in) + x * C + c;
+      // The hole test in T, branch-free (masked.hpp's rule), so that it vectorizes.
+      const bool has = !std::isnan(p.nodata) && kernels::masked::holds<T>(p.nodata);
+      const T nd = has ? static_cast<T>(p.nodata) : T{};
+      for (std::int64_t i = 0; i < n; ++i) {
+        const T u = q[i * C];
+        bool h = has & (u == nd);
+        if constexpr (std::is_floating_point_v<T>) h = h | (u != u);
+        own[i] = h ? Acc(0) : Acc(1);
+      }
+    });
+    const Acc fill_value =
+        std::isnan(p.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(p.nodata);
+    dispatch_type(b.out.type, [&](auto u) {
+      using U = decltype(u);
+      const U hole = kernels::masked::nodata_of<U>(double(fill_value));
+      U* out = reinterpret_cast<U*>(out_row) + x * C + c;
+      if constexpr (std::is_same_v<U, Acc>) {
+        if (C == 1) {
+          finish_row<Acc>(own.data(), num, den, den, out, n, p.fill, f.tol, f.least, hole,
+                          kernels::masked::off_nodata(hole));
+          return;
+        }
+      }
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double d = double(den[i]);
+        const bool valid =
+            (p.fill || own[i] != 0) && d > p.tolerance && d >= f.need && std::fabs(d) > p.tolerance;
+        out[i * C] = valid ? kernels::masked::store_valid<U>(double(num[i] / den[i]), hole) : hole;
+      }
+    });
+  }
+};
+
 class MaskedFftKernel final : public CpuKernel {
  public:
   MaskedFftKernel(std::shared_ptr<const kernels::FftConv2d> k,
@@ -87,8 +144,47 @@ class MaskedFftKernel final : public CpuKernel {
   }
 
  private:
+  // Without a negative tap: one transform a tile, of x m (real part) and m (imaginary part),
+  // finished as each output row comes out (kernels::FftNormalized): no planes between the passes.
+  template <class Acc>
+  void run_fused(const CpuBand& b) {
+    FusedFinish<Acc> f{&b, &p_, 0, 0, p_.min_weight * p_.total_abs};
+    thresholds(f.need, f.tol, f.least);
+    const bool cval_ok = !kernels::masked::hole(p_.cval, p_.nodata);
+    kernels::FftNormalized nz;
+    nz.nodata = p_.nodata;
+    nz.cv = cval_ok ? p_.cval : 0.0;
+    nz.cm = cval_ok ? 1.0 : 0.0;
+    nz.context = &f;
+    nz.finish = &FusedFinish<Acc>::row;
+    kernels::FftConvArgs a = base_;
+    set_band(a, b);
+    a.halo = b.halo;
+    a.y0 = b.band.y0;
+    a.height = b.in.height;
+    a.in_type = b.in.type;
+    a.out_type = b.out.type;
+    a.normalized = &nz;
+    k_->band(a);
+  }
+
+  // The tests of valid weights in Acc, so that they vectorize: w > tol exactly where w exceeds
+  // the tolerance, w >= least exactly where it reaches `need`.
+  template <class Acc>
+  void thresholds(double need, Acc& tol, Acc& least) const {
+    constexpr Acc inf = std::numeric_limits<Acc>::infinity();
+    tol = static_cast<Acc>(std::min(p_.tolerance, double(std::numeric_limits<Acc>::max())));
+    if (double(tol) > p_.tolerance) tol = std::nextafter(tol, -inf);
+    least = need > double(std::numeric_limits<Acc>::max()) ? inf : static_cast<Acc>(need);
+    if (double(least) < need) least = std::nextafter(least, inf);
+  }
+
   template <class Acc>
   void run_as(const CpuBand& b) {
+    if (!p_.negative) {
+      run_fused<Acc>(b);
+      return;
+    }
     const std::int64_t S = b.in.width * b.in.channels, rows = b.band.rows + 2 * b.halo;
     const std::int64_t out_rows = b.band.rows;
     const auto s = static_cast<std::size_t>(S);
@@ -159,11 +255,8 @@ class MaskedFftKernel final : public CpuKernel {
         // The same tests in Acc, so that the loop vectorizes: w > tolerance exactly where w
         // exceeds the largest Acc at or below it, w >= need where w reaches the least Acc at or
         // above it; the quotient is already U (store_valid's conversion is none).
-        constexpr Acc inf = std::numeric_limits<Acc>::infinity();
-        Acc tol = static_cast<Acc>(std::min(p_.tolerance, double(std::numeric_limits<Acc>::max())));
-        if (double(tol) > p_.tolerance) tol = std::nextafter(tol, -inf);
-        Acc least = need > double(std::numeric_limits<Acc>::max()) ? inf : static_cast<Acc>(need);
-        if (double(least) < need) least = std::nextafter(least, inf);
+        Acc tol, least;
+        thresholds(need, tol, least);
         const Acc off = kernels::masked::off_nodata(hole);
         const bool fill = p_.fill;
         tbb::parallel_for(std::int64_t{0}, out_rows, [&](std::int64_t y) {
@@ -223,10 +316,12 @@ class MaskedFftConv2d final : public Operation {
   }
   std::string describe() const override {
     return "normalized convolve " + kernel_.name + " (" + std::to_string(kernel_.rows) + "x" +
-           std::to_string(kernel_.cols) + ", FFT of x m and m, " + std::to_string(tiling_.n) + "x" +
-           std::to_string(tiling_.m) + " tiles), border " + std::string(name(args_.border)) +
-           ", nodata " + nodata_text(p_.nodata) + (p_.fill ? ", holes filled" : ", holes kept") +
-           ", accumulate " + (p_.f64 ? "f64" : "f32");
+           std::to_string(kernel_.cols) + ", FFT of x m and m" +
+           (p_.negative ? ", and of m with |k|, " : " in one transform, ") +
+           std::to_string(tiling_.n) + "x" + std::to_string(tiling_.m) + " tiles), border " +
+           std::string(name(args_.border)) + ", nodata " + nodata_text(p_.nodata) +
+           (p_.fill ? ", holes filled" : ", holes kept") + ", accumulate " +
+           (p_.f64 ? "f64" : "f32");
   }
   std::string fingerprint() const override {
     return describe() + ", values " +
@@ -246,13 +341,15 @@ class MaskedFftConv2d final : public Operation {
   std::int64_t fit_band_rows(std::int64_t rows, std::int64_t /*span*/) const override {
     return rows < tiling_.h ? rows : rows / tiling_.h * tiling_.h;
   }
+  // The fused path (no negative tap) keeps nothing between passes but a row of weights a thread.
   std::size_t cpu_scratch_bytes(std::int64_t band_rows, std::int64_t cols) const override {
     const std::size_t acc = p_.f64 ? 8 : 4, S = static_cast<std::size_t>(cols * out_.channels);
+    const std::size_t fft = kernels::FftConv2d::thread_bytes(tiling_, p_.f64) +
+                            kernels::FftConv2d::shared_bytes(tiling_, p_.f64);
+    if (!p_.negative) return fft + static_cast<std::size_t>(tiling_.w) * acc;
     const auto in_rows = static_cast<std::size_t>(band_rows + 2 * halo());
     const auto out_rows = static_cast<std::size_t>(band_rows);
-    return (2 * in_rows + (p_.negative ? 3 : 2) * out_rows + 1) * S * acc +
-           (p_.negative ? 2 : 1) * (kernels::FftConv2d::thread_bytes(tiling_, p_.f64) +
-                                    kernels::FftConv2d::shared_bytes(tiling_, p_.f64));
+    return (2 * in_rows + 3 * out_rows + 1) * S * acc + 2 * fft;
   }
   std::unique_ptr<CpuKernel> make_cpu() const override {
     auto k = std::make_shared<const kernels::FftConv2d>(kernel_.taps, kernel_.rows, kernel_.cols,
