@@ -145,7 +145,9 @@ class LabelResume(LabelCase):
         # Each rank saves its own table (TEMP.pass-0.rows-FIRST); mpirun's ranks stop at their
         # bands on SIGTERM and go on from them under --resume.
         mpirun, env = self.mpirun()
-        a = random_mask((400000, 64), 0.45)
+        # Rows enough that both ranks are still in the second pass a journal update (a second)
+        # after it starts: a rank's 200000 rows took about one second.
+        a = random_mask((1200000, 64), 0.45)
         np.save(self.p("in.npy"), a)
         out = self.p("m.npy")
         argv = [mpirun, "-np", "2", OOCLABEL, self.p("in.npy"), out, "--connectivity",
