@@ -292,9 +292,10 @@ struct BandPlan {
   // CUDA: bands the CPU may filter while CUDA starts (EngineOptions::cpu_start_bands, 0 when
   // the memory limit leaves no room for their buffers beside the pinned ring).
   std::int64_t cpu_start_bands = 0;
-  // CUDA, with the CPU start's buffers planned: every cpu_every-th band goes to the CPU's kernels
-  // all along (0: none), where they give the GPU's bytes. For outputs the link bounds (labels
-  // come back 4 bytes a sample), the cores would otherwise wait.
+  // CUDA, with the CPU start's buffers planned: in a pass that writes no output (a reduction's,
+  // which the GPU's kernels bound), every cpu_every-th band goes to the CPU's kernels all along
+  // (0: none), where they give the GPU's bytes. A pass that writes is left to the GPU: its bands
+  // retire in order, and the CPU's slower ones held the ring (docs/performance.md, labels).
   std::int64_t cpu_every = 0;
 };
 

@@ -474,9 +474,9 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       go_gpu();
     }
     slot.on_gpu = mode == Mode::gpu;
-    // The CPU's share (BandPlan::cpu_every), and the bands whose slot the GPU has not made yet
-    // (the ring is made in the background, slot by slot: no band waits for it).
-    if (slot.on_gpu && plan.cpu_every > 0 && op.cpu_gives_cuda_bits() &&
+    // The CPU's share of a pass that writes nothing (BandPlan::cpu_every), and the bands whose
+    // slot the GPU has not made yet (the ring is made in the background: no band waits for it).
+    if (slot.on_gpu && plan.cpu_every > 0 && !out_spec && op.cpu_gives_cuda_bits() &&
         ((next - plan.first_band) % plan.cpu_every == plan.cpu_every - 1 || !e.gpu_ready(slot))) {
       if (!cpu) make_cpu();
       slot.on_gpu = false;
@@ -617,10 +617,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
   // the run's error (one still starting is not waited for).
   if (e.backend.cuda && !e.backend.cpu_if_cuda_fails && start && start->failed()) start->wait();
   stats.seconds = seconds_since(t0);
-  // The CPU's buffers of the start, beside the pinned ring; kept where the CPU takes its share of
-  // every pass (the next pass's first touch of fresh buffers would cost it page faults).
-  if (e.backend.cuda && mode == Mode::gpu && plan.cpu_every == 0)
-    for (Slot& s : e.slots) {
+  if (e.backend.cuda && mode == Mode::gpu)
+    for (Slot& s : e.slots) {  // the CPU's buffers of the start, beside the pinned ring
       s.out.reset();
       std::vector<std::byte>().swap(s.partial);
     }

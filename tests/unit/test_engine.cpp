@@ -471,7 +471,8 @@ class LabelsOp final : public Operation {
 
 // Labels on a GPU come back 4 bytes a sample: twice the slots a GPU of other operations (the copy
 // out kept busy), each as tall as with 4 (the same bands: --slots 4 plans them too), and the ring
-// under the limit. A filter of the same image keeps 4 a GPU; --slots is taken as given.
+// under the limit; with the CPU start's buffers planned, every 2nd band of a pass that writes
+// nothing goes to the CPU. A filter of the same image keeps 4 a GPU; --slots is taken as given.
 TEST(Engine, LabelsOnAGpuHaveTwiceTheSlotsOfTheSameHeight) {
 #ifndef OOC_HAVE_CUDA
   GTEST_SKIP() << "this build has no CUDA: its planner cannot size GPU slots";
@@ -492,6 +493,11 @@ TEST(Engine, LabelsOnAGpuHaveTwiceTheSlotsOfTheSameHeight) {
     const BandPlan plan = plan_bands(spec, {&labels}, b, o);
     EXPECT_EQ(plan.slots, 8 * gpus);
     EXPECT_LE(plan.ring_bytes, plan.mem_limit);
+    EXPECT_EQ(plan.cpu_every, 0);  // no CPU start, no CPU share
+    EngineOptions started = o;
+    started.cpu_start_bands = -1;
+    started.mem_limit = std::size_t{8} << 30;  // the CPU start's buffers beside the ring
+    EXPECT_EQ(plan_bands(spec, {&labels}, b, started).cpu_every, 2) << gpus << " GPU(s)";
     o.slots = 4 * gpus;
     const BandPlan four = plan_bands(spec, {&labels}, b, o);
     EXPECT_EQ(four.slots, 4 * gpus);
