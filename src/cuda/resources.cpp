@@ -5,7 +5,6 @@
 
 #include <cctype>
 #include <cstdint>
-#include <cstdlib>
 
 #include "check.hpp"
 #include "engine/numa.hpp"
@@ -76,12 +75,7 @@ void* map_anonymous(std::size_t n) {
 PinnedBuffer::PinnedBuffer(std::size_t bytes, int numa_node) : n_(bytes) {
   if (bytes == 0) return;
   const std::size_t n = (bytes + 4095) / 4096 * 4096;
-  // OOC_PINNED_ALLOC=1: cudaHostAlloc's memory only, to compare the copies' rates end to end.
-  static const bool alloc_only = [] {
-    const char* v = std::getenv("OOC_PINNED_ALLOC");
-    return v && *v && *v != '0';
-  }();
-  if (void* m = alloc_only ? nullptr : map_anonymous(n)) {
+  if (void* m = map_anonymous(n)) {
     (void)::madvise(m, n, MADV_HUGEPAGE);  // a hint: where THP is off, 4 KiB pages do
     // Before the pages exist: populating places them by the policy.
     if (numa_node >= 0) (void)detail::prefer_node(m, n, numa_node);
