@@ -2,6 +2,8 @@
 // the separable, the 2-D convolution and a volume's z pass).
 #include "separable.hpp"
 
+#include <string_view>
+
 #include "conv2d.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "zpass.hpp"
@@ -54,6 +56,10 @@ std::size_t separable_scratch_bytes(const SeparableArgs& args) {
 
 const char* separable_isa() {
   return has_avx2() ? "avx2+fma" : "baseline";
+}
+
+bool sums_fma() {
+  return std::string_view(separable_isa()) != "baseline";
 }
 
 }  // namespace ooc::kernels

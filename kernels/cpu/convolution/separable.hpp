@@ -25,5 +25,8 @@ void separable_band(const SeparableArgs& args);
 std::size_t separable_scratch_bytes(const SeparableArgs& args);
 // Which instruction set the kernels were dispatched to: "avx2+fma" or "baseline".
 const char* separable_isa();
+// Whether the vector sums round as the CUDA kernels' do (a plain first product, then one fma a
+// tap): every instruction set but the baseline.
+bool sums_fma();
 
 }  // namespace ooc::kernels

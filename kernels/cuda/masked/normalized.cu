@@ -150,14 +150,24 @@ __global__ void column_pass(NormalizedLaunch l, Holes<T> hole, Acc fillv, U nd, 
   }
 }
 
+// The constant border's value and weight (both 0 where the constant is itself a hole: scipy pads
+// each pass with it) and the value of an output without one, as the CPU's kernels take them.
+template <class Acc>
+struct Padding {
+  Acc cv, cm, fillv;
+  Padding(double border_value, double nodata) {
+    const bool cval_ok = !(std::isnan(border_value) || border_value == nodata);
+    cv = cval_ok ? static_cast<Acc>(border_value) : Acc(0);
+    cm = cval_ok ? Acc(1) : Acc(0);
+    fillv = std::isnan(nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(nodata);
+  }
+};
+
 template <class Acc>
 void launch(const NormalizedLaunch& l, cudaStream_t stream) {
   const std::int64_t n = l.width * l.channels, rows = l.out_rows + 2 * l.ry;
-  const bool cval_ok = !(std::isnan(l.border_value) || l.border_value == l.nodata);
-  const Acc cv = cval_ok ? static_cast<Acc>(l.border_value) : Acc(0);
-  const Acc cm = cval_ok ? Acc(1) : Acc(0);
-  const Acc fillv =
-      std::isnan(l.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(l.nodata);
+  const Padding<Acc> pad(l.border_value, l.nodata);
+  const Acc cv = pad.cv, cm = pad.cm, fillv = pad.fillv;
   const dim3 block(kThreads);
   const unsigned gx = static_cast<unsigned>((n + kThreads - 1) / kThreads);
   dispatch_type(l.in_type, [&](auto t) {
@@ -313,11 +323,8 @@ template <class Acc>
 void volume_launch(const VolumeNormalizedLaunch& l, cudaStream_t stream) {
   const std::int64_t n = l.width * l.channels, pw = (l.width + 2 * l.rx) * l.channels;
   const std::int64_t R = l.out_rows + 2 * l.ry;
-  const bool cval_ok = !(std::isnan(l.border_value) || l.border_value == l.nodata);
-  const Acc cv = cval_ok ? static_cast<Acc>(l.border_value) : Acc(0);
-  const Acc cm = cval_ok ? Acc(1) : Acc(0);
-  const Acc fillv =
-      std::isnan(l.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(l.nodata);
+  const Padding<Acc> pad(l.border_value, l.nodata);
+  const Acc cv = pad.cv, cm = pad.cm, fillv = pad.fillv;
   const auto blocks = [](std::int64_t k) {
     return static_cast<unsigned>((k + kThreads - 1) / kThreads);
   };
@@ -403,8 +410,7 @@ void split_as(const NormalizedSplit& p, cudaStream_t stream) {
 template <class Acc>
 void finish_as(const NormalizedFinish& f, cudaStream_t stream) {
   const unsigned gx = static_cast<unsigned>((f.row_samples + kThreads - 1) / kThreads);
-  const Acc fillv =
-      std::isnan(f.nodata) ? std::numeric_limits<Acc>::quiet_NaN() : static_cast<Acc>(f.nodata);
+  const Acc fillv = Padding<Acc>(0, f.nodata).fillv;
   dispatch_type(f.out_type, [&](auto u) {
     using U = decltype(u);
     const U nd = kernels::masked::nodata_of<U>(f.nodata);

@@ -8,7 +8,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -119,9 +118,7 @@ class MaskedSeparable final : public Operation {
   // order from a plain first product, a float division; not the baseline's separate products,
   // and the double sums are not checked.
   bool has_cuda() const override { return kCudaBuilt; }
-  bool cpu_gives_cuda_bits() const override {
-    return !a_.f64 && std::string_view(kernels::separable_isa()) != "baseline";
-  }
+  bool cpu_gives_cuda_bits() const override { return !a_.f64 && kernels::sums_fma(); }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
 #if defined(OOC_HAVE_CUDA)
     return masked_separable_cuda_scratch(band_rows, a_.ry, out_.row_samples(), a_.f64);
@@ -205,9 +202,7 @@ class MaskedConv2d final : public Operation {
   }
   // The GPU's sums (masked_conv2d_cuda.cpp) take the taps in the CPU's order and roundings.
   bool has_cuda() const override { return kCudaBuilt; }
-  bool cpu_gives_cuda_bits() const override {
-    return !a_.f64 && std::string_view(kernels::separable_isa()) != "baseline";
-  }
+  bool cpu_gives_cuda_bits() const override { return !a_.f64 && kernels::sums_fma(); }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
 #if defined(OOC_HAVE_CUDA)
     return masked_conv2d_cuda_scratch(cuda_args(), band_rows, a_.ry);

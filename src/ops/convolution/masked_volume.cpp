@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "io/digest.hpp"
@@ -127,9 +126,7 @@ class MaskedVolume final : public Operation {
     return kCudaBuilt && 2 * a_.rz + 1 <= kMaskedVolumeCudaMaxPlanes;
   }
   // As the 2-D normalized convolution's (masked_separable.cpp): an fma a tap in tap order.
-  bool cpu_gives_cuda_bits() const override {
-    return !a_.f64 && std::string_view(kernels::separable_isa()) != "baseline";
-  }
+  bool cpu_gives_cuda_bits() const override { return !a_.f64 && kernels::sums_fma(); }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
 #if defined(OOC_HAVE_CUDA)
     return masked_volume_cuda_scratch(cuda_args(), band_rows);

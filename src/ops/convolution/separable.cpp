@@ -8,7 +8,6 @@
 #include <exception>
 #include <limits>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -225,7 +224,7 @@ class Separable final : public Operation {
   // sums differ in the last bit (f64 images, radius 3).
   // The FFT rounds otherwise.
   bool cpu_gives_cuda_bits() const override {
-    return !uses_fft() && !args_.f64 && std::string_view(kernels::separable_isa()) != "baseline";
+    return !uses_fft() && !args_.f64 && kernels::sums_fma();
   }
   std::size_t cuda_scratch_bytes(std::int64_t band_rows) const override {
 #if defined(OOC_HAVE_CUDA)

@@ -4,7 +4,6 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
-#include <string_view>
 #include <vector>
 
 #include "kernels/cpu/convolution/separable.hpp"
@@ -94,8 +93,7 @@ class ZPass final : public Operation {
   // Extremes only select; sums round as the CPU's vector build (FMA in plane order), which the
   // baseline build does not.
   bool cpu_gives_cuda_bits() const override {
-    return kind_ != kernels::ZPassKind::sum ||
-           std::string_view(kernels::separable_isa()) != "baseline";
+    return kind_ != kernels::ZPassKind::sum || kernels::sums_fma();
   }
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
 #if defined(OOC_HAVE_CUDA)
