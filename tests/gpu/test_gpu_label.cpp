@@ -96,7 +96,7 @@ std::vector<std::uint32_t> gpu_labels(const std::vector<T>& in, std::int64_t h, 
   for (std::int64_t y = 0; y < h; ++y)
     std::memcpy(host.data() + static_cast<std::size_t>(y) * stride, in.data() + y * w,
                 static_cast<std::size_t>(w) * sizeof(T));
-  const std::size_t scratch_bytes = cuda::label_band_scratch(h * w);
+  const std::size_t scratch_bytes = cuda::label_band_scratch(h, w);
   std::byte *d_in = nullptr, *d_scratch = nullptr;
   std::uint64_t* d_count = nullptr;
   EXPECT_EQ(cudaMalloc(&d_in, host.size()), cudaSuccess);
@@ -121,10 +121,12 @@ TEST(GpuLabel, BandKernelNumbersAsTheCpu) {
   OOC_REQUIRE_GPU();
 #if defined(OOC_HAVE_CUDA)
   std::mt19937 rng(47);
-  // Sizes at and around the tiles' 16 x 32, one row, one column, and larger odd ones.
+  // Sizes at and around the strips' 32 columns and segments' 64 rows, one row, one column, and
+  // larger odd ones.
   const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {
-      {1, 1},   {1, 67},  {67, 1},  {16, 32}, {17, 33},   {15, 31},
-      {33, 65}, {48, 96}, {5, 300}, {301, 7}, {257, 513}, {1031, 1999}};
+      {1, 1},   {1, 67},   {67, 1},   {16, 32},   {17, 33},    {15, 31},
+      {33, 65}, {48, 96},  {5, 300},  {301, 7},   {64, 64},    {63, 31},
+      {65, 95}, {129, 33}, {130, 70}, {257, 513}, {1031, 1999}};
   int cases = 0;
   for (const auto& [h, w] : sizes)
     for (int kind = 0; kind < 6; ++kind)
@@ -138,7 +140,7 @@ TEST(GpuLabel, BandKernelNumbersAsTheCpu) {
         ASSERT_TRUE(got == want) << h << "x" << w << " kind " << kind << " diagonal " << diagonal;
         ++cases;
       }
-  EXPECT_EQ(cases, 144);
+  EXPECT_EQ(cases, 204);
 #endif
 }
 
@@ -266,11 +268,14 @@ TEST(GpuLabel, BandsOnBothBackendsEqualTheCpu) {
 
 TEST(GpuLabel, TheCpusShareAllAlongEqualsTheCpu) {
   OOC_REQUIRE_GPU();
-  // Every k-th band of pass 1 on the CPU (BandPlan::cpu_every, from OOC_LABEL_CPU_EVERY), the
-  // rest on the GPU: the merge mixes the two kinds all along; pass 2 relabels on the GPU. And the
-  // default share (every 2nd band, with the CPU start), against the GPU alone.
+  // Every k-th band of pass 1 on the CPU (BandPlan::cpu_every, from OOC_LABEL_CPU_EVERY) and every
+  // j-th of pass 2 (cpu_every_out, OOC_LABEL_CPU_EVERY_OUT), the rest on the GPU: the merge mixes
+  // the two kinds all along, and so do pass 2's writes. The default (2 and 2, with the CPU
+  // start), one pass shared alone, and the other, against the CPU.
   std::mt19937 rng(29);
-  for (const char* every : {static_cast<const char*>(nullptr), "3"})  // null: the default, 2
+  const std::vector<std::pair<const char*, const char*>> shares = {
+      {nullptr, nullptr}, {"3", "0"}, {"0", "3"}};  // null: the default, 2
+  for (const auto& [every, every_out] : shares)
     for (int conn : {4, 8, 26}) {
       const std::int64_t d = conn == 26 ? 7 : 0, h = conn == 26 ? 41 : 211, w = 317;
       std::vector<std::uint8_t> m;
@@ -282,13 +287,17 @@ TEST(GpuLabel, TheCpusShareAllAlongEqualsTheCpu) {
       std::int64_t on_cpu = 0;
       const auto c = run_label(m, d, h, w, conn, "cpu", 5, nc);
       if (every) ::setenv("OOC_LABEL_CPU_EVERY", every, 1);
+      if (every_out) ::setenv("OOC_LABEL_CPU_EVERY_OUT", every_out, 1);
       const auto g = run_label(m, d, h, w, conn, "cuda", 5, ng, "", -1, &on_cpu);
       ::unsetenv("OOC_LABEL_CPU_EVERY");
-      const int k = every ? std::stoi(every) : 2;
+      ::unsetenv("OOC_LABEL_CPU_EVERY_OUT");
+      const std::string what = std::string("every ") + (every ? every : "2") + ", pass 2 every " +
+                               (every_out ? every_out : "2") + ", c" + std::to_string(conn);
+      const int k = std::max(every ? std::stoi(every) : 2, every_out ? std::stoi(every_out) : 2);
       const std::int64_t bands = std::max<std::int64_t>(d, 1) * ((h + 4) / 5);  // a pass's
-      EXPECT_GE(on_cpu, bands / k) << "every " << k << " c" << conn;
-      ASSERT_EQ(ng, nc) << "every " << k << " c" << conn;
-      ASSERT_TRUE(g == c) << "every " << k << " c" << conn;
+      EXPECT_GE(on_cpu, bands / k) << what;
+      ASSERT_EQ(ng, nc) << what;
+      ASSERT_TRUE(g == c) << what;
     }
 }
 

@@ -1,16 +1,20 @@
-// CUDA labelling of a band: a block-based union-find (Playne and Hawick's, as in Allegretti et
-// al.'s block-based GPU labelling). Each sample's label is the index (y x width + x) of a sample of
-// its component, and every label points to a smaller index, so the root of a component is its
-// first sample in raster order:
-//   1. each block labels a tile of kTileRows x kTileCols samples in shared memory (unions by
-//      atomicMin on the larger root), then writes each sample's root as a band index;
-//   2. the samples on the tiles' top rows and left columns join their neighbours across the tile
-//      edges, by the same unions in global memory;
-//   3. each sample takes its root; roots are flagged, and a prefix sum of the flags (CUB) numbers
-//      them in raster order; each sample takes its root's number (the band's first and last rows
-//      only, where only those go back: pass 1's merge), or, in pass 2, goes from its root through
-//      the root's rank to the table's final label at once (relabel_roots_async).
-// The numbers are those of the CPU's labelling of the same band (runs.hpp), by construction.
+// CUDA labelling of a band, by strips: a warp labels a strip 32 samples wide and up to kSegRows
+// rows tall, row by row, in shared memory, then joins between strips and segments and a prefix
+// sum number the components. Each sample's label is an index y x padded + x (padded: the width
+// rounded up to 32) of a sample of its component, and every label points to a smaller index, so
+// a component's root is its first sample in raster order:
+//   1. a row's foreground is one ballot word: each sample points at the first sample of its run
+//      (bit arithmetic), and the runs join those of the row above once per contact (one union
+//      where a run meets a run, not one per sample), by atomicMin on the larger root; each sample
+//      then writes its root, and the strip's roots are flagged in a bit mask, a word per row;
+//   2. the same contact rule joins the strips' edge columns and the segments' edge rows, by
+//      unions in global memory;
+//   3. every root of step 1 that step 2 joined takes its component's root (path halving) and
+//      leaves the mask, so that any sample is two reads from its root; a prefix sum of the mask's
+//      words' bit counts (CUB) gives each root its rank: the roots before it in raster order.
+// Pass 1 numbers the samples that go back (rank + 1); pass 2 goes from each sample's root through
+// its rank to the merged table's label at once. The numbers are those of the CPU's labelling of
+// the same band (kernels/cpu/labels/runs.hpp), by construction.
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -23,8 +27,11 @@
 namespace ooc::cuda {
 namespace {
 
-using P = LabelPolicy;
 constexpr std::uint32_t kNone = 0xffffffffu;  // background
+constexpr int kSegRows = 64;                  // a strip's rows per warp (its shared memory)
+constexpr int kWarps = 4;                     // strips per block
+constexpr int kAhead = 8;                     // rows a warp loads before it labels them
+constexpr int kThreads = 256;                 // the flat kernels' blocks
 
 // Volatile: other threads' unions change the parents while a find walks them.
 __device__ __forceinline__ std::uint32_t find_root(const std::uint32_t* lp, std::uint32_t x) {
@@ -52,6 +59,23 @@ __device__ __forceinline__ void unite(std::uint32_t* l, std::uint32_t a, std::ui
   }
 }
 
+// The contact rule of step 2 (step 1 applies it as bit masks). Along a line of samples t (a row,
+// or a column), sample t of the line `c` meets t-1, t and t+1 of the line `u` beside it. Which of
+// them (bits 0, 1, 2) t joins so that every run of c is joined once to every run of u it touches:
+// a neighbour is left out where step 1 already linked it to one joined before (same_prev: t-1
+// and t are in one strip segment; same_next: t and t+1).
+__device__ __forceinline__ unsigned contacts(bool diagonal, bool c_prev, bool c, bool u_prev,
+                                             bool u, bool u_next, bool same_prev, bool same_next) {
+  if (!c) return 0;
+  if (!diagonal) return u && !(c_prev && u_prev && same_prev) ? 2u : 0u;
+  const bool start = !(c_prev && same_prev);  // the first sample of its run
+  unsigned j = 0;
+  if (start && u_prev) j |= 1u;
+  if (start && u && !(u_prev && same_prev)) j |= 2u;
+  if (u_next && !(u && same_next)) j |= 4u;
+  return j;
+}
+
 // Foreground as the CPU's: != 0, so -0.0 is background and NaN foreground.
 template <class T>
 __device__ __forceinline__ bool foreground(const std::byte* in, std::size_t stride, std::int64_t y,
@@ -59,143 +83,216 @@ __device__ __forceinline__ bool foreground(const std::byte* in, std::size_t stri
   return __ldg(reinterpret_cast<const T*>(in + static_cast<std::size_t>(y) * stride) + x) != T(0);
 }
 
-// Step 1. Blocks of kTileCols x kTileRows threads, a sample each; tile rows beyond the grid's y
-// extent in a loop.
+// Step 1. Blocks of kWarps warps, a strip each; the grid's y walks the segments of kSegRows rows.
 template <class T>
-__global__ void local_tiles(const std::byte* in, std::size_t stride, std::int64_t rows,
-                            std::int64_t width, bool diagonal, std::uint32_t* labels) {
-  __shared__ std::uint32_t s[P::kTileRows * P::kTileCols];
-  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
-  const int li = ty * P::kTileCols + tx;
-  const std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * P::kTileCols + tx;
-  const std::int64_t tiles_y = (rows + P::kTileRows - 1) / P::kTileRows;
-  for (std::int64_t by = blockIdx.y; by < tiles_y; by += gridDim.y) {
-    const std::int64_t y = by * P::kTileRows + ty;
-    const bool inside = x < width && y < rows;
-    const bool fg = inside && foreground<T>(in, stride, y, x);
-    s[li] = fg ? static_cast<std::uint32_t>(li) : kNone;
-    __syncthreads();
-    if (fg) {
-      const auto u = static_cast<std::uint32_t>(li);
-      if (tx > 0 && s[li - 1] != kNone) unite(s, u, u - 1);
-      if (ty > 0) {
-        const std::uint32_t up = u - P::kTileCols;
-        if (s[up] != kNone) unite(s, u, up);
-        if (diagonal && tx > 0 && s[up - 1] != kNone) unite(s, u, up - 1);
-        if (diagonal && tx + 1 < P::kTileCols && s[up + 1] != kNone) unite(s, u, up + 1);
+__global__ void __launch_bounds__(32 * kWarps)
+    strips(const std::byte* in, std::size_t stride, int rows, int width, int padded, bool diagonal,
+           std::uint32_t* labels, std::uint32_t* roots) {
+  __shared__ std::uint32_t shared[kWarps][kSegRows * 32];
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  const int n_strips = padded / 32;
+  const int strip = static_cast<int>(blockIdx.x) * kWarps + warp;
+  if (strip >= n_strips) return;  // a whole warp: no block-wide barrier below
+  std::uint32_t* s = shared[warp];
+  const int x = strip * 32 + lane;
+  const bool inside = x < width;
+  const std::uint32_t upto = 0xffffffffu >> (31 - lane);  // lanes 0 .. lane
+  const std::uint32_t me = 1u << lane;
+  const int segs = (rows + kSegRows - 1) / kSegRows;
+  for (int seg = static_cast<int>(blockIdx.y); seg < segs; seg += static_cast<int>(gridDim.y)) {
+    const int y0 = seg * kSegRows, h = min(kSegRows, rows - y0);
+    std::uint32_t above = 0;  // the row above's foreground
+    for (int r0 = 0; r0 < h; r0 += kAhead) {
+      bool f[kAhead];
+#pragma unroll
+      for (int j = 0; j < kAhead; ++j)
+        f[j] = inside && r0 + j < h && foreground<T>(in, stride, y0 + r0 + j, x);
+#pragma unroll
+      for (int j = 0; j < kAhead; ++j) {
+        const int r = r0 + j;
+        if (r >= h) break;  // the same for the whole warp
+        const std::uint32_t m = __ballot_sync(0xffffffffu, f[j]);
+        const std::uint32_t starts = m & ~(m << 1);
+        const auto i = static_cast<std::uint32_t>(r * 32 + lane);
+        s[i] = f[j] ? static_cast<std::uint32_t>(r * 32 + 31 - __clz(starts & upto)) : kNone;
+        __syncwarp();
+        if (r > 0 && f[j]) {
+          const std::uint32_t up = i - 32;
+          if (diagonal) {
+            if (starts & (above << 1) & me) unite(s, i, up - 1);
+            if (starts & above & ~(above << 1) & me) unite(s, i, up);
+            if (m & (above >> 1) & ~above & me) unite(s, i, up + 1);
+          } else {
+            const std::uint32_t c = m & above;
+            if (c & ~(c << 1) & me) unite(s, i, up);
+          }
+        }
+        __syncwarp();
+        above = m;
       }
     }
-    __syncthreads();
-    std::uint32_t root = kNone;
-    if (fg) root = find_root(s, static_cast<std::uint32_t>(li));
-    __syncthreads();  // every find done before the next tile overwrites s
-    if (inside) {
+    for (int r = 0; r < h; ++r) {
+      const auto i = static_cast<std::uint32_t>(r * 32 + lane);
       std::uint32_t v = kNone;
-      if (fg) {
-        const std::int64_t ry = by * P::kTileRows + root / P::kTileCols;
-        const std::int64_t rx =
-            static_cast<std::int64_t>(blockIdx.x) * P::kTileCols + root % P::kTileCols;
-        v = static_cast<std::uint32_t>(ry * width + rx);
+      bool root = false;
+      if (s[i] != kNone) {
+        const std::uint32_t q = find_root(s, i);
+        root = q == i;
+        v = static_cast<std::uint32_t>((y0 + static_cast<int>(q >> 5)) * padded + strip * 32 +
+                                       static_cast<int>(q & 31));
       }
-      labels[y * width + x] = v;
+      const std::size_t row = static_cast<std::size_t>(y0 + r);
+      labels[row * static_cast<std::size_t>(padded) + static_cast<std::size_t>(x)] = v;
+      const std::uint32_t flags = __ballot_sync(0xffffffffu, root);
+      if (lane == 0) roots[row * static_cast<std::size_t>(n_strips) + strip] = flags;
     }
+    __syncwarp();  // every find done before the next segment overwrites s
   }
 }
 
-// Step 2, across the tiles' top edges: each sample of a tile's first row (below the band's first)
-// with its neighbours in the row above.
-__global__ void join_rows(std::int64_t rows, std::int64_t width, bool diagonal,
-                          std::uint32_t* labels) {
-  const std::int64_t edges = (rows - 1) / P::kTileRows;  // tile rows 1 .. edges
-  const std::int64_t n = edges * width;
+__device__ __forceinline__ bool is_fg(const std::uint32_t* labels, std::int64_t p) {
+  return labels[p] != kNone;
+}
+
+// Step 2 across the segments' edges: each sample of a segment's first row (below the band's first)
+// with the row above.
+__global__ void join_segments(int rows, int padded, bool diagonal, std::uint32_t* labels) {
+  const std::int64_t edges = (rows - 1) / kSegRows, n = edges * padded;
   for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t y = (k / width + 1) * P::kTileRows, x = k % width;
-    const auto p = static_cast<std::uint32_t>(y * width + x);
-    if (labels[p] == kNone) continue;
-    const auto up = static_cast<std::uint32_t>(p - width);
-    if (labels[up] != kNone) unite(labels, p, up);
-    if (diagonal && x > 0 && labels[up - 1] != kNone) unite(labels, p, up - 1);
-    if (diagonal && x + 1 < width && labels[up + 1] != kNone) unite(labels, p, up + 1);
+    const std::int64_t y = (k / padded + 1) * kSegRows, x = k % padded;
+    const std::int64_t p = y * padded + x, q = p - padded;
+    const bool has_prev = x > 0, has_next = x + 1 < padded;
+    const unsigned j =
+        contacts(diagonal, has_prev && is_fg(labels, p - 1), is_fg(labels, p),
+                 has_prev && is_fg(labels, q - 1), is_fg(labels, q),
+                 has_next && is_fg(labels, q + 1), (x & 31) != 0, ((x + 1) & 31) != 0);
+    const auto a = static_cast<std::uint32_t>(p), b = static_cast<std::uint32_t>(q);
+    if (j & 1u) unite(labels, a, b - 1);
+    if (j & 2u) unite(labels, a, b);
+    if (j & 4u) unite(labels, a, b + 1);
   }
 }
 
-// Step 2, across the tiles' left edges: each sample of a tile's first column (right of the
-// band's first) with its neighbours in the column to the left.
-__global__ void join_cols(std::int64_t rows, std::int64_t width, bool diagonal,
-                          std::uint32_t* labels) {
-  const std::int64_t edges = (width - 1) / P::kTileCols;
-  const std::int64_t n = edges * rows;
+// Step 2 across the strips' edges: each sample of a strip's first column (right of the band's
+// first) with the column to its left.
+__global__ void join_strips(int rows, int padded, bool diagonal, std::uint32_t* labels) {
+  const std::int64_t edges = padded / 32 - 1, n = edges * rows;
   for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t y = k / edges, x = (k % edges + 1) * P::kTileCols;
-    const auto p = static_cast<std::uint32_t>(y * width + x);
-    if (labels[p] == kNone) continue;
-    const auto left = p - 1;
-    if (labels[left] != kNone) unite(labels, p, left);
-    if (diagonal && y > 0 && labels[left - width] != kNone)
-      unite(labels, p, static_cast<std::uint32_t>(left - width));
-    if (diagonal && y + 1 < rows && labels[left + width] != kNone)
-      unite(labels, p, static_cast<std::uint32_t>(left + width));
+    const std::int64_t y = k / edges, x = (k % edges + 1) * 32;
+    const std::int64_t p = y * padded + x, q = p - 1;
+    const bool has_prev = y > 0, has_next = y + 1 < rows;
+    const unsigned j =
+        contacts(diagonal, has_prev && is_fg(labels, p - padded), is_fg(labels, p),
+                 has_prev && is_fg(labels, q - padded), is_fg(labels, q),
+                 has_next && is_fg(labels, q + padded), y % kSegRows != 0, (y + 1) % kSegRows != 0);
+    const auto a = static_cast<std::uint32_t>(p), b = static_cast<std::uint32_t>(q);
+    const auto row = static_cast<std::uint32_t>(padded);
+    if (j & 1u) unite(labels, a, b - row);
+    if (j & 2u) unite(labels, a, b);
+    if (j & 4u) unite(labels, a, b + row);
   }
 }
 
-// Step 3: every sample points at its root (a root at itself).
-__global__ void flatten(std::int64_t n, std::uint32_t* labels) {
-  for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
-       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const auto p = static_cast<std::uint32_t>(k);
-    // An ancestor: other threads' finds through p stay right.
-    if (labels[p] != kNone && labels[p] != p) labels[p] = find_root(labels, p);
+// The root of x, each sample on the way pointed at its grandparent (no unions run meanwhile, so
+// every write points at an ancestor, whatever other threads do).
+__device__ __forceinline__ std::uint32_t find_halving(std::uint32_t* lp, std::uint32_t x) {
+  volatile std::uint32_t* l = lp;
+  for (;;) {
+    const std::uint32_t p = l[x];
+    if (p == x) return x;
+    const std::uint32_t g = l[p];
+    if (g == p) return p;
+    l[x] = g;
+    x = g;
   }
 }
 
-// The prefix sum's input: 1 where sample p is a root, read from the labels as the scan goes (no
-// array of flags written and read back).
-struct IsRoot {
-  const std::uint32_t* labels;
-  __host__ __device__ std::uint32_t operator()(std::uint32_t p) const {
-    return labels[p] == p ? 1u : 0u;
+// Step 3: a thread per mask word; its roots that step 2 joined point at their component's root
+// and leave the mask.
+__global__ void compress(std::int64_t words, std::uint32_t* labels, std::uint32_t* roots) {
+  for (std::int64_t w = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < words;
+       w += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint32_t bits = roots[w], left = bits;
+    while (bits) {
+      const int b = __ffs(static_cast<int>(bits)) - 1;
+      bits &= bits - 1;
+      const auto p = static_cast<std::uint32_t>(w * 32 + b);
+      const std::uint32_t r = find_halving(labels, p);
+      if (r != p) {
+        labels[p] = r;
+        left &= ~(1u << b);
+      }
+    }
+    roots[w] = left;
+  }
+}
+
+// The prefix sum's input: the roots in mask word w.
+struct RootsIn {
+  const std::uint32_t* roots;
+  __host__ __device__ std::uint32_t operator()(std::uint32_t w) const {
+#if defined(__CUDA_ARCH__)
+    return static_cast<std::uint32_t>(__popc(roots[w]));
+#else
+    static_cast<void>(w);  // the scan runs on the device only
+    return 0;
+#endif
   }
 };
 
-// Step 3, after the prefix sum (ranks[p]: the roots before p): each sample of [begin, end) takes
-// its root's number; the band's last sample's thread writes the count.
-__global__ void number(std::int64_t begin, std::int64_t end, std::int64_t n, std::uint32_t* labels,
-                       const std::uint32_t* ranks, unsigned long long* count) {
-  for (std::int64_t k = begin + static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       k < end; k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const auto p = static_cast<std::uint32_t>(k);
-    const std::uint32_t r = labels[p];
-    if (k == n - 1) *count = ranks[p] + (r == p ? 1u : 0u);
-    labels[p] = r == kNone ? 0u : ranks[r] + 1u;
+// What step 3 leaves for the numbering: after it, a sample's label is a root, or a root of step 1
+// whose label is the root.
+struct Roots {
+  const std::uint32_t* labels;
+  const std::uint32_t* mask;
+  const std::uint32_t* before;  // roots before each mask word
+  std::int64_t padded;
+};
+
+// The rank of sample p's root (the roots before it), or kNone for the background.
+__device__ __forceinline__ std::uint32_t rank_of(const Roots& r, std::int64_t p) {
+  std::uint32_t q = __ldg(r.labels + p);
+  if (q == kNone) return kNone;
+  for (std::uint32_t up = __ldg(r.labels + q); up != q; up = __ldg(r.labels + q)) q = up;
+  const std::uint32_t w = q >> 5;
+  return __ldg(r.before + w) +
+         static_cast<std::uint32_t>(__popc(__ldg(r.mask + w) & ((1u << (q & 31)) - 1u)));
+}
+
+// Pass 1's numbers of rows y0, y0 + step, ... (grid y) into `out` (dense rows of width); the
+// first thread writes the count.
+__global__ void number(Roots r, std::int64_t y0, std::int64_t step, std::int64_t n_rows,
+                       std::int64_t width, std::int64_t words, std::uint32_t* out,
+                       unsigned long long* count) {
+  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
+    *count = static_cast<unsigned long long>(r.before[words - 1]) +
+             static_cast<unsigned long long>(__popc(r.mask[words - 1]));
+  const std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (x >= width) return;
+  for (std::int64_t k = blockIdx.y; k < n_rows; k += gridDim.y) {
+    const std::int64_t y = y0 + k * step;
+    const std::uint32_t q = rank_of(r, y * r.padded + x);
+    out[y * width + x] = q == kNone ? 0u : q + 1u;
   }
 }
 
-// Pass 2 without step 3's numbers: each sample's root, through its rank, to its final label.
+// Pass 2: each sample's root, through its rank, to its final label.
 template <class L>
-__global__ void relabel_roots(const std::uint32_t* roots, const std::uint32_t* ranks,
-                              std::int64_t rows, std::int64_t width, const L* table, std::byte* out,
-                              std::size_t out_stride) {
-  const std::int64_t n = rows * width;
-  // Rows side by side (the engine's slots): the sample's index is its place, no division by the
-  // width (a 64-bit one, emulated, for every sample).
-  const bool dense = out_stride == static_cast<std::size_t>(width) * sizeof(L);
-  for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
-       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::uint32_t r = roots[k];
-    const L v = r == kNone ? L{0} : __ldg(table + __ldg(ranks + r));
-    if (dense) {
-      reinterpret_cast<L*>(out)[k] = v;
-    } else {
-      const std::int64_t y = k / width, x = k - y * width;
-      reinterpret_cast<L*>(out + static_cast<std::size_t>(y) * out_stride)[x] = v;
-    }
+__global__ void relabel(Roots r, std::int64_t rows, std::int64_t width, const L* table,
+                        std::byte* out, std::size_t out_stride) {
+  const std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (x >= width) return;
+  for (std::int64_t y = blockIdx.y; y < rows; y += gridDim.y) {
+    const std::uint32_t q = rank_of(r, y * r.padded + x);
+    reinterpret_cast<L*>(out + static_cast<std::size_t>(y) * out_stride)[x] =
+        q == kNone ? L{0} : __ldg(table + q);
   }
 }
 
 unsigned flat_blocks(std::int64_t n) {
-  const std::int64_t b = (n + P::kThreads - 1) / P::kThreads;
+  const std::int64_t b = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(b < 1 ? 1 : (b > 65536 ? 65536 : b));
 }
 
@@ -203,94 +300,128 @@ std::size_t aligned(std::size_t n) {
   return (n + 255) & ~std::size_t{255};
 }
 
-// The prefix sum's scratch at most: CUB keeps a few words per tile of at least 128 samples.
+std::int64_t padded_width(std::int64_t width) {
+  return (width + 31) / 32 * 32;
+}
+
+// The prefix sum's scratch at most: CUB keeps a few words per tile of at least 128 items.
 std::size_t scan_scratch_bound(std::int64_t n) {
   return aligned((static_cast<std::size_t>(n) / 128 + 64) * 32 + (std::size_t{1} << 16));
 }
 
+// The scratch's parts: the labels (rows x padded), the root mask and the roots before each of its
+// words (rows x padded / 32 each), the numbers (rows x width) and the prefix sum's own.
+struct Parts {
+  std::int64_t padded, words;
+  std::size_t mask, before, numbers, temp, end;
+};
+
+Parts parts(std::int64_t rows, std::int64_t width) {
+  Parts p{};
+  p.padded = padded_width(width);
+  p.words = rows * (p.padded / 32);
+  p.mask = aligned(static_cast<std::size_t>(rows * p.padded) * sizeof(std::uint32_t));
+  p.before = p.mask + aligned(static_cast<std::size_t>(p.words) * sizeof(std::uint32_t));
+  p.numbers = p.before + aligned(static_cast<std::size_t>(p.words) * sizeof(std::uint32_t));
+  p.temp = p.numbers + aligned(static_cast<std::size_t>(rows * width) * sizeof(std::uint32_t));
+  p.end = p.temp + scan_scratch_bound(p.words);
+  return p;
+}
+
+// Steps 1 to 3 on `stream`; returns what the numbering reads.
+Roots label_roots(const std::byte* in, std::size_t stride, std::int64_t rows, std::int64_t width,
+                  SampleType type, bool diagonal, std::byte* scratch, std::size_t scratch_bytes,
+                  cudaStream_t s) {
+  const Parts p = parts(rows, width);
+  if (rows < 1 || width < 1 || rows * p.padded >= (std::int64_t{1} << 31) || scratch_bytes < p.end)
+    throw Error(ErrorKind::device, "label_band: a band of " + std::to_string(rows) + " x " +
+                                       std::to_string(width) + " samples and " +
+                                       std::to_string(scratch_bytes) + " bytes of scratch");
+  auto* labels = reinterpret_cast<std::uint32_t*>(scratch);
+  auto* mask = reinterpret_cast<std::uint32_t*>(scratch + p.mask);
+  auto* before = reinterpret_cast<std::uint32_t*>(scratch + p.before);
+  const auto counts =
+      thrust::make_transform_iterator(thrust::counting_iterator<std::uint32_t>(0), RootsIn{mask});
+  std::size_t temp_bytes = 0;
+  OOC_KERNEL_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts, before,
+                                               static_cast<int>(p.words), s));
+  if (temp_bytes > scratch_bytes - p.temp)
+    throw Error(ErrorKind::device, "label_band: CUB's scan needs " + std::to_string(temp_bytes) +
+                                       " bytes of scratch, " +
+                                       std::to_string(scratch_bytes - p.temp) + " are left");
+  const int r = static_cast<int>(rows), w = static_cast<int>(width),
+            pw = static_cast<int>(p.padded);
+  const std::int64_t segs = (rows + kSegRows - 1) / kSegRows;
+  const dim3 grid(static_cast<unsigned>((p.padded / 32 + kWarps - 1) / kWarps),
+                  static_cast<unsigned>(segs < 65535 ? segs : 65535));
+  switch (type) {
+#define OOC_LABEL_STRIPS(t, T)                                                            \
+  case SampleType::t:                                                                     \
+    strips<T><<<grid, 32 * kWarps, 0, s>>>(in, stride, r, w, pw, diagonal, labels, mask); \
+    break;
+    OOC_LABEL_STRIPS(u8, std::uint8_t)
+    OOC_LABEL_STRIPS(u16, std::uint16_t)
+    OOC_LABEL_STRIPS(i16, std::int16_t)
+    OOC_LABEL_STRIPS(u32, std::uint32_t)
+    OOC_LABEL_STRIPS(i32, std::int32_t)
+    OOC_LABEL_STRIPS(f32, float)
+    OOC_LABEL_STRIPS(f64, double)
+    OOC_LABEL_STRIPS(u64, std::uint64_t)
+#undef OOC_LABEL_STRIPS
+  }
+  OOC_KERNEL_TRY(cudaGetLastError());
+  const std::int64_t row_edges = (rows - 1) / kSegRows * p.padded;
+  if (row_edges > 0)
+    join_segments<<<flat_blocks(row_edges), kThreads, 0, s>>>(r, pw, diagonal, labels);
+  const std::int64_t col_edges = (p.padded / 32 - 1) * rows;
+  if (col_edges > 0)
+    join_strips<<<flat_blocks(col_edges), kThreads, 0, s>>>(r, pw, diagonal, labels);
+  compress<<<flat_blocks(p.words), kThreads, 0, s>>>(p.words, labels, mask);
+  OOC_KERNEL_TRY(cudaGetLastError());
+  OOC_KERNEL_TRY(cub::DeviceScan::ExclusiveSum(scratch + p.temp, temp_bytes, counts, before,
+                                               static_cast<int>(p.words), s));
+  return Roots{labels, mask, before, p.padded};
+}
+
+// Blocks of kThreads samples of a row, the grid's y over rows.
+dim3 row_grid(std::int64_t width, std::int64_t rows) {
+  return dim3(static_cast<unsigned>((width + kThreads - 1) / kThreads),
+              static_cast<unsigned>(rows < 65535 ? rows : 65535));
+}
+
 }  // namespace
 
-std::size_t label_band_scratch(std::int64_t samples) {
-  const std::size_t n = static_cast<std::size_t>(samples < 1 ? 1 : samples);
-  return 2 * aligned(n * sizeof(std::uint32_t)) + scan_scratch_bound(samples);
+std::size_t label_band_scratch(std::int64_t rows, std::int64_t width) {
+  return parts(rows < 1 ? 1 : rows, width < 1 ? 1 : width).end;
 }
 
 const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, std::int64_t rows,
                                       std::int64_t width, SampleType type, bool diagonal,
                                       std::byte* scratch, std::size_t scratch_bytes,
-                                      std::uint64_t* count, cudaStream_t s, LabelNumbers numbers,
-                                      const std::uint32_t** ranks_out) {
-  const std::int64_t n = rows * width;
-  if (rows < 1 || width < 1 || n >= (std::int64_t{1} << 31) ||
-      scratch_bytes < label_band_scratch(n))
-    throw Error(ErrorKind::device, "label_band_async: a band of " + std::to_string(rows) + " x " +
-                                       std::to_string(width) + " samples and " +
-                                       std::to_string(scratch_bytes) + " bytes of scratch");
-  auto* labels = reinterpret_cast<std::uint32_t*>(scratch);
-  const std::size_t at = aligned(static_cast<std::size_t>(n) * sizeof(std::uint32_t));
-  auto* ranks = reinterpret_cast<std::uint32_t*>(scratch + at);
-  const auto roots =
-      thrust::make_transform_iterator(thrust::counting_iterator<std::uint32_t>(0), IsRoot{labels});
-  std::byte* temp = scratch + 2 * at;
-  std::size_t temp_bytes = 0;
-  OOC_KERNEL_TRY(
-      cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, roots, ranks, static_cast<int>(n), s));
-  if (temp_bytes > scratch_bytes - 2 * at)
-    throw Error(ErrorKind::device, "label_band_async: CUB's scan needs " +
-                                       std::to_string(temp_bytes) + " bytes of scratch, " +
-                                       std::to_string(scratch_bytes - 2 * at) + " are left");
-
-  const dim3 tile(P::kTileCols, P::kTileRows);
-  const std::int64_t tiles_y = (rows + P::kTileRows - 1) / P::kTileRows;
-  const dim3 grid(static_cast<unsigned>((width + P::kTileCols - 1) / P::kTileCols),
-                  static_cast<unsigned>(tiles_y < 65535 ? tiles_y : 65535));
-  switch (type) {
-#define OOC_LABEL_TILES(t, T)                                                        \
-  case SampleType::t:                                                                \
-    local_tiles<T><<<grid, tile, 0, s>>>(in, stride, rows, width, diagonal, labels); \
-    break;
-    OOC_LABEL_TILES(u8, std::uint8_t)
-    OOC_LABEL_TILES(u16, std::uint16_t)
-    OOC_LABEL_TILES(i16, std::int16_t)
-    OOC_LABEL_TILES(u32, std::uint32_t)
-    OOC_LABEL_TILES(i32, std::int32_t)
-    OOC_LABEL_TILES(f32, float)
-    OOC_LABEL_TILES(f64, double)
-    OOC_LABEL_TILES(u64, std::uint64_t)
-#undef OOC_LABEL_TILES
-  }
-  OOC_KERNEL_TRY(cudaGetLastError());
-  const std::int64_t row_edges = (rows - 1) / P::kTileRows * width;
-  if (row_edges > 0)
-    join_rows<<<flat_blocks(row_edges), P::kThreads, 0, s>>>(rows, width, diagonal, labels);
-  const std::int64_t col_edges = (width - 1) / P::kTileCols * rows;
-  if (col_edges > 0)
-    join_cols<<<flat_blocks(col_edges), P::kThreads, 0, s>>>(rows, width, diagonal, labels);
-  flatten<<<flat_blocks(n), P::kThreads, 0, s>>>(n, labels);
-  OOC_KERNEL_TRY(cudaGetLastError());
-  OOC_KERNEL_TRY(
-      cub::DeviceScan::ExclusiveSum(temp, temp_bytes, roots, ranks, static_cast<int>(n), s));
+                                      std::uint64_t* count, cudaStream_t s, bool edge_rows) {
+  const Roots r = label_roots(in, stride, rows, width, type, diagonal, scratch, scratch_bytes, s);
+  const Parts p = parts(rows, width);
+  auto* out = reinterpret_cast<std::uint32_t*>(scratch + p.numbers);
   auto* c = reinterpret_cast<unsigned long long*>(count);
-  if (numbers == LabelNumbers::all || (numbers == LabelNumbers::edge_rows && rows <= 2)) {
-    number<<<flat_blocks(n), P::kThreads, 0, s>>>(0, n, n, labels, ranks, c);
-  } else if (numbers == LabelNumbers::edge_rows) {
-    number<<<flat_blocks(width), P::kThreads, 0, s>>>(0, width, n, labels, ranks, c);
-    number<<<flat_blocks(width), P::kThreads, 0, s>>>(n - width, n, n, labels, ranks, c);
-  }
+  if (edge_rows && rows > 2)  // the first row and the last
+    number<<<row_grid(width, 2), kThreads, 0, s>>>(r, 0, rows - 1, 2, width, p.words, out, c);
+  else
+    number<<<row_grid(width, rows), kThreads, 0, s>>>(r, 0, 1, rows, width, p.words, out, c);
   OOC_KERNEL_TRY(cudaGetLastError());
-  if (ranks_out) *ranks_out = ranks;
-  return labels;
+  return out;
 }
 
-void relabel_roots_async(const std::uint32_t* roots, const std::uint32_t* ranks, std::int64_t rows,
-                         std::int64_t width, const void* table, bool wide, std::byte* out,
-                         std::size_t out_stride, cudaStream_t s) {
+void label_band_through_async(const std::byte* in, std::size_t stride, std::int64_t rows,
+                              std::int64_t width, SampleType type, bool diagonal,
+                              std::byte* scratch, std::size_t scratch_bytes, const void* table,
+                              bool wide, std::byte* out, std::size_t out_stride, cudaStream_t s) {
+  const Roots r = label_roots(in, stride, rows, width, type, diagonal, scratch, scratch_bytes, s);
   if (wide)
-    relabel_roots<<<flat_blocks(rows * width), P::kThreads, 0, s>>>(
-        roots, ranks, rows, width, static_cast<const unsigned long long*>(table), out, out_stride);
+    relabel<<<row_grid(width, rows), kThreads, 0, s>>>(
+        r, rows, width, static_cast<const unsigned long long*>(table), out, out_stride);
   else
-    relabel_roots<<<flat_blocks(rows * width), P::kThreads, 0, s>>>(
-        roots, ranks, rows, width, static_cast<const std::uint32_t*>(table), out, out_stride);
+    relabel<<<row_grid(width, rows), kThreads, 0, s>>>(
+        r, rows, width, static_cast<const std::uint32_t*>(table), out, out_stride);
   OOC_KERNEL_TRY(cudaGetLastError());
 }
 

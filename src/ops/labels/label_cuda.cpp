@@ -55,8 +55,7 @@ class ScanCuda final : public CudaKernel {
     // Only the rows that come back need their numbers (the count needs none).
     const std::uint32_t* labels = cuda::label_band_async(
         b.in, b.in_stride, rows, width, b.in_spec.type, s.diagonal, b.scratch,
-        label_cuda_scratch(rows, width, s.wide), partial + 1, stream,
-        s.all_rows ? cuda::LabelNumbers::all : cuda::LabelNumbers::edge_rows);
+        cuda::label_band_scratch(rows, width), partial + 1, stream, !s.all_rows);
     auto* rows_to = reinterpret_cast<std::uint32_t*>(h + 256);
     if (s.all_rows || rows <= 2) {
       OOC_CUDA_TRY(cudaMemcpyAsync(rows_to, labels, static_cast<std::size_t>(back) * row_bytes,
@@ -80,12 +79,10 @@ class ApplyCuda final : public CudaKernel {
   void run_async(const CudaBand& b) override {
     auto stream = static_cast<cudaStream_t>(b.stream);
     const std::int64_t rows = b.band.rows, width = b.in_spec.width;
-    const std::size_t label_bytes = cuda::label_band_scratch(rows * width);
+    const std::size_t label_bytes = cuda::label_band_scratch(rows, width);
     const std::uint64_t most = most_components(rows * width);
     std::byte* d_table = b.scratch + label_bytes;
     const std::size_t entry = s_->wide ? sizeof(std::uint64_t) : sizeof(std::uint32_t);
-    auto* d_count =
-        reinterpret_cast<std::uint64_t*>(d_table + aligned(static_cast<std::size_t>(most) * entry));
     // The slot's previous slice went in before its band was written: the buffer is free. Sized
     // by the band's count (asked first), not by the most a band can have. It goes in before the
     // kernels, after the band's rows: a copy between the labelling and the relabelling would wait
@@ -96,13 +93,9 @@ class ApplyCuda final : public CudaKernel {
     if (n > 0)
       OOC_CUDA_TRY(cudaMemcpyAsync(d_table, slice, static_cast<std::size_t>(n) * entry,
                                    cudaMemcpyHostToDevice, stream));
-    // The roots and their ranks go through the table slice at once: no numbers written between.
-    const std::uint32_t* ranks = nullptr;
-    const std::uint32_t* roots = cuda::label_band_async(
-        b.in, b.in_stride, rows, width, b.in_spec.type, s_->diagonal, b.scratch, label_bytes,
-        d_count, stream, cuda::LabelNumbers::none, &ranks);
-    cuda::relabel_roots_async(roots, ranks, rows, width, d_table, s_->wide, b.out, b.out_stride,
-                              stream);
+    cuda::label_band_through_async(b.in, b.in_stride, rows, width, b.in_spec.type, s_->diagonal,
+                                   b.scratch, label_bytes, d_table, s_->wide, b.out, b.out_stride,
+                                   stream);
   }
 
  private:
@@ -113,11 +106,10 @@ class ApplyCuda final : public CudaKernel {
 }  // namespace
 
 std::size_t label_cuda_scratch(std::int64_t rows, std::int64_t width, bool wide) {
-  const std::int64_t n = rows * width;
-  // The table slice's entries as the labels' type (ApplyCuda places the count after them).
+  // The table slice's entries as the labels' type.
   const std::size_t entry = wide ? sizeof(std::uint64_t) : sizeof(std::uint32_t);
-  return cuda::label_band_scratch(n) +
-         aligned(static_cast<std::size_t>(most_components(n)) * entry) + 256;
+  return cuda::label_band_scratch(rows, width) +
+         aligned(static_cast<std::size_t>(most_components(rows * width)) * entry);
 }
 
 std::unique_ptr<CudaKernel> make_label_scan_cuda(std::shared_ptr<LabelCudaShared> shared) {

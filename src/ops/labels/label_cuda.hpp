@@ -57,7 +57,7 @@ struct LabelCudaShared {
 inline constexpr std::uint64_t kLabelGpuBand = std::uint64_t{1} << 63;
 
 // Device scratch of a slot for bands of `rows` rows of `width` samples: the labelling's, a table
-// slice (u64 entries where `wide`, else u32) and the count.
+// slice (u64 entries where `wide`, else u32).
 std::size_t label_cuda_scratch(std::int64_t rows, std::int64_t width, bool wide);
 
 std::unique_ptr<CudaKernel> make_label_scan_cuda(std::shared_ptr<LabelCudaShared> shared);
