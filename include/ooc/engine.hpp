@@ -292,11 +292,12 @@ struct BandPlan {
   // CUDA: bands the CPU may filter while CUDA starts (EngineOptions::cpu_start_bands, 0 when
   // the memory limit leaves no room for their buffers beside the pinned ring).
   std::int64_t cpu_start_bands = 0;
-  // CUDA, with the CPU start's buffers planned: in a pass that writes no output (a reduction's,
-  // which the GPU's kernels bound), every cpu_every-th band goes to the CPU's kernels all along
-  // (0: none), where they give the GPU's bytes. A pass that writes is left to the GPU: its bands
-  // retire in order, and the CPU's slower ones held the ring (docs/performance.md, labels).
+  // CUDA, with the CPU start's buffers planned: in a pass that writes no output, every
+  // cpu_every-th band goes to the CPU's kernels all along (0: none), and in a pass that writes,
+  // every cpu_every_out-th, for operations whose CPU kernels give the GPU's bytes (labels: the
+  // planner gives them the many slots that bands retiring in order need, docs/performance.md).
   std::int64_t cpu_every = 0;
+  std::int64_t cpu_every_out = 0;
 };
 
 // The plan for a job of one or several passes (`ops`, each over the same bands) on `backend`:

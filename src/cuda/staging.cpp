@@ -26,8 +26,8 @@
 namespace ooc::detail {
 namespace {
 
-// A pack's reads: 4 rows (1 MiB of 65536-wide f32 rows, 64 KiB of 4096-wide ones), at least
-// 64 KiB where rows are narrower.
+// A pack's reads: at most 4 rows (1 MiB of 65536-wide f32 rows, 64 KiB of 4096-wide ones), at
+// least 64 KiB where rows are narrower.
 constexpr std::int64_t kRowsPerRead = 4;
 constexpr std::size_t kLeastRead = std::size_t{64} << 10;
 
@@ -49,7 +49,12 @@ void pack(Source& source, const std::int64_t* source_rows, std::int64_t n, std::
     } else if (!source.parallel_reads()) {
       source.read_rows(src, m, at);
     } else {
-      const auto per_read = std::max(kRowsPerRead, static_cast<std::int64_t>(kLeastRead / row));
+      // Pieces of at least 64 KiB, and enough of them for every thread to take about four: a
+      // 65536-wide u8 band in 32 reads of 4 rows left threads waiting on the last.
+      const std::int64_t spread = (m + 4 * tbb::this_task_arena::max_concurrency() - 1) /
+                                  (4 * tbb::this_task_arena::max_concurrency());
+      const auto per_read =
+          std::max(std::min(kRowsPerRead, spread), static_cast<std::int64_t>(kLeastRead / row));
       tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, m, per_read),
                         [&](const tbb::blocked_range<std::int64_t>& r) {
                           source.read_rows(src + r.begin(), r.end() - r.begin(),

@@ -474,10 +474,11 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       go_gpu();
     }
     slot.on_gpu = mode == Mode::gpu;
-    // The CPU's share of a pass that writes nothing (BandPlan::cpu_every), and the bands whose
-    // slot the GPU has not made yet (the ring is made in the background: no band waits for it).
-    if (slot.on_gpu && plan.cpu_every > 0 && !out_spec && op.cpu_gives_cuda_bits() &&
-        ((next - plan.first_band) % plan.cpu_every == plan.cpu_every - 1 || !e.gpu_ready(slot))) {
+    // The CPU's share of the bands (BandPlan::cpu_every, cpu_every_out), and the bands whose slot
+    // the GPU has not made yet (the ring is made in the background: no band waits for it).
+    const std::int64_t every = out_spec ? plan.cpu_every_out : plan.cpu_every;
+    if (slot.on_gpu && every > 0 && op.cpu_gives_cuda_bits() &&
+        ((next - plan.first_band) % every == every - 1 || !e.gpu_ready(slot))) {
       if (!cpu) make_cpu();
       slot.on_gpu = false;
     }

@@ -119,15 +119,15 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   const int gpus =
       backend.cuda ? static_cast<int>(std::max<std::size_t>(backend.devices.size(), 1)) : 0;
   // CPU: enough bands in flight to keep every stage busy; GPU: read, copy in, compute, copy out
-  // and write of different bands at once, on every device. Labels on a GPU twice as many: a band
-  // comes back 4 or 8 bytes a sample (u32 or u64 labels of u8 masks), its copy out the longest
-  // step, and with 4 bands in flight the copy engine waited for the bands' packs and kernels
-  // (docs/performance.md, labels on the GPU).
+  // and write of different bands at once, on every device. Labels on a GPU six times as many, of
+  // shorter bands (below): every 2nd band of both passes goes to the CPU (cpu_every), whose bands
+  // take several times a GPU band's time and retire in order, so the ring must hold many to keep
+  // the cores and the link busy at once (docs/performance.md, labels on the GPU).
   const bool labels = std::any_of(ops.begin(), ops.end(),
                                   [](const Operation* op) { return op->output_is_labels(); });
   plan.slots = o.slots > 0     ? o.slots
                : !backend.cuda ? plan.threads + 2
-               : labels        ? 8 * gpus
+               : labels        ? 24 * gpus
                                : 4 * gpus;
   plan.mem_limit = o.mem_limit > 0 ? o.mem_limit : default_mem_limit();
   // Rows of every plane (H) and of one (P): bands cut the job's rows within each plane.
@@ -315,10 +315,12 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       // must plan the bands the first pass had, so its slots follow the image's rows.
       const std::size_t span_bytes =
           static_cast<std::size_t>(labels ? input.stacked_rows() : span) * input.row_bytes();
-      // Labels' extra slots (above) keep the height 4 a GPU give.
       const int ring = labels && o.slots <= 0 ? std::min(plan.slots, 4 * gpus) : plan.slots;
       target = std::clamp(span_bytes / (4 * static_cast<std::size_t>(ring)), std::size_t{32} << 20,
                           std::size_t{64} << 20);
+      // Labels: at most 24 MiB a slot (64 rows of a 65536-wide u8 mask with its u32 labels), so
+      // that the CPU's share of bands is short and the ring holds many.
+      if (labels && o.slots <= 0) target = std::min(target, std::size_t{24} << 20);
     }
     std::int64_t rows = 0;
     if (o.band_rows > 0) {
@@ -360,7 +362,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       // The CPU filters bands while CUDA starts only where its buffers fit beside the pinned ring
       // (below). Several GPUs have as many slots more, and both no longer fit under the default
       // limit: bands down to half as tall keep that start (otherwise the job waits for every
-      // device's context) for a few percent more per-band cost.
+      // device's context) for a few percent more per-band cost; labels' down to a quarter, for
+      // the CPU's share (cpu_every) needs the same buffers.
       const bool cpu_start = std::all_of(
           ops.begin(), ops.end(), [](const Operation* op) { return op->cpu_gives_cuda_bits(); });
       auto with_cpu_start = [&](std::int64_t r) {
@@ -370,7 +373,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       };
       if (backend.cuda && (o.cpu_start_bands > 0 || (o.cpu_start_bands < 0 && cpu_start)) &&
           with_cpu_start(rows) > plan.mem_limit) {
-        std::int64_t a = std::max<std::int64_t>(1, rows / 2), b = rows;
+        std::int64_t a = std::max<std::int64_t>(1, rows / (labels ? 4 : 2)), b = rows;
         if (with_cpu_start(a) <= plan.mem_limit) {
           while (a < b) {
             const std::int64_t mid = a + (b - a + 1) / 2;
@@ -502,12 +505,16 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       if (plan.ring_bytes + head <= plan.mem_limit) {
         plan.cpu_start_bands = o.cpu_start_bands;
         plan.ring_bytes += head;
-        // Labels: every 2nd band of pass 1 on the CPU (kernel-bound on the GPU: a band of 8 Mi
-        // samples 0.56 ms); OOC_LABEL_CPU_EVERY=k for measurements and tests (0: none).
+        // Labels: every 2nd band of each pass on the CPU. Pass 1's GPU bands are bound by their
+        // packing (the read stage's, one band at a time), pass 2's by the link (4 bytes back a
+        // sample): the cores beside them add their own rate. OOC_LABEL_CPU_EVERY=k (pass 1) and
+        // OOC_LABEL_CPU_EVERY_OUT=k (pass 2) for measurements and tests (0: none).
         if (labels) {
-          plan.cpu_every = 2;
+          plan.cpu_every = plan.cpu_every_out = 2;
           if (const char* every = std::getenv("OOC_LABEL_CPU_EVERY"))
             plan.cpu_every = std::max(0, std::atoi(every));
+          if (const char* every = std::getenv("OOC_LABEL_CPU_EVERY_OUT"))
+            plan.cpu_every_out = std::max(0, std::atoi(every));
         }
       } else if (o.cpu_start_bands > 0) {
         throw Error(ErrorKind::usage, "--cpu-start " + std::to_string(o.cpu_start_bands) +

@@ -469,11 +469,11 @@ class LabelsOp final : public Operation {
   ImageSpec in_;
 };
 
-// Labels on a GPU come back 4 bytes a sample: twice the slots a GPU of other operations (the copy
-// out kept busy), each as tall as with 4 (the same bands: --slots 4 plans them too), and the ring
-// under the limit; with the CPU start's buffers planned, every 2nd band of a pass that writes
-// nothing goes to the CPU. A filter of the same image keeps 4 a GPU; --slots is taken as given.
-TEST(Engine, LabelsOnAGpuHaveTwiceTheSlotsOfTheSameHeight) {
+// Labels on a GPU: six times the slots a GPU of other operations, of bands of at most 24 MiB, the
+// ring under the limit; with the CPU start's buffers planned (under the default limit too), every
+// 2nd band of both passes goes to the CPU. A filter of the same image keeps 4 a GPU and no share;
+// --slots is taken as given.
+TEST(Engine, LabelsOnAGpuHaveManyShortSlotsAndShareBothPassesWithTheCpu) {
 #ifndef OOC_HAVE_CUDA
   GTEST_SKIP() << "this build has no CUDA: its planner cannot size GPU slots";
 #endif
@@ -491,22 +491,32 @@ TEST(Engine, LabelsOnAGpuHaveTwiceTheSlotsOfTheSameHeight) {
     o.cpu_start_bands = 0;
     const int gpus = static_cast<int>(devices.size());
     const BandPlan plan = plan_bands(spec, {&labels}, b, o);
-    EXPECT_EQ(plan.slots, 8 * gpus);
+    EXPECT_EQ(plan.slots, 24 * gpus);
     EXPECT_LE(plan.ring_bytes, plan.mem_limit);
-    EXPECT_EQ(plan.cpu_every, 0);  // no CPU start, no CPU share
+    EXPECT_LE(plan.band_rows, 64);  // 24 MiB a slot at most
+    EXPECT_EQ(plan.cpu_every, 0);   // no CPU start, no CPU share
+    EXPECT_EQ(plan.cpu_every_out, 0);
     EngineOptions started = o;
     started.cpu_start_bands = -1;
-    started.mem_limit = std::size_t{8} << 30;  // the CPU start's buffers beside the ring
-    EXPECT_EQ(plan_bands(spec, {&labels}, b, started).cpu_every, 2) << gpus << " GPU(s)";
+    for (const std::size_t limit : {std::size_t{0}, std::size_t{8} << 30}) {
+      // 0: the default, which fits the CPU's buffers beside one GPU's ring (two GPUs' rings take
+      // it)
+      if (limit == 0 && gpus > 1) continue;
+      started.mem_limit = limit;
+      const BandPlan shared = plan_bands(spec, {&labels}, b, started);
+      EXPECT_EQ(shared.cpu_every, 2) << gpus << " GPU(s), limit " << limit;
+      EXPECT_EQ(shared.cpu_every_out, 2) << gpus << " GPU(s), limit " << limit;
+      EXPECT_EQ(shared.slots, 24 * gpus);
+      EXPECT_LE(shared.ring_bytes, shared.mem_limit);
+      EXPECT_GE(shared.band_rows, 8);
+    }
     o.slots = 4 * gpus;
-    const BandPlan four = plan_bands(spec, {&labels}, b, o);
-    EXPECT_EQ(four.slots, 4 * gpus);
-    EXPECT_EQ(plan.band_rows, four.band_rows) << gpus << " GPU(s)";
-    EXPECT_EQ(plan.bands, four.bands);
+    EXPECT_EQ(plan_bands(spec, {&labels}, b, o).slots, 4 * gpus);
     o.slots = 3;
     EXPECT_EQ(plan_bands(spec, {&labels}, b, o).slots, 3);
     o.slots = 0;
     EXPECT_EQ(plan_bands(f32, {filter.get()}, b, o).slots, 4 * gpus);
+    EXPECT_EQ(plan_bands(f32, {filter.get()}, b, started).cpu_every_out, 0);
   }
   start->finish();
 }
