@@ -366,10 +366,15 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       // the CPU's share (cpu_every) needs the same buffers.
       const bool cpu_start = std::all_of(
           ops.begin(), ops.end(), [](const Operation* op) { return op->cpu_gives_cuda_bits(); });
+      // Labels count the threads' scratch for as many threads as slots: their bands must not
+      // depend on --threads, which a resumed run may change (the ring is checked with the real
+      // threads below).
       auto with_cpu_start = [&](std::int64_t r) {
+        const std::size_t scratch =
+            labels ? static_cast<std::size_t>(plan.slots) * (cpu_scratch(r) + band_bytes(r))
+                   : threads_scratch(r, plan.slots);
         return ring_total(r, plan.slots) +
-               static_cast<std::size_t>(plan.slots) * slot_bytes(r, false) +
-               threads_scratch(r, plan.slots);
+               static_cast<std::size_t>(plan.slots) * slot_bytes(r, false) + scratch;
       };
       if (backend.cuda && (o.cpu_start_bands > 0 || (o.cpu_start_bands < 0 && cpu_start)) &&
           with_cpu_start(rows) > plan.mem_limit) {

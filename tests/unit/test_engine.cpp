@@ -464,6 +464,10 @@ class LabelsOp final : public Operation {
   }
   bool output_is_labels() const override { return true; }
   std::unique_ptr<CpuKernel> make_cpu() const override { return nullptr; }
+  // A CPU band's runs, as the label stage counts them: scratch a computing thread holds.
+  std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
+    return static_cast<std::size_t>(rows) * (static_cast<std::size_t>((cols + 1) / 2) * 12 + 8);
+  }
 
  private:
   ImageSpec in_;
@@ -509,6 +513,13 @@ TEST(Engine, LabelsOnAGpuHaveManyShortSlotsAndShareBothPassesWithTheCpu) {
       EXPECT_EQ(shared.slots, 24 * gpus);
       EXPECT_LE(shared.ring_bytes, shared.mem_limit);
       EXPECT_GE(shared.band_rows, 8);
+      // A resumed run with other --threads plans the same bands.
+      for (const int threads : {1, 7, 64}) {
+        EngineOptions other = started;
+        other.threads = threads;
+        EXPECT_EQ(plan_bands(spec, {&labels}, b, other).band_rows, shared.band_rows)
+            << threads << " threads, limit " << limit;
+      }
     }
     o.slots = 4 * gpus;
     EXPECT_EQ(plan_bands(spec, {&labels}, b, o).slots, 4 * gpus);
