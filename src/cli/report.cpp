@@ -139,7 +139,8 @@ void report(const char* prog, const std::string& stats, bool quiet, const RunRep
     if (!r.start_error.empty())
       t << "cuda start   failed, ran on the CPU: " << r.start_error << "\n";
     else if (r.cuda)
-      t << "cpu start    " << st.cpu_bands << " bands on the CPU while CUDA started\n";
+      t << "cpu bands    " << st.cpu_bands
+        << " bands on the CPU (while CUDA started, and its share), every pass's\n";
     t << "plan         " << plan.bands << " bands of " << plan.band_rows << " rows, " << plan.slots
       << " slots, " << plan.threads << " threads, "
       << (plan.tile_cols > 0 ? "tiles of " + std::to_string(plan.tile_cols) + " columns, "
@@ -173,9 +174,9 @@ void report(const char* prog, const std::string& stats, bool quiet, const RunRep
     if (!r.start_error.empty())
       backend += " (CUDA failed to start: " + r.start_error + ")";
     else if (st.cpu_bands > 0)
-      backend += " (" + std::to_string(st.cpu_bands) + " of " +
-                 std::to_string(plan.last_band - plan.first_band) +
-                 " bands on the CPU while CUDA started; --cpu-start off for none)";
+      backend += " (" + std::to_string(st.cpu_bands) +
+                 " bands on the CPU, every pass's: while CUDA started, and its share; --cpu-start "
+                 "off for none)";
     std::fprintf(stderr, "%s: %s -> %s: %.2f s, %.1f Mpixel/s, %.1f MB/s, %s, peak RSS %s\n", prog,
                  r.input_description.c_str(),
                  r.output_path.empty() ? "(no output)" : r.output_path.c_str(), st.seconds, mpix,

@@ -95,7 +95,8 @@ std::string stats_json(const RunReport& r, const std::string& extra_json) {
                         {"h2d", st.h2d_seconds},
                         {"kernels", st.kernel_seconds},
                         {"d2h", st.d2h_seconds}};
-    j["cpu_bands"] = st.cpu_bands;  // done on the CPU while CUDA started
+    // Every pass's bands the CPU took: while CUDA started, and its share (BandPlan::cpu_every).
+    j["cpu_bands"] = st.cpu_bands;
   }
   // Streaming: bands only, without the one-off setup (pinned and GPU buffers).
   const double stream_s = std::max(st.seconds - st.setup_seconds, 1e-9);

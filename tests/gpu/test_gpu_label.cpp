@@ -206,9 +206,10 @@ std::vector<L> run_label(std::vector<std::uint8_t>& m, std::int64_t d, std::int6
   EXPECT_TRUE(r.report.components.has_value());
   count = r.report.components.value_or(0);
   EXPECT_EQ(r.report.cuda, device == "cuda");
-  if (cpu_bands) {  // every pass's (the report's total holds the first pass's GPU figures)
+  if (cpu_bands) {  // every pass's, as the report's total counts them
     *cpu_bands = 0;
     for (const RunStats& p : r.passes) *cpu_bands += p.cpu_bands;
+    EXPECT_EQ(r.total.cpu_bands, *cpu_bands);
   }
   return labels;
 }

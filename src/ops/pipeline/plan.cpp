@@ -325,6 +325,11 @@ RunStats run_pipeline(Job& job, PipelinePlan& plan, const ProgressFn& progress,
       total.read_seconds += st.read_seconds;
       total.compute_seconds += st.compute_seconds;
       total.write_seconds += st.write_seconds;
+      total.pack_seconds += st.pack_seconds;
+      total.h2d_seconds += st.h2d_seconds;
+      total.kernel_seconds += st.kernel_seconds;
+      total.d2h_seconds += st.d2h_seconds;
+      total.cpu_bands += st.cpu_bands;
       total.bytes_written = st.bytes_written;
       total.rows_done = st.rows_done;
       total.stopped = st.stopped;

@@ -72,7 +72,7 @@ def note_of(st):
     if g:  # summed over the bands (their streams overlap)
         note += (f"; GPU kernels {g.get('kernels', 0):.3f} s, in {g.get('h2d', 0):.3f} s, back "
                  f"{g.get('d2h', 0):.3f} s, pack {g.get('pack', 0):.3f} s, "
-                 f"{st.get('cpu_bands', 0)} bands on the CPU while CUDA started")
+                 f"{st.get('cpu_bands', 0)} bands on the CPU (while CUDA started, and its share)")
     return note
 
 
