@@ -51,8 +51,8 @@ void pack(Source& source, const std::int64_t* source_rows, std::int64_t n, std::
     } else {
       // Pieces of at least 64 KiB, and enough of them for every thread to take about four: a
       // 65536-wide u8 band in 32 reads of 4 rows left threads waiting on the last.
-      const std::int64_t spread = (m + 4 * tbb::this_task_arena::max_concurrency() - 1) /
-                                  (4 * tbb::this_task_arena::max_concurrency());
+      const std::int64_t pieces = 4 * tbb::this_task_arena::max_concurrency();
+      const std::int64_t spread = (m + pieces - 1) / pieces;
       const auto per_read =
           std::max(std::min(kRowsPerRead, spread), static_cast<std::int64_t>(kLeastRead / row));
       tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, m, per_read),

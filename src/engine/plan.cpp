@@ -315,12 +315,12 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       // must plan the bands the first pass had, so its slots follow the image's rows.
       const std::size_t span_bytes =
           static_cast<std::size_t>(labels ? input.stacked_rows() : span) * input.row_bytes();
-      const int ring = labels && o.slots <= 0 ? std::min(plan.slots, 4 * gpus) : plan.slots;
-      target = std::clamp(span_bytes / (4 * static_cast<std::size_t>(ring)), std::size_t{32} << 20,
-                          std::size_t{64} << 20);
-      // Labels: at most 24 MiB a slot (64 rows of a 65536-wide u8 mask with its u32 labels), so
-      // that the CPU's share of bands is short and the ring holds many.
-      if (labels && o.slots <= 0) target = std::min(target, std::size_t{24} << 20);
+      // Labels: 24 MiB a slot (64 rows of a 65536-wide u8 mask with its u32 labels), so that the
+      // CPU's share of bands is short and the ring holds many.
+      target = labels && o.slots <= 0
+                   ? std::size_t{24} << 20
+                   : std::clamp(span_bytes / (4 * static_cast<std::size_t>(plan.slots)),
+                                std::size_t{32} << 20, std::size_t{64} << 20);
     }
     std::int64_t rows = 0;
     if (o.band_rows > 0) {

@@ -328,11 +328,10 @@ Parts parts(std::int64_t rows, std::int64_t width) {
   return p;
 }
 
-// Steps 1 to 3 on `stream`; returns what the numbering reads.
+// Steps 1 to 3 on `stream`, in `scratch` laid out as `p`; returns what the numbering reads.
 Roots label_roots(const std::byte* in, std::size_t stride, std::int64_t rows, std::int64_t width,
                   SampleType type, bool diagonal, std::byte* scratch, std::size_t scratch_bytes,
-                  cudaStream_t s) {
-  const Parts p = parts(rows, width);
+                  const Parts& p, cudaStream_t s) {
   if (rows < 1 || width < 1 || rows * p.padded >= (std::int64_t{1} << 31) || scratch_bytes < p.end)
     throw Error(ErrorKind::device, "label_band: a band of " + std::to_string(rows) + " x " +
                                        std::to_string(width) + " samples and " +
@@ -399,8 +398,9 @@ const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, s
                                       std::int64_t width, SampleType type, bool diagonal,
                                       std::byte* scratch, std::size_t scratch_bytes,
                                       std::uint64_t* count, cudaStream_t s, bool edge_rows) {
-  const Roots r = label_roots(in, stride, rows, width, type, diagonal, scratch, scratch_bytes, s);
   const Parts p = parts(rows, width);
+  const Roots r =
+      label_roots(in, stride, rows, width, type, diagonal, scratch, scratch_bytes, p, s);
   auto* out = reinterpret_cast<std::uint32_t*>(scratch + p.numbers);
   auto* c = reinterpret_cast<unsigned long long*>(count);
   if (edge_rows && rows > 2)  // the first row and the last
@@ -415,7 +415,8 @@ void label_band_through_async(const std::byte* in, std::size_t stride, std::int6
                               std::int64_t width, SampleType type, bool diagonal,
                               std::byte* scratch, std::size_t scratch_bytes, const void* table,
                               bool wide, std::byte* out, std::size_t out_stride, cudaStream_t s) {
-  const Roots r = label_roots(in, stride, rows, width, type, diagonal, scratch, scratch_bytes, s);
+  const Roots r = label_roots(in, stride, rows, width, type, diagonal, scratch, scratch_bytes,
+                              parts(rows, width), s);
   if (wide)
     relabel<<<row_grid(width, rows), kThreads, 0, s>>>(
         r, rows, width, static_cast<const unsigned long long*>(table), out, out_stride);
