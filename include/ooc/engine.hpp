@@ -107,6 +107,9 @@ struct CudaBand {
   // border is left unset (detail::cuda_plane says which).
   const std::byte* const* plane_in = nullptr;
   ImageSpec in_spec;
+  // The rows hold one bit a sample, set where the sample is non-zero (Operation::cuda_input_bits):
+  // whole 32-bit words, bit x % 32 of word x / 32 for sample x, in_stride bytes a row.
+  bool in_bits = false;
   std::byte* out = nullptr;  // band.rows rows, or null without an output
   std::size_t out_stride = 0;
   std::byte* partial = nullptr;  // zeroed before the kernels; copied back after them
@@ -210,6 +213,9 @@ class Operation {
   // backend lets the CPU take bands while CUDA starts (--cpu-start auto) without the result
   // depending on how long the start took.
   virtual bool cpu_gives_cuda_bits() const { return false; }
+  // Whether the CUDA kernels read only which input samples are non-zero: the engine then sends
+  // the rows in as one bit a sample (CudaBand::in_bits), an eighth of a u8 mask's bytes.
+  virtual bool cuda_input_bits() const { return false; }
   // Uploads what the kernels need (taps, tables) to each device.
   virtual std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>& /*devices*/) const {
     return nullptr;
@@ -292,12 +298,16 @@ struct BandPlan {
   // CUDA: bands the CPU may filter while CUDA starts (EngineOptions::cpu_start_bands, 0 when
   // the memory limit leaves no room for their buffers beside the pinned ring).
   std::int64_t cpu_start_bands = 0;
-  // CUDA, with the CPU start's buffers planned: in a pass that writes no output, every
-  // cpu_every-th band goes to the CPU's kernels all along (0: none), and in a pass that writes,
-  // every cpu_every_out-th, for operations whose CPU kernels give the GPU's bytes (labels: the
-  // planner gives them the many slots that bands retiring in order need, docs/performance.md).
-  std::int64_t cpu_every = 0;
-  std::int64_t cpu_every_out = 0;
+  // CUDA, with the CPU start's buffers planned: the bands that go to the CPU's kernels all along,
+  // in a pass that writes no output (cpu_share) and in one that writes (cpu_share_out), for
+  // operations whose CPU kernels give the GPU's bytes (labels: the planner gives them the many
+  // slots that bands retiring in order need, docs/performance.md).
+  struct CpuShare {
+    std::int64_t cpu = 0, of = 1;  // `cpu` of every `of` bands, spread evenly (0: none)
+    // Whether the k-th band of a pass (from its first) is one of them.
+    bool takes(std::int64_t k) const { return cpu > 0 && (k + 1) * cpu / of > k * cpu / of; }
+  };
+  CpuShare cpu_share, cpu_share_out;
 };
 
 // The plan for a job of one or several passes (`ops`, each over the same bands) on `backend`:

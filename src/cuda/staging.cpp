@@ -19,6 +19,7 @@
 #include "check.hpp"
 #include "engine/numa.hpp"
 #include "engine/staging.hpp"
+#include "kernels/cpu/labels/mask_bits.hpp"
 #include "ooc/detail/size_text.hpp"
 #include "ooc/error.hpp"
 #include "resources.hpp"
@@ -31,13 +32,28 @@ namespace {
 constexpr std::int64_t kRowsPerRead = 4;
 constexpr std::size_t kLeastRead = std::size_t{64} << 10;
 
-// Rows source_rows[0, n) into `dst`, runs of consecutive image rows read straight into place with
-// every thread by pread (read_rows): from the page cache that beat copying from the file's
-// mapping 1.4-1.8x (the mapping's page faults), and a cold file's read-ahead suits it.
-// Constant-border rows (-1) are left alone: the kernels know them. A decoding source reads in
-// order, with its own threads.
+// Rows source_rows[0, n) into `dst`, `row` bytes apart, runs of consecutive image rows read
+// straight into place with every thread by pread (read_rows): from the page cache that beat
+// copying from the file's mapping 1.4-1.8x (the mapping's page faults), and a cold file's
+// read-ahead suits it. Where `bits` (the image's spec: CudaBand::in_bits), each piece is read
+// into a buffer of the thread's and goes into `dst` as one bit a sample instead. Constant-border
+// rows (-1) are left alone: the kernels know them. A decoding source reads in order, with its
+// own threads.
 void pack(Source& source, const std::int64_t* source_rows, std::int64_t n, std::size_t row,
-          std::byte* dst) {
+          std::byte* dst, const ImageSpec* bits) {
+  const std::size_t file_row = bits ? bits->row_bytes() : row;
+  // Rows [first, first + count) of the image into dst's rows from `at`.
+  auto read = [&](std::int64_t first, std::int64_t count, std::byte* at) {
+    if (!bits) {
+      source.read_rows(first, count, at);
+      return;
+    }
+    thread_local std::vector<std::byte> buffer;
+    buffer.resize(static_cast<std::size_t>(count) * file_row);
+    source.read_rows(first, count, buffer.data());
+    kernels::mask_bits_rows(buffer.data(), count, file_row, bits->width * bits->channels,
+                            bits->type, at, row);
+  };
   for (std::int64_t i = 0; i < n;) {
     const std::int64_t src = source_rows[i];
     std::int64_t j = i + 1;
@@ -47,24 +63,27 @@ void pack(Source& source, const std::int64_t* source_rows, std::int64_t n, std::
     if (src < 0) {
       // Constant-border rows: nothing to read.
     } else if (!source.parallel_reads()) {
-      source.read_rows(src, m, at);
+      // In one call (its threads decode many blocks at once), or as bits a few rows at a time.
+      const std::int64_t step = bits ? kRowsPerRead : m;
+      for (std::int64_t k = 0; k < m; k += step)
+        read(src + k, std::min(step, m - k), at + static_cast<std::size_t>(k) * row);
     } else {
       // Pieces of at least 64 KiB, and enough of them for every thread to take about four: a
       // 65536-wide u8 band in 32 reads of 4 rows left threads waiting on the last.
       const std::int64_t pieces = 4 * tbb::this_task_arena::max_concurrency();
       const std::int64_t spread = (m + pieces - 1) / pieces;
-      const auto per_read =
-          std::max(std::min(kRowsPerRead, spread), static_cast<std::int64_t>(kLeastRead / row));
+      const auto per_read = std::max(std::min(kRowsPerRead, spread),
+                                     static_cast<std::int64_t>(kLeastRead / file_row));
       tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, m, per_read),
                         [&](const tbb::blocked_range<std::int64_t>& r) {
-                          source.read_rows(src + r.begin(), r.end() - r.begin(),
-                                           at + static_cast<std::size_t>(r.begin()) * row);
+                          read(src + r.begin(), r.end() - r.begin(),
+                               at + static_cast<std::size_t>(r.begin()) * row);
                         });
       // The next rows start coming in now (about four bands' worth), so a disk keeps a deep
       // queue while this band goes through the GPU and the next pack begins. Without it the
       // reads above wait band by band, well below cat's rate on a cold file; four bands ahead
       // came closest to it (docs/performance.md, the GPU machine's cold rows).
-      source.prefetch(src + m, 4 * static_cast<std::size_t>(n) * row);
+      source.prefetch(src + m, 4 * static_cast<std::size_t>(n) * file_row);
     }
     i = j;
   }
@@ -141,15 +160,16 @@ class CudaSlotImpl final : public CudaSlot {
 
   void start(Source& source, const std::int64_t* source_rows, const Band& band, std::int64_t halo,
              std::int64_t plane_halo, std::int64_t planes, const ImageSpec& in, CudaKernel& kernel,
-             std::size_t out_row, std::size_t partial, CudaSlot* prev_slot,
-             std::int64_t reuse_rows) override {
+             std::size_t out_row, std::size_t partial, CudaSlot* prev_slot, std::int64_t reuse_rows,
+             bool bits) override {
     // Every plane's rows of a band with planes of context (CudaBand::plane_halo).
     const std::int64_t in_rows = (band.rows + 2 * halo) * planes;
-    const std::size_t row = in.row_bytes();
+    const std::size_t row =
+        bits ? kernels::mask_bits_row_bytes(in.width * in.channels) : in.row_bytes();
     auto* prev = static_cast<CudaSlotImpl*>(prev_slot);
     const std::int64_t reuse = prev && prev != this && prev->stream_.device() == stream_.device() &&
-                                       prev->in_row_ == row && reuse_rows <= prev->in_rows_ &&
-                                       reuse_rows <= in_rows
+                                       prev->in_row_ == row && prev->in_bits_ == bits &&
+                                       reuse_rows <= prev->in_rows_ && reuse_rows <= in_rows
                                    ? std::max<std::int64_t>(reuse_rows, 0)
                                    : 0;
     const cudaStream_t s = stream_.stream();
@@ -168,7 +188,7 @@ class CudaSlotImpl final : public CudaSlot {
       // This buffer's last piece is copied in before it is packed again.
       if (copying[k]) OOC_CUDA_TRY(cudaEventSynchronize(piece_copied_[k]));
       const std::int64_t n = std::min(in_rows - i, holds[k]);
-      pack(source, source_rows + i, n, row, bufs[k]);
+      pack(source, source_rows + i, n, row, bufs[k], bits ? &in : nullptr);
       if (piece == 0) {
         // The next band copied its halo out of d_in_: that copy must be done before d_in_ is
         // refilled.
@@ -199,6 +219,7 @@ class CudaSlotImpl final : public CudaSlot {
     OOC_CUDA_TRY(cudaEventRecord(marks_[1], s));
     in_rows_ = in_rows;
     in_row_ = row;
+    in_bits_ = bits;
     const std::size_t out_bytes = static_cast<std::size_t>(band.rows) * out_row;
     const std::size_t partial_at = partial_offset(sizes_);
     if (partial > 0) OOC_CUDA_TRY(cudaMemsetAsync(d_out_.data() + partial_at, 0, partial, s));
@@ -206,6 +227,7 @@ class CudaSlotImpl final : public CudaSlot {
     b.band = band;
     b.in = d_in_.data();
     b.in_stride = row;
+    b.in_bits = bits;
     b.halo = halo;
     b.first_row = band.y0 - halo;
     b.plane_halo = plane_halo;
@@ -262,6 +284,7 @@ class CudaSlotImpl final : public CudaSlot {
   cudaEvent_t piece_copied_[2] = {};
   std::int64_t in_rows_ = 0;  // input rows of the band last started here
   std::size_t in_row_ = 0;    // and their size
+  bool in_bits_ = false;      // and whether as bits
   double base_host_ = 0, pack_at_ = 0, pack_s_ = 0;
 };
 

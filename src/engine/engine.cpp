@@ -474,11 +474,11 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
       go_gpu();
     }
     slot.on_gpu = mode == Mode::gpu;
-    // The CPU's share of the bands (BandPlan::cpu_every, cpu_every_out), and the bands whose slot
+    // The CPU's share of the bands (BandPlan::cpu_share, cpu_share_out), and the bands whose slot
     // the GPU has not made yet (the ring is made in the background: no band waits for it).
-    const std::int64_t every = out_spec ? plan.cpu_every_out : plan.cpu_every;
-    if (slot.on_gpu && every > 0 && op.cpu_gives_cuda_bits() &&
-        ((next - plan.first_band) % every == every - 1 || !e.gpu_ready(slot))) {
+    const BandPlan::CpuShare& share = out_spec ? plan.cpu_share_out : plan.cpu_share;
+    if (slot.on_gpu && share.cpu > 0 && op.cpu_gives_cuda_bits() &&
+        (share.takes(next - plan.first_band) || !e.gpu_ready(slot))) {
       if (!cpu) make_cpu();
       slot.on_gpu = false;
     }
@@ -502,7 +502,8 @@ RunStats Engine::run(Operation& op, Sink* sink, const ProgressFn& progress) {
           reuse = 0;
       }
       gpu_slot.start(e.source, slot.source_rows.data(), slot.band, halo, plane_halo, window, in,
-                     *gpu, out_row, partial_bytes, last ? last->gpu.get() : nullptr, reuse);
+                     *gpu, out_row, partial_bytes, last ? last->gpu.get() : nullptr, reuse,
+                     op.cuda_input_bits());
       last = &slot;
     } else {
       e.cpu_buffers(slot);

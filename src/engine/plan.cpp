@@ -107,6 +107,26 @@ static double plan_seconds(const BandPlan& plan, const std::vector<const Operati
 // of GB): a plan needing no more per device need not wait for CUDA's start to know.
 constexpr std::size_t kDeviceBytesSure = std::size_t{2} << 30;
 
+namespace {
+
+// A CPU share `a/b` (or `0`) from the environment variable `name`, where it is set.
+void cpu_share_from_env(const char* name, BandPlan::CpuShare& share) {
+  const char* text = std::getenv(name);
+  if (!text) return;
+  long long a = 0, b = 1;
+  int used = 0;
+  const bool ok = (std::sscanf(text, "%lld/%lld%n", &a, &b, &used) == 2 ||
+                   (std::sscanf(text, "%lld%n", &a, &used) == 1 && a == 0)) &&
+                  text[used] == '\0' && a >= 0 && b >= 1 && a <= b && b <= 1000;
+  if (!ok)
+    throw Error(ErrorKind::usage, std::string(name) + "=" + text +
+                                      ": not a share of the bands: use a/b with 0 <= a <= b <= "
+                                      "1000 (1/2: every 2nd band on the CPU), or 0 for none");
+  share = {a, b};
+}
+
+}  // namespace
+
 BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>& ops,
                     const Backend& backend, const EngineOptions& o, const Source* source,
                     const Sink* sink) {
@@ -120,7 +140,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       backend.cuda ? static_cast<int>(std::max<std::size_t>(backend.devices.size(), 1)) : 0;
   // CPU: enough bands in flight to keep every stage busy; GPU: read, copy in, compute, copy out
   // and write of different bands at once, on every device. Labels on a GPU six times as many, of
-  // shorter bands (below): every 2nd band of both passes goes to the CPU (cpu_every), whose bands
+  // shorter bands (below): every 2nd band of both passes goes to the CPU (cpu_share), whose bands
   // take several times a GPU band's time and retire in order, so the ring must hold many to keep
   // the cores and the link busy at once (docs/performance.md, labels on the GPU).
   const bool labels = std::any_of(ops.begin(), ops.end(),
@@ -363,7 +383,7 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       // (below). Several GPUs have as many slots more, and both no longer fit under the default
       // limit: bands down to half as tall keep that start (otherwise the job waits for every
       // device's context) for a few percent more per-band cost; labels' down to a quarter, for
-      // the CPU's share (cpu_every) needs the same buffers.
+      // the CPU's share (cpu_share) needs the same buffers.
       const bool cpu_start = std::all_of(
           ops.begin(), ops.end(), [](const Operation* op) { return op->cpu_gives_cuda_bits(); });
       // Labels count the threads' scratch for as many threads as slots: their bands must not
@@ -512,14 +532,12 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
         plan.ring_bytes += head;
         // Labels: every 2nd band of each pass on the CPU. Pass 1's GPU bands are bound by their
         // packing (the read stage's, one band at a time), pass 2's by the link (4 bytes back a
-        // sample): the cores beside them add their own rate. OOC_LABEL_CPU_EVERY=k (pass 1) and
-        // OOC_LABEL_CPU_EVERY_OUT=k (pass 2) for measurements and tests (0: none).
+        // sample): the cores beside them add their own rate. OOC_LABEL_CPU_SHARE=a/b (pass 1)
+        // and OOC_LABEL_CPU_SHARE_OUT=a/b (pass 2) for measurements and tests (0: none).
         if (labels) {
-          plan.cpu_every = plan.cpu_every_out = 2;
-          if (const char* every = std::getenv("OOC_LABEL_CPU_EVERY"))
-            plan.cpu_every = std::max(0, std::atoi(every));
-          if (const char* every = std::getenv("OOC_LABEL_CPU_EVERY_OUT"))
-            plan.cpu_every_out = std::max(0, std::atoi(every));
+          plan.cpu_share = plan.cpu_share_out = {1, 2};
+          cpu_share_from_env("OOC_LABEL_CPU_SHARE", plan.cpu_share);
+          cpu_share_from_env("OOC_LABEL_CPU_SHARE_OUT", plan.cpu_share_out);
         }
       } else if (o.cpu_start_bands > 0) {
         throw Error(ErrorKind::usage, "--cpu-start " + std::to_string(o.cpu_start_bands) +

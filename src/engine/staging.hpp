@@ -89,11 +89,12 @@ class CudaSlot {
   // just before on prev (the halo two bands share): when prev is on the same device they are
   // copied there, device to device, instead of read and sent again.
   // `source_rows`: (band.rows + 2 x halo) x `planes` rows: 2 x plane_halo + 1 planes
-  // (CudaBand::plane_halo), or every plane of the volume for a projection.
+  // (CudaBand::plane_halo), or every plane of the volume for a projection. `bits`: the rows go
+  // in as one bit a sample (Operation::cuda_input_bits, CudaBand::in_bits).
   virtual void start(Source& source, const std::int64_t* source_rows, const Band& band,
                      std::int64_t halo, std::int64_t plane_halo, std::int64_t planes,
                      const ImageSpec& in, CudaKernel& kernel, std::size_t out_row,
-                     std::size_t partial, CudaSlot* prev, std::int64_t reuse_rows) = 0;
+                     std::size_t partial, CudaSlot* prev, std::int64_t reuse_rows, bool bits) = 0;
   // Waits for the band; host copies of its output rows and partial, and the band's times.
   virtual void wait(const std::byte*& out, const std::byte*& partial, SlotTimes& times) = 0;
 };

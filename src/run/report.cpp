@@ -95,7 +95,7 @@ std::string stats_json(const RunReport& r, const std::string& extra_json) {
                         {"h2d", st.h2d_seconds},
                         {"kernels", st.kernel_seconds},
                         {"d2h", st.d2h_seconds}};
-    // Every pass's bands the CPU took: while CUDA started, and its share (BandPlan::cpu_every).
+    // Every pass's bands the CPU took: while CUDA started, and its share (BandPlan::cpu_share).
     j["cpu_bands"] = st.cpu_bands;
   }
   // Streaming: bands only, without the one-off setup (pinned and GPU buffers).

@@ -18,6 +18,7 @@
 #if defined(OOC_HAVE_CUDA)
 #include <cuda_runtime.h>
 
+#include "kernels/cpu/labels/mask_bits.hpp"
 #include "kernels/cpu/labels/runs.hpp"
 #include "kernels/cuda/labels/label.cuh"
 #endif
@@ -86,16 +87,23 @@ std::vector<std::uint32_t> cpu_labels(const std::vector<T>& in, std::int64_t h, 
   return out;
 }
 
-// Runs the band kernel on `in` (rows padded to `stride` bytes, as the engine stages them) and
-// returns the labels and the count.
+// Runs the band kernel on `in` (rows padded to `stride` bytes, as the engine stages them), or on
+// its bits as the engine packs them (mask_bits_rows) where `bits`, and returns the labels and the
+// count.
 template <class T>
 std::vector<std::uint32_t> gpu_labels(const std::vector<T>& in, std::int64_t h, std::int64_t w,
-                                      bool diagonal, SampleType type, std::uint64_t& count) {
-  const std::size_t stride = static_cast<std::size_t>(w + 3) * sizeof(T);
+                                      bool diagonal, SampleType type, std::uint64_t& count,
+                                      bool bits = false) {
+  const std::size_t stride =
+      bits ? kernels::mask_bits_row_bytes(w) + 8 : static_cast<std::size_t>(w + 3) * sizeof(T);
   std::vector<std::byte> host(stride * static_cast<std::size_t>(h), std::byte{0x5a});
-  for (std::int64_t y = 0; y < h; ++y)
-    std::memcpy(host.data() + static_cast<std::size_t>(y) * stride, in.data() + y * w,
-                static_cast<std::size_t>(w) * sizeof(T));
+  if (bits)
+    kernels::mask_bits_rows(reinterpret_cast<const std::byte*>(in.data()), h,
+                            static_cast<std::size_t>(w) * sizeof(T), w, type, host.data(), stride);
+  else
+    for (std::int64_t y = 0; y < h; ++y)
+      std::memcpy(host.data() + static_cast<std::size_t>(y) * stride, in.data() + y * w,
+                  static_cast<std::size_t>(w) * sizeof(T));
   const std::size_t scratch_bytes = cuda::label_band_scratch(h, w);
   std::byte *d_in = nullptr, *d_scratch = nullptr;
   std::uint64_t* d_count = nullptr;
@@ -105,7 +113,7 @@ std::vector<std::uint32_t> gpu_labels(const std::vector<T>& in, std::int64_t h, 
   EXPECT_EQ(cudaMemset(d_scratch, 0x5a, scratch_bytes), cudaSuccess);  // poison
   EXPECT_EQ(cudaMemcpy(d_in, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
   const std::uint32_t* d_labels = cuda::label_band_async(
-      d_in, stride, h, w, type, diagonal, d_scratch, scratch_bytes, d_count, nullptr);
+      d_in, stride, h, w, type, bits, diagonal, d_scratch, scratch_bytes, d_count, nullptr);
   std::vector<std::uint32_t> out(static_cast<std::size_t>(h * w));
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(out.data(), d_labels, out.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -133,14 +141,19 @@ TEST(GpuLabel, BandKernelNumbersAsTheCpu) {
       for (bool diagonal : {false, true}) {
         const std::vector<std::uint8_t> m = mask(h, w, kind, rng);
         std::uint32_t want_n = 0;
-        std::uint64_t got_n = 0;
         const auto want = cpu_labels(m, h, w, diagonal, want_n);
-        const auto got = gpu_labels(m, h, w, diagonal, SampleType::u8, got_n);
-        ASSERT_EQ(got_n, want_n) << h << "x" << w << " kind " << kind << " diagonal " << diagonal;
-        ASSERT_TRUE(got == want) << h << "x" << w << " kind " << kind << " diagonal " << diagonal;
-        ++cases;
+        for (bool bits : {false, true}) {  // the samples, and the engine's bits of them
+          std::uint64_t got_n = 0;
+          const auto got = gpu_labels(m, h, w, diagonal, SampleType::u8, got_n, bits);
+          const auto what = std::to_string(h) + "x" + std::to_string(w) + " kind " +
+                            std::to_string(kind) + " diagonal " + std::to_string(diagonal) +
+                            " bits " + std::to_string(bits);
+          ASSERT_EQ(got_n, want_n) << what;
+          ASSERT_TRUE(got == want) << what;
+          ++cases;
+        }
       }
-  EXPECT_EQ(cases, 204);
+  EXPECT_EQ(cases, 408);
 #endif
 }
 
@@ -162,19 +175,20 @@ TEST(GpuLabel, BandKernelForegroundOfFloatsAsTheCpu) {
   std::vector<double> d(f.begin(), f.end());
   std::vector<std::int16_t> s(f.size());
   for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<std::int16_t>(u(rng) - 2);
-  for (bool diagonal : {false, true}) {
-    std::uint32_t wn = 0;
-    std::uint64_t gn = 0;
-    EXPECT_TRUE(gpu_labels(f, h, w, diagonal, SampleType::f32, gn) ==
-                cpu_labels(f, h, w, diagonal, wn));
-    EXPECT_EQ(gn, wn);
-    EXPECT_TRUE(gpu_labels(d, h, w, diagonal, SampleType::f64, gn) ==
-                cpu_labels(d, h, w, diagonal, wn));
-    EXPECT_EQ(gn, wn);
-    EXPECT_TRUE(gpu_labels(s, h, w, diagonal, SampleType::i16, gn) ==
-                cpu_labels(s, h, w, diagonal, wn));
-    EXPECT_EQ(gn, wn);
-  }
+  for (bool diagonal : {false, true})
+    for (bool bits : {false, true}) {  // the samples, and the engine's bits of them
+      std::uint32_t wn = 0;
+      std::uint64_t gn = 0;
+      EXPECT_TRUE(gpu_labels(f, h, w, diagonal, SampleType::f32, gn, bits) ==
+                  cpu_labels(f, h, w, diagonal, wn));
+      EXPECT_EQ(gn, wn);
+      EXPECT_TRUE(gpu_labels(d, h, w, diagonal, SampleType::f64, gn, bits) ==
+                  cpu_labels(d, h, w, diagonal, wn));
+      EXPECT_EQ(gn, wn);
+      EXPECT_TRUE(gpu_labels(s, h, w, diagonal, SampleType::i16, gn, bits) ==
+                  cpu_labels(s, h, w, diagonal, wn));
+      EXPECT_EQ(gn, wn);
+    }
 #endif
 }
 
@@ -269,14 +283,15 @@ TEST(GpuLabel, BandsOnBothBackendsEqualTheCpu) {
 
 TEST(GpuLabel, TheCpusShareAllAlongEqualsTheCpu) {
   OOC_REQUIRE_GPU();
-  // Every k-th band of pass 1 on the CPU (BandPlan::cpu_every, from OOC_LABEL_CPU_EVERY) and every
-  // j-th of pass 2 (cpu_every_out, OOC_LABEL_CPU_EVERY_OUT), the rest on the GPU: the merge mixes
-  // the two kinds all along, and so do pass 2's writes. The default (2 and 2, with the CPU
-  // start), one pass shared alone, and the other, against the CPU.
+  // A share of pass 1's bands on the CPU (BandPlan::cpu_share, from OOC_LABEL_CPU_SHARE) and of
+  // pass 2's (cpu_share_out, OOC_LABEL_CPU_SHARE_OUT), the rest on the GPU: the merge mixes the
+  // two kinds all along, and so do pass 2's writes. The default (1/2 and 1/2, with the CPU
+  // start), one pass shared alone, and the other, most bands on the CPU, all of them, against
+  // the CPU.
   std::mt19937 rng(29);
   const std::vector<std::pair<const char*, const char*>> shares = {
-      {nullptr, nullptr}, {"3", "0"}, {"0", "3"}};  // null: the default, 2
-  for (const auto& [every, every_out] : shares)
+      {nullptr, nullptr}, {"1/3", "0"}, {"0", "1/3"}, {"3/4", "2/3"}, {"1/1", "1/1"}};
+  for (const auto& [share, share_out] : shares)
     for (int conn : {4, 8, 26}) {
       const std::int64_t d = conn == 26 ? 7 : 0, h = conn == 26 ? 41 : 211, w = 317;
       std::vector<std::uint8_t> m;
@@ -287,16 +302,22 @@ TEST(GpuLabel, TheCpusShareAllAlongEqualsTheCpu) {
       std::uint64_t nc = 0, ng = 0;
       std::int64_t on_cpu = 0;
       const auto c = run_label(m, d, h, w, conn, "cpu", 5, nc);
-      if (every) ::setenv("OOC_LABEL_CPU_EVERY", every, 1);
-      if (every_out) ::setenv("OOC_LABEL_CPU_EVERY_OUT", every_out, 1);
+      if (share) ::setenv("OOC_LABEL_CPU_SHARE", share, 1);
+      if (share_out) ::setenv("OOC_LABEL_CPU_SHARE_OUT", share_out, 1);
       const auto g = run_label(m, d, h, w, conn, "cuda", 5, ng, "", -1, &on_cpu);
-      ::unsetenv("OOC_LABEL_CPU_EVERY");
-      ::unsetenv("OOC_LABEL_CPU_EVERY_OUT");
-      const std::string what = std::string("every ") + (every ? every : "2") + ", pass 2 every " +
-                               (every_out ? every_out : "2") + ", c" + std::to_string(conn);
-      const int k = std::max(every ? std::stoi(every) : 2, every_out ? std::stoi(every_out) : 2);
+      ::unsetenv("OOC_LABEL_CPU_SHARE");
+      ::unsetenv("OOC_LABEL_CPU_SHARE_OUT");
+      const std::string a = share ? share : "1/2", b = share_out ? share_out : "1/2";
+      const std::string what = "share " + a + ", pass 2 " + b + ", c" + std::to_string(conn);
+      // The CPU's bands of both passes: at least each share's of a pass's bands.
+      auto fraction = [](const std::string& s) {
+        const auto slash = s.find('/');
+        return slash == std::string::npos
+                   ? 0.0
+                   : std::stod(s.substr(0, slash)) / std::stod(s.substr(slash + 1));
+      };
       const std::int64_t bands = std::max<std::int64_t>(d, 1) * ((h + 4) / 5);  // a pass's
-      EXPECT_GE(on_cpu, bands / k) << what;
+      EXPECT_GE(on_cpu, std::int64_t((fraction(a) + fraction(b)) * double(bands)) - 2) << what;
       ASSERT_EQ(ng, nc) << what;
       ASSERT_TRUE(g == c) << what;
     }

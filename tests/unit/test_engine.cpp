@@ -463,6 +463,7 @@ class LabelsOp final : public Operation {
     return o;
   }
   bool output_is_labels() const override { return true; }
+  bool cpu_gives_cuda_bits() const override { return true; }  // as the real stage's
   std::unique_ptr<CpuKernel> make_cpu() const override { return nullptr; }
   // A CPU band's runs, as the label stage counts them: scratch a computing thread holds.
   std::size_t cpu_band_bytes(std::int64_t rows, std::int64_t cols) const override {
@@ -472,6 +473,33 @@ class LabelsOp final : public Operation {
  private:
   ImageSpec in_;
 };
+
+// A CPU share of a/b takes a bands of every b, spread evenly: 1/k is every k-th band.
+TEST(Engine, CpuSharesSpreadTheirBandsEvenly) {
+  for (const auto& [cpu, of] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {0, 1}, {1, 2}, {1, 3}, {2, 3}, {3, 4}, {5, 6}, {4, 4}, {7, 1000}}) {
+    const BandPlan::CpuShare share{cpu, of};
+    std::int64_t taken = 0, run = 0, longest = 0;
+    for (std::int64_t k = 0; k < 12 * of; ++k) {
+      const bool t = share.takes(k);
+      taken += t;
+      run = t ? run + 1 : 0;
+      longest = std::max(longest, run);
+      if (cpu == 1) {
+        EXPECT_EQ(t, k % of == of - 1) << cpu << "/" << of << " band " << k;
+      }
+      // Every window of `of` bands holds exactly `cpu` of them.
+      if (k + 1 >= of) {
+        std::int64_t in_window = 0;
+        for (std::int64_t i = k + 1 - of; i <= k; ++i) in_window += share.takes(i);
+        EXPECT_EQ(in_window, cpu) << cpu << "/" << of << " bands to " << k;
+      }
+    }
+    EXPECT_EQ(taken, 12 * cpu) << cpu << "/" << of;
+    // Never more CPU bands in a row than the share needs (the GPU's bands are spread between).
+    EXPECT_LE(longest, cpu == of ? 12 * of : (of - 1) / (of - cpu)) << cpu << "/" << of;
+  }
+}
 
 // Labels on a GPU: six times the slots a GPU of other operations, of bands of at most 24 MiB, the
 // ring under the limit; with the CPU start's buffers planned (under the default limit too), every
@@ -497,22 +525,38 @@ TEST(Engine, LabelsOnAGpuHaveManyShortSlotsAndShareBothPassesWithTheCpu) {
     const BandPlan plan = plan_bands(spec, {&labels}, b, o);
     EXPECT_EQ(plan.slots, 24 * gpus);
     EXPECT_LE(plan.ring_bytes, plan.mem_limit);
-    EXPECT_LE(plan.band_rows, 64);  // 24 MiB a slot at most
-    EXPECT_EQ(plan.cpu_every, 0);   // no CPU start, no CPU share
-    EXPECT_EQ(plan.cpu_every_out, 0);
+    EXPECT_LE(plan.band_rows, 64);     // 24 MiB a slot at most
+    EXPECT_EQ(plan.cpu_share.cpu, 0);  // no CPU start, no CPU share
+    EXPECT_EQ(plan.cpu_share_out.cpu, 0);
     EngineOptions started = o;
     started.cpu_start_bands = -1;
+    started.threads = 16;  // a GPU node's cores, whatever this machine has
     for (const std::size_t limit : {std::size_t{0}, std::size_t{8} << 30}) {
       // 0: the default, which fits the CPU's buffers beside one GPU's ring (two GPUs' rings take
       // it)
       if (limit == 0 && gpus > 1) continue;
       started.mem_limit = limit;
       const BandPlan shared = plan_bands(spec, {&labels}, b, started);
-      EXPECT_EQ(shared.cpu_every, 2) << gpus << " GPU(s), limit " << limit;
-      EXPECT_EQ(shared.cpu_every_out, 2) << gpus << " GPU(s), limit " << limit;
+      for (const BandPlan::CpuShare& share : {shared.cpu_share, shared.cpu_share_out}) {
+        EXPECT_EQ(share.cpu, 1) << gpus << " GPU(s), limit " << limit;
+        EXPECT_EQ(share.of, 2) << gpus << " GPU(s), limit " << limit;
+      }
       EXPECT_EQ(shared.slots, 24 * gpus);
       EXPECT_LE(shared.ring_bytes, shared.mem_limit);
       EXPECT_GE(shared.band_rows, 8);
+      // The shares from the environment (measurements, tests), and a clear refusal of others.
+      ::setenv("OOC_LABEL_CPU_SHARE", "2/3", 1);
+      ::setenv("OOC_LABEL_CPU_SHARE_OUT", "0", 1);
+      const BandPlan envs = plan_bands(spec, {&labels}, b, started);
+      EXPECT_EQ(envs.cpu_share.cpu, 2);
+      EXPECT_EQ(envs.cpu_share.of, 3);
+      EXPECT_EQ(envs.cpu_share_out.cpu, 0);
+      for (const char* bad : {"3/2", "1/0", "-1/2", "1/2x", "half", "1", ""}) {
+        ::setenv("OOC_LABEL_CPU_SHARE", bad, 1);
+        EXPECT_THROW(plan_bands(spec, {&labels}, b, started), Error) << bad;
+      }
+      ::unsetenv("OOC_LABEL_CPU_SHARE");
+      ::unsetenv("OOC_LABEL_CPU_SHARE_OUT");
       // A resumed run with other --threads plans the same bands.
       for (const int threads : {1, 7, 64}) {
         EngineOptions other = started;
@@ -527,7 +571,7 @@ TEST(Engine, LabelsOnAGpuHaveManyShortSlotsAndShareBothPassesWithTheCpu) {
     EXPECT_EQ(plan_bands(spec, {&labels}, b, o).slots, 3);
     o.slots = 0;
     EXPECT_EQ(plan_bands(f32, {filter.get()}, b, o).slots, 4 * gpus);
-    EXPECT_EQ(plan_bands(f32, {filter.get()}, b, started).cpu_every_out, 0);
+    EXPECT_EQ(plan_bands(f32, {filter.get()}, b, started).cpu_share_out.cpu, 0);
   }
   start->finish();
 }

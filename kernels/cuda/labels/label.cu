@@ -83,6 +83,16 @@ __device__ __forceinline__ bool foreground(const std::byte* in, std::size_t stri
   return __ldg(reinterpret_cast<const T*>(in + static_cast<std::size_t>(y) * stride) + x) != T(0);
 }
 
+// One bit a sample (CudaBand::in_bits): every lane of a warp reads its strip's word of the row.
+struct Bits {};
+template <>
+__device__ __forceinline__ bool foreground<Bits>(const std::byte* in, std::size_t stride,
+                                                 std::int64_t y, std::int64_t x) {
+  const auto* words =
+      reinterpret_cast<const std::uint32_t*>(in + static_cast<std::size_t>(y) * stride);
+  return (__ldg(words + (x >> 5)) >> (x & 31)) & 1u;
+}
+
 // Step 1. Blocks of kWarps warps, a strip each; the grid's y walks the segments of kSegRows rows.
 template <class T>
 __global__ void __launch_bounds__(32 * kWarps)
@@ -330,8 +340,8 @@ Parts parts(std::int64_t rows, std::int64_t width) {
 
 // Steps 1 to 3 on `stream`, in `scratch` laid out as `p`; returns what the numbering reads.
 Roots label_roots(const std::byte* in, std::size_t stride, std::int64_t rows, std::int64_t width,
-                  SampleType type, bool diagonal, std::byte* scratch, std::size_t scratch_bytes,
-                  const Parts& p, cudaStream_t s) {
+                  SampleType type, bool bits, bool diagonal, std::byte* scratch,
+                  std::size_t scratch_bytes, const Parts& p, cudaStream_t s) {
   if (rows < 1 || width < 1 || rows * p.padded >= (std::int64_t{1} << 31) || scratch_bytes < p.end)
     throw Error(ErrorKind::device, "label_band: a band of " + std::to_string(rows) + " x " +
                                        std::to_string(width) + " samples and " +
@@ -353,21 +363,24 @@ Roots label_roots(const std::byte* in, std::size_t stride, std::int64_t rows, st
   const std::int64_t segs = (rows + kSegRows - 1) / kSegRows;
   const dim3 grid(static_cast<unsigned>((p.padded / 32 + kWarps - 1) / kWarps),
                   static_cast<unsigned>(segs < 65535 ? segs : 65535));
-  switch (type) {
+  if (bits)
+    strips<Bits><<<grid, 32 * kWarps, 0, s>>>(in, stride, r, w, pw, diagonal, labels, mask);
+  else
+    switch (type) {
 #define OOC_LABEL_STRIPS(t, T)                                                            \
   case SampleType::t:                                                                     \
     strips<T><<<grid, 32 * kWarps, 0, s>>>(in, stride, r, w, pw, diagonal, labels, mask); \
     break;
-    OOC_LABEL_STRIPS(u8, std::uint8_t)
-    OOC_LABEL_STRIPS(u16, std::uint16_t)
-    OOC_LABEL_STRIPS(i16, std::int16_t)
-    OOC_LABEL_STRIPS(u32, std::uint32_t)
-    OOC_LABEL_STRIPS(i32, std::int32_t)
-    OOC_LABEL_STRIPS(f32, float)
-    OOC_LABEL_STRIPS(f64, double)
-    OOC_LABEL_STRIPS(u64, std::uint64_t)
+      OOC_LABEL_STRIPS(u8, std::uint8_t)
+      OOC_LABEL_STRIPS(u16, std::uint16_t)
+      OOC_LABEL_STRIPS(i16, std::int16_t)
+      OOC_LABEL_STRIPS(u32, std::uint32_t)
+      OOC_LABEL_STRIPS(i32, std::int32_t)
+      OOC_LABEL_STRIPS(f32, float)
+      OOC_LABEL_STRIPS(f64, double)
+      OOC_LABEL_STRIPS(u64, std::uint64_t)
 #undef OOC_LABEL_STRIPS
-  }
+    }
   OOC_KERNEL_TRY(cudaGetLastError());
   const std::int64_t row_edges = (rows - 1) / kSegRows * p.padded;
   if (row_edges > 0)
@@ -395,12 +408,12 @@ std::size_t label_band_scratch(std::int64_t rows, std::int64_t width) {
 }
 
 const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, std::int64_t rows,
-                                      std::int64_t width, SampleType type, bool diagonal,
+                                      std::int64_t width, SampleType type, bool bits, bool diagonal,
                                       std::byte* scratch, std::size_t scratch_bytes,
                                       std::uint64_t* count, cudaStream_t s, bool edge_rows) {
   const Parts p = parts(rows, width);
   const Roots r =
-      label_roots(in, stride, rows, width, type, diagonal, scratch, scratch_bytes, p, s);
+      label_roots(in, stride, rows, width, type, bits, diagonal, scratch, scratch_bytes, p, s);
   auto* out = reinterpret_cast<std::uint32_t*>(scratch + p.numbers);
   auto* c = reinterpret_cast<unsigned long long*>(count);
   if (edge_rows && rows > 2)  // the first row and the last
@@ -412,10 +425,10 @@ const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, s
 }
 
 void label_band_through_async(const std::byte* in, std::size_t stride, std::int64_t rows,
-                              std::int64_t width, SampleType type, bool diagonal,
+                              std::int64_t width, SampleType type, bool bits, bool diagonal,
                               std::byte* scratch, std::size_t scratch_bytes, const void* table,
                               bool wide, std::byte* out, std::size_t out_stride, cudaStream_t s) {
-  const Roots r = label_roots(in, stride, rows, width, type, diagonal, scratch, scratch_bytes,
+  const Roots r = label_roots(in, stride, rows, width, type, bits, diagonal, scratch, scratch_bytes,
                               parts(rows, width), s);
   if (wide)
     relabel<<<row_grid(width, rows), kThreads, 0, s>>>(

@@ -17,14 +17,15 @@ namespace ooc::cuda {
 // Device scratch of a band of rows x width samples (rows x width rounded up to 32 < 2^31).
 std::size_t label_band_scratch(std::int64_t rows, std::int64_t width);
 
-// Labels `rows` rows of `width` samples of `type` at `in` (rows `stride` bytes apart), 8-connected
-// in the plane where `diagonal`, else 4. Returns the labels in `scratch` (rows x width u32, dense,
+// Labels `rows` rows of `width` samples of `type` at `in` (rows `stride` bytes apart), or where
+// `bits`, of one bit a sample (CudaBand::in_bits; `type` unused), 8-connected in the plane where
+// `diagonal`, else 4. Returns the labels in `scratch` (rows x width u32, dense,
 // row-major): each foreground sample's component number, 1 to the count, in raster order of the
 // components' first samples; 0 for the background. Only the first row and the last where
 // `edge_rows` (the rest are left unwritten). Writes the count to *count (device memory). Enqueued
 // on `stream`.
 const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, std::int64_t rows,
-                                      std::int64_t width, SampleType type, bool diagonal,
+                                      std::int64_t width, SampleType type, bool bits, bool diagonal,
                                       std::byte* scratch, std::size_t scratch_bytes,
                                       std::uint64_t* count, cudaStream_t stream,
                                       bool edge_rows = false);
@@ -33,7 +34,7 @@ const std::uint32_t* label_band_async(const std::byte* in, std::size_t stride, s
 // (0 for the background) to `out`'s rows, `out_stride` bytes apart: u64 entries and samples where
 // `wide`, else u32. No numbers are written between.
 void label_band_through_async(const std::byte* in, std::size_t stride, std::int64_t rows,
-                              std::int64_t width, SampleType type, bool diagonal,
+                              std::int64_t width, SampleType type, bool bits, bool diagonal,
                               std::byte* scratch, std::size_t scratch_bytes, const void* table,
                               bool wide, std::byte* out, std::size_t out_stride,
                               cudaStream_t stream);

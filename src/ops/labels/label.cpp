@@ -105,6 +105,8 @@ class LabelOpBase : public Operation {
   // Both number a band's components alike (the GPU's partial says which labelled it): the CPU
   // may take the first bands while CUDA starts.
   bool cpu_gives_cuda_bits() const override { return true; }
+  // The GPU's kernels read only the foreground: its rows go in as bits, an eighth of a u8 mask.
+  bool cuda_input_bits() const override { return true; }
   // Pass 1 (no output) or pass 2 (the labels).
   std::unique_ptr<CudaKernel> make_cuda(const std::vector<int>&) const override {
 #if defined(OOC_HAVE_CUDA)

@@ -54,7 +54,7 @@ class ScanCuda final : public CudaKernel {
         cudaMemcpyAsync(partial, h, sizeof(std::uint64_t), cudaMemcpyHostToDevice, stream));
     // Only the rows that come back need their numbers (the count needs none).
     const std::uint32_t* labels = cuda::label_band_async(
-        b.in, b.in_stride, rows, width, b.in_spec.type, s.diagonal, b.scratch,
+        b.in, b.in_stride, rows, width, b.in_spec.type, b.in_bits, s.diagonal, b.scratch,
         cuda::label_band_scratch(rows, width), partial + 1, stream, !s.all_rows);
     auto* rows_to = reinterpret_cast<std::uint32_t*>(h + 256);
     if (s.all_rows || rows <= 2) {
@@ -93,9 +93,9 @@ class ApplyCuda final : public CudaKernel {
     if (n > 0)
       OOC_CUDA_TRY(cudaMemcpyAsync(d_table, slice, static_cast<std::size_t>(n) * entry,
                                    cudaMemcpyHostToDevice, stream));
-    cuda::label_band_through_async(b.in, b.in_stride, rows, width, b.in_spec.type, s_->diagonal,
-                                   b.scratch, label_bytes, d_table, s_->wide, b.out, b.out_stride,
-                                   stream);
+    cuda::label_band_through_async(b.in, b.in_stride, rows, width, b.in_spec.type, b.in_bits,
+                                   s_->diagonal, b.scratch, label_bytes, d_table, s_->wide, b.out,
+                                   b.out_stride, stream);
   }
 
  private:
