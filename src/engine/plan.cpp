@@ -140,7 +140,8 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       backend.cuda ? static_cast<int>(std::max<std::size_t>(backend.devices.size(), 1)) : 0;
   // CPU: enough bands in flight to keep every stage busy; GPU: read, copy in, compute, copy out
   // and write of different bands at once, on every device. Labels on a GPU six times as many, of
-  // shorter bands (below): every 2nd band of both passes goes to the CPU (cpu_share), whose bands
+  // shorter bands (below): 2 of 3 bands of pass 1 and every 2nd of pass 2 go to the CPU
+  // (cpu_share), whose bands
   // take several times a GPU band's time and retire in order, so the ring must hold many to keep
   // the cores and the link busy at once (docs/performance.md, labels on the GPU).
   const bool labels = std::any_of(ops.begin(), ops.end(),
@@ -530,12 +531,15 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
       if (plan.ring_bytes + head <= plan.mem_limit) {
         plan.cpu_start_bands = o.cpu_start_bands;
         plan.ring_bytes += head;
-        // Labels: every 2nd band of each pass on the CPU. Pass 1's GPU bands are bound by their
-        // packing (the read stage's, one band at a time), pass 2's by the link (4 bytes back a
-        // sample): the cores beside them add their own rate. OOC_LABEL_CPU_SHARE=a/b (pass 1)
-        // and OOC_LABEL_CPU_SHARE_OUT=a/b (pass 2) for measurements and tests (0: none).
+        // Labels: 2 of every 3 bands of pass 1 on the CPU, every 2nd of pass 2. Both passes are
+        // bound by the host's cores and memory on either backend, and a band costs the host
+        // less labelled by its cores than staged for the GPU; pass 2's GPU bands are bound by
+        // the link besides (4 bytes back a sample). Those shares measured best
+        // (docs/performance.md). OOC_LABEL_CPU_SHARE=a/b (pass 1) and OOC_LABEL_CPU_SHARE_OUT=a/b
+        // (pass 2) for measurements and tests (0: none).
         if (labels) {
-          plan.cpu_share = plan.cpu_share_out = {1, 2};
+          plan.cpu_share = {2, 3};
+          plan.cpu_share_out = {1, 2};
           cpu_share_from_env("OOC_LABEL_CPU_SHARE", plan.cpu_share);
           cpu_share_from_env("OOC_LABEL_CPU_SHARE_OUT", plan.cpu_share_out);
         }

@@ -285,7 +285,7 @@ TEST(GpuLabel, TheCpusShareAllAlongEqualsTheCpu) {
   OOC_REQUIRE_GPU();
   // A share of pass 1's bands on the CPU (BandPlan::cpu_share, from OOC_LABEL_CPU_SHARE) and of
   // pass 2's (cpu_share_out, OOC_LABEL_CPU_SHARE_OUT), the rest on the GPU: the merge mixes the
-  // two kinds all along, and so do pass 2's writes. The default (1/2 and 1/2, with the CPU
+  // two kinds all along, and so do pass 2's writes. The default (2/3 and 1/2, with the CPU
   // start), one pass shared alone, and the other, most bands on the CPU, all of them, against
   // the CPU.
   std::mt19937 rng(29);
@@ -307,7 +307,7 @@ TEST(GpuLabel, TheCpusShareAllAlongEqualsTheCpu) {
       const auto g = run_label(m, d, h, w, conn, "cuda", 5, ng, "", -1, &on_cpu);
       ::unsetenv("OOC_LABEL_CPU_SHARE");
       ::unsetenv("OOC_LABEL_CPU_SHARE_OUT");
-      const std::string a = share ? share : "1/2", b = share_out ? share_out : "1/2";
+      const std::string a = share ? share : "2/3", b = share_out ? share_out : "1/2";
       const std::string what = "share " + a + ", pass 2 " + b + ", c" + std::to_string(conn);
       // The CPU's bands of both passes: at least each share's of a pass's bands.
       auto fraction = [](const std::string& s) {
