@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/labels/runs.hpp"
+#include "ooc/detail/sample_type.hpp"
 #include "ooc/image.hpp"
 
 namespace ooc::kernels {
@@ -36,25 +37,17 @@ void mask_bits_row(const T* row, std::int64_t samples, std::uint32_t* words) {
 inline void mask_bits_rows(const std::byte* rows, std::int64_t count, std::size_t row_bytes,
                            std::int64_t samples, SampleType type, std::byte* out,
                            std::size_t out_row) {
-  for (std::int64_t r = 0; r < count; ++r) {
-    const std::byte* in = rows + static_cast<std::size_t>(r) * row_bytes;
-    auto* words = reinterpret_cast<std::uint32_t*>(out + static_cast<std::size_t>(r) * out_row);
-    switch (type) {
-#define OOC_MASK_BITS(t, T)                                        \
-  case SampleType::t:                                              \
-    mask_bits_row(reinterpret_cast<const T*>(in), samples, words); \
-    break;
-      OOC_MASK_BITS(u8, std::uint8_t)
-      OOC_MASK_BITS(u16, std::uint16_t)
-      OOC_MASK_BITS(i16, std::int16_t)
-      OOC_MASK_BITS(u32, std::uint32_t)
-      OOC_MASK_BITS(i32, std::int32_t)
-      OOC_MASK_BITS(f32, float)
-      OOC_MASK_BITS(f64, double)
-      OOC_MASK_BITS(u64, std::uint64_t)
-#undef OOC_MASK_BITS
-    }
-  }
+  auto each_row = [&](auto zero) {
+    using T = decltype(zero);
+    for (std::int64_t r = 0; r < count; ++r)
+      mask_bits_row(reinterpret_cast<const T*>(rows + static_cast<std::size_t>(r) * row_bytes),
+                    samples,
+                    reinterpret_cast<std::uint32_t*>(out + static_cast<std::size_t>(r) * out_row));
+  };
+  if (type == SampleType::u64)  // label images as input: dispatch_type takes filters' types only
+    each_row(std::uint64_t{});
+  else
+    dispatch_type(type, each_row);
 }
 
 }  // namespace ooc::kernels
