@@ -141,9 +141,9 @@ BandPlan plan_bands(const ImageSpec& input, const std::vector<const Operation*>&
   // CPU: enough bands in flight to keep every stage busy; GPU: read, copy in, compute, copy out
   // and write of different bands at once, on every device. Labels on a GPU six times as many, of
   // shorter bands (below): 2 of 3 bands of pass 1 and every 2nd of pass 2 go to the CPU
-  // (cpu_share), whose bands
-  // take several times a GPU band's time and retire in order, so the ring must hold many to keep
-  // the cores and the link busy at once (docs/performance.md, labels on the GPU).
+  // (cpu_share), whose bands take several times a GPU band's time and retire in order, so the
+  // ring must hold many to keep the cores and the link busy at once (docs/performance.md, labels
+  // on the GPU).
   const bool labels = std::any_of(ops.begin(), ops.end(),
                                   [](const Operation* op) { return op->output_is_labels(); });
   plan.slots = o.slots > 0     ? o.slots
